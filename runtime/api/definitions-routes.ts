@@ -1,0 +1,48 @@
+import { Router } from 'express';
+import type { Engine } from '../engine/context.ts';
+import { deployDefinition } from '../engine/definitions.ts';
+import { findDefinition, listLatestDefinitions } from '../store/definitions.ts';
+import { BatonError } from '../shared/errors.ts';
+import { validateBody } from './validate.ts';
+import { definitionSummaryView, definitionView } from './views.ts';
+
+export function definitionsRouter(engine: Engine): Router {
+  const router = Router();
+
+  // JSON { xml, processId? } or the BPMN itself as application/xml.
+  router.post('/', async (req, res) => {
+    let xml: string;
+    let processId: string | undefined;
+    if (req.is('application/json')) {
+      ({ xml, processId } = validateBody<{ xml: string; processId?: string }>('deploy-request', req.body));
+    } else if (req.is(['application/xml', 'text/xml']) && typeof req.body === 'string' && req.body.length > 0) {
+      xml = req.body;
+      processId = typeof req.query.processId === 'string' ? req.query.processId : undefined;
+    } else {
+      throw new BatonError('unsupported_media_type', 'Send JSON {"xml": "..."} or the BPMN file as application/xml');
+    }
+    const { created, definition, warnings } = await deployDefinition(engine, xml, processId);
+    res.status(created ? 201 : 200).json({ ...definitionSummaryView(definition), created, warnings });
+  });
+
+  router.get('/', async (_req, res) => {
+    res.json({ items: (await listLatestDefinitions(engine.pool)).map(definitionSummaryView) });
+  });
+
+  router.get('/:key', async (req, res) => {
+    const definition = await findDefinition(engine.pool, req.params.key);
+    if (!definition) throw new BatonError('not_found', `No definition with key "${req.params.key}"`);
+    res.json(definitionView(definition));
+  });
+
+  router.get('/:key/versions/:version', async (req, res) => {
+    const version = Number(req.params.version);
+    const definition = Number.isInteger(version) && version > 0 && version < 2 ** 31
+      ? await findDefinition(engine.pool, req.params.key, version)
+      : undefined;
+    if (!definition) throw new BatonError('not_found', `No version "${req.params.version}" of definition "${req.params.key}"`);
+    res.json(definitionView(definition));
+  });
+
+  return router;
+}

@@ -1,0 +1,46 @@
+// The one table from error codes to HTTP, and the middleware that answers { type, message, details }.
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import { BatonError, type ErrorCode } from '../shared/errors.ts';
+
+const HTTP: Record<ErrorCode, { status: number; type: string }> = {
+  validation: { status: 400, type: 'ValidationError' },
+  compile: { status: 400, type: 'CompileError' },
+  not_found: { status: 404, type: 'NotFound' },
+  conflict: { status: 409, type: 'Conflict' },
+  lock_lost: { status: 409, type: 'LockLost' },
+  payload_too_large: { status: 413, type: 'PayloadTooLarge' },
+  unsupported_media_type: { status: 415, type: 'UnsupportedMediaType' },
+};
+
+// body-parser reports its own failures with a `type` field.
+function fromBodyParser(err: { type?: string; limit?: number; message?: string }): BatonError | undefined {
+  switch (err.type) {
+    case 'entity.parse.failed':
+      return new BatonError('validation', `Request body is not valid JSON: ${err.message ?? ''}`);
+    case 'entity.too.large':
+      return new BatonError('payload_too_large', `Request body is larger than the limit of ${err.limit ?? '?'} bytes`, { limit: err.limit });
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new BatonError('unsupported_media_type', err.message ?? 'Unsupported body encoding');
+    default:
+      return undefined;
+  }
+}
+
+export function errorMiddleware(log: Logger): ErrorRequestHandler {
+  return (err: unknown, req, res, _next) => {
+    const known = err instanceof BatonError ? err : fromBodyParser(err as { type?: string });
+    if (!known) {
+      log.error({ err, method: req.method, path: req.path }, 'api:error');
+      res.status(500).json({ type: 'InternalError', message: 'Internal error; the server log has the details' });
+      return;
+    }
+    const { status, type } = HTTP[known.code];
+    res.status(status).json({ type, message: known.message, ...(known.details !== undefined ? { details: known.details } : {}) });
+  };
+}
+
+export const notFoundRoute: RequestHandler = (req, _res, next) => {
+  next(new BatonError('not_found', `No route ${req.method} ${req.path}`));
+};

@@ -1,0 +1,81 @@
+import { Router } from 'express';
+import type { Engine } from '../engine/context.ts';
+import { cancelInstance, startInstance, type StartInstanceRequest } from '../engine/instances.ts';
+import type { InstanceStatus } from '../engine/vocabulary.ts';
+import { getInstanceDetail, listHistory, listInstances } from '../store/queries.ts';
+import { BatonError } from '../shared/errors.ts';
+import { isUuid, requireUuid, validateBody, validateQuery } from './validate.ts';
+import { eventView, instanceDetailView, instanceSummaryView } from './views.ts';
+
+interface ListQuery {
+  status?: InstanceStatus;
+  definitionKey?: string;
+  businessKey?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export function instancesRouter(engine: Engine): Router {
+  const router = Router();
+
+  router.post('/', async (req, res) => {
+    const body = validateBody<StartInstanceRequest>('start-instance-request', req.body);
+    const result = await startInstance(engine, body);
+    if (!result.ok) {
+      const which = body.version ? `version ${body.version} of "${body.definitionKey}"` : `"${body.definitionKey}"`;
+      throw new BatonError('not_found', `No deployed definition ${which}`);
+    }
+    res.status(result.created ? 201 : 200).json(instanceSummaryView(result.instance));
+  });
+
+  router.get('/', async (req, res) => {
+    const q = validateQuery<ListQuery>('list-instances-query', req.query);
+    const limit = q.limit ?? 50;
+    const items = await listInstances(engine.pool, {
+      ...(q.status ? { status: q.status } : {}),
+      ...(q.definitionKey ? { definitionKey: q.definitionKey } : {}),
+      ...(q.businessKey ? { businessKey: q.businessKey } : {}),
+      ...(q.cursor ? { after: decodeCursor(q.cursor) } : {}),
+      limit,
+    });
+    const last = items[items.length - 1];
+    res.json({ items: items.map(instanceSummaryView), nextCursor: items.length === limit && last ? encodeCursor(last) : null });
+  });
+
+  router.get('/:id', async (req, res) => {
+    const detail = await getInstanceDetail(engine.pool, requireUuid(req.params.id, 'instance'));
+    if (!detail) throw new BatonError('not_found', `No instance with id "${req.params.id}"`);
+    res.json(instanceDetailView(detail));
+  });
+
+  router.get('/:id/history', async (req, res) => {
+    const id = requireUuid(req.params.id, 'instance');
+    const q = validateQuery<{ afterSeq?: number; limit?: number }>('history-query', req.query);
+    const items = await listHistory(engine.pool, id, q.afterSeq ?? 0, q.limit ?? 1000);
+    if (items.length === 0 && !(await getInstanceDetail(engine.pool, id))) {
+      throw new BatonError('not_found', `No instance with id "${id}"`);
+    }
+    res.json({ items: items.map(eventView) });
+  });
+
+  router.post('/:id/cancel', async (req, res) => {
+    const result = await cancelInstance(engine, requireUuid(req.params.id, 'instance'));
+    if (!result.ok && result.reason === 'not_found') throw new BatonError('not_found', `No instance with id "${req.params.id}"`);
+    if (!result.ok) throw new BatonError('conflict', `Instance ${req.params.id} already ended (${result.status ?? ''}); nothing to cancel`, { status: result.status });
+    res.json({ id: req.params.id, status: result.status });
+  });
+
+  return router;
+}
+
+function encodeCursor(row: { cursor_at: string; id: string }): string {
+  return Buffer.from(`${row.cursor_at}|${row.id}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: string; id: string } {
+  const [createdAt, id] = Buffer.from(cursor, 'base64url').toString().split('|');
+  if (!createdAt || !id || Number.isNaN(Date.parse(createdAt)) || !isUuid(id)) {
+    throw new BatonError('validation', 'Invalid cursor: pass nextCursor from the previous page');
+  }
+  return { createdAt, id };
+}

@@ -1,0 +1,89 @@
+import { Router, type Response } from 'express';
+import type { Engine } from '../engine/context.ts';
+import { fetchAndWait } from '../engine/fetch.ts';
+import type { TaskNotifier } from '../engine/task-notifier.ts';
+import {
+  completeTask,
+  failTask,
+  reportBpmnError,
+  type BpmnErrorRequest,
+  type CompleteTaskRequest,
+  type FailTaskRequest,
+  type TaskCallResult,
+} from '../engine/tasks.ts';
+import { extendLock, recordLateResult, unlockTask, type GuardedTaskResult, type LockHolder } from '../store/tasks.ts';
+import { BatonError } from '../shared/errors.ts';
+import { requireUuid, validateBody } from './validate.ts';
+import { lockedTaskView } from './views.ts';
+
+interface FetchBody {
+  workerId: string;
+  maxTasks: number;
+  waitMs?: number;
+  topics: { name: string; lockDurationMs: number }[];
+}
+
+export function tasksRouter(engine: Engine, notifier: TaskNotifier): Router {
+  const router = Router();
+
+  router.post('/fetch-and-lock', async (req, res) => {
+    const body = validateBody<FetchBody>('fetch-and-lock-request', req.body);
+    // A caller that hangs up while parked must not be left holding locks.
+    const gone = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) gone.abort();
+    });
+    const tasks = await fetchAndWait(engine, notifier, { ...body, waitMs: body.waitMs ?? 0, signal: gone.signal });
+    if (!gone.signal.aborted) res.json(tasks.map(lockedTaskView));
+  });
+
+  router.post('/:id/complete', async (req, res) => {
+    const body = validateBody<Omit<CompleteTaskRequest, 'taskId'>>('complete-request', req.body);
+    answer(res, await completeTask(engine, { ...body, taskId: taskIdOf(req.params.id) }), req.params.id);
+  });
+
+  router.post('/:id/failure', async (req, res) => {
+    const body = validateBody<Omit<FailTaskRequest, 'taskId'>>('failure-request', req.body);
+    answer(res, await failTask(engine, { ...body, taskId: taskIdOf(req.params.id) }), req.params.id);
+  });
+
+  router.post('/:id/bpmn-error', async (req, res) => {
+    const body = validateBody<Omit<BpmnErrorRequest, 'taskId'>>('bpmn-error-request', req.body);
+    answer(res, await reportBpmnError(engine, { ...body, taskId: taskIdOf(req.params.id) }), req.params.id);
+  });
+
+  router.post('/:id/extend-lock', async (req, res) => {
+    const body = validateBody<Omit<LockHolder, 'taskId'> & { lockDurationMs: number }>('extend-lock-request', req.body);
+    const holder = { ...body, taskId: taskIdOf(req.params.id) };
+    answer(res, await leaseCall(engine, holder, 'extend-lock', extendLock(engine.pool, holder)), req.params.id);
+  });
+
+  router.post('/:id/unlock', async (req, res) => {
+    const body = validateBody<Omit<LockHolder, 'taskId'>>('unlock-request', req.body);
+    const holder = { ...body, taskId: taskIdOf(req.params.id) };
+    answer(res, await leaseCall(engine, holder, 'unlock', unlockTask(engine.pool, holder)), req.params.id);
+  });
+
+  return router;
+}
+
+function taskIdOf(id: string | undefined): string {
+  return requireUuid(id, 'external task');
+}
+
+// Lease calls touch only the task row; a refused one is kept like a late result.
+async function leaseCall(engine: Engine, holder: LockHolder, kind: 'extend-lock' | 'unlock', call: Promise<GuardedTaskResult>): Promise<TaskCallResult> {
+  const result = await call;
+  if (result.ok) return { ok: true, duplicate: false };
+  if (result.reason === 'lock_lost') await recordLateResult(engine.pool, { ...holder, kind, payloadBytes: 0 });
+  return { ok: false, reason: result.reason === 'already_applied' ? 'lock_lost' : result.reason };
+}
+
+function answer(res: Response, result: TaskCallResult, taskId: string | undefined): void {
+  if (result.ok) {
+    res.status(204).end();
+    return;
+  }
+  if (result.reason === 'not_found') throw new BatonError('not_found', `No external task with id "${taskId ?? ''}"`);
+  throw new BatonError('lock_lost', `The lock on task ${taskId ?? ''} is not held by this worker and token: it expired and was taken by another worker, the task was canceled, or it already finished. Nothing was changed; the call is kept in the history as a late result.`);
+}

@@ -1,0 +1,101 @@
+// Row -> JSON shapes of the native API (camelCase, ISO dates).
+import type { DefinitionRow, DefinitionSummary } from '../store/definitions.ts';
+import type { IncidentRow } from '../store/incidents.ts';
+import type { InstanceRow } from '../store/instances.ts';
+import type { EventRow, InstanceDetail } from '../store/queries.ts';
+import type { ExternalTaskRow, LockedTaskRow } from '../store/tasks.ts';
+
+export function definitionSummaryView(d: DefinitionSummary) {
+  return { id: d.id, key: d.key, version: d.version, fingerprint: d.fingerprint, deployedAt: d.deployed_at };
+}
+
+export function definitionView(d: DefinitionRow) {
+  return { ...definitionSummaryView(d), xml: d.xml, plan: d.plan };
+}
+
+export function instanceSummaryView(i: InstanceRow) {
+  return {
+    id: i.id,
+    status: i.status,
+    businessKey: i.business_key,
+    definitionKey: i.definition_key,
+    version: i.definition_version,
+    createdAt: i.created_at,
+    endedAt: i.ended_at,
+  };
+}
+
+export function instanceDetailView(d: InstanceDetail) {
+  const i = d.instance;
+  return {
+    ...instanceSummaryView(i),
+    definitionId: i.definition_id,
+    generation: i.generation,
+    revision: i.revision,
+    updatedAt: i.updated_at,
+    variables: i.variables,
+    steps: d.steps.map((s) => ({ stepId: s.step_id, status: s.status, attempts: s.attempts, activatedAt: s.activated_at, endedAt: s.ended_at })),
+    tasks: d.openTasks.map(taskView),
+    incidents: d.openIncidents.map(incidentView),
+  };
+}
+
+export function taskView(t: ExternalTaskRow) {
+  return {
+    id: t.id,
+    stepId: t.step_id,
+    topic: t.topic,
+    state: t.state,
+    priority: t.priority,
+    attempt: t.attempt,
+    retriesLeft: t.retries_left,
+    retryAt: t.retry_at,
+    workerId: t.worker_id,
+    lockExpiresAt: t.lock_expires_at,
+    errorMessage: t.error_message,
+  };
+}
+
+export function lockedTaskView(t: LockedTaskRow) {
+  return {
+    id: t.id,
+    topic: t.topic,
+    instanceId: t.instance_id,
+    stepId: t.step_id,
+    businessKey: t.business_key,
+    attempt: t.attempt,
+    retriesLeft: t.retries_left,
+    lockToken: t.lock_token,
+    lockExpiresAt: t.lock_expires_at,
+    idempotencyKey: t.idempotency_key,
+    variables: t.variables,
+  };
+}
+
+export function incidentView(x: IncidentRow) {
+  return {
+    id: x.id,
+    instanceId: x.instance_id,
+    stepId: x.step_id,
+    taskId: x.task_id,
+    kind: x.kind,
+    message: x.message,
+    details: x.details,
+    status: x.status,
+    createdAt: x.created_at,
+    resolvedAt: x.resolved_at,
+  };
+}
+
+export function eventView(e: EventRow) {
+  return {
+    seq: e.seq,
+    kind: e.kind,
+    ...(e.step_id ? { stepId: e.step_id } : {}),
+    ...(e.task_id ? { taskId: e.task_id } : {}),
+    ...(e.attempt !== null ? { attempt: e.attempt } : {}),
+    generation: e.generation,
+    at: e.at,
+    data: e.data,
+  };
+}

@@ -1,0 +1,95 @@
+// `baton serve | deploy <file.bpmn> | start <definitionKey> [businessKey]`
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { pino } from 'pino';
+import { readConfig, type Config } from './config.ts';
+import { deployDefinition } from './engine/definitions.ts';
+import { startBatonServer } from './server.ts';
+import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './store/embedded.ts';
+
+async function serve(config: Config): Promise<void> {
+  const log = pino({ level: config.logLevel });
+  let embedded: EmbeddedPostgresHandle | undefined;
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    log.info({ dataDir: config.dataDir, port: config.embeddedPgPort }, 'postgres:starting_embedded');
+    embedded = await startEmbeddedPostgres({
+      dataDir: config.dataDir,
+      port: config.embeddedPgPort,
+      database: 'baton',
+      log: (m) => log.debug({ postgres: m.trim() }, 'postgres:log'),
+    });
+    databaseUrl = embedded.url;
+  }
+  const server = await startBatonServer({
+    databaseUrl,
+    port: config.port,
+    host: config.host,
+    log,
+    sweepIntervalMs: config.sweepIntervalMs,
+    engine: { retryBackoffMs: config.retryBackoffMs },
+  });
+  if (config.samplesDir) await deploySamples(server.engine, config.samplesDir, log);
+  log.info({ url: server.url, embeddedPostgres: Boolean(embedded) }, 'server:listening');
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'server:stopping');
+    await server.close().catch((err: Error) => log.error({ err: err.message }, 'server:close_failed'));
+    await embedded?.stop();
+    log.info('server:stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+async function deploySamples(engine: Parameters<typeof deployDefinition>[0], dir: string, log: pino.Logger): Promise<void> {
+  const files = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.endsWith('.bpmn')).sort();
+  for (const file of files) {
+    try {
+      const { definition, created } = await deployDefinition(engine, await readFile(path.join(dir, file), 'utf8'));
+      log.info({ file, key: definition.key, version: definition.version, created }, 'sample:deployed');
+    } catch (err) {
+      log.error({ file, err: (err as Error).message }, 'sample:deploy_failed');
+    }
+  }
+}
+
+async function callApi(config: Config, method: string, route: string, body: unknown, contentType = 'application/json'): Promise<void> {
+  const base = process.env.BATON_URL || `http://${config.host}:${config.port}`;
+  const res = await fetch(`${base}${route}`, {
+    method,
+    headers: { 'content-type': contentType },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  console.log(JSON.stringify(await res.json(), null, 2));
+  if (!res.ok) process.exitCode = 1;
+}
+
+const USAGE = `usage: baton serve
+       baton deploy <file.bpmn>
+       baton start <definitionKey> [businessKey] [variablesJson]`;
+
+async function main(argv: string[]): Promise<void> {
+  const config = readConfig();
+  const [command, ...args] = argv;
+  if (command === 'serve') return serve(config);
+  if (command === 'deploy' && args[0]) return callApi(config, 'POST', '/api/definitions', await readFile(args[0], 'utf8'), 'application/xml');
+  if (command === 'start' && args[0]) {
+    return callApi(config, 'POST', '/api/instances', {
+      definitionKey: args[0],
+      ...(args[1] ? { businessKey: args[1] } : {}),
+      ...(args[2] ? { variables: JSON.parse(args[2]) as unknown } : {}),
+    });
+  }
+  console.error(USAGE);
+  process.exitCode = 2;
+}
+
+main(process.argv.slice(2)).catch((err: Error) => {
+  console.error(err.message);
+  process.exit(1);
+});

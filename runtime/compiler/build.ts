@@ -1,0 +1,65 @@
+// ProcessGraph (checked) -> Plan, the JSON document the engine runs.
+import type { ProcessGraph } from './graph.ts';
+import type { BpmnElement } from './model.ts';
+import type { ParsedDocument } from './parse.ts';
+import type { Diagnostic, FlowCondition, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
+import { readTaskSpec } from './task-spec.ts';
+
+export interface TaskSpecsResult {
+  specs: Map<string, TaskSpec>;
+  diagnostics: Diagnostic[];
+}
+
+export function readTaskSpecs(graph: ProcessGraph, document: ParsedDocument, process: BpmnElement): TaskSpecsResult {
+  const specs = new Map<string, TaskSpec>();
+  const diagnostics: Diagnostic[] = [];
+  for (const node of graph.nodes.values()) {
+    if (node.kind !== 'serviceTask') continue;
+    const zeebe = document.zeebeTasks.get(node.id);
+    const result = readTaskSpec(node.element, { ...(zeebe ? { zeebe } : {}), scopes: [document.definitions, process] });
+    if (result.ok) specs.set(node.id, result.task);
+    else diagnostics.push(...result.diagnostics);
+  }
+  return { specs, diagnostics };
+}
+
+export function buildPlan(
+  graph: ProcessGraph,
+  processName: string | undefined,
+  specs: Map<string, TaskSpec>,
+  conditions: Map<string, FlowCondition>,
+): Plan {
+  const steps: PlanStep[] = [];
+  for (const node of graph.nodes.values()) {
+    if (node.kind === undefined) continue; // never reached: unsupported nodes fail the compile
+    const task = specs.get(node.id);
+    const defaultFlow = node.element.default?.id;
+    const choosing = node.kind === 'exclusiveGateway' || node.kind === 'inclusiveGateway';
+    steps.push({
+      id: node.id,
+      kind: node.kind,
+      ...nameOf(node.element.name),
+      incoming: [...node.incoming],
+      outgoing: [...node.outgoing],
+      ...(task ? { task: { ...task } } : {}),
+      ...(choosing && defaultFlow !== undefined ? { defaultFlow } : {}),
+    });
+  }
+  const flows: PlanFlow[] = graph.flows.map((flow) => {
+    const condition = conditions.get(flow.id);
+    return {
+      id: flow.id,
+      ...nameOf(flow.element.name),
+      source: flow.source,
+      target: flow.target,
+      ...(condition ? { condition: { ...condition } } : {}),
+    };
+  });
+  return { processKey: graph.processId, ...nameOf(processName), steps, flows };
+}
+
+/** Names are optional in BPMN; an empty one is left out rather than stored as "". */
+function nameOf(name: string | undefined): { name?: string } {
+  const trimmed = name?.trim();
+  return trimmed ? { name: trimmed } : {};
+}

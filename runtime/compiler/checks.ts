@@ -1,0 +1,70 @@
+// Structural checks on the graph of supported steps. Unsupported elements are
+// already reported by extract.ts, so they are skipped here to keep one message each.
+import { errorAt } from './diagnostics.ts';
+import { isGateway, type GraphNode, type ProcessGraph } from './graph.ts';
+import { describeElement } from './model.ts';
+import type { UnresolvedReference } from './parse.ts';
+import type { Diagnostic } from './plan.ts';
+
+export function checkGraph(graph: ProcessGraph, unresolved: UnresolvedReference[]): Diagnostic[] {
+  return [
+    ...checkStartEvents(graph),
+    ...[...graph.nodes.values()].flatMap((node) => [...checkConnections(node), ...checkDefaultFlow(node, unresolved)]),
+  ];
+}
+
+function checkStartEvents(graph: ProcessGraph): Diagnostic[] {
+  const starts = [...graph.nodes.values()].filter((node) => node.kind === 'startEvent');
+  if (starts.length === 0) {
+    return [errorAt(graph.processId, `Process ${graph.processId} has no none start event: add one start event without a trigger where instances begin`)];
+  }
+  const [first, ...extra] = starts;
+  return extra.map((node) =>
+    errorAt(node.id, `Start event ${describeElement(node.element)} is a second none start event (the first is ${first?.id ?? '?'}): keep exactly one`),
+  );
+}
+
+function checkConnections(node: GraphNode): Diagnostic[] {
+  const { id, kind } = node;
+  const label = describeElement(node.element);
+  const diagnostics: Diagnostic[] = [];
+  if (kind === undefined) return diagnostics;
+  if (kind === 'startEvent' && node.incoming.length > 0) {
+    diagnostics.push(errorAt(id, `Start event ${label} has incoming sequence flows (${node.incoming.join(', ')}): a start event only begins the flow`));
+  }
+  if (kind !== 'startEvent' && node.incoming.length === 0) {
+    diagnostics.push(errorAt(id, `${describeKind(kind)} ${label} has no incoming sequence flow, so it can never run: connect it or delete it`));
+  }
+  if ((kind === 'endEvent' || kind === 'terminateEndEvent') && node.outgoing.length > 0) {
+    diagnostics.push(errorAt(id, `End event ${label} has outgoing sequence flows (${node.outgoing.join(', ')}): an end event ends the flow`));
+  }
+  if (isGateway(kind) && node.outgoing.length === 0) {
+    diagnostics.push(errorAt(id, `Gateway ${id} has no outgoing sequence flow: connect it to the next step or an end event`));
+  }
+  return diagnostics;
+}
+
+function checkDefaultFlow(node: GraphNode, unresolved: UnresolvedReference[]): Diagnostic[] {
+  if (node.kind !== 'exclusiveGateway' && node.kind !== 'inclusiveGateway') return [];
+  const missing = unresolved.find((u) => u.elementId === node.id && u.property === 'bpmn:default');
+  if (missing) {
+    return [errorAt(node.id, `Gateway ${node.id} names default flow ${missing.reference}, which does not exist: pick one of its outgoing flows (${node.outgoing.join(', ') || 'none'})`)];
+  }
+  const defaultId = node.element.default?.id;
+  if (defaultId === undefined || node.outgoing.includes(defaultId)) return [];
+  return [errorAt(node.id, `Default flow ${defaultId} of gateway ${node.id} is not one of its outgoing flows (${node.outgoing.join(', ') || 'none'}): pick one of them`)];
+}
+
+const KIND_LABELS: Record<string, string> = {
+  startEvent: 'Start event',
+  endEvent: 'End event',
+  terminateEndEvent: 'Terminate end event',
+  serviceTask: 'Service task',
+  parallelGateway: 'Parallel gateway',
+  exclusiveGateway: 'Exclusive gateway',
+  inclusiveGateway: 'Inclusive gateway',
+};
+
+export function describeKind(kind: string): string {
+  return KIND_LABELS[kind] ?? kind;
+}

@@ -1,0 +1,54 @@
+// Which BPMN flow nodes Baton runs, and a clear refusal for every other one.
+import { labelOf, type BpmnElement, type BpmnFlowNode } from './model.ts';
+import { StepKind } from './plan.ts';
+
+export type Classification = { supported: true; kind: StepKind } | { supported: false; message: string };
+
+const GATEWAY_KINDS: Record<string, StepKind> = {
+  'bpmn:ParallelGateway': StepKind.parallelGateway,
+  'bpmn:ExclusiveGateway': StepKind.exclusiveGateway,
+  'bpmn:InclusiveGateway': StepKind.inclusiveGateway,
+};
+
+const SUPPORTED = 'Baton runs none start events, none and terminate end events, external service tasks and exclusive, inclusive and parallel gateways';
+
+/** Elements of process.flowElements that are data, not flow nodes: they never take part in the flow. */
+const DATA_ELEMENTS = ['bpmn:DataObject', 'bpmn:DataObjectReference', 'bpmn:DataStoreReference'] as const;
+
+export function isFlowNode(element: BpmnElement): boolean {
+  return !(DATA_ELEMENTS as readonly string[]).includes(element.$type) && element.$instanceOf('bpmn:FlowNode');
+}
+
+export function classifyNode(node: BpmnFlowNode): Classification {
+  const definitions = (node.eventDefinitions ?? []).map((d) => d.$type);
+  const gateway = GATEWAY_KINDS[node.$type];
+  if (gateway) return { supported: true, kind: gateway };
+  switch (node.$type) {
+    case 'bpmn:StartEvent':
+      return definitions.length === 0 ? { supported: true, kind: StepKind.startEvent } : refuse(node, 'start events with a trigger are not supported yet; use a none start event');
+    case 'bpmn:EndEvent':
+      if (definitions.length === 0) return { supported: true, kind: StepKind.endEvent };
+      if (definitions.length === 1 && definitions[0] === 'bpmn:TerminateEventDefinition') return { supported: true, kind: StepKind.terminateEndEvent };
+      return refuse(node, 'only none and terminate end events are supported');
+    case 'bpmn:ServiceTask':
+      return classifyServiceTask(node);
+    default:
+      return refuse(node, `${SUPPORTED}; replace or remove this element`);
+  }
+}
+
+function classifyServiceTask(node: BpmnFlowNode): Classification {
+  if (node.loopCharacteristics) return refuse(node, 'loops and multi-instance are not supported yet; let one worker handle the whole collection');
+  if (node.isForCompensation) return refuse(node, 'compensation handlers are not supported yet');
+  return { supported: true, kind: StepKind.serviceTask };
+}
+
+/** The BPMN type as a modeler shows it: event definitions and loop markers included. */
+export function describeType(node: BpmnFlowNode): string {
+  const markers = [...(node.eventDefinitions ?? []), ...(node.loopCharacteristics ? [node.loopCharacteristics] : [])];
+  return markers.length === 0 ? node.$type : `${node.$type} with ${markers.map((m) => m.$type).join(', ')}`;
+}
+
+function refuse(node: BpmnFlowNode, why: string): Classification {
+  return { supported: false, message: `Unsupported element ${describeType(node)} ${labelOf(node)} (id ${node.id ?? '?'}): ${why}` };
+}

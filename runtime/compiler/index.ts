@@ -1,0 +1,59 @@
+// BPMN XML -> Plan + fingerprint, or diagnostics naming BPMN element ids.
+// Pure: no I/O, never eval, and never throws for bad input.
+import { buildPlan, readTaskSpecs } from './build.ts';
+import { checkGraph } from './checks.ts';
+import { compileConditions } from './conditions.ts';
+import { checkCycles } from './cycles.ts';
+import { errorAt, hasErrors } from './diagnostics.ts';
+import { extractGraph } from './extract.ts';
+import { fingerprintPlan } from './fingerprint.ts';
+import { parseBpmn } from './parse.ts';
+import type { CompileOptions, CompileResult, Diagnostic } from './plan.ts';
+import { selectProcess } from './select.ts';
+import { checkSoundness } from './soundness.ts';
+
+export { fingerprintPlan } from './fingerprint.ts';
+export type { CompileOptions, CompileResult, Diagnostic, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
+
+export async function compileBpmn(xml: string, options: CompileOptions = {}): Promise<CompileResult> {
+  try {
+    if (typeof xml !== 'string') return failWith('The BPMN document must be XML text');
+    return await compileDocument(xml, options);
+  } catch (cause) {
+    // A bug, not bad input: still answer with a diagnostic so a deploy never crashes.
+    const message = cause instanceof Error ? cause.message : String(cause);
+    return failWith(`The compiler failed on this file (${message}): please report it with the file attached`);
+  }
+}
+
+async function compileDocument(xml: string, options: CompileOptions): Promise<CompileResult> {
+  const parsed = await parseBpmn(xml);
+  if (!parsed.ok) return { ok: false, diagnostics: parsed.diagnostics };
+  const { document } = parsed;
+  const selected = selectProcess(document.definitions, document.definitionsId, options.processId);
+  if (!selected.ok) return { ok: false, diagnostics: [...parsed.diagnostics, selected.diagnostic] };
+  const { process } = selected;
+  const processId = process.id;
+  if (!processId) return { ok: false, diagnostics: [errorAt(document.definitionsId, 'The process has no id: give it one, it becomes the definition key')] };
+
+  const { graph, diagnostics: extractDiagnostics } = extractGraph(process, processId, document.unresolved);
+  const tasks = readTaskSpecs(graph, document, process);
+  const conditions = compileConditions(graph);
+  const diagnostics: Diagnostic[] = [
+    ...parsed.diagnostics,
+    ...extractDiagnostics,
+    ...tasks.diagnostics,
+    ...conditions.diagnostics,
+    ...checkGraph(graph, document.unresolved),
+    ...checkCycles(graph),
+  ];
+  // Soundness reasons over a well-formed DAG of supported steps only.
+  if (!hasErrors(diagnostics)) diagnostics.push(...checkSoundness(graph));
+  if (hasErrors(diagnostics)) return { ok: false, diagnostics };
+  const plan = buildPlan(graph, process.name, tasks.specs, conditions.conditions);
+  return { ok: true, plan, fingerprint: fingerprintPlan(plan), warnings: diagnostics };
+}
+
+function failWith(message: string): CompileResult {
+  return { ok: false, diagnostics: [errorAt('definitions', message)] };
+}

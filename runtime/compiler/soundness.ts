@@ -1,0 +1,128 @@
+// DESIGN.md §3: refuse diagrams whose BPMN meaning the DAG rule would change.
+// - a parallel join whose inputs are never all taken together (BPMN waits forever);
+// - a step that is not a join (task, end event, exclusive merge) where several
+//   incoming flows can be taken at once (BPMN runs it once per token, Baton once).
+// For every flow we compute the scenarios (choices of the exclusive and
+// inclusive gateways upstream) in which it is taken, then compare incoming flows.
+import { errorAt, warningAt } from './diagnostics.ts';
+import { flowsById, type GraphNode, type ProcessGraph } from './graph.ts';
+import { describeElement } from './model.ts';
+import type { Diagnostic } from './plan.ts';
+import { ALWAYS, ScenarioAlgebra, TooManyScenarios, conflictOf, type Scenarios } from './scenarios.ts';
+import { describeKind } from './checks.ts';
+
+const TAKEN = 'taken';
+const SKIPPED = 'skipped';
+
+export function checkSoundness(graph: ProcessGraph): Diagnostic[] {
+  try {
+    const taken = computeTakenScenarios(graph);
+    return [...graph.nodes.values()].flatMap((node) => checkIncoming(node, taken.scenarios, taken.algebra));
+  } catch (cause) {
+    if (!(cause instanceof TooManyScenarios)) throw cause;
+    return [warningAt(graph.processId, `Process ${graph.processId} branches too much to check its joins at deploy; a parallel join that sees a skipped flow at run time stops the instance with an incident`)];
+  }
+}
+
+interface TakenScenarios {
+  algebra: ScenarioAlgebra;
+  /** flow id -> scenarios in which the flow is taken */
+  scenarios: Map<string, Scenarios>;
+}
+
+function computeTakenScenarios(graph: ProcessGraph): TakenScenarios {
+  const algebra = new ScenarioAlgebra();
+  const scenarios = new Map<string, Scenarios>();
+  for (const node of orderTopologically(graph)) {
+    const activation = node.kind === 'startEvent' ? ALWAYS : algebra.either(node.incoming.map((id) => scenarios.get(id) ?? []));
+    for (const [flowId, taken] of leave(node, activation, algebra)) scenarios.set(flowId, taken);
+  }
+  return { algebra, scenarios };
+}
+
+/** Scenarios of each outgoing flow of `node`, given the scenarios in which it runs. */
+function leave(node: GraphNode, activation: Scenarios, algebra: ScenarioAlgebra): [string, Scenarios][] {
+  const { outgoing } = node;
+  if (outgoing.length < 2 || (node.kind !== 'exclusiveGateway' && node.kind !== 'inclusiveGateway')) {
+    return outgoing.map((id) => [id, activation]);
+  }
+  if (node.kind === 'exclusiveGateway') {
+    algebra.declare(node.id, outgoing);
+    return outgoing.map((id) => [id, algebra.restrict(activation, node.id, id)]);
+  }
+  // Inclusive: each conditional flow is its own yes/no choice; the default is taken when all say no.
+  const defaultFlow = node.element.default?.id;
+  const choices = outgoing.filter((id) => id !== defaultFlow);
+  for (const id of choices) algebra.declare(choiceVariable(node.id, id), [TAKEN, SKIPPED]);
+  const result: [string, Scenarios][] = choices.map((id) => [id, algebra.restrict(activation, choiceVariable(node.id, id), TAKEN)]);
+  if (defaultFlow !== undefined) {
+    const none = choices.reduce((s, id) => algebra.restrict(s, choiceVariable(node.id, id), SKIPPED), activation);
+    result.push([defaultFlow, none]);
+  }
+  return result;
+}
+
+/** Inclusive gateway choices are named "<gateway id>#<flow id>"; the gateway id is what messages show. */
+function choiceVariable(gatewayId: string, flowId: string): string {
+  return `${gatewayId}#${flowId}`;
+}
+
+function gatewayOf(variable: string): string {
+  return variable.split('#')[0] ?? variable;
+}
+
+function orderTopologically(graph: ProcessGraph): GraphNode[] {
+  const flows = flowsById(graph);
+  const waiting = new Map([...graph.nodes.values()].map((n) => [n.id, n.incoming.length]));
+  const ready = [...graph.nodes.values()].filter((n) => n.incoming.length === 0);
+  const order: GraphNode[] = [];
+  for (let node = ready.shift(); node !== undefined; node = ready.shift()) {
+    order.push(node);
+    for (const flowId of node.outgoing) {
+      const target = graph.nodes.get(flows.get(flowId)?.target ?? '');
+      if (!target) continue;
+      const left = (waiting.get(target.id) ?? 0) - 1;
+      waiting.set(target.id, left);
+      if (left === 0) ready.push(target);
+    }
+  }
+  return order;
+}
+
+function checkIncoming(node: GraphNode, taken: Map<string, Scenarios>, algebra: ScenarioAlgebra): Diagnostic[] {
+  if (node.incoming.length < 2 || node.kind === 'inclusiveGateway') return [];
+  const label = describeElement(node.element);
+  const pairs = pairsOf(node.incoming);
+  if (node.kind === 'parallelGateway') {
+    for (const [a, b] of pairs) {
+      const conflict = firstConflict(taken.get(a) ?? [], taken.get(b) ?? []);
+      if (conflict === undefined) continue;
+      return [errorAt(node.id, `Parallel gateway ${label} joins flows ${a} and ${b}, which are never taken together (gateway ${gatewayOf(conflict)} chooses between them): BPMN would wait here forever. Merge them with an exclusive or inclusive gateway instead`)];
+    }
+    const all = node.incoming.reduce((s, id) => algebra.both(s, taken.get(id) ?? []), ALWAYS);
+    if (all.length > 0) return [];
+    return [errorAt(node.id, `Parallel gateway ${label} joins flows ${node.incoming.join(', ')}, which are never all taken together: BPMN would wait here forever. Merge them with an inclusive gateway instead`)];
+  }
+  for (const [a, b] of pairs) {
+    if (algebra.both(taken.get(a) ?? [], taken.get(b) ?? []).length === 0) continue;
+    return [errorAt(node.id, `${describeKind(node.kind ?? '')} ${label} can receive flows ${a} and ${b} at the same time: BPMN would run it once for each, Baton once. Join them first with a parallel or inclusive gateway`)];
+  }
+  return [];
+}
+
+function pairsOf(ids: readonly string[]): [string, string][] {
+  return ids.flatMap((a, i) => ids.slice(i + 1).map((b): [string, string] => [a, b]));
+}
+
+/** A variable that separates every scenario of `a` from every scenario of `b`, if the two never hold together. */
+function firstConflict(a: Scenarios, b: Scenarios): string | undefined {
+  let found: string | undefined;
+  for (const left of a) {
+    for (const right of b) {
+      const conflict = conflictOf(left, right);
+      if (conflict === undefined) return undefined;
+      found ??= conflict;
+    }
+  }
+  return found;
+}

@@ -1,0 +1,79 @@
+// Topic, retries and priority of an external service task. Camunda 7 files say
+// camunda:type="external" camunda:topic="..."; Camunda 8 files say
+// <zeebe:taskDefinition type="..." retries="..."/>; baton:retries overrides both.
+import { errorAt } from './diagnostics.ts';
+import { BPMN_NAMESPACE, describeElement, type BpmnElement, type BpmnFlowNode, type ZeebeTaskDefinition } from './model.ts';
+import type { Diagnostic, TaskSpec } from './plan.ts';
+
+export const TASK_DEFAULTS = { retries: 3, priority: 0 } as const;
+
+export interface TaskContext {
+  zeebe?: ZeebeTaskDefinition;
+  /** elements whose xmlns declarations may bind the baton namespace: definitions, process */
+  scopes: BpmnElement[];
+}
+
+export type ReadTaskSpecResult = { ok: true; task: TaskSpec } | { ok: false; diagnostics: Diagnostic[] };
+
+export function readTaskSpec(node: BpmnFlowNode, context: TaskContext): ReadTaskSpecResult {
+  const id = node.id ?? '?';
+  const topic = readTopic(node, context.zeebe);
+  const retries = readRetries(node, context);
+  const priority = readInteger(node.taskPriority, TASK_DEFAULTS.priority);
+  const diagnostics: Diagnostic[] = [];
+  if ('error' in topic) diagnostics.push(errorAt(id, topic.error));
+  if ('error' in retries) diagnostics.push(errorAt(id, retries.error));
+  if (priority === undefined) {
+    diagnostics.push(errorAt(id, `Service task ${id} has invalid camunda:taskPriority "${node.taskPriority ?? ''}": use a whole number (expressions are not supported)`));
+  }
+  if ('topic' in topic && 'retries' in retries && priority !== undefined) {
+    return { ok: true, task: { topic: topic.topic, retries: retries.retries, priority } };
+  }
+  return { ok: false, diagnostics };
+}
+
+function readTopic(node: BpmnFlowNode, zeebe: ZeebeTaskDefinition | undefined): { topic: string } | { error: string } {
+  const camundaTopic = node.type === 'external' ? node.topic?.trim() : undefined;
+  if (camundaTopic) return { topic: camundaTopic };
+  const zeebeType = zeebe?.type?.trim();
+  if (zeebeType?.startsWith('=')) {
+    return { error: `Service task ${describeElement(node)} computes its zeebe:taskDefinition type with an expression: Baton needs a fixed topic` };
+  }
+  if (zeebeType) return { topic: zeebeType };
+  return { error: `Service task ${node.id ?? '?'} has no topic: set camunda:topic (with camunda:type=external) or a zeebe:taskDefinition type` };
+}
+
+function readRetries(node: BpmnFlowNode, context: TaskContext): { retries: number } | { error: string } {
+  const baton = readBatonAttribute(node, context.scopes, 'retries');
+  const [text, source] = baton !== undefined ? [baton, 'baton:retries'] : [context.zeebe?.retries, 'zeebe:taskDefinition retries'];
+  const retries = readInteger(text, TASK_DEFAULTS.retries);
+  if (retries !== undefined && retries >= 0) return { retries };
+  return { error: `Service task ${node.id ?? '?'} has invalid ${source} "${text ?? ''}": use a whole number of 0 or more` };
+}
+
+/** undefined when `text` is present but not a whole number. */
+function readInteger(text: string | undefined, fallback: number): number | undefined {
+  if (text === undefined || text.trim() === '') return fallback;
+  if (!/^\s*-?\d+\s*$/.test(text)) return undefined;
+  const value = Number(text);
+  return Number.isSafeInteger(value) ? value : undefined;
+}
+
+/**
+ * moddle keeps attributes of unknown namespaces in $attrs under the prefix the
+ * file declared, so look up every prefix bound to the baton namespace.
+ */
+function readBatonAttribute(node: BpmnFlowNode, scopes: BpmnElement[], name: string): string | undefined {
+  const prefixes = new Set<string>();
+  for (const scope of [...scopes, node]) {
+    for (const [key, value] of Object.entries(scope.$attrs ?? {})) {
+      if (key.startsWith('xmlns:') && value === BPMN_NAMESPACE.baton) prefixes.add(key.slice('xmlns:'.length));
+    }
+  }
+  if (prefixes.size === 0) prefixes.add('baton');
+  for (const prefix of prefixes) {
+    const value = node.$attrs?.[`${prefix}:${name}`];
+    if (value !== undefined) return value;
+  }
+  return undefined;
+}

@@ -1,0 +1,41 @@
+// Configuration from the environment; every variable is documented in the README.
+import path from 'node:path';
+
+export interface Config {
+  port: number;
+  host: string;
+  /** unset: an embedded PostgreSQL is started under dataDir */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  /** port of the embedded PostgreSQL */
+  embeddedPgPort: number;
+  logLevel: string;
+  /** pause between sweeps for expired task leases */
+  sweepIntervalMs: number;
+  /** first retry delay after a task failure */
+  retryBackoffMs: number;
+  /** folder whose .bpmn files are deployed at start; empty to deploy none */
+  samplesDir: string | undefined;
+}
+
+function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return n;
+}
+
+export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return {
+    port: intFrom(env, 'PORT', 8080),
+    host: env.HOST || '127.0.0.1',
+    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir: path.resolve(env.BATON_DATA_DIR || '.baton'),
+    embeddedPgPort: intFrom(env, 'BATON_PG_PORT', 54329),
+    logLevel: env.LOG_LEVEL || 'info',
+    sweepIntervalMs: intFrom(env, 'BATON_SWEEP_INTERVAL_MS', 1000),
+    retryBackoffMs: intFrom(env, 'BATON_RETRY_BACKOFF_MS', 1000),
+    samplesDir: env.BATON_SAMPLES_DIR === '' ? undefined : path.resolve(env.BATON_SAMPLES_DIR || 'samples'),
+  };
+}

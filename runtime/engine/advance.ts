@@ -1,0 +1,195 @@
+// Pure DAG evaluation (DESIGN.md §3): given the resolved flows and reached steps
+// of one instance, compute what a transition changes. No I/O: the store writes
+// the returned Effects in one statement.
+import type { Plan, PlanStep } from '../compiler/plan.ts';
+import { evaluateCondition } from '../shared/feel.ts';
+import { indexPlan } from './plan-index.ts';
+import type { FlowState, IncidentKind, StepStatus } from './vocabulary.ts';
+
+export type Variables = Record<string, unknown>;
+
+/** What is known of one instance before the transition; mutated as effects are computed. */
+export interface InstanceState {
+  flows: Record<string, FlowState>;
+  steps: Record<string, StepStatus>;
+}
+
+export interface NewTask {
+  stepId: string;
+  topic: string;
+  priority: number;
+  retries: number;
+}
+
+export interface NewEvent {
+  kind: string;
+  stepId?: string;
+  data?: Record<string, unknown>;
+}
+
+export interface NewIncident {
+  stepId: string;
+  kind: IncidentKind;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+export interface Effects {
+  steps: { stepId: string; status: StepStatus }[];
+  flows: { flowId: string; state: FlowState }[];
+  tasks: NewTask[];
+  events: NewEvent[];
+  incidents: NewIncident[];
+  /** a terminate end event was reached: open work of the instance is cancelled */
+  terminated: boolean;
+}
+
+export function emptyEffects(): Effects {
+  return { steps: [], flows: [], tasks: [], events: [], incidents: [], terminated: false };
+}
+
+/** Lets the new instance's token leave its none start event. */
+export function startPlan(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): void {
+  for (const step of plan.steps) {
+    if (step.kind === 'startEvent' && step.incoming.length === 0) activateStep(plan, step, state, vars, fx);
+  }
+}
+
+/** Completes a waiting step (a task) and moves the token on. */
+export function completeStep(plan: Plan, stepId: string, state: InstanceState, vars: Variables, fx: Effects): void {
+  const step = stepById(plan, stepId);
+  setStep(state, fx, step.id, 'completed');
+  fx.events.push({ kind: 'step:completed', stepId: step.id });
+  leaveStep(plan, step, state, vars, fx);
+}
+
+/** Runs a step that stopped in an incident again: a gateway decides again. */
+export function resumeStep(plan: Plan, stepId: string, state: InstanceState, vars: Variables, fx: Effects): void {
+  activateStep(plan, stepById(plan, stepId), state, vars, fx, true);
+}
+
+/** The instance status implied by its step statuses after the transition. */
+export function deriveStatus(state: InstanceState, fx: Effects): 'running' | 'incident' | 'completed' {
+  if (fx.terminated) return 'completed';
+  const statuses = Object.values(state.steps);
+  if (statuses.includes('incident')) return 'incident';
+  return statuses.includes('active') ? 'running' : 'completed';
+}
+
+function stepById(plan: Plan, stepId: string): PlanStep {
+  const step = indexPlan(plan).steps.get(stepId);
+  if (!step) throw new Error(`Step ${stepId} is not in plan ${plan.processKey}`);
+  return step;
+}
+
+function setStep(state: InstanceState, fx: Effects, stepId: string, status: StepStatus): void {
+  state.steps[stepId] = status;
+  fx.steps.push({ stepId, status });
+}
+
+function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects, resumed = false): void {
+  if (fx.terminated) return;
+  if (step.kind === 'serviceTask' && step.task) {
+    setStep(state, fx, step.id, 'active');
+    fx.tasks.push({ stepId: step.id, ...step.task });
+    fx.events.push({ kind: 'step:activated', stepId: step.id });
+    return;
+  }
+  if (step.kind === 'parallelGateway' && !resumed) {
+    const skipped = step.incoming.filter((f) => state.flows[f] === 'skipped');
+    if (skipped.length > 0) {
+      raiseIncident(state, fx, step.id, 'join_skipped',
+        `Parallel join ${step.id} can never fire: incoming flow(s) ${skipped.join(', ')} were skipped. Check the gateways upstream of it.`,
+        { skippedFlows: skipped });
+      return;
+    }
+  }
+  const decision = decideOutgoing(plan, step, vars);
+  if (!decision.ok) {
+    raiseIncident(state, fx, step.id, decision.kind, decision.message, decision.details);
+    return;
+  }
+  setStep(state, fx, step.id, 'completed');
+  fx.events.push({ kind: 'step:completed', stepId: step.id, ...(isGateway(step) ? { data: { taken: decision.taken } } : {}) });
+  if (step.kind === 'terminateEndEvent') {
+    fx.terminated = true;
+    fx.events.push({ kind: 'instance:terminated', stepId: step.id });
+    return;
+  }
+  resolveFlows(plan, step, decision.taken, state, vars, fx);
+}
+
+function leaveStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+  resolveFlows(plan, step, step.outgoing, state, vars, fx);
+}
+
+function raiseIncident(state: InstanceState, fx: Effects, stepId: string, kind: IncidentKind, message: string, details?: Record<string, unknown>): void {
+  setStep(state, fx, stepId, 'incident');
+  fx.incidents.push({ stepId, kind, message, ...(details ? { details } : {}) });
+  fx.events.push({ kind: 'incident:created', stepId, data: { kind, message } });
+}
+
+function isGateway(step: PlanStep): boolean {
+  return step.kind === 'exclusiveGateway' || step.kind === 'inclusiveGateway' || step.kind === 'parallelGateway';
+}
+
+type Decision =
+  | { ok: true; taken: string[] }
+  | { ok: false; kind: IncidentKind; message: string; details?: Record<string, unknown> };
+
+/** Which outgoing flows a step takes when it completes. */
+function decideOutgoing(plan: Plan, step: PlanStep, vars: Variables): Decision {
+  if (step.kind !== 'exclusiveGateway' && step.kind !== 'inclusiveGateway') return { ok: true, taken: step.outgoing };
+  const taken: string[] = [];
+  for (const flowId of step.outgoing) {
+    if (flowId === step.defaultFlow) continue;
+    const flow = indexPlan(plan).flows.get(flowId);
+    let holds = true;
+    if (flow?.condition) {
+      const result = evaluateCondition(flow.condition.feel, vars);
+      if (!result.ok) {
+        return { ok: false, kind: 'condition_error', message: `Condition of flow ${flowId} at ${step.id} failed: ${result.message}`, details: { flowId, condition: flow.condition.source } };
+      }
+      holds = result.value;
+    }
+    if (!holds) continue;
+    taken.push(flowId);
+    if (step.kind === 'exclusiveGateway') break;
+  }
+  if (taken.length === 0 && step.defaultFlow) taken.push(step.defaultFlow);
+  if (taken.length === 0) {
+    return {
+      ok: false,
+      kind: 'no_matching_flow',
+      message: `Gateway ${step.id}: no outgoing flow condition holds and there is no default flow. Check the variables, then retry the incident.`,
+      details: { outgoing: step.outgoing },
+    };
+  }
+  return { ok: true, taken };
+}
+
+/** Marks the step's outgoing flows taken or skipped and evaluates the steps they lead to. */
+function resolveFlows(plan: Plan, from: PlanStep, taken: string[], state: InstanceState, vars: Variables, fx: Effects): void {
+  const queue: string[] = [];
+  const mark = (flowId: string, flowState: FlowState) => {
+    state.flows[flowId] = flowState;
+    fx.flows.push({ flowId, state: flowState });
+    const flow = indexPlan(plan).flows.get(flowId);
+    if (flow) queue.push(flow.target);
+  };
+  for (const flowId of from.outgoing) mark(flowId, taken.includes(flowId) ? 'taken' : 'skipped');
+  while (queue.length > 0 && !fx.terminated) {
+    const step = stepById(plan, queue.shift() as string);
+    if (state.steps[step.id] !== undefined) continue;
+    const incoming = step.incoming.map((f) => state.flows[f]);
+    if (incoming.some((s) => s === undefined)) continue; // not all inputs resolved yet
+    if (incoming.includes('taken')) {
+      activateStep(plan, step, state, vars, fx);
+    } else {
+      // Dead-path elimination: every input skipped, so the step and its outputs are skipped.
+      setStep(state, fx, step.id, 'skipped');
+      fx.events.push({ kind: 'step:skipped', stepId: step.id });
+      for (const flowId of step.outgoing) mark(flowId, 'skipped');
+    }
+  }
+}

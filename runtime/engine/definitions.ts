@@ -1,0 +1,29 @@
+// Deploy: compile BPMN, then store it as the next version unless this exact XML is deployed.
+import { createHash } from 'node:crypto';
+import { compileBpmn } from '../compiler/index.ts';
+import type { Diagnostic } from '../compiler/plan.ts';
+import type { Engine } from './context.ts';
+import { withTransaction } from '../store/db.ts';
+import { insertDefinition, type DefinitionRow } from '../store/definitions.ts';
+import { BatonError } from '../shared/errors.ts';
+
+export interface DeployResult {
+  created: boolean;
+  definition: DefinitionRow;
+  warnings: Diagnostic[];
+}
+
+export async function deployDefinition(engine: Engine, xml: string, processId?: string): Promise<DeployResult> {
+  const compiled = await compileBpmn(xml, processId ? { processId } : {});
+  if (!compiled.ok) {
+    const details = compiled.diagnostics.map((d) => ({ elementId: d.elementId, message: d.message, severity: d.severity }));
+    throw new BatonError('compile', `The BPMN does not compile: ${details.map((d) => `${d.elementId}: ${d.message}`).join('; ')}`, details);
+  }
+  const xmlSha256 = createHash('sha256').update(xml).digest('hex');
+  const { created, definition } = await withTransaction(engine.pool, (tx) =>
+    insertDefinition(tx, { key: compiled.plan.processKey, fingerprint: compiled.fingerprint, xmlSha256, xml, plan: compiled.plan }),
+  );
+  engine.plans.set(definition.id, definition.plan);
+  if (created) engine.log.info({ definitionKey: definition.key, version: definition.version, fingerprint: definition.fingerprint }, 'definition:deployed');
+  return { created, definition, warnings: compiled.warnings };
+}

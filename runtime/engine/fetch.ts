@@ -1,0 +1,41 @@
+// Fetch-and-lock with long polling: one statement per try, parked between tries
+// until a notification for one of the topics (or a periodic safety re-check).
+import type { Engine } from './context.ts';
+import type { TaskNotifier } from './task-notifier.ts';
+import { fetchAndLock, unlockTask, type FetchAndLockParams, type LockedTaskRow } from '../store/tasks.ts';
+
+/** Longest a parked poll sleeps without a notification before it fetches again. */
+export const SAFETY_RECHECK_MS = 2000;
+
+export interface FetchAndWaitParams extends FetchAndLockParams {
+  waitMs: number;
+  /** aborted when the caller went away: nothing is left locked for it */
+  signal?: AbortSignal;
+}
+
+export async function fetchAndWait(engine: Engine, notifier: TaskNotifier, p: FetchAndWaitParams): Promise<LockedTaskRow[]> {
+  const deadline = Date.now() + p.waitMs;
+  const subscription = p.waitMs > 0 ? notifier.subscribe(p.topics.map((t) => t.name)) : undefined;
+  try {
+    for (;;) {
+      const tasks = await fetchAndLock(engine.pool, p);
+      if (p.signal?.aborted) {
+        await releaseTasks(engine, p.workerId, tasks);
+        return [];
+      }
+      const left = deadline - Date.now();
+      if (tasks.length > 0 || left <= 0 || !subscription || notifier.stopped) return tasks;
+      await subscription.wait(Math.min(left, SAFETY_RECHECK_MS), p.signal);
+      if (p.signal?.aborted) return [];
+    }
+  } finally {
+    subscription?.close();
+  }
+}
+
+// The caller disconnected while its fetch ran: give the tasks back at once.
+async function releaseTasks(engine: Engine, workerId: string, tasks: LockedTaskRow[]): Promise<void> {
+  for (const t of tasks) {
+    if (t.lock_token) await unlockTask(engine.pool, { taskId: t.id, workerId, lockToken: t.lock_token });
+  }
+}

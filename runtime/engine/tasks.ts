@@ -1,0 +1,127 @@
+// External-task transitions that move an instance: complete, failure, BPMN error.
+// Each locks the instance first, then applies the holder's guarded task update.
+import { completeStep, emptyEffects, type Effects, type Variables } from './advance.ts';
+import { planOf, type Engine } from './context.ts';
+import { commitTransition } from './transition.ts';
+import { withTransaction, type PoolClient } from '../store/db.ts';
+import { lockInstanceOfTask, type LockedInstance } from '../store/instances.ts';
+import {
+  failTask as failTaskRow,
+  markTaskDone,
+  markTaskErrored,
+  recordLateResult,
+  type ExternalTaskRow,
+  type GuardedTaskResult,
+  type LateResult,
+  type LockHolder,
+} from '../store/tasks.ts';
+
+export type TaskCallResult =
+  | { ok: true; duplicate: boolean }
+  | { ok: false; reason: 'not_found' | 'lock_lost' };
+
+export interface CompleteTaskRequest extends LockHolder {
+  variables?: Variables;
+}
+
+export async function completeTask(engine: Engine, req: CompleteTaskRequest): Promise<TaskCallResult> {
+  return holderTransition(engine, req, { kind: 'complete', payload: req.variables }, async (tx, instance) => {
+    const result = await markTaskDone(tx, { ...req, generation: instance.generation });
+    if (!result.ok) return result;
+    const plan = await planOf(engine, instance.definition_id);
+    const variables = { ...instance.variables, ...req.variables };
+    const fx = emptyEffects();
+    fx.events.push({ kind: 'task:completed', stepId: result.task.step_id, data: { workerId: req.workerId, attempt: result.task.attempt } });
+    completeStep(plan, result.task.step_id, instance.state, variables, fx);
+    await commitTransition(tx, instance, fx, variables);
+    return result;
+  });
+}
+
+export interface FailTaskRequest extends LockHolder {
+  errorMessage: string;
+  errorDetails?: string;
+}
+
+/** The engine decides: another attempt after a backoff, or an incident when retries are exhausted. */
+export async function failTask(engine: Engine, req: FailTaskRequest): Promise<TaskCallResult> {
+  return holderTransition(engine, req, { kind: 'failure', payload: req.errorDetails }, async (tx, instance) => {
+    const result = await failTaskRow(tx, {
+      ...req,
+      generation: instance.generation,
+      errorDetails: req.errorDetails ?? null,
+      backoffBaseMs: engine.options.retryBackoffMs,
+      backoffMaxMs: engine.options.retryBackoffMaxMs,
+    });
+    if (!result.ok) return result;
+    const task = result.task;
+    const fx = emptyEffects();
+    fx.events.push({
+      kind: 'task:failed',
+      stepId: task.step_id,
+      data: { workerId: req.workerId, attempt: task.attempt, errorMessage: req.errorMessage, retriesLeft: task.retries_left, retryAt: task.state === 'ready' ? task.retry_at : null },
+    });
+    if (task.state === 'failed') {
+      raiseTaskIncident(instance, task, fx, 'task_failed', `Task ${task.step_id} failed with no retries left: ${req.errorMessage}`, { errorMessage: req.errorMessage, errorDetails: req.errorDetails ?? null });
+    }
+    await commitTransition(tx, instance, fx, instance.variables, { incidentTaskIds: fx.incidents.map(() => task.id) });
+    return result;
+  });
+}
+
+export interface BpmnErrorRequest extends LockHolder {
+  errorCode: string;
+  errorMessage?: string;
+  variables?: Variables;
+}
+
+/** A business error reported by the worker. No boundary events exist yet, so it always raises an incident. */
+export async function reportBpmnError(engine: Engine, req: BpmnErrorRequest): Promise<TaskCallResult> {
+  return holderTransition(engine, req, { kind: 'bpmn-error', payload: req.variables }, async (tx, instance) => {
+    const result = await markTaskErrored(tx, { ...req, generation: instance.generation, errorMessage: req.errorMessage ?? null });
+    if (!result.ok) return result;
+    const task = result.task;
+    const variables = { ...instance.variables, ...req.variables };
+    const fx = emptyEffects();
+    raiseTaskIncident(instance, task, fx, 'bpmn_error',
+      `Task ${task.step_id} reported BPMN error ${req.errorCode} and no error boundary catches it`,
+      { errorCode: req.errorCode, errorMessage: req.errorMessage ?? null });
+    await commitTransition(tx, instance, fx, variables, { incidentTaskIds: [task.id] });
+    return result;
+  });
+}
+
+function raiseTaskIncident(instance: LockedInstance, task: ExternalTaskRow, fx: Effects, kind: 'task_failed' | 'bpmn_error', message: string, details: Record<string, unknown>): void {
+  instance.state.steps[task.step_id] = 'incident';
+  fx.steps.push({ stepId: task.step_id, status: 'incident' });
+  fx.incidents.push({ stepId: task.step_id, kind, message, details });
+  fx.events.push({ kind: 'incident:created', stepId: task.step_id, data: { kind, message } });
+}
+
+type HolderWork = (tx: PoolClient, instance: LockedInstance) => Promise<GuardedTaskResult>;
+
+/**
+ * Locks the task's instance, runs the guarded work, and maps a lost guard: a
+ * repeat by the same holder is a no-op success, anyone else's call is kept as a
+ * late result and refused.
+ */
+async function holderTransition(
+  engine: Engine,
+  holder: LockHolder,
+  late: { kind: LateResult['kind']; payload: unknown },
+  work: HolderWork,
+): Promise<TaskCallResult> {
+  return withTransaction(engine.pool, async (tx) => {
+    const instance = await lockInstanceOfTask(tx, holder.taskId);
+    if (!instance) return { ok: false, reason: 'not_found' };
+    const result = await work(tx, instance);
+    if (result.ok) return { ok: true, duplicate: false };
+    if (result.reason === 'already_applied') return { ok: true, duplicate: true };
+    if (result.reason === 'lock_lost') {
+      const payloadBytes = late.payload === undefined ? 0 : Buffer.byteLength(JSON.stringify(late.payload));
+      await recordLateResult(tx, { ...holder, kind: late.kind, payloadBytes });
+      engine.log.warn({ taskId: holder.taskId, workerId: holder.workerId, call: late.kind }, 'task:late_result');
+    }
+    return { ok: false, reason: result.reason };
+  });
+}

@@ -1,0 +1,46 @@
+// The common tail of every instance transition: settle termination, derive the
+// status, and write everything in one statement.
+import type { Effects, Variables } from './advance.ts';
+import { deriveStatus } from './advance.ts';
+import type { InstanceStatus } from './vocabulary.ts';
+import type { Queryable } from '../store/db.ts';
+import { applyEffects, cancelOpenWork, type LockedInstance } from '../store/instances.ts';
+
+export interface CommitOptions {
+  /** forces a status (cancel); otherwise derived from the steps */
+  status?: InstanceStatus;
+  incidentTaskIds?: (string | null)[];
+}
+
+export async function commitTransition(
+  tx: Queryable,
+  instance: LockedInstance,
+  fx: Effects,
+  variables: Variables,
+  opts: CommitOptions = {},
+): Promise<InstanceStatus> {
+  const closing = fx.terminated || opts.status === 'canceled';
+  if (closing) closeOpenSteps(instance, fx);
+  const status = opts.status ?? deriveStatus(instance.state, fx);
+  if (status !== instance.status) fx.events.push({ kind: `instance:${status}` });
+  await applyEffects(tx, {
+    instance,
+    effects: fx,
+    status,
+    variables,
+    ...(opts.incidentTaskIds ? { incidentTaskIds: opts.incidentTaskIds } : {}),
+  });
+  if (closing) await cancelOpenWork(tx, instance.id);
+  return status;
+}
+
+// Terminate and cancel end every open step; tasks this transition was about to create are dropped.
+function closeOpenSteps(instance: LockedInstance, fx: Effects): void {
+  for (const [stepId, status] of Object.entries(instance.state.steps)) {
+    if (status !== 'active' && status !== 'incident') continue;
+    instance.state.steps[stepId] = 'canceled';
+    fx.steps.push({ stepId, status: 'canceled' });
+    fx.events.push({ kind: 'step:canceled', stepId });
+  }
+  fx.tasks = [];
+}

@@ -1,0 +1,56 @@
+// Status vocabularies shared by the engine, the store and the API.
+
+export const InstanceStatus = {
+  /** has active steps and no open incident */
+  running: 'running',
+  /** at least one step waits for an operator */
+  incident: 'incident',
+  /** every path ended, or a terminate end event was reached */
+  completed: 'completed',
+  /** stopped by an operator; open tasks are unfetchable */
+  canceled: 'canceled',
+} as const;
+export type InstanceStatus = (typeof InstanceStatus)[keyof typeof InstanceStatus];
+
+export const StepStatus = {
+  /** waiting for its work (an external task) */
+  active: 'active',
+  completed: 'completed',
+  /** every incoming flow was skipped (dead path) */
+  skipped: 'skipped',
+  /** stopped with an open incident */
+  incident: 'incident',
+  /** the instance was canceled or terminated while the step was open */
+  canceled: 'canceled',
+} as const;
+export type StepStatus = (typeof StepStatus)[keyof typeof StepStatus];
+
+export type FlowState = 'taken' | 'skipped';
+
+export const TaskState = {
+  /** fetchable once retry_at has passed */
+  ready: 'ready',
+  /** leased to worker_id with lock_token until lock_expires_at */
+  locked: 'locked',
+  /** completed, or ended by a BPMN error */
+  done: 'done',
+  /** retries exhausted: an incident holds it */
+  failed: 'failed',
+  /** its instance was canceled or terminated */
+  canceled: 'canceled',
+} as const;
+export type TaskState = (typeof TaskState)[keyof typeof TaskState];
+
+export const IncidentKind = {
+  /** a task failed with no retries left */
+  task_failed: 'task_failed',
+  /** a worker reported a BPMN error nothing catches */
+  bpmn_error: 'bpmn_error',
+  /** a gateway found no flow to take */
+  no_matching_flow: 'no_matching_flow',
+  /** a flow condition could not be evaluated */
+  condition_error: 'condition_error',
+  /** a parallel join saw a skipped input */
+  join_skipped: 'join_skipped',
+} as const;
+export type IncidentKind = (typeof IncidentKind)[keyof typeof IncidentKind];

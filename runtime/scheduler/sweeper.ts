@@ -1,0 +1,57 @@
+// Returns expired task leases to ready. Every node runs one; SKIP LOCKED lets any
+// number of them converge on one effect per task.
+import type { Logger } from 'pino';
+import type { Pool } from '../store/db.ts';
+import { expireLocks } from '../store/tasks.ts';
+
+export interface SweeperOptions {
+  /** pause between sweeps */
+  intervalMs: number;
+  /** rows per statement; a full batch is followed by another at once */
+  batchSize: number;
+}
+
+export interface Sweeper {
+  /** one sweep now; answers how many leases expired */
+  sweep(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export function startSweeper(pool: Pool, log: Logger, opts: SweeperOptions): Sweeper {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<number> | undefined;
+  let stopped = false;
+
+  const sweep = async (): Promise<number> => {
+    let total = 0;
+    for (;;) {
+      const n = await expireLocks(pool, opts.batchSize);
+      total += n;
+      if (n < opts.batchSize) break;
+    }
+    if (total > 0) log.info({ count: total }, 'task:lock_expired');
+    return total;
+  };
+
+  const tick = () => {
+    running = sweep()
+      .catch((err: Error) => {
+        log.warn({ err: err.message }, 'sweeper:failed');
+        return 0;
+      })
+      .finally(() => {
+        running = undefined;
+        if (!stopped) timer = setTimeout(tick, opts.intervalMs);
+      });
+  };
+  timer = setTimeout(tick, opts.intervalMs);
+
+  return {
+    sweep,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}

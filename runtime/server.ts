@@ -1,0 +1,86 @@
+// Wires store, engine, sweeper and API into one HTTP server.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import type { Logger } from 'pino';
+import { definitionsRouter } from './api/definitions-routes.ts';
+import { errorMiddleware, notFoundRoute } from './api/errors.ts';
+import { incidentsRouter } from './api/incidents-routes.ts';
+import { instancesRouter } from './api/instances-routes.ts';
+import { tasksRouter } from './api/tasks-routes.ts';
+import { createEngine, type Engine, type EngineOptions } from './engine/context.ts';
+import { TaskNotifier } from './engine/task-notifier.ts';
+import { startSweeper, type Sweeper } from './scheduler/sweeper.ts';
+import { createPool } from './store/db.ts';
+import { applyMigrations } from './store/migrate.ts';
+
+export interface BatonServerOptions {
+  databaseUrl: string;
+  port: number;
+  host: string;
+  log: Logger;
+  sweepIntervalMs?: number;
+  engine?: Partial<EngineOptions>;
+  /** JSON body limit */
+  jsonLimit?: string;
+  /** BPMN XML body limit */
+  xmlLimit?: string;
+}
+
+export interface BatonServer {
+  engine: Engine;
+  notifier: TaskNotifier;
+  http: Server;
+  sweeper: Sweeper;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startBatonServer(opts: BatonServerOptions): Promise<BatonServer> {
+  const pool = createPool({ connectionString: opts.databaseUrl });
+  await applyMigrations(pool);
+  const engine = createEngine(pool, opts.log, opts.engine);
+  const notifier = new TaskNotifier(opts.databaseUrl, opts.log);
+  await notifier.start();
+  const sweeper = startSweeper(pool, opts.log, { intervalMs: opts.sweepIntervalMs ?? 1000, batchSize: 500 });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(express.json({ limit: opts.jsonLimit ?? '1mb' }));
+  app.use(express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit ?? '5mb' }));
+  app.get('/healthz', async (_req, res) => {
+    await pool.query('select 1');
+    res.json({ status: 'ok' });
+  });
+  app.use('/api/definitions', definitionsRouter(engine));
+  app.use('/api/instances', instancesRouter(engine));
+  app.use('/api/external-tasks', tasksRouter(engine, notifier));
+  app.use('/api/incidents', incidentsRouter(engine));
+  app.use(notFoundRoute);
+  app.use(errorMiddleware(opts.log));
+
+  const http = createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(opts.port, opts.host, () => resolve());
+  });
+  const { port } = http.address() as AddressInfo;
+  const url = `http://${opts.host}:${port}`;
+
+  return {
+    engine,
+    notifier,
+    http,
+    sweeper,
+    url,
+    async close() {
+      await notifier.stop(); // wakes parked long polls, which then answer
+      await new Promise<void>((resolve) => {
+        http.close(() => resolve());
+        http.closeIdleConnections();
+      });
+      await sweeper.stop();
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,28 @@
+// Errors for bad input and missing things. Races are results, not errors (STYLE.md).
+
+export const ErrorCode = {
+  /** the request body or query does not match its schema */
+  validation: 'validation',
+  /** the BPMN does not compile */
+  compile: 'compile',
+  not_found: 'not_found',
+  /** the target is in a state that refuses the call */
+  conflict: 'conflict',
+  /** the caller no longer holds the task's lock */
+  lock_lost: 'lock_lost',
+  payload_too_large: 'payload_too_large',
+  unsupported_media_type: 'unsupported_media_type',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export class BatonError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'BatonError';
+  }
+}

@@ -1,0 +1,316 @@
+// Sequence-flow conditions: FEEL is the one language the engine evaluates.
+// Camunda 7 files write JUEL (`${total > 100}`); a small hand-written parser
+// translates the common, side-effect-free subset to FEEL so both kinds of file
+// deploy. Nothing here ever calls eval: a string like '${"a && b"}' stays a string.
+import { evaluate, parseExpression } from 'feelin';
+
+export type ToFeelResult = { ok: true; feel: string } | { ok: false; message: string };
+export type ConditionResult = { ok: true; value: boolean } | { ok: false; message: string };
+
+const HINT = 'write FEEL such as "= total > 100" or JUEL such as "${total > 100}"';
+
+/** Turns a condition as written in BPMN (FEEL `= ...` or JUEL `${...}` / `#{...}`) into FEEL. */
+export function toFeel(source: string): ToFeelResult {
+  const text = source.trim();
+  if (text === '') return { ok: false, message: `The condition is empty: ${HINT}` };
+  if (text.startsWith('=')) {
+    const feel = text.slice(1).trim();
+    const error = checkFeel(feel);
+    return error === undefined ? { ok: true, feel } : { ok: false, message: error };
+  }
+  const body = /^[$#]\{([\s\S]*)\}$/.exec(text)?.[1];
+  if (body === undefined) {
+    return { ok: false, message: `The condition "${text}" is neither FEEL nor JUEL: ${HINT}` };
+  }
+  return translateJuel(body);
+}
+
+/** Returns the parse error of a FEEL expression, or undefined when it parses. */
+export function checkFeel(feel: string): string | undefined {
+  if (feel.trim() === '') return 'The FEEL expression is empty';
+  try {
+    let error: string | undefined;
+    parseExpression(feel, {}, undefined).iterate({
+      enter(node) {
+        if (error !== undefined) return false;
+        if (!node.type.isError) return undefined;
+        error = node.from >= feel.trimEnd().length
+          ? `FEEL expression "${feel}" is incomplete`
+          : `FEEL expression "${feel}" cannot be parsed near "${feel.slice(node.from, node.from + 12)}" (position ${node.from})`;
+        return false;
+      },
+    });
+    return error;
+  } catch (cause) {
+    return `FEEL expression "${feel}" cannot be parsed: ${messageOf(cause)}`;
+  }
+}
+
+/** Evaluates a FEEL condition: only a result of exactly `true` holds. */
+export function evaluateCondition(feel: string, variables: Record<string, unknown>): ConditionResult {
+  try {
+    return { ok: true, value: evaluate(feel, variables).value === true };
+  } catch (cause) {
+    return { ok: false, message: `Condition "${feel}" failed: ${messageOf(cause)}` };
+  }
+}
+
+function messageOf(cause: unknown): string {
+  return cause instanceof Error ? cause.message : String(cause);
+}
+
+// ---------------------------------------------------------------- JUEL subset
+
+type Token =
+  | { kind: 'name'; text: string; at: number }
+  | { kind: 'number'; text: string; at: number }
+  | { kind: 'string'; value: string; at: number }
+  | { kind: 'symbol'; text: string; at: number }
+  | { kind: 'end'; at: number };
+
+type Ast =
+  | { type: 'literal'; feel: string }
+  | { type: 'path'; names: string[] }
+  | { type: 'not' | 'negate' | 'empty'; operand: Ast }
+  | { type: 'compare'; op: string; left: Ast; right: Ast }
+  | { type: 'logic'; op: 'and' | 'or'; left: Ast; right: Ast };
+
+/** Thrown inside the translator only; translateJuel turns it into a result. */
+class UnsupportedJuel extends Error {}
+
+const SYMBOLS = ['&&', '||', '==', '!=', '<=', '>=', '<', '>', '!', '(', ')', '.', '-'] as const;
+/** Symbols JUEL knows but the subset does not, with what to tell the author. */
+const UNSUPPORTED_SYMBOLS: Record<string, string> = {
+  '+': 'arithmetic (+) is not supported', '*': 'arithmetic (*) is not supported',
+  '/': 'arithmetic (/) is not supported', '%': 'arithmetic (%) is not supported',
+  '?': 'the ternary operator (? :) is not supported', ':': 'the ternary operator (? :) is not supported',
+  '[': 'index access ([...]) is not supported', ']': 'index access ([...]) is not supported',
+  ',': 'argument lists are not supported', '=': 'assignment (=) is not supported; compare with ==',
+  ';': 'statement lists (;) are not supported',
+  '{': 'only one ${...} expression is supported', '}': 'only one ${...} expression is supported',
+};
+const COMPARISONS: Record<string, string> = {
+  '==': '=', eq: '=', '!=': '!=', ne: '!=', '<': '<', lt: '<', '<=': '<=', le: '<=', '>': '>', gt: '>', '>=': '>=', ge: '>=',
+};
+const LITERALS = ['true', 'false', 'null'] as const;
+const UNSUPPORTED_KEYWORDS = ['div', 'mod', 'instanceof', 'new'] as const;
+/** Words FEEL reserves: a JUEL variable with such a name cannot be written in FEEL. */
+const FEEL_KEYWORDS = ['for', 'return', 'if', 'then', 'else', 'some', 'every', 'satisfies', 'in', 'instance', 'of', 'between', 'function', 'external'] as const;
+
+function translateJuel(body: string): ToFeelResult {
+  try {
+    const parser = new JuelParser(tokenize(body));
+    const feel = printFeel(parser.parseAll());
+    const error = checkFeel(feel);
+    if (error !== undefined) return { ok: false, message: `JUEL "${body.trim()}" translates to FEEL that does not parse: ${error}` };
+    return { ok: true, feel };
+  } catch (cause) {
+    if (!(cause instanceof UnsupportedJuel)) throw cause;
+    return { ok: false, message: `JUEL condition "${body.trim()}": ${cause.message}; Baton supports names, a.b, numbers, strings, true/false/null, comparisons, && || ! (and/or/not), eq ne lt gt le ge, parentheses and empty` };
+  }
+}
+
+function tokenize(body: string): Token[] {
+  const tokens: Token[] = [];
+  let at = 0;
+  while (at < body.length) {
+    const space = /^\s+/.exec(body.slice(at))?.[0];
+    if (space !== undefined) {
+      at += space.length;
+      continue;
+    }
+    const { token, length } = readToken(body, at);
+    tokens.push(token);
+    at += length;
+  }
+  tokens.push({ kind: 'end', at });
+  return tokens;
+}
+
+function readToken(body: string, at: number): { token: Token; length: number } {
+  const rest = body.slice(at);
+  if (rest[0] === '"' || rest[0] === "'") return readString(body, at);
+  const name = /^[A-Za-z_$][A-Za-z0-9_$]*/.exec(rest)?.[0];
+  if (name !== undefined) return { token: { kind: 'name', text: name, at }, length: name.length };
+  const number = /^\d+(\.\d+)?/.exec(rest)?.[0];
+  if (number !== undefined) {
+    if (/^[A-Za-z_.]/.test(rest.slice(number.length))) {
+      throw new UnsupportedJuel(`the number format at "${rest.slice(0, 12)}" is not supported`);
+    }
+    return { token: { kind: 'number', text: number, at }, length: number.length };
+  }
+  const symbol = SYMBOLS.find((s) => rest.startsWith(s));
+  if (symbol !== undefined) return { token: { kind: 'symbol', text: symbol, at }, length: symbol.length };
+  throw new UnsupportedJuel(describeUnsupported(rest[0] ?? ''));
+}
+
+/** Reads a JUEL string literal (quotes ' or ", backslash escapes) starting at `start`. */
+function readString(body: string, start: number): { token: Token; length: number } {
+  const quote = body[start];
+  let value = '';
+  for (let at = start + 1; at < body.length; at++) {
+    if (body[at] === quote) return { token: { kind: 'string', value, at: start }, length: at + 1 - start };
+    if (body[at] === '\\' && at + 1 < body.length) at++;
+    value += body[at];
+  }
+  throw new UnsupportedJuel(`the string starting at position ${start} is not closed`);
+}
+
+function describeUnsupported(text: string): string {
+  return UNSUPPORTED_SYMBOLS[text] ?? `the character "${text}" is not supported`;
+}
+
+class JuelParser {
+  private index = 0;
+  constructor(private readonly tokens: Token[]) {}
+
+  parseAll(): Ast {
+    const ast = this.parseOr();
+    const next = this.peek();
+    if (next.kind !== 'end') throw new UnsupportedJuel(this.describe(next));
+    return ast;
+  }
+
+  private parseOr(): Ast {
+    return this.parseChain(() => this.parseAnd(), (t) => (isWord(t, '||', 'or') ? 'or' : undefined));
+  }
+
+  private parseAnd(): Ast {
+    return this.parseChain(() => this.parseEquality(), (t) => (isWord(t, '&&', 'and') ? 'and' : undefined));
+  }
+
+  private parseEquality(): Ast {
+    return this.parseChain(() => this.parseRelational(), (t) => comparisonOf(t, ['==', '!=', 'eq', 'ne']));
+  }
+
+  private parseRelational(): Ast {
+    return this.parseChain(() => this.parseUnary(), (t) => comparisonOf(t, ['<', '<=', '>', '>=', 'lt', 'le', 'gt', 'ge']));
+  }
+
+  /** Left-associative binary chain; `operatorOf` names the FEEL operator a token stands for. */
+  private parseChain(parseOperand: () => Ast, operatorOf: (token: Token) => string | undefined): Ast {
+    let left = parseOperand();
+    for (let op = operatorOf(this.peek()); op !== undefined; op = operatorOf(this.peek())) {
+      this.index++;
+      const right = parseOperand();
+      left = op === 'and' || op === 'or' ? { type: 'logic', op, left, right } : { type: 'compare', op, left, right };
+    }
+    return left;
+  }
+
+  private parseUnary(): Ast {
+    const token = this.peek();
+    const type = isWord(token, '!', 'not') ? 'not' : isWord(token, '-', '-') ? 'negate' : isWord(token, 'empty', 'empty') ? 'empty' : undefined;
+    if (type === undefined) return this.parsePrimary();
+    this.index++;
+    return { type, operand: this.parseUnary() };
+  }
+
+  private parsePrimary(): Ast {
+    const token = this.next();
+    if (token.kind === 'number') return { type: 'literal', feel: token.text };
+    if (token.kind === 'string') return { type: 'literal', feel: quoteFeel(token.value) };
+    if (token.kind === 'symbol' && token.text === '(') {
+      const inner = this.parseOr();
+      const close = this.next();
+      if (close.kind !== 'symbol' || close.text !== ')') throw new UnsupportedJuel(`a ")" is missing at position ${close.at}`);
+      return inner;
+    }
+    if (token.kind !== 'name' || isReserved(token.text)) throw new UnsupportedJuel(this.describe(token));
+    if ((LITERALS as readonly string[]).includes(token.text)) return { type: 'literal', feel: token.text };
+    return this.parsePath(token.text);
+  }
+
+  private parsePath(first: string): Ast {
+    const names = [checkName(first)];
+    while (isWord(this.peek(), '.', '.')) {
+      this.index++;
+      const name = this.next();
+      if (name.kind !== 'name') throw new UnsupportedJuel(`a property name is expected after "." at position ${name.at}`);
+      names.push(checkName(name.text));
+    }
+    const after = this.peek();
+    if (after.kind === 'symbol' && after.text === '(') throw new UnsupportedJuel(`method and function calls (${names.join('.')}(...)) are not supported`);
+    return { type: 'path', names };
+  }
+
+  private describe(token: Token): string {
+    if (token.kind === 'end') return 'the expression ends too early';
+    if (token.kind === 'name') {
+      if ((UNSUPPORTED_KEYWORDS as readonly string[]).includes(token.text)) return `the operator "${token.text}" is not supported`;
+      return `"${token.text}" is not expected at position ${token.at}`;
+    }
+    if (token.kind === 'symbol' && token.text === '-') return 'arithmetic (-) is not supported';
+    if (token.kind === 'symbol') return `"${token.text}" is not expected at position ${token.at}`;
+    return `a value is not expected at position ${token.at}`;
+  }
+
+  private peek(): Token {
+    return this.tokens[this.index] ?? { kind: 'end', at: -1 };
+  }
+
+  private next(): Token {
+    const token = this.peek();
+    this.index++;
+    return token;
+  }
+}
+
+function isWord(token: Token, symbol: string, word: string): boolean {
+  return (token.kind === 'symbol' && token.text === symbol) || (token.kind === 'name' && token.text === word);
+}
+
+function comparisonOf(token: Token, allowed: string[]): string | undefined {
+  if (token.kind !== 'symbol' && token.kind !== 'name') return undefined;
+  return allowed.includes(token.text) ? COMPARISONS[token.text] : undefined;
+}
+
+/** JUEL operator words that cannot start a value. */
+function isReserved(name: string): boolean {
+  return ['and', 'or', 'not', 'eq', 'ne', 'lt', 'gt', 'le', 'ge', 'empty', ...UNSUPPORTED_KEYWORDS].includes(name);
+}
+
+function checkName(name: string): string {
+  if (name.includes('$')) throw new UnsupportedJuel(`the name "${name}" contains "$", which FEEL names cannot`);
+  if ((FEEL_KEYWORDS as readonly string[]).includes(name)) throw new UnsupportedJuel(`the name "${name}" is a FEEL keyword; rename the variable`);
+  return name;
+}
+
+function quoteFeel(value: string): string {
+  const escaped = value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n').replace(/\r/g, '\\r').replace(/\t/g, '\\t');
+  return `"${escaped}"`;
+}
+
+/** Binding strength in FEEL: or < and < comparison < prefix minus < atoms. */
+function precedenceOf(ast: Ast): number {
+  if (ast.type === 'logic') return ast.op === 'or' ? 1 : 2;
+  if (ast.type === 'compare') return 3;
+  if (ast.type === 'negate') return 4;
+  return 5;
+}
+
+function printFeel(ast: Ast): string {
+  switch (ast.type) {
+    case 'literal': return ast.feel;
+    case 'path': return ast.names.join('.');
+    case 'not': return `not(${printFeel(ast.operand)})`;
+    case 'negate': return `-${wrap(ast.operand, 4)}`;
+    case 'empty': return printEmpty(wrap(ast.operand, 4));
+    // FEEL comparisons do not chain, so a comparison inside a comparison gets parentheses.
+    case 'compare': return `${wrap(ast.left, 3)} ${ast.op} ${wrap(ast.right, 3)}`;
+    case 'logic': return `${wrap(ast.left, precedenceOf(ast) - 1)} ${ast.op} ${wrap(ast.right, precedenceOf(ast) - 1)}`;
+  }
+}
+
+/** Parenthesizes `ast` when it binds as loosely as `limit` or looser. */
+function wrap(ast: Ast, limit: number): string {
+  const text = printFeel(ast);
+  return precedenceOf(ast) <= limit ? `(${text})` : text;
+}
+
+/** JUEL `empty x`: null, "", an empty list or an empty map. Each test is false (never null) for other types. */
+function printEmpty(x: string): string {
+  return `(${x} = null or (${x} instance of string and string length(${x}) = 0)` +
+    ` or (${x} instance of list and count(${x}) = 0)` +
+    ` or (${x} instance of context and count(get entries(${x})) = 0))`;
+}

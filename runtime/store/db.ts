@@ -1,0 +1,37 @@
+import pg from 'pg';
+
+// Dates come back as ISO strings and bigint as number: the API speaks JSON and
+// event seqs stay far below 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+export type Queryable = Pick<pg.PoolClient, 'query'>;
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+
+export interface PoolOptions {
+  connectionString: string;
+  max?: number;
+}
+
+export function createPool(opts: PoolOptions): pg.Pool {
+  const pool = new pg.Pool({ connectionString: opts.connectionString, max: opts.max ?? 20 });
+  // An idle client that loses its server (Postgres restart) must not crash the process.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/** Runs fn inside one transaction; rolls back when it throws. */
+export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    const result = await fn(client);
+    await client.query('commit');
+    return result;
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,69 @@
+// Definition rows: deployed, versioned BPMN with its compiled plan.
+import type { Plan } from '../compiler/plan.ts';
+import type { Queryable } from './db.ts';
+
+export interface DefinitionRow {
+  id: string;
+  key: string;
+  version: number;
+  fingerprint: string;
+  xml_sha256: string;
+  xml: string;
+  plan: Plan;
+  deployed_at: Date;
+}
+
+export type DefinitionSummary = Omit<DefinitionRow, 'xml' | 'plan'>;
+
+export interface InsertDefinitionParams {
+  key: string;
+  fingerprint: string;
+  xmlSha256: string;
+  xml: string;
+  plan: Plan;
+}
+
+/**
+ * Deploys the next version of a key, or returns the version that already holds
+ * this exact XML. The caller runs it in a transaction; the advisory lock per key
+ * makes concurrent deploys of one key take versions one after another.
+ */
+export async function insertDefinition(db: Queryable, p: InsertDefinitionParams): Promise<{ created: boolean; definition: DefinitionRow }> {
+  await db.query("select pg_advisory_xact_lock(hashtext('definition:' || $1))", [p.key]);
+  const existing = await db.query<DefinitionRow>(
+    'select * from definitions where key = $1 and xml_sha256 = $2',
+    [p.key, p.xmlSha256],
+  );
+  if (existing.rows[0]) return { created: false, definition: existing.rows[0] };
+  const { rows } = await db.query<DefinitionRow>(
+    `insert into definitions (key, version, fingerprint, xml_sha256, xml, plan)
+     select $1, coalesce(max(version), 0) + 1, $2, $3, $4, $5 from definitions where key = $1
+     returning *`,
+    [p.key, p.fingerprint, p.xmlSha256, p.xml, p.plan],
+  );
+  return { created: true, definition: rows[0] as DefinitionRow };
+}
+
+export async function findDefinitionById(db: Queryable, id: string): Promise<DefinitionRow | undefined> {
+  const { rows } = await db.query<DefinitionRow>({ name: 'find_definition_by_id', text: 'select * from definitions where id = $1', values: [id] });
+  return rows[0];
+}
+
+/** The latest version of a key, or the given version. */
+export async function findDefinition(db: Queryable, key: string, version?: number): Promise<DefinitionRow | undefined> {
+  const { rows } = await db.query<DefinitionRow>(
+    `select * from definitions where key = $1 and ($2::int is null or version = $2)
+      order by version desc limit 1`,
+    [key, version ?? null],
+  );
+  return rows[0];
+}
+
+/** The latest version of every key. */
+export async function listLatestDefinitions(db: Queryable): Promise<DefinitionSummary[]> {
+  const { rows } = await db.query<DefinitionSummary>(
+    `select distinct on (key) id, key, version, fingerprint, xml_sha256, deployed_at
+       from definitions order by key, version desc`,
+  );
+  return rows;
+}

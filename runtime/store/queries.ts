@@ -1,0 +1,87 @@
+// Read models for the API: lists, one instance in detail, history.
+import type { InstanceStatus } from '../engine/vocabulary.ts';
+import type { Queryable } from './db.ts';
+import type { IncidentRow } from './incidents.ts';
+import type { InstanceRow } from './instances.ts';
+import type { ExternalTaskRow } from './tasks.ts';
+
+export interface ListInstancesParams {
+  status?: InstanceStatus;
+  definitionKey?: string;
+  businessKey?: string;
+  limit: number;
+  /** (created_at, id) of the last item of the previous page */
+  after?: { createdAt: string; id: string };
+}
+
+/** Newest first; keyset paging on (created_at, id) so pages stay stable while instances start. */
+export async function listInstances(db: Queryable, p: ListInstancesParams): Promise<(InstanceRow & { cursor_at: string })[]> {
+  // cursor_at keeps the microseconds a JS Date would drop.
+  const { rows } = await db.query<InstanceRow & { cursor_at: string }>(
+    `select *, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at from instances
+      where ($1::text is null or status = $1)
+        and ($2::text is null or definition_key = $2)
+        and ($3::text is null or business_key = $3)
+        and ($4::timestamptz is null or (created_at, id) < ($4::timestamptz, $5::uuid))
+      order by created_at desc, id desc
+      limit $6`,
+    [p.status ?? null, p.definitionKey ?? null, p.businessKey ?? null, p.after?.createdAt ?? null, p.after?.id ?? null, p.limit],
+  );
+  return rows;
+}
+
+export interface StepView {
+  step_id: string;
+  status: string;
+  attempts: number;
+  activated_at: Date;
+  ended_at: Date | null;
+}
+
+export interface InstanceDetail {
+  instance: InstanceRow;
+  steps: StepView[];
+  openTasks: ExternalTaskRow[];
+  openIncidents: IncidentRow[];
+}
+
+export async function getInstanceDetail(db: Queryable, instanceId: string): Promise<InstanceDetail | undefined> {
+  const { rows } = await db.query<InstanceRow>('select * from instances where id = $1', [instanceId]);
+  const instance = rows[0];
+  if (!instance) return undefined;
+  const [steps, tasks, incidents] = await Promise.all([
+    db.query<StepView>(
+      `select s.step_id, s.status, s.activated_at, s.ended_at, coalesce(t.attempt, 0) as attempts
+         from steps s
+         left join external_tasks t on t.instance_id = s.instance_id and t.step_id = s.step_id and t.generation = s.generation
+        where s.instance_id = $1 order by s.activated_at, s.step_id`,
+      [instanceId],
+    ),
+    db.query<ExternalTaskRow>(
+      `select * from external_tasks where instance_id = $1 and state in ('ready', 'locked', 'failed') order by created_at`,
+      [instanceId],
+    ),
+    db.query<IncidentRow>(`select * from incidents where instance_id = $1 and status = 'open' order by created_at`, [instanceId]),
+  ]);
+  return { instance, steps: steps.rows, openTasks: tasks.rows, openIncidents: incidents.rows };
+}
+
+export interface EventRow {
+  seq: number;
+  kind: string;
+  step_id: string | null;
+  task_id: string | null;
+  attempt: number | null;
+  generation: number;
+  at: Date;
+  data: Record<string, unknown>;
+}
+
+export async function listHistory(db: Queryable, instanceId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
+  const { rows } = await db.query<EventRow>(
+    `select seq, kind, step_id, task_id, attempt, generation, at, data from events
+      where instance_id = $1 and seq > $2 order by seq limit $3`,
+    [instanceId, afterSeq, limit],
+  );
+  return rows;
+}

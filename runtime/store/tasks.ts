@@ -1,0 +1,216 @@
+// External task rows: the lease lifecycle of DESIGN.md §4, one guarded statement each.
+import type { Variables } from '../engine/advance.ts';
+import type { TaskState } from '../engine/vocabulary.ts';
+import type { Queryable } from './db.ts';
+import { TASKS_CHANNEL } from './instances.ts';
+
+export interface ExternalTaskRow {
+  id: string;
+  instance_id: string;
+  step_id: string;
+  generation: number;
+  topic: string;
+  priority: number;
+  state: TaskState;
+  retries: number;
+  retries_left: number;
+  attempt: number;
+  retry_at: Date;
+  worker_id: string | null;
+  lock_token: string | null;
+  lock_expires_at: Date | null;
+  error_message: string | null;
+  error_details: string | null;
+  idempotency_key: string;
+  created_at: Date;
+  ended_at: Date | null;
+}
+
+export interface LockedTaskRow extends ExternalTaskRow {
+  business_key: string | null;
+  variables: Variables;
+}
+
+export interface FetchAndLockParams {
+  workerId: string;
+  maxTasks: number;
+  topics: { name: string; lockDurationMs: number }[];
+}
+
+/** Locks up to maxTasks ready tasks of the given topics in one statement; concurrent callers skip each other's rows. */
+export async function fetchAndLock(db: Queryable, p: FetchAndLockParams): Promise<LockedTaskRow[]> {
+  const { rows } = await db.query<LockedTaskRow>({
+    name: 'fetch_and_lock',
+    text: `with picked as (
+             select t.id from external_tasks t
+              where t.state = 'ready' and t.topic = any($1::text[]) and t.retry_at <= now()
+              order by t.priority desc, t.created_at
+              limit $3
+              for update skip locked),
+           locked as (
+             update external_tasks t
+                set state = 'locked', worker_id = $4, lock_token = gen_random_uuid(), attempt = t.attempt + 1,
+                    lock_expires_at = now() + ($2::int[])[array_position($1::text[], t.topic)] * interval '1 millisecond'
+               from picked where t.id = picked.id
+             returning t.*),
+           ev as (
+             insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
+             select l.instance_id, l.generation, 'task:locked', l.step_id, l.id, l.attempt,
+                    jsonb_build_object('workerId', l.worker_id, 'lockExpiresAt', l.lock_expires_at)
+               from locked l)
+           select l.*, i.business_key, i.variables
+             from locked l join instances i on i.id = l.instance_id
+            order by l.priority desc, l.created_at`,
+    values: [p.topics.map((t) => t.name), p.topics.map((t) => t.lockDurationMs), p.maxTasks, p.workerId],
+  });
+  return rows;
+}
+
+export interface LockHolder {
+  taskId: string;
+  workerId: string;
+  lockToken: string;
+}
+
+export type TaskMiss = 'not_found' | 'lock_lost' | 'already_applied';
+export type GuardedTaskResult = { ok: true; task: ExternalTaskRow } | { ok: false; reason: TaskMiss };
+
+/** Marks a locked task done for its holder. The caller holds the instance lock. */
+export async function markTaskDone(db: Queryable, p: LockHolder & { generation: number }): Promise<GuardedTaskResult> {
+  const { rows } = await db.query<ExternalTaskRow>({
+    name: 'mark_task_done',
+    text: `update external_tasks set state = 'done', ended_at = now()
+            where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3 and generation = $4
+        returning *`,
+    values: [p.taskId, p.workerId, p.lockToken, p.generation],
+  });
+  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, ['done']) };
+}
+
+export interface FailTaskParams extends LockHolder {
+  generation: number;
+  errorMessage: string;
+  errorDetails: string | null;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+}
+
+/**
+ * Records a failure of the holder's attempt: back to ready after an exponential
+ * backoff while retries are left, else failed (the caller raises the incident).
+ * The lock token stays on the row so a repeated failure is recognised.
+ */
+export async function failTask(db: Queryable, p: FailTaskParams): Promise<GuardedTaskResult> {
+  const { rows } = await db.query<ExternalTaskRow>({
+    name: 'fail_task',
+    text: `update external_tasks
+              set state = case when retries_left > 0 then 'ready' else 'failed' end,
+                  retries_left = greatest(retries_left - 1, 0),
+                  retry_at = now() + least($6::float8 * power(2, retries - retries_left), $7::float8) * interval '1 millisecond',
+                  lock_expires_at = null, error_message = $5, error_details = $8,
+                  ended_at = case when retries_left > 0 then null else now() end
+            where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3 and generation = $4
+        returning *`,
+    values: [p.taskId, p.workerId, p.lockToken, p.generation, p.errorMessage, p.backoffBaseMs, p.backoffMaxMs, p.errorDetails],
+  });
+  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, ['ready', 'failed']) };
+}
+
+/** Ends the holder's attempt with a BPMN error; with nothing to catch it the task waits in an incident. */
+export async function markTaskErrored(db: Queryable, p: LockHolder & { generation: number; errorCode: string; errorMessage: string | null }): Promise<GuardedTaskResult> {
+  const { rows } = await db.query<ExternalTaskRow>({
+    name: 'mark_task_errored',
+    text: `update external_tasks set state = 'failed', ended_at = now(), lock_expires_at = null,
+                  error_message = $5, error_details = $6
+            where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3 and generation = $4
+        returning *`,
+    values: [p.taskId, p.workerId, p.lockToken, p.generation, `BPMN error ${p.errorCode}`, p.errorMessage],
+  });
+  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, ['failed', 'done']) };
+}
+
+/** Extends the holder's lease from now; the database clock decides. */
+export async function extendLock(db: Queryable, p: LockHolder & { lockDurationMs: number }): Promise<GuardedTaskResult> {
+  const { rows } = await db.query<ExternalTaskRow>({
+    name: 'extend_lock',
+    text: `update external_tasks set lock_expires_at = now() + $4::int * interval '1 millisecond'
+            where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3
+        returning *`,
+    values: [p.taskId, p.workerId, p.lockToken, p.lockDurationMs],
+  });
+  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, []) };
+}
+
+/** Gives the task back without using a retry; it is fetchable again at once. */
+export async function unlockTask(db: Queryable, p: LockHolder): Promise<GuardedTaskResult> {
+  const { rows } = await db.query<ExternalTaskRow>({
+    name: 'unlock_task',
+    text: `with u as (
+             update external_tasks set state = 'ready', worker_id = null, lock_token = null, lock_expires_at = null, retry_at = now()
+              where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3
+          returning *),
+           ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
+                  select instance_id, generation, 'task:unlocked', step_id, id, attempt, jsonb_build_object('workerId', $2::text) from u)
+           select u.*, pg_notify('${TASKS_CHANNEL}', u.topic) from u`,
+    values: [p.taskId, p.workerId, p.lockToken],
+  });
+  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, []) };
+}
+
+/** Returns expired leases to ready (any number of sweepers converge); answers how many. */
+export async function expireLocks(db: Queryable, limit: number): Promise<number> {
+  const { rows } = await db.query<{ id: string }>({
+    name: 'expire_locks',
+    text: `with expired as (
+             select id, worker_id from external_tasks
+              where state = 'locked' and lock_expires_at <= now()
+              order by lock_expires_at limit $1
+              for update skip locked),
+           u as (
+             update external_tasks t set state = 'ready', worker_id = null, lock_token = null, lock_expires_at = null, retry_at = now()
+               from expired where t.id = expired.id
+           returning t.*, expired.worker_id as previous_worker),
+           ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
+                  select instance_id, generation, 'task:lock_expired', step_id, id, attempt,
+                         jsonb_build_object('workerId', previous_worker) from u),
+           n as (select pg_notify('${TASKS_CHANNEL}', topic) from (select distinct topic from u) as x)
+           select u.id from u, (select count(*) from n) as notified`,
+    values: [limit],
+  });
+  return rows.length;
+}
+
+export interface LateResult extends LockHolder {
+  kind: 'complete' | 'failure' | 'bpmn-error' | 'extend-lock' | 'unlock';
+  payloadBytes: number;
+}
+
+/** Keeps a result from a worker that no longer holds the lock, for reconciliation. */
+export async function recordLateResult(db: Queryable, r: LateResult): Promise<void> {
+  await db.query({
+    name: 'record_late_result',
+    text: `insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
+           select instance_id, generation, 'task:late_result', step_id, id, attempt,
+                  jsonb_build_object('workerId', $2::text, 'call', $3::text, 'payloadBytes', $4::int, 'taskState', state)
+             from external_tasks where id = $1`,
+    values: [r.taskId, r.workerId, r.kind, r.payloadBytes],
+  });
+}
+
+/** Why a guarded task statement matched nothing; `repeatable` lists states in which the holder's repeat is a no-op. */
+async function explainMiss(db: Queryable, p: LockHolder, repeatable: TaskState[]): Promise<TaskMiss> {
+  const { rows } = await db.query<Pick<ExternalTaskRow, 'state' | 'worker_id' | 'lock_token'>>({
+    name: 'explain_task_miss',
+    text: 'select state, worker_id, lock_token from external_tasks where id = $1',
+    values: [p.taskId],
+  });
+  const row = rows[0];
+  if (!row) return 'not_found';
+  const sameHolder = row.worker_id === p.workerId && row.lock_token === p.lockToken;
+  return sameHolder && repeatable.includes(row.state) ? 'already_applied' : 'lock_lost';
+}
+
+export async function findTask(db: Queryable, taskId: string): Promise<ExternalTaskRow | undefined> {
+  const { rows } = await db.query<ExternalTaskRow>('select * from external_tasks where id = $1', [taskId]);
+  return rows[0];
+}

@@ -1,0 +1,79 @@
+// The two-command promise: `npm start` on an embedded PostgreSQL serves /healthz,
+// deploys the samples, runs the sample order with the sample worker, stops
+// cleanly on SIGTERM/SIGINT (PostgreSQL too) and starts again on the same data.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/server.ts';
+
+const children: ChildProcess[] = [];
+let dataDir = '';
+
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function run(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const { DATABASE_URL: _ignored, ...rest } = process.env;
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { env: { ...rest, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  child.stdout?.on('data', (d) => (out += String(d)));
+  child.stderr?.on('data', (d) => (out += String(d)));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => out, exited };
+}
+
+async function healthy(url: string): Promise<true | undefined> {
+  try {
+    const res = await fetch(`${url}/healthz`);
+    return res.ok ? true : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+describe('baton serve (npm start)', () => {
+  it('given no DATABASE_URL, then it runs on embedded PostgreSQL, completes the sample order, stops on signals and starts again', async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'baton-serve-'));
+    // mkdtemp makes a private folder; as root the embedded PostgreSQL runs as user 'postgres' and must enter it.
+    await chmod(dataDir, 0o755);
+    const env = { PORT: String(await freePort()), BATON_PG_PORT: String(await freePort()), BATON_DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+    const url = `http://127.0.0.1:${env.PORT}`;
+
+    const first = run(['runtime/cli.ts', 'serve'], env);
+    await waitFor(() => healthy(url), 60_000, () => `server at ${url}; output: ${first.output()}`);
+    const defs = await (await fetch(`${url}/api/definitions`)).json() as { items: { key: string }[] };
+    expect(defs.items.map((d) => d.key)).toContain('order');
+
+    const worker = run(['samples/order-worker.ts', '--once'], { BATON_URL: url });
+    expect(await worker.exited, worker.output()).toBe(0);
+    expect(worker.output()).toMatch(/is completed/);
+
+    first.child.kill('SIGTERM');
+    expect(await first.exited, first.output()).toBe(0);
+    expect(existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
+
+    const second = run(['runtime/cli.ts', 'serve'], env);
+    await waitFor(() => healthy(url), 60_000, () => `second start; output: ${second.output()}`);
+    const list = await (await fetch(`${url}/api/instances?definitionKey=order`)).json() as { items: { status: string }[] };
+    expect(list.items.map((i) => i.status)).toEqual(['completed']);
+    second.child.kill('SIGINT');
+    expect(await second.exited, second.output()).toBe(0);
+    expect(existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
+  }, 180_000);
+});

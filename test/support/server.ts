@@ -1,0 +1,78 @@
+// A real Baton HTTP server on a fresh database, and a small JSON client for it.
+import { pino } from 'pino';
+import { startBatonServer, type BatonServer } from '../../runtime/server.ts';
+import type { EngineOptions } from '../../runtime/engine/context.ts';
+import { createTestDatabase, type TestDatabase } from './db.ts';
+
+export interface TestServer {
+  url: string;
+  server: BatonServer;
+  db: TestDatabase;
+  api: ApiClient;
+  close(): Promise<void>;
+}
+
+export interface TestServerOptions {
+  sweepIntervalMs?: number;
+  engine?: Partial<EngineOptions>;
+}
+
+export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
+  const db = await createTestDatabase();
+  const server = await startBatonServer({
+    databaseUrl: db.url,
+    port: 0,
+    host: '127.0.0.1',
+    log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    sweepIntervalMs: opts.sweepIntervalMs ?? 60_000,
+    engine: { retryBackoffMs: 50, ...opts.engine },
+  });
+  return {
+    url: server.url,
+    server,
+    db,
+    api: apiClient(server.url),
+    async close() {
+      await server.close();
+      await db.drop();
+    },
+  };
+}
+
+export interface ApiResponse<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export type ApiClient = ReturnType<typeof apiClient>;
+
+export function apiClient(baseUrl: string) {
+  async function call<T = any>(method: string, path: string, body?: unknown, init: { contentType?: string; signal?: AbortSignal } = {}): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = {};
+    let payload: string | undefined;
+    if (body !== undefined) {
+      headers['content-type'] = init.contentType ?? 'application/json';
+      payload = typeof body === 'string' ? body : JSON.stringify(body);
+    }
+    const res = await fetch(`${baseUrl}${path}`, { method, headers, body: payload, ...(init.signal ? { signal: init.signal } : {}) });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+  }
+  return {
+    call,
+    get: <T = any>(path: string) => call<T>('GET', path),
+    post: <T = any>(path: string, body?: unknown, init?: { contentType?: string; signal?: AbortSignal }) => call<T>('POST', path, body, init),
+  };
+}
+
+/** Polls until check answers a value other than undefined, or fails after timeoutMs. */
+export async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000, what: string | (() => string) = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
