@@ -1,0 +1,7 @@
+// Public entry point of the runtime package.
+export { startBatonServer, type BatonServer, type BatonServerOptions } from './server.ts';
+export { compileBpmn, fingerprintPlan } from './compiler/index.ts';
+export type { Plan, PlanStep, PlanFlow, Diagnostic, CompileResult } from './compiler/plan.ts';
+export { startEmbeddedPostgres } from './store/embedded.ts';
+export { applyMigrations } from './store/migrate.ts';
+export { readConfig, type Config } from './config.ts';
