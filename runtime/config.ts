@@ -18,11 +18,11 @@ export interface Config {
   samplesDir: string | undefined;
 }
 
-function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer of at least ${min}, got "${raw}"`);
   return n;
 }
 
@@ -32,10 +32,10 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST || '127.0.0.1',
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir: path.resolve(env.BATON_DATA_DIR || '.baton'),
-    embeddedPgPort: intFrom(env, 'BATON_PG_PORT', 54329),
+    embeddedPgPort: intFrom(env, 'BATON_PG_PORT', 54329, 1),
     logLevel: env.LOG_LEVEL || 'info',
-    sweepIntervalMs: intFrom(env, 'BATON_SWEEP_INTERVAL_MS', 1000),
-    retryBackoffMs: intFrom(env, 'BATON_RETRY_BACKOFF_MS', 1000),
+    sweepIntervalMs: intFrom(env, 'BATON_SWEEP_INTERVAL_MS', 1000, 10),
+    retryBackoffMs: intFrom(env, 'BATON_RETRY_BACKOFF_MS', 1000, 1),
     samplesDir: env.BATON_SAMPLES_DIR === '' ? undefined : path.resolve(env.BATON_SAMPLES_DIR || 'samples'),
   };
 }

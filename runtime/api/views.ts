@@ -50,7 +50,8 @@ export function taskView(t: ExternalTaskRow) {
     attempt: t.attempt,
     retriesLeft: t.retries_left,
     retryAt: t.retry_at,
-    workerId: t.worker_id,
+    // The token of the last holder stays on the row (to recognise repeats); show the worker only while it holds the lock.
+    workerId: t.state === 'locked' ? t.worker_id : null,
     lockExpiresAt: t.lock_expires_at,
     errorMessage: t.error_message,
   };

@@ -64,7 +64,7 @@ function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, '; ').trim();
 }
 
-function readWarnings(warnings: ModdleWarning[], xml: string, definitionsId: string) {
+function readWarnings(warnings: ModdleWarning[], xml: string, definitionsId: string): { diagnostics: Diagnostic[]; unresolved: UnresolvedReference[] } {
   const diagnostics: Diagnostic[] = [];
   const unresolved: UnresolvedReference[] = [];
   for (const warning of warnings) {

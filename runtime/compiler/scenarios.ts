@@ -69,6 +69,7 @@ export class ScenarioAlgebra {
 
   private fold(terms: readonly Term[], variable: string): Term[] {
     const outcomes = this.domains.get(variable) ?? [];
+    if (outcomes.length === 0) return [...terms];
     const groups = new Map<string, { rest: Term; seen: Set<string> }>();
     for (const term of terms) {
       const outcome = term.get(variable);

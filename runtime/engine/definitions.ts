@@ -6,6 +6,7 @@ import type { Engine } from './context.ts';
 import { withTransaction } from '../store/db.ts';
 import { insertDefinition, type DefinitionRow } from '../store/definitions.ts';
 import { BatonError } from '../shared/errors.ts';
+import { planSchemaErrors } from '../shared/plan-validator.ts';
 
 export interface DeployResult {
   created: boolean;
@@ -18,6 +19,11 @@ export async function deployDefinition(engine: Engine, xml: string, processId?: 
   if (!compiled.ok) {
     const details = compiled.diagnostics.map((d) => ({ elementId: d.elementId, message: d.message, severity: d.severity }));
     throw new BatonError('compile', `The BPMN does not compile: ${details.map((d) => `${d.elementId}: ${d.message}`).join('; ')}`, details);
+  }
+  const schemaErrors = planSchemaErrors(compiled.plan);
+  if (schemaErrors.length > 0) {
+    // A compiler bug, not bad input: refuse loudly rather than store a plan the engine cannot run.
+    throw new Error(`Compiled plan of ${compiled.plan.processKey} breaks plan.schema.json: ${schemaErrors.join('; ')}`);
   }
   const xmlSha256 = createHash('sha256').update(xml).digest('hex');
   const { created, definition } = await withTransaction(engine.pool, (tx) =>

@@ -32,9 +32,9 @@ export const TaskState = {
   ready: 'ready',
   /** leased to worker_id with lock_token until lock_expires_at */
   locked: 'locked',
-  /** completed, or ended by a BPMN error */
+  /** completed by its holder */
   done: 'done',
-  /** retries exhausted: an incident holds it */
+  /** retries exhausted, or a BPMN error nothing caught: an incident holds it */
   failed: 'failed',
   /** its instance was canceled or terminated */
   canceled: 'canceled',

@@ -61,11 +61,16 @@ export async function insertInstance(db: Queryable, p: InsertInstanceParams): Pr
   return { ok: false, reason: 'definition_not_found' };
 }
 
-/** Locks the instance row (serializing its transitions) and loads its DAG state. */
+/**
+ * Locks the instance row (serializing its transitions) and loads its DAG state.
+ * NO KEY UPDATE, not UPDATE: task-only statements insert history rows whose
+ * foreign key takes KEY SHARE on this row while they hold task rows; a full
+ * UPDATE lock would deadlock with them.
+ */
 export async function lockInstance(db: Queryable, instanceId: string): Promise<LockedInstance | undefined> {
   const { rows } = await db.query<InstanceRow>({
     name: 'lock_instance',
-    text: 'select * from instances where id = $1 for update',
+    text: 'select * from instances where id = $1 for no key update',
     values: [instanceId],
   });
   return rows[0] ? loadState(db, rows[0]) : undefined;
@@ -76,7 +81,7 @@ export async function lockInstanceOfTask(db: Queryable, taskId: string): Promise
   const { rows } = await db.query<InstanceRow>({
     name: 'lock_instance_of_task',
     text: `select i.* from instances i
-            where i.id = (select t.instance_id from external_tasks t where t.id = $1) for update of i`,
+            where i.id = (select t.instance_id from external_tasks t where t.id = $1) for no key update of i`,
     values: [taskId],
   });
   return rows[0] ? loadState(db, rows[0]) : undefined;

@@ -19,12 +19,16 @@ export interface ExternalTaskRow {
   worker_id: string | null;
   lock_token: string | null;
   lock_expires_at: Date | null;
+  last_result: TaskResultCall | null;
   error_message: string | null;
   error_details: string | null;
   idempotency_key: string;
   created_at: Date;
   ended_at: Date | null;
 }
+
+/** The holder calls that end an attempt. */
+export type TaskResultCall = 'complete' | 'failure' | 'bpmn-error';
 
 export interface LockedTaskRow extends ExternalTaskRow {
   business_key: string | null;
@@ -49,7 +53,7 @@ export async function fetchAndLock(db: Queryable, p: FetchAndLockParams): Promis
               for update skip locked),
            locked as (
              update external_tasks t
-                set state = 'locked', worker_id = $4, lock_token = gen_random_uuid(), attempt = t.attempt + 1,
+                set state = 'locked', worker_id = $4, lock_token = gen_random_uuid(), attempt = t.attempt + 1, last_result = null,
                     lock_expires_at = now() + ($2::int[])[array_position($1::text[], t.topic)] * interval '1 millisecond'
                from picked where t.id = picked.id
              returning t.*),
@@ -79,12 +83,12 @@ export type GuardedTaskResult = { ok: true; task: ExternalTaskRow } | { ok: fals
 export async function markTaskDone(db: Queryable, p: LockHolder & { generation: number }): Promise<GuardedTaskResult> {
   const { rows } = await db.query<ExternalTaskRow>({
     name: 'mark_task_done',
-    text: `update external_tasks set state = 'done', ended_at = now()
+    text: `update external_tasks set state = 'done', ended_at = now(), last_result = 'complete'
             where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3 and generation = $4
         returning *`,
     values: [p.taskId, p.workerId, p.lockToken, p.generation],
   });
-  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, ['done']) };
+  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, 'complete') };
 }
 
 export interface FailTaskParams extends LockHolder {
@@ -107,13 +111,13 @@ export async function failTask(db: Queryable, p: FailTaskParams): Promise<Guarde
               set state = case when retries_left > 0 then 'ready' else 'failed' end,
                   retries_left = greatest(retries_left - 1, 0),
                   retry_at = now() + least($6::float8 * power(2, retries - retries_left), $7::float8) * interval '1 millisecond',
-                  lock_expires_at = null, error_message = $5, error_details = $8,
+                  lock_expires_at = null, error_message = $5, error_details = $8, last_result = 'failure',
                   ended_at = case when retries_left > 0 then null else now() end
             where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3 and generation = $4
         returning *`,
     values: [p.taskId, p.workerId, p.lockToken, p.generation, p.errorMessage, p.backoffBaseMs, p.backoffMaxMs, p.errorDetails],
   });
-  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, ['ready', 'failed']) };
+  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, 'failure') };
 }
 
 /** Ends the holder's attempt with a BPMN error; with nothing to catch it the task waits in an incident. */
@@ -121,12 +125,12 @@ export async function markTaskErrored(db: Queryable, p: LockHolder & { generatio
   const { rows } = await db.query<ExternalTaskRow>({
     name: 'mark_task_errored',
     text: `update external_tasks set state = 'failed', ended_at = now(), lock_expires_at = null,
-                  error_message = $5, error_details = $6
+                  error_message = $5, error_details = $6, last_result = 'bpmn-error'
             where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3 and generation = $4
         returning *`,
     values: [p.taskId, p.workerId, p.lockToken, p.generation, `BPMN error ${p.errorCode}`, p.errorMessage],
   });
-  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, ['failed', 'done']) };
+  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, 'bpmn-error') };
 }
 
 /** Extends the holder's lease from now; the database clock decides. */
@@ -138,7 +142,7 @@ export async function extendLock(db: Queryable, p: LockHolder & { lockDurationMs
         returning *`,
     values: [p.taskId, p.workerId, p.lockToken, p.lockDurationMs],
   });
-  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, []) };
+  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p) };
 }
 
 /** Gives the task back without using a retry; it is fetchable again at once. */
@@ -154,7 +158,7 @@ export async function unlockTask(db: Queryable, p: LockHolder): Promise<GuardedT
            select u.*, pg_notify('${TASKS_CHANNEL}', u.topic) from u`,
     values: [p.taskId, p.workerId, p.lockToken],
   });
-  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, []) };
+  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p) };
 }
 
 /** Returns expired leases to ready (any number of sweepers converge); answers how many. */
@@ -197,17 +201,21 @@ export async function recordLateResult(db: Queryable, r: LateResult): Promise<vo
   });
 }
 
-/** Why a guarded task statement matched nothing; `repeatable` lists states in which the holder's repeat is a no-op. */
-async function explainMiss(db: Queryable, p: LockHolder, repeatable: TaskState[]): Promise<TaskMiss> {
-  const { rows } = await db.query<Pick<ExternalTaskRow, 'state' | 'worker_id' | 'lock_token'>>({
+/**
+ * Why a guarded task statement matched nothing. A call that repeats the one the
+ * same holder already applied (same worker, token and kind of result) is a no-op;
+ * anything else lost the lock.
+ */
+async function explainMiss(db: Queryable, p: LockHolder, call?: TaskResultCall): Promise<TaskMiss> {
+  const { rows } = await db.query<Pick<ExternalTaskRow, 'worker_id' | 'lock_token' | 'last_result'>>({
     name: 'explain_task_miss',
-    text: 'select state, worker_id, lock_token from external_tasks where id = $1',
+    text: 'select worker_id, lock_token, last_result from external_tasks where id = $1',
     values: [p.taskId],
   });
   const row = rows[0];
   if (!row) return 'not_found';
-  const sameHolder = row.worker_id === p.workerId && row.lock_token === p.lockToken;
-  return sameHolder && repeatable.includes(row.state) ? 'already_applied' : 'lock_lost';
+  const repeat = call !== undefined && row.last_result === call && row.worker_id === p.workerId && row.lock_token === p.lockToken;
+  return repeat ? 'already_applied' : 'lock_lost';
 }
 
 export async function findTask(db: Queryable, taskId: string): Promise<ExternalTaskRow | undefined> {

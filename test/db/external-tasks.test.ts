@@ -37,6 +37,18 @@ describe('external task lifecycle', () => {
     expect((await historyKinds(t.api, id)).filter((k) => k === 'task:completed')).toHaveLength(1);
   });
 
+  it('given a completed task, when its holder then reports a failure or a BPMN error for it, then 409 and nothing changes', async () => {
+    const id = await start(t.api, 'one');
+    const task = await fetchOne(t.api, 'w1', 'one-task');
+    expect((await complete(t.api, task, 'w1')).status).toBe(204);
+    const before = await instanceOf(t.api, id);
+    const failure = await t.api.post(`/api/external-tasks/${task.id}/failure`, { workerId: 'w1', lockToken: task.lockToken, errorMessage: 'late' });
+    const bpmnError = await t.api.post(`/api/external-tasks/${task.id}/bpmn-error`, { workerId: 'w1', lockToken: task.lockToken, errorCode: 'LATE' });
+    expect([failure.status, bpmnError.status]).toEqual([409, 409]);
+    const after = await instanceOf(t.api, id);
+    expect(after).toMatchObject({ status: 'completed', revision: before.revision });
+  });
+
   it('given an expired lock re-taken by another worker, when the first worker completes, then 409 LockLost, only the second result counts and the late result is in history', async () => {
     const id = await start(t.api, 'one');
     const first = await fetchOne(t.api, 'slow', 'one-task', 100);
@@ -129,7 +141,10 @@ describe('external task lifecycle', () => {
     const task = await fetchOne(t.api, 'w', 'one-task');
     const res = await t.api.post(`/api/external-tasks/${task.id}/bpmn-error`, { workerId: 'w', lockToken: task.lockToken, errorCode: 'CARD_DECLINED' });
     expect(res.status).toBe(204);
+    const repeat = await t.api.post(`/api/external-tasks/${task.id}/bpmn-error`, { workerId: 'w', lockToken: task.lockToken, errorCode: 'CARD_DECLINED' });
+    expect(repeat.status).toBe(204);
     const stuck = await waitForStatus(t.api, id, 'incident');
+    expect(stuck.incidents).toHaveLength(1);
     expect(stuck.incidents[0]).toMatchObject({ kind: 'bpmn_error', details: { errorCode: 'CARD_DECLINED' } });
     await t.api.post(`/api/incidents/${stuck.incidents[0].id}/retry`);
     const again = await fetchOne(t.api, 'w', 'one-task');

@@ -74,6 +74,8 @@ create table external_tasks (
   worker_id        text,
   lock_token       uuid,
   lock_expires_at  timestamptz,
+  -- the holder's call that ended the latest attempt; tells a repeat from a conflicting call
+  last_result      text check (last_result in ('complete', 'failure', 'bpmn-error')),
   error_message    text,
   error_details    text,
   idempotency_key  text not null,
@@ -133,7 +135,8 @@ create table messages (
 create index messages_pending_idx on messages (name, correlation_key) where state = 'pending';
 
 -- History: one row per transition. seq comes from one sequence so task-level
--- transitions (lock, extend, late result) can be recorded without locking the instance.
+-- transitions (lock, unlock, lease expiry, late result) can be recorded without
+-- taking the instance's transition lock (their foreign-key check takes only KEY SHARE).
 create sequence events_seq;
 create table events (
   instance_id uuid not null references instances (id) on delete cascade,

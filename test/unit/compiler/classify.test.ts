@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { compileDiagnostics, compilePlan, errorsOf, readFixture } from './bpmn-helpers.ts';
+
+describe('classifyNode: supported elements', () => {
+  it('compiles every supported kind of step', async () => {
+    const kinds = new Map<string, string>();
+    for (const fixture of ['order.bpmn', 'inclusive.bpmn', 'terminate.bpmn']) {
+      for (const step of (await compilePlan(readFixture(fixture))).plan.steps) kinds.set(step.id, step.kind);
+    }
+    expect(Object.fromEntries(kinds)).toMatchObject({
+      StartEvent_Order: 'startEvent',
+      EndEvent_Done: 'endEvent',
+      StopAll: 'terminateEndEvent',
+      Task_ChargeCard: 'serviceTask',
+      Gateway_Fork: 'parallelGateway',
+      Gateway_Review: 'exclusiveGateway',
+      Split: 'inclusiveGateway',
+    });
+    expect(new Set(kinds.values()).size).toBe(7);
+  });
+});
+
+describe('classifyNode: refusals name the id and the BPMN type', () => {
+  const unsupported = readFixture('unsupported.bpmn');
+
+  it.each([
+    ['TimerStart', 'bpmn:StartEvent with bpmn:TimerEventDefinition "Every day" (id TimerStart): start events with a trigger'],
+    ['Approve', 'bpmn:UserTask "Approve" (id Approve)'],
+    ['Script', 'bpmn:ScriptTask "Script" (id Script)'],
+    ['PlainTask', 'bpmn:Task "PlainTask" (id PlainTask)'],
+    ['Send', 'bpmn:SendTask "Send" (id Send)'],
+    ['Receive', 'bpmn:ReceiveTask "Receive" (id Receive)'],
+    ['Manual', 'bpmn:ManualTask "Manual" (id Manual)'],
+    ['Rules', 'bpmn:BusinessRuleTask "Rules" (id Rules)'],
+    ['Call', 'bpmn:CallActivity "Call" (id Call)'],
+    ['Sub', 'bpmn:SubProcess "Sub" (id Sub)'],
+    ['Each', 'bpmn:ServiceTask with bpmn:MultiInstanceLoopCharacteristics "Each" (id Each): loops and multi-instance'],
+    ['Timeout', 'bpmn:BoundaryEvent with bpmn:TimerEventDefinition "Timeout" (id Timeout)'],
+    ['Wait', 'bpmn:IntermediateCatchEvent with bpmn:MessageEventDefinition "Wait" (id Wait)'],
+    ['Signal', 'bpmn:IntermediateThrowEvent "Signal" (id Signal)'],
+    ['Race', 'bpmn:EventBasedGateway "Race" (id Race)'],
+    ['Complex', 'bpmn:ComplexGateway "Complex" (id Complex)'],
+    ['ErrorEnd', 'bpmn:EndEvent with bpmn:ErrorEventDefinition "ErrorEnd" (id ErrorEnd): only none and terminate end events'],
+  ])('%s', async (id, text) => {
+    const errors = errorsOf(await compileDiagnostics(unsupported)).filter((d) => d.elementId === id);
+    expect(errors).toEqual([{ elementId: id, severity: 'error', message: expect.stringContaining(`Unsupported element ${text}`) }]);
+  });
+
+  it('reports nothing but the refusals for that file', async () => {
+    const diagnostics = await compileDiagnostics(unsupported);
+    expect(diagnostics.every((d) => d.message.startsWith('Unsupported element'))).toBe(true);
+    expect(diagnostics).toHaveLength(17);
+  });
+
+  it('refuses a compensation handler', async () => {
+    const xml = readFixture('order.bpmn').replace('camunda:topic="review-order"', 'camunda:topic="review-order" isForCompensation="true"');
+    expect(errorsOf(await compileDiagnostics(xml))).toEqual([
+      expect.objectContaining({ elementId: 'Task_ReviewOrder', message: expect.stringContaining('compensation handlers are not supported') }),
+    ]);
+  });
+});

@@ -1,0 +1,170 @@
+import { describe, expect, it } from 'vitest';
+import { checkFeel, evaluateCondition, toFeel } from '../../../runtime/shared/feel.ts';
+
+function feelOf(source: string): string {
+  const result = toFeel(source);
+  if (!result.ok) expect.fail(`expected ${source} to translate, got: ${result.message}`);
+  return result.feel;
+}
+
+function refusalOf(source: string): string {
+  const result = toFeel(source);
+  if (result.ok) expect.fail(`expected ${source} to be refused, got FEEL: ${result.feel}`);
+  return result.message;
+}
+
+describe('toFeel: FEEL conditions (Camunda 8)', () => {
+  it.each([
+    ['= a > 5', 'a > 5'],
+    ['=a>5', 'a>5'],
+    ['  =  total >= 100 and vip  \n', 'total >= 100 and vip'],
+    ['= customer.address.country = "NL"', 'customer.address.country = "NL"'],
+  ])('strips the leading "=" of %j', (source, feel) => {
+    expect(feelOf(source)).toBe(feel);
+  });
+
+  it('refuses FEEL that does not parse, with the parse problem', () => {
+    expect(refusalOf('= a >')).toMatch(/incomplete/);
+    expect(refusalOf('= x > 1 x')).toMatch(/cannot be parsed near "x" \(position 6\)/);
+    expect(refusalOf('=')).toMatch(/empty/);
+  });
+});
+
+describe('toFeel: JUEL conditions (Camunda 7) translated to FEEL', () => {
+  it.each([
+    ['${total > 100}', 'total > 100'],
+    ['#{total > 100}', 'total > 100'],
+    ['${approved}', 'approved'],
+    ['${order.total <= 5.5}', 'order.total <= 5.5'],
+    ['${a.b.c == 1}', 'a.b.c = 1'],
+    ["${status == 'open'}", 'status = "open"'],
+    ['${status != "open"}', 'status != "open"'],
+    ['${x == null}', 'x = null'],
+    ['${flag == true || other == false}', 'flag = true or other = false'],
+    ['${a > 1 && b < 2}', 'a > 1 and b < 2'],
+    ['${a >= 1 and b <= 2 or c}', 'a >= 1 and b <= 2 or c'],
+    ['${(a || b) && c}', '(a or b) and c'],
+    ['${a || b && c}', 'a or b and c'],
+    ['${!approved}', 'not(approved)'],
+    ['${not (a lt 1)}', 'not(a < 1)'],
+    ['${!a == b}', 'not(a) = b'],
+    ['${a eq 1 or b ne 2}', 'a = 1 or b != 2'],
+    ['${a lt 1 and b gt 2 and c le 3 and d ge 4}', 'a < 1 and b > 2 and c <= 3 and d >= 4'],
+    ['${a < b == true}', '(a < b) = true'],
+    ['${-1 < a}', '-1 < a'],
+    ['${a > -b}', 'a > -b'],
+    ["${s == 'it\\'s'}", 's = "it\'s"'],
+    ['${s == "say \\"hi\\""}', 's = "say \\"hi\\""'],
+    ["${s == 'a\\\\b'}", 's = "a\\\\b"'],
+    ["${s == 'tab\there'}", 's = "tab\\there"'],
+    ['${ total > 100 }', 'total > 100'],
+  ])('%s -> %s', (source, feel) => {
+    expect(feelOf(source)).toBe(feel);
+  });
+
+  it('keeps operators inside strings as text, never as code', () => {
+    expect(feelOf("${'a && b || !c' == s}")).toBe('"a && b || !c" = s');
+    expect(evaluateCondition(feelOf("${'a && b || !c' == s}"), { s: 'a && b || !c' })).toEqual({ ok: true, value: true });
+    expect(feelOf('${s == "${x}"}')).toBe('s = "${x}"');
+  });
+
+  it.each([
+    ['${a + 1 > 2}', 'arithmetic (+)'],
+    ['${a - 1 > 2}', 'arithmetic (-)'],
+    ['${a * 2 > 2}', 'arithmetic (*)'],
+    ['${a / 2 > 2}', 'arithmetic (/)'],
+    ['${a % 2 == 0}', 'arithmetic (%)'],
+    ['${a div 2 > 1}', 'operator "div"'],
+    ['${a mod 2 == 0}', 'operator "mod"'],
+    ['${a instanceof b}', 'operator "instanceof"'],
+    ['${a ? b : c}', 'ternary operator'],
+    ['${order.isBig()}', 'method and function calls'],
+    ['${execution.getVariable("x") > 1}', 'method and function calls'],
+    ['${list[0] == 1}', 'index access'],
+    ['${a} and ${b}', 'only one ${...} expression'],
+    ['${a = 1}', 'assignment'],
+    ['${$x > 1}', 'contains "$"'],
+    ['${then > 1}', 'FEEL keyword'],
+    ['${order.for == 1}', 'FEEL keyword'],
+    ["${s == 'open}", 'is not closed'],
+    ['${(a > 1}', '")" is missing'],
+    ['${a >}', 'ends too early'],
+    ['${}', 'ends too early'],
+    ['${5L > a}', 'number format'],
+    ['${1e3 > a}', 'number format'],
+    ['${a @ b}', 'character "@"'],
+    ['${a b}', '"b" is not expected'],
+    ['${a.}', 'property name is expected'],
+  ])('refuses %s, naming %s', (source, what) => {
+    expect(refusalOf(source)).toContain(what);
+  });
+
+  it('refuses text that is neither FEEL nor JUEL, saying how to write it', () => {
+    expect(refusalOf('a > 5')).toMatch(/neither FEEL nor JUEL: write FEEL such as "= total > 100"/);
+    expect(refusalOf("bpmn:getDataObject('approved')")).toMatch(/neither FEEL nor JUEL/);
+    expect(refusalOf('   ')).toMatch(/empty/);
+  });
+
+  it('never executes the source: a would-be escape is refused and changes nothing', () => {
+    const globals = globalThis as Record<string, unknown>;
+    expect(refusalOf("${''.constructor.constructor('globalThis.pwned = 1')()}")).toMatch(/"\." is not expected/);
+    expect(refusalOf("${x.constructor.constructor('globalThis.pwned = 1')()}")).toMatch(/method and function calls/);
+    expect(refusalOf('${globalThis.pwned = 1}')).toMatch(/assignment/);
+    expect(globals['pwned']).toBeUndefined();
+  });
+});
+
+describe('translated JUEL evaluates as Camunda 7 would', () => {
+  it.each([
+    ['${total > 100}', { total: 150 }, true],
+    ['${total > 100}', { total: 50 }, false],
+    ['${total > 100}', {}, false],
+    ['${x != null}', { x: 0 }, true],
+    ['${x != null}', {}, false],
+    ["${a.b == 'x'}", { a: { b: 'x' } }, true],
+    ['${!approved}', { approved: false }, true],
+    ['${empty x}', {}, true],
+    ['${empty x}', { x: null }, true],
+    ['${empty x}', { x: '' }, true],
+    ['${empty x}', { x: [] }, true],
+    ['${empty x}', { x: {} }, true],
+    ['${empty x}', { x: 'a' }, false],
+    ['${empty x}', { x: [1] }, false],
+    ['${empty x}', { x: { k: 1 } }, false],
+    ['${empty x}', { x: 5 }, false],
+    ['${!empty x}', { x: 5 }, true],
+    ['${not empty customer.phone and customer.smsOptIn}', { customer: { phone: '+31', smsOptIn: true } }, true],
+    ['${not empty customer.phone and customer.smsOptIn}', { customer: { phone: '', smsOptIn: true } }, false],
+  ])('%s with %j is %s', (source, variables, expected) => {
+    expect(evaluateCondition(feelOf(source), variables)).toEqual({ ok: true, value: expected });
+  });
+});
+
+describe('checkFeel', () => {
+  it('accepts FEEL that parses', () => {
+    expect(checkFeel('a > 5 and b = "x"')).toBeUndefined();
+    expect(checkFeel('count(items) > 0')).toBeUndefined();
+  });
+
+  it('returns the parse problem otherwise', () => {
+    expect(checkFeel('a >')).toMatch(/incomplete/);
+    expect(checkFeel('1 +* 2')).toMatch(/cannot be parsed near "\* 2" \(position 3\)/);
+    expect(checkFeel('  ')).toMatch(/empty/);
+  });
+});
+
+describe('evaluateCondition', () => {
+  it('holds only for a result of exactly true', () => {
+    expect(evaluateCondition('a', { a: true })).toEqual({ ok: true, value: true });
+    expect(evaluateCondition('a', { a: 'true' })).toEqual({ ok: true, value: false });
+    expect(evaluateCondition('a', { a: 1 })).toEqual({ ok: true, value: false });
+    expect(evaluateCondition('a', {})).toEqual({ ok: true, value: false });
+    expect(evaluateCondition('a > 1', { a: 'x' })).toEqual({ ok: true, value: false });
+  });
+
+  it('answers ok:false with the message instead of throwing', () => {
+    const result = evaluateCondition('a >', { a: 1 });
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.message).toMatch(/Condition "a >" failed: Incomplete/);
+  });
+});
