@@ -49,8 +49,12 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use(express.json({ limit: opts.jsonLimit ?? '1mb' }));
   app.use(express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit ?? '5mb' }));
   app.get('/healthz', async (_req, res) => {
-    await pool.query('select 1');
-    res.json({ status: 'ok' });
+    try {
+      await pool.query('select 1');
+      res.json({ status: 'ok' });
+    } catch (err) {
+      res.status(503).json({ type: 'Unavailable', message: `The database does not answer: ${(err as Error).message}` });
+    }
   });
   app.use('/api/definitions', definitionsRouter(engine));
   app.use('/api/instances', instancesRouter(engine));
