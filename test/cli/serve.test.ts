@@ -76,4 +76,20 @@ describe('baton serve (npm start)', () => {
     expect(await second.exited, second.output()).toBe(0);
     expect(existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
   }, 180_000);
+
+  it('given a SIGTERM while the embedded PostgreSQL is still starting, then start-up stops cleanly and leaves no PostgreSQL running', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'baton-early-'));
+    await chmod(dir, 0o755);
+    try {
+      const env = { PORT: String(await freePort()), BATON_PG_PORT: String(await freePort()), BATON_DATA_DIR: dir, LOG_LEVEL: 'info' };
+      const early = run(['runtime/cli.ts', 'serve'], env);
+      await waitFor(async () => (early.output().includes('postgres:starting_embedded') ? true : undefined), 30_000, () => early.output());
+      early.child.kill('SIGTERM');
+      expect(await early.exited, early.output()).toBe(0);
+      expect(early.output()).toContain('server:stopped');
+      expect(existsSync(path.join(dir, 'pg', 'postmaster.pid'))).toBe(false);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
