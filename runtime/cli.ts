@@ -33,9 +33,10 @@ async function serve(config: Config): Promise<void> {
       log,
       sweepIntervalMs: config.sweepIntervalMs,
       engine: { retryBackoffMs: config.retryBackoffMs },
+      prepare: async (engine) => {
+        if (config.samplesDir) await deploySamples(engine, config.samplesDir, log);
+      },
     });
-    if (stopping) return;
-    if (config.samplesDir) await deploySamples(server.engine, config.samplesDir, log);
     log.info({ url: server.url, embeddedPostgres: Boolean(embedded) }, 'server:listening');
   };
 

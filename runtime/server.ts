@@ -25,6 +25,8 @@ export interface BatonServerOptions {
   jsonLimit?: string;
   /** BPMN XML body limit */
   xmlLimit?: string;
+  /** runs after migrations and before the port opens (deploying samples), so a healthy server is a ready one */
+  prepare?: (engine: Engine) => Promise<void>;
 }
 
 export interface BatonServer {
@@ -40,6 +42,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   const pool = createPool({ connectionString: opts.databaseUrl });
   await applyMigrations(pool);
   const engine = createEngine(pool, opts.log, opts.engine);
+  await opts.prepare?.(engine);
   const notifier = new TaskNotifier(opts.databaseUrl, opts.log);
   await notifier.start();
   const sweeper = startSweeper(pool, opts.log, { intervalMs: opts.sweepIntervalMs ?? 1000, batchSize: 500 });
