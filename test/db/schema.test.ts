@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyMigrations } from '../../runtime/store/migrate.ts';
+import { applyMigrations, readMigrations } from '../../runtime/store/migrate.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 let db: TestDatabase;
@@ -49,6 +49,6 @@ describe('schema', () => {
     expect(results).toEqual([[], [], []]);
     expect(await dumpSchema()).toBe(before);
     const { rows } = await db.pool.query('select id, name from schema_migrations order by id');
-    expect(rows.map((r) => r.name)).toEqual(['0001_core.sql']);
+    expect(rows.map((r) => r.name)).toEqual((await readMigrations()).map((m) => m.name));
   });
 });
