@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
 import { definitionsRouter } from './api/definitions-routes.ts';
+import { designerApiRouter, designerStatic } from './api/designer-routes.ts';
 import { errorMiddleware, notFoundRoute } from './api/errors.ts';
 import { incidentsRouter } from './api/incidents-routes.ts';
 import { instancesRouter } from './api/instances-routes.ts';
@@ -63,6 +64,8 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use('/api/instances', instancesRouter(engine));
   app.use('/api/external-tasks', tasksRouter(engine, notifier));
   app.use('/api/incidents', incidentsRouter(engine));
+  app.use('/api', designerApiRouter(engine));
+  app.use(designerStatic());
   app.use(notFoundRoute);
   app.use(errorMiddleware(opts.log));
 
