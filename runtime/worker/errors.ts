@@ -1,0 +1,32 @@
+// Errors a handler throws or sees.
+
+/**
+ * A business outcome the process handles (an error boundary with this code, else an incident).
+ * Throw it from a handler; it is never retried.
+ */
+export class BpmnError extends Error {
+  override readonly name = 'BpmnError';
+  constructor(
+    readonly code: string,
+    message?: string,
+    readonly variables?: Record<string, unknown>,
+  ) {
+    super(message ?? code);
+  }
+}
+
+/** The worker no longer holds the task's lock: stop working on it; nothing it reports is applied. */
+export class LockLostError extends Error {
+  override readonly name = 'LockLostError';
+  constructor(readonly taskId: string, message = `The lock on task ${taskId} was lost (expired and taken by another worker, or the task was canceled)`) {
+    super(message);
+  }
+}
+
+/** ctx.signal's reason when stop() gave up waiting for the handler; the task was unlocked. */
+export class WorkerStoppingError extends Error {
+  override readonly name = 'WorkerStoppingError';
+  constructor(readonly taskId: string) {
+    super(`The worker stopped before the handler of task ${taskId} finished; the task was unlocked for another worker`);
+  }
+}

@@ -1,0 +1,118 @@
+// Calls on one held task: extend the lease in the background, report a result, unlock, progress.
+import { createBackoff, sleep } from './backoff.ts';
+import { isTransient, type CallOutcome, type HttpClient } from './http.ts';
+import type { WorkerLogger } from './types.ts';
+
+/** The pair that proves the lock: only it may touch the task (fencing). */
+export interface Holder {
+  taskId: string;
+  workerId: string;
+  lockToken: string;
+}
+
+/** A result the engine decides on; the call names match the native routes. */
+export type TaskReport =
+  | { call: 'complete'; body: { variables?: Record<string, unknown> } }
+  | { call: 'failure'; body: { errorMessage: string; errorDetails?: string } }
+  | { call: 'bpmn-error'; body: { errorCode: string; errorMessage?: string; variables?: Record<string, unknown> } };
+
+export type ReportResult =
+  | { kind: 'applied' }
+  | { kind: 'lock_lost'; afterRetry: boolean }
+  | { kind: 'not_found' }
+  | { kind: 'refused'; status: number; type: string; message: string }
+  | { kind: 'gave_up'; error: string };
+
+export interface CallDeps {
+  http: HttpClient;
+  log: WorkerLogger;
+}
+
+function pathOf(h: Holder, call: string): string {
+  return `/api/external-tasks/${encodeURIComponent(h.taskId)}/${call}`;
+}
+
+/**
+ * Sends a result, repeating it over network errors and 5xx: a repeat by the holder is answered
+ * 204 and changes nothing, so the result is applied once. 409 ends it: the lock is gone.
+ */
+export async function sendReport(deps: CallDeps, h: Holder, report: TaskReport, opts: { attempts: number; signal: AbortSignal }): Promise<ReportResult> {
+  const backoff = createBackoff(100, 5_000);
+  let lastError = '';
+  for (let attempt = 1; attempt <= opts.attempts && !opts.signal.aborted; attempt++) {
+    const outcome = await deps.http.post(pathOf(h, report.call), { workerId: h.workerId, lockToken: h.lockToken, ...report.body });
+    if (outcome.kind === 'ok') return { kind: 'applied' };
+    if (outcome.kind === 'refused' && !isTransient(outcome)) return resultOfRefusal(outcome, attempt > 1);
+    lastError = describe(outcome);
+    deps.log.warn({ taskId: h.taskId, call: report.call, attempt, error: lastError }, 'task:report_retry');
+    await sleep(backoff.next(), opts.signal);
+  }
+  return { kind: 'gave_up', error: opts.signal.aborted ? 'the worker stopped' : lastError };
+}
+
+function resultOfRefusal(outcome: Extract<CallOutcome<unknown>, { kind: 'refused' }>, afterRetry: boolean): ReportResult {
+  if (outcome.status === 409) return { kind: 'lock_lost', afterRetry };
+  if (outcome.status === 404 && outcome.type === 'NotFound') return { kind: 'not_found' };
+  return { kind: 'refused', status: outcome.status, type: outcome.type, message: outcome.message };
+}
+
+function describe(outcome: CallOutcome<unknown>): string {
+  if (outcome.kind === 'unreachable') return outcome.error.message;
+  if (outcome.kind === 'refused') return `${outcome.status} ${outcome.type}: ${outcome.message}`;
+  return 'ok';
+}
+
+export interface Heartbeat {
+  stop(): void;
+}
+
+/**
+ * Extends the lease every third of its duration while the handler runs. A 409 or 404 means
+ * the lock is gone (expired and re-taken, task canceled): onLost aborts the handler.
+ */
+export function startHeartbeat(deps: CallDeps, h: Holder, lockDurationMs: number, onLost: () => void): Heartbeat {
+  const stopped = new AbortController();
+  const every = Math.max(50, Math.floor(lockDurationMs / 3));
+  void (async () => {
+    let wait = every;
+    while (!stopped.signal.aborted) {
+      await sleep(wait, stopped.signal);
+      if (stopped.signal.aborted) return;
+      const outcome = await deps.http.post(pathOf(h, 'extend-lock'), { workerId: h.workerId, lockToken: h.lockToken, lockDurationMs });
+      if (stopped.signal.aborted) return;
+      if (outcome.kind === 'refused' && (outcome.status === 409 || outcome.status === 404)) {
+        deps.log.warn({ taskId: h.taskId, status: outcome.status }, 'task:lock_lost');
+        onLost();
+        return;
+      }
+      if (outcome.kind !== 'ok') deps.log.warn({ taskId: h.taskId, error: describe(outcome) }, 'task:extend_failed');
+      // After a miss, try again sooner: two more misses still fit inside the lease.
+      wait = outcome.kind === 'ok' ? every : Math.max(50, Math.floor(every / 2));
+    }
+  })();
+  return { stop: () => stopped.abort() };
+}
+
+/** Gives the task back without using a retry. 409 means it is already not ours: also fine. */
+export async function unlockTask(deps: CallDeps, h: Holder): Promise<boolean> {
+  const backoff = createBackoff(100, 1_000);
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const outcome = await deps.http.post(pathOf(h, 'unlock'), { workerId: h.workerId, lockToken: h.lockToken });
+    if (outcome.kind === 'ok') return true;
+    if (!isTransient(outcome)) return false;
+    await sleep(backoff.next());
+  }
+  deps.log.warn({ taskId: h.taskId }, 'task:unlock_failed');
+  return false;
+}
+
+export type ProgressResult = 'sent' | 'lock_lost' | 'not_sent';
+
+/** One progress report; best effort, never retried (a later report supersedes it). */
+export async function sendProgress(deps: CallDeps, h: Holder, data: unknown): Promise<ProgressResult> {
+  const outcome = await deps.http.post(pathOf(h, 'progress'), { workerId: h.workerId, lockToken: h.lockToken, data });
+  if (outcome.kind === 'ok') return 'sent';
+  if (outcome.kind === 'refused' && outcome.status === 409) return 'lock_lost';
+  deps.log.debug({ taskId: h.taskId, error: describe(outcome) }, 'task:progress_not_sent');
+  return 'not_sent';
+}
