@@ -3,6 +3,7 @@ import type { ProcessGraph } from './graph.ts';
 import type { BpmnElement } from './model.ts';
 import type { ParsedDocument } from './parse.ts';
 import type { Diagnostic, FlowCondition, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
+import type { EventSpecs } from './events.ts';
 import { readTaskSpec } from './task-spec.ts';
 
 export interface TaskSpecsResult {
@@ -28,6 +29,7 @@ export function buildPlan(
   processName: string | undefined,
   specs: Map<string, TaskSpec>,
   conditions: Map<string, FlowCondition>,
+  events: EventSpecs,
 ): Plan {
   const steps: PlanStep[] = [];
   for (const node of graph.nodes.values()) {
@@ -43,6 +45,7 @@ export function buildPlan(
       outgoing: [...node.outgoing],
       ...(task ? { task: { ...task } } : {}),
       ...(choosing && defaultFlow !== undefined ? { defaultFlow } : {}),
+      ...eventFields(node.id, events),
     });
   }
   const flows: PlanFlow[] = graph.flows.map((flow) => {
@@ -56,6 +59,17 @@ export function buildPlan(
     };
   });
   return { processKey: graph.processId, ...nameOf(processName), steps, flows };
+}
+
+function eventFields(id: string, events: EventSpecs): Pick<PlanStep, 'wait' | 'boundary' | 'boundaries'> {
+  const wait = events.waits.get(id);
+  const boundary = events.boundaries.get(id);
+  const boundaries = events.attached.get(id);
+  return {
+    ...(wait ? { wait: structuredClone(wait) } : {}),
+    ...(boundary ? { boundary: { ...boundary } } : {}),
+    ...(boundaries ? { boundaries: [...boundaries] } : {}),
+  };
 }
 
 /** Names are optional in BPMN; an empty one is left out rather than stored as "". */

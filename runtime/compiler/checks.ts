@@ -32,7 +32,7 @@ function checkConnections(node: GraphNode): Diagnostic[] {
   if (kind === 'startEvent' && node.incoming.length > 0) {
     diagnostics.push(errorAt(id, `Start event ${label} has incoming sequence flows (${node.incoming.join(', ')}): a start event only begins the flow`));
   }
-  if (kind !== 'startEvent' && node.incoming.length === 0) {
+  if (kind !== 'startEvent' && kind !== 'boundaryEvent' && node.incoming.length === 0) {
     diagnostics.push(errorAt(id, `${describeKind(kind)} ${label} has no incoming sequence flow, so it can never run: connect it or delete it`));
   }
   if ((kind === 'endEvent' || kind === 'terminateEndEvent') && node.outgoing.length > 0) {
@@ -63,6 +63,8 @@ const KIND_LABELS: Record<string, string> = {
   parallelGateway: 'Parallel gateway',
   exclusiveGateway: 'Exclusive gateway',
   inclusiveGateway: 'Inclusive gateway',
+  catchEvent: 'Intermediate catch event',
+  boundaryEvent: 'Boundary event',
 };
 
 export function describeKind(kind: string): string {

@@ -10,7 +10,10 @@ const GATEWAY_KINDS: Record<string, StepKind> = {
   'bpmn:InclusiveGateway': StepKind.inclusiveGateway,
 };
 
-const SUPPORTED = 'Baton runs none start events, none and terminate end events, external service tasks and exclusive, inclusive and parallel gateways';
+const SUPPORTED = 'Baton runs none start events, none and terminate end events, external service tasks, exclusive, inclusive and parallel gateways, timer/message/signal intermediate catch events and timer/message/signal/error boundary events on service tasks';
+
+const CATCH_TRIGGERS = ['bpmn:TimerEventDefinition', 'bpmn:MessageEventDefinition', 'bpmn:SignalEventDefinition'];
+const BOUNDARY_TRIGGERS = [...CATCH_TRIGGERS, 'bpmn:ErrorEventDefinition'];
 
 /** Elements of process.flowElements that are data, not flow nodes: they never take part in the flow. */
 const DATA_ELEMENTS = ['bpmn:DataObject', 'bpmn:DataObjectReference', 'bpmn:DataStoreReference'] as const;
@@ -32,6 +35,14 @@ export function classifyNode(node: BpmnFlowNode): Classification {
       return refuse(node, 'only none and terminate end events are supported');
     case 'bpmn:ServiceTask':
       return classifyServiceTask(node);
+    case 'bpmn:IntermediateCatchEvent':
+      return definitions.length === 1 && CATCH_TRIGGERS.includes(definitions[0] as string)
+        ? { supported: true, kind: StepKind.catchEvent }
+        : refuse(node, 'intermediate catch events wait for exactly one timer, message or signal');
+    case 'bpmn:BoundaryEvent':
+      return definitions.length === 1 && BOUNDARY_TRIGGERS.includes(definitions[0] as string)
+        ? { supported: true, kind: StepKind.boundaryEvent }
+        : refuse(node, 'boundary events catch exactly one timer, message, signal or error (compensation boundaries are not supported yet)');
     default:
       return refuse(node, `${SUPPORTED}; replace or remove this element`);
   }

@@ -18,6 +18,17 @@ export function findClosingFlows(graph: ProcessGraph): string[] {
   const state = new Map<string, Visit>();
   const targets = new Map(graph.flows.map((flow) => [flow.id, flow.target]));
   const nodes = [...graph.nodes.values()];
+  // A path from a boundary event back to its host is a loop too: the host would run twice.
+  const boundaries = new Map<string, string[]>();
+  for (const n of nodes) {
+    const host = n.element.$type === 'bpmn:BoundaryEvent' ? n.element.attachedToRef?.id : undefined;
+    if (host) boundaries.set(host, [...(boundaries.get(host) ?? []), n.id]);
+  }
+  const successors = (id: string): string[] => [
+    ...(graph.nodes.get(id)?.outgoing ?? []),
+    ...(boundaries.get(id) ?? []).map((b) => `attach:${b}`),
+  ];
+  for (const ids of boundaries.values()) for (const b of ids) targets.set(`attach:${b}`, b);
   const roots = [...nodes.filter((n) => n.element.$type === 'bpmn:StartEvent'), ...nodes];
   const closing: string[] = [];
   for (const root of roots) {
@@ -26,7 +37,7 @@ export function findClosingFlows(graph: ProcessGraph): string[] {
     const stack: { id: string; next: number }[] = [{ id: root.id, next: 0 }];
     while (stack.length > 0) {
       const top = stack[stack.length - 1]!;
-      const flowId = graph.nodes.get(top.id)?.outgoing[top.next++];
+      const flowId = successors(top.id)[top.next++];
       if (flowId === undefined) {
         state.set(top.id, Visit.done);
         stack.pop();
@@ -34,7 +45,7 @@ export function findClosingFlows(graph: ProcessGraph): string[] {
       }
       const target = targets.get(flowId) ?? '';
       const seen = state.get(target);
-      if (seen === Visit.open) closing.push(flowId);
+      if (seen === Visit.open && !flowId.startsWith('attach:')) closing.push(flowId);
       if (seen !== undefined) continue;
       state.set(target, Visit.open);
       stack.push({ id: target, next: 0 });

@@ -5,6 +5,7 @@ import { checkGraph } from './checks.ts';
 import { compileConditions } from './conditions.ts';
 import { checkCycles } from './cycles.ts';
 import { errorAt, hasErrors } from './diagnostics.ts';
+import { readEventSpecs } from './events.ts';
 import { extractGraph } from './extract.ts';
 import { fingerprintPlan } from './fingerprint.ts';
 import { parseBpmn } from './parse.ts';
@@ -39,18 +40,20 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const { graph, diagnostics: extractDiagnostics } = extractGraph(process, processId, document.unresolved);
   const tasks = readTaskSpecs(graph, document, process);
   const conditions = compileConditions(graph);
+  const events = readEventSpecs(graph);
   const diagnostics: Diagnostic[] = [
     ...parsed.diagnostics,
     ...extractDiagnostics,
     ...tasks.diagnostics,
     ...conditions.diagnostics,
+    ...events.diagnostics,
     ...checkGraph(graph, document.unresolved),
     ...checkCycles(graph),
   ];
   // Soundness reasons over a well-formed DAG of supported steps only.
   if (!hasErrors(diagnostics)) diagnostics.push(...checkSoundness(graph));
   if (hasErrors(diagnostics)) return { ok: false, diagnostics };
-  const plan = buildPlan(graph, process.name, tasks.specs, conditions.conditions);
+  const plan = buildPlan(graph, process.name, tasks.specs, conditions.conditions, events);
   return { ok: true, plan, fingerprint: fingerprintPlan(plan), warnings: diagnostics };
 }
 

@@ -32,6 +32,23 @@ export interface BpmnFlowNode extends BpmnElement {
   readonly topic?: string;
   /** camunda:taskPriority, kept as written (it may be an expression) */
   readonly taskPriority?: string;
+  /** boundary events: the activity they sit on */
+  readonly attachedToRef?: BpmnElement;
+  /** boundary events: false for non-interrupting (BPMN default true) */
+  readonly cancelActivity?: boolean;
+}
+
+/** Timer, message, signal and error event definitions, as far as the compiler reads them. */
+export interface BpmnEventDefinition extends BpmnElement {
+  readonly timeDuration?: BpmnExpression;
+  readonly timeDate?: BpmnExpression;
+  readonly timeCycle?: BpmnExpression;
+  readonly messageRef?: BpmnElement;
+  readonly signalRef?: BpmnElement;
+  readonly errorRef?: BpmnElement & { readonly errorCode?: string };
+  /** camunda:errorCodeVariable / camunda:errorMessageVariable */
+  readonly errorCodeVariable?: string;
+  readonly errorMessageVariable?: string;
 }
 
 export interface BpmnExpression extends BpmnElement {

@@ -17,6 +17,10 @@ export const StepKind = {
   exclusiveGateway: 'exclusiveGateway',
   /** takes every outgoing flow whose condition holds, else the default */
   inclusiveGateway: 'inclusiveGateway',
+  /** intermediate catch event: waits for a timer, a message or a signal (see `wait`) */
+  catchEvent: 'catchEvent',
+  /** boundary event on a service task: waits while its host is active (see `boundary`) */
+  boundaryEvent: 'boundaryEvent',
 } as const;
 export type StepKind = (typeof StepKind)[keyof typeof StepKind];
 
@@ -27,6 +31,29 @@ export interface TaskSpec {
   retries: number;
   /** higher is fetched first; default 0 */
   priority: number;
+}
+
+/** When a timer is due: ISO-8601 as written in the BPMN. */
+export interface TimerSpec {
+  kind: 'duration' | 'date' | 'cycle';
+  /** e.g. PT10S, 2026-12-01T09:00:00Z, R3/PT1H */
+  expression: string;
+}
+
+/** What a catch or boundary event waits for. */
+export type WaitSpec =
+  | { trigger: 'timer'; timer: TimerSpec }
+  /** correlationKey: FEEL evaluated when the token arrives; absent means the instance's business key */
+  | { trigger: 'message'; name: string; correlationKey?: string }
+  | { trigger: 'signal'; name: string }
+  /** errorCode absent: catches every BPMN error of the host */
+  | { trigger: 'error'; errorCode?: string; errorCodeVariable?: string; errorMessageVariable?: string };
+
+export interface BoundarySpec {
+  /** the service task the event is attached to */
+  attachedTo: string;
+  /** an interrupting event cancels its host when it fires */
+  interrupting: boolean;
 }
 
 export interface PlanStep {
@@ -42,6 +69,12 @@ export interface PlanStep {
   task?: TaskSpec;
   /** id of the default outgoing flow, for exclusive and inclusive gateways */
   defaultFlow?: string;
+  /** set for catchEvent and boundaryEvent */
+  wait?: WaitSpec;
+  /** set for boundaryEvent */
+  boundary?: BoundarySpec;
+  /** ids of the boundary events attached to this step */
+  boundaries?: string[];
 }
 
 export interface FlowCondition {

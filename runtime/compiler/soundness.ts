@@ -33,11 +33,42 @@ interface TakenScenarios {
 function computeTakenScenarios(graph: ProcessGraph): TakenScenarios {
   const algebra = new ScenarioAlgebra();
   const scenarios = new Map<string, Scenarios>();
-  for (const node of orderTopologically(graph)) {
-    const activation = node.kind === 'startEvent' ? ALWAYS : algebra.either(node.incoming.map((id) => scenarios.get(id) ?? []));
+  // A boundary event runs in the scenarios its host is in, when it fires.
+  const boundaryActivation = new Map<string, Scenarios>();
+  const attached = boundariesByHost(graph);
+  for (const node of orderTopologically(graph, attached)) {
+    let activation = node.kind === 'startEvent' ? ALWAYS
+      : node.kind === 'boundaryEvent' ? (boundaryActivation.get(node.id) ?? [])
+      : algebra.either(node.incoming.map((id) => scenarios.get(id) ?? []));
+    activation = splitBoundaries(node, attached.get(node.id) ?? [], activation, algebra, boundaryActivation);
     for (const [flowId, taken] of leave(node, activation, algebra)) scenarios.set(flowId, taken);
   }
   return { algebra, scenarios };
+}
+
+// Interrupting boundaries and the host's normal end exclude each other (one outcome
+// variable per host); a non-interrupting boundary fires or not, independently.
+// Answers the scenarios in which the host leaves through its own outgoing flows.
+function splitBoundaries(host: GraphNode, boundaries: GraphNode[], activation: Scenarios, algebra: ScenarioAlgebra, out: Map<string, Scenarios>): Scenarios {
+  const interrupting = boundaries.filter((b) => b.element.cancelActivity !== false);
+  for (const b of boundaries.filter((x) => x.element.cancelActivity === false)) {
+    algebra.declare(b.id, [TAKEN, SKIPPED]);
+    out.set(b.id, algebra.restrict(activation, b.id, TAKEN));
+  }
+  if (interrupting.length === 0) return activation;
+  const outcome = `${host.id}#outcome`;
+  algebra.declare(outcome, ['normal', ...interrupting.map((b) => b.id)]);
+  for (const b of interrupting) out.set(b.id, algebra.restrict(activation, outcome, b.id));
+  return algebra.restrict(activation, outcome, 'normal');
+}
+
+function boundariesByHost(graph: ProcessGraph): Map<string, GraphNode[]> {
+  const byHost = new Map<string, GraphNode[]>();
+  for (const node of graph.nodes.values()) {
+    const host = node.kind === 'boundaryEvent' ? node.element.attachedToRef?.id : undefined;
+    if (host) byHost.set(host, [...(byHost.get(host) ?? []), node]);
+  }
+  return byHost;
 }
 
 /** Scenarios of each outgoing flow of `node`, given the scenarios in which it runs. */
@@ -71,20 +102,23 @@ function gatewayOf(variable: string): string {
   return variable.split('#')[0] ?? variable;
 }
 
-function orderTopologically(graph: ProcessGraph): GraphNode[] {
+function orderTopologically(graph: ProcessGraph, attached: Map<string, GraphNode[]>): GraphNode[] {
   const flows = flowsById(graph);
-  const waiting = new Map([...graph.nodes.values()].map((n) => [n.id, n.incoming.length]));
-  const ready = [...graph.nodes.values()].filter((n) => n.incoming.length === 0);
+  const hosted = new Set([...attached.values()].flat().map((b) => b.id));
+  // A boundary waits for its host as if a flow led from the host to it.
+  const waiting = new Map([...graph.nodes.values()].map((n) => [n.id, n.incoming.length + (hosted.has(n.id) ? 1 : 0)]));
+  const ready = [...graph.nodes.values()].filter((n) => waiting.get(n.id) === 0);
   const order: GraphNode[] = [];
+  const release = (target: GraphNode | undefined) => {
+    if (!target) return;
+    const left = (waiting.get(target.id) ?? 0) - 1;
+    waiting.set(target.id, left);
+    if (left === 0) ready.push(target);
+  };
   for (let node = ready.shift(); node !== undefined; node = ready.shift()) {
     order.push(node);
-    for (const flowId of node.outgoing) {
-      const target = graph.nodes.get(flows.get(flowId)?.target ?? '');
-      if (!target) continue;
-      const left = (waiting.get(target.id) ?? 0) - 1;
-      waiting.set(target.id, left);
-      if (left === 0) ready.push(target);
-    }
+    for (const boundary of attached.get(node.id) ?? []) release(boundary);
+    for (const flowId of node.outgoing) release(graph.nodes.get(flows.get(flowId)?.target ?? ''));
   }
   return order;
 }

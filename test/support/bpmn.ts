@@ -1,7 +1,19 @@
 // Builds small BPMN files for tests without diagram layout.
 
+export interface EventTrigger {
+  timer?: { duration?: string; date?: string; cycle?: string };
+  message?: string;
+  /** baton:correlationKey expression */
+  correlationKey?: string;
+  signal?: string;
+  /** error boundary; code undefined = catch-all */
+  error?: { code?: string; codeVariable?: string; messageVariable?: string };
+}
+
 export type NodeSpec =
   | { id: string; type: 'startEvent' | 'endEvent' | 'terminateEndEvent' | 'parallelGateway' }
+  | ({ id: string; type: 'catchEvent' } & EventTrigger)
+  | ({ id: string; type: 'boundaryEvent'; attachedTo: string; interrupting?: boolean } & EventTrigger)
   | { id: string; type: 'exclusiveGateway' | 'inclusiveGateway'; default?: string }
   | { id: string; type: 'serviceTask'; topic: string; retries?: number; priority?: number };
 
@@ -16,7 +28,31 @@ function escapeXml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
+function eventDefinition(id: string, t: EventTrigger, roots: string[]): string {
+  if (t.timer) {
+    const [kind, value] = Object.entries(t.timer)[0] ?? ['duration', 'PT1S'];
+    const tag = kind === 'date' ? 'timeDate' : kind === 'cycle' ? 'timeCycle' : 'timeDuration';
+    return `<bpmn:timerEventDefinition id="${id}_def"><bpmn:${tag} xsi:type="bpmn:tFormalExpression">${escapeXml(value)}</bpmn:${tag}></bpmn:timerEventDefinition>`;
+  }
+  if (t.message !== undefined) {
+    roots.push(`<bpmn:message id="${id}_msg" name="${escapeXml(t.message)}"/>`);
+    return `<bpmn:messageEventDefinition id="${id}_def" messageRef="${id}_msg"/>`;
+  }
+  if (t.signal !== undefined) {
+    roots.push(`<bpmn:signal id="${id}_sig" name="${escapeXml(t.signal)}"/>`);
+    return `<bpmn:signalEventDefinition id="${id}_def" signalRef="${id}_sig"/>`;
+  }
+  if (t.error) {
+    const vars = `${t.error.codeVariable ? ` camunda:errorCodeVariable="${t.error.codeVariable}"` : ''}${t.error.messageVariable ? ` camunda:errorMessageVariable="${t.error.messageVariable}"` : ''}`;
+    if (t.error.code === undefined) return `<bpmn:errorEventDefinition id="${id}_def"${vars}/>`;
+    roots.push(`<bpmn:error id="${id}_err" errorCode="${escapeXml(t.error.code)}"/>`);
+    return `<bpmn:errorEventDefinition id="${id}_def" errorRef="${id}_err"${vars}/>`;
+  }
+  return '';
+}
+
 export function buildBpmn(processId: string, nodes: NodeSpec[], flows: FlowSpec[]): string {
+  const roots: string[] = [];
   const named = flows.map((f, i) => ({ ...f, id: f.id ?? `Flow_${i + 1}` }));
   const incoming = (id: string) => named.filter((f) => f.to === id).map((f) => `<bpmn:incoming>${f.id}</bpmn:incoming>`).join('');
   const outgoing = (id: string) => named.filter((f) => f.from === id).map((f) => `<bpmn:outgoing>${f.id}</bpmn:outgoing>`).join('');
@@ -29,6 +65,15 @@ export function buildBpmn(processId: string, nodes: NodeSpec[], flows: FlowSpec[
       }
       case 'terminateEndEvent':
         return `<bpmn:endEvent id="${n.id}">${links}<bpmn:terminateEventDefinition id="${n.id}_def"/></bpmn:endEvent>`;
+      case 'catchEvent': {
+        const key = n.correlationKey ? ` baton:correlationKey="${escapeXml(n.correlationKey)}"` : '';
+        return `<bpmn:intermediateCatchEvent id="${n.id}"${key}>${links}${eventDefinition(n.id, n, roots)}</bpmn:intermediateCatchEvent>`;
+      }
+      case 'boundaryEvent': {
+        const key = n.correlationKey ? ` baton:correlationKey="${escapeXml(n.correlationKey)}"` : '';
+        const cancel = n.interrupting === false ? ' cancelActivity="false"' : '';
+        return `<bpmn:boundaryEvent id="${n.id}" attachedToRef="${n.attachedTo}"${cancel}${key}>${links}${eventDefinition(n.id, n, roots)}</bpmn:boundaryEvent>`;
+      }
       case 'exclusiveGateway':
       case 'inclusiveGateway':
         return `<bpmn:${n.type} id="${n.id}"${n.default ? ` default="${n.default}"` : ''}>${links}</bpmn:${n.type}>`;
@@ -41,6 +86,7 @@ export function buildBpmn(processId: string, nodes: NodeSpec[], flows: FlowSpec[
     : `<bpmn:sequenceFlow id="${f.id}" sourceRef="${f.from}" targetRef="${f.to}"/>`);
   return `<?xml version="1.0" encoding="UTF-8"?>
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:baton="https://baton.dev/schema/bpmn/1.0" id="Definitions_${processId}" targetNamespace="http://bpmn.io/schema/bpmn">
+  ${roots.join('\n  ')}
   <bpmn:process id="${processId}" isExecutable="true">
     ${[...body, ...flowXml].join('\n    ')}
   </bpmn:process>
