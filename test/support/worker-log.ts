@@ -5,12 +5,14 @@ export interface LogRecord {
   level: 'debug' | 'info' | 'warn' | 'error';
   event: string;
   fields: Record<string, unknown>;
+  /** Date.now() when it was logged */
+  at: number;
 }
 
 export function recordingLogger(): WorkerLogger & { records: LogRecord[]; count(event: string): number } {
   const records: LogRecord[] = [];
   const at = (level: LogRecord['level']) => (fields: object, event: string) => {
-    records.push({ level, event, fields: fields as Record<string, unknown> });
+    records.push({ level, event, fields: fields as Record<string, unknown>, at: Date.now() });
   };
   return {
     records,
