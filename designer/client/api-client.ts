@@ -1,0 +1,78 @@
+// The one typed client of the designer: it alone knows the URLs of the REST API.
+import type {
+  Definition, DefinitionSummary, DeployResult, Diagram, DiagramSummary, Heatmap, HistoryEvent,
+  InstanceDetail, InstanceFilter, InstanceSummary, LintResult,
+} from './types.ts';
+
+/** An answer of the API that is not a success, or no answer at all. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    throw new ApiError(0, 'Unreachable', 'The Baton server does not answer; check that it runs and try again');
+  }
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (!res.ok) {
+    const err = (parsed ?? {}) as { type?: string; message?: string; details?: unknown };
+    throw new ApiError(res.status, err.type ?? 'HttpError', err.message ?? `The server answered ${res.status}`, err.details);
+  }
+  return parsed as T;
+}
+
+function query(params: Record<string, string | number | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  listDiagrams: () => request<{ items: DiagramSummary[] }>('GET', '/api/diagrams').then((r) => r.items),
+  getDiagram: (id: string) => request<Diagram>('GET', `/api/diagrams/${enc(id)}`),
+  createDiagram: (name: string, xml: string) => request<Diagram>('POST', '/api/diagrams', { name, xml }),
+  renameDiagram: (id: string, name: string) => request<Diagram>('PATCH', `/api/diagrams/${enc(id)}`, { name }),
+  saveDiagram: (id: string, xml: string) => request<Diagram>('PATCH', `/api/diagrams/${enc(id)}`, { xml }),
+  deleteDiagram: (id: string) => request<void>('DELETE', `/api/diagrams/${enc(id)}`),
+
+  lint: (xml: string) => request<LintResult>('POST', '/api/definitions/lint', { xml }),
+  deploy: (xml: string) => request<DeployResult>('POST', '/api/definitions', { xml }),
+  listDefinitions: () => request<{ items: DefinitionSummary[] }>('GET', '/api/definitions').then((r) => r.items),
+  getDefinition: (key: string, version?: number) =>
+    request<Definition>('GET', version ? `/api/definitions/${enc(key)}/versions/${version}` : `/api/definitions/${enc(key)}`),
+  getHeatmap: (key: string, version?: number) => request<Heatmap>('GET', `/api/definitions/${enc(key)}/heatmap${query({ version })}`),
+
+  startInstance: (body: { definitionKey: string; businessKey?: string; variables?: Record<string, unknown> }) =>
+    request<InstanceSummary>('POST', '/api/instances', body),
+  listInstances: (f: InstanceFilter) =>
+    request<{ items: InstanceSummary[]; nextCursor: string | null }>('GET', `/api/instances${query({ ...f })}`),
+  getInstance: (id: string) => request<InstanceDetail>('GET', `/api/instances/${enc(id)}`),
+  getHistory: (id: string, afterSeq: number) =>
+    request<{ items: HistoryEvent[] }>('GET', `/api/instances/${enc(id)}/history${query({ afterSeq })}`).then((r) => r.items),
+  cancelInstance: (id: string) => request<{ id: string; status: string }>('POST', `/api/instances/${enc(id)}/cancel`),
+  retryIncident: (id: string) => request<{ id: string; instanceStatus: string }>('POST', `/api/incidents/${enc(id)}/retry`),
+};

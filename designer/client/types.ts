@@ -1,0 +1,123 @@
+// Shapes of the native REST API as the designer reads them (docs/API.md).
+
+export interface Diagnostic {
+  elementId: string;
+  message: string;
+  severity: 'error' | 'warning';
+}
+
+export interface DiagramSummary {
+  id: string;
+  name: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Diagram extends DiagramSummary {
+  xml: string;
+}
+
+export interface LintResult {
+  ok: boolean;
+  processKey?: string;
+  fingerprint?: string;
+  diagnostics: Diagnostic[];
+  warnings: Diagnostic[];
+}
+
+export interface DefinitionSummary {
+  id: string;
+  key: string;
+  version: number;
+  fingerprint: string;
+  deployedAt: string;
+}
+
+export interface Definition extends DefinitionSummary {
+  xml: string;
+}
+
+export interface DeployResult extends DefinitionSummary {
+  created: boolean;
+  warnings: Diagnostic[];
+}
+
+export type InstanceStatus = 'running' | 'incident' | 'completed' | 'canceled';
+
+export interface InstanceSummary {
+  id: string;
+  status: InstanceStatus;
+  businessKey: string | null;
+  definitionKey: string;
+  version: number;
+  createdAt: string;
+  endedAt: string | null;
+}
+
+export interface StepState {
+  stepId: string;
+  status: 'active' | 'completed' | 'skipped' | 'incident' | 'canceled';
+  attempts: number;
+  activatedAt: string;
+  endedAt: string | null;
+}
+
+export interface OpenTask {
+  id: string;
+  stepId: string;
+  topic: string;
+  state: 'ready' | 'locked' | 'failed';
+  priority: number;
+  attempt: number;
+  retriesLeft: number;
+  retryAt: string | null;
+  workerId: string | null;
+  lockExpiresAt: string | null;
+  errorMessage: string | null;
+}
+
+export interface Incident {
+  id: string;
+  instanceId: string;
+  stepId: string;
+  taskId: string | null;
+  kind: string;
+  message: string;
+  status: 'open' | 'resolved';
+  createdAt: string;
+}
+
+export interface InstanceDetail extends InstanceSummary {
+  definitionId: string;
+  revision: number;
+  updatedAt: string;
+  variables: Record<string, unknown>;
+  steps: StepState[];
+  tasks: OpenTask[];
+  incidents: Incident[];
+}
+
+export interface HistoryEvent {
+  seq: number;
+  kind: string;
+  stepId?: string | null;
+  taskId?: string | null;
+  attempt?: number | null;
+  at: string;
+  data: Record<string, unknown>;
+}
+
+export interface InstanceFilter {
+  definitionKey?: string;
+  status?: InstanceStatus | '';
+  businessKey?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export interface Heatmap {
+  key: string;
+  version: number | null;
+  instances: Partial<Record<InstanceStatus, number>>;
+  elements: Record<string, Partial<Record<StepState['status'], number>>>;
+}

@@ -1,0 +1,76 @@
+// A deployed definition with a heatmap: how many instances reached each element.
+import { html, nothing } from 'lit';
+import { api, ApiError } from '../client/api-client.ts';
+import { pollEvery } from '../client/live.ts';
+import type { Definition, Heatmap } from '../client/types.ts';
+import { createViewer } from '../modeler/create-modeler.ts';
+import type { Canvas, DiagramHost } from '../modeler/diagram-services.ts';
+import type HeatmapOverlays from '../modeler/heatmap/heatmap-overlays.ts';
+import { formatTime, LightElement } from './light-element.ts';
+import './baton-start-form.ts';
+
+export class BatonDefinitionView extends LightElement {
+  static override properties = {
+    definitionKey: { type: String },
+    version: { type: Number },
+    definition: { state: true },
+    heatmap: { state: true },
+    error: { state: true },
+  };
+  declare definitionKey: string;
+  declare version: number | undefined;
+  declare definition: Definition | undefined;
+  declare heatmap: Heatmap | undefined;
+  declare error: string;
+  private viewer: DiagramHost | undefined;
+  private stop: (() => void) | undefined;
+
+  constructor() {
+    super();
+    this.definitionKey = '';
+    this.version = undefined;
+    this.definition = undefined;
+    this.heatmap = undefined;
+    this.error = '';
+  }
+
+  override async firstUpdated(): Promise<void> {
+    this.viewer = createViewer(this.querySelector('.canvas') as HTMLElement);
+    try {
+      this.definition = await api.getDefinition(this.definitionKey, this.version);
+      await this.viewer.importXML(this.definition.xml);
+      this.viewer.get<Canvas>('canvas').zoom('fit-viewport');
+    } catch (err) {
+      this.error = (err as ApiError).message;
+      return;
+    }
+    this.stop = pollEvery(() => api.getHeatmap(this.definitionKey, this.version), (heatmap) => {
+      this.heatmap = heatmap;
+      this.viewer?.get<HeatmapOverlays>('heatmapOverlays').show(heatmap);
+    }, (err: ApiError) => (this.error = err.message), 2000);
+  }
+
+  override disconnectedCallback(): void {
+    this.stop?.();
+    this.viewer?.destroy();
+    super.disconnectedCallback();
+  }
+
+  override render() {
+    const d = this.definition;
+    const counts = Object.entries(this.heatmap?.instances ?? {});
+    return html`<section class="page definition-view">
+      <div class="page-head">
+        <h1>${this.definitionKey} ${d ? html`<small>version ${d.version}${this.version ? '' : ' (latest)'}</small>` : nothing}</h1>
+        <div class="actions"><a href="#/instances?definitionKey=${encodeURIComponent(this.definitionKey)}">Instances</a></div>
+      </div>
+      ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
+      ${d ? html`<p class="meta">fingerprint <code title=${d.fingerprint}>${d.fingerprint.slice(0, 12)}</code> · deployed ${formatTime(d.deployedAt)}
+        · instances: ${counts.length ? counts.map(([s, n]) => html`<span class="status status-${s}">${s} ${n}</span> `) : 'none yet'}</p>` : nothing}
+      <div class="canvas viewer" aria-label="Heatmap: instances per element"></div>
+      ${d ? html`<baton-start-form .definitionKey=${this.definitionKey}></baton-start-form>` : nothing}
+    </section>`;
+  }
+}
+
+customElements.define('baton-definition-view', BatonDefinitionView);

@@ -1,0 +1,131 @@
+// One instance, live: its version's diagram marked by step status, tasks, incidents,
+// variables and the history timeline. Updates come from client/live.ts.
+import { html, nothing } from 'lit';
+import { api, ApiError } from '../client/api-client.ts';
+import { watchInstance, type InstanceSnapshot } from '../client/live.ts';
+import type { HistoryEvent } from '../client/types.ts';
+import { createViewer } from '../modeler/create-modeler.ts';
+import type { Canvas, DiagramHost } from '../modeler/diagram-services.ts';
+import type StepStatusMarkers from '../modeler/status/step-status-markers.ts';
+import { formatTime, LightElement } from './light-element.ts';
+
+export class BatonInstanceView extends LightElement {
+  static override properties = {
+    instanceId: { type: String },
+    snapshot: { state: true },
+    error: { state: true },
+    actionError: { state: true },
+  };
+  declare instanceId: string;
+  declare snapshot: InstanceSnapshot | undefined;
+  declare error: string;
+  declare actionError: string;
+  private viewer: DiagramHost | undefined;
+  private diagramLoaded: Promise<void> | undefined;
+  private stop: (() => void) | undefined;
+
+  constructor() {
+    super();
+    this.instanceId = '';
+    this.snapshot = undefined;
+    this.error = '';
+    this.actionError = '';
+  }
+
+  override firstUpdated(): void {
+    this.viewer = createViewer(this.querySelector('.canvas') as HTMLElement);
+    this.stop = watchInstance(this.instanceId, (s) => void this.onSnapshot(s), (err: ApiError) => {
+      this.error = err.status === 404 ? `No instance ${this.instanceId}` : `Live updates paused: ${err.message}`;
+    });
+  }
+
+  override disconnectedCallback(): void {
+    this.stop?.();
+    this.viewer?.destroy();
+    super.disconnectedCallback();
+  }
+
+  private async onSnapshot(s: InstanceSnapshot): Promise<void> {
+    this.snapshot = s;
+    this.error = '';
+    this.diagramLoaded ??= this.loadDiagram(s.detail.definitionKey, s.detail.version);
+    await this.diagramLoaded;
+    this.viewer?.get<StepStatusMarkers>('stepStatusMarkers').show(this.snapshot.detail);
+  }
+
+  /** The instance's own version, not the latest: the plan it is pinned to. */
+  private async loadDiagram(key: string, version: number): Promise<void> {
+    try {
+      const definition = await api.getDefinition(key, version);
+      await this.viewer!.importXML(definition.xml);
+      this.viewer!.get<Canvas>('canvas').zoom('fit-viewport');
+    } catch (err) {
+      this.error = `The diagram of ${key} v${version} could not be shown: ${(err as Error).message}`;
+    }
+  }
+
+  private async act(action: () => Promise<unknown>): Promise<void> {
+    try {
+      await action();
+      this.actionError = '';
+    } catch (err) {
+      this.actionError = (err as ApiError).message;
+    }
+  }
+
+  private cancel(): Promise<void> {
+    if (!confirm('Cancel this instance? Open tasks are withdrawn from their workers.')) return Promise.resolve();
+    return this.act(() => api.cancelInstance(this.instanceId));
+  }
+
+  private renderHistory(history: HistoryEvent[]) {
+    if (history.length === 0) return html`<p class="empty">No history yet.</p>`;
+    return html`<ol class="timeline">${[...history].reverse().map((e) => html`<li>
+      <time>${formatTime(e.at)}</time> <span class="kind">${e.kind}</span>
+      ${e.stepId ? html`<code>${e.stepId}</code>` : nothing}
+      ${Object.keys(e.data ?? {}).length ? html`<span class="data">${JSON.stringify(e.data)}</span>` : nothing}
+    </li>`)}</ol>`;
+  }
+
+  private renderDetail(s: InstanceSnapshot) {
+    const d = s.detail;
+    const open = d.status === 'running' || d.status === 'incident';
+    return html`
+      <div class="page-head">
+        <h1>Instance <code>${d.id.slice(0, 8)}</code> <span class="status status-${d.status}" data-status=${d.status}>${d.status}</span></h1>
+        <div class="actions">${open ? html`<button class="danger" @click=${() => this.cancel()}>Cancel instance</button>` : nothing}</div>
+      </div>
+      <p class="meta">
+        <a href="#/definitions/${encodeURIComponent(d.definitionKey)}?version=${d.version}">${d.definitionKey} v${d.version}</a>
+        · business key ${d.businessKey ?? '—'} · started ${formatTime(d.createdAt)}${d.endedAt ? html` · ended ${formatTime(d.endedAt)}` : nothing}
+      </p>
+      ${this.actionError ? html`<p class="error" role="alert">${this.actionError}</p>` : nothing}
+      <div class="panels">
+        <section aria-label="Incidents"><h2>Incidents</h2>
+          ${d.incidents.length === 0 ? html`<p class="empty">None open.</p>` : html`<ul class="incidents">${d.incidents.map((i) => html`<li>
+            <code>${i.stepId}</code> <span class="kind">${i.kind}</span> ${i.message}
+            <button @click=${() => this.act(() => api.retryIncident(i.id))}>Retry</button></li>`)}</ul>`}
+        </section>
+        <section aria-label="Open tasks"><h2>Open tasks</h2>
+          ${d.tasks.length === 0 ? html`<p class="empty">None.</p>` : html`<table class="data tasks">
+            <thead><tr><th>Step</th><th>Topic</th><th>State</th><th>Worker</th><th>Lock expires</th><th>Attempt</th><th>Retries left</th></tr></thead>
+            <tbody>${d.tasks.map((t) => html`<tr data-step-id=${t.stepId}>
+              <td><code>${t.stepId}</code></td><td>${t.topic}</td><td>${t.state}</td><td>${t.workerId ?? '—'}</td>
+              <td>${formatTime(t.lockExpiresAt)}</td><td>${t.attempt}</td><td>${t.retriesLeft}</td></tr>`)}</tbody></table>`}
+        </section>
+        <section aria-label="Variables"><h2>Variables</h2><pre class="variables">${JSON.stringify(d.variables, null, 2)}</pre></section>
+        <section aria-label="History"><h2>History</h2>${this.renderHistory(s.history)}</section>
+      </div>`;
+  }
+
+  override render() {
+    return html`<section class="page instance-view">
+      ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
+      <div class="canvas viewer" aria-label="Instance diagram"></div>
+      <div class="legend">${['active', 'completed', 'skipped', 'incident', 'canceled'].map((s) => html`<span class="legend-${s}">${s}</span>`)}</div>
+      ${this.snapshot ? this.renderDetail(this.snapshot) : html`<p class="empty">Loading…</p>`}
+    </section>`;
+  }
+}
+
+customElements.define('baton-instance-view', BatonInstanceView);

@@ -1,0 +1,7 @@
+// Entry point: styles, then every component (each registers its own tag).
+import 'bpmn-js/dist/assets/diagram-js.css';
+import 'bpmn-js/dist/assets/bpmn-js.css';
+import 'bpmn-js/dist/assets/bpmn-font/css/bpmn-embedded.css';
+import 'diagram-js-minimap/assets/diagram-js-minimap.css';
+import './styles.css';
+import './components/baton-app.ts';

@@ -1,0 +1,5 @@
+import HeatmapOverlays from './heatmap-overlays.ts';
+
+export default {
+  heatmapOverlays: ['type', HeatmapOverlays],
+};

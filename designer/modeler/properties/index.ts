@@ -1,0 +1,5 @@
+import BatonProperties from './baton-properties.ts';
+
+export default {
+  batonProperties: ['type', BatonProperties],
+};

@@ -1,0 +1,5 @@
+import StepStatusMarkers from './step-status-markers.ts';
+
+export default {
+  stepStatusMarkers: ['type', StepStatusMarkers],
+};

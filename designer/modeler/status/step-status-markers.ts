@@ -1,0 +1,58 @@
+// Colors each element of an instance's diagram by its step status, with a small badge
+// for what needs attention (active, incident) and the attempt count.
+import type { Incident, OpenTask, StepState } from '../../client/types.ts';
+import type { Canvas, ElementRegistry, Overlays } from '../diagram-services.ts';
+
+export const STEP_MARKERS: Record<StepState['status'], string> = {
+  active: 'baton-step-active',
+  completed: 'baton-step-completed',
+  skipped: 'baton-step-skipped',
+  incident: 'baton-step-incident',
+  canceled: 'baton-step-canceled',
+};
+
+export interface StepMarks {
+  steps: StepState[];
+  tasks: OpenTask[];
+  incidents: Incident[];
+}
+
+export default class StepStatusMarkers {
+  static $inject = ['canvas', 'overlays', 'elementRegistry'];
+  private marked = new Map<string, string>();
+
+  constructor(
+    private readonly canvas: Canvas,
+    private readonly overlays: Overlays,
+    private readonly elementRegistry: ElementRegistry,
+  ) {}
+
+  show({ steps, tasks, incidents }: StepMarks): void {
+    this.overlays.remove({ type: 'baton-step' });
+    const next = new Map(steps.filter((s) => this.elementRegistry.get(s.stepId)).map((s) => [s.stepId, STEP_MARKERS[s.status]]));
+    for (const [id, marker] of this.marked) if (next.get(id) !== marker) this.canvas.removeMarker(id, marker);
+    for (const [id, marker] of next) if (this.marked.get(id) !== marker) this.canvas.addMarker(id, marker);
+    this.marked = next;
+    for (const step of steps) {
+      if (!this.elementRegistry.get(step.stepId)) continue;
+      const label = badgeLabel(step, tasks.find((t) => t.stepId === step.stepId), incidents.some((i) => i.stepId === step.stepId));
+      if (label) this.addBadge(step.stepId, label, step.status);
+    }
+  }
+
+  private addBadge(id: string, label: string, status: string): void {
+    const badge = document.createElement('div');
+    badge.className = `baton-step-badge baton-step-badge-${status}`;
+    badge.textContent = label;
+    this.overlays.add(id, 'baton-step', { position: { bottom: 4, left: -6 }, html: badge });
+  }
+}
+
+function badgeLabel(step: StepState, task: OpenTask | undefined, incident: boolean): string {
+  if (incident) return 'incident';
+  if (step.status !== 'active') return step.attempts > 1 ? `${step.attempts} attempts` : '';
+  if (!task) return 'active';
+  if (task.state === 'locked') return `locked by ${task.workerId ?? '?'}`;
+  if (task.retryAt && Date.parse(task.retryAt) > Date.now()) return `retry (attempt ${task.attempt + 1})`;
+  return 'waiting for a worker';
+}
