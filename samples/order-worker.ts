@@ -1,30 +1,48 @@
-// A small worker for samples/order.bpmn that talks to the native REST API.
+// The worker for samples/order.bpmn, written with Baton's TypeScript worker SDK.
 //
-//   npm run sample:worker               start one demo order, then keep working
-//   npm run sample:worker -- --once     start one demo order, exit when it completes
+//   npm run sample:worker               start one demo order, then keep working (Ctrl-C stops cleanly)
+//   npm run sample:worker -- --once     start one demo order, exit when it ends
 //   npm run sample:worker -- --no-start only work on tasks
 //
 // BATON_URL (default http://127.0.0.1:8080) says where the server is.
+import { pino } from 'pino';
+import { BpmnError, createWorker } from '../runtime/worker/index.ts';
 
 const baseUrl = process.env.BATON_URL ?? `http://127.0.0.1:${process.env.PORT ?? 8080}`;
-const workerId = `order-worker-${process.pid}`;
 const once = process.argv.includes('--once');
 const startOrder = !process.argv.includes('--no-start');
 
-interface Task {
-  id: string;
-  topic: string;
-  instanceId: string;
-  lockToken: string;
-  variables: Record<string, unknown>;
-}
+const worker = createWorker({
+  baseUrl,
+  workerId: `order-worker-${process.pid}`,
+  concurrency: 8,
+  lockDurationMs: 30_000,
+  pollWaitMs: once ? 1_000 : 20_000,
+  log: pino({ level: process.env.LOG_LEVEL ?? 'warn' }),
+});
 
-// What each topic does: the returned variables complete the task.
-const handlers: Record<string, (vars: Record<string, unknown>) => Record<string, unknown>> = {
-  'reserve-stock': () => ({ stockReserved: true }),
-  'charge-card': (v) => ({ charged: Number(v.total ?? 0) }),
-  'review-order': () => ({ reviewed: true }),
-};
+worker.subscribe('reserve-stock', async (task) => {
+  console.log(`reserving stock for ${task.instanceId} (attempt ${task.attempt})`);
+  return { stockReserved: true };
+});
+
+worker.subscribe('charge-card', async (task, ctx) => {
+  const total = Number(task.variables.total ?? 0);
+  // A business outcome, not a technical error: the process decides (error boundary or incident).
+  if (total > 10_000) throw new BpmnError('CARD_DECLINED', `A charge of ${total} needs a manual check`);
+  // A real payment API would get the idempotency key, so a repeated attempt charges once,
+  // and the signal, so the call stops when the lock is lost.
+  await pretendToCharge(total, task.idempotencyKey, ctx.signal);
+  await ctx.progress({ message: `charged ${total}` });
+  return { charged: total };
+});
+
+worker.subscribe('review-order', async () => ({ reviewed: true }));
+
+async function pretendToCharge(_total: number, _idempotencyKey: string, signal: AbortSignal): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  signal.throwIfAborted();
+}
 
 async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
   const res = await fetch(`${baseUrl}${path}`, {
@@ -37,42 +55,36 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
   return (text ? JSON.parse(text) : undefined) as T;
 }
 
-async function work(task: Task): Promise<void> {
-  const handler = handlers[task.topic];
-  if (!handler) return;
-  const variables = handler(task.variables);
-  await call('POST', `/api/external-tasks/${task.id}/complete`, { workerId, lockToken: task.lockToken, variables });
-  console.log(`completed ${task.topic} of ${task.instanceId} with ${JSON.stringify(variables)}`);
+async function startDemoOrder(): Promise<string> {
+  const total = Math.round(20 + Math.random() * 200);
+  const started = await call<{ id: string }>('POST', '/api/instances', { definitionKey: 'order', businessKey: `demo-${Date.now()}`, variables: { total } });
+  console.log(`started order ${started.id} with total ${total}`);
+  return started.id;
+}
+
+async function waitUntilEnded(id: string): Promise<{ status: string; variables: unknown }> {
+  for (;;) {
+    const instance = await call<{ status: string; variables: unknown }>('GET', `/api/instances/${id}`);
+    if (instance.status !== 'running') return instance;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 async function main(): Promise<void> {
-  let watched: string | undefined;
-  if (startOrder) {
-    const total = Math.round(20 + Math.random() * 200);
-    const started = await call<{ id: string }>('POST', '/api/instances', {
-      definitionKey: 'order',
-      businessKey: `demo-${Date.now()}`,
-      variables: { total },
-    });
-    watched = started.id;
-    console.log(`started order ${watched} with total ${total}`);
+  const watched = startOrder ? await startDemoOrder() : undefined;
+  worker.start();
+  if (once && watched) {
+    const instance = await waitUntilEnded(watched);
+    console.log(`order ${watched} is ${instance.status}: ${JSON.stringify(instance.variables)}`);
+    await worker.stop();
+    process.exitCode = instance.status === 'completed' ? 0 : 1;
+    return;
   }
-  for (;;) {
-    const tasks = await call<Task[]>('POST', '/api/external-tasks/fetch-and-lock', {
-      workerId,
-      maxTasks: 10,
-      waitMs: once ? 1000 : 20_000,
-      topics: Object.keys(handlers).map((name) => ({ name, lockDurationMs: 30_000 })),
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.log('stopping: finishing or unlocking held tasks');
+      void worker.stop().then(() => process.exit(0));
     });
-    for (const task of tasks) await work(task);
-    if (once && watched) {
-      const instance = await call<{ status: string; variables: unknown }>('GET', `/api/instances/${watched}`);
-      if (instance.status !== 'running') {
-        console.log(`order ${watched} is ${instance.status}: ${JSON.stringify(instance.variables)}`);
-        process.exitCode = instance.status === 'completed' ? 0 : 1;
-        return;
-      }
-    }
   }
 }
 
