@@ -6,7 +6,7 @@
 //
 // BATON_URL (default http://127.0.0.1:8080) says where the server is.
 import { pino } from 'pino';
-import { BpmnError, createWorker } from '../runtime/worker/index.ts';
+import { BpmnError, createWorker, type TaskHandler } from '../runtime/worker/index.ts';
 
 const baseUrl = process.env.BATON_URL ?? `http://127.0.0.1:${process.env.PORT ?? 8080}`;
 const once = process.argv.includes('--once');
@@ -21,12 +21,18 @@ const worker = createWorker({
   log: pino({ level: process.env.LOG_LEVEL ?? 'warn' }),
 });
 
-worker.subscribe('reserve-stock', async (task) => {
-  console.log(`reserving stock for ${task.instanceId} (attempt ${task.attempt})`);
-  return { stockReserved: true };
-});
+/** Prints what each handler returns; the SDK then completes the task with it. */
+function printed(handler: TaskHandler): TaskHandler {
+  return async (task, ctx) => {
+    const variables = await handler(task, ctx);
+    console.log(`completed ${task.topic} of ${task.instanceId} with ${JSON.stringify(variables ?? {})}`);
+    return variables;
+  };
+}
 
-worker.subscribe('charge-card', async (task, ctx) => {
+worker.subscribe('reserve-stock', printed(async () => ({ stockReserved: true })));
+
+worker.subscribe('charge-card', printed(async (task, ctx) => {
   const total = Number(task.variables.total ?? 0);
   // A business outcome, not a technical error: the process decides (error boundary or incident).
   if (total > 10_000) throw new BpmnError('CARD_DECLINED', `A charge of ${total} needs a manual check`);
@@ -35,9 +41,9 @@ worker.subscribe('charge-card', async (task, ctx) => {
   await pretendToCharge(total, task.idempotencyKey, ctx.signal);
   await ctx.progress({ message: `charged ${total}` });
   return { charged: total };
-});
+}));
 
-worker.subscribe('review-order', async () => ({ reviewed: true }));
+worker.subscribe('review-order', printed(async () => ({ reviewed: true })));
 
 async function pretendToCharge(_total: number, _idempotencyKey: string, signal: AbortSignal): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 50));
