@@ -1,5 +1,6 @@
 // The app shell: header navigation and a hash router over the views.
 import { html } from 'lit';
+import { keyed } from 'lit/directives/keyed.js';
 import { LightElement } from './light-element.ts';
 import './baton-definition-view.ts';
 import './baton-diagram-list.ts';
@@ -62,6 +63,7 @@ export class BatonApp extends LightElement {
     return html`<baton-diagram-list></baton-diagram-list>`;
   }
 
+  // keyed: a new route gets a new view element, so a view never shows the previous id's data.
   override render() {
     const section = this.route.path[0] ?? 'diagrams';
     return html`
@@ -72,7 +74,7 @@ export class BatonApp extends LightElement {
           <a href="#/instances" aria-current=${section === 'instances' ? 'page' : 'false'}>Instances</a>
         </nav>
       </header>
-      <main class="app-main">${this.renderView()}</main>
+      <main class="app-main">${keyed(location.hash, this.renderView())}</main>
     `;
   }
 }

@@ -3,6 +3,7 @@ import { html, nothing } from 'lit';
 import { api, ApiError } from '../client/api-client.ts';
 import type { DeployResult, Diagnostic, LintResult } from '../client/types.ts';
 import { createModeler } from '../modeler/create-modeler.ts';
+import { renameForeignPrefixes } from '../modeler/foreign-prefixes.ts';
 import type { DiagramHost, ElementRegistry, Canvas, Selection } from '../modeler/diagram-services.ts';
 import type LintMarkers from '../modeler/lint/lint-markers.ts';
 import { downloadText, LightElement } from './light-element.ts';
@@ -82,7 +83,7 @@ export class BatonEditor extends LightElement {
     try {
       const diagram = await api.getDiagram(this.diagramId);
       this.name = diagram.name;
-      const { warnings } = await host.importXML(diagram.xml);
+      const { warnings } = await host.importXML(renameForeignPrefixes(diagram.xml));
       this.importWarnings = warnings.map((w) => (w as Error).message ?? String(w));
       host.get<Canvas>('canvas').zoom('fit-viewport');
       this.runLint();
