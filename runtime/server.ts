@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
+import { CAMUNDA_KEEP_ALIVE_TIMEOUT_MS, camundaRouter } from './api/camunda/index.ts';
 import { definitionsRouter } from './api/definitions-routes.ts';
 import { designerApiRouter, designerStatic } from './api/designer-routes.ts';
 import { errorMiddleware, notFoundRoute } from './api/errors.ts';
@@ -50,6 +51,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
 
   const app = express();
   app.disable('x-powered-by');
+  app.use('/engine-rest', camundaRouter(engine, notifier)); // before the native JSON parser: parses its own bodies
   app.use(express.json({ limit: opts.jsonLimit ?? '1mb' }));
   app.use(express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit ?? '5mb' }));
   app.get('/healthz', async (_req, res) => {
@@ -70,6 +72,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use(errorMiddleware(opts.log));
 
   const http = createServer(app);
+  http.keepAliveTimeout = CAMUNDA_KEEP_ALIVE_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(opts.port, opts.host, () => resolve());

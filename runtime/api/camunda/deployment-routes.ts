@@ -1,0 +1,86 @@
+// POST /engine-rest/deployment/create: every part other than the named fields is a
+// resource; .bpmn resources are compiled and deployed, others are ignored. Nothing is
+// deployed unless every BPMN resource compiles (400 ParseException naming element ids).
+import { randomUUID } from 'node:crypto';
+import { Router } from 'express';
+import { compileBpmn } from '../../compiler/index.ts';
+import type { Diagnostic } from '../../compiler/plan.ts';
+import type { Engine } from '../../engine/context.ts';
+import { deployDefinition } from '../../engine/definitions.ts';
+import type { DefinitionRow } from '../../store/definitions.ts';
+import { formatCamundaDate } from './dates.ts';
+import { CamundaError, invalidRequest, sendJson } from './errors.ts';
+import { readMultipart, type FormPart } from './multipart.ts';
+
+/** Form fields of Camunda's deployment/create that are not resources. */
+const NAMED_FIELDS = new Set(['deployment-name', 'enable-duplicate-filtering', 'deploy-changed-only', 'deployment-source', 'tenant-id', 'deployment-activation-time']);
+
+const isBpmn = (name: string) => /\.bpmn(20\.xml)?$/i.test(name);
+
+export function deploymentRouter(engine: Engine): Router {
+  const router = Router();
+
+  router.post('/create', async (req, res) => {
+    const parts = await readMultipart(req);
+    const fields = new Map(parts.filter((p) => !p.isFile && NAMED_FIELDS.has(p.field)).map((p) => [p.field, p.content.toString('utf8')]));
+    const resources = parts.filter((p) => p.isFile || !NAMED_FIELDS.has(p.field));
+    if (resources.length === 0) throw invalidRequest('No deployment resources contained in the form upload.');
+    const bpmn = resources.filter((r) => isBpmn(r.name));
+    await checkAllCompile(bpmn);
+    const deploymentId = randomUUID();
+    const deployed: Record<string, ReturnType<typeof definitionView>> = {};
+    for (const resource of bpmn) {
+      const { definition } = await deployDefinition(engine, resource.content.toString('utf8'));
+      deployed[definition.id] = definitionView(definition, resource.name, deploymentId);
+    }
+    sendJson(res, 200, {
+      links: [],
+      id: deploymentId,
+      name: fields.get('deployment-name') ?? null,
+      source: fields.get('deployment-source') ?? null,
+      deploymentTime: formatCamundaDate(new Date()),
+      tenantId: null,
+      deployedProcessDefinitions: deployed,
+      deployedCaseDefinitions: null,
+      deployedDecisionDefinitions: null,
+      deployedDecisionRequirementsDefinitions: null,
+    });
+  });
+
+  return router;
+}
+
+async function checkAllCompile(resources: FormPart[]): Promise<void> {
+  const details: Record<string, { errors: unknown[]; warnings: unknown[] }> = {};
+  for (const r of resources) {
+    const compiled = await compileBpmn(r.content.toString('utf8'));
+    if (!compiled.ok) details[r.name] = { errors: compiled.diagnostics.filter((d) => d.severity === 'error').map(problemView), warnings: compiled.diagnostics.filter((d) => d.severity !== 'error').map(problemView) };
+  }
+  const names = Object.keys(details);
+  if (names.length === 0) return;
+  const summary = names.map((n) => `${n}: ${details[n]?.errors.map((e) => (e as { message: string }).message).join('; ')}`).join(' | ');
+  throw new CamundaError(400, 'ParseException', `Could not parse BPMN process. Errors in ${summary}`, { details });
+}
+
+function problemView(d: Diagnostic) {
+  return { message: `${d.message} | ${d.elementId}`, line: 0, column: 0, mainElementId: d.elementId, elementIds: [d.elementId] };
+}
+
+function definitionView(d: DefinitionRow, resource: string, deploymentId: string) {
+  return {
+    id: d.id,
+    key: d.key,
+    category: 'http://bpmn.io/schema/bpmn',
+    description: null,
+    name: d.plan.name ?? null,
+    version: d.version,
+    resource,
+    deploymentId,
+    diagram: null,
+    suspended: false,
+    tenantId: null,
+    versionTag: null,
+    historyTimeToLive: null,
+    startableInTasklist: true,
+  };
+}

@@ -1,0 +1,77 @@
+// Camunda's error shape { type, message } and exact JSON responses. Camunda clients
+// compare Content-Type with "application/json" exactly (the official JS client treats
+// anything else as raw bytes), so JSON is written here, never through res.json().
+import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
+
+/** Exception names as Camunda 7's REST API reports them in `type`. */
+export const CamundaErrorType = {
+  /** bad request: body, query or variable value */
+  InvalidRequestException: 'InvalidRequestException',
+  /** a valid request the engine refuses (e.g. the worker does not hold the lock), or an unknown task */
+  RestException: 'RestException',
+  /** a deployed BPMN resource does not compile */
+  ParseException: 'ParseException',
+  /** anything unexpected */
+  ProcessEngineException: 'ProcessEngineException',
+} as const;
+export type CamundaErrorType = (typeof CamundaErrorType)[keyof typeof CamundaErrorType];
+
+export class CamundaError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: CamundaErrorType,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'CamundaError';
+  }
+}
+
+export const invalidRequest = (message: string) => new CamundaError(400, 'InvalidRequestException', message);
+export const notFound = (message: string) => new CamundaError(404, 'InvalidRequestException', message);
+
+/** JSON with exactly `Content-Type: application/json`. */
+export function sendJson(res: Response, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.status(status);
+  res.setHeader('Content-Type', 'application/json');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
+}
+
+export function sendNoContent(res: Response): void {
+  res.status(204).end();
+}
+
+// body-parser failures carry a `type` field.
+function fromBodyParser(err: { type?: string; limit?: number; message?: string }): CamundaError | undefined {
+  switch (err.type) {
+    case 'entity.parse.failed':
+      return invalidRequest(`The request body is not valid JSON: ${err.message ?? ''}`);
+    case 'entity.too.large':
+      return new CamundaError(413, 'InvalidRequestException', `The request body is larger than the limit of ${err.limit ?? '?'} bytes`);
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new CamundaError(415, 'InvalidRequestException', err.message ?? 'Unsupported body encoding');
+    default:
+      return undefined;
+  }
+}
+
+export function camundaErrorHandler(log: Logger): ErrorRequestHandler {
+  return (err: unknown, req, res, _next) => {
+    const known = err instanceof CamundaError ? err : fromBodyParser(err as { type?: string });
+    if (!known) {
+      log.error({ err, method: req.method, path: req.path }, 'api:error');
+      sendJson(res, 500, { type: CamundaErrorType.ProcessEngineException, message: 'Internal error; the server log has the details', code: 0 });
+      return;
+    }
+    sendJson(res, known.status, { type: known.type, message: known.message, ...known.extra });
+  };
+}
+
+export const camundaNotFoundRoute: RequestHandler = (req, _res, next) => {
+  next(notFound(`No Camunda REST resource ${req.method} ${req.baseUrl}${req.path} in Baton (see docs/camunda-compatibility.md)`));
+};

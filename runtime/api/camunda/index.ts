@@ -1,0 +1,32 @@
+// The Camunda 7 compatible REST API under /engine-rest (docs/camunda-compatibility.md).
+// Mounted before the native JSON parser: it parses its own bodies (larger limit for
+// base64 File variables, multipart deployments) and answers errors in Camunda's shape.
+import express, { Router } from 'express';
+import type { Engine } from '../../engine/context.ts';
+import type { TaskNotifier } from '../../engine/task-notifier.ts';
+import { deploymentRouter } from './deployment-routes.ts';
+import { camundaErrorHandler, camundaNotFoundRoute } from './errors.ts';
+import { externalTaskRouter } from './external-task-routes.ts';
+import { executionRouter, processDefinitionRouter, processInstanceRouter } from './process-routes.ts';
+
+/** Above any poll interval of a Camunda client, so an idle keep-alive socket is never closed under its next request. */
+export const CAMUNDA_KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
+export interface CamundaApiOptions {
+  /** JSON body limit; File variables travel base64 inside JSON */
+  jsonLimit?: string;
+}
+
+export function camundaRouter(engine: Engine, notifier: TaskNotifier, opts: CamundaApiOptions = {}): Router {
+  const router = Router();
+  // Authorization (Basic or Bearer, e.g. the client's BasicAuthInterceptor) is accepted and not checked yet: auth is a later issue.
+  router.use(express.json({ limit: opts.jsonLimit ?? '20mb', type: ['application/json', 'application/*+json'] }));
+  router.use('/external-task', externalTaskRouter(engine, notifier));
+  router.use('/deployment', deploymentRouter(engine));
+  router.use('/process-definition', processDefinitionRouter(engine));
+  router.use('/process-instance', processInstanceRouter(engine));
+  router.use('/execution', executionRouter(engine));
+  router.use(camundaNotFoundRoute);
+  router.use(camundaErrorHandler(engine.log));
+  return router;
+}

@@ -1,0 +1,120 @@
+// /engine-rest/process-definition/.../start, /process-instance/{id}[/variables],
+// /execution/{id}/localVariables: starts, instance views and typed variables.
+// Baton has no executions below the instance: an execution id is the instance id.
+import { Router, type Response } from 'express';
+import type { Engine } from '../../engine/context.ts';
+import { startCamundaInstance } from '../../engine/camunda-instances.ts';
+import { loadInstanceVariables, loadVariableContent, type InstanceVariables } from '../../store/camunda-variables.ts';
+import { findDefinition, findDefinitionById } from '../../store/definitions.ts';
+import { isUuid } from '../validate.ts';
+import { CamundaError, notFound, sendJson } from './errors.ts';
+import { validateCamundaBody } from './validate.ts';
+import { readVariables, renderVariables, type WireVariable } from './variables.ts';
+import { processInstanceView } from './views.ts';
+
+interface StartBody {
+  variables?: Record<string, WireVariable> | null;
+  businessKey?: string | null;
+  withVariablesInReturn?: boolean | null;
+}
+
+export function processDefinitionRouter(engine: Engine): Router {
+  const router = Router();
+
+  router.post('/key/:key/start', async (req, res) => {
+    const key = String(req.params.key);
+    if (!(await findDefinition(engine.pool, key))) throw new CamundaError(404, 'RestException', `No matching process definition with key: ${key} and no tenant-id`);
+    await start(engine, res, validateCamundaBody<StartBody>('start-request', req.body ?? {}), key);
+  });
+
+  router.post('/:id/start', async (req, res) => {
+    const id = String(req.params.id);
+    const definition = isUuid(id) ? await findDefinitionById(engine.pool, id) : undefined;
+    if (!definition) throw new CamundaError(404, 'RestException', `No matching definition with id ${id}`);
+    await start(engine, res, validateCamundaBody<StartBody>('start-request', req.body ?? {}), definition.key, definition.version);
+  });
+
+  return router;
+}
+
+async function start(engine: Engine, res: Response, body: StartBody, key: string, version?: number): Promise<void> {
+  const variables = readVariables(body.variables);
+  const result = await startCamundaInstance(engine, {
+    definitionKey: key,
+    businessKey: body.businessKey ?? null,
+    variables,
+    ...(version !== undefined ? { version } : {}),
+  });
+  if (!result.ok) throw new CamundaError(404, 'RestException', `No matching process definition with key: ${key}`);
+  const view = processInstanceView(result.instance);
+  if (!body.withVariablesInReturn) return sendJson(res, 200, view);
+  const loaded = await loadInstanceVariables(engine.pool, result.instance.id);
+  sendJson(res, 200, { ...view, variables: loaded ? renderVariables(loaded.variables, loaded.types) : {} });
+}
+
+export function processInstanceRouter(engine: Engine): Router {
+  const router = Router();
+
+  // Camunda's runtime forgets ended instances: they answer 404 here too.
+  router.get('/:id', async (req, res) => {
+    const loaded = await loadRunning(engine, String(req.params.id));
+    sendJson(res, 200, processInstanceView(loaded));
+  });
+
+  router.get('/:id/variables', async (req, res) => {
+    const loaded = await loadRunning(engine, String(req.params.id));
+    sendJson(res, 200, renderVariables(loaded.variables, loaded.types));
+  });
+
+  router.get('/:id/variables/:name', async (req, res) => {
+    const loaded = await loadRunning(engine, String(req.params.id));
+    const name = String(req.params.name);
+    const one = renderVariables(loaded.variables, loaded.types, [name])[name];
+    if (!one) throw notFound(`process instance variable with name ${name} does not exist`);
+    sendJson(res, 200, one);
+  });
+
+  router.get('/:id/variables/:name/data', async (req, res) => {
+    await sendContent(engine, res, String(req.params.id), String(req.params.name));
+  });
+
+  return router;
+}
+
+export function executionRouter(engine: Engine): Router {
+  const router = Router();
+  router.get('/:id/localVariables', async (req, res) => {
+    const loaded = await loadRunning(engine, String(req.params.id));
+    sendJson(res, 200, renderVariables(loaded.variables, loaded.types));
+  });
+  router.get('/:id/localVariables/:name/data', async (req, res) => {
+    await sendContent(engine, res, String(req.params.id), String(req.params.name));
+  });
+  return router;
+}
+
+async function loadRunning(engine: Engine, id: string): Promise<InstanceVariables> {
+  const found = isUuid(id) ? await loadInstanceVariables(engine.pool, id) : undefined;
+  if (!found || found.status === 'completed' || found.status === 'canceled') {
+    throw notFound(`Process instance with id ${id} does not exist`);
+  }
+  return found;
+}
+
+// File and Bytes contents; files keep their MIME type, encoding and name (Content-Disposition).
+// Ended instances keep their files here (reading them after the end is kinder than Camunda's 404).
+async function sendContent(engine: Engine, res: Response, instanceId: string, name: string): Promise<void> {
+  const content = isUuid(instanceId) ? await loadVariableContent(engine.pool, instanceId, name) : undefined;
+  if (!content) throw notFound(`Variable ${name} of ${instanceId} does not exist or holds no binary data`);
+  if (content.type !== 'File' && content.type !== 'Bytes') {
+    throw new CamundaError(400, 'InvalidRequestException', `Value of variable ${name} of ${instanceId} is not a binary value`);
+  }
+  const bytes = content.content ?? Buffer.alloc(0);
+  const info = content.value_info as { filename?: string; mimeType?: string | null; encoding?: string | null };
+  const mime = content.type === 'File' && info.mimeType ? info.mimeType : 'application/octet-stream';
+  res.status(200);
+  res.setHeader('Content-Type', info.encoding ? `${mime}; charset=${info.encoding}` : mime);
+  res.setHeader('Content-Length', bytes.length);
+  if (content.type === 'File') res.setHeader('Content-Disposition', `attachment; filename="${(info.filename ?? name).replace(/["\\\r\n]/g, '_')}"`);
+  res.end(bytes);
+}

@@ -1,0 +1,148 @@
+// Camunda 7 task results: complete, failure (absolute retries), BPMN error. Camunda
+// callers name only their workerId; the lease is found by (task, worker) under the
+// instance lock, then the same guarded statements as the native API apply.
+// Same shape as engine/tasks.ts; kept separate because the variables carry Camunda
+// types that are written in the same transaction.
+import { completeStep, emptyEffects, type Effects, type Variables } from './advance.ts';
+import { planOf, type Engine } from './context.ts';
+import { reportBpmnError } from './tasks.ts';
+import { commitTransition } from './transition.ts';
+import { withTransaction, type PoolClient } from '../store/db.ts';
+import { glanceAtTask, isRepeat, lockTokenOf, failTaskCamunda, type TaskGlance } from '../store/camunda-tasks.ts';
+import { writeVariableTypes, type TypedWrite } from '../store/camunda-variables.ts';
+import { lockInstanceOfTask, type LockedInstance } from '../store/instances.ts';
+import { markTaskDone, recordLateResult, type ExternalTaskRow, type GuardedTaskResult, type LateResult, type TaskResultCall } from '../store/tasks.ts';
+
+/** Variables of one Camunda call, already turned into native values. */
+export interface CamundaVariables {
+  /** stored on the instance */
+  values: Variables;
+  /** seen by this call's evaluation only (valueInfo.transient) */
+  transient: Variables;
+  types: TypedWrite[];
+}
+
+export const noVariables = (): CamundaVariables => ({ values: {}, transient: {}, types: [] });
+
+export type CamundaCallResult =
+  | { ok: true; duplicate: boolean }
+  | { ok: false; reason: 'not_found' | 'not_holder'; task?: TaskGlance };
+
+export interface CamundaCompleteRequest {
+  taskId: string;
+  workerId: string;
+  variables: CamundaVariables;
+}
+
+export async function completeCamundaTask(engine: Engine, req: CamundaCompleteRequest): Promise<CamundaCallResult> {
+  return byWorker(engine, req, 'complete', req.variables.values, async (tx, instance, lockToken) => {
+    const result = await markTaskDone(tx, { ...req, lockToken, generation: instance.generation });
+    if (!result.ok) return result;
+    const plan = await planOf(engine, instance.definition_id);
+    const stored = { ...instance.variables, ...req.variables.values };
+    const fx = emptyEffects();
+    fx.events.push({ kind: 'task:completed', stepId: result.task.step_id, data: { workerId: req.workerId, attempt: result.task.attempt } });
+    completeStep(plan, result.task.step_id, instance.state, { ...stored, ...req.variables.transient }, fx);
+    await commitTransition(tx, instance, fx, stored);
+    await writeVariableTypes(tx, instance.id, req.variables.types);
+    return result;
+  });
+}
+
+export interface CamundaFailureRequest {
+  taskId: string;
+  workerId: string;
+  /** attempts still allowed; 0 raises an incident */
+  retries: number;
+  retryTimeoutMs: number;
+  errorMessage: string | null;
+  errorDetails: string | null;
+  variables: CamundaVariables;
+}
+
+export async function failCamundaTask(engine: Engine, req: CamundaFailureRequest): Promise<CamundaCallResult> {
+  return byWorker(engine, req, 'failure', req.errorDetails, async (tx, instance, lockToken) => {
+    const result = await failTaskCamunda(tx, { ...req, lockToken, generation: instance.generation });
+    if (!result.ok) return result;
+    const task = result.task;
+    const stored = { ...instance.variables, ...req.variables.values };
+    const fx = emptyEffects();
+    fx.events.push({
+      kind: 'task:failed',
+      stepId: task.step_id,
+      data: { workerId: req.workerId, attempt: task.attempt, errorMessage: req.errorMessage, retriesLeft: task.retries_left, retryAt: task.state === 'ready' ? task.retry_at : null },
+    });
+    if (task.state === 'failed') {
+      raiseTaskIncident(instance, task, fx, `Task ${task.step_id} failed and its worker set retries to 0: ${req.errorMessage ?? '(no message)'}`,
+        { errorMessage: req.errorMessage, errorDetails: req.errorDetails });
+    }
+    await commitTransition(tx, instance, fx, stored, { incidentTaskIds: fx.incidents.map(() => task.id) });
+    await writeVariableTypes(tx, instance.id, req.variables.types);
+    return result;
+  });
+}
+
+export interface CamundaBpmnErrorRequest {
+  taskId: string;
+  workerId: string;
+  errorCode: string;
+  errorMessage: string | null;
+  variables: CamundaVariables;
+}
+
+/**
+ * Delegates to the engine's reportBpmnError so error boundaries apply once the engine
+ * has them. Its transaction is its own, so the types are written just before: a type
+ * row only applies to the exact value it names (md5), so it is harmless if the call
+ * is then refused, and the value is never visible without its type.
+ */
+export async function reportCamundaBpmnError(engine: Engine, req: CamundaBpmnErrorRequest): Promise<CamundaCallResult> {
+  const lease = await lockTokenOf(engine.pool, req.taskId, req.workerId);
+  if (lease) {
+    await writeVariableTypes(engine.pool, lease.instanceId, req.variables.types);
+    const result = await reportBpmnError(engine, {
+      taskId: req.taskId, workerId: req.workerId, lockToken: lease.lockToken, errorCode: req.errorCode,
+      ...(req.errorMessage !== null ? { errorMessage: req.errorMessage } : {}), variables: req.variables.values,
+    });
+    if (result.ok) return result;
+    if (result.reason === 'not_found') return { ok: false, reason: 'not_found' };
+  }
+  return withTransaction(engine.pool, (tx) => explainRefusal(engine, tx, req, 'bpmn-error', req.variables.values, !lease));
+}
+
+export function raiseTaskIncident(instance: LockedInstance, task: ExternalTaskRow, fx: Effects, message: string, details: Record<string, unknown>): void {
+  instance.state.steps[task.step_id] = 'incident';
+  fx.steps.push({ stepId: task.step_id, status: 'incident' });
+  fx.incidents.push({ stepId: task.step_id, kind: 'task_failed', message, details });
+  fx.events.push({ kind: 'incident:created', stepId: task.step_id, data: { kind: 'task_failed', message } });
+}
+
+type HolderWork = (tx: PoolClient, instance: LockedInstance, lockToken: string) => Promise<GuardedTaskResult>;
+
+// Instance lock first (lock order of docs/ARCHITECTURE.md), then the worker's lease.
+async function byWorker(engine: Engine, req: { taskId: string; workerId: string }, call: TaskResultCall, payload: unknown, work: HolderWork): Promise<CamundaCallResult> {
+  return withTransaction(engine.pool, async (tx) => {
+    const instance = await lockInstanceOfTask(tx, req.taskId);
+    if (!instance) return { ok: false, reason: 'not_found' };
+    const lease = await lockTokenOf(tx, req.taskId, req.workerId);
+    if (lease && (await work(tx, instance, lease.lockToken)).ok) return { ok: true, duplicate: false };
+    return explainRefusal(engine, tx, req, call, payload, true);
+  });
+}
+
+/**
+ * Miss path: a repeat of the call this worker already applied is a success; anything
+ * else is refused and kept as a late result (native records one on its own miss).
+ */
+export async function explainRefusal(engine: Engine, tx: PoolClient, req: { taskId: string; workerId: string }, call: LateResult['kind'], payload: unknown, record: boolean): Promise<CamundaCallResult> {
+  const task = await glanceAtTask(tx, req.taskId);
+  if (!task) return { ok: false, reason: 'not_found' };
+  if (call !== 'extend-lock' && call !== 'unlock' && isRepeat(task, req.workerId, call)) return { ok: true, duplicate: true };
+  if (record) {
+    const payloadBytes = payload === undefined || payload === null ? 0 : Buffer.byteLength(JSON.stringify(payload));
+    await recordLateResult(tx, { taskId: req.taskId, workerId: req.workerId, lockToken: '', kind: call, payloadBytes });
+    engine.log.warn({ taskId: req.taskId, workerId: req.workerId, call }, 'task:late_result');
+  }
+  const gone = task.state === 'done' || task.state === 'canceled';
+  return { ok: false, reason: gone ? 'not_found' : 'not_holder', task };
+}

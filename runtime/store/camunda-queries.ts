@@ -1,0 +1,79 @@
+// Read models of the Camunda API: external tasks as Camunda lists them (open ones only:
+// Camunda deletes a task when it completes).
+import type { Queryable } from './db.ts';
+import type { ExternalTaskRow } from './tasks.ts';
+
+export interface CamundaTaskRow extends ExternalTaskRow {
+  business_key: string | null;
+  definition_id: string;
+  definition_key: string;
+}
+
+export interface CamundaTaskQuery {
+  externalTaskId?: string;
+  topicName?: string;
+  workerId?: string;
+  locked?: boolean;
+  notLocked?: boolean;
+  withRetriesLeft?: boolean;
+  noRetriesLeft?: boolean;
+  processInstanceId?: string;
+  processDefinitionId?: string;
+  processDefinitionKey?: string;
+  activityId?: string;
+  priorityHigherThanOrEquals?: number;
+  priorityLowerThanOrEquals?: number;
+  firstResult: number;
+  maxResults: number;
+}
+
+const OPEN = `t.state in ('ready', 'locked', 'failed')`;
+
+function where(q: CamundaTaskQuery): { sql: string; values: unknown[] } {
+  const values: unknown[] = [];
+  const clauses = [OPEN];
+  const add = (sql: string, value: unknown) => {
+    values.push(value);
+    clauses.push(sql.replace('?', `$${values.length}`));
+  };
+  if (q.externalTaskId !== undefined) add('t.id::text = ?', q.externalTaskId);
+  if (q.topicName !== undefined) add('t.topic = ?', q.topicName);
+  if (q.workerId !== undefined) add(`t.state = 'locked' and t.worker_id = ?`, q.workerId);
+  if (q.locked) clauses.push(`t.state = 'locked'`);
+  if (q.notLocked) clauses.push(`t.state <> 'locked'`);
+  if (q.withRetriesLeft) clauses.push(`t.state <> 'failed'`);
+  if (q.noRetriesLeft) clauses.push(`t.state = 'failed'`);
+  if (q.processInstanceId !== undefined) add('t.instance_id::text = ?', q.processInstanceId);
+  if (q.processDefinitionId !== undefined) add('i.definition_id::text = ?', q.processDefinitionId);
+  if (q.processDefinitionKey !== undefined) add('i.definition_key = ?', q.processDefinitionKey);
+  if (q.activityId !== undefined) add('t.step_id = ?', q.activityId);
+  if (q.priorityHigherThanOrEquals !== undefined) add('t.priority >= ?', q.priorityHigherThanOrEquals);
+  if (q.priorityLowerThanOrEquals !== undefined) add('t.priority <= ?', q.priorityLowerThanOrEquals);
+  return { sql: clauses.join(' and '), values };
+}
+
+export async function listCamundaTasks(db: Queryable, q: CamundaTaskQuery): Promise<CamundaTaskRow[]> {
+  const w = where(q);
+  const { rows } = await db.query<CamundaTaskRow>(
+    `select t.*, i.business_key, i.definition_id, i.definition_key
+       from external_tasks t join instances i on i.id = t.instance_id
+      where ${w.sql} order by t.created_at, t.id offset $${w.values.length + 1} limit $${w.values.length + 2}`,
+    [...w.values, q.firstResult, q.maxResults],
+  );
+  return rows;
+}
+
+export async function countCamundaTasks(db: Queryable, q: CamundaTaskQuery): Promise<number> {
+  const w = where(q);
+  const { rows } = await db.query<{ count: number }>(
+    `select count(*)::int as count from external_tasks t join instances i on i.id = t.instance_id where ${w.sql}`,
+    w.values,
+  );
+  return rows[0]?.count ?? 0;
+}
+
+/** An open task by id (done and canceled ones are gone for Camunda). */
+export async function findCamundaTask(db: Queryable, taskId: string): Promise<CamundaTaskRow | undefined> {
+  const rows = await listCamundaTasks(db, { externalTaskId: taskId, firstResult: 0, maxResults: 1 });
+  return rows[0];
+}

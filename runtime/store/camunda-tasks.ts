@@ -1,0 +1,140 @@
+// Task statements the Camunda API needs beyond store/tasks.ts: Camunda callers name
+// only their workerId, so the lease is found by (task, worker); failures carry an
+// absolute retry count; a task can be locked by id.
+import type { Queryable } from './db.ts';
+import type { ExternalTaskRow, GuardedTaskResult, TaskResultCall } from './tasks.ts';
+
+/** The lock token of the worker's current lease on the task, if it holds one. */
+export async function lockTokenOf(db: Queryable, taskId: string, workerId: string): Promise<{ lockToken: string; instanceId: string } | undefined> {
+  const { rows } = await db.query<{ lock_token: string; instance_id: string }>({
+    name: 'camunda_lock_token_of',
+    text: `select lock_token, instance_id from external_tasks where id = $1 and state = 'locked' and worker_id = $2`,
+    values: [taskId, workerId],
+  });
+  return rows[0] ? { lockToken: rows[0].lock_token, instanceId: rows[0].instance_id } : undefined;
+}
+
+export type TaskGlance = Pick<ExternalTaskRow, 'state' | 'worker_id' | 'lock_token' | 'last_result'>;
+
+/** Miss path: what the task looks like now, to explain a refused call. */
+export async function glanceAtTask(db: Queryable, taskId: string): Promise<TaskGlance | undefined> {
+  const { rows } = await db.query<TaskGlance>({
+    name: 'camunda_glance_at_task',
+    text: 'select state, worker_id, lock_token, last_result from external_tasks where id = $1',
+    values: [taskId],
+  });
+  return rows[0];
+}
+
+/** Did this worker already end the task's latest attempt with this call? (a repeat answers success) */
+export function isRepeat(task: TaskGlance, workerId: string, call: TaskResultCall): boolean {
+  return task.last_result === call && task.worker_id === workerId && task.state !== 'locked';
+}
+
+export interface CamundaFailParams {
+  taskId: string;
+  workerId: string;
+  lockToken: string;
+  generation: number;
+  /** Camunda's absolute count of attempts still allowed; 0 = incident */
+  retries: number;
+  retryTimeoutMs: number;
+  errorMessage: string | null;
+  errorDetails: string | null;
+}
+
+/**
+ * Camunda failure: the worker sets the remaining attempts. retries > 0 → ready after
+ * retryTimeout with retries - 1 failures still tolerated (Baton's retries_left), 0 → failed.
+ */
+export async function failTaskCamunda(db: Queryable, p: CamundaFailParams): Promise<GuardedTaskResult> {
+  const { rows } = await db.query<ExternalTaskRow>({
+    name: 'camunda_fail_task',
+    text: `update external_tasks
+              set state = case when $5::int > 0 then 'ready' else 'failed' end,
+                  retries_left = greatest($5::int - 1, 0),
+                  retry_at = now() + $6::bigint * interval '1 millisecond',
+                  lock_expires_at = null, error_message = $7, error_details = $8, last_result = 'failure',
+                  ended_at = case when $5::int > 0 then null else now() end
+            where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3 and generation = $4
+        returning *`,
+    values: [p.taskId, p.workerId, p.lockToken, p.generation, p.retries, p.retryTimeoutMs, p.errorMessage, p.errorDetails],
+  });
+  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: 'lock_lost' };
+}
+
+export type LockByIdResult =
+  | { ok: true; task: ExternalTaskRow }
+  | { ok: false; reason: 'not_found' | 'locked_by_other' | 'not_lockable'; task?: TaskGlance };
+
+/**
+ * Camunda's lock-by-id: a ready task (retry backoff ignored: the caller asks for this
+ * task explicitly) gets a new lease; the worker's own lease is extended.
+ */
+export async function lockTaskById(db: Queryable, p: { taskId: string; workerId: string; lockDurationMs: number }): Promise<LockByIdResult> {
+  const { rows } = await db.query<ExternalTaskRow>({
+    name: 'camunda_lock_task_by_id',
+    text: `with u as (
+             update external_tasks t
+                set state = 'locked', lock_expires_at = now() + $3::bigint * interval '1 millisecond',
+                    worker_id = $2,
+                    lock_token = case when t.state = 'locked' then t.lock_token else gen_random_uuid() end,
+                    attempt = case when t.state = 'locked' then t.attempt else t.attempt + 1 end,
+                    last_result = case when t.state = 'locked' then t.last_result end
+              where t.id = $1 and (t.state = 'ready' or (t.state = 'locked' and t.worker_id = $2))
+          returning t.*, (select state from external_tasks o where o.id = t.id) as old_state),
+           ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
+                  select instance_id, generation, 'task:locked', step_id, id, attempt,
+                         jsonb_build_object('workerId', worker_id, 'lockExpiresAt', lock_expires_at)
+                    from u where old_state = 'ready')
+           select * from u`,
+    values: [p.taskId, p.workerId, p.lockDurationMs],
+  });
+  if (rows[0]) return { ok: true, task: rows[0] };
+  const task = await glanceAtTask(db, p.taskId);
+  if (!task || task.state === 'done' || task.state === 'canceled') return { ok: false, reason: 'not_found' };
+  return { ok: false, reason: task.state === 'locked' ? 'locked_by_other' : 'not_lockable', task };
+}
+
+/** Camunda's unlock names no worker: whoever holds the lease loses it. */
+export async function currentHolder(db: Queryable, taskId: string): Promise<{ workerId: string; lockToken: string } | undefined> {
+  const { rows } = await db.query<{ worker_id: string; lock_token: string }>({
+    name: 'camunda_current_holder',
+    text: `select worker_id, lock_token from external_tasks where id = $1 and state = 'locked'`,
+    values: [taskId],
+  });
+  return rows[0] ? { workerId: rows[0].worker_id, lockToken: rows[0].lock_token } : undefined;
+}
+
+/** PUT retries on a live task (ready or locked): the remaining attempts become `retries`. */
+export async function setTaskRetries(db: Queryable, taskId: string, retries: number): Promise<ExternalTaskRow | undefined> {
+  const { rows } = await db.query<ExternalTaskRow>({
+    name: 'camunda_set_task_retries',
+    text: `update external_tasks set retries_left = $2::int - 1
+            where id = $1 and state in ('ready', 'locked') returning *`,
+    values: [taskId, Math.max(retries, 1)],
+  });
+  return rows[0];
+}
+
+/** PUT retries 0 on a live task: it fails now; the caller raises the incident. Notifies nobody. */
+export async function exhaustTaskRetries(db: Queryable, taskId: string): Promise<ExternalTaskRow | undefined> {
+  const { rows } = await db.query<ExternalTaskRow>({
+    name: 'camunda_exhaust_task_retries',
+    text: `update external_tasks set state = 'failed', retries_left = 0, lock_expires_at = null, ended_at = now(),
+                  error_message = coalesce(error_message, 'Retries set to 0')
+            where id = $1 and state in ('ready', 'locked') returning *`,
+    values: [taskId],
+  });
+  return rows[0];
+}
+
+/** The open incident that holds a failed task, if any. */
+export async function openIncidentOfTask(db: Queryable, taskId: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ id: string }>({
+    name: 'camunda_open_incident_of_task',
+    text: `select id from incidents where task_id = $1 and status = 'open' order by created_at desc limit 1`,
+    values: [taskId],
+  });
+  return rows[0]?.id;
+}
