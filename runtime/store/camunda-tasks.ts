@@ -2,6 +2,7 @@
 // only their workerId, so the lease is found by (task, worker); failures carry an
 // absolute retry count; a task can be locked by id.
 import type { Queryable } from './db.ts';
+import { TASKS_CHANNEL } from './instances.ts';
 import type { ExternalTaskRow, GuardedTaskResult, TaskResultCall } from './tasks.ts';
 
 /** The lock token of the worker's current lease on the task, if it holds one. */
@@ -50,14 +51,17 @@ export interface CamundaFailParams {
 export async function failTaskCamunda(db: Queryable, p: CamundaFailParams): Promise<GuardedTaskResult> {
   const { rows } = await db.query<ExternalTaskRow>({
     name: 'camunda_fail_task',
-    text: `update external_tasks
-              set state = case when $5::int > 0 then 'ready' else 'failed' end,
-                  retries_left = greatest($5::int - 1, 0),
-                  retry_at = now() + $6::bigint * interval '1 millisecond',
-                  lock_expires_at = null, error_message = $7, error_details = $8, last_result = 'failure',
-                  ended_at = case when $5::int > 0 then null else now() end
-            where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3 and generation = $4
-        returning *`,
+    // A retry due now rings the doorbell; a later one is found by the pollers' periodic re-check.
+    text: `with u as (
+             update external_tasks
+                set state = case when $5::int > 0 then 'ready' else 'failed' end,
+                    retries_left = greatest($5::int - 1, 0),
+                    retry_at = now() + $6::bigint * interval '1 millisecond',
+                    lock_expires_at = null, error_message = $7, error_details = $8, last_result = 'failure',
+                    ended_at = case when $5::int > 0 then null else now() end
+              where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3 and generation = $4
+          returning *)
+           select u.*, case when u.state = 'ready' and u.retry_at <= now() then pg_notify('${TASKS_CHANNEL}', u.topic) end as notified from u`,
     values: [p.taskId, p.workerId, p.lockToken, p.generation, p.retries, p.retryTimeoutMs, p.errorMessage, p.errorDetails],
   });
   return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: 'lock_lost' };

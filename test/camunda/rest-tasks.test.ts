@@ -160,6 +160,16 @@ describe('task calls by workerId', () => {
     expect(kinds.filter((k: string) => k === 'task:late_result')).toHaveLength(2);
   });
 
+  it('two concurrent completes by the holder both answer 204 and the step completes once', async () => {
+    const task = await locked();
+    const both = await Promise.all([1, 2].map((n) =>
+      engineRest(t.url, 'POST', `/external-task/${task.id}/complete`, { workerId: 'w1', variables: { n: { value: n } } })));
+    expect(both.map((r) => r.status)).toEqual([204, 204]);
+    const kinds = (await t.api.get(`/api/instances/${task.instanceId}/history`)).body.items.map((e: { kind: string }) => e.kind);
+    expect(kinds.filter((k: string) => k === 'task:completed')).toHaveLength(1);
+    expect(kinds.filter((k: string) => k === 'instance:completed')).toHaveLength(1);
+  });
+
   it('unknown and malformed task ids answer 404', async () => {
     for (const id of ['00000000-0000-0000-0000-000000000000', 'not-a-uuid']) {
       const res = await engineRest(t.url, 'POST', `/external-task/${id}/complete`, { workerId: 'w1' });

@@ -12,6 +12,10 @@ export function formatCamundaDate(value: Date | string | null): string | null {
 /** Accepts Camunda's format and ISO-8601 with Z or an offset; undefined when neither. */
 export function parseCamundaDate(text: string): Date | undefined {
   if (!CAMUNDA_DATE.test(text)) return undefined;
+  // JavaScript rolls 2024-02-31 over to March 2: refuse days the month does not have.
+  const [y, m, d] = text.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const calendar = new Date(Date.UTC(y, m - 1, d));
+  if (calendar.getUTCMonth() !== m - 1 || calendar.getUTCDate() !== d) return undefined;
   const date = new Date(text.replace(/(\.\d{3})\d+/, '$1'));
   return Number.isNaN(date.getTime()) ? undefined : date;
 }

@@ -23,6 +23,8 @@ export function readVariables(input: unknown): CamundaVariables {
   if (typeof input !== 'object' || Array.isArray(input)) throw invalidRequest('variables must be a JSON object of {value, type, valueInfo}');
   for (const [name, raw] of Object.entries(input as Record<string, unknown>)) {
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw invalidRequest(`Variable '${name}' must be an object {value, type, valueInfo}`);
+    // A plain assignment of this name would replace the object's prototype instead of adding a variable.
+    if (name === '__proto__') throw invalidRequest('A variable may not be named __proto__');
     const write = readVariable(name, raw as WireVariable);
     if ((raw as WireVariable).valueInfo?.transient === true) out.transient[name] = write.nativeValue;
     else {
