@@ -36,6 +36,8 @@ export async function openDesigner(): Promise<BrowserHarness> {
   const [t, browser] = await Promise.all([startTestServer(), launchBrowser()]);
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
   const page = await context.newPage();
+  // Shorter than the test timeout, so a stuck step names its locator.
+  page.setDefaultTimeout(10_000);
   const consoleErrors: string[] = [];
   page.on('console', (m) => {
     if (m.type() === 'error') consoleErrors.push(m.text());

@@ -1,0 +1,121 @@
+// Diagrams in headless Chromium: draw with the context pad, edit flow conditions and the
+// default flow, leave and come back without losing a change, rename, export, delete.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/server.ts';
+import { openDesigner, type BrowserHarness } from './support/browser.ts';
+
+let h: BrowserHarness;
+beforeAll(async () => {
+  h = await openDesigner();
+}, 120_000);
+afterAll(async () => {
+  await h?.close();
+});
+
+const shape = (id: string, marker = '') => h.page.locator(`g.djs-element${marker}[data-element-id="${id}"]`);
+
+/** Clicks the canvas background first: clicking an already selected shape opens no context pad. */
+async function selectShape(id: string): Promise<void> {
+  await h.page.locator('.canvas').click({ position: { x: 600, y: 500 } });
+  await shape(id).click();
+}
+
+async function savedXml(id: string, contains: string): Promise<string> {
+  return waitFor(async () => {
+    const { body } = await h.t.api.get(`/api/diagrams/${id}`);
+    return body.xml.includes(contains) ? body.xml as string : undefined;
+  }, 10_000, `the saved XML to contain ${contains}`);
+}
+
+describe('drawing', () => {
+  it('given a new diagram, when a service task and an end event are appended with the context pad, then lint marks the task until it has a topic', async () => {
+    await h.page.goto(h.t.url);
+    await h.page.getByRole('button', { name: 'New diagram' }).click();
+    await shape('StartEvent_1').click();
+    await h.page.locator('.djs-context-pad [data-action="append.append-task"]').click();
+    await h.page.locator('.djs-context-pad [data-action="replace"]').click();
+    await h.page.locator('.djs-popup [data-id="replace-with-service-task"]').click();
+    const taskId = await h.page.locator('.problem.problem-error').first().getAttribute('data-element-id');
+    expect(taskId).toMatch(/^Activity_/);
+    await shape(taskId!, '.baton-lint-error').waitFor();
+    await selectShape(taskId!);
+    await h.page.locator('.djs-context-pad [data-action="append.end-event"]').click();
+    await h.page.locator('.problems .problem').first().waitFor(); // end event added; the task still has no topic
+    await selectShape(taskId!);
+    await h.page.locator('#prop-topic').fill('drawn-topic');
+    await h.page.locator('#prop-topic').press('Enter');
+    await h.page.locator('.problems-summary.good').waitFor();
+    await h.screenshot('08-drawn');
+
+    // Keyboard: undo on the focused canvas brings the problem back.
+    await h.page.locator('.canvas svg').first().focus();
+    await h.page.keyboard.press('Control+z');
+    await shape(taskId!, '.baton-lint-error').waitFor();
+    await h.page.keyboard.press('Control+y');
+    await h.page.locator('.problems-summary.good').waitFor();
+  });
+});
+
+describe('properties of flows', () => {
+  it('given the order sample, when the "no" flow becomes the default and its condition changes, then the saved XML has both', async () => {
+    const xml = await readFile(path.resolve('samples/order.bpmn'), 'utf8');
+    const created = await h.t.api.post('/api/diagrams', { name: 'Order', xml });
+    await h.page.goto(`${h.t.url}/#/diagrams/${created.body.id}`);
+    await h.page.locator('.problems-summary.good').waitFor();
+    await shape('Flow_Review_label').click(); // the flow bends, its label is an easy target
+    await expect.poll(() => h.page.locator('#prop-condition').inputValue()).toMatch(/total/);
+    await h.page.locator('#prop-condition').fill('= total > 500');
+    await h.page.locator('#prop-condition').press('Enter');
+    await savedXml(created.body.id, '= total &gt; 500');
+
+    await h.page.locator('g[data-element-id="Flow_NoReview"] .djs-hit').click({ force: true });
+    await h.page.locator('input[name="prop-default"]').check();
+    await h.page.locator('.problems-summary').waitFor();
+    await savedXml(created.body.id, 'default="Flow_NoReview"');
+    await h.page.locator('input[name="prop-default"]').uncheck();
+    const after = await waitFor(async () => {
+      const { body } = await h.t.api.get(`/api/diagrams/${created.body.id}`);
+      return body.xml.includes('default="Flow_NoReview"') ? undefined : body.xml as string;
+    });
+    expect(after).not.toContain('default="Flow_NoReview"');
+  });
+
+  it('given an edit, when the analyst leaves the editor at once, then the change is saved anyway', async () => {
+    const { body: list } = await h.t.api.get('/api/diagrams');
+    const order = list.items.find((d: { name: string }) => d.name === 'Order');
+    await h.page.goto(`${h.t.url}/#/diagrams/${order.id}`);
+    await h.page.locator('.problems-summary').waitFor();
+    await shape('Task_ChargeCard').click();
+    await h.page.locator('#prop-retries').fill('7');
+    await h.page.locator('#prop-retries').press('Enter');
+    await h.page.getByRole('link', { name: '← Diagrams' }).click(); // before the autosave delay
+    await savedXml(order.id, 'baton:retries="7"');
+  });
+});
+
+describe('diagram list', () => {
+  it('renames, exports XML and SVG, and deletes a diagram', async () => {
+    await h.page.goto(h.t.url);
+    const row = h.page.locator('tr', { hasText: 'Order' });
+    await row.getByRole('button', { name: 'Rename' }).click();
+    await h.page.getByLabel('New name').fill('Order (renamed)');
+    await h.page.getByLabel('New name').press('Enter');
+    await h.page.getByRole('link', { name: 'Order (renamed)' }).click();
+    await h.page.locator('.problems-summary').waitFor();
+    await expect(h.page.getByLabel('Diagram name').inputValue()).resolves.toBe('Order (renamed)');
+
+    const [xmlDownload] = await Promise.all([h.page.waitForEvent('download'), h.page.getByRole('button', { name: 'Export XML' }).click()]);
+    expect(xmlDownload.suggestedFilename()).toBe('Order-renamed-.bpmn');
+    expect(await readFile((await xmlDownload.path())!, 'utf8')).toContain('baton:retries="7"');
+    const [svgDownload] = await Promise.all([h.page.waitForEvent('download'), h.page.getByRole('button', { name: 'Export SVG' }).click()]);
+    expect(await readFile((await svgDownload.path())!, 'utf8')).toMatch(/^<\?xml[\s\S]*<svg/);
+
+    await h.page.getByRole('link', { name: '← Diagrams' }).click();
+    await h.page.locator('tr', { hasText: 'Order (renamed)' }).getByRole('button', { name: 'Delete' }).click();
+    await h.page.locator('tr', { hasText: 'Order (renamed)' }).waitFor({ state: 'detached' });
+    expect((await h.t.api.get('/api/diagrams')).body.items.map((d: { name: string }) => d.name)).not.toContain('Order (renamed)');
+    expect(h.consoleErrors).toEqual([]);
+  });
+});
