@@ -155,6 +155,11 @@ describe('process-definition start and process-instance', () => {
     expect(await count('instances')).toBe(before);
   });
 
+  it('names the engine and the Camunda REST version it follows', async () => {
+    expect((await engineRest(t.url, 'GET', '/engine')).body).toEqual([{ name: 'default' }]);
+    expect((await engineRest(t.url, 'GET', '/version')).body).toEqual({ version: '7.20.0' });
+  });
+
   it('accepts Basic and Bearer authorization headers (not checked yet)', async () => {
     for (const authorization of ['Basic ZGVtbzpkZW1v', 'Bearer abc.def.ghi']) {
       const res = await fetch(`${t.url}/engine-rest/external-task/count`, { headers: { authorization } });

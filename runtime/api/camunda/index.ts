@@ -5,12 +5,15 @@ import express, { Router } from 'express';
 import type { Engine } from '../../engine/context.ts';
 import type { TaskNotifier } from '../../engine/task-notifier.ts';
 import { deploymentRouter } from './deployment-routes.ts';
-import { camundaErrorHandler, camundaNotFoundRoute } from './errors.ts';
+import { camundaErrorHandler, camundaNotFoundRoute, sendJson } from './errors.ts';
 import { externalTaskRouter } from './external-task-routes.ts';
 import { executionRouter, processDefinitionRouter, processInstanceRouter } from './process-routes.ts';
 
 /** Above any poll interval of a Camunda client, so an idle keep-alive socket is never closed under its next request. */
 export const CAMUNDA_KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
+/** The Camunda 7 REST version whose subset Baton follows (docs/camunda-compatibility.md). */
+export const CAMUNDA_REST_VERSION = '7.20.0';
 
 export interface CamundaApiOptions {
   /** JSON body limit; File variables travel base64 inside JSON */
@@ -21,6 +24,9 @@ export function camundaRouter(engine: Engine, notifier: TaskNotifier, opts: Camu
   const router = Router();
   // Authorization (Basic or Bearer, e.g. the client's BasicAuthInterceptor) is accepted and not checked yet: auth is a later issue.
   router.use(express.json({ limit: opts.jsonLimit ?? '20mb', type: ['application/json', 'application/*+json'] }));
+  // Tools such as Camunda Modeler ask which engine and REST version they talk to before deploying.
+  router.get('/engine', (_req, res) => sendJson(res, 200, [{ name: 'default' }]));
+  router.get('/version', (_req, res) => sendJson(res, 200, { version: CAMUNDA_REST_VERSION }));
   router.use('/external-task', externalTaskRouter(engine, notifier));
   router.use('/deployment', deploymentRouter(engine));
   router.use('/process-definition', processDefinitionRouter(engine));
