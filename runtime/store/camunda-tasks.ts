@@ -73,24 +73,29 @@ export type LockByIdResult =
 
 /**
  * Camunda's lock-by-id: a ready task (retry backoff ignored: the caller asks for this
- * task explicitly) gets a new lease; the worker's own lease is extended.
+ * task explicitly), or one whose lease expired before the sweeper returned it, gets a
+ * new lease; the worker's own live lease is renewed (same token).
  */
 export async function lockTaskById(db: Queryable, p: { taskId: string; workerId: string; lockDurationMs: number }): Promise<LockByIdResult> {
   const { rows } = await db.query<ExternalTaskRow>({
     name: 'camunda_lock_task_by_id',
-    text: `with u as (
+    text: `with old as (
+             select id, (state = 'locked' and worker_id = $2 and lock_expires_at > now()) as renew
+               from external_tasks
+              where id = $1 and (state = 'ready' or (state = 'locked' and (worker_id = $2 or lock_expires_at <= now())))
+                for update),
+           u as (
              update external_tasks t
-                set state = 'locked', lock_expires_at = now() + $3::bigint * interval '1 millisecond',
-                    worker_id = $2,
-                    lock_token = case when t.state = 'locked' then t.lock_token else gen_random_uuid() end,
-                    attempt = case when t.state = 'locked' then t.attempt else t.attempt + 1 end,
-                    last_result = case when t.state = 'locked' then t.last_result end
-              where t.id = $1 and (t.state = 'ready' or (t.state = 'locked' and t.worker_id = $2))
-          returning t.*, (select state from external_tasks o where o.id = t.id) as old_state),
+                set state = 'locked', lock_expires_at = now() + $3::bigint * interval '1 millisecond', worker_id = $2,
+                    lock_token = case when old.renew then t.lock_token else gen_random_uuid() end,
+                    attempt = case when old.renew then t.attempt else t.attempt + 1 end,
+                    last_result = case when old.renew then t.last_result end
+               from old where t.id = old.id
+          returning t.*, old.renew),
            ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
                   select instance_id, generation, 'task:locked', step_id, id, attempt,
                          jsonb_build_object('workerId', worker_id, 'lockExpiresAt', lock_expires_at)
-                    from u where old_state = 'ready')
+                    from u where not u.renew)
            select * from u`,
     values: [p.taskId, p.workerId, p.lockDurationMs],
   });

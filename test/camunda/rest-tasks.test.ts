@@ -242,6 +242,21 @@ describe('task calls by workerId', () => {
     expect(rows[0]).toEqual({ worker_id: 'w1', attempt: 1, renewed: true });
   });
 
+  it('lock by id takes over a lease that expired before the sweeper returned it; the old holder is refused', async () => {
+    const task = await oneTask();
+    const first = await fetchLock('w1', [{ topicName: task.topic, lockDuration: 100 }]);
+    const id = first.body[0].id as string;
+    await waitFor(async () => {
+      const { rows } = await t.db.pool.query(`select lock_expires_at <= now() as expired from external_tasks where id = $1`, [id]);
+      return rows[0].expired ? true : undefined;
+    }, 10_000, 'the lease to expire');
+    expect((await engineRest(t.url, 'POST', `/external-task/${id}/lock`, { workerId: 'w2', lockDuration: 30_000 })).status).toBe(204);
+    const { rows } = await t.db.pool.query(`select state, worker_id, attempt from external_tasks where id = $1`, [id]);
+    expect(rows[0]).toEqual({ state: 'locked', worker_id: 'w2', attempt: 2 });
+    expect((await engineRest(t.url, 'POST', `/external-task/${id}/complete`, { workerId: 'w1' })).status).toBe(400);
+    expect((await engineRest(t.url, 'POST', `/external-task/${id}/complete`, { workerId: 'w2' })).status).toBe(204);
+  });
+
   it('extendLock by a worker that does not hold the lock is 400; unlock needs no worker and a second unlock is a no-op', async () => {
     const task = await locked();
     const other = await engineRest(t.url, 'POST', `/external-task/${task.id}/extendLock`, { workerId: 'w2', newDuration: 1000 });

@@ -3,6 +3,7 @@
 // anything else as raw bytes), so JSON is written here, never through res.json().
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
+import { BatonError } from '../../shared/errors.ts';
 
 /** Exception names as Camunda 7's REST API reports them in `type`. */
 export const CamundaErrorType = {
@@ -60,9 +61,27 @@ function fromBodyParser(err: { type?: string; limit?: number; message?: string }
   }
 }
 
+// Engine and store errors thrown below the Camunda routes, in Camunda's words.
+function fromBatonError(err: BatonError): CamundaError {
+  switch (err.code) {
+    case 'validation':
+      return invalidRequest(err.message);
+    case 'compile':
+      return new CamundaError(400, 'ParseException', err.message);
+    case 'not_found':
+      return new CamundaError(404, 'RestException', err.message);
+    case 'payload_too_large':
+      return new CamundaError(413, 'InvalidRequestException', err.message);
+    case 'unsupported_media_type':
+      return new CamundaError(415, 'InvalidRequestException', err.message);
+    default:
+      return new CamundaError(400, 'RestException', err.message);
+  }
+}
+
 export function camundaErrorHandler(log: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
-    const known = err instanceof CamundaError ? err : fromBodyParser(err as { type?: string });
+    const known = err instanceof CamundaError ? err : err instanceof BatonError ? fromBatonError(err) : fromBodyParser(err as { type?: string });
     if (!known) {
       log.error({ err, method: req.method, path: req.path }, 'api:error');
       sendJson(res, 500, { type: CamundaErrorType.ProcessEngineException, message: 'Internal error; the server log has the details', code: 0 });
