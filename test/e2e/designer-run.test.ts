@@ -31,6 +31,12 @@ describe('designer: lint, deploy, start, watch', () => {
     const problem = h.page.locator('.problem[data-element-id="work"]');
     await expect(problem.textContent()).resolves.toMatch(/topic/i);
     await h.screenshot('02-lint-marker');
+    await h.page.getByRole('button', { name: 'Deploy' }).click();
+    await h.page.getByText('Deploy refused: 1 problem(s)').waitFor();
+    expect((await h.t.api.get('/api/definitions/e2e-order')).status).toBe(404);
+    // Chromium logs the refused request itself; that one line is expected, nothing else.
+    await waitFor(async () => (h.consoleErrors.length > 0 ? true : undefined));
+    expect(h.consoleErrors.splice(0)).toEqual(['Failed to load resource: the server responded with a status of 400 (Bad Request)']);
     await problem.click();
     await shape('work', '.selected').waitFor();
     await expect(h.page.locator('.properties .element-id code').textContent()).resolves.toBe('work');

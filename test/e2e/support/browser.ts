@@ -37,7 +37,7 @@ export async function openDesigner(): Promise<BrowserHarness> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
   const page = await context.newPage();
   // Shorter than the test timeout, so a stuck step names its locator.
-  page.setDefaultTimeout(10_000);
+  page.setDefaultTimeout(15_000);
   const consoleErrors: string[] = [];
   page.on('console', (m) => {
     if (m.type() === 'error') consoleErrors.push(m.text());
