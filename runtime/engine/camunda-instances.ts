@@ -3,8 +3,7 @@
 // transaction (a task created by the start can be fetched the moment it commits).
 import { emptyEffects, startPlan } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
-import type { CamundaVariables } from './camunda-tasks.ts';
-import { commitTransition } from './transition.ts';
+import { commitWithPlan, type CamundaVariables } from './camunda-tasks.ts';
 import { withTransaction } from '../store/db.ts';
 import { writeVariableTypes } from '../store/camunda-variables.ts';
 import { insertInstance } from '../store/instances.ts';
@@ -33,7 +32,7 @@ export async function startCamundaInstance(engine: Engine, req: CamundaStartRequ
     fx.events.push({ kind: 'instance:started', data: { businessKey: instance.business_key, definitionId: instance.definition_id } });
     startPlan(plan, instance.state, { ...variables, ...req.variables.transient }, fx);
     // The row was inserted as 'running'; only a change (an instant end or incident) is an event.
-    const status = await commitTransition(tx, { ...instance, status: 'running' }, fx, variables);
+    const status = await commitWithPlan(tx, { ...instance, status: 'running' }, fx, variables, plan);
     await writeVariableTypes(tx, instance.id, req.variables.types);
     return { ok: true, created: true, instance: { ...instance, status, revision: 1 } };
   });

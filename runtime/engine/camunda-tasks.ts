@@ -6,7 +6,9 @@
 import { completeStep, emptyEffects, type Effects, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { reportBpmnError } from './tasks.ts';
-import { commitTransition } from './transition.ts';
+import { commitTransition, type CommitOptions } from './transition.ts';
+import type { InstanceStatus } from './vocabulary.ts';
+import type { Plan } from '../compiler/plan.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
 import { glanceAtTask, isRepeat, lockTokenOf, failTaskCamunda, type TaskGlance } from '../store/camunda-tasks.ts';
 import { writeVariableTypes, type TypedWrite } from '../store/camunda-variables.ts';
@@ -43,7 +45,7 @@ export async function completeCamundaTask(engine: Engine, req: CamundaCompleteRe
     const fx = emptyEffects();
     fx.events.push({ kind: 'task:completed', stepId: result.task.step_id, data: { workerId: req.workerId, attempt: result.task.attempt } });
     completeStep(plan, result.task.step_id, instance.state, { ...stored, ...req.variables.transient }, fx);
-    await commitTransition(tx, instance, fx, stored);
+    await commitWithPlan(tx, instance, fx, stored, plan);
     await writeVariableTypes(tx, instance.id, req.variables.types);
     return result;
   });
@@ -76,7 +78,7 @@ export async function failCamundaTask(engine: Engine, req: CamundaFailureRequest
       raiseTaskIncident(instance, task, fx, `Task ${task.step_id} failed and its worker set retries to 0: ${req.errorMessage ?? '(no message)'}`,
         { errorMessage: req.errorMessage, errorDetails: req.errorDetails });
     }
-    await commitTransition(tx, instance, fx, stored, { incidentTaskIds: fx.incidents.map(() => task.id) });
+    await commitWithPlan(tx, instance, fx, stored, await planOf(engine, instance.definition_id), { incidentTaskIds: fx.incidents.map(() => task.id) });
     await writeVariableTypes(tx, instance.id, req.variables.types);
     return result;
   });
@@ -108,6 +110,15 @@ export async function reportCamundaBpmnError(engine: Engine, req: CamundaBpmnErr
     if (result.reason === 'not_found') return { ok: false, reason: 'not_found' };
   }
   return withTransaction(engine.pool, (tx) => explainRefusal(engine, tx, req, 'bpmn-error', req.variables.values, !lease));
+}
+
+/**
+ * commitTransition with the instance's plan. The engine is gaining message waits that
+ * look in the inbox at commit and need the plan there (CommitOptions.plan); it is
+ * passed untyped so this compiles whether or not that option has landed yet.
+ */
+export function commitWithPlan(tx: PoolClient, instance: LockedInstance, fx: Effects, variables: Variables, plan: Plan, opts: CommitOptions = {}): Promise<InstanceStatus> {
+  return commitTransition(tx, instance, fx, variables, { ...opts, ...({ plan } as object) });
 }
 
 export function raiseTaskIncident(instance: LockedInstance, task: ExternalTaskRow, fx: Effects, message: string, details: Record<string, unknown>): void {
