@@ -4,6 +4,8 @@ import { html, nothing } from 'lit';
 import { live } from 'lit/directives/live.js';
 import type { DiagramElement, DiagramHost, EventBus } from '../modeler/diagram-services.ts';
 import type BatonProperties from '../modeler/properties/baton-properties.ts';
+import type EventProperties from '../modeler/properties/event-properties.ts';
+import type { TimerKind } from '../modeler/properties/event-properties.ts';
 import { LightElement } from './light-element.ts';
 
 export class BatonPropertiesPanel extends LightElement {
@@ -45,6 +47,10 @@ export class BatonPropertiesPanel extends LightElement {
     return this.host!.get<BatonProperties>('batonProperties');
   }
 
+  private get events(): EventProperties {
+    return this.host!.get<EventProperties>('batonEventProperties');
+  }
+
   private field(label: string, value: string, apply: (v: string) => void, hint = '', type = 'text') {
     const id = `prop-${label.toLowerCase().replace(/\W+/g, '-')}`;
     return html`<label for=${id}>${label}</label>
@@ -74,6 +80,43 @@ export class BatonPropertiesPanel extends LightElement {
     </fieldset>`;
   }
 
+  private renderTimer(el: DiagramElement, timerKind: TimerKind, expression: string) {
+    const hints: Record<TimerKind, string> = {
+      duration: 'ISO-8601 duration, e.g. PT5M, P1D',
+      date: 'ISO-8601 date-time, e.g. 2030-01-01T09:00:00Z',
+      cycle: 'ISO-8601 repetition, e.g. R3/PT10M',
+    };
+    return html`<fieldset><legend>Timer</legend>
+      <label for="prop-timer-kind">Fires after</label>
+      <select id="prop-timer-kind" name="prop-timer-kind" .value=${live(timerKind)}
+        @change=${(e: Event) => this.events.setTimer(el, (e.target as HTMLSelectElement).value as TimerKind, expression)}>
+        <option value="duration">a duration</option><option value="date">a date</option><option value="cycle">a cycle</option>
+      </select>
+      ${this.field('Timer', expression, (v) => this.events.setTimer(el, timerKind, v), hints[timerKind])}
+    </fieldset>`;
+  }
+
+  private renderEvent(el: DiagramElement) {
+    const event = this.events.readEvent(el);
+    switch (event?.type) {
+      case 'timer':
+        return this.renderTimer(el, event.timerKind, event.expression);
+      case 'message':
+        return html`<fieldset><legend>Message</legend>
+          ${this.field('Message name', event.name, (v) => this.events.setReference(el, 'message', v), 'Messages are correlated by this name')}
+          ${event.catches ? this.field('Correlation key', event.correlationKey, (v) => this.events.setCorrelationKey(el, v), 'FEEL, e.g. = orderId; empty = the business key (baton:correlationKey)') : nothing}
+        </fieldset>`;
+      case 'signal':
+        return html`<fieldset><legend>Signal</legend>${this.field('Signal name', event.name, (v) => this.events.setReference(el, 'signal', v))}</fieldset>`;
+      case 'error':
+        return html`<fieldset><legend>Error</legend>
+          ${this.field('Error code', event.errorCode, (v) => this.events.setReference(el, 'error', v), 'Matches the code a worker reports with bpmn-error; empty catches any')}
+        </fieldset>`;
+      default:
+        return nothing;
+    }
+  }
+
   override render() {
     const el = this.element?.labelTarget ?? this.element;
     if (!this.host || !el) {
@@ -87,6 +130,7 @@ export class BatonPropertiesPanel extends LightElement {
       ${this.field('Name', String(bo.name ?? ''), (v) => this.props.setName(el, v))}
       ${this.renderTask(el)}
       ${this.renderFlow(el)}
+      ${this.renderEvent(el)}
     </section>`;
   }
 }

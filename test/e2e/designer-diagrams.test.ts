@@ -95,6 +95,40 @@ describe('properties of flows', () => {
   });
 });
 
+describe('properties of events', () => {
+  it('sets a timer duration, a message name with a correlation key and an error code, and the saved XML holds them', async () => {
+    const xml = await readFile(path.resolve('test/e2e/fixtures/events.bpmn'), 'utf8');
+    const created = await h.t.api.post('/api/diagrams', { name: 'Events', xml });
+    await h.page.goto(`${h.t.url}/#/diagrams/${created.body.id}`);
+    await h.page.locator('.problems-summary:not(:text("Not checked yet"))').waitFor();
+
+    await selectShape('wait');
+    await h.page.locator('#prop-timer').fill('PT5M');
+    await h.page.locator('#prop-timer').press('Enter');
+    await h.page.locator('#prop-timer-kind').selectOption('cycle');
+    await expect.poll(() => h.page.locator('#prop-timer').inputValue()).toBe('PT5M');
+
+    await selectShape('paid');
+    await h.page.locator('#prop-message-name').fill('payment-received');
+    await h.page.locator('#prop-message-name').press('Enter');
+    await h.page.locator('#prop-correlation-key').fill('= orderId');
+    await h.page.locator('#prop-correlation-key').press('Enter');
+
+    await selectShape('declined');
+    await h.page.locator('#prop-error-code').fill('CARD_DECLINED');
+    await h.page.locator('#prop-error-code').press('Enter');
+
+    const saved = await savedXml(created.body.id, 'errorCode="CARD_DECLINED"');
+    expect(saved).toMatch(/<bpmn:timeCycle xsi:type="bpmn:tFormalExpression">PT5M<\/bpmn:timeCycle>/);
+    expect(saved).not.toContain('timeDuration');
+    expect(saved).toMatch(/<bpmn:message id="[^"]+" name="payment-received" \/>/);
+    expect(saved).toMatch(/<bpmn:messageEventDefinition id="paid_def" messageRef="[^"]+" \/>/);
+    expect(saved).toContain('baton:correlationKey="= orderId"');
+    expect(saved).toContain('xmlns:baton="https://baton.dev/schema/bpmn/1.0"');
+    await h.screenshot('09-event-properties');
+  });
+});
+
 describe('diagram list', () => {
   it('renames, exports XML and SVG, and deletes a diagram', async () => {
     await h.page.goto(h.t.url);
