@@ -1,7 +1,7 @@
 // Colors each element of an instance's diagram by its step status, with a small badge
 // for what needs attention (active, incident) and the attempt count.
 import type { Incident, OpenTask, StepState } from '../../client/types.ts';
-import type { Canvas, ElementRegistry, Overlays } from '../diagram-services.ts';
+import type { Canvas, DiagramElement, ElementRegistry, Overlays } from '../diagram-services.ts';
 
 export const STEP_MARKERS: Record<StepState['status'], string> = {
   active: 'baton-step-active',
@@ -29,13 +29,15 @@ export default class StepStatusMarkers {
 
   show({ steps, tasks, incidents }: StepMarks): void {
     this.overlays.remove({ type: 'baton-step' });
-    const next = new Map(steps.filter((s) => this.elementRegistry.get(s.stepId)).map((s) => [s.stepId, STEP_MARKERS[s.status]]));
+    // A status this designer does not know yet (e.g. compensated) still gets a marker by name.
+    const next = new Map(steps.filter((s) => this.elementRegistry.get(s.stepId)).map((s) => [s.stepId, STEP_MARKERS[s.status] ?? `baton-step-${s.status}`]));
     for (const [id, marker] of this.marked) if (next.get(id) !== marker) this.canvas.removeMarker(id, marker);
     for (const [id, marker] of next) if (this.marked.get(id) !== marker) this.canvas.addMarker(id, marker);
     this.marked = next;
     for (const step of steps) {
       if (!this.elementRegistry.get(step.stepId)) continue;
-      const label = badgeLabel(step, tasks.find((t) => t.stepId === step.stepId), incidents.some((i) => i.stepId === step.stepId));
+      const element = this.elementRegistry.get(step.stepId) as unknown as DiagramElement;
+      const label = badgeLabel(step, tasks.find((t) => t.stepId === step.stepId), incidents.some((i) => i.stepId === step.stepId), waitsFor(element));
       if (label) this.addBadge(step.stepId, label, step.status);
     }
   }
@@ -48,9 +50,16 @@ export default class StepStatusMarkers {
   }
 }
 
-function badgeLabel(step: StepState, task: OpenTask | undefined, incident: boolean): string {
+/** What an active event waits for, from its event definition: "timer", "message", ... */
+function waitsFor(element: DiagramElement): string | undefined {
+  const definition = (element.businessObject.eventDefinitions as { $type: string }[] | undefined)?.[0];
+  return definition?.$type.replace(/^bpmn:(\w+)EventDefinition$/, '$1').toLowerCase();
+}
+
+function badgeLabel(step: StepState, task: OpenTask | undefined, incident: boolean, waiting: string | undefined): string {
   if (incident) return 'incident';
   if (step.status !== 'active') return step.attempts > 1 ? `${step.attempts} attempts` : '';
+  if (waiting) return `waiting on ${waiting}`;
   if (!task) return 'active';
   if (task.state === 'locked') return `locked by ${task.workerId ?? '?'}`;
   if (task.retryAt && Date.parse(task.retryAt) > Date.now()) return `retry (attempt ${task.attempt + 1})`;
