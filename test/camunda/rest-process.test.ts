@@ -160,6 +160,11 @@ describe('process-definition start and process-instance', () => {
     expect((await engineRest(t.url, 'GET', '/version')).body).toEqual({ version: '7.20.0' });
   });
 
+  it('keeps idle keep-alive connections longer than a client waits between polls', () => {
+    // The official client polls again after `interval` (300 ms by default); Node's default of 5 s races with agents that keep sockets 5 s.
+    expect(t.server.http.keepAliveTimeout).toBeGreaterThanOrEqual(60_000);
+  });
+
   it('accepts Basic and Bearer authorization headers (not checked yet)', async () => {
     for (const authorization of ['Basic ZGVtbzpkZW1v', 'Bearer abc.def.ghi']) {
       const res = await fetch(`${t.url}/engine-rest/external-task/count`, { headers: { authorization } });
