@@ -170,6 +170,31 @@ describe('task calls by workerId', () => {
     expect(kinds.filter((k: string) => k === 'instance:completed')).toHaveLength(1);
   });
 
+  it('two workers locking one ready task by id at once: exactly one gets it', async () => {
+    const task = await oneTask();
+    const [row] = (await t.db.pool.query(`select id from external_tasks where instance_id = $1`, [task.instanceId])).rows;
+    const results = await Promise.all(['a', 'b'].map((w) => engineRest(t.url, 'POST', `/external-task/${row.id}/lock`, { workerId: w, lockDuration: 30_000 })));
+    expect(results.map((r) => r.status).sort()).toEqual([204, 400]);
+    const { rows } = await t.db.pool.query(`select attempt from external_tasks where id = $1`, [row.id]);
+    expect(rows[0].attempt).toBe(1);
+  });
+
+  it('PUT retries 0 racing the holder complete: exactly one wins, the instance ends in one named state', async () => {
+    const task = await locked();
+    const [done, zero] = await Promise.all([
+      engineRest(t.url, 'POST', `/external-task/${task.id}/complete`, { workerId: 'w1' }),
+      engineRest(t.url, 'PUT', `/external-task/${task.id}/retries`, { retries: 0 }),
+    ]);
+    const status = (await t.api.get(`/api/instances/${task.instanceId}`)).body.status;
+    if (done.status === 204) {
+      expect(status).toBe('completed');
+      expect(zero.status).toBe(404);
+    } else {
+      expect([done.status, zero.status]).toEqual([400, 204]);
+      expect(status).toBe('incident');
+    }
+  });
+
   it('unknown and malformed task ids answer 404', async () => {
     for (const id of ['00000000-0000-0000-0000-000000000000', 'not-a-uuid']) {
       const res = await engineRest(t.url, 'POST', `/external-task/${id}/complete`, { workerId: 'w1' });
