@@ -13,6 +13,7 @@ import './baton-start-form.ts';
 
 const LINT_DELAY_MS = 300;
 const AUTOSAVE_DELAY_MS = 1500;
+const SAVE_RETRY_MS = 5000;
 
 type SaveState = 'saved' | 'unsaved' | 'saving' | 'failed';
 
@@ -70,8 +71,9 @@ export class BatonEditor extends LightElement {
   override disconnectedCallback(): void {
     window.removeEventListener('beforeunload', this.warnBeforeLeaving);
     clearTimeout(this.lintTimer);
+    clearTimeout(this.saveTimer);
     // Leaving the editor inside the app saves at once: a change is never dropped silently.
-    if (this.saveState === 'unsaved' && this.host) void this.save().finally(() => this.host?.destroy());
+    if (this.saveState !== 'saved' && this.host) void this.save().finally(() => this.host?.destroy());
     else this.host?.destroy();
     super.disconnectedCallback();
   }
@@ -114,9 +116,13 @@ export class BatonEditor extends LightElement {
       try {
         await api.saveDiagram(this.diagramId, await this.currentXml());
         if (this.saveState === 'saving') this.saveState = 'saved';
+        if (this.error.startsWith('Not saved')) this.error = '';
       } catch (err) {
         this.saveState = 'failed';
         this.error = `Not saved: ${(err as ApiError).message}`;
+        // Keep trying: the draft lands once the server answers again.
+        clearTimeout(this.saveTimer);
+        this.saveTimer = setTimeout(() => void this.save(), SAVE_RETRY_MS);
       }
     });
     return this.saving;

@@ -153,3 +153,37 @@ describe('diagram list', () => {
     expect(h.consoleErrors).toEqual([]);
   });
 });
+
+describe('unsaved changes', () => {
+  it('given a save the server never receives, then the editor says "Not saved" and closing the tab asks first; the retry saves it once the server answers', async () => {
+    const xml = await readFile(path.resolve('test/e2e/fixtures/no-topic.bpmn'), 'utf8');
+    const created = await h.t.api.post('/api/diagrams', { name: 'Offline edits', xml });
+    const page = await h.context.newPage();
+    const errors: string[] = [];
+    page.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())));
+    await page.goto(`${h.t.url}/#/diagrams/${created.body.id}`);
+    await page.locator('.problems-summary:not(:text("Not checked yet"))').waitFor();
+    // The draft's saves are cut off, as if the network were down.
+    await page.route(`**/api/diagrams/${created.body.id}`, (route) => (route.request().method() === 'PATCH' ? route.abort() : route.continue()));
+    await page.locator('g.djs-element[data-element-id="work"]').click();
+    await page.locator('#prop-topic').fill('lost?');
+    await page.locator('#prop-topic').press('Enter');
+    await page.locator('.save-state.save-failed').waitFor();
+    await page.getByText('Not saved: The Baton server does not answer').waitFor();
+
+    const dialog = new Promise<string>((resolve) => page.once('dialog', (d) => {
+      resolve(d.type());
+      void d.dismiss(); // stay on the page
+    }));
+    await page.close({ runBeforeUnload: true });
+    expect(await dialog).toBe('beforeunload');
+    expect((await h.t.api.get(`/api/diagrams/${created.body.id}`)).body.xml).not.toContain('lost?');
+
+    // The network is back: the retry saves the draft without any action.
+    await page.unroute(`**/api/diagrams/${created.body.id}`);
+    await page.locator('.save-state.save-saved').waitFor();
+    await savedXml(created.body.id, 'camunda:topic="lost?"');
+    await page.close();
+    expect(errors.every((e) => e.includes('Failed to load resource'))).toBe(true);
+  });
+});
