@@ -28,14 +28,14 @@ async function isFresh(): Promise<boolean> {
 }
 
 async function takeLock(): Promise<void> {
-  for (let waited = 0; ; waited += 200) {
+  for (;;) {
     try {
       await mkdir(lockDir);
       return;
     } catch {
-      // A lock older than 3 minutes belongs to a build that died.
+      // A lock older than a minute belongs to a build that died (a build takes seconds).
       const age = Date.now() - ((await stat(lockDir).catch(() => undefined))?.mtimeMs ?? Date.now());
-      if (age > 180_000) await rm(lockDir, { recursive: true, force: true });
+      if (age > 60_000) await rm(lockDir, { recursive: true, force: true });
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -45,10 +45,10 @@ async function takeLock(): Promise<void> {
 export async function ensureDesignerBuilt(opts: { rebuildStale?: boolean; log?: (m: string) => void } = {}): Promise<void> {
   const log = opts.log ?? (() => undefined);
   const ready = async () => (opts.rebuildStale ?? true) ? isFresh() : Boolean(await stat(builtIndex).catch(() => undefined));
-  if (await ready()) return;
+  // Checked under the lock only: a caller must never see a dist that another one is rewriting.
   await takeLock();
   try {
-    if (await ready()) return; // built by whoever held the lock
+    if (await ready()) return;
     log('building the designer (vite build)…');
     const { build } = await import('vite');
     await build({ configFile: path.join(repoRoot, 'vite.config.ts'), root: designerDir, mode: 'production', logLevel: 'warn' });
