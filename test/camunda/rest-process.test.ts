@@ -66,6 +66,15 @@ describe('deployment/create', () => {
     expect(await count('definitions')).toBe(before);
   });
 
+  it('refuses a resource above 5 MB with 413, deploying nothing', async () => {
+    const before = await count('definitions');
+    const big = singleTaskBpmn('rp_big', 'rp-big').replace('</bpmn:definitions>', `<!--${'x'.repeat(5 * 1024 * 1024)}--></bpmn:definitions>`);
+    const res = await deployForm([{ field: 'data', filename: 'big.bpmn', content: big }]);
+    expect(res.status).toBe(413);
+    expect(res.body.type).toBe('InvalidRequestException');
+    expect(await count('definitions')).toBe(before);
+  });
+
   it('refuses a form without resources, and a body that is not multipart', async () => {
     const empty = await deployForm([{ field: 'deployment-name', content: 'nothing' }]);
     expect(empty.status).toBe(400);
