@@ -255,6 +255,18 @@ describe('task calls by workerId', () => {
     expect((await engineRest(t.url, 'GET', `/external-task/${task.id}`)).body.retries).toBe(0);
   });
 
+  it('failure and bpmnError keep the Camunda types of their variables', async () => {
+    const a = await locked();
+    await engineRest(t.url, 'POST', `/external-task/${a.id}/failure`, { workerId: 'w1', retries: 1, retryTimeout: 60_000, variables: { failedAt: { value: '2024-03-01T10:00:00.000+0000', type: 'Date' } } });
+    expect((await engineRest(t.url, 'GET', `/process-instance/${a.instanceId}/variables/failedAt`)).body).toEqual({ type: 'Date', value: '2024-03-01T10:00:00.000+0000', valueInfo: {} });
+    const b = await locked();
+    await engineRest(t.url, 'POST', `/external-task/${b.id}/bpmnError`, { workerId: 'w1', errorCode: 'NOPE', variables: { detail: { value: '{"why":"x"}', type: 'Json' } } });
+    await waitForStatus(t.api, b.instanceId, 'incident');
+    expect((await engineRest(t.url, 'GET', `/process-instance/${b.instanceId}/variables/detail`)).body).toEqual({ type: 'Json', value: '{"why":"x"}', valueInfo: {} });
+    expect((await engineRest(t.url, 'POST', `/external-task/${b.id}/bpmnError`, { workerId: 'w1', errorCode: 'NOPE' })).status).toBe(204);
+    expect((await engineRest(t.url, 'POST', `/external-task/${b.id}/bpmnError`, { workerId: 'w9', errorCode: 'NOPE' })).status).toBe(400);
+  });
+
   it('lock by id: a ready task locks, the holder renews, another worker gets 400', async () => {
     const task = await oneTask();
     const [row] = (await t.db.pool.query(`select id from external_tasks where instance_id = $1`, [task.instanceId])).rows;
