@@ -27,6 +27,7 @@ export class BatonEditor extends LightElement {
     deployed: { state: true },
     error: { state: true },
     importWarnings: { state: true },
+    notice: { state: true },
     host: { state: true },
   };
   declare diagramId: string;
@@ -37,6 +38,7 @@ export class BatonEditor extends LightElement {
   declare deployed: DeployResult | undefined;
   declare error: string;
   declare importWarnings: string[];
+  declare notice: string;
   declare host: DiagramHost | undefined;
 
   private lintTimer: ReturnType<typeof setTimeout> | undefined;
@@ -54,6 +56,7 @@ export class BatonEditor extends LightElement {
     this.deployed = undefined;
     this.error = '';
     this.importWarnings = [];
+    this.notice = '';
     this.host = undefined;
   }
 
@@ -151,8 +154,12 @@ export class BatonEditor extends LightElement {
 
   private selectElement(elementId: string): void {
     const host = this.host;
-    const element = host?.get<ElementRegistry>('elementRegistry').get(elementId);
-    if (!host || !element) return;
+    if (!host) return;
+    const found = host.get<ElementRegistry>('elementRegistry').get(elementId);
+    // The process is the canvas root: nothing to select or scroll to.
+    const element = found === host.get<Canvas>('canvas').getRootElement() ? undefined : found;
+    this.notice = element ? '' : `${elementId} is not drawn on the canvas: the problem concerns the process or the file as a whole`;
+    if (!element) return;
     host.get<Selection>('selection').select(element);
     host.get<Canvas>('canvas').scrollToElement(element);
   }
@@ -228,6 +235,7 @@ export class BatonEditor extends LightElement {
           <button class="primary deploy" @click=${() => this.deploy()}>Deploy</button>
         </div>
         ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
+        ${this.notice ? html`<p class="notice" role="status">${this.notice}</p>` : nothing}
         ${this.importWarnings.length ? html`<details class="warning"><summary>${this.importWarnings.length} import warning(s)</summary>
           <ul>${this.importWarnings.map((w) => html`<li>${w}</li>`)}</ul></details>` : nothing}
         ${this.renderDeployResult()}

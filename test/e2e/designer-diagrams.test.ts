@@ -58,6 +58,17 @@ describe('drawing', () => {
   });
 });
 
+describe('problems', () => {
+  it('given a problem of the process itself, when chosen, then a notice says it is not on the canvas', async () => {
+    const xml = (await readFile(path.resolve('test/e2e/fixtures/no-topic.bpmn'), 'utf8')).replace('isExecutable="true"', 'isExecutable="false"');
+    const created = await h.t.api.post('/api/diagrams', { name: 'Not executable', xml });
+    await h.page.goto(`${h.t.url}/#/diagrams/${created.body.id}`);
+    await h.page.locator('.problem[data-element-id="e2e-order"]').click();
+    await h.page.getByText('e2e-order is not drawn on the canvas').waitFor();
+    expect(await h.page.locator('g.djs-element.selected').count()).toBe(0);
+  });
+});
+
 describe('properties of flows', () => {
   it('given the order sample, when the "no" flow becomes the default and its condition changes, then the saved XML has both', async () => {
     const xml = await readFile(path.resolve('samples/order.bpmn'), 'utf8');
