@@ -115,6 +115,15 @@ describe('designer: lint, deploy, start, watch', () => {
     await h.page.locator('.baton-heat-badge[data-element-id="work"]').waitFor();
     await expect(h.page.locator('.baton-heat-badge[data-element-id="work"]').textContent()).resolves.toBe('1');
     await h.screenshot('06-heatmap');
+
+    // A second version has no instances yet; the first keeps its counts.
+    const v1 = (await h.t.api.get('/api/definitions/e2e-order')).body;
+    expect((await h.t.api.post('/api/definitions', { xml: v1.xml.replace('camunda:topic="e2e-charge"', 'camunda:topic="e2e-charge-2"') })).body.version).toBe(2);
+    await h.page.reload();
+    await h.page.locator('.versions strong', { hasText: 'v2' }).waitFor();
+    await expect(h.page.locator('.definition-view .meta').textContent()).resolves.toContain('none yet');
+    await h.page.locator('.versions').getByRole('link', { name: 'v1' }).click();
+    await h.page.locator('.baton-heat-badge[data-element-id="work"]').waitFor();
     expect(h.consoleErrors).toEqual([]);
   });
 });
