@@ -17,6 +17,7 @@ export class BatonInstanceList extends LightElement {
     cursors: { state: true },
     error: { state: true },
     loaded: { state: true },
+    keys: { state: true },
   };
   declare definitionKey: string;
   declare status: string;
@@ -27,6 +28,8 @@ export class BatonInstanceList extends LightElement {
   declare cursors: string[];
   declare error: string;
   declare loaded: boolean;
+  /** deployed definition keys, for the filter */
+  declare keys: string[];
   private stop: (() => void) | undefined;
 
   constructor() {
@@ -39,11 +42,13 @@ export class BatonInstanceList extends LightElement {
     this.cursors = [];
     this.error = '';
     this.loaded = false;
+    this.keys = [];
   }
 
   override connectedCallback(): void {
     super.connectedCallback();
     this.follow();
+    api.listDefinitions().then((defs) => (this.keys = defs.map((d) => d.key)), () => undefined);
   }
 
   override disconnectedCallback(): void {
@@ -94,7 +99,10 @@ export class BatonInstanceList extends LightElement {
     return html`<section class="page">
       <div class="page-head"><h1>Instances</h1></div>
       <form class="filters" @submit=${(e: Event) => this.applyFilter(e)} aria-label="Filter instances">
-        <label>Definition <input name="definitionKey" .value=${this.definitionKey} placeholder="any" /></label>
+        <label>Definition <select name="definitionKey">
+          ${['', ...new Set([...this.keys, ...(this.definitionKey ? [this.definitionKey] : [])])].map((k) =>
+            html`<option value=${k} ?selected=${k === this.definitionKey}>${k || 'any'}</option>`)}
+        </select></label>
         <label>Status <select name="status" .value=${this.status}>
           ${['', 'running', 'incident', 'completed', 'canceled'].map((s) => html`<option value=${s} ?selected=${s === this.status}>${s || 'any'}</option>`)}
         </select></label>

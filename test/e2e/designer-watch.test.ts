@@ -88,6 +88,10 @@ describe('instances list', () => {
     await h.page.locator('input[name="businessKey"]').fill('page-3');
     await h.page.getByRole('button', { name: 'Filter' }).click();
     await expect.poll(() => h.page.locator('.instance-list tbody tr').allTextContents()).toEqual([expect.stringContaining('page-3')]);
+    await h.page.locator('input[name="businessKey"]').fill('');
+    await h.page.locator('select[name="definitionKey"]').selectOption('order');
+    await h.page.getByRole('button', { name: 'Filter' }).click();
+    await expect.poll(() => h.page.locator('.instance-list tbody tr').allTextContents()).toEqual([expect.stringContaining('order-7')]);
     await h.page.locator('input[name="businessKey"]').fill('nobody');
     await h.page.getByRole('button', { name: 'Filter' }).click();
     await h.page.getByText('No instances match').waitFor();
