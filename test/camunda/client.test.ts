@@ -20,6 +20,7 @@ beforeAll(async () => {
   await deploy(t.api, singleTaskBpmn('cam_unlock', 'cam-unlock'));
   await deploy(t.api, singleTaskBpmn('cam_takeover', 'cam-takeover'));
   await deploy(t.api, singleTaskBpmn('cam_poll', 'cam-poll'));
+  await deploy(t.api, singleTaskBpmn('cam_many', 'cam-many'));
   await deploy(t.api, buildBpmn('cam_types', [
     { id: 'start', type: 'startEvent' },
     { id: 'write', type: 'serviceTask', topic: 'cam-write' },
@@ -63,6 +64,24 @@ describe('camunda-external-task-client-js against Baton', () => {
     const id = await startByKey(t.url, 'cam_parallel');
     await waitForStatus(t.api, id, 'completed');
     expect(seen.sort()).toEqual(['cam-a', 'cam-b']);
+  });
+
+  it('three clients sharing a topic never get the same task; every task completes once', async () => {
+    const handled: string[] = [];
+    const errors: unknown[] = [];
+    for (const workerId of ['c1', 'c2', 'c3']) {
+      const client = clients.create(t.url, { workerId, maxTasks: 3 });
+      client.subscribe('cam-many', async ({ task, taskService }: any) => {
+        handled.push(task.id);
+        await taskService.complete(task).catch((e: unknown) => errors.push(e));
+      });
+      client.start();
+    }
+    const ids = await Promise.all(Array.from({ length: 20 }, () => startByKey(t.url, 'cam_many')));
+    for (const id of ids) await waitForStatus(t.api, id, 'completed');
+    expect(errors).toEqual([]);
+    expect(new Set(handled).size).toBe(20);
+    expect(handled).toHaveLength(20);
   });
 
   it('answers a parked long poll with a task that arrives mid-wait', async () => {
