@@ -13,6 +13,8 @@ import { tasksRouter } from './api/tasks-routes.ts';
 import { createEngine, type Engine, type EngineOptions } from './engine/context.ts';
 import { TaskNotifier } from './engine/task-notifier.ts';
 import { startSweeper, type Sweeper } from './scheduler/sweeper.ts';
+import { startTimerScheduler, type TimerScheduler } from './scheduler/timer-scheduler.ts';
+import { eventsRouter } from './api/events-routes.ts';
 import { createPool } from './store/db.ts';
 import { applyMigrations } from './store/migrate.ts';
 
@@ -36,6 +38,7 @@ export interface BatonServer {
   notifier: TaskNotifier;
   http: Server;
   sweeper: Sweeper;
+  timers: TimerScheduler;
   url: string;
   close(): Promise<void>;
 }
@@ -48,6 +51,8 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   const notifier = new TaskNotifier(opts.databaseUrl, opts.log);
   await notifier.start();
   const sweeper = startSweeper(pool, opts.log, { intervalMs: opts.sweepIntervalMs ?? 1000, batchSize: 500 });
+  const timers = startTimerScheduler(engine, opts.log, { maxSleepMs: 30_000, batchSize: 100 });
+  notifier.onTimerCreated(() => timers.poke());
 
   const app = express();
   app.disable('x-powered-by');
@@ -66,6 +71,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use('/api/instances', instancesRouter(engine));
   app.use('/api/external-tasks', tasksRouter(engine, notifier));
   app.use('/api/incidents', incidentsRouter(engine));
+  app.use('/api', eventsRouter(engine));
   app.use('/api', designerApiRouter(engine));
   app.use(designerStatic());
   app.use(notFoundRoute);
@@ -85,14 +91,18 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
     notifier,
     http,
     sweeper,
+    timers,
     url,
     async close() {
       await notifier.stop(); // wakes parked long polls, which then answer
       await new Promise<void>((resolve) => {
         http.close(() => resolve());
         http.closeIdleConnections();
+        // Keep-alive sockets that go idle after close() would hold it open: cut them after a grace period.
+        setTimeout(() => http.closeAllConnections(), 2000).unref();
       });
       await sweeper.stop();
+      await timers.stop();
       await pool.end();
     },
   };

@@ -11,6 +11,7 @@ const HTTP: Record<ErrorCode, { status: number; type: string }> = {
   lock_lost: { status: 409, type: 'LockLost' },
   payload_too_large: { status: 413, type: 'PayloadTooLarge' },
   unsupported_media_type: { status: 415, type: 'UnsupportedMediaType' },
+  no_match: { status: 404, type: 'NoMatch' },
 };
 
 // body-parser reports its own failures with a `type` field.

@@ -2,7 +2,8 @@
 // of one instance, compute what a transition changes. No I/O: the store writes
 // the returned Effects in one statement.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
-import { evaluateCondition } from '../shared/feel.ts';
+import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
+import { firstDue, type DueRule } from '../shared/timers.ts';
 import { indexPlan } from './plan-index.ts';
 import type { FlowState, IncidentKind, StepStatus } from './vocabulary.ts';
 
@@ -24,6 +25,7 @@ export interface NewTask {
 export interface NewEvent {
   kind: string;
   stepId?: string;
+  taskId?: string;
   data?: Record<string, unknown>;
 }
 
@@ -34,18 +36,38 @@ export interface NewIncident {
   details?: Record<string, unknown>;
 }
 
+export interface NewTimer {
+  stepId: string;
+  due: DueRule;
+}
+
+export interface NewSubscription {
+  stepId: string;
+  kind: 'message' | 'signal';
+  name: string;
+  /** message correlation key; null: the instance's business key */
+  correlationKey: string | null;
+}
+
 export interface Effects {
   steps: { stepId: string; status: StepStatus }[];
   flows: { flowId: string; state: FlowState }[];
   tasks: NewTask[];
   events: NewEvent[];
   incidents: NewIncident[];
+  /** waits that start: timer rows and message/signal subscriptions */
+  timers: NewTimer[];
+  subscriptions: NewSubscription[];
+  /** steps whose waits end (their timer rows are canceled, subscriptions deleted) */
+  endedWaits: string[];
+  /** steps whose open external task is canceled (an interrupting boundary fired) */
+  canceledTasks: string[];
   /** a terminate end event was reached: open work of the instance is cancelled */
   terminated: boolean;
 }
 
 export function emptyEffects(): Effects {
-  return { steps: [], flows: [], tasks: [], events: [], incidents: [], terminated: false };
+  return { steps: [], flows: [], tasks: [], events: [], incidents: [], timers: [], subscriptions: [], endedWaits: [], canceledTasks: [], terminated: false };
 }
 
 /** Lets the new instance's token leave its none start event. */
@@ -55,12 +77,49 @@ export function startPlan(plan: Plan, state: InstanceState, vars: Variables, fx:
   }
 }
 
-/** Completes a waiting step (a task) and moves the token on. */
+/** Completes a waiting step (a task) and moves the token on; its boundary events that did not fire are skipped. */
 export function completeStep(plan: Plan, stepId: string, state: InstanceState, vars: Variables, fx: Effects): void {
   const step = stepById(plan, stepId);
   setStep(state, fx, step.id, 'completed');
   fx.events.push({ kind: 'step:completed', stepId: step.id });
+  skipOpenBoundaries(plan, step, state, vars, fx);
   leaveStep(plan, step, state, vars, fx);
+}
+
+/**
+ * A catch or boundary event's wait is over (timer due, message matched, signal
+ * received, error caught). An interrupting boundary cancels its host first: the
+ * host's task, its other boundaries and its outgoing flows. Answers false when
+ * the step is no longer waiting (it already fired, or its host ended).
+ */
+export function fireWait(plan: Plan, stepId: string, state: InstanceState, vars: Variables, fx: Effects, data?: Record<string, unknown>): boolean {
+  const step = stepById(plan, stepId);
+  if (state.steps[step.id] !== 'active' || (step.kind !== 'catchEvent' && step.kind !== 'boundaryEvent')) return false;
+  const host = step.boundary ? stepById(plan, step.boundary.attachedTo) : undefined;
+  if (host && step.boundary?.interrupting) {
+    if (state.steps[host.id] !== 'active') return false;
+    setStep(state, fx, host.id, 'canceled');
+    fx.canceledTasks.push(host.id);
+    fx.events.push({ kind: 'step:canceled', stepId: host.id, data: { by: step.id } });
+  }
+  setStep(state, fx, step.id, 'completed');
+  fx.endedWaits.push(step.id);
+  fx.events.push({ kind: 'step:completed', stepId: step.id, data: { trigger: step.wait?.trigger, ...data } });
+  if (host && step.boundary?.interrupting) {
+    skipOpenBoundaries(plan, host, state, vars, fx);
+    resolveFlows(plan, host, [], state, vars, fx); // the host's own path is dead
+  }
+  leaveStep(plan, step, state, vars, fx);
+  return true;
+}
+
+/** The first open error boundary of a host that catches `code`: an exact code match first, then a catch-all. */
+export function findErrorBoundary(plan: Plan, hostId: string, code: string, state: InstanceState): PlanStep | undefined {
+  const open = (stepById(plan, hostId).boundaries ?? [])
+    .map((id) => stepById(plan, id))
+    .filter((b) => b.wait?.trigger === 'error' && state.steps[b.id] === 'active');
+  return open.find((b) => b.wait?.trigger === 'error' && b.wait.errorCode === code)
+    ?? open.find((b) => b.wait?.trigger === 'error' && b.wait.errorCode === undefined);
 }
 
 /** Runs a step that stopped in an incident again: a gateway decides again. */
@@ -93,6 +152,11 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     setStep(state, fx, step.id, 'active');
     fx.tasks.push({ stepId: step.id, ...step.task });
     fx.events.push({ kind: 'step:activated', stepId: step.id });
+    for (const boundaryId of step.boundaries ?? []) startWait(stepById(plan, boundaryId), state, vars, fx);
+    return;
+  }
+  if (step.kind === 'catchEvent') {
+    startWait(step, state, vars, fx);
     return;
   }
   if (step.kind === 'parallelGateway' && !resumed) {
@@ -121,6 +185,38 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
 
 function leaveStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
   resolveFlows(plan, step, step.outgoing, state, vars, fx);
+}
+
+/** A catch or boundary event starts waiting: a timer row or a subscription; an error boundary needs neither. */
+function startWait(step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+  const wait = step.wait;
+  if (!wait) return;
+  if (wait.trigger === 'message' && wait.correlationKey) {
+    const key = evaluateKey(wait.correlationKey, vars);
+    if (!key.ok) {
+      raiseIncident(state, fx, step.id, 'condition_error', `Correlation key of ${step.id}: ${key.message}. Set the variable, then retry the incident.`, { correlationKey: wait.correlationKey });
+      return;
+    }
+    fx.subscriptions.push({ stepId: step.id, kind: 'message', name: wait.name, correlationKey: key.value });
+  } else if (wait.trigger === 'message' || wait.trigger === 'signal') {
+    fx.subscriptions.push({ stepId: step.id, kind: wait.trigger, name: wait.name, correlationKey: null });
+  } else if (wait.trigger === 'timer') {
+    const due = firstDue(wait.timer);
+    if (due.ok) fx.timers.push({ stepId: step.id, due: due.due });
+  }
+  setStep(state, fx, step.id, 'active');
+  fx.events.push({ kind: 'step:activated', stepId: step.id, data: { waitsFor: wait.trigger } });
+}
+
+function skipOpenBoundaries(plan: Plan, host: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+  for (const boundaryId of host.boundaries ?? []) {
+    if (state.steps[boundaryId] !== 'active') continue;
+    const boundary = stepById(plan, boundaryId);
+    setStep(state, fx, boundaryId, 'skipped');
+    fx.endedWaits.push(boundaryId);
+    fx.events.push({ kind: 'step:skipped', stepId: boundaryId });
+    resolveFlows(plan, boundary, [], state, vars, fx);
+  }
 }
 
 function raiseIncident(state: InstanceState, fx: Effects, stepId: string, kind: IncidentKind, message: string, details?: Record<string, unknown>): void {

@@ -35,10 +35,10 @@ export async function retryIncident(engine: Engine, req: RetryIncidentRequest): 
       await requeueFailedTask(tx, incident.task_id, req.retries ?? null);
       instance.state.steps[incident.step_id] = 'active';
       fx.steps.push({ stepId: incident.step_id, status: 'active' });
-    } else {
-      resumeStep(await planOf(engine, instance.definition_id), incident.step_id, instance.state, variables, fx);
     }
-    const status = await commitTransition(tx, instance, fx, variables);
+    const plan = await planOf(engine, instance.definition_id);
+    if (!incident.task_id) resumeStep(plan, incident.step_id, instance.state, variables, fx);
+    const status = await commitTransition(tx, instance, fx, variables, { plan });
     return { ok: true, status };
   });
 }

@@ -37,7 +37,7 @@ export async function startInstance(engine: Engine, req: StartInstanceRequest): 
     fx.events.push({ kind: 'instance:started', data: { businessKey: instance.business_key, definitionId: instance.definition_id } });
     startPlan(plan, instance.state, variables, fx);
     // The row was inserted as 'running'; only a change (an instant end or incident) is an event.
-    const status = await commitTransition(tx, { ...instance, status: 'running' }, fx, variables);
+    const status = await commitTransition(tx, { ...instance, status: 'running' }, fx, variables, { plan });
     return { ok: true, created: true, instance: { ...instance, status, revision: 1 } };
   });
 }

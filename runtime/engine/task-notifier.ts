@@ -3,7 +3,7 @@
 // a notification cannot announce (a retry backoff running out, a lost connection).
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { TASKS_CHANNEL } from '../store/instances.ts';
+import { TASKS_CHANNEL, TIMERS_CHANNEL } from '../store/instances.ts';
 
 export interface TopicSubscription {
   /** resolves when one of the topics was notified since subscribing, or after ms, or on abort */
@@ -22,6 +22,7 @@ export class TaskNotifier {
   private readonly waiters = new Set<Waiter>();
   private stoppedFlag = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
+  private readonly timerListeners: (() => void)[] = [];
 
   constructor(
     private readonly connectionString: string,
@@ -30,11 +31,14 @@ export class TaskNotifier {
 
   async start(): Promise<void> {
     const client = new pg.Client({ connectionString: this.connectionString });
-    client.on('notification', (msg) => this.ring(msg.payload));
+    client.on('notification', (msg) => {
+      if (msg.channel === TIMERS_CHANNEL) this.timerListeners.forEach((fn) => fn());
+      else this.ring(msg.payload);
+    });
     client.on('error', (err) => this.reconnect(err));
     client.on('end', () => this.reconnect());
     await client.connect();
-    await client.query(`listen ${TASKS_CHANNEL}`);
+    await client.query(`listen ${TASKS_CHANNEL}; listen ${TIMERS_CHANNEL}`);
     this.client = client;
   }
 
@@ -56,6 +60,11 @@ export class TaskNotifier {
         waiter.wake?.();
       },
     };
+  }
+
+  /** called when a timer row is created anywhere (and after a reconnect) */
+  onTimerCreated(listener: () => void): void {
+    this.timerListeners.push(listener);
   }
 
   /** true once stop() ran: parked polls answer what they have */
@@ -104,6 +113,7 @@ export class TaskNotifier {
     old?.end().catch(() => undefined);
     // Wake everyone: notifications may have been lost while disconnected.
     this.ring(undefined);
+    this.timerListeners.forEach((fn) => fn());
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
       this.start().catch((e: Error) => this.reconnect(e));

@@ -1,12 +1,13 @@
 // External-task transitions that move an instance: complete, failure, BPMN error.
 // Each locks the instance first, then applies the holder's guarded task update.
-import { completeStep, emptyEffects, type Effects, type Variables } from './advance.ts';
+import { completeStep, emptyEffects, findErrorBoundary, fireWait, type Effects, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition } from './transition.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
 import { lockInstanceOfTask, type LockedInstance } from '../store/instances.ts';
 import {
   failTask as failTaskRow,
+  markTaskCaught,
   markTaskDone,
   markTaskErrored,
   recordLateResult,
@@ -31,9 +32,9 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest): Pr
     const plan = await planOf(engine, instance.definition_id);
     const variables = { ...instance.variables, ...req.variables };
     const fx = emptyEffects();
-    fx.events.push({ kind: 'task:completed', stepId: result.task.step_id, data: { workerId: req.workerId, attempt: result.task.attempt } });
+    fx.events.push({ kind: 'task:completed', stepId: result.task.step_id, taskId: result.task.id, data: { workerId: req.workerId, attempt: result.task.attempt } });
     completeStep(plan, result.task.step_id, instance.state, variables, fx);
-    await commitTransition(tx, instance, fx, variables);
+    await commitTransition(tx, instance, fx, variables, { plan });
     return result;
   });
 }
@@ -59,6 +60,7 @@ export async function failTask(engine: Engine, req: FailTaskRequest): Promise<Ta
     fx.events.push({
       kind: 'task:failed',
       stepId: task.step_id,
+      taskId: task.id,
       data: { workerId: req.workerId, attempt: task.attempt, errorMessage: req.errorMessage, retriesLeft: task.retries_left, retryAt: task.state === 'ready' ? task.retry_at : null },
     });
     if (task.state === 'failed') {
@@ -75,14 +77,28 @@ export interface BpmnErrorRequest extends LockHolder {
   variables?: Variables;
 }
 
-/** A business error reported by the worker. No boundary events exist yet, so it always raises an incident. */
+/**
+ * A business error reported by the worker: an error boundary on the task catches
+ * it (exact code first, then a catch-all); with none, the step waits in an incident.
+ */
 export async function reportBpmnError(engine: Engine, req: BpmnErrorRequest): Promise<TaskCallResult> {
   return holderTransition(engine, req, { kind: 'bpmn-error', payload: req.variables }, async (tx, instance) => {
     const result = await markTaskErrored(tx, { ...req, generation: instance.generation, errorMessage: req.errorMessage ?? null });
     if (!result.ok) return result;
     const task = result.task;
+    const plan = await planOf(engine, instance.definition_id);
     const variables = { ...instance.variables, ...req.variables };
     const fx = emptyEffects();
+    fx.events.push({ kind: 'task:bpmn_error', stepId: task.step_id, taskId: task.id, data: { workerId: req.workerId, attempt: task.attempt, errorCode: req.errorCode } });
+    const boundary = findErrorBoundary(plan, task.step_id, req.errorCode, instance.state);
+    if (boundary?.wait?.trigger === 'error') {
+      await markTaskCaught(tx, task.id);
+      if (boundary.wait.errorCodeVariable) variables[boundary.wait.errorCodeVariable] = req.errorCode;
+      if (boundary.wait.errorMessageVariable) variables[boundary.wait.errorMessageVariable] = req.errorMessage ?? null;
+      fireWait(plan, boundary.id, instance.state, variables, fx, { errorCode: req.errorCode });
+      await commitTransition(tx, instance, fx, variables, { plan });
+      return result;
+    }
     raiseTaskIncident(instance, task, fx, 'bpmn_error',
       `Task ${task.step_id} reported BPMN error ${req.errorCode} and no error boundary catches it`,
       { errorCode: req.errorCode, errorMessage: req.errorMessage ?? null });

@@ -3,13 +3,17 @@
 import type { Effects, Variables } from './advance.ts';
 import { deriveStatus } from './advance.ts';
 import type { InstanceStatus } from './vocabulary.ts';
-import type { Queryable } from '../store/db.ts';
+import type { Plan } from '../compiler/plan.ts';
+import type { PoolClient, Queryable } from '../store/db.ts';
+import { consumeBufferedMessages } from './inbox.ts';
 import { applyEffects, cancelOpenWork, type LockedInstance } from '../store/instances.ts';
 
 export interface CommitOptions {
   /** forces a status (cancel); otherwise derived from the steps */
   status?: InstanceStatus;
   incidentTaskIds?: (string | null)[];
+  /** needed when the transition may start message waits: they look in the inbox first */
+  plan?: Plan;
 }
 
 export async function commitTransition(
@@ -19,6 +23,9 @@ export async function commitTransition(
   variables: Variables,
   opts: CommitOptions = {},
 ): Promise<InstanceStatus> {
+  if (opts.plan && fx.subscriptions.some((x) => x.kind === 'message')) {
+    await consumeBufferedMessages(tx as PoolClient, instance, opts.plan, fx, variables);
+  }
   const closing = fx.terminated || opts.status === 'canceled';
   if (closing) closeOpenSteps(instance, fx);
   const status = opts.status ?? deriveStatus(instance.state, fx);
@@ -42,5 +49,8 @@ function closeOpenSteps(instance: LockedInstance, fx: Effects): void {
     fx.steps.push({ stepId, status: 'canceled' });
     fx.events.push({ kind: 'step:canceled', stepId });
   }
+  // cancel_open_work ends every task, timer and subscription the instance still has.
   fx.tasks = [];
+  fx.timers = [];
+  fx.subscriptions = [];
 }

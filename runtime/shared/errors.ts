@@ -12,6 +12,8 @@ export const ErrorCode = {
   lock_lost: 'lock_lost',
   payload_too_large: 'payload_too_large',
   unsupported_media_type: 'unsupported_media_type',
+  /** a message found no waiting subscription and may not be kept */
+  no_match: 'no_match',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

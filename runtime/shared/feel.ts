@@ -55,6 +55,17 @@ export function evaluateCondition(feel: string, variables: Record<string, unknow
   }
 }
 
+/** Evaluates a FEEL expression to a correlation key: a string or number becomes its text; anything else is refused. */
+export function evaluateKey(feel: string, variables: Record<string, unknown>): { ok: true; value: string } | { ok: false; message: string } {
+  try {
+    const value: unknown = evaluate(feel, variables).value;
+    if (typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))) return { ok: true, value: String(value) };
+    return { ok: false, message: `expression "${feel}" gave ${value === null || value === undefined ? 'null' : typeof value}, not a string or number` };
+  } catch (cause) {
+    return { ok: false, message: `expression "${feel}" failed: ${messageOf(cause)}` };
+  }
+}
+
 function messageOf(cause: unknown): string {
   return cause instanceof Error ? cause.message : String(cause);
 }

@@ -4,6 +4,8 @@ import type { InstanceStatus } from '../engine/vocabulary.ts';
 import type { Queryable } from './db.ts';
 
 export const TASKS_CHANNEL = 'baton_tasks';
+/** rung when a timer row is created, so schedulers recompute their next wake-up */
+export const TIMERS_CHANNEL = 'baton_timers';
 
 export interface InstanceRow {
   id: string;
@@ -76,6 +78,18 @@ export async function lockInstance(db: Queryable, instanceId: string): Promise<L
   return rows[0] ? loadState(db, rows[0]) : undefined;
 }
 
+/** Like lockInstance, but answers 'busy' instead of waiting when another transition holds the row. */
+export async function tryLockInstance(db: Queryable, instanceId: string): Promise<LockedInstance | 'busy' | undefined> {
+  const { rows } = await db.query<InstanceRow>({
+    name: 'try_lock_instance',
+    text: 'select * from instances where id = $1 for no key update skip locked',
+    values: [instanceId],
+  });
+  if (rows[0]) return loadState(db, rows[0]);
+  const exists = await db.query('select 1 from instances where id = $1', [instanceId]);
+  return exists.rowCount ? 'busy' : undefined;
+}
+
 /** Same as lockInstance, found through one of its external tasks. */
 export async function lockInstanceOfTask(db: Queryable, taskId: string): Promise<LockedInstance | undefined> {
   const { rows } = await db.query<InstanceRow>({
@@ -120,6 +134,9 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
   const steps = lastStatusPerStep(fx.steps);
   const incidentTasks = p.incidentTaskIds ?? fx.incidents.map(() => null);
   const ended = p.status === 'completed' || p.status === 'canceled';
+  // A wait that starts and ends within one transition never needs a row.
+  const timers = fx.timers.filter((t) => !fx.endedWaits.includes(t.stepId));
+  const subscriptions = fx.subscriptions.filter((x) => !fx.endedWaits.includes(x.stepId));
   await db.query({
     name: 'apply_effects',
     text: `with
@@ -138,14 +155,27 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
       inc as (insert into incidents (instance_id, step_id, generation, kind, message, details, task_id)
             select $1, x.step_id, $2, x.kind, x.message, x.details, x.task_id
               from unnest($11::text[], $12::text[], $13::text[], $14::jsonb[], $15::uuid[]) as x(step_id, kind, message, details, task_id)),
-      e as (insert into events (instance_id, generation, kind, step_id, data)
-            select $1, $2, x.kind, x.step_id, x.data
-              from unnest($16::text[], $17::text[], $18::jsonb[]) with ordinality as x(kind, step_id, data, n)
+      e as (insert into events (instance_id, generation, kind, step_id, task_id, data)
+            select $1, $2, x.kind, x.step_id, x.task_id, x.data
+              from unnest($16::text[], $17::text[], $18::jsonb[], $32::uuid[]) with ordinality as x(kind, step_id, data, task_id, n)
              order by x.n),
+      tm as (insert into timers (instance_id, step_id, generation, due_at)
+            select $1, x.step_id, $2,
+                   case when x.at is not null then greatest(x.at::timestamptz, now()) else now() + x.delay::interval end
+              from unnest($23::text[], $24::text[], $25::text[]) as x(step_id, delay, at)),
+      sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key)
+            select $1, x.step_id, $2, x.kind, x.name, coalesce(x.correlation_key, (select business_key from instances where id = $1))
+              from unnest($26::text[], $27::text[], $28::text[], $29::text[]) as x(step_id, kind, name, correlation_key)),
+      tc as (update timers set state = 'canceled' where instance_id = $1 and step_id = any($30::text[]) and state = 'waiting'),
+      sd as (delete from subscriptions where instance_id = $1 and step_id = any($30::text[])),
+      kc as (update external_tasks set state = 'canceled', ended_at = now()
+              where instance_id = $1 and step_id = any($31::text[]) and state in ('ready', 'locked')),
       i as (update instances set status = $19, variables = $20, revision = revision + 1, updated_at = now(),
                    ended_at = case when $21 then now() end
              where id = $1)
-      select pg_notify('${TASKS_CHANNEL}', topic) from (select distinct unnest($8::text[]) as topic) as n`,
+      select pg_notify('${TASKS_CHANNEL}', topic) from (select distinct unnest($8::text[]) as topic) as n
+      union all
+      select pg_notify('${TIMERS_CHANNEL}', '') where cardinality($23::text[]) > 0`,
     values: [
       p.instance.id, p.instance.generation,
       steps.map((s) => s.stepId), steps.map((s) => s.status),
@@ -156,6 +186,10 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
       fx.events.map((e) => e.kind), fx.events.map((e) => e.stepId ?? null), fx.events.map((e) => e.data ?? {}),
       p.status, p.variables, ended,
       fx.tasks.map((t) => idempotencyKey(p.instance.id, t.stepId, p.instance.generation)),
+      timers.map((t) => t.stepId), timers.map((t) => ('interval' in t.due ? t.due.interval : null)), timers.map((t) => ('at' in t.due ? t.due.at : null)),
+      subscriptions.map((x) => x.stepId), subscriptions.map((x) => x.kind), subscriptions.map((x) => x.name), subscriptions.map((x) => x.correlationKey),
+      fx.endedWaits, fx.canceledTasks,
+      fx.events.map((e) => e.taskId ?? null),
     ],
   });
 }
@@ -173,12 +207,14 @@ function lastStatusPerStep(steps: Effects['steps']): Effects['steps'] {
   return [...last.values()];
 }
 
-/** Cancels every open task and resolves every open incident of an instance (cancel, terminate). */
+/** Cancels every open task, timer and subscription and resolves every open incident of an instance (cancel, terminate). */
 export async function cancelOpenWork(db: Queryable, instanceId: string): Promise<void> {
   await db.query({
     name: 'cancel_open_work',
     text: `with t as (update external_tasks set state = 'canceled', ended_at = now()
-                       where instance_id = $1 and state in ('ready', 'locked', 'failed'))
+                       where instance_id = $1 and state in ('ready', 'locked', 'failed')),
+                tm as (update timers set state = 'canceled' where instance_id = $1 and state = 'waiting'),
+                sb as (delete from subscriptions where instance_id = $1)
            update incidents set status = 'resolved', resolved_at = now()
             where instance_id = $1 and status = 'open'`,
     values: [instanceId],

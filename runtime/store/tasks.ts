@@ -133,6 +133,11 @@ export async function markTaskErrored(db: Queryable, p: LockHolder & { generatio
   return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, 'bpmn-error') };
 }
 
+/** A BPMN error an error boundary caught ends the task as done, not failed: no incident holds it. */
+export async function markTaskCaught(db: Queryable, taskId: string): Promise<void> {
+  await db.query({ name: 'mark_task_caught', text: `update external_tasks set state = 'done' where id = $1 and state = 'failed'`, values: [taskId] });
+}
+
 /** Extends the holder's lease from now; the database clock decides. */
 export async function extendLock(db: Queryable, p: LockHolder & { lockDurationMs: number }): Promise<GuardedTaskResult> {
   const { rows } = await db.query<ExternalTaskRow>({

@@ -78,7 +78,11 @@ describe('external task lifecycle', () => {
     expect(f1.status).toBe(204);
     // The same failure again is a no-op.
     expect((await t.api.post(`/api/external-tasks/${a1.id}/failure`, { workerId: 'w', lockToken: a1.lockToken, errorMessage: 'boom' })).status).toBe(204);
-    expect(await fetchTasks(t.api, 'w', ['one-task'])).toEqual([]); // still backing off
+    // The next attempt is held back by the backoff, measured on the database clock.
+    const backoff = await t.db.pool.query(
+      `select extract(epoch from t.retry_at - e.at) * 1000 as ms from external_tasks t
+         join events e on e.task_id = t.id and e.kind = 'task:failed' where t.id = $1 order by e.seq limit 1`, [a1.id]);
+    expect(Number(backoff.rows[0].ms)).toBeGreaterThanOrEqual(99);
     const a2 = await fetchOne(t.api, 'w', 'one-task');
     expect(Date.now() - failedAt).toBeGreaterThanOrEqual(90);
     expect(a2).toMatchObject({ id: a1.id, attempt: 2, retriesLeft: 1 });

@@ -1,0 +1,24 @@
+// Messages and signals from outside: POST /api/messages, POST /api/signals.
+import { Router } from 'express';
+import type { Engine } from '../engine/context.ts';
+import { broadcastSignal, publishMessage, type PublishMessageRequest } from '../engine/waits.ts';
+import type { Variables } from '../engine/advance.ts';
+import { validateBody } from './validate.ts';
+
+export function eventsRouter(engine: Engine): Router {
+  const router = Router();
+
+  // matched and duplicate answer 200, buffered 202; no subscription with ttlMs 0 is 404 NoMatch.
+  router.post('/messages', async (req, res) => {
+    const body = validateBody<PublishMessageRequest>('message-request', req.body);
+    const result = await publishMessage(engine, body);
+    res.status(result.status === 'buffered' ? 202 : 200).json(result);
+  });
+
+  router.post('/signals', async (req, res) => {
+    const body = validateBody<{ name: string; variables?: Variables }>('signal-request', req.body);
+    res.json({ name: body.name, delivered: await broadcastSignal(engine, body.name, body.variables) });
+  });
+
+  return router;
+}

@@ -1,0 +1,29 @@
+// Messages that arrived before their catch event started waiting.
+import type { Plan } from '../compiler/plan.ts';
+import { fireWait, type Effects, type Variables } from './advance.ts';
+import type { PoolClient } from '../store/db.ts';
+import type { LockedInstance } from '../store/instances.ts';
+import { lockMessageName, takeBufferedMessage } from '../store/waits.ts';
+
+/**
+ * New message subscriptions of this transition first look in the inbox: a
+ * message that arrived before its catch is consumed now, exactly once.
+ */
+export async function consumeBufferedMessages(tx: PoolClient, instance: LockedInstance, plan: Plan, fx: Effects, variables: Variables): Promise<void> {
+  const checked = new Set<string>();
+  for (;;) {
+    const sub = fx.subscriptions.find((s) => s.kind === 'message' && !checked.has(s.stepId) && !fx.endedWaits.includes(s.stepId));
+    if (!sub) return;
+    checked.add(sub.stepId);
+    await lockMessageName(tx, sub.name);
+    const message = await takeBufferedMessage(tx, {
+      name: sub.name,
+      correlationKey: sub.correlationKey ?? instance.business_key,
+      instanceId: instance.id,
+      stepId: sub.stepId,
+    });
+    if (!message) continue;
+    Object.assign(variables, message.payload);
+    fireWait(plan, sub.stepId, instance.state, variables, fx, { messageId: message.message_id });
+  }
+}

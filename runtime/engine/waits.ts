@@ -1,0 +1,138 @@
+// Waits that end from outside a task: a due timer, a published message, a broadcast signal.
+import { emptyEffects, fireWait, type Variables } from './advance.ts';
+import { planOf, type Engine } from './context.ts';
+import { commitTransition } from './transition.ts';
+import { withTransaction, type PoolClient } from '../store/db.ts';
+import { lockInstance, tryLockInstance, type LockedInstance } from '../store/instances.ts';
+import {
+  deleteSubscription,
+  findDueTimers,
+  findMessage,
+  findMessageSubscription,
+  findTimerInstance,
+  insertMessage,
+  listSignalSubscriptions,
+  lockMessageName,
+  markMessageMatched,
+  markTimerFired,
+  type SubscriptionRow,
+} from '../store/waits.ts';
+import { BatonError } from '../shared/errors.ts';
+
+/** Fires one due timer in its instance's transition; false when it was not due or already fired or canceled. */
+export async function fireTimer(engine: Engine, timerId: string): Promise<boolean> {
+  return withTransaction(engine.pool, async (tx) => {
+    const instanceId = await findTimerInstance(tx, timerId);
+    const instance = instanceId ? await lockInstance(tx, instanceId) : undefined;
+    if (!instance) return false;
+    const timer = await markTimerFired(tx, timerId, instance.generation);
+    if (!timer) return false;
+    const plan = await planOf(engine, instance.definition_id);
+    const fx = emptyEffects();
+    // A boundary whose host already ended consumes its timer and does nothing.
+    if (fireWait(plan, timer.step_id, instance.state, instance.variables, fx, { timerId, dueAt: timer.due_at })) {
+      await commitTransition(tx, instance, fx, instance.variables, { plan });
+    }
+    return true;
+  });
+}
+
+/** Fires every due timer; answers how many fired. */
+export async function fireDueTimers(engine: Engine, batch: number): Promise<number> {
+  let fired = 0;
+  for (const timer of await findDueTimers(engine.pool, batch)) {
+    if (await fireTimer(engine, timer.id)) fired++;
+  }
+  return fired;
+}
+
+export interface PublishMessageRequest {
+  name: string;
+  correlationKey?: string;
+  businessKey?: string;
+  instanceId?: string;
+  messageId?: string;
+  variables?: Variables;
+  /** how long an unmatched message waits in the inbox; 0: refuse it instead */
+  ttlMs?: number;
+}
+
+export type PublishMessageResult =
+  | { status: 'matched'; instanceId: string; messageId: string }
+  | { status: 'buffered'; messageId: string }
+  | { status: 'duplicate'; messageId: string; instanceId?: string };
+
+const DEFAULT_TTL_MS = 60 * 60 * 1000;
+
+/**
+ * Stores the message, then hands it to exactly one waiting subscription, or keeps
+ * it until a matching catch starts waiting (ttlMs). A repeated messageId changes nothing.
+ */
+export async function publishMessage(engine: Engine, req: PublishMessageRequest): Promise<PublishMessageResult> {
+  const messageId = req.messageId ?? crypto.randomUUID();
+  // An instance busy in another transition is not waited for while we hold the
+  // message-name lock (that transition may want the same lock): retry instead.
+  for (let attempt = 0; ; attempt++) {
+    const result = await withTransaction(engine.pool, (tx) => tryPublish(engine, tx, req, messageId));
+    if (result !== 'busy') return result;
+    if (attempt > 200) throw new Error(`Message ${messageId}: the matching instance stayed busy; try again`);
+    await new Promise((r) => setTimeout(r, Math.min(50, 2 + attempt)));
+  }
+}
+
+async function tryPublish(engine: Engine, tx: PoolClient, req: PublishMessageRequest, messageId: string): Promise<PublishMessageResult | 'busy'> {
+  await lockMessageName(tx, req.name);
+  const correlationKey = req.correlationKey ?? req.businessKey ?? null;
+  const stored = await insertMessage(tx, {
+    messageId,
+    name: req.name,
+    correlationKey,
+    instanceId: req.instanceId ?? null,
+    payload: req.variables ?? {},
+    ttlMs: req.ttlMs ?? DEFAULT_TTL_MS,
+  });
+  if (!stored) {
+    const earlier = await findMessage(tx, messageId);
+    return { status: 'duplicate', messageId, ...(earlier?.instance_id ? { instanceId: earlier.instance_id } : {}) };
+  }
+  const skip: string[] = [];
+  for (;;) {
+    const sub = await findMessageSubscription(tx, { name: req.name, correlationKey, instanceId: req.instanceId ?? null, skip });
+    if (!sub) break;
+    const instance = await tryLockInstance(tx, sub.instance_id);
+    if (instance === 'busy') return 'busy';
+    if (instance && (await deliverToSubscription(engine, tx, instance, sub, req.variables ?? {}, { messageId }))) {
+      await markMessageMatched(tx, stored.id, instance.id, sub.step_id);
+      return { status: 'matched', instanceId: instance.id, messageId };
+    }
+    skip.push(sub.id);
+  }
+  if (req.ttlMs === 0) {
+    throw new BatonError('no_match', `No instance waits for message "${req.name}"${correlationKey ? ` with correlation key "${correlationKey}"` : ''}, and ttlMs 0 forbids keeping it`);
+  }
+  return { status: 'buffered', messageId };
+}
+
+/** Takes a subscription of a locked instance and fires its step; false when the step no longer waits. */
+async function deliverToSubscription(engine: Engine, tx: PoolClient, instance: LockedInstance, sub: SubscriptionRow, payload: Variables, data: Record<string, unknown>): Promise<boolean> {
+  if (sub.generation !== instance.generation || !(await deleteSubscription(tx, sub.id))) return false;
+  const plan = await planOf(engine, instance.definition_id);
+  const variables = { ...instance.variables, ...payload };
+  const fx = emptyEffects();
+  if (!fireWait(plan, sub.step_id, instance.state, variables, fx, data)) return false;
+  await commitTransition(tx, instance, fx, variables, { plan });
+  return true;
+}
+
+/** Delivers a signal to every subscription waiting at this moment (signals are not kept); answers how many. */
+export async function broadcastSignal(engine: Engine, name: string, variables: Variables = {}): Promise<number> {
+  let delivered = 0;
+  for (const sub of await listSignalSubscriptions(engine.pool, name)) {
+    const ok = await withTransaction(engine.pool, async (tx) => {
+      const instance = await lockInstance(tx, sub.instance_id);
+      return instance ? deliverToSubscription(engine, tx, instance, sub, variables, { signal: name }) : false;
+    });
+    if (ok) delivered++;
+  }
+  return delivered;
+}
