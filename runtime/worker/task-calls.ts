@@ -26,6 +26,8 @@ export type ReportResult =
 export interface CallDeps {
   http: HttpClient;
   log: WorkerLogger;
+  /** longest wait for an answer's headers */
+  callTimeoutMs: number;
 }
 
 function pathOf(h: Holder, call: string): string {
@@ -40,7 +42,7 @@ export async function sendReport(deps: CallDeps, h: Holder, report: TaskReport, 
   const backoff = createBackoff(100, 5_000);
   let lastError = '';
   for (let attempt = 1; attempt <= opts.attempts && !opts.signal.aborted; attempt++) {
-    const outcome = await deps.http.post(pathOf(h, report.call), { workerId: h.workerId, lockToken: h.lockToken, ...report.body });
+    const outcome = await deps.http.post(pathOf(h, report.call), { workerId: h.workerId, lockToken: h.lockToken, ...report.body }, { timeoutMs: deps.callTimeoutMs });
     if (outcome.kind === 'ok') return { kind: 'applied' };
     if (outcome.kind === 'refused' && !isTransient(outcome)) return resultOfRefusal(outcome, attempt > 1);
     lastError = describe(outcome);
@@ -78,7 +80,7 @@ export function startHeartbeat(deps: CallDeps, h: Holder, lockDurationMs: number
     while (!stopped.signal.aborted) {
       await sleep(wait, stopped.signal);
       if (stopped.signal.aborted) return;
-      const outcome = await deps.http.post(pathOf(h, 'extend-lock'), { workerId: h.workerId, lockToken: h.lockToken, lockDurationMs });
+      const outcome = await deps.http.post(pathOf(h, 'extend-lock'), { workerId: h.workerId, lockToken: h.lockToken, lockDurationMs }, { timeoutMs: Math.min(deps.callTimeoutMs, Math.max(1_000, every)) });
       if (stopped.signal.aborted) return;
       if (outcome.kind === 'refused' && (outcome.status === 409 || outcome.status === 404)) {
         deps.log.warn({ taskId: h.taskId, status: outcome.status }, 'task:lock_lost');
@@ -97,7 +99,7 @@ export function startHeartbeat(deps: CallDeps, h: Holder, lockDurationMs: number
 export async function unlockTask(deps: CallDeps, h: Holder): Promise<boolean> {
   const backoff = createBackoff(100, 1_000);
   for (let attempt = 1; attempt <= 3; attempt++) {
-    const outcome = await deps.http.post(pathOf(h, 'unlock'), { workerId: h.workerId, lockToken: h.lockToken });
+    const outcome = await deps.http.post(pathOf(h, 'unlock'), { workerId: h.workerId, lockToken: h.lockToken }, { timeoutMs: deps.callTimeoutMs });
     if (outcome.kind === 'ok') return true;
     if (!isTransient(outcome)) return false;
     await sleep(backoff.next());
@@ -110,7 +112,7 @@ export type ProgressResult = 'sent' | 'lock_lost' | 'not_sent';
 
 /** One progress report; best effort, never retried (a later report supersedes it). */
 export async function sendProgress(deps: CallDeps, h: Holder, data: unknown): Promise<ProgressResult> {
-  const outcome = await deps.http.post(pathOf(h, 'progress'), { workerId: h.workerId, lockToken: h.lockToken, data });
+  const outcome = await deps.http.post(pathOf(h, 'progress'), { workerId: h.workerId, lockToken: h.lockToken, data }, { timeoutMs: deps.callTimeoutMs });
   if (outcome.kind === 'ok') return 'sent';
   if (outcome.kind === 'refused' && outcome.status === 409) return 'lock_lost';
   deps.log.debug({ taskId: h.taskId, error: describe(outcome) }, 'task:progress_not_sent');

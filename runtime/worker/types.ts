@@ -29,6 +29,8 @@ export interface WorkerOptions {
   backoff?: { minMs?: number; maxMs?: number };
   /** tries of one complete/failure/bpmn-error call over network errors and 5xx (default 10) */
   reportAttempts?: number;
+  /** longest wait for the answer to a task call (default 30 s); a call past it counts as a network error */
+  callTimeoutMs?: number;
   log?: WorkerLogger;
 }
 

@@ -19,6 +19,7 @@ interface Settings {
   backoffMinMs: number;
   backoffMaxMs: number;
   reportAttempts: number;
+  callTimeoutMs: number;
 }
 
 export function createWorker(options: WorkerOptions): Worker {
@@ -34,7 +35,7 @@ export function createWorker(options: WorkerOptions): Worker {
   let loop: Promise<void> | undefined;
   let stopped: Promise<void> | undefined;
 
-  const deps = { http, log, workerId, reportAttempts: settings.reportAttempts };
+  const deps = { http, log, workerId, reportAttempts: settings.reportAttempts, callTimeoutMs: settings.callTimeoutMs };
 
   function launch(task: LockedTask): void {
     const sub = subscriptions.get(task.topic);
@@ -58,7 +59,10 @@ export function createWorker(options: WorkerOptions): Worker {
         continue;
       }
       const began = Date.now();
-      const tasks = await fetchTasks(settings.concurrency - running.size);
+      const tasks = await fetchTasks(settings.concurrency - running.size).catch((err: unknown) => {
+        log.error({ workerId, error: String(err) }, 'fetch:failed');
+        return undefined;
+      });
       if (tasks === undefined || (tasks.length === 0 && Date.now() - began < settings.pollWaitMs / 2)) {
         // Unreachable, refused, or an early empty answer (a server shutting down): do not spin.
         await sleep(backoff.next(), stopping.signal);
@@ -79,8 +83,7 @@ export function createWorker(options: WorkerOptions): Worker {
     const outcome = await http.post<LockedTask[]>(
       '/api/external-tasks/fetch-and-lock',
       { workerId, maxTasks, waitMs: settings.pollWaitMs, topics },
-      current.abort.signal,
-      () => (current.answered = true),
+      { signal: current.abort.signal, timeoutMs: settings.pollWaitMs + 30_000, onHeaders: () => (current.answered = true) },
     );
     poll = undefined;
     if (outcome.kind === 'ok') return outcome.body;
@@ -143,13 +146,16 @@ function settingsOf(o: WorkerOptions): Settings {
     backoffMinMs: o.backoff?.minMs ?? 250,
     backoffMaxMs: o.backoff?.maxMs ?? 30_000,
     reportAttempts: o.reportAttempts ?? 10,
+    callTimeoutMs: o.callTimeoutMs ?? 30_000,
   };
   checkRange('concurrency', s.concurrency, 1, 500);
   checkRange('lockDurationMs', s.lockDurationMs, 100, 86_400_000);
-  checkRange('pollWaitMs', s.pollWaitMs, 0, 1_800_000);
+  // Node's fetch gives up on a request whose headers take 300 s; the poll must answer well before.
+  checkRange('pollWaitMs', s.pollWaitMs, 0, 240_000);
   checkRange('stopGraceMs', s.stopGraceMs, 0, 86_400_000);
   checkRange('backoff.minMs', s.backoffMinMs, 1, s.backoffMaxMs);
   checkRange('reportAttempts', s.reportAttempts, 1, 1_000);
+  checkRange('callTimeoutMs', s.callTimeoutMs, 100, 600_000);
   return s;
 }
 

@@ -8,12 +8,15 @@ export interface RecordedCall {
   path: string;
   body: any;
   /** what the proxy did with it */
-  fate: 'forwarded' | 'dropped_before' | 'dropped_after';
+  fate: 'forwarded' | 'dropped_before' | 'dropped_after' | 'held_after';
   status?: number;
 }
 
-/** before: the call never reaches the server; after: the server applies it, the answer is lost. */
-export type FaultRule = { path: RegExp; when: 'before' | 'after'; times: number };
+/**
+ * before: the call never reaches the server; after: the server applies it, the connection drops;
+ * hold: the server applies it, the answer never comes (the connection stays open).
+ */
+export type FaultRule = { path: RegExp; when: 'before' | 'after' | 'hold'; times: number };
 
 export interface FaultProxy {
   url: string;
@@ -59,6 +62,10 @@ export async function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
       if (rule?.when === 'after') {
         call.fate = 'dropped_after';
         req.socket.destroy();
+        return;
+      }
+      if (rule?.when === 'hold') {
+        call.fate = 'held_after';
         return;
       }
       res.writeHead(answer.status, answer.headers.get('content-type') ? { 'content-type': answer.headers.get('content-type')! } : {});

@@ -5,22 +5,26 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker, LockLostError, type Worker } from '../../runtime/worker/index.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
+import { trackConnections } from '../support/connections.ts';
 import { deploy, historyKinds, start, waitForStatus } from '../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../support/server.ts';
 import { recordingLogger } from '../support/worker-log.ts';
 
 let t: TestServer;
+let connections: ReturnType<typeof trackConnections>;
 const workers: Worker[] = [];
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   t = await startTestServer({ sweepIntervalMs: 100 });
+  connections = trackConnections(t.server.http);
 });
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.stop()));
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 });
 afterAll(async () => {
+  connections.destroyAll();
   await t.close();
 });
 

@@ -3,17 +3,20 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker, type Worker, type WorkerOptions } from '../../runtime/worker/index.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
+import { trackConnections } from '../support/connections.ts';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.ts';
 import { deploy, historyKinds, start, waitForStatus } from '../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../support/server.ts';
 import { recordingLogger } from '../support/worker-log.ts';
 
 let t: TestServer;
+let connections: ReturnType<typeof trackConnections>;
 let proxy: FaultProxy;
 const workers: Worker[] = [];
 
 beforeAll(async () => {
   t = await startTestServer();
+  connections = trackConnections(t.server.http);
   proxy = await startFaultProxy(t.url);
 });
 afterEach(async () => {
@@ -21,6 +24,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await proxy.close();
+  connections.destroyAll();
   await t.close();
 });
 
@@ -57,6 +61,20 @@ describe('worker over a failing network', () => {
     expect(history.filter((e) => e.kind === 'task:completed')).toHaveLength(1);
     expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'work')).toHaveLength(1);
     expect(history.map((e) => e.kind)).not.toContain('task:late_result');
+  });
+
+  it('given a complete call the server applies but never answers, then the worker gives up waiting after callTimeoutMs and repeats it', async () => {
+    await deploy(t.api, singleTaskBpmn('net-hold', 'net-hold'));
+    proxy.addFault({ path: /\/complete$/, when: 'hold', times: 1 });
+    const log = recordingLogger();
+    newWorker({ log, callTimeoutMs: 500 }).subscribe('net-hold', async () => ({ held: true })).start();
+    const id = await start(t.api, 'net-hold');
+    await waitForStatus(t.api, id, 'completed', 20_000);
+    await waitFor(async () => (log.count('task:completed') === 1 ? true : undefined));
+    const completes = callsTo(/\/complete$/).filter((c) => c.body.variables?.held);
+    expect(completes.map((c) => c.fate)).toEqual(['held_after', 'forwarded']);
+    expect(log.records.find((r) => r.event === 'task:report_retry')?.fields.error).toMatch(/within 500 ms/);
+    expect((await historyKinds(t.api, id)).filter((k) => k === 'task:completed')).toHaveLength(1);
   });
 
   it('given a failure call whose answer is lost, then it is repeated and counts as one failure', async () => {

@@ -3,21 +3,25 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BpmnError, createWorker, type Worker, type WorkerTask } from '../../runtime/worker/index.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
+import { trackConnections } from '../support/connections.ts';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.ts';
 import { deploy, historyKinds, start, waitForStatus } from '../support/flows.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { recordingLogger } from '../support/worker-log.ts';
 
 let t: TestServer;
+let connections: ReturnType<typeof trackConnections>;
 const workers: Worker[] = [];
 
 beforeAll(async () => {
   t = await startTestServer();
+  connections = trackConnections(t.server.http);
 });
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.stop()));
 });
 afterAll(async () => {
+  connections.destroyAll();
   await t.close();
 });
 

@@ -3,17 +3,20 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker, WorkerStoppingError, type Worker, type WorkerOptions } from '../../runtime/worker/index.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
+import { trackConnections } from '../support/connections.ts';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.ts';
 import { deploy, fetchTasks, historyKinds, start, waitForStatus } from '../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../support/server.ts';
 import { recordingLogger } from '../support/worker-log.ts';
 
 let t: TestServer;
+let connections: ReturnType<typeof trackConnections>;
 let proxy: FaultProxy;
 const workers: Worker[] = [];
 
 beforeAll(async () => {
   t = await startTestServer();
+  connections = trackConnections(t.server.http);
   proxy = await startFaultProxy(t.url);
 });
 afterEach(async () => {
@@ -21,6 +24,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await proxy.close();
+  connections.destroyAll();
   await t.close();
 });
 

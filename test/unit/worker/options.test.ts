@@ -9,7 +9,8 @@ describe('createWorker options', () => {
     ['concurrency 0', { concurrency: 0 }, /concurrency/],
     ['fractional concurrency', { concurrency: 1.5 }, /concurrency/],
     ['lockDurationMs below 100', { lockDurationMs: 99 }, /lockDurationMs/],
-    ['pollWaitMs above 30 min', { pollWaitMs: 1_800_001 }, /pollWaitMs/],
+    ['pollWaitMs above 4 min', { pollWaitMs: 240_001 }, /pollWaitMs/],
+    ['callTimeoutMs below 100', { callTimeoutMs: 10 }, /callTimeoutMs/],
     ['empty workerId', { workerId: '' }, /workerId/],
     ['workerId over 255', { workerId: 'x'.repeat(256) }, /workerId/],
   ])('given %s, then createWorker throws naming it', (_name, extra, message) => {
