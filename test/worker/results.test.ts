@@ -2,7 +2,7 @@
 // a thrown error fails, a BpmnError raises the BPMN error; up to `concurrency` at once.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BpmnError, createWorker, type Worker, type WorkerTask } from '../../runtime/worker/index.ts';
-import { singleTaskBpmn } from '../support/bpmn.ts';
+import { buildBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { trackConnections } from '../support/connections.ts';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.ts';
 import { deploy, historyKinds, start, waitForStatus } from '../support/flows.ts';
@@ -82,6 +82,30 @@ describe('worker results', () => {
     expect(incidents[0].kind).toBe('bpmn_error');
     expect(incidents[0].message).toContain('CARD_DECLINED');
     expect(await historyKinds(t.api, id)).not.toContain('task:failed');
+  });
+
+  it('given a handler that throws BpmnError on a task with a matching error boundary, then the process takes the boundary path', async () => {
+    await deploy(t.api, buildBpmn('res-caught', [
+      { id: 'start', type: 'startEvent' },
+      { id: 'charge', type: 'serviceTask', topic: 'res-caught-charge' },
+      { id: 'declined', type: 'boundaryEvent', attachedTo: 'charge', error: { code: 'CARD_DECLINED' } },
+      { id: 'notify', type: 'serviceTask', topic: 'res-caught-notify' },
+      { id: 'end', type: 'endEvent' },
+      { id: 'endDeclined', type: 'endEvent' },
+    ], [
+      { from: 'start', to: 'charge' }, { from: 'charge', to: 'end' },
+      { from: 'declined', to: 'notify' }, { from: 'notify', to: 'endDeclined' },
+    ]));
+    newWorker()
+      .subscribe('res-caught-charge', async () => {
+        throw new BpmnError('CARD_DECLINED', 'insufficient funds', { declined: true });
+      })
+      .subscribe('res-caught-notify', async (task) => ({ notified: task.variables.declined === true }))
+      .start();
+    const id = await start(t.api, 'res-caught');
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect(done.variables).toMatchObject({ declined: true, notified: true });
+    expect(await openIncidents(id)).toEqual([]);
   });
 
   it('given a handler that returns a number, then the task fails with a message saying what to return', async () => {
