@@ -7,6 +7,7 @@ export interface RecordedCall {
   method: string;
   path: string;
   body: any;
+  authorization?: string;
   /** what the proxy did with it */
   fate: 'forwarded' | 'dropped_before' | 'dropped_after' | 'held_after';
   status?: number;
@@ -36,7 +37,7 @@ export async function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
   const rules: FaultRule[] = [];
   const server: Server = createServer(async (req, res) => {
     const text = await readBody(req);
-    const call: RecordedCall = { method: req.method ?? 'GET', path: req.url ?? '/', body: text ? JSON.parse(text) : undefined, fate: 'forwarded' };
+    const call: RecordedCall = { method: req.method ?? 'GET', path: req.url ?? '/', body: text ? JSON.parse(text) : undefined, fate: 'forwarded', ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) };
     calls.push(call);
     const rule = rules.find((r) => r.times > 0 && r.path.test(call.path));
     if (rule) rule.times--;

@@ -133,6 +133,21 @@ describe('worker over a failing network', () => {
     expect((await t.api.get(`/api/instances/${id}`)).body.status).toBe('canceled');
   });
 
+  it.each([
+    ['bearer', { bearer: 'tok-123' }, 'Bearer tok-123'],
+    ['basic', { username: 'worker', password: 's3cret' }, `Basic ${Buffer.from('worker:s3cret').toString('base64')}`],
+  ] as const)('given %s auth, then every call carries the Authorization header', async (name, auth, header) => {
+    const topic = `net-auth-${name}`;
+    await deploy(t.api, singleTaskBpmn(topic, topic));
+    const w = newWorker({ auth }).subscribe(topic, async () => ({ authed: true })).start();
+    const id = await start(t.api, topic);
+    await waitForStatus(t.api, id, 'completed', 20_000);
+    const mine = proxy.calls.filter((c) => c.body?.workerId === w.workerId);
+    expect(mine.some((c) => c.path.endsWith('/complete'))).toBe(true);
+    expect(mine.length).toBeGreaterThanOrEqual(2);
+    for (const c of mine) expect(c.authorization).toBe(header);
+  });
+
   it('given ctx.progress, then the report goes to the progress route with the lock proof and the handler carries on', async () => {
     await deploy(t.api, singleTaskBpmn('net-progress', 'net-progress'));
     newWorker().subscribe('net-progress', async (_task, ctx) => {
