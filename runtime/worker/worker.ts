@@ -83,7 +83,10 @@ export function createWorker(options: WorkerOptions): Worker {
     const outcome = await http.post<LockedTask[]>(
       '/api/external-tasks/fetch-and-lock',
       { workerId, maxTasks, waitMs: settings.pollWaitMs, topics },
-      { signal: current.abort.signal, timeoutMs: settings.pollWaitMs + 30_000, onHeaders: () => (current.answered = true) },
+      { signal: current.abort.signal, timeoutMs: settings.pollWaitMs + 30_000, onHeaders: () => {
+        current.answered = true;
+        log.debug({ workerId }, 'fetch:answered');
+      } },
     );
     poll = undefined;
     if (outcome.kind === 'ok') return outcome.body;

@@ -9,15 +9,16 @@ export interface RecordedCall {
   body: any;
   authorization?: string;
   /** what the proxy did with it */
-  fate: 'forwarded' | 'dropped_before' | 'dropped_after' | 'held_after';
+  fate: 'forwarded' | 'dropped_before' | 'dropped_after' | 'held_after' | 'slow_body';
   status?: number;
 }
 
 /**
  * before: the call never reaches the server; after: the server applies it, the connection drops;
- * hold: the server applies it, the answer never comes (the connection stays open).
+ * hold: the server applies it, the answer never comes (the connection stays open);
+ * slow_body: the answer's headers pass at once, its body only after delayMs.
  */
-export type FaultRule = { path: RegExp; when: 'before' | 'after' | 'hold'; times: number };
+export type FaultRule = { path: RegExp; when: 'before' | 'after' | 'hold' | 'slow_body'; times: number; delayMs?: number };
 
 export interface FaultProxy {
   url: string;
@@ -70,6 +71,11 @@ export async function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
         return;
       }
       res.writeHead(answer.status, answer.headers.get('content-type') ? { 'content-type': answer.headers.get('content-type')! } : {});
+      if (rule?.when === 'slow_body') {
+        call.fate = 'slow_body';
+        res.flushHeaders();
+        await new Promise((r) => setTimeout(r, rule.delayMs ?? 1_000));
+      }
       res.end(body);
     } catch {
       req.socket.destroy();

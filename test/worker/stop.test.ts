@@ -107,6 +107,28 @@ describe('worker stop', () => {
     expect(fetchesOf(w.workerId)).toBe(1);
   });
 
+  it('given stop() while the answer of a poll is arriving, then the worker reads it and unlocks its tasks without running them', async () => {
+    await deploy(t.api, singleTaskBpmn('stop-arriving', 'stop-arriving'));
+    proxy.addFault({ path: /\/fetch-and-lock$/, when: 'slow_body', times: 1, delayMs: 1_500 });
+    let ran = 0;
+    const log = recordingLogger();
+    const w = newWorker({ log }).subscribe('stop-arriving', async () => {
+      ran++;
+      return {};
+    }).start();
+    await waitFor(async () => (fetchesOf(w.workerId) === 1 ? true : undefined));
+    const id = await start(t.api, 'stop-arriving');
+    // The server has answered with the locked task; its body is still on the way.
+    const slow = await waitFor(async () => proxy.calls.find((c) => c.fate === 'slow_body' && c.body.workerId === w.workerId));
+    expect(slow.status).toBe(200);
+    expect(await taskStates('stop-arriving')).toEqual(['locked']);
+    await waitFor(async () => (log.count('fetch:answered') >= 1 ? true : undefined));
+    await w.stop();
+    expect(ran).toBe(0);
+    expect(await taskStates('stop-arriving')).toEqual(['ready']);
+    expect(await historyKinds(t.api, id)).toContain('task:unlocked');
+  });
+
   it('given stop() is called twice, then both calls resolve and a stopped worker refuses to start again', async () => {
     const w = newWorker().subscribe('stop-twice', async () => ({}));
     w.start();
