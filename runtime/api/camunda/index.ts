@@ -7,6 +7,7 @@ import type { TaskNotifier } from '../../engine/task-notifier.ts';
 import { deploymentRouter } from './deployment-routes.ts';
 import { camundaErrorHandler, camundaNotFoundRoute, sendJson } from './errors.ts';
 import { externalTaskRouter } from './external-task-routes.ts';
+import { messageRouter, signalRouter } from './message-routes.ts';
 import { executionRouter, processDefinitionRouter, processInstanceRouter } from './process-routes.ts';
 
 /** Above any poll interval of a Camunda client, so an idle keep-alive socket is never closed under its next request. */
@@ -32,6 +33,8 @@ export function camundaRouter(engine: Engine, notifier: TaskNotifier, opts: Camu
   router.use('/process-definition', processDefinitionRouter(engine));
   router.use('/process-instance', processInstanceRouter(engine));
   router.use('/execution', executionRouter(engine));
+  router.use('/message', messageRouter(engine));
+  router.use('/signal', signalRouter(engine));
   router.use(camundaNotFoundRoute);
   router.use(camundaErrorHandler(engine.log));
   return router;
