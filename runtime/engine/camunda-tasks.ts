@@ -43,7 +43,7 @@ export async function completeCamundaTask(engine: Engine, req: CamundaCompleteRe
     const plan = await planOf(engine, instance.definition_id);
     const stored = { ...instance.variables, ...req.variables.values };
     const fx = emptyEffects();
-    fx.events.push({ kind: 'task:completed', stepId: result.task.step_id, data: { workerId: req.workerId, attempt: result.task.attempt } });
+    fx.events.push({ kind: 'task:completed', stepId: result.task.step_id, taskId: result.task.id, data: { workerId: req.workerId, attempt: result.task.attempt } });
     completeStep(plan, result.task.step_id, instance.state, { ...stored, ...req.variables.transient }, fx);
     await commitWithPlan(tx, instance, fx, stored, plan);
     await writeVariableTypes(tx, instance.id, req.variables.types);
@@ -72,6 +72,7 @@ export async function failCamundaTask(engine: Engine, req: CamundaFailureRequest
     fx.events.push({
       kind: 'task:failed',
       stepId: task.step_id,
+      taskId: task.id,
       data: { workerId: req.workerId, attempt: task.attempt, errorMessage: req.errorMessage, retriesLeft: task.retries_left, retryAt: task.state === 'ready' ? task.retry_at : null },
     });
     if (task.state === 'failed') {
@@ -112,13 +113,9 @@ export async function reportCamundaBpmnError(engine: Engine, req: CamundaBpmnErr
   return withTransaction(engine.pool, (tx) => explainRefusal(engine, tx, req, 'bpmn-error', req.variables.values, !lease));
 }
 
-/**
- * commitTransition with the instance's plan. The engine is gaining message waits that
- * look in the inbox at commit and need the plan there (CommitOptions.plan); it is
- * passed untyped so this compiles whether or not that option has landed yet.
- */
+/** commitTransition with the instance's plan: message waits reached by this transition look in the inbox at commit. */
 export function commitWithPlan(tx: PoolClient, instance: LockedInstance, fx: Effects, variables: Variables, plan: Plan, opts: CommitOptions = {}): Promise<InstanceStatus> {
-  return commitTransition(tx, instance, fx, variables, { ...opts, ...({ plan } as object) });
+  return commitTransition(tx, instance, fx, variables, { ...opts, plan });
 }
 
 export function raiseTaskIncident(instance: LockedInstance, task: ExternalTaskRow, fx: Effects, message: string, details: Record<string, unknown>): void {
