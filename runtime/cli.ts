@@ -6,9 +6,12 @@ import { readConfig, type Config } from './config.ts';
 import { deployDefinition } from './engine/definitions.ts';
 import { startBatonServer, type BatonServer } from './server.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './store/embedded.ts';
+import { OPS_USAGE, runOpsCommand } from './ops/commands.ts';
+import { readSecuritySettings } from './security/settings.ts';
 
 async function serve(config: Config): Promise<void> {
   const log = pino({ level: config.logLevel });
+  const security = readSecuritySettings();
   let embedded: EmbeddedPostgresHandle | undefined;
   let server: BatonServer | undefined;
   let stopping = false;
@@ -33,6 +36,11 @@ async function serve(config: Config): Promise<void> {
       log,
       sweepIntervalMs: config.sweepIntervalMs,
       engine: { retryBackoffMs: config.retryBackoffMs },
+      auth: security.auth,
+      jsonLimit: security.limits.jsonLimit,
+      xmlLimit: security.xmlLimit,
+      limits: security.limits,
+      retention: { days: security.retentionDays, intervalMs: security.retentionIntervalMs },
       prepare: async (engine) => {
         if (config.samplesDir) await deploySamples(engine, config.samplesDir, log);
       },
@@ -79,7 +87,8 @@ async function callApi(config: Config, method: string, route: string, body: unkn
   const base = process.env.BATON_URL || `http://${config.host}:${config.port}`;
   const res = await fetch(`${base}${route}`, {
     method,
-    headers: { 'content-type': contentType },
+    // BATON_TOKEN: a token of a role allowed to deploy and start (admin), sent as Bearer.
+    headers: { 'content-type': contentType, ...(process.env.BATON_TOKEN ? { authorization: `Bearer ${process.env.BATON_TOKEN}` } : {}) },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   console.log(JSON.stringify(await res.json(), null, 2));
@@ -88,12 +97,14 @@ async function callApi(config: Config, method: string, route: string, body: unkn
 
 const USAGE = `usage: baton serve
        baton deploy <file.bpmn>
-       baton start <definitionKey> [businessKey] [variablesJson]`;
+       baton start <definitionKey> [businessKey] [variablesJson]
+${OPS_USAGE}`;
 
 async function main(argv: string[]): Promise<void> {
   const config = readConfig();
   const [command, ...args] = argv;
   if (command === 'serve') return serve(config);
+  if (command === 'token' || command === 'export') return void (process.exitCode = await runOpsCommand(config, command, args));
   if (command === 'deploy' && args[0]) return callApi(config, 'POST', '/api/definitions', await readFile(args[0], 'utf8'), 'application/xml');
   if (command === 'start' && args[0]) {
     return callApi(config, 'POST', '/api/instances', {

@@ -2,6 +2,7 @@
 import { pino } from 'pino';
 import { startBatonServer, type BatonServer } from '../../runtime/server.ts';
 import type { EngineOptions } from '../../runtime/engine/context.ts';
+import type { BatonServerOptions } from '../../runtime/server.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 
 export interface TestServer {
@@ -15,6 +16,12 @@ export interface TestServer {
 export interface TestServerOptions {
   sweepIntervalMs?: number;
   engine?: Partial<EngineOptions>;
+  /** tokens, limits, retention (test/security, test/ops) */
+  auth?: BatonServerOptions['auth'];
+  limits?: BatonServerOptions['limits'];
+  retention?: BatonServerOptions['retention'];
+  /** sends this token as Bearer on every `api` call */
+  token?: string;
 }
 
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
@@ -26,12 +33,15 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
     sweepIntervalMs: opts.sweepIntervalMs ?? 60_000,
     engine: { retryBackoffMs: 50, ...opts.engine },
+    ...(opts.auth ? { auth: opts.auth } : {}),
+    ...(opts.limits ? { limits: opts.limits } : {}),
+    ...(opts.retention ? { retention: opts.retention } : {}),
   });
   return {
     url: server.url,
     server,
     db,
-    api: apiClient(server.url),
+    api: apiClient(server.url, opts.token),
     async close() {
       await server.close();
       await db.drop();
@@ -47,9 +57,9 @@ export interface ApiResponse<T = any> {
 
 export type ApiClient = ReturnType<typeof apiClient>;
 
-export function apiClient(baseUrl: string) {
+export function apiClient(baseUrl: string, token?: string) {
   async function call<T = any>(method: string, path: string, body?: unknown, init: { contentType?: string; signal?: AbortSignal } = {}): Promise<ApiResponse<T>> {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
     let payload: string | undefined;
     if (body !== undefined) {
       headers['content-type'] = init.contentType ?? 'application/json';

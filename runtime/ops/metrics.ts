@@ -1,0 +1,75 @@
+// GET /metrics: Prometheus text from prom-client. Gauges are computed by SQL when
+// scraped, at most once a second per node; labels are definition key, topic, status,
+// state and incident kind only, never ids or business keys.
+import { Router } from 'express';
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import type { TaskNotifier } from '../engine/task-notifier.ts';
+import type { Pool } from '../store/db.ts';
+import { readGauges, type GaugeRows } from '../store/ops.ts';
+
+const CACHE_MS = 1000;
+
+function cachedGauges(pool: Pool): () => Promise<GaugeRows> {
+  let last: { at: number; rows: Promise<GaugeRows> } | undefined;
+  return () => {
+    if (!last || Date.now() - last.at > CACHE_MS) {
+      const rows = readGauges(pool);
+      last = { at: Date.now(), rows };
+      rows.catch(() => (last = undefined)); // a failed scrape is not cached
+    }
+    return last.rows;
+  };
+}
+
+export function createMetricsRegistry(pool: Pool, notifier: TaskNotifier): Registry {
+  const register = new Registry();
+  collectDefaultMetrics({ register, prefix: 'baton_' }); // includes event-loop lag
+  const gauges = cachedGauges(pool);
+  const sqlGauge = (name: string, help: string, labelNames: string[], fill: (g: Gauge, rows: GaugeRows) => void) =>
+    new Gauge({
+      name, help, labelNames, registers: [register],
+      async collect() {
+        const rows = await gauges();
+        this.reset();
+        fill(this, rows);
+      },
+    });
+  sqlGauge('baton_instances', 'Instances by definition key and status', ['definition_key', 'status'], (g, r) => {
+    for (const row of r.instances) g.set({ definition_key: row.definition_key, status: row.status }, row.count);
+  });
+  sqlGauge('baton_tasks', 'Open external tasks by topic and state (ready, locked)', ['topic', 'state'], (g, r) => {
+    for (const row of r.tasks) g.set({ topic: row.topic, state: row.state }, row.count);
+  });
+  sqlGauge('baton_task_oldest_ready_seconds', 'Age of the oldest fetchable ready task per topic', ['topic'], (g, r) => {
+    for (const row of r.tasks) if (row.state === 'ready' && row.oldest_seconds !== null) g.set({ topic: row.topic }, row.oldest_seconds);
+  });
+  sqlGauge('baton_incidents_open', 'Open incidents by kind', ['kind'], (g, r) => {
+    for (const row of r.incidents) g.set({ kind: row.kind }, row.count);
+  });
+  sqlGauge('baton_task_lock_expiries_5m', 'Task leases that expired (returned by a sweeper) in the last 5 minutes, all nodes', [], (g, r) => {
+    g.set(r.lockExpiries);
+  });
+  new Gauge({
+    name: 'baton_parked_long_polls', help: 'Long polls parked on this node', registers: [register],
+    collect() { this.set(notifier.parked); },
+  });
+  new Gauge({
+    name: 'baton_db_pool_connections', help: 'Connections of this node\'s pool by state', labelNames: ['state'], registers: [register],
+    collect() {
+      this.set({ state: 'total' }, pool.totalCount);
+      this.set({ state: 'idle' }, pool.idleCount);
+      this.set({ state: 'waiting' }, pool.waitingCount);
+    },
+  });
+  return register;
+}
+
+export function metricsRouter(register: Registry): Router {
+  const router = Router();
+  router.get('/metrics', async (_req, res) => {
+    const text = await register.metrics();
+    res.setHeader('content-type', register.contentType);
+    res.end(text);
+  });
+  return router;
+}

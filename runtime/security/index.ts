@@ -1,0 +1,23 @@
+// What runtime/server.ts mounts from the security layer.
+import type { RequestHandler, Router } from 'express';
+import type { Logger } from 'pino';
+import type { TaskNotifier } from '../engine/task-notifier.ts';
+import type { Pool } from '../store/db.ts';
+import { countActiveTokens } from '../store/tokens.ts';
+import { authMiddleware, type AuthOptions } from './auth.ts';
+import { DEFAULT_LIMITS, limitsRouter, type LimitOptions } from './limits.ts';
+import { assertSafeToServe } from './tokens.ts';
+
+export type { AuthOptions } from './auth.ts';
+export type { LimitOptions } from './limits.ts';
+export { designerHeaders } from './headers.ts';
+
+/** Throws when the server would be reachable from other hosts without any token. */
+export async function checkAuthBeforeListening(pool: Pool, host: string, auth: AuthOptions = {}): Promise<void> {
+  assertSafeToServe(host, auth.tokens?.length ?? 0, await countActiveTokens(pool));
+}
+
+/** Auth first (nothing is parsed for a caller without a valid token), then the limits. */
+export function securityLayer(p: { pool: Pool; log: Logger; notifier: TaskNotifier; auth?: AuthOptions; limits?: Partial<LimitOptions> }): (RequestHandler | Router)[] {
+  return [authMiddleware(p.pool, p.log, p.auth), limitsRouter({ ...DEFAULT_LIMITS, ...p.limits }, p.notifier, p.log)];
+}

@@ -1,0 +1,83 @@
+// Request limits checked before the routers run: JSON body size, variables size, and
+// parked long polls per node. Each refusal is JSON naming the limit and its setting.
+import express, { Router, type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { Logger } from 'pino';
+import { camundaErrorHandler } from '../api/camunda/errors.ts';
+import type { TaskNotifier } from '../engine/task-notifier.ts';
+
+export interface LimitOptions {
+  /** JSON body limit of /api (body-parser syntax: '1mb') */
+  jsonLimit: string;
+  /** JSON body limit of /engine-rest (File variables travel base64 inside JSON) */
+  camundaJsonLimit: string;
+  /** bytes of JSON one request may carry in its variables fields */
+  maxVariablesBytes: number;
+  /** long polls one node keeps parked at most */
+  maxParkedPolls: number;
+}
+
+export const DEFAULT_LIMITS: LimitOptions = {
+  jsonLimit: '1mb',
+  camundaJsonLimit: '20mb',
+  maxVariablesBytes: 1_048_576,
+  maxParkedPolls: 1000,
+};
+
+/** Fields that carry process variables, native and Camunda. */
+const VARIABLE_FIELDS = ['variables', 'processVariables', 'processVariablesLocal', 'localVariables'];
+
+function variablesBytes(body: unknown): number {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return 0;
+  let bytes = 0;
+  for (const field of VARIABLE_FIELDS) {
+    const value = (body as Record<string, unknown>)[field];
+    if (value !== undefined && value !== null) bytes += Buffer.byteLength(JSON.stringify(value));
+  }
+  return bytes;
+}
+
+/** The long-poll wait a fetch asks for, native or Camunda; 0 for anything else. */
+function requestedWaitMs(req: Request): number {
+  const path = req.path.toLowerCase();
+  if (!path.endsWith('/fetch-and-lock') && !path.endsWith('/fetchandlock')) return 0;
+  const body = req.body as { waitMs?: unknown; asyncResponseTimeout?: unknown } | undefined;
+  const wait = body?.waitMs ?? body?.asyncResponseTimeout;
+  return typeof wait === 'number' && wait > 0 ? wait : 0;
+}
+
+function refuse(res: Response, status: number, type: string, message: string, details: Record<string, unknown>): void {
+  res.status(status).json({ type, message, details });
+}
+
+function checkLimits(opts: LimitOptions, notifier: TaskNotifier): RequestHandler {
+  return (req, res, next) => {
+    const bytes = variablesBytes(req.body);
+    if (bytes > opts.maxVariablesBytes) {
+      return refuse(res, 413, 'PayloadTooLarge', `The variables of this request are ${bytes} bytes of JSON, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`, { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes });
+    }
+    if (requestedWaitMs(req) > 0 && notifier.parked >= opts.maxParkedPolls) {
+      res.setHeader('retry-after', '1');
+      return refuse(res, 503, 'TooManyParkedPolls', `This node already holds ${notifier.parked} parked long polls, the limit (BATON_MAX_PARKED_POLLS=${opts.maxParkedPolls}); retry shortly, or on another node`, { limit: 'maxParkedPolls', max: opts.maxParkedPolls });
+    }
+    next();
+  };
+}
+
+// Parses like the router behind it would, so its own parser then finds the body read.
+function parseJson(parser: RequestHandler, onError: ErrorRequestHandler): RequestHandler {
+  return (req, res, next: NextFunction) => {
+    parser(req, res, (err?: unknown) => (err ? onError(err, req, res, next) : next()));
+  };
+}
+
+const WRITES = new Set(['POST', 'PUT', 'PATCH']);
+
+export function limitsRouter(opts: LimitOptions, notifier: TaskNotifier, log: Logger): Router {
+  const router = Router();
+  const onlyWrites = (handler: RequestHandler): RequestHandler => (req, res, next) => (WRITES.has(req.method) ? handler(req, res, next) : next());
+  const camunda = express.json({ limit: opts.camundaJsonLimit, type: ['application/json', 'application/*+json'] });
+  const native = express.json({ limit: opts.jsonLimit });
+  router.use('/engine-rest', onlyWrites(parseJson(camunda, camundaErrorHandler(log))), onlyWrites(checkLimits(opts, notifier)));
+  router.use('/api', onlyWrites(parseJson(native, (err, _req, _res, next) => next(err))), onlyWrites(checkLimits(opts, notifier)));
+  return router;
+}

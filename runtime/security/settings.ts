@@ -1,0 +1,48 @@
+// Security and operations settings from the environment (docs/operations.md lists each).
+import type { AuthOptions } from './auth.ts';
+import { DEFAULT_LIMITS, type LimitOptions } from './limits.ts';
+import { parseTokens } from './tokens.ts';
+
+export interface SecuritySettings {
+  auth: AuthOptions;
+  limits: LimitOptions;
+  /** body limit of XML deploys */
+  xmlLimit: string;
+  /** ended instances older than this are deleted; 0 keeps them forever */
+  retentionDays: number;
+  /** pause between retention runs */
+  retentionIntervalMs: number;
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer of at least ${min}, got "${raw}"`);
+  return n;
+}
+
+function size(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+(b|kb|mb)?$/i.test(raw)) throw new Error(`${name} must be a size such as 512kb or 2mb, got "${raw}"`);
+  return raw.toLowerCase();
+}
+
+export function readSecuritySettings(env: NodeJS.ProcessEnv = process.env): SecuritySettings {
+  return {
+    auth: {
+      tokens: parseTokens(env.BATON_TOKENS),
+      failures: { burst: int(env, 'BATON_AUTH_FAILURE_BURST', 20, 1), perMinute: int(env, 'BATON_AUTH_FAILURE_PER_MINUTE', 60, 1) },
+    },
+    limits: {
+      jsonLimit: size(env, 'BATON_JSON_LIMIT', DEFAULT_LIMITS.jsonLimit),
+      camundaJsonLimit: size(env, 'BATON_CAMUNDA_JSON_LIMIT', DEFAULT_LIMITS.camundaJsonLimit),
+      maxVariablesBytes: int(env, 'BATON_MAX_VARIABLES_BYTES', DEFAULT_LIMITS.maxVariablesBytes, 1),
+      maxParkedPolls: int(env, 'BATON_MAX_PARKED_POLLS', DEFAULT_LIMITS.maxParkedPolls, 0),
+    },
+    xmlLimit: size(env, 'BATON_XML_LIMIT', '5mb'),
+    retentionDays: int(env, 'BATON_RETENTION_DAYS', 0, 0),
+    retentionIntervalMs: int(env, 'BATON_RETENTION_INTERVAL_MS', 3_600_000, 1000),
+  };
+}

@@ -1,0 +1,58 @@
+// Retention: ended instances past the retention period are deleted in small batches
+// (ON DELETE CASCADE removes their steps, flows, tasks, incidents, events, waits), and
+// their history can be read out first for `baton export`.
+import type { Queryable } from './db.ts';
+
+/**
+ * Deletes up to `batch` completed/canceled instances that ended before `before`.
+ * SKIP LOCKED: a row another transaction holds is left for the next run, so retention
+ * never waits on live work and each batch holds its locks only for one short statement.
+ */
+export async function deleteEndedInstances(db: Queryable, before: Date, batch: number): Promise<number> {
+  const { rowCount } = await db.query({
+    name: 'delete_ended_instances',
+    text: `delete from instances i
+            using (select id from instances
+                    where status in ('completed', 'canceled') and ended_at < $1
+                    order by ended_at, id limit $2
+                    for update skip locked) doomed
+            where i.id = doomed.id`,
+    values: [before, batch],
+  });
+  return rowCount ?? 0;
+}
+
+export interface ExportedInstanceRow {
+  id: string;
+  definition_key: string;
+  definition_version: number;
+  business_key: string | null;
+  status: string;
+  variables: Record<string, unknown>;
+  created_at: string;
+  ended_at: string;
+  /** {seq, kind, stepId, taskId, attempt, generation, at, data} in seq order */
+  events: unknown[];
+}
+
+/** A page of ended instances (before `before`) with their history, oldest first, after the cursor. */
+export async function listEndedInstancesWithHistory(
+  db: Queryable,
+  p: { before: Date; after?: { endedAt: string; id: string }; limit: number },
+): Promise<(ExportedInstanceRow & { cursor_at: string })[]> {
+  const { rows } = await db.query<ExportedInstanceRow & { cursor_at: string }>({
+    name: 'list_ended_instances_with_history',
+    text: `select i.id, i.definition_key, i.definition_version, i.business_key, i.status, i.variables,
+                  i.created_at, i.ended_at, to_char(i.ended_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at,
+                  coalesce((select jsonb_agg(jsonb_build_object('seq', e.seq, 'kind', e.kind, 'stepId', e.step_id, 'taskId', e.task_id,
+                                    'attempt', e.attempt, 'generation', e.generation, 'at', e.at, 'data', e.data) order by e.seq)
+                              from events e where e.instance_id = i.id), '[]'::jsonb) as events
+             from instances i
+            where i.status in ('completed', 'canceled') and i.ended_at < $1
+              and ($2::timestamptz is null or (i.ended_at, i.id) > ($2::timestamptz, $3::uuid))
+            order by i.ended_at, i.id
+            limit $4`,
+    values: [p.before, p.after?.endedAt ?? null, p.after?.id ?? null, p.limit],
+  });
+  return rows;
+}
