@@ -38,7 +38,7 @@ async function serve(config: Config): Promise<void> {
       engine: { retryBackoffMs: config.retryBackoffMs },
       auth: security.auth,
       jsonLimit: security.limits.jsonLimit,
-      xmlLimit: security.xmlLimit,
+      xmlLimit: security.limits.xmlLimit,
       limits: security.limits,
       retention: { days: security.retentionDays, intervalMs: security.retentionIntervalMs },
       prepare: async (engine) => {

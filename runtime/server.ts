@@ -69,7 +69,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
 
   const app = express();
   app.disable('x-powered-by');
-  app.use(securityLayer({ pool, log: opts.log, notifier, ...(opts.auth ? { auth: opts.auth } : {}), limits: { jsonLimit: opts.jsonLimit ?? '1mb', ...opts.limits } }));
+  app.use(securityLayer({ pool, log: opts.log, notifier, ...(opts.auth ? { auth: opts.auth } : {}), limits: { jsonLimit: opts.jsonLimit ?? '1mb', xmlLimit: opts.xmlLimit ?? '5mb', ...opts.limits } }));
   app.use('/engine-rest', camundaRouter(engine, notifier)); // before the native JSON parser: parses its own bodies
   app.use(express.json({ limit: opts.jsonLimit ?? '1mb' }));
   app.use(express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit ?? '5mb' }));

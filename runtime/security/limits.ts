@@ -10,6 +10,10 @@ export interface LimitOptions {
   jsonLimit: string;
   /** JSON body limit of /engine-rest (File variables travel base64 inside JSON) */
   camundaJsonLimit: string;
+  /** body limit of BPMN sent as application/xml */
+  xmlLimit: string;
+  /** XML elements a deployed or linted BPMN file may hold */
+  maxBpmnElements: number;
   /** bytes of JSON one request may carry in its variables fields */
   maxVariablesBytes: number;
   /** long polls one node keeps parked at most */
@@ -19,6 +23,8 @@ export interface LimitOptions {
 export const DEFAULT_LIMITS: LimitOptions = {
   jsonLimit: '1mb',
   camundaJsonLimit: '20mb',
+  xmlLimit: '5mb',
+  maxBpmnElements: 20_000,
   maxVariablesBytes: 1_048_576,
   maxParkedPolls: 1000,
 };
@@ -45,6 +51,19 @@ function requestedWaitMs(req: Request): number {
   return typeof wait === 'number' && wait > 0 ? wait : 0;
 }
 
+/** The BPMN text of a deploy or lint, JSON or raw XML; undefined for other requests. */
+function bpmnText(req: Request): string | undefined {
+  const body: unknown = req.body;
+  if (typeof body === 'string') return body;
+  const xml = body && typeof body === 'object' ? (body as { xml?: unknown }).xml : undefined;
+  return typeof xml === 'string' && /^\/api\/definitions(\/lint)?\/?$/i.test(req.originalUrl.split('?')[0] ?? '') ? xml : undefined;
+}
+
+/** Start tags, counted without parsing: the compiler never sees a file past the limit. */
+function countElements(xml: string): number {
+  return xml.match(/<[A-Za-z_]/g)?.length ?? 0;
+}
+
 function refuse(res: Response, status: number, type: string, message: string, details: Record<string, unknown>): void {
   res.status(status).json({ type, message, details });
 }
@@ -54,6 +73,11 @@ function checkLimits(opts: LimitOptions, notifier: TaskNotifier): RequestHandler
     const bytes = variablesBytes(req.body);
     if (bytes > opts.maxVariablesBytes) {
       return refuse(res, 413, 'PayloadTooLarge', `The variables of this request are ${bytes} bytes of JSON, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`, { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes });
+    }
+    const xml = bpmnText(req);
+    const elements = xml === undefined ? 0 : countElements(xml);
+    if (elements > opts.maxBpmnElements) {
+      return refuse(res, 413, 'PayloadTooLarge', `The BPMN file holds ${elements} XML elements, above the limit of ${opts.maxBpmnElements} (BATON_MAX_BPMN_ELEMENTS)`, { limit: 'maxBpmnElements', max: opts.maxBpmnElements, actual: elements });
     }
     if (requestedWaitMs(req) > 0 && notifier.parked >= opts.maxParkedPolls) {
       res.setHeader('retry-after', '1');
@@ -77,7 +101,9 @@ export function limitsRouter(opts: LimitOptions, notifier: TaskNotifier, log: Lo
   const onlyWrites = (handler: RequestHandler): RequestHandler => (req, res, next) => (WRITES.has(req.method) ? handler(req, res, next) : next());
   const camunda = express.json({ limit: opts.camundaJsonLimit, type: ['application/json', 'application/*+json'] });
   const native = express.json({ limit: opts.jsonLimit });
+  const xml = express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit });
   router.use('/engine-rest', onlyWrites(parseJson(camunda, camundaErrorHandler(log))), onlyWrites(checkLimits(opts, notifier)));
-  router.use('/api', onlyWrites(parseJson(native, (err, _req, _res, next) => next(err))), onlyWrites(checkLimits(opts, notifier)));
+  const passOn: ErrorRequestHandler = (err, _req, _res, next) => next(err);
+  router.use('/api', onlyWrites(parseJson(native, passOn)), onlyWrites(parseJson(xml, passOn)), onlyWrites(checkLimits(opts, notifier)));
   return router;
 }

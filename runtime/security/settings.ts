@@ -6,8 +6,6 @@ import { parseTokens } from './tokens.ts';
 export interface SecuritySettings {
   auth: AuthOptions;
   limits: LimitOptions;
-  /** body limit of XML deploys */
-  xmlLimit: string;
   /** ended instances older than this are deleted; 0 keeps them forever */
   retentionDays: number;
   /** pause between retention runs */
@@ -40,8 +38,9 @@ export function readSecuritySettings(env: NodeJS.ProcessEnv = process.env): Secu
       camundaJsonLimit: size(env, 'BATON_CAMUNDA_JSON_LIMIT', DEFAULT_LIMITS.camundaJsonLimit),
       maxVariablesBytes: int(env, 'BATON_MAX_VARIABLES_BYTES', DEFAULT_LIMITS.maxVariablesBytes, 1),
       maxParkedPolls: int(env, 'BATON_MAX_PARKED_POLLS', DEFAULT_LIMITS.maxParkedPolls, 0),
+      xmlLimit: size(env, 'BATON_XML_LIMIT', DEFAULT_LIMITS.xmlLimit),
+      maxBpmnElements: int(env, 'BATON_MAX_BPMN_ELEMENTS', DEFAULT_LIMITS.maxBpmnElements, 1),
     },
-    xmlLimit: size(env, 'BATON_XML_LIMIT', '5mb'),
     retentionDays: int(env, 'BATON_RETENTION_DAYS', 0, 0),
     retentionIntervalMs: int(env, 'BATON_RETENTION_INTERVAL_MS', 3_600_000, 1000),
   };

@@ -1,0 +1,77 @@
+// Every limit answers 4xx JSON naming it (503 for parked polls) and changes nothing.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { singleTaskBpmn } from '../support/bpmn.ts';
+import { deploy, fetchOne, start, type LockedTask } from '../support/flows.ts';
+import { startTestServer, waitFor, type TestServer } from '../support/server.ts';
+import { databaseDigest } from './digest.ts';
+
+let t: TestServer;
+let task: LockedTask;
+const MAX_VARS = 2000;
+
+beforeAll(async () => {
+  t = await startTestServer({ limits: { maxVariablesBytes: MAX_VARS, maxParkedPolls: 1, jsonLimit: '20kb', xmlLimit: '30kb', maxBpmnElements: 200 } });
+  await deploy(t.api, singleTaskBpmn('limited', 'limited-task'));
+  await start(t.api, 'limited', { businessKey: 'bk' });
+  task = await fetchOne(t.api, 'holder', 'limited-task');
+});
+afterAll(async () => t?.close());
+
+const bigVars = { blob: 'x'.repeat(MAX_VARS) };
+
+describe('limits', () => {
+  const cases: [string, string, () => unknown, number, string, string?][] = [
+    ['start variables', '/api/instances', () => ({ definitionKey: 'limited', variables: bigVars }), 413, 'BATON_MAX_VARIABLES_BYTES'],
+    ['complete variables', '', () => ({ workerId: 'holder', lockToken: task.lockToken, variables: bigVars }), 413, 'BATON_MAX_VARIABLES_BYTES'],
+    ['message variables', '/api/messages', () => ({ name: 'm', variables: bigVars }), 413, 'BATON_MAX_VARIABLES_BYTES'],
+    ['signal variables', '/api/signals', () => ({ name: 's', variables: bigVars }), 413, 'BATON_MAX_VARIABLES_BYTES'],
+    ['Camunda start variables', '/engine-rest/process-definition/key/limited/start', () => ({ variables: { blob: { value: 'x'.repeat(MAX_VARS), type: 'String' } } }), 413, 'BATON_MAX_VARIABLES_BYTES'],
+    ['Camunda message variables', '/engine-rest/message', () => ({ messageName: 'm', processVariables: { blob: { value: 'x'.repeat(MAX_VARS), type: 'String' } } }), 413, 'BATON_MAX_VARIABLES_BYTES'],
+    ['JSON body', '/api/definitions', () => ({ xml: 'x'.repeat(25_000) }), 413, 'limit'],
+    ['Camunda JSON body (its own, larger limit is not the one)', '/engine-rest/process-definition/key/limited/start', () => ({ businessKey: 'x'.repeat(100) }), 200, ''],
+    ['BPMN elements', '/api/definitions', () => ({ xml: `<a>${'<b/>'.repeat(250)}</a>` }), 413, 'BATON_MAX_BPMN_ELEMENTS'],
+    ['BPMN elements when linting', '/api/definitions/lint', () => ({ xml: `<a>${'<b/>'.repeat(250)}</a>` }), 413, 'BATON_MAX_BPMN_ELEMENTS'],
+    ['XML body', '/api/definitions', () => `<a>${'x'.repeat(40_000)}</a>`, 413, 'limit', 'application/xml'],
+    ['XML with a DOCTYPE', '/api/definitions', () => '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><x>&a;</x>', 400, 'DOCTYPE', 'application/xml'],
+  ];
+  for (const [label, route, body, status, names, contentType] of cases) {
+    it(`${label}: ${status}${names ? ` naming ${names}` : ''}, nothing changed`, async () => {
+      const before = await databaseDigest(t.db.pool);
+      const res = await t.api.post(route || `/api/external-tasks/${task.id}/complete`, body(), contentType ? { contentType } : undefined);
+      expect(res.status, JSON.stringify(res.body)).toBe(status);
+      if (status >= 400) {
+        expect(JSON.stringify(res.body)).toContain(names);
+        expect(await databaseDigest(t.db.pool)).toBe(before);
+      }
+    });
+  }
+
+  it('parked long polls: past the limit a waiting fetch gets 503 naming the limit; a fetch that does not wait still works', async () => {
+    const parked = t.api.post('/api/external-tasks/fetch-and-lock', { workerId: 'w', maxTasks: 1, waitMs: 60_000, topics: [{ name: 'idle', lockDurationMs: 1000 }] });
+    await waitFor(async () => (t.server.notifier.parked >= 1 ? true : undefined), 10_000, 'a parked poll');
+    const refused = await t.api.post('/api/external-tasks/fetch-and-lock', { workerId: 'w', maxTasks: 1, waitMs: 1000, topics: [{ name: 'idle', lockDurationMs: 1000 }] });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(refused.body).toMatchObject({ type: 'TooManyParkedPolls', details: { limit: 'maxParkedPolls', max: 1 } });
+    expect(refused.body.message).toContain('BATON_MAX_PARKED_POLLS');
+    const camunda = await t.api.post('/engine-rest/external-task/fetchAndLock', { workerId: 'w', maxTasks: 1, asyncResponseTimeout: 1000, topics: [{ topicName: 'idle', lockDuration: 1000 }] });
+    expect(camunda.status).toBe(503);
+    expect((await t.api.post('/api/external-tasks/fetch-and-lock', { workerId: 'w', maxTasks: 1, topics: [{ name: 'idle', lockDurationMs: 1000 }] })).status).toBe(200);
+    // Wake the parked poll: a task on its topic.
+    await deploy(t.api, singleTaskBpmn('idle', 'idle'));
+    await start(t.api, 'idle');
+    expect((await parked).status).toBe(200);
+  });
+
+  it('CORS is off: no allow-origin header even when a browser sends an Origin', async () => {
+    const res = await fetch(`${t.url}/api/definitions`, { headers: { origin: 'https://evil.example' } });
+    expect(res.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('the designer pages carry helmet\'s security headers', async () => {
+    const res = await fetch(`${t.url}/`);
+    expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('x-frame-options')).toBe('SAMEORIGIN');
+  });
+});

@@ -1,0 +1,91 @@
+// Checks over the source: SQL is parameterized, and every string a client sends has a bound.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+function files(dir: string, ext: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? files(path.join(dir, e.name), ext) : e.name.endsWith(ext) ? [path.join(dir, e.name)] : [],
+  );
+}
+
+const SQL = /\b(select\s[\s\S]*\bfrom|insert\s+into|update\s+\w+\s+set|delete\s+from|create\s+(table|database|index)|drop\s+(table|database)|alter\s+table|listen|notify)\b/i;
+
+/**
+ * Interpolations that are not data: constant SQL fragments and channel names, placeholders
+ * numbered as `$${n}`, and identifiers quoted by pg. Anything else is string-built SQL.
+ */
+const CONSTANT = [/^TASKS_CHANNEL$/, /^TIMERS_CHANNEL$/, /^[A-Z][A-Z_]*_SQL$/, /^OPEN$/, /^w\.sql$/, /^pg\.escapeIdentifier\(\w+\)$/];
+
+/** Reviewed per file: fragments built only from code constants (a table alias, a sort order from booleans). */
+const REVIEWED: Record<string, RegExp[]> = {
+  'runtime/store/camunda-fetch.ts': [/^filterSql\('[a-z]'\)$/, /^order$/, /^order\.replaceAll\('t\.', 'l\.'\)$/, /^i$/],
+};
+
+describe('SQL', () => {
+  it('is never built from strings: template literals with SQL interpolate only known constants', () => {
+    const found: string[] = [];
+    for (const file of files(path.join(root, 'runtime'), '.ts')) {
+      const text = readFileSync(file, 'utf8');
+      for (const m of text.matchAll(/`(?:\\.|[^`\\])*`/g)) {
+        const literal = m[0];
+        if (!SQL.test(literal)) continue;
+        for (const i of literal.matchAll(/(\$?)\$\{([^}]*)\}/g)) {
+          if (i[1] === '$') continue; // $${n}: a numbered placeholder
+          const expr = (i[2] ?? '').trim();
+          const reviewed = REVIEWED[path.relative(root, file)] ?? [];
+          if (![...CONSTANT, ...reviewed].some((re) => re.test(expr))) found.push(`${path.relative(root, file)}: \${${expr}} in ${literal.slice(0, 80).replace(/\s+/g, ' ')}…`);
+        }
+      }
+    }
+    expect(found).toEqual([]);
+  });
+
+  it('the check itself catches string-built SQL', () => {
+    const literal = '`select * from instances where id = \'${id}\'`';
+    expect(SQL.test(literal)).toBe(true);
+    expect(CONSTANT.some((re) => re.test('id'))).toBe(false);
+  });
+});
+
+// Walks a schema; yields the JSON pointer of every string without maxLength, enum, const or format.
+function* unboundedStrings(node: unknown, at: string): Generator<string> {
+  if (!node || typeof node !== 'object') return;
+  const s = node as Record<string, unknown>;
+  const isString = s.type === 'string' || (Array.isArray(s.type) && s.type.includes('string'));
+  if (isString && s.maxLength === undefined && s.enum === undefined && s.const === undefined && s.format === undefined) yield at;
+  for (const [k, v] of Object.entries(s)) yield* unboundedStrings(v, `${at}/${k}`);
+}
+
+/**
+ * Known exceptions. XML is bounded by the body limit and BATON_MAX_BPMN_ELEMENTS; the error
+ * shape describes answers, not input. The Camunda ones are bounded by the Camunda JSON limit
+ * only and are reported to that API's owner (schemas/camunda is theirs): bound them, then drop them here.
+ */
+const EXEMPT = new Set([
+  'schemas/api/common.schema.json#/definitions/error/properties/type',
+  'schemas/api/common.schema.json#/definitions/error/properties/message',
+  'schemas/api/deploy-request.schema.json#/properties/xml',
+  'schemas/api/diagram-lint-request.schema.json#/properties/xml',
+  'schemas/api/diagram-update-request.schema.json#/definitions/xml',
+  'schemas/camunda/common.schema.json#/$defs/stringList/items',
+  'schemas/camunda/message-request.schema.json#/properties/processInstanceId',
+  'schemas/camunda/signal-request.schema.json#/properties/executionId',
+]);
+
+describe('schemas', () => {
+  it('bound every string a client sends (names, keys, ids, messages), in schemas/api and schemas/camunda', () => {
+    const found: string[] = [];
+    for (const dir of ['schemas/api', 'schemas/camunda']) {
+      for (const file of files(path.join(root, dir), '.schema.json')) {
+        for (const p of unboundedStrings(JSON.parse(readFileSync(file, 'utf8')), '')) {
+          const where = `${path.relative(root, file)}#${p}`;
+          if (!EXEMPT.has(where)) found.push(where);
+        }
+      }
+    }
+    expect(found).toEqual([]);
+  });
+});
