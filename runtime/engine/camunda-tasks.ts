@@ -5,7 +5,7 @@
 // types that are written in the same transaction.
 import { completeStep, emptyEffects, type Effects, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
-import { reportBpmnError } from './tasks.ts';
+import { completeTask, reportBpmnError, type TaskCallResult } from './tasks.ts';
 import { commitTransition, type CommitOptions } from './transition.ts';
 import type { InstanceStatus } from './vocabulary.ts';
 import type { Plan } from '../compiler/plan.ts';
@@ -36,7 +36,20 @@ export interface CamundaCompleteRequest {
   variables: CamundaVariables;
 }
 
+/**
+ * Goes through the engine's completeTask, so whatever completing a step means there
+ * (compensation handlers, boundary events) applies to Camunda workers too. Only a
+ * complete with transient variables runs its own transition: the engine has no way to
+ * let a value steer this transition's conditions without storing it.
+ */
 export async function completeCamundaTask(engine: Engine, req: CamundaCompleteRequest): Promise<CamundaCallResult> {
+  if (Object.keys(req.variables.transient).length > 0) return completeWithTransient(engine, req);
+  return throughEngine(engine, req, 'complete', req.variables, (lockToken) =>
+    completeTask(engine, { taskId: req.taskId, workerId: req.workerId, lockToken, variables: req.variables.values }));
+}
+
+// Same shape as engine/tasks.ts completeTask; conditions see the transient values, the instance stores the rest.
+async function completeWithTransient(engine: Engine, req: CamundaCompleteRequest): Promise<CamundaCallResult> {
   return byWorker(engine, req, 'complete', req.variables.values, async (tx, instance, lockToken) => {
     const result = await markTaskDone(tx, { ...req, lockToken, generation: instance.generation });
     if (!result.ok) return result;
@@ -93,24 +106,30 @@ export interface CamundaBpmnErrorRequest {
   variables: CamundaVariables;
 }
 
-/**
- * Delegates to the engine's reportBpmnError so error boundaries apply once the engine
- * has them. Its transaction is its own, so the types are written just before: a type
- * row only applies to the exact value it names (md5), so it is harmless if the call
- * is then refused, and the value is never visible without its type.
- */
+/** Through the engine's reportBpmnError: error boundaries apply exactly as on the native API. */
 export async function reportCamundaBpmnError(engine: Engine, req: CamundaBpmnErrorRequest): Promise<CamundaCallResult> {
+  return throughEngine(engine, req, 'bpmn-error', req.variables, (lockToken) => reportBpmnError(engine, {
+    taskId: req.taskId, workerId: req.workerId, lockToken, errorCode: req.errorCode,
+    ...(req.errorMessage !== null ? { errorMessage: req.errorMessage } : {}), variables: req.variables.values,
+  }));
+}
+
+/**
+ * Runs an engine transition for the worker's lease. The engine's transaction is its
+ * own, so the types are written just before it: a type row applies only to the exact
+ * value it names (md5), so it is harmless if the call is then refused, and the value
+ * is never visible without its type.
+ */
+async function throughEngine(engine: Engine, req: { taskId: string; workerId: string }, call: TaskResultCall, variables: CamundaVariables, run: (lockToken: string) => Promise<TaskCallResult>): Promise<CamundaCallResult> {
   const lease = await lockTokenOf(engine.pool, req.taskId, req.workerId);
   if (lease) {
-    await writeVariableTypes(engine.pool, lease.instanceId, req.variables.types);
-    const result = await reportBpmnError(engine, {
-      taskId: req.taskId, workerId: req.workerId, lockToken: lease.lockToken, errorCode: req.errorCode,
-      ...(req.errorMessage !== null ? { errorMessage: req.errorMessage } : {}), variables: req.variables.values,
-    });
+    await writeVariableTypes(engine.pool, lease.instanceId, variables.types);
+    const result = await run(lease.lockToken);
     if (result.ok) return result;
     if (result.reason === 'not_found') return { ok: false, reason: 'not_found' };
   }
-  return withTransaction(engine.pool, (tx) => explainRefusal(engine, tx, req, 'bpmn-error', req.variables.values, !lease));
+  // No lease, or lost since: the engine recorded its own late result; without a lease nothing was recorded yet.
+  return withTransaction(engine.pool, (tx) => explainRefusal(engine, tx, req, call, variables.values, !lease));
 }
 
 /** commitTransition with the instance's plan: message waits reached by this transition look in the inbox at commit. */

@@ -23,7 +23,7 @@ export interface CamundaApiOptions {
 
 export function camundaRouter(engine: Engine, notifier: TaskNotifier, opts: CamundaApiOptions = {}): Router {
   const router = Router();
-  // Authorization (Basic or Bearer, e.g. the client's BasicAuthInterceptor) is accepted and not checked yet: auth is a later issue.
+  // Authorization (Basic or Bearer, e.g. the client's BasicAuthInterceptor) is checked by the security layer in front of this router, not here.
   router.use(express.json({ limit: opts.jsonLimit ?? '20mb', type: ['application/json', 'application/*+json'] }));
   // Tools such as Camunda Modeler ask which engine and REST version they talk to before deploying.
   router.get('/engine', (_req, res) => sendJson(res, 200, [{ name: 'default' }]));
