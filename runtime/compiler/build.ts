@@ -61,14 +61,20 @@ export function buildPlan(
   return { processKey: graph.processId, ...nameOf(processName), steps, flows };
 }
 
-function eventFields(id: string, events: EventSpecs): Pick<PlanStep, 'wait' | 'boundary' | 'boundaries'> {
+function eventFields(id: string, events: EventSpecs): Pick<PlanStep, 'wait' | 'boundary' | 'boundaries' | 'compensation' | 'compensationHandler' | 'throwCompensation'> {
   const wait = events.waits.get(id);
   const boundary = events.boundaries.get(id);
   const boundaries = events.attached.get(id);
+  const handler = events.compensations.get(id);
+  const isHandler = [...events.compensations.values()].includes(id);
+  const thrown = events.throws.get(id);
   return {
     ...(wait ? { wait: structuredClone(wait) } : {}),
     ...(boundary ? { boundary: { ...boundary } } : {}),
     ...(boundaries ? { boundaries: [...boundaries] } : {}),
+    ...(handler ? { compensation: { handler } } : {}),
+    ...(isHandler ? { compensationHandler: true } : {}),
+    ...(thrown ? { throwCompensation: { ...thrown } } : {}),
   };
 }
 

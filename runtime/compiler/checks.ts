@@ -32,7 +32,7 @@ function checkConnections(node: GraphNode): Diagnostic[] {
   if (kind === 'startEvent' && node.incoming.length > 0) {
     diagnostics.push(errorAt(id, `Start event ${label} has incoming sequence flows (${node.incoming.join(', ')}): a start event only begins the flow`));
   }
-  if (kind !== 'startEvent' && kind !== 'boundaryEvent' && node.incoming.length === 0) {
+  if (kind !== 'startEvent' && kind !== 'boundaryEvent' && !node.element.isForCompensation && node.incoming.length === 0) {
     diagnostics.push(errorAt(id, `${describeKind(kind)} ${label} has no incoming sequence flow, so it can never run: connect it or delete it`));
   }
   if ((kind === 'endEvent' || kind === 'terminateEndEvent') && node.outgoing.length > 0) {
@@ -65,6 +65,7 @@ const KIND_LABELS: Record<string, string> = {
   inclusiveGateway: 'Inclusive gateway',
   catchEvent: 'Intermediate catch event',
   boundaryEvent: 'Boundary event',
+  compensationThrow: 'Compensation event',
 };
 
 export function describeKind(kind: string): string {

@@ -10,10 +10,10 @@ const GATEWAY_KINDS: Record<string, StepKind> = {
   'bpmn:InclusiveGateway': StepKind.inclusiveGateway,
 };
 
-const SUPPORTED = 'Baton runs none start events, none and terminate end events, external service tasks, exclusive, inclusive and parallel gateways, timer/message/signal intermediate catch events and timer/message/signal/error boundary events on service tasks';
+const SUPPORTED = 'Baton runs none start events, none and terminate end events, external service tasks, exclusive, inclusive and parallel gateways, timer/message/signal intermediate catch events and timer/message/signal/error/compensation boundary events on service tasks, compensation handlers and compensation throw and end events';
 
 const CATCH_TRIGGERS = ['bpmn:TimerEventDefinition', 'bpmn:MessageEventDefinition', 'bpmn:SignalEventDefinition'];
-const BOUNDARY_TRIGGERS = [...CATCH_TRIGGERS, 'bpmn:ErrorEventDefinition'];
+const BOUNDARY_TRIGGERS = [...CATCH_TRIGGERS, 'bpmn:ErrorEventDefinition', 'bpmn:CompensateEventDefinition'];
 
 /** Elements of process.flowElements that are data, not flow nodes: they never take part in the flow. */
 const DATA_ELEMENTS = ['bpmn:DataObject', 'bpmn:DataObjectReference', 'bpmn:DataStoreReference'] as const;
@@ -32,7 +32,12 @@ export function classifyNode(node: BpmnFlowNode): Classification {
     case 'bpmn:EndEvent':
       if (definitions.length === 0) return { supported: true, kind: StepKind.endEvent };
       if (definitions.length === 1 && definitions[0] === 'bpmn:TerminateEventDefinition') return { supported: true, kind: StepKind.terminateEndEvent };
-      return refuse(node, 'only none and terminate end events are supported');
+      if (definitions.length === 1 && definitions[0] === 'bpmn:CompensateEventDefinition') return { supported: true, kind: StepKind.compensationThrow };
+      return refuse(node, 'only none, terminate and compensation end events are supported');
+    case 'bpmn:IntermediateThrowEvent':
+      return definitions.length === 1 && definitions[0] === 'bpmn:CompensateEventDefinition'
+        ? { supported: true, kind: StepKind.compensationThrow }
+        : refuse(node, 'only compensation intermediate throw events are supported');
     case 'bpmn:ServiceTask':
       return classifyServiceTask(node);
     case 'bpmn:IntermediateCatchEvent':
@@ -42,7 +47,7 @@ export function classifyNode(node: BpmnFlowNode): Classification {
     case 'bpmn:BoundaryEvent':
       return definitions.length === 1 && BOUNDARY_TRIGGERS.includes(definitions[0] as string)
         ? { supported: true, kind: StepKind.boundaryEvent }
-        : refuse(node, 'boundary events catch exactly one timer, message, signal or error (compensation boundaries are not supported yet)');
+        : refuse(node, 'boundary events catch exactly one timer, message, signal, error or compensation');
     default:
       return refuse(node, `${SUPPORTED}; replace or remove this element`);
   }
@@ -50,7 +55,6 @@ export function classifyNode(node: BpmnFlowNode): Classification {
 
 function classifyServiceTask(node: BpmnFlowNode): Classification {
   if (node.loopCharacteristics) return refuse(node, 'loops and multi-instance are not supported yet; let one worker handle the whole collection');
-  if (node.isForCompensation) return refuse(node, 'compensation handlers are not supported yet');
   return { supported: true, kind: StepKind.serviceTask };
 }
 

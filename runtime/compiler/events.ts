@@ -1,7 +1,7 @@
 // Catch and boundary events -> what each waits for, and how boundaries attach.
 import { errorAt } from './diagnostics.ts';
 import type { GraphNode, ProcessGraph } from './graph.ts';
-import { BPMN_NAMESPACE, describeElement, type BpmnEventDefinition, type BpmnExpression } from './model.ts';
+import { BPMN_NAMESPACE, describeElement, type BpmnAssociation, type BpmnElement, type BpmnEventDefinition, type BpmnExpression } from './model.ts';
 import type { BoundarySpec, Diagnostic, TimerSpec, WaitSpec } from './plan.ts';
 import { checkFeel, toFeel } from '../shared/feel.ts';
 import { firstDue } from '../shared/timers.ts';
@@ -11,11 +11,16 @@ export interface EventSpecs {
   boundaries: Map<string, BoundarySpec>;
   /** host id -> its boundary event ids, document order */
   attached: Map<string, string[]>;
+  /** host id -> its compensation handler's id */
+  compensations: Map<string, string>;
+  /** compensation throw id -> the step it names, if any */
+  throws: Map<string, { activityRef?: string }>;
   diagnostics: Diagnostic[];
 }
 
-export function readEventSpecs(graph: ProcessGraph): EventSpecs {
-  const specs: EventSpecs = { waits: new Map(), boundaries: new Map(), attached: new Map(), diagnostics: [] };
+export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = []): EventSpecs {
+  const specs: EventSpecs = { waits: new Map(), boundaries: new Map(), attached: new Map(), compensations: new Map(), throws: new Map(), diagnostics: [] };
+  const associations = associationTargets(artifacts);
   for (const node of graph.nodes.values()) {
     if (node.kind !== 'catchEvent' && node.kind !== 'boundaryEvent') continue;
     const definition = node.element.eventDefinitions?.[0] as BpmnEventDefinition | undefined;
@@ -23,8 +28,55 @@ export function readEventSpecs(graph: ProcessGraph): EventSpecs {
     const wait = readWait(node, definition, specs.diagnostics);
     if (wait) specs.waits.set(node.id, wait);
     if (node.kind === 'boundaryEvent') attachBoundary(graph, node, wait, specs);
+    if (wait?.trigger === 'compensation') linkHandler(graph, node, associations.get(node.id) ?? [], specs);
   }
+  checkCompensation(graph, specs);
   return specs;
+}
+
+function associationTargets(artifacts: BpmnElement[]): Map<string, string[]> {
+  const targets = new Map<string, string[]>();
+  for (const a of artifacts) {
+    if (a.$type !== 'bpmn:Association') continue;
+    const { sourceRef, targetRef } = a as BpmnAssociation;
+    if (sourceRef?.id && targetRef?.id) targets.set(sourceRef.id, [...(targets.get(sourceRef.id) ?? []), targetRef.id]);
+  }
+  return targets;
+}
+
+// A compensation boundary names its handler through an association, not a sequence flow.
+function linkHandler(graph: ProcessGraph, boundary: GraphNode, targets: string[], specs: EventSpecs): void {
+  const handler = targets.map((id) => graph.nodes.get(id)).find((n) => n?.element.isForCompensation);
+  const host = specs.boundaries.get(boundary.id)?.attachedTo;
+  if (!handler) {
+    specs.diagnostics.push(errorAt(boundary.id, `Compensation boundary ${describeElement(boundary.element)} is not associated with a compensation handler: draw an association to a service task marked isForCompensation`));
+    return;
+  }
+  if (host) specs.compensations.set(host, handler.id);
+}
+
+function checkCompensation(graph: ProcessGraph, specs: EventSpecs): void {
+  const linked = new Set(specs.compensations.values());
+  for (const node of graph.nodes.values()) {
+    const label = describeElement(node.element);
+    if (node.element.isForCompensation) {
+      if (node.kind !== 'serviceTask') specs.diagnostics.push(errorAt(node.id, `Compensation handler ${label} must be an external service task`));
+      if (node.incoming.length > 0 || node.outgoing.length > 0) {
+        specs.diagnostics.push(errorAt(node.id, `Compensation handler ${label} has sequence flows: a handler runs only through compensation, so remove its flows`));
+      }
+      if (!linked.has(node.id)) specs.diagnostics.push(errorAt(node.id, `Compensation handler ${label} is not associated with any compensation boundary event`));
+    }
+    if (node.kind !== 'compensationThrow') continue;
+    const definition = node.element.eventDefinitions?.[0] as BpmnEventDefinition | undefined;
+    if (definition?.waitForCompletion === false) {
+      specs.diagnostics.push(errorAt(node.id, `Compensation event ${label} has waitForCompletion="false": Baton always waits for the handlers; remove the attribute`));
+    }
+    const activityRef = definition?.activityRef?.id;
+    if (activityRef !== undefined && !specs.compensations.has(activityRef)) {
+      specs.diagnostics.push(errorAt(node.id, `Compensation event ${label} names activity ${activityRef}, which has no compensation handler`));
+    }
+    specs.throws.set(node.id, activityRef !== undefined ? { activityRef } : {});
+  }
 }
 
 function readWait(node: GraphNode, definition: BpmnEventDefinition, diagnostics: Diagnostic[]): WaitSpec | undefined {
@@ -60,6 +112,8 @@ function readWait(node: GraphNode, definition: BpmnEventDefinition, diagnostics:
       }
       return { trigger: 'signal', name };
     }
+    case 'bpmn:CompensateEventDefinition':
+      return { trigger: 'compensation' };
     case 'bpmn:ErrorEventDefinition': {
       const code = definition.errorRef?.errorCode?.trim();
       return {
@@ -106,7 +160,9 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
   if (node.incoming.length > 0) {
     specs.diagnostics.push(errorAt(node.id, `Boundary event ${label} has incoming sequence flows (${node.incoming.join(', ')}): it starts a path, nothing flows into it`));
   }
-  if (node.outgoing.length === 0) {
+  if (wait?.trigger === 'compensation' && node.outgoing.length > 0) {
+    specs.diagnostics.push(errorAt(node.id, `Compensation boundary ${label} has outgoing sequence flows: it only links its handler by an association`));
+  } else if (wait?.trigger !== 'compensation' && node.outgoing.length === 0) {
     specs.diagnostics.push(errorAt(node.id, `Boundary event ${label} has no outgoing sequence flow: connect the path it starts`));
   }
   if (wait?.trigger === 'error' && !interrupting) {

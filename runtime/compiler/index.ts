@@ -40,7 +40,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const { graph, diagnostics: extractDiagnostics } = extractGraph(process, processId, document.unresolved);
   const tasks = readTaskSpecs(graph, document, process);
   const conditions = compileConditions(graph);
-  const events = readEventSpecs(graph);
+  const events = readEventSpecs(graph, process.artifacts ?? []);
   const diagnostics: Diagnostic[] = [
     ...parsed.diagnostics,
     ...extractDiagnostics,

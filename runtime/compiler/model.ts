@@ -15,8 +15,15 @@ export interface BpmnDefinitions extends BpmnElement {
   readonly rootElements?: BpmnElement[];
 }
 
+export interface BpmnAssociation extends BpmnElement {
+  readonly sourceRef?: BpmnElement;
+  readonly targetRef?: BpmnElement;
+}
+
 export interface BpmnProcess extends BpmnElement {
   readonly flowElements?: BpmnElement[];
+  /** associations (compensation links), text annotations, groups */
+  readonly artifacts?: BpmnElement[];
   readonly isExecutable?: boolean;
 }
 
@@ -46,6 +53,9 @@ export interface BpmnEventDefinition extends BpmnElement {
   readonly messageRef?: BpmnElement;
   readonly signalRef?: BpmnElement;
   readonly errorRef?: BpmnElement & { readonly errorCode?: string };
+  /** compensate event definitions */
+  readonly activityRef?: BpmnElement;
+  readonly waitForCompletion?: boolean;
   /** camunda:errorCodeVariable / camunda:errorMessageVariable */
   readonly errorCodeVariable?: string;
   readonly errorMessageVariable?: string;

@@ -21,6 +21,8 @@ export const StepKind = {
   catchEvent: 'catchEvent',
   /** boundary event on a service task: waits while its host is active (see `boundary`) */
   boundaryEvent: 'boundaryEvent',
+  /** compensation intermediate throw or end event: runs compensation handlers, then moves on */
+  compensationThrow: 'compensationThrow',
 } as const;
 export type StepKind = (typeof StepKind)[keyof typeof StepKind];
 
@@ -31,6 +33,8 @@ export interface TaskSpec {
   retries: number;
   /** higher is fetched first; default 0 */
   priority: number;
+  /** 'compensate': when retries run out, compensate the instance instead of raising an incident */
+  onExhausted?: 'compensate';
 }
 
 /** When a timer is due: ISO-8601 as written in the BPMN. */
@@ -47,7 +51,9 @@ export type WaitSpec =
   | { trigger: 'message'; name: string; correlationKey?: string }
   | { trigger: 'signal'; name: string }
   /** errorCode absent: catches every BPMN error of the host */
-  | { trigger: 'error'; errorCode?: string; errorCodeVariable?: string; errorMessageVariable?: string };
+  | { trigger: 'error'; errorCode?: string; errorCodeVariable?: string; errorMessageVariable?: string }
+  /** links the host to its compensation handler; it never waits at run time */
+  | { trigger: 'compensation' };
 
 export interface BoundarySpec {
   /** the service task the event is attached to */
@@ -75,6 +81,12 @@ export interface PlanStep {
   boundary?: BoundarySpec;
   /** ids of the boundary events attached to this step */
   boundaries?: string[];
+  /** a completed step with a handler can be compensated: the handler step id */
+  compensation?: { handler: string };
+  /** set on compensation handler tasks (no sequence flows; run only by compensation) */
+  compensationHandler?: boolean;
+  /** compensationThrow: absent activityRef compensates every completed step */
+  throwCompensation?: { activityRef?: string };
 }
 
 export interface FlowCondition {

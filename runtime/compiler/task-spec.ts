@@ -26,8 +26,12 @@ export function readTaskSpec(node: BpmnFlowNode, context: TaskContext): ReadTask
   if (priority === undefined) {
     diagnostics.push(errorAt(id, `Service task ${id} has invalid camunda:taskPriority "${node.taskPriority ?? ''}": use a whole number (expressions are not supported)`));
   }
-  if ('topic' in topic && 'retries' in retries && priority !== undefined) {
-    return { ok: true, task: { topic: topic.topic, retries: retries.retries, priority } };
+  const onExhausted = readBatonAttribute(node, context.scopes, 'onExhausted')?.trim();
+  if (onExhausted !== undefined && onExhausted !== 'compensate' && onExhausted !== 'incident') {
+    diagnostics.push(errorAt(id, `Service task ${id} has baton:onExhausted "${onExhausted}": use "compensate" or "incident" (the default)`));
+  }
+  if (diagnostics.length === 0 && 'topic' in topic && 'retries' in retries && priority !== undefined) {
+    return { ok: true, task: { topic: topic.topic, retries: retries.retries, priority, ...(onExhausted === 'compensate' ? { onExhausted: 'compensate' as const } : {}) } };
   }
   return { ok: false, diagnostics };
 }

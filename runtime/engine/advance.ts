@@ -4,6 +4,7 @@
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
 import { firstDue, type DueRule } from '../shared/timers.ts';
+import { startCompensationThrow } from './compensate.ts';
 import { indexPlan } from './plan-index.ts';
 import type { FlowState, IncidentKind, StepStatus } from './vocabulary.ts';
 
@@ -13,6 +14,15 @@ export type Variables = Record<string, unknown>;
 export interface InstanceState {
   flows: Record<string, FlowState>;
   steps: Record<string, StepStatus>;
+  /** completed step ids, oldest first: compensation undoes them newest first */
+  completedOrder?: string[];
+  /** active: handlers are queued or running; saga: an onExhausted saga ran in this generation */
+  compensation?: { active: boolean; saga: boolean };
+}
+
+export interface CompensationTarget {
+  host: string;
+  handler: string;
 }
 
 export interface NewTask {
@@ -62,12 +72,19 @@ export interface Effects {
   endedWaits: string[];
   /** steps whose open external task is canceled (an interrupting boundary fired) */
   canceledTasks: string[];
+  /** compensation runs to queue (hosts newest first); null throwStepId: an onExhausted saga */
+  compensationRuns: { throwStepId: string | null; hosts: CompensationTarget[] }[];
+  /** queue rows that move on: a handler starts running, or is done */
+  compensationMoves: { host: string; to: 'running' | 'done' }[];
   /** a terminate end event was reached: open work of the instance is cancelled */
   terminated: boolean;
 }
 
 export function emptyEffects(): Effects {
-  return { steps: [], flows: [], tasks: [], events: [], incidents: [], timers: [], subscriptions: [], endedWaits: [], canceledTasks: [], terminated: false };
+  return {
+    steps: [], flows: [], tasks: [], events: [], incidents: [], timers: [], subscriptions: [],
+    endedWaits: [], canceledTasks: [], compensationRuns: [], compensationMoves: [], terminated: false,
+  };
 }
 
 /** Lets the new instance's token leave its none start event. */
@@ -128,10 +145,12 @@ export function resumeStep(plan: Plan, stepId: string, state: InstanceState, var
 }
 
 /** The instance status implied by its step statuses after the transition. */
-export function deriveStatus(state: InstanceState, fx: Effects): 'running' | 'incident' | 'completed' {
+export function deriveStatus(state: InstanceState, fx: Effects): 'running' | 'incident' | 'completed' | 'compensating' | 'compensated' {
   if (fx.terminated) return 'completed';
   const statuses = Object.values(state.steps);
   if (statuses.includes('incident')) return 'incident';
+  if (state.compensation?.active) return 'compensating';
+  if (state.compensation?.saga) return statuses.includes('active') ? 'compensating' : 'compensated';
   return statuses.includes('active') ? 'running' : 'completed';
 }
 
@@ -144,6 +163,7 @@ function stepById(plan: Plan, stepId: string): PlanStep {
 function setStep(state: InstanceState, fx: Effects, stepId: string, status: StepStatus): void {
   state.steps[stepId] = status;
   fx.steps.push({ stepId, status });
+  if (status === 'completed') (state.completedOrder ??= []).push(stepId);
 }
 
 function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects, resumed = false): void {
@@ -157,6 +177,12 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   }
   if (step.kind === 'catchEvent') {
     startWait(step, state, vars, fx);
+    return;
+  }
+  if (step.kind === 'compensationThrow') {
+    setStep(state, fx, step.id, 'active');
+    fx.events.push({ kind: 'step:activated', stepId: step.id });
+    startCompensationThrow(plan, step, state, vars, fx);
     return;
   }
   if (step.kind === 'parallelGateway' && !resumed) {

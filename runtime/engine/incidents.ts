@@ -25,7 +25,7 @@ export async function retryIncident(engine: Engine, req: RetryIncidentRequest): 
     if (!found) return { ok: false, reason: 'not_found' };
     const instance = await lockInstance(tx, found.instance_id);
     const incident = await resolveIncident(tx, req.incidentId);
-    if (!instance || !incident || instance.status === 'canceled' || instance.status === 'completed') {
+    if (!instance || !incident || instance.status === 'canceled' || instance.status === 'completed' || instance.status === 'compensated') {
       return { ok: false, reason: 'not_open' };
     }
     const variables = { ...instance.variables, ...req.variables };

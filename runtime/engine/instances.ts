@@ -51,7 +51,7 @@ export async function cancelInstance(engine: Engine, instanceId: string): Promis
   return withTransaction(engine.pool, async (tx) => {
     const instance = await lockInstance(tx, instanceId);
     if (!instance) return { ok: false, reason: 'not_found' };
-    if (instance.status === 'completed' || instance.status === 'canceled') {
+    if (instance.status === 'completed' || instance.status === 'canceled' || instance.status === 'compensated') {
       return { ok: false, reason: 'already_ended', status: instance.status };
     }
     const status = await commitTransition(tx, instance, emptyEffects(), instance.variables, { status: 'canceled' });

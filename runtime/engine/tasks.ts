@@ -4,7 +4,10 @@ import { completeStep, emptyEffects, findErrorBoundary, fireWait, type Effects, 
 import { planOf, type Engine } from './context.ts';
 import { commitTransition } from './transition.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
-import { lockInstanceOfTask, type LockedInstance } from '../store/instances.ts';
+import { cancelOpenWork, lockInstanceOfTask, type LockedInstance } from '../store/instances.ts';
+import { listCompensations } from '../store/compensations.ts';
+import { finishHandler, startSaga } from './compensate.ts';
+import { indexPlan } from './plan-index.ts';
 import {
   failTask as failTaskRow,
   markTaskCaught,
@@ -33,7 +36,11 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest): Pr
     const variables = { ...instance.variables, ...req.variables };
     const fx = emptyEffects();
     fx.events.push({ kind: 'task:completed', stepId: result.task.step_id, taskId: result.task.id, data: { workerId: req.workerId, attempt: result.task.attempt } });
-    completeStep(plan, result.task.step_id, instance.state, variables, fx);
+    if (indexPlan(plan).steps.get(result.task.step_id)?.compensationHandler) {
+      finishHandler(plan, result.task.step_id, await listCompensations(tx, instance.id, instance.generation), instance.state, variables, fx);
+    } else {
+      completeStep(plan, result.task.step_id, instance.state, variables, fx);
+    }
     await commitTransition(tx, instance, fx, variables, { plan });
     return result;
   });
@@ -63,6 +70,14 @@ export async function failTask(engine: Engine, req: FailTaskRequest): Promise<Ta
       taskId: task.id,
       data: { workerId: req.workerId, attempt: task.attempt, errorMessage: req.errorMessage, retriesLeft: task.retries_left, retryAt: task.state === 'ready' ? task.retry_at : null },
     });
+    const plan = await planOf(engine, instance.definition_id);
+    if (task.state === 'failed' && indexPlan(plan).steps.get(task.step_id)?.task?.onExhausted === 'compensate') {
+      // The saga: everything else stops, completed steps are undone newest first.
+      await cancelOpenWork(tx, instance.id, task.id);
+      startSaga(plan, task.step_id, instance.state, fx);
+      await commitTransition(tx, instance, fx, instance.variables, { plan });
+      return result;
+    }
     if (task.state === 'failed') {
       raiseTaskIncident(instance, task, fx, 'task_failed', `Task ${task.step_id} failed with no retries left: ${req.errorMessage}`, { errorMessage: req.errorMessage, errorDetails: req.errorDetails ?? null });
     }

@@ -6,6 +6,7 @@ import type { InstanceStatus } from './vocabulary.ts';
 import type { Plan } from '../compiler/plan.ts';
 import type { PoolClient, Queryable } from '../store/db.ts';
 import { consumeBufferedMessages } from './inbox.ts';
+import { advanceCompensation, queueCompensations } from '../store/compensations.ts';
 import { applyEffects, cancelOpenWork, type LockedInstance } from '../store/instances.ts';
 
 export interface CommitOptions {
@@ -26,6 +27,7 @@ export async function commitTransition(
   if (opts.plan && fx.subscriptions.some((x) => x.kind === 'message')) {
     await consumeBufferedMessages(tx as PoolClient, instance, opts.plan, fx, variables);
   }
+  await storeCompensationQueue(tx, instance, fx);
   const closing = fx.terminated || opts.status === 'canceled';
   if (closing) closeOpenSteps(instance, fx);
   const status = opts.status ?? deriveStatus(instance.state, fx);
@@ -53,4 +55,13 @@ function closeOpenSteps(instance: LockedInstance, fx: Effects): void {
   fx.tasks = [];
   fx.timers = [];
   fx.subscriptions = [];
+}
+
+async function storeCompensationQueue(tx: Queryable, instance: LockedInstance, fx: Effects): Promise<void> {
+  for (const run of fx.compensationRuns) {
+    await queueCompensations(tx, { instanceId: instance.id, generation: instance.generation, hosts: run.hosts, throwStepId: run.throwStepId });
+  }
+  for (const move of fx.compensationMoves) {
+    await advanceCompensation(tx, { instanceId: instance.id, generation: instance.generation, host: move.host, from: move.to === 'running' ? 'pending' : 'running', to: move.to });
+  }
 }

@@ -9,6 +9,10 @@ export const InstanceStatus = {
   completed: 'completed',
   /** stopped by an operator; open tasks are unfetchable */
   canceled: 'canceled',
+  /** compensation handlers are running (a compensation event, or an onExhausted saga) */
+  compensating: 'compensating',
+  /** an onExhausted saga undid every completed step; the instance is over */
+  compensated: 'compensated',
 } as const;
 export type InstanceStatus = (typeof InstanceStatus)[keyof typeof InstanceStatus];
 
@@ -22,6 +26,10 @@ export const StepStatus = {
   incident: 'incident',
   /** the instance was canceled or terminated while the step was open */
   canceled: 'canceled',
+  /** retries ran out and an onExhausted saga took over */
+  failed: 'failed',
+  /** completed, then undone by its compensation handler */
+  compensated: 'compensated',
 } as const;
 export type StepStatus = (typeof StepStatus)[keyof typeof StepStatus];
 

@@ -105,14 +105,27 @@ export async function lockInstanceOfTask(db: Queryable, taskId: string): Promise
 // for the row lock still reads other tables with the snapshot it started with,
 // so flows committed by the transition it waited for would be invisible.
 async function loadState(db: Queryable, instance: InstanceRow): Promise<LockedInstance> {
-  const { rows } = await db.query<{ flows: InstanceState['flows']; steps: InstanceState['steps'] }>({
+  type StateRow = { flows: InstanceState['flows']; steps: InstanceState['steps']; completed: string[]; compensating: boolean; saga: boolean };
+  const { rows } = await db.query<StateRow>({
     name: 'load_instance_state',
     text: `select coalesce((select jsonb_object_agg(flow_id, state) from flows where instance_id = $1), '{}') as flows,
-                  coalesce((select jsonb_object_agg(step_id, status) from steps where instance_id = $1), '{}') as steps`,
-    values: [instance.id],
+                  coalesce((select jsonb_object_agg(step_id, status) from steps where instance_id = $1), '{}') as steps,
+                  coalesce((select jsonb_agg(step_id order by completed_seq) from steps
+                             where instance_id = $1 and status = 'completed' and completed_seq is not null), '[]') as completed,
+                  exists (select 1 from compensations where instance_id = $1 and generation = $2 and state <> 'done') as compensating,
+                  exists (select 1 from compensations where instance_id = $1 and generation = $2 and throw_step_id is null) as saga`,
+    values: [instance.id, instance.generation],
   });
-  const state = rows[0] ?? { flows: {}, steps: {} };
-  return { ...instance, state: { flows: state.flows, steps: state.steps } };
+  const state = rows[0] ?? { flows: {}, steps: {}, completed: [], compensating: false, saga: false };
+  return {
+    ...instance,
+    state: {
+      flows: state.flows,
+      steps: state.steps,
+      completedOrder: state.completed,
+      compensation: { active: state.compensating, saga: state.saga },
+    },
+  };
 }
 
 export interface ApplyEffectsParams {
@@ -133,19 +146,22 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
   const fx = p.effects;
   const steps = lastStatusPerStep(fx.steps);
   const incidentTasks = p.incidentTaskIds ?? fx.incidents.map(() => null);
-  const ended = p.status === 'completed' || p.status === 'canceled';
+  const ended = p.status === 'completed' || p.status === 'canceled' || p.status === 'compensated';
   // A wait that starts and ends within one transition never needs a row.
   const timers = fx.timers.filter((t) => !fx.endedWaits.includes(t.stepId));
   const subscriptions = fx.subscriptions.filter((x) => !fx.endedWaits.includes(x.stepId));
   await db.query({
     name: 'apply_effects',
     text: `with
-      s as (insert into steps (instance_id, step_id, generation, status, ended_at)
+      s as (insert into steps (instance_id, step_id, generation, status, ended_at, completed_seq)
             select $1::uuid, x.step_id, $2::int, x.status,
-                   case when x.status in ('completed', 'skipped', 'canceled') then now() end
-              from unnest($3::text[], $4::text[]) as x(step_id, status)
+                   case when x.status in ('completed', 'skipped', 'canceled', 'failed', 'compensated') then now() end,
+                   case when x.status = 'completed' then nextval('events_seq') end
+              from unnest($3::text[], $4::text[]) with ordinality as x(step_id, status, n)
+             order by x.n
             on conflict (instance_id, step_id)
-            do update set status = excluded.status, ended_at = excluded.ended_at),
+            do update set status = excluded.status, ended_at = excluded.ended_at,
+                          completed_seq = coalesce(excluded.completed_seq, steps.completed_seq)),
       f as (insert into flows (instance_id, flow_id, generation, state)
             select $1, x.flow_id, $2, x.state from unnest($5::text[], $6::text[]) as x(flow_id, state)),
       t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key)
@@ -207,16 +223,19 @@ function lastStatusPerStep(steps: Effects['steps']): Effects['steps'] {
   return [...last.values()];
 }
 
-/** Cancels every open task, timer and subscription and resolves every open incident of an instance (cancel, terminate). */
-export async function cancelOpenWork(db: Queryable, instanceId: string): Promise<void> {
+/**
+ * Cancels every open task, timer and subscription and resolves every open incident
+ * of an instance (cancel, terminate, saga); `keepTaskId` is left as it is.
+ */
+export async function cancelOpenWork(db: Queryable, instanceId: string, keepTaskId: string | null = null): Promise<void> {
   await db.query({
     name: 'cancel_open_work',
     text: `with t as (update external_tasks set state = 'canceled', ended_at = now()
-                       where instance_id = $1 and state in ('ready', 'locked', 'failed')),
+                       where instance_id = $1 and state in ('ready', 'locked', 'failed') and id is distinct from $2::uuid),
                 tm as (update timers set state = 'canceled' where instance_id = $1 and state = 'waiting'),
                 sb as (delete from subscriptions where instance_id = $1)
            update incidents set status = 'resolved', resolved_at = now()
             where instance_id = $1 and status = 'open'`,
-    values: [instanceId],
+    values: [instanceId, keepTaskId],
   });
 }

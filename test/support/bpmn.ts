@@ -15,7 +15,11 @@ export type NodeSpec =
   | ({ id: string; type: 'catchEvent' } & EventTrigger)
   | ({ id: string; type: 'boundaryEvent'; attachedTo: string; interrupting?: boolean } & EventTrigger)
   | { id: string; type: 'exclusiveGateway' | 'inclusiveGateway'; default?: string }
-  | { id: string; type: 'serviceTask'; topic: string; retries?: number; priority?: number };
+  | { id: string; type: 'serviceTask'; topic: string; retries?: number; priority?: number; forCompensation?: boolean; onExhausted?: 'compensate' | 'incident' }
+  /** compensation boundary on attachedTo, associated with the handler task */
+  | { id: string; type: 'compensationBoundary'; attachedTo: string; handler: string }
+  /** compensation throw: an intermediate throw event, or an end event with end: true */
+  | { id: string; type: 'compensationThrow'; activityRef?: string; end?: boolean };
 
 export interface FlowSpec {
   id?: string;
@@ -53,14 +57,24 @@ function eventDefinition(id: string, t: EventTrigger, roots: string[]): string {
 
 export function buildBpmn(processId: string, nodes: NodeSpec[], flows: FlowSpec[]): string {
   const roots: string[] = [];
+  const artifacts: string[] = [];
   const named = flows.map((f, i) => ({ ...f, id: f.id ?? `Flow_${i + 1}` }));
   const incoming = (id: string) => named.filter((f) => f.to === id).map((f) => `<bpmn:incoming>${f.id}</bpmn:incoming>`).join('');
   const outgoing = (id: string) => named.filter((f) => f.from === id).map((f) => `<bpmn:outgoing>${f.id}</bpmn:outgoing>`).join('');
   const body = nodes.map((n) => {
     const links = incoming(n.id) + outgoing(n.id);
     switch (n.type) {
+      case 'compensationBoundary':
+        artifacts.push(`<bpmn:association id="${n.id}_assoc" associationDirection="One" sourceRef="${n.id}" targetRef="${n.handler}"/>`);
+        return `<bpmn:boundaryEvent id="${n.id}" attachedToRef="${n.attachedTo}"><bpmn:compensateEventDefinition id="${n.id}_def"/></bpmn:boundaryEvent>`;
+      case 'compensationThrow': {
+        const tag = n.end ? 'endEvent' : 'intermediateThrowEvent';
+        const ref = n.activityRef ? ` activityRef="${n.activityRef}"` : '';
+        return `<bpmn:${tag} id="${n.id}">${links}<bpmn:compensateEventDefinition id="${n.id}_def"${ref}/></bpmn:${tag}>`;
+      }
       case 'serviceTask': {
-        const extra = `${n.retries !== undefined ? ` baton:retries="${n.retries}"` : ''}${n.priority !== undefined ? ` camunda:taskPriority="${n.priority}"` : ''}`;
+        const extra = `${n.retries !== undefined ? ` baton:retries="${n.retries}"` : ''}${n.priority !== undefined ? ` camunda:taskPriority="${n.priority}"` : ''}`
+          + `${n.forCompensation ? ' isForCompensation="true"' : ''}${n.onExhausted ? ` baton:onExhausted="${n.onExhausted}"` : ''}`;
         return `<bpmn:serviceTask id="${n.id}" camunda:type="external" camunda:topic="${escapeXml(n.topic)}"${extra}>${links}</bpmn:serviceTask>`;
       }
       case 'terminateEndEvent':
@@ -88,7 +102,7 @@ export function buildBpmn(processId: string, nodes: NodeSpec[], flows: FlowSpec[
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:baton="https://baton.dev/schema/bpmn/1.0" id="Definitions_${processId}" targetNamespace="http://bpmn.io/schema/bpmn">
   ${roots.join('\n  ')}
   <bpmn:process id="${processId}" isExecutable="true">
-    ${[...body, ...flowXml].join('\n    ')}
+    ${[...body, ...flowXml, ...artifacts].join('\n    ')}
   </bpmn:process>
 </bpmn:definitions>
 `;

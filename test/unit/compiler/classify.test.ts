@@ -35,12 +35,12 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
     ['Call', 'bpmn:CallActivity "Call" (id Call)'],
     ['Sub', 'bpmn:SubProcess "Sub" (id Sub)'],
     ['Each', 'bpmn:ServiceTask with bpmn:MultiInstanceLoopCharacteristics "Each" (id Each): loops and multi-instance'],
-    ['Timeout', 'bpmn:BoundaryEvent with bpmn:EscalationEventDefinition "Timeout" (id Timeout): boundary events catch exactly one timer, message, signal or error'],
+    ['Timeout', 'bpmn:BoundaryEvent with bpmn:EscalationEventDefinition "Timeout" (id Timeout): boundary events catch exactly one timer, message, signal, error or compensation'],
     ['Wait', 'bpmn:IntermediateCatchEvent with bpmn:ConditionalEventDefinition "Wait" (id Wait): intermediate catch events wait for exactly one timer, message or signal'],
     ['Signal', 'bpmn:IntermediateThrowEvent "Signal" (id Signal)'],
     ['Race', 'bpmn:EventBasedGateway "Race" (id Race)'],
     ['Complex', 'bpmn:ComplexGateway "Complex" (id Complex)'],
-    ['ErrorEnd', 'bpmn:EndEvent with bpmn:ErrorEventDefinition "ErrorEnd" (id ErrorEnd): only none and terminate end events'],
+    ['ErrorEnd', 'bpmn:EndEvent with bpmn:ErrorEventDefinition "ErrorEnd" (id ErrorEnd): only none, terminate and compensation end events'],
   ])('%s', async (id, text) => {
     const errors = errorsOf(await compileDiagnostics(unsupported)).filter((d) => d.elementId === id);
     expect(errors).toEqual([{ elementId: id, severity: 'error', message: expect.stringContaining(`Unsupported element ${text}`) }]);
@@ -52,10 +52,11 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
     expect(diagnostics).toHaveLength(17);
   });
 
-  it('refuses a compensation handler', async () => {
+  it('refuses a compensation handler that no compensation boundary links', async () => {
     const xml = readFixture('order.bpmn').replace('camunda:topic="review-order"', 'camunda:topic="review-order" isForCompensation="true"');
-    expect(errorsOf(await compileDiagnostics(xml))).toEqual([
-      expect.objectContaining({ elementId: 'Task_ReviewOrder', message: expect.stringContaining('compensation handlers are not supported') }),
-    ]);
+    expect(errorsOf(await compileDiagnostics(xml))).toEqual(expect.arrayContaining([
+      expect.objectContaining({ elementId: 'Task_ReviewOrder', message: expect.stringContaining('has sequence flows') }),
+      expect.objectContaining({ elementId: 'Task_ReviewOrder', message: expect.stringContaining('not associated with any compensation boundary') }),
+    ]));
   });
 });
