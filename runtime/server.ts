@@ -17,6 +17,8 @@ import { startTimerScheduler, type TimerScheduler } from './scheduler/timer-sche
 import { eventsRouter } from './api/events-routes.ts';
 import { createPool } from './store/db.ts';
 import { applyMigrations } from './store/migrate.ts';
+import { checkAuthBeforeListening, designerHeaders, securityLayer, type AuthOptions, type LimitOptions } from './security/index.ts';
+import { opsRouter, startRetention, type RetentionOptions } from './ops/index.ts';
 
 export interface BatonServerOptions {
   databaseUrl: string;
@@ -31,6 +33,12 @@ export interface BatonServerOptions {
   xmlLimit?: string;
   /** runs after migrations and before the port opens (deploying samples), so a healthy server is a ready one */
   prepare?: (engine: Engine) => Promise<void>;
+  /** tokens from the environment (the tokens table is always honoured); see docs/security.md */
+  auth?: AuthOptions;
+  /** variables size, parked long polls, Camunda JSON limit (jsonLimit above is the /api one) */
+  limits?: Partial<LimitOptions>;
+  /** deletion of old ended instances; off unless days > 0 */
+  retention?: RetentionOptions;
 }
 
 export interface BatonServer {
@@ -46,6 +54,10 @@ export interface BatonServer {
 export async function startBatonServer(opts: BatonServerOptions): Promise<BatonServer> {
   const pool = createPool({ connectionString: opts.databaseUrl });
   await applyMigrations(pool);
+  await checkAuthBeforeListening(pool, opts.host, opts.auth).catch(async (err: Error) => {
+    await pool.end();
+    throw err;
+  });
   const engine = createEngine(pool, opts.log, opts.engine);
   await opts.prepare?.(engine);
   const notifier = new TaskNotifier(opts.databaseUrl, opts.log);
@@ -53,9 +65,11 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   const sweeper = startSweeper(pool, opts.log, { intervalMs: opts.sweepIntervalMs ?? 1000, batchSize: 500 });
   const timers = startTimerScheduler(engine, opts.log, { maxSleepMs: 30_000, batchSize: 100 });
   notifier.onTimerCreated(() => timers.poke());
+  const retention = startRetention(pool, opts.log, opts.retention ?? { days: 0, intervalMs: 3_600_000 });
 
   const app = express();
   app.disable('x-powered-by');
+  app.use(securityLayer({ pool, log: opts.log, notifier, ...(opts.auth ? { auth: opts.auth } : {}), limits: { jsonLimit: opts.jsonLimit ?? '1mb', xmlLimit: opts.xmlLimit ?? '5mb', ...opts.limits } }));
   app.use('/engine-rest', camundaRouter(engine, notifier)); // before the native JSON parser: parses its own bodies
   app.use(express.json({ limit: opts.jsonLimit ?? '1mb' }));
   app.use(express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit ?? '5mb' }));
@@ -67,13 +81,14 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
       res.status(503).json({ type: 'Unavailable', message: `The database does not answer: ${(err as Error).message}` });
     }
   });
+  app.use(opsRouter(pool, notifier));
   app.use('/api/definitions', definitionsRouter(engine));
   app.use('/api/instances', instancesRouter(engine));
   app.use('/api/external-tasks', tasksRouter(engine, notifier));
   app.use('/api/incidents', incidentsRouter(engine));
   app.use('/api', eventsRouter(engine));
   app.use('/api', designerApiRouter(engine));
-  app.use(designerStatic());
+  app.use(designerHeaders(), designerStatic());
   app.use(notFoundRoute);
   app.use(errorMiddleware(opts.log));
 
@@ -111,6 +126,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
       });
       await sweeper.stop();
       await timers.stop();
+      await retention.stop();
       await pool.end();
     },
   };
