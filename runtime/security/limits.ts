@@ -64,12 +64,36 @@ function countElements(xml: string): number {
   return xml.match(/<[A-Za-z_]/g)?.length ?? 0;
 }
 
+/** PostgreSQL text and jsonb cannot hold U+0000: such input would fail in SQL (a 500), so it is refused here. */
+function holdsNul(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (!value || typeof value !== 'object' || depth > 64) return false;
+  if (Array.isArray(value)) return value.some((v) => holdsNul(v, depth + 1));
+  return Object.entries(value).some(([k, v]) => k.includes('\u0000') || holdsNul(v, depth + 1));
+}
+
+function decodedHoldsNul(raw: string): boolean {
+  try {
+    return decodeURIComponent(raw).includes('\u0000');
+  } catch {
+    return false; // malformed escapes are the routers' business (404)
+  }
+}
+
+const refuseNulInUrl: RequestHandler = (req, res, next) => {
+  if (!decodedHoldsNul(req.originalUrl.replace(/\+/g, ' '))) return next();
+  refuse(res, 400, 'ValidationError', 'The URL holds a NUL character (%00), which no name, key or id may contain', { limit: 'noNulCharacters' });
+};
+
 function refuse(res: Response, status: number, type: string, message: string, details: Record<string, unknown>): void {
   res.status(status).json({ type, message, details });
 }
 
 function checkLimits(opts: LimitOptions, notifier: TaskNotifier): RequestHandler {
   return (req, res, next) => {
+    if (holdsNul(req.body)) {
+      return refuse(res, 400, 'ValidationError', 'The request body holds a NUL character (\\u0000) in a string or name; PostgreSQL cannot store it', { limit: 'noNulCharacters' });
+    }
     const bytes = variablesBytes(req.body);
     if (bytes > opts.maxVariablesBytes) {
       return refuse(res, 413, 'PayloadTooLarge', `The variables of this request are ${bytes} bytes of JSON, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`, { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes });
@@ -102,6 +126,7 @@ export function limitsRouter(opts: LimitOptions, notifier: TaskNotifier, log: Lo
   const camunda = express.json({ limit: opts.camundaJsonLimit, type: ['application/json', 'application/*+json'] });
   const native = express.json({ limit: opts.jsonLimit });
   const xml = express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit });
+  router.use(['/engine-rest', '/api'], refuseNulInUrl);
   router.use('/engine-rest', onlyWrites(parseJson(camunda, camundaErrorHandler(log))), onlyWrites(checkLimits(opts, notifier)));
   const passOn: ErrorRequestHandler = (err, _req, _res, next) => next(err);
   router.use('/api', onlyWrites(parseJson(native, passOn)), onlyWrites(parseJson(xml, passOn)), onlyWrites(checkLimits(opts, notifier)));

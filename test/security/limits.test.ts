@@ -32,6 +32,9 @@ describe('limits', () => {
     ['BPMN elements', '/api/definitions', () => ({ xml: `<a>${'<b/>'.repeat(250)}</a>` }), 413, 'BATON_MAX_BPMN_ELEMENTS'],
     ['BPMN elements when linting', '/api/definitions/lint', () => ({ xml: `<a>${'<b/>'.repeat(250)}</a>` }), 413, 'BATON_MAX_BPMN_ELEMENTS'],
     ['XML body', '/api/definitions', () => `<a>${'x'.repeat(40_000)}</a>`, 413, 'limit', 'application/xml'],
+    ['NUL in a string', '/api/instances', () => ({ definitionKey: 'a\u0000b' }), 400, 'noNulCharacters'],
+    ['NUL in a Camunda worker id', '/engine-rest/external-task/fetchAndLock', () => ({ workerId: '\u0000', maxTasks: 1, topics: [{ topicName: 't', lockDuration: 1000 }] }), 400, 'noNulCharacters'],
+    ['NUL in a path', '/api/definitions/a%00b/versions/1', () => ({}), 400, 'noNulCharacters'],
     ['XML with a DOCTYPE', '/api/definitions', () => '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><x>&a;</x>', 400, 'DOCTYPE', 'application/xml'],
   ];
   for (const [label, route, body, status, names, contentType] of cases) {
