@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { singleTaskBpmn } from '../support/bpmn.ts';
 import { deploy, fetchOne, start } from '../support/flows.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { anyBody, mutatedBody, runs } from './mutate.ts';
+import { anyBody, mutatedBody, runs, timeoutFor } from './mutate.ts';
 import { QUERY_TARGETS, TARGETS, type FuzzIds } from './targets.ts';
 
 let t: TestServer;
@@ -79,7 +79,7 @@ describe('fuzzing the JSON endpoints', () => {
       const raw = JSON.stringify(withoutWaits(body));
       await send(tg.method, tg.path(ids), raw);
     }), { numRuns: runs(60), endOnFailure: true });
-  });
+  }, timeoutFor(runs(60), 300));
 
   it('random bodies: never 5xx, refused ones change nothing', async () => {
     await fc.assert(fc.asyncProperty(fc.constantFrom(...TARGETS), anyBody, async (tg, { raw }) => {
@@ -91,7 +91,7 @@ describe('fuzzing the JSON endpoints', () => {
       }
       await send(tg.method, tg.path(ids), body);
     }), { numRuns: runs(60), endOnFailure: true });
-  });
+  }, timeoutFor(runs(60), 300));
 
   it('mutated query strings: never 5xx', async () => {
     const q = fc.constantFrom(...QUERY_TARGETS).chain((tg) => mutatedBody(tg.valid).map((query) => ({ tg, query })));
@@ -100,7 +100,7 @@ describe('fuzzing the JSON endpoints', () => {
       for (const [k, v] of Object.entries(query as Record<string, unknown>)) params.append(k, typeof v === 'string' ? v : JSON.stringify(v) ?? '');
       await send('GET', `${tg.path(ids)}?${params.toString()}`, undefined);
     }), { numRuns: runs(30), endOnFailure: true });
-  });
+  }, timeoutFor(runs(30), 300));
 
   it('the server still answers after the run', async () => {
     expect((await t.api.get('/healthz')).status).toBe(200);

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileBpmn } from '../../runtime/compiler/index.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { databaseDigest } from '../security/digest.ts';
-import { mutatedXml, runs } from './mutate.ts';
+import { mutatedXml, runs, timeoutFor } from './mutate.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const miwg = path.resolve(root, '../shared/corpus/miwg');
@@ -36,7 +36,7 @@ describe('fuzzing the compiler', () => {
       const result = await compileBpmn(xml);
       if (!result.ok) expect(Array.isArray(result.diagnostics) && result.diagnostics.length > 0).toBe(true);
     }), { numRuns: runs(60) });
-  });
+  }, timeoutFor(runs(60), 200));
 
   it('mutated BPMN through deploy and lint: never 5xx; a refused deploy changes nothing', async () => {
     await fc.assert(fc.asyncProperty(mutatedXml(files), fc.boolean(), async (xml, asJson) => {
@@ -47,5 +47,5 @@ describe('fuzzing the compiler', () => {
       const linted = await t.api.post('/api/definitions/lint', { xml });
       expect(linted.status, `lint of ${xml.slice(0, 300)}`).toBeLessThan(500);
     }), { numRuns: runs(20) });
-  });
+  }, timeoutFor(runs(20), 1000));
 });

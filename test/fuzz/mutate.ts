@@ -7,6 +7,11 @@ export function runs(short: number): number {
   return Number.isInteger(n) && n > 0 ? n : short;
 }
 
+/** A test timeout that grows with the number of runs (a long `npm run fuzz` must not time out). */
+export function timeoutFor(numRuns: number, perRunMs: number): number {
+  return 30_000 + numRuns * perRunMs;
+}
+
 const hostileString = fc.oneof(
   fc.string(),
   fc.constantFrom('', ' ', '\u0000', '\ud800', '💥', '${x}', "'; drop table instances; --", '../../etc/passwd', '<x/>', 'x'.repeat(300), '1e309', '-0', '__proto__'),

@@ -1,5 +1,7 @@
 // GET /api/openapi.json: OpenAPI 3.1 built from schemas/api, covering every native route.
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { OPERATIONS } from '../../runtime/ops/openapi-routes.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { declaredRoutes } from '../security/routes.ts';
@@ -38,5 +40,11 @@ describe('openapi.json', () => {
     const native = declaredRoutes(path.resolve(import.meta.dirname, '../..')).filter((r) => !r.path.startsWith('/engine-rest'));
     const absent = native.filter((r) => !doc.paths[r.path.replace(/:(\w+)/g, '{$1}')]?.[r.method.toLowerCase()]).map((r) => `${r.method} ${r.path}`);
     expect(absent).toEqual([]);
+  });
+
+  it('docs/api.md lists every operation with its roles', () => {
+    const doc = readFileSync(path.resolve(import.meta.dirname, '../../docs/api.md'), 'utf8');
+    const absent = OPERATIONS.filter((o) => !doc.includes(`| ${o.method.toUpperCase()} | \`${o.path.replace(/\{(\w+)\}/g, ':$1')}\` | ${o.roles} |`));
+    expect(absent.map((o) => `${o.method} ${o.path}`)).toEqual([]);
   });
 });
