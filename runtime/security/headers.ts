@@ -17,6 +17,8 @@ export function designerHeaders(): RequestHandler {
         'object-src': ["'none'"],
         'frame-ancestors': ["'none'"],
         'base-uri': ["'self'"],
+        // Baton is often served over plain HTTP inside a network: upgrading would break the designer's own calls.
+        'upgrade-insecure-requests': null,
       },
     },
   });
