@@ -5,7 +5,7 @@
 // types that are written in the same transaction.
 import { completeStep, emptyEffects, type Effects, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
-import { completeTask, reportBpmnError, type TaskCallResult } from './tasks.ts';
+import { completeTask, reportBpmnError, settleExhaustedTask, type TaskCallResult } from './tasks.ts';
 import { commitTransition, type CommitOptions } from './transition.ts';
 import type { InstanceStatus } from './vocabulary.ts';
 import type { Plan } from '../compiler/plan.ts';
@@ -88,11 +88,12 @@ export async function failCamundaTask(engine: Engine, req: CamundaFailureRequest
       taskId: task.id,
       data: { workerId: req.workerId, attempt: task.attempt, errorMessage: req.errorMessage, retriesLeft: task.retries_left, retryAt: task.state === 'ready' ? task.retry_at : null },
     });
+    const plan = await planOf(engine, instance.definition_id);
     if (task.state === 'failed') {
-      raiseTaskIncident(instance, task, fx, `Task ${task.step_id} failed and its worker set retries to 0: ${req.errorMessage ?? '(no message)'}`,
+      await settleExhaustedTask(tx, instance, plan, task, fx, `Task ${task.step_id} failed and its worker set retries to 0: ${req.errorMessage ?? '(no message)'}`,
         { errorMessage: req.errorMessage, errorDetails: req.errorDetails });
     }
-    await commitWithPlan(tx, instance, fx, stored, await planOf(engine, instance.definition_id), { incidentTaskIds: fx.incidents.map(() => task.id) });
+    await commitWithPlan(tx, instance, fx, stored, plan, { incidentTaskIds: fx.incidents.map(() => task.id) });
     await writeVariableTypes(tx, instance.id, req.variables.types);
     return result;
   });

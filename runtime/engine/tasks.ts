@@ -1,5 +1,6 @@
 // External-task transitions that move an instance: complete, failure, BPMN error.
 // Each locks the instance first, then applies the holder's guarded task update.
+import type { Plan } from '../compiler/plan.ts';
 import { completeStep, emptyEffects, findErrorBoundary, fireWait, type Effects, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition } from './transition.ts';
@@ -71,17 +72,10 @@ export async function failTask(engine: Engine, req: FailTaskRequest): Promise<Ta
       data: { workerId: req.workerId, attempt: task.attempt, errorMessage: req.errorMessage, retriesLeft: task.retries_left, retryAt: task.state === 'ready' ? task.retry_at : null },
     });
     const plan = await planOf(engine, instance.definition_id);
-    if (task.state === 'failed' && indexPlan(plan).steps.get(task.step_id)?.task?.onExhausted === 'compensate') {
-      // The saga: everything else stops, completed steps are undone newest first.
-      await cancelOpenWork(tx, instance.id, task.id);
-      startSaga(plan, task.step_id, instance.state, fx);
-      await commitTransition(tx, instance, fx, instance.variables, { plan });
-      return result;
-    }
     if (task.state === 'failed') {
-      raiseTaskIncident(instance, task, fx, 'task_failed', `Task ${task.step_id} failed with no retries left: ${req.errorMessage}`, { errorMessage: req.errorMessage, errorDetails: req.errorDetails ?? null });
+      await settleExhaustedTask(tx, instance, plan, task, fx, `Task ${task.step_id} failed with no retries left: ${req.errorMessage}`, { errorMessage: req.errorMessage, errorDetails: req.errorDetails ?? null });
     }
-    await commitTransition(tx, instance, fx, instance.variables, { incidentTaskIds: fx.incidents.map(() => task.id) });
+    await commitTransition(tx, instance, fx, instance.variables, { plan, incidentTaskIds: fx.incidents.map(() => task.id) });
     return result;
   });
 }
@@ -127,6 +121,19 @@ function raiseTaskIncident(instance: LockedInstance, task: ExternalTaskRow, fx: 
   fx.steps.push({ stepId: task.step_id, status: 'incident' });
   fx.incidents.push({ stepId: task.step_id, kind, message, details });
   fx.events.push({ kind: 'incident:created', stepId: task.step_id, data: { kind, message } });
+}
+
+/**
+ * A task out of retries: with onExhausted compensate the saga starts (everything
+ * else stops, completed steps are undone newest first); otherwise an incident.
+ */
+export async function settleExhaustedTask(tx: PoolClient, instance: LockedInstance, plan: Plan, task: ExternalTaskRow, fx: Effects, message: string, details: Record<string, unknown>): Promise<void> {
+  if (indexPlan(plan).steps.get(task.step_id)?.task?.onExhausted === 'compensate') {
+    await cancelOpenWork(tx, instance.id, task.id);
+    startSaga(plan, task.step_id, instance.state, fx);
+    return;
+  }
+  raiseTaskIncident(instance, task, fx, 'task_failed', message, details);
 }
 
 type HolderWork = (tx: PoolClient, instance: LockedInstance) => Promise<GuardedTaskResult>;

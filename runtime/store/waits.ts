@@ -78,7 +78,7 @@ export async function insertMessage(db: Queryable, p: InsertMessageParams): Prom
   const { rows } = await db.query<MessageRow>({
     name: 'insert_message',
     text: `insert into messages (message_id, name, correlation_key, instance_id, payload, expires_at)
-           values ($1, $2, $3, $4, $5, now() + $6::int * interval '1 millisecond')
+           values ($1, $2, $3, $4, $5, now() + $6::bigint * interval '1 millisecond')
            on conflict (message_id) do nothing returning *`,
     values: [p.messageId, p.name, p.correlationKey, p.instanceId, p.payload, p.ttlMs],
   });

@@ -93,6 +93,19 @@ describe('compensation', () => {
     ]);
   });
 
+  it('given a Camunda worker that reports the failure with retries 0, then the saga runs too', async () => {
+    const id = await start(t.api, 'trip');
+    await bookAll('trip', id);
+    const fetched = await t.api.post('/engine-rest/external-task/fetchAndLock', { workerId: 'camunda-payer', maxTasks: 1, topics: [{ topicName: 'trip-pay', lockDuration: 10_000 }] });
+    expect(fetched.status).toBe(200);
+    const [task] = fetched.body as { id: string }[];
+    const failed = await t.api.post(`/engine-rest/external-task/${task?.id}/failure`, { workerId: 'camunda-payer', errorMessage: 'declined', retries: 0 });
+    expect(failed.status).toBe(204);
+    await waitForStatus(t.api, id, 'compensating');
+    expect(await undoAll('trip', 3)).toEqual(['undo_c', 'undo_b', 'undo_a']);
+    await waitForStatus(t.api, id, 'compensated');
+  });
+
   it('given a step that never completed, then its handler never runs', async () => {
     const id = await start(t.api, 'trip');
     const a = await fetchOne(t.api, 'booker', 'trip-book-a');

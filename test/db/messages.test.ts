@@ -72,6 +72,13 @@ describe('messages', () => {
     expect(rowCount).toBe(0);
   });
 
+  it('given the longest ttl, then the message is kept for 30 days', async () => {
+    const res = await t.api.post('/api/messages', { name: 'payment', correlationKey: 'o-later', ttlMs: 2_592_000_000 });
+    expect(res.status).toBe(202);
+    const { rows } = await t.db.pool.query(`select round(extract(epoch from expires_at - received_at) / 86400) as days from messages where message_id = $1`, [res.body.messageId]);
+    expect(Number(rows[0].days)).toBe(30);
+  });
+
   it('given an expired buffered message, then a later catch does not take it', async () => {
     const early = await t.api.post('/api/messages', { name: 'payment', correlationKey: 'o-3', ttlMs: 1 });
     expect(early.status).toBe(202);
