@@ -19,5 +19,5 @@ export async function checkAuthBeforeListening(pool: Pool, host: string, auth: A
 
 /** Auth first (nothing is parsed for a caller without a valid token), then the limits. */
 export function securityLayer(p: { pool: Pool; log: Logger; notifier: TaskNotifier; auth?: AuthOptions; limits?: Partial<LimitOptions> }): (RequestHandler | Router)[] {
-  return [authMiddleware(p.pool, p.log, p.auth), limitsRouter({ ...DEFAULT_LIMITS, ...p.limits }, p.notifier, p.log)];
+  return [authMiddleware(p.pool, p.log, p.auth), limitsRouter({ ...DEFAULT_LIMITS, ...p.limits }, p.notifier, p.log, p.pool)];
 }

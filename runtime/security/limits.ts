@@ -4,6 +4,9 @@ import express, { Router, type ErrorRequestHandler, type NextFunction, type Requ
 import type { Logger } from 'pino';
 import { camundaErrorHandler } from '../api/camunda/errors.ts';
 import type { TaskNotifier } from '../engine/task-notifier.ts';
+import { isUuid } from '../api/validate.ts';
+import type { Pool } from '../store/db.ts';
+import { measureMergedVariables } from '../store/ops.ts';
 
 export interface LimitOptions {
   /** JSON body limit of /api (body-parser syntax: '1mb') */
@@ -111,6 +114,21 @@ function checkLimits(opts: LimitOptions, notifier: TaskNotifier): RequestHandler
   };
 }
 
+const TASK_RESULT = /^\/external-tasks\/([^/]+)\/(complete|bpmn-error)\/?$/i;
+
+/** A native complete or bpmn-error must not grow its instance's variables past the limit. */
+function checkMergedVariables(opts: LimitOptions, pool: Pool): RequestHandler {
+  return (req, res, next) => {
+    const taskId = TASK_RESULT.exec(req.path)?.[1];
+    const variables = (req.body as { variables?: unknown } | undefined)?.variables;
+    if (!taskId || !isUuid(taskId) || !variables || typeof variables !== 'object' || Array.isArray(variables)) return next();
+    measureMergedVariables(pool, taskId, variables as Record<string, unknown>).then((bytes) => {
+      if (bytes === undefined || bytes <= opts.maxVariablesBytes) return next();
+      refuse(res, 413, 'PayloadTooLarge', `With these variables the instance would hold ${bytes} bytes of variables, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`, { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes });
+    }, next);
+  };
+}
+
 // Parses like the router behind it would, so its own parser then finds the body read.
 function parseJson(parser: RequestHandler, onError: ErrorRequestHandler): RequestHandler {
   return (req, res, next: NextFunction) => {
@@ -120,7 +138,7 @@ function parseJson(parser: RequestHandler, onError: ErrorRequestHandler): Reques
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH']);
 
-export function limitsRouter(opts: LimitOptions, notifier: TaskNotifier, log: Logger): Router {
+export function limitsRouter(opts: LimitOptions, notifier: TaskNotifier, log: Logger, pool: Pool): Router {
   const router = Router();
   const onlyWrites = (handler: RequestHandler): RequestHandler => (req, res, next) => (WRITES.has(req.method) ? handler(req, res, next) : next());
   const camunda = express.json({ limit: opts.camundaJsonLimit, type: ['application/json', 'application/*+json'] });
@@ -129,6 +147,6 @@ export function limitsRouter(opts: LimitOptions, notifier: TaskNotifier, log: Lo
   router.use(['/engine-rest', '/api'], refuseNulInUrl);
   router.use('/engine-rest', onlyWrites(parseJson(camunda, camundaErrorHandler(log))), onlyWrites(checkLimits(opts, notifier)));
   const passOn: ErrorRequestHandler = (err, _req, _res, next) => next(err);
-  router.use('/api', onlyWrites(parseJson(native, passOn)), onlyWrites(parseJson(xml, passOn)), onlyWrites(checkLimits(opts, notifier)));
+  router.use('/api', onlyWrites(parseJson(native, passOn)), onlyWrites(parseJson(xml, passOn)), onlyWrites(checkLimits(opts, notifier)), onlyWrites(checkMergedVariables(opts, pool)));
   return router;
 }

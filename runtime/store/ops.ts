@@ -35,3 +35,17 @@ export async function readGauges(db: Queryable): Promise<GaugeRows> {
   });
   return { instances: instances.rows, tasks: tasks.rows, incidents: incidents.rows, lockExpiries: expiries.rows[0]?.count ?? 0 };
 }
+
+/**
+ * Bytes of the task's instance variables once `variables` are merged in (top level, as a
+ * complete merges them), as PostgreSQL prints jsonb; undefined for an unknown task.
+ */
+export async function measureMergedVariables(db: Queryable, taskId: string, variables: Record<string, unknown>): Promise<number | undefined> {
+  const { rows } = await db.query<{ bytes: number }>({
+    name: 'measure_merged_variables',
+    text: `select octet_length((i.variables || $2::jsonb)::text)::int as bytes
+             from external_tasks t join instances i on i.id = t.instance_id where t.id = $1`,
+    values: [taskId, JSON.stringify(variables)],
+  });
+  return rows[0]?.bytes;
+}

@@ -49,6 +49,20 @@ describe('limits', () => {
     });
   }
 
+  it('a complete that would grow the instance past the variables limit: 413 naming it, nothing changed', async () => {
+    await deploy(t.api, singleTaskBpmn('merged', 'merged-task'));
+    await start(t.api, 'merged', { variables: { first: 'a'.repeat(1200) } });
+    const mine = await fetchOne(t.api, 'holder', 'merged-task');
+    const before = await databaseDigest(t.db.pool);
+    const res = await t.api.post(`/api/external-tasks/${mine.id}/complete`, { workerId: 'holder', lockToken: mine.lockToken, variables: { second: 'b'.repeat(1200) } });
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({ type: 'PayloadTooLarge', details: { limit: 'maxVariablesBytes', max: MAX_VARS } });
+    expect(res.body.message).toContain('the instance would hold');
+    expect(await databaseDigest(t.db.pool)).toBe(before);
+    // Overwriting the big variable keeps the size: accepted.
+    expect((await t.api.post(`/api/external-tasks/${mine.id}/complete`, { workerId: 'holder', lockToken: mine.lockToken, variables: { first: 'c'.repeat(1200) } })).status).toBe(204);
+  });
+
   it('parked long polls: past the limit a waiting fetch gets 503 naming the limit; a fetch that does not wait still works', async () => {
     const parked = t.api.post('/api/external-tasks/fetch-and-lock', { workerId: 'w', maxTasks: 1, waitMs: 60_000, topics: [{ name: 'idle', lockDurationMs: 1000 }] });
     await waitFor(async () => (t.server.notifier.parked >= 1 ? true : undefined), 10_000, 'a parked poll');
