@@ -8,9 +8,10 @@ import { startBatonServer, type BatonServer } from './server.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './store/embedded.ts';
 import { OPS_USAGE, runOpsCommand } from './ops/commands.ts';
 import { readSecuritySettings } from './security/settings.ts';
+import { LOG_REDACTION } from './security/redact.ts';
 
 async function serve(config: Config): Promise<void> {
-  const log = pino({ level: config.logLevel });
+  const log = pino({ level: config.logLevel, redact: LOG_REDACTION });
   const security = readSecuritySettings();
   let embedded: EmbeddedPostgresHandle | undefined;
   let server: BatonServer | undefined;
