@@ -14,9 +14,10 @@ export function checkGraph(graph: ProcessGraph, unresolved: UnresolvedReference[
 }
 
 function checkStartEvents(graph: ProcessGraph): Diagnostic[] {
-  const starts = [...graph.nodes.values()].filter((node) => node.kind === 'startEvent');
-  if (starts.length === 0) {
-    return [errorAt(graph.processId, `Process ${graph.processId} has no none start event: add one start event without a trigger where instances begin`)];
+  const all = [...graph.nodes.values()].filter((node) => node.kind === 'startEvent');
+  const starts = all.filter((node) => (node.element.eventDefinitions ?? []).length === 0);
+  if (all.length === 0) {
+    return [errorAt(graph.processId, `Process ${graph.processId} has no start event: add one start event without a trigger (or a timer start event) where instances begin`)];
   }
   const [first, ...extra] = starts;
   return extra.map((node) =>

@@ -28,7 +28,8 @@ export function classifyNode(node: BpmnFlowNode): Classification {
   if (gateway) return { supported: true, kind: gateway };
   switch (node.$type) {
     case 'bpmn:StartEvent':
-      return definitions.length === 0 ? { supported: true, kind: StepKind.startEvent } : refuse(node, 'start events with a trigger are not supported yet; use a none start event');
+      if (definitions.length === 0 || (definitions.length === 1 && definitions[0] === 'bpmn:TimerEventDefinition')) return { supported: true, kind: StepKind.startEvent };
+      return refuse(node, 'start events are none or timer start events (message and signal start events are not supported yet)');
     case 'bpmn:EndEvent':
       if (definitions.length === 0) return { supported: true, kind: StepKind.endEvent };
       if (definitions.length === 1 && definitions[0] === 'bpmn:TerminateEventDefinition') return { supported: true, kind: StepKind.terminateEndEvent };

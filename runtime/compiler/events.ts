@@ -22,10 +22,13 @@ export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = [
   const specs: EventSpecs = { waits: new Map(), boundaries: new Map(), attached: new Map(), compensations: new Map(), throws: new Map(), diagnostics: [] };
   const associations = associationTargets(artifacts);
   for (const node of graph.nodes.values()) {
-    if (node.kind !== 'catchEvent' && node.kind !== 'boundaryEvent') continue;
+    if (node.kind !== 'catchEvent' && node.kind !== 'boundaryEvent' && node.kind !== 'startEvent') continue;
     const definition = node.element.eventDefinitions?.[0] as BpmnEventDefinition | undefined;
     if (!definition) continue;
     const wait = readWait(node, definition, specs.diagnostics);
+    if (node.kind === 'startEvent' && wait?.trigger === 'timer' && wait.timer.kind === 'duration') {
+      specs.diagnostics.push(errorAt(node.id, `Timer start event ${describeElement(node.element)} has a timeDuration: a start event needs a timeDate or a timeCycle (when should instances start?)`));
+    }
     if (wait) specs.waits.set(node.id, wait);
     if (node.kind === 'boundaryEvent') attachBoundary(graph, node, wait, specs);
     if (wait?.trigger === 'compensation') linkHandler(graph, node, associations.get(node.id) ?? [], specs);

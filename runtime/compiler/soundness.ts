@@ -36,8 +36,11 @@ function computeTakenScenarios(graph: ProcessGraph): TakenScenarios {
   // A boundary event runs in the scenarios its host is in, when it fires.
   const boundaryActivation = new Map<string, Scenarios>();
   const attached = boundariesByHost(graph);
+  // One start event starts each instance: several start events exclude each other.
+  const starts = [...graph.nodes.values()].filter((n) => n.kind === 'startEvent').map((n) => n.id);
+  if (starts.length > 1) algebra.declare('#start', starts);
   for (const node of orderTopologically(graph, attached)) {
-    let activation = node.kind === 'startEvent' ? ALWAYS
+    let activation = node.kind === 'startEvent' ? (starts.length > 1 ? algebra.restrict(ALWAYS, '#start', node.id) : ALWAYS)
       : node.kind === 'boundaryEvent' ? (boundaryActivation.get(node.id) ?? [])
       : algebra.either(node.incoming.map((id) => scenarios.get(id) ?? []));
     activation = splitBoundaries(node, attached.get(node.id) ?? [], activation, algebra, boundaryActivation);

@@ -87,11 +87,19 @@ export function emptyEffects(): Effects {
   };
 }
 
-/** Lets the new instance's token leave its none start event. */
-export function startPlan(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): void {
-  for (const step of plan.steps) {
-    if (step.kind === 'startEvent' && step.incoming.length === 0) activateStep(plan, step, state, vars, fx);
+/**
+ * Lets the new instance's token leave its start event: the given one (a timer start
+ * event that fired), else the none start event. Other start events are skipped.
+ */
+export function startPlan(plan: Plan, state: InstanceState, vars: Variables, fx: Effects, startEventId?: string): void {
+  const starts = plan.steps.filter((s) => s.kind === 'startEvent');
+  const chosen = starts.find((s) => (startEventId ? s.id === startEventId : s.wait === undefined));
+  for (const step of starts) {
+    if (step === chosen) continue;
+    setStep(state, fx, step.id, 'skipped');
+    resolveFlows(plan, step, [], state, vars, fx);
   }
+  if (chosen) activateStep(plan, chosen, state, vars, fx);
 }
 
 /** Completes a waiting step (a task) and moves the token on; its boundary events that did not fire are skipped. */

@@ -5,6 +5,8 @@ import type { Diagnostic } from '../compiler/plan.ts';
 import type { Engine } from './context.ts';
 import { withTransaction } from '../store/db.ts';
 import { insertDefinition, type DefinitionRow } from '../store/definitions.ts';
+import { replaceStartTimers } from '../store/start-timers.ts';
+import { startTimersOf } from './start-timers.ts';
 import { BatonError } from '../shared/errors.ts';
 import { planSchemaErrors } from '../shared/plan-validator.ts';
 
@@ -26,9 +28,12 @@ export async function deployDefinition(engine: Engine, xml: string, processId?: 
     throw new Error(`Compiled plan of ${compiled.plan.processKey} breaks plan.schema.json: ${schemaErrors.join('; ')}`);
   }
   const xmlSha256 = createHash('sha256').update(xml).digest('hex');
-  const { created, definition } = await withTransaction(engine.pool, (tx) =>
-    insertDefinition(tx, { key: compiled.plan.processKey, fingerprint: compiled.fingerprint, xmlSha256, xml, plan: compiled.plan }),
-  );
+  const { created, definition } = await withTransaction(engine.pool, async (tx) => {
+    const inserted = await insertDefinition(tx, { key: compiled.plan.processKey, fingerprint: compiled.fingerprint, xmlSha256, xml, plan: compiled.plan });
+    // The new version's timer start events replace the old version's schedule.
+    if (inserted.created) await replaceStartTimers(tx, inserted.definition.id, inserted.definition.key, startTimersOf(compiled.plan));
+    return inserted;
+  });
   engine.plans.set(definition.id, definition.plan);
   if (created) engine.log.info({ definitionKey: definition.key, version: definition.version, fingerprint: definition.fingerprint }, 'definition:deployed');
   return { created, definition, warnings: compiled.warnings };

@@ -3,7 +3,8 @@ import { emptyEffects, startPlan, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition } from './transition.ts';
 import type { InstanceStatus } from './vocabulary.ts';
-import { withTransaction } from '../store/db.ts';
+import { withTransaction, type PoolClient } from '../store/db.ts';
+import { BatonError } from '../shared/errors.ts';
 import { insertInstance, lockInstance, type InstanceRow } from '../store/instances.ts';
 
 export interface StartInstanceRequest {
@@ -22,24 +23,31 @@ export type StartInstanceResult =
  * holds (definition key, business key): concurrent starts with one key yield one instance.
  */
 export async function startInstance(engine: Engine, req: StartInstanceRequest): Promise<StartInstanceResult> {
-  return withTransaction(engine.pool, async (tx) => {
-    const variables = req.variables ?? {};
-    const inserted = await insertInstance(tx, {
-      definitionKey: req.definitionKey,
-      businessKey: req.businessKey ?? null,
-      variables,
-      ...(req.version !== undefined ? { version: req.version } : {}),
-    });
-    if (!inserted.ok || !inserted.created) return inserted;
-    const instance = { ...inserted.instance, state: { flows: {}, steps: {} } };
-    const plan = await planOf(engine, instance.definition_id);
-    const fx = emptyEffects();
-    fx.events.push({ kind: 'instance:started', data: { businessKey: instance.business_key, definitionId: instance.definition_id } });
-    startPlan(plan, instance.state, variables, fx);
-    // The row was inserted as 'running'; only a change (an instant end or incident) is an event.
-    const status = await commitTransition(tx, { ...instance, status: 'running' }, fx, variables, { plan });
-    return { ok: true, created: true, instance: { ...instance, status, revision: 1 } };
+  return withTransaction(engine.pool, (tx) => startInTransaction(engine, tx, req));
+}
+
+/** The start transition inside the caller's transaction; `startEventId` picks a timer start event. */
+export async function startInTransaction(engine: Engine, tx: PoolClient, req: StartInstanceRequest, startEventId?: string): Promise<StartInstanceResult> {
+  const variables = req.variables ?? {};
+  const inserted = await insertInstance(tx, {
+    definitionKey: req.definitionKey,
+    businessKey: req.businessKey ?? null,
+    variables,
+    ...(req.version !== undefined ? { version: req.version } : {}),
   });
+  if (!inserted.ok || !inserted.created) return inserted;
+  const instance = { ...inserted.instance, state: { flows: {}, steps: {} } };
+  const plan = await planOf(engine, instance.definition_id);
+  if (!startEventId && !plan.steps.some((s) => s.kind === 'startEvent' && s.wait === undefined)) {
+    // Thrown, so the transaction rolls back the inserted row.
+    throw new BatonError('conflict', `Process ${plan.processKey} has no none start event: it starts only when its timer start event fires`);
+  }
+  const fx = emptyEffects();
+  fx.events.push({ kind: 'instance:started', data: { businessKey: instance.business_key, definitionId: instance.definition_id, ...(startEventId ? { startEvent: startEventId } : {}) } });
+  startPlan(plan, instance.state, variables, fx, startEventId);
+  // The row was inserted as 'running'; only a change (an instant end or incident) is an event.
+  const status = await commitTransition(tx, { ...instance, status: 'running' }, fx, variables, { plan });
+  return { ok: true, created: true, instance: { ...instance, status, revision: 1 } };
 }
 
 export type CancelInstanceResult =

@@ -1,6 +1,7 @@
 // Waits that end from outside a task: a due timer, a published message, a broadcast signal.
 import { emptyEffects, fireWait, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
+import { fireDueStartTimers } from './start-timers.ts';
 import { commitTransition } from './transition.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
 import { lockInstance, tryLockInstance, type LockedInstance } from '../store/instances.ts';
@@ -37,13 +38,13 @@ export async function fireTimer(engine: Engine, timerId: string): Promise<boolea
   });
 }
 
-/** Fires every due timer; answers how many fired. */
+/** Fires every due timer, of instances and of timer start events; answers how many fired. */
 export async function fireDueTimers(engine: Engine, batch: number): Promise<number> {
   let fired = 0;
   for (const timer of await findDueTimers(engine.pool, batch)) {
     if (await fireTimer(engine, timer.id)) fired++;
   }
-  return fired;
+  return fired + (await fireDueStartTimers(engine, batch));
 }
 
 export interface PublishMessageRequest {

@@ -44,3 +44,11 @@ function checkDate(text: string, what: string): TimerCheck {
   }
   return { ok: true, due: { at: text } };
 }
+
+/** A cycle's period and how many firings it has (null: unbounded); undefined for other timers. */
+export function cycleOf(timer: TimerSpec): { interval: string; repeats: number | null } | undefined {
+  if (timer.kind !== 'cycle') return undefined;
+  const m = CYCLE.exec(timer.expression.trim());
+  if (!m || !isIsoDuration(m[3] ?? '')) return undefined;
+  return { interval: m[3] as string, repeats: m[1] ? Number(m[1]) : null };
+}

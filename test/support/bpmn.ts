@@ -13,6 +13,7 @@ export interface EventTrigger {
 export type NodeSpec =
   | { id: string; type: 'startEvent' | 'endEvent' | 'terminateEndEvent' | 'parallelGateway' }
   | ({ id: string; type: 'catchEvent' } & EventTrigger)
+  | { id: string; type: 'timerStart'; timer: NonNullable<EventTrigger['timer']> }
   | ({ id: string; type: 'boundaryEvent'; attachedTo: string; interrupting?: boolean } & EventTrigger)
   | { id: string; type: 'exclusiveGateway' | 'inclusiveGateway'; default?: string }
   | { id: string; type: 'serviceTask'; topic: string; retries?: number; priority?: number; forCompensation?: boolean; onExhausted?: 'compensate' | 'incident' }
@@ -79,6 +80,8 @@ export function buildBpmn(processId: string, nodes: NodeSpec[], flows: FlowSpec[
       }
       case 'terminateEndEvent':
         return `<bpmn:endEvent id="${n.id}">${links}<bpmn:terminateEventDefinition id="${n.id}_def"/></bpmn:endEvent>`;
+      case 'timerStart':
+        return `<bpmn:startEvent id="${n.id}">${links}${eventDefinition(n.id, n, roots)}</bpmn:startEvent>`;
       case 'catchEvent': {
         const key = n.correlationKey ? ` baton:correlationKey="${escapeXml(n.correlationKey)}"` : '';
         return `<bpmn:intermediateCatchEvent id="${n.id}"${key}>${links}${eventDefinition(n.id, n, roots)}</bpmn:intermediateCatchEvent>`;

@@ -6,11 +6,11 @@ async function errorsFor(...lines: string[]) {
 }
 
 describe('checkGraph: start events', () => {
-  it('requires a none start event', async () => {
+  it('requires a start event', async () => {
     expect(await errorsFor(task('T'), '<bpmn:endEvent id="E" />', flow('F', 'T', 'E'))).toContainEqual({
       elementId: 'p',
       severity: 'error',
-      message: 'Process p has no none start event: add one start event without a trigger where instances begin',
+      message: 'Process p has no start event: add one start event without a trigger (or a timer start event) where instances begin',
     });
   });
 

@@ -1,0 +1,73 @@
+// Timers of timer start events: one waiting row per start event of the latest version of a key.
+import type { Queryable } from './db.ts';
+import { TIMERS_CHANNEL } from './instances.ts';
+
+export interface StartTimerSpec {
+  stepId: string;
+  /** first due time: an absolute time (never before now) or a delay from now */
+  at: string | null;
+  delay: string | null;
+  /** period of a cycle; null for a one-off timeDate */
+  cycleInterval: string | null;
+  /** firings left after this one; null: forever */
+  repeatsLeft: number | null;
+}
+
+export interface StartTimerRow {
+  id: string;
+  definition_id: string;
+  step_id: string;
+  due_at: Date;
+  cycle_interval: string | null;
+  repeats_left: number | null;
+}
+
+/** A new version replaces the old schedule: waiting start timers of other versions of the key are canceled. */
+export async function replaceStartTimers(db: Queryable, definitionId: string, key: string, timers: StartTimerSpec[]): Promise<void> {
+  await db.query(
+    `update timers set state = 'canceled'
+      where instance_id is null and state = 'waiting'
+        and definition_id in (select id from definitions where key = $1 and id <> $2)`,
+    [key, definitionId],
+  );
+  if (timers.length === 0) return;
+  await db.query(
+    `with t as (insert into timers (definition_id, step_id, generation, due_at, cycle_interval, repeats_left)
+                select $1, x.step_id, 1,
+                       case when x.at is not null then greatest(x.at::timestamptz, now()) else now() + x.delay::interval end,
+                       x.cycle_interval, x.repeats_left
+                  from unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[]) as x(step_id, at, delay, cycle_interval, repeats_left))
+     select pg_notify('${TIMERS_CHANNEL}', '')`,
+    [definitionId, timers.map((t) => t.stepId), timers.map((t) => t.at), timers.map((t) => t.delay), timers.map((t) => t.cycleInterval), timers.map((t) => t.repeatsLeft)],
+  );
+}
+
+export async function findDueStartTimers(db: Queryable, limit: number): Promise<{ id: string }[]> {
+  const { rows } = await db.query<{ id: string }>({
+    name: 'find_due_start_timers',
+    text: `select id from timers where instance_id is null and state = 'waiting' and due_at <= now() order by due_at limit $1`,
+    values: [limit],
+  });
+  return rows;
+}
+
+/** Fires a due start timer once; any number of schedulers may try. */
+export async function markStartTimerFired(db: Queryable, timerId: string): Promise<StartTimerRow | undefined> {
+  const { rows } = await db.query<StartTimerRow>({
+    name: 'mark_start_timer_fired',
+    text: `update timers set state = 'fired', fired_at = now()
+            where id = $1 and instance_id is null and state = 'waiting' and due_at <= now()
+        returning id, definition_id, step_id, due_at, cycle_interval, repeats_left`,
+    values: [timerId],
+  });
+  return rows[0];
+}
+
+/** The next firing of a cycle keeps its cadence: one period after the previous due time. */
+export async function scheduleNextStartTimer(db: Queryable, fired: StartTimerRow): Promise<void> {
+  await db.query(
+    `insert into timers (definition_id, step_id, generation, due_at, cycle_interval, repeats_left)
+     values ($1, $2, 1, $3::timestamptz + $4::interval, $4, $5)`,
+    [fired.definition_id, fired.step_id, fired.due_at, fired.cycle_interval, fired.repeats_left === null ? null : fired.repeats_left - 1],
+  );
+}
