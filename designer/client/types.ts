@@ -1,4 +1,4 @@
-// Shapes of the native REST API as the designer reads them (docs/API.md).
+// Shapes of the native REST API as the designer reads them (docs/api.md).
 
 export interface Diagnostic {
   elementId: string;

@@ -59,7 +59,11 @@ export function validateBody<T>(name: string, body: unknown): T {
 
 /** Validates (and coerces) a query string object. */
 export function validateQuery<T>(name: string, query: unknown): T {
-  return check<T>(queries, name, { ...(query as object) }, 'query');
+  const value = check<Record<string, unknown>>(queries, name, { ...(query as object) }, 'query');
+  // Coercion reads "1e309" as Infinity, which integer checks let through.
+  const infinite = Object.entries(value).find(([, v]) => typeof v === 'number' && !Number.isFinite(v));
+  if (infinite) throw new BatonError('validation', `Invalid query: ${infinite[0]} must be a finite number`, [{ path: `/${infinite[0]}`, message: 'must be finite' }]);
+  return value as T;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

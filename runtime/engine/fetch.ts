@@ -26,7 +26,8 @@ export async function fetchAndWait(engine: Engine, notifier: TaskNotifier, p: Fe
       const left = deadline - Date.now();
       if (tasks.length > 0 || left <= 0 || !subscription || notifier.stopped) return tasks;
       await subscription.wait(Math.min(left, SAFETY_RECHECK_MS), p.signal);
-      if (p.signal?.aborted) return [];
+      // Aborted by the caller, or the server is stopping: answer without locking more.
+      if (p.signal?.aborted || notifier.stopped) return [];
     }
   } finally {
     subscription?.close();

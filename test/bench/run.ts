@@ -15,6 +15,8 @@ const RUNS = 3;
 const INSTANCES = quick ? 500 : 2000;
 const WORKERS = 8;
 const PICKUPS = quick ? 100 : 300;
+const TIMERS = quick ? 1000 : 10_000;
+const TIMER_DELAY = quick ? 'PT5S' : 'PT60S';
 
 const xml = `<?xml version="1.0" encoding="UTF-8"?>
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="Defs" targetNamespace="bench">
@@ -39,6 +41,16 @@ async function post<T>(url: string, body: unknown): Promise<T> {
   if (res.status >= 300) throw new Error(`${url} -> ${res.status} ${text}`);
   return (text ? JSON.parse(text) : undefined) as T;
 }
+
+const timerXml = `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" id="DefsT" targetNamespace="bench">
+  <bpmn:process id="bench-timer" isExecutable="true">
+    <bpmn:startEvent id="start"/>
+    <bpmn:intermediateCatchEvent id="wait"><bpmn:timerEventDefinition><bpmn:timeDuration xsi:type="bpmn:tFormalExpression">${TIMER_DELAY}</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>
+    <bpmn:endEvent id="end"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait"/><bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="end"/>
+  </bpmn:process>
+</bpmn:definitions>`;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] as number;
@@ -92,6 +104,28 @@ async function pickupLatency(url: string): Promise<number[]> {
   return latencies;
 }
 
+interface Lateness { p50: number; p99: number; max: number }
+
+/** TIMERS instances each wait on one timer; lateness = fired_at - due_at, both on the database clock. */
+async function timerLateness(url: string, db: pg.Client): Promise<Lateness> {
+  await post(`${url}/api/definitions`, { xml: timerXml });
+  let next = 0;
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    while (next++ < TIMERS) await post(`${url}/api/instances`, { definitionKey: 'bench-timer' });
+  }));
+  const deadline = Date.now() + 5 * 60_000;
+  for (;;) {
+    const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from timers where state = 'waiting'`);
+    if (rows[0]?.n === 0 || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const { rows } = await db.query<Lateness>(
+    `select percentile_cont(0.5) within group (order by ms) as p50, percentile_cont(0.99) within group (order by ms) as p99, max(ms) as max
+       from (select extract(epoch from fired_at - due_at) * 1000 as ms from timers where state = 'fired') x`,
+  );
+  return rows[0] as Lateness;
+}
+
 async function main(): Promise<void> {
   let adminUrl = process.env.DATABASE_URL;
   const benchDir = path.resolve('.baton-bench');
@@ -101,7 +135,7 @@ async function main(): Promise<void> {
   await admin.connect();
   const pgVersion = (await admin.query<{ server_version: string }>('show server_version')).rows[0]?.server_version;
 
-  const rows: { runs: { startsPerSec: number; completesPerSec: number }[]; latencies: number[][] } = { runs: [], latencies: [] };
+  const rows: { runs: { startsPerSec: number; completesPerSec: number }[]; latencies: number[][]; timers: Lateness[] } = { runs: [], latencies: [], timers: [] };
   for (let run = 0; run < RUNS; run++) {
     const dbName = `baton_bench_${process.pid}_${run}`;
     await admin.query(`create database ${dbName}`);
@@ -113,6 +147,13 @@ async function main(): Promise<void> {
       await post(`${server.url}/api/definitions`, { xml });
       rows.runs.push(await throughput(server.url));
       rows.latencies.push(await pickupLatency(server.url));
+      const db = new pg.Client({ connectionString: u.toString() });
+      await db.connect();
+      try {
+        rows.timers.push(await timerLateness(server.url, db));
+      } finally {
+        await db.end();
+      }
     } finally {
       await server?.close();
       await admin.query(`drop database if exists ${dbName} with (force)`);
@@ -127,12 +168,15 @@ async function main(): Promise<void> {
   const cpu = cpus();
   console.log(`\nBaton runtime-core bench${quick ? ' (--quick)' : ''}`);
   console.log(`machine: ${cpu.length} x ${cpu[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; node ${process.version}; PostgreSQL ${pgVersion} (${embedded ? 'embedded' : 'DATABASE_URL'})`);
-  console.log(`runs: ${RUNS}, figures are medians; ${INSTANCES} one-task instances, ${WORKERS} workers; ${PICKUPS} sequential pickups\n`);
+  console.log(`runs: ${RUNS}, figures are medians; ${INSTANCES} one-task instances, ${WORKERS} workers; ${PICKUPS} sequential pickups; ${TIMERS} timers of ${TIMER_DELAY} started at full speed\n`);
   const table = [
     ['starts/s (HTTP, 16 concurrent)', median(rows.runs.map((r) => r.startsPerSec)).toFixed(0)],
     ['fetch+complete instances/s (8 workers)', median(rows.runs.map((r) => r.completesPerSec)).toFixed(0)],
     ['pickup latency p50 (ms)', median(rows.latencies.map((l) => pct(l, 50))).toFixed(1)],
     ['pickup latency p99 (ms)', median(rows.latencies.map((l) => pct(l, 99))).toFixed(1)],
+    [`timer lateness p50 (ms, ${TIMERS} timers)`, median(rows.timers.map((x) => Number(x.p50))).toFixed(1)],
+    [`timer lateness p99 (ms, ${TIMERS} timers)`, median(rows.timers.map((x) => Number(x.p99))).toFixed(1)],
+    [`timer lateness max (ms, ${TIMERS} timers)`, median(rows.timers.map((x) => Number(x.max))).toFixed(1)],
   ];
   const width = Math.max(...table.map((r) => r[0]!.length));
   console.log(`| ${'figure'.padEnd(width)} | value |`);
