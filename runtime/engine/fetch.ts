@@ -7,18 +7,24 @@ import { fetchAndLock, unlockTask, type FetchAndLockParams, type LockedTaskRow }
 /** Longest a parked poll sleeps without a notification before it fetches again. */
 export const SAFETY_RECHECK_MS = 2000;
 
-export interface FetchAndWaitParams extends FetchAndLockParams {
+export interface LongPoll<T> {
+  workerId: string;
+  topics: string[];
   waitMs: number;
   /** aborted when the caller went away: nothing is left locked for it */
   signal?: AbortSignal;
+  /** one fetch-and-lock statement */
+  fetchOnce(): Promise<T[]>;
 }
 
-export async function fetchAndWait(engine: Engine, notifier: TaskNotifier, p: FetchAndWaitParams): Promise<LockedTaskRow[]> {
+/** The long-poll loop shared by the native and the Camunda fetch-and-lock. */
+export async function pollForTasks<T extends { id: string; lock_token: string | null }>(engine: Engine, notifier: TaskNotifier, p: LongPoll<T>): Promise<T[]> {
   const deadline = Date.now() + p.waitMs;
-  const subscription = p.waitMs > 0 ? notifier.subscribe(p.topics.map((t) => t.name)) : undefined;
+  // Subscribe before the first fetch, so a notification during it is not missed.
+  const subscription = p.waitMs > 0 ? notifier.subscribe(p.topics) : undefined;
   try {
     for (;;) {
-      const tasks = await fetchAndLock(engine.pool, p);
+      const tasks = await p.fetchOnce();
       if (p.signal?.aborted) {
         await releaseTasks(engine, p.workerId, tasks);
         return [];
@@ -34,8 +40,23 @@ export async function fetchAndWait(engine: Engine, notifier: TaskNotifier, p: Fe
   }
 }
 
+export interface FetchAndWaitParams extends FetchAndLockParams {
+  waitMs: number;
+  signal?: AbortSignal;
+}
+
+export function fetchAndWait(engine: Engine, notifier: TaskNotifier, p: FetchAndWaitParams): Promise<LockedTaskRow[]> {
+  return pollForTasks(engine, notifier, {
+    workerId: p.workerId,
+    topics: p.topics.map((t) => t.name),
+    waitMs: p.waitMs,
+    ...(p.signal ? { signal: p.signal } : {}),
+    fetchOnce: () => fetchAndLock(engine.pool, p),
+  });
+}
+
 // The caller disconnected while its fetch ran: give the tasks back at once.
-async function releaseTasks(engine: Engine, workerId: string, tasks: LockedTaskRow[]): Promise<void> {
+async function releaseTasks(engine: Engine, workerId: string, tasks: { id: string; lock_token: string | null }[]): Promise<void> {
   for (const t of tasks) {
     if (t.lock_token) await unlockTask(engine.pool, { taskId: t.id, workerId, lockToken: t.lock_token });
   }
