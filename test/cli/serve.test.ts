@@ -77,6 +77,30 @@ describe('baton serve (npm start)', () => {
     expect(existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
   }, 180_000);
 
+  it('given npm start (the README command), when npm gets SIGTERM, then the server and its PostgreSQL stop too', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'baton-npm-'));
+    await chmod(dir, 0o755);
+    try {
+      const env = { PORT: String(await freePort()), BATON_PG_PORT: String(await freePort()), BATON_DATA_DIR: dir, LOG_LEVEL: 'info' };
+      const url = `http://127.0.0.1:${env.PORT}`;
+      const { DATABASE_URL: _ignored, ...rest } = process.env;
+      const npm = spawn('npm', ['start'], { env: { ...rest, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      children.push(npm);
+      let out = '';
+      npm.stdout?.on('data', (d) => (out += String(d)));
+      npm.stderr?.on('data', (d) => (out += String(d)));
+      const exited = new Promise<number | null>((resolve) => npm.on('exit', (code) => resolve(code)));
+      await waitFor(() => healthy(url), 120_000, () => `npm start at ${url}; output: ${out}`);
+      npm.kill('SIGTERM');
+      await exited;
+      await waitFor(async () => (!existsSync(path.join(dir, 'pg', 'postmaster.pid')) ? true : undefined), 15_000, () => `PostgreSQL to stop; output: ${out}`);
+      expect(await healthy(url)).toBeUndefined();
+      expect(out).toContain('server:stopped');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
+
   it('given a SIGTERM while the embedded PostgreSQL is still starting, then start-up stops cleanly and leaves no PostgreSQL running', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'baton-early-'));
     await chmod(dir, 0o755);
