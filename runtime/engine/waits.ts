@@ -38,12 +38,19 @@ export async function fireTimer(engine: Engine, timerId: string): Promise<boolea
   });
 }
 
+/** Timers of different instances fire side by side; one instance's timers still serialize on its row lock. */
+const FIRING_LANES = 4;
+
 /** Fires every due timer, of instances and of timer start events; answers how many fired. */
 export async function fireDueTimers(engine: Engine, batch: number): Promise<number> {
+  const due = await findDueTimers(engine.pool, batch);
+  let next = 0;
   let fired = 0;
-  for (const timer of await findDueTimers(engine.pool, batch)) {
-    if (await fireTimer(engine, timer.id)) fired++;
-  }
+  await Promise.all(Array.from({ length: Math.min(FIRING_LANES, due.length) }, async () => {
+    for (let timer = due[next++]; timer; timer = due[next++]) {
+      if (await fireTimer(engine, timer.id)) fired++;
+    }
+  }));
   return fired + (await fireDueStartTimers(engine, batch));
 }
 
