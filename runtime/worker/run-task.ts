@@ -2,6 +2,7 @@
 import { BpmnError, LockLostError, WorkerStoppingError } from './errors.ts';
 import { sendProgress, sendReport, startHeartbeat, unlockTask, type CallDeps, type Holder, type TaskReport } from './task-calls.ts';
 import type { TaskContext, TaskHandler, WorkerTask } from './types.ts';
+import { fault } from '../shared/faults.ts';
 
 /** A task as the native fetch answers it: what the handler sees plus the lock proof. */
 export interface LockedTask extends WorkerTask {
@@ -65,6 +66,7 @@ export function runTask(deps: RunTaskDeps, locked: LockedTask, handler: TaskHand
 
   void (async () => {
     const report = await invokeHandler(handler, { ...task, variables: task.variables ?? {} }, ctx);
+    await fault('task:after-side-effect');
     heartbeat.stop();
     if (phase !== TaskPhase.working) {
       deps.log.info({ ...log, phase }, 'task:result_dropped');
