@@ -64,7 +64,8 @@ export async function fetchAndLockCamunda(db: Queryable, p: CamundaFetchParams):
              insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
              select l.instance_id, l.generation, 'task:locked', l.step_id, l.id, l.attempt,
                     jsonb_build_object('workerId', l.worker_id, 'lockExpiresAt', l.lock_expires_at)
-               from locked l)
+               from locked l
+              order by l.instance_id) -- frame heads are locked at commit in this order: no deadlock between fetchers
            select l.*, i.business_key, i.variables, i.definition_id, i.definition_key, ${MATCHING_TYPES_SQL} as types
              from locked l join instances i on i.id = l.instance_id
             order by ${order.replaceAll('t.', 'l.')}`,

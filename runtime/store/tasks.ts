@@ -61,7 +61,8 @@ export async function fetchAndLock(db: Queryable, p: FetchAndLockParams): Promis
              insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
              select l.instance_id, l.generation, 'task:locked', l.step_id, l.id, l.attempt,
                     jsonb_build_object('workerId', l.worker_id, 'lockExpiresAt', l.lock_expires_at)
-               from locked l)
+               from locked l
+              order by l.instance_id) -- frame heads are locked at commit in this order: no deadlock between fetchers
            select l.*, i.business_key, i.variables
              from locked l join instances i on i.id = l.instance_id
             order by l.priority desc, l.created_at`,
@@ -181,7 +182,7 @@ export async function expireLocks(db: Queryable, limit: number): Promise<number>
            returning t.*, expired.worker_id as previous_worker),
            ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
                   select instance_id, generation, 'task:lock_expired', step_id, id, attempt,
-                         jsonb_build_object('workerId', previous_worker) from u),
+                         jsonb_build_object('workerId', previous_worker) from u order by instance_id),
            n as (select pg_notify('${TASKS_CHANNEL}', topic) from (select distinct topic from u) as x)
            select u.id from u, (select count(*) from n) as notified`,
     values: [limit],
