@@ -81,9 +81,9 @@ export function fault(point: FaultPoint): Promise<void> | undefined {
   return new Promise<void>(() => {}); // hang (and the instant before SIGKILL lands)
 }
 
-/** For a hook after an awaited call on one line: `await faultAfter(point, call())`. */
-export async function faultAfter<T>(point: FaultPoint, value: Promise<T>): Promise<T> {
+/** For a hook after an awaited call on one line: `await faultAfter(point, call())`; `when` limits it to some results. */
+export async function faultAfter<T>(point: FaultPoint, value: Promise<T>, when?: (result: T) => boolean): Promise<T> {
   const result = await value;
-  await fault(point);
+  if (rules.size > 0 && (!when || when(result))) await fault(point);
   return result;
 }
