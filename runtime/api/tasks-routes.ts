@@ -13,6 +13,7 @@ import {
 } from '../engine/tasks.ts';
 import { extendLock, recordLateResult, unlockTask, type GuardedTaskResult, type LockHolder } from '../store/tasks.ts';
 import { BatonError } from '../shared/errors.ts';
+import { faultAfter } from '../shared/faults.ts';
 import { requireUuid, validateBody } from './validate.ts';
 import { lockedTaskView } from './views.ts';
 
@@ -39,7 +40,7 @@ export function tasksRouter(engine: Engine, notifier: TaskNotifier): Router {
 
   router.post('/:id/complete', async (req, res) => {
     const body = validateBody<Omit<CompleteTaskRequest, 'taskId'>>('complete-request', req.body);
-    answer(res, await completeTask(engine, { ...body, taskId: taskIdOf(req.params.id) }), req.params.id);
+    answer(res, await faultAfter('api:after-complete-commit', completeTask(engine, { ...body, taskId: taskIdOf(req.params.id) })), req.params.id);
   });
 
   router.post('/:id/failure', async (req, res) => {
