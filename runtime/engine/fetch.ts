@@ -2,6 +2,7 @@
 // until a notification for one of the topics (or a periodic safety re-check).
 import type { Engine } from './context.ts';
 import type { TaskNotifier } from './task-notifier.ts';
+import { faultAfter } from '../shared/faults.ts';
 import { fetchAndLock, unlockTask, type FetchAndLockParams, type LockedTaskRow } from '../store/tasks.ts';
 
 /** Longest a parked poll sleeps without a notification before it fetches again. */
@@ -24,7 +25,7 @@ export async function pollForTasks<T extends { id: string; lock_token: string | 
   const subscription = p.waitMs > 0 ? notifier.subscribe(p.topics) : undefined;
   try {
     for (;;) {
-      const tasks = await p.fetchOnce();
+      const tasks = await faultAfter('fetch:after-lock', p.fetchOnce(), (locked) => locked.length > 0);
       if (p.signal?.aborted) {
         await releaseTasks(engine, p.workerId, tasks);
         return [];
