@@ -46,11 +46,12 @@ export function messageRouter(engine: Engine): Router {
           ? new CamundaError(400, 'RestException', `Cannot correlate message '${body.messageName}': No process definition or execution matches the parameters`)
           : err;
       });
-      if (!result || result.status !== 'matched') break;
+      // 'started': no instance waited and a message start event started one (as Camunda does).
+      if (!result || (result.status !== 'matched' && result.status !== 'started')) break;
       matched.push(result.instanceId);
       // The engine's transaction is its own: the types follow right after (a type row applies only to the value it names).
       await writeVariableTypes(engine.pool, result.instanceId, variables.types);
-      if (!body.all) break;
+      if (!body.all || result.status === 'started') break;
     }
     if (!body.resultEnabled) return sendNoContent(res);
     sendJson(res, 200, matched.map((id) => ({ resultType: 'Execution', execution: { id, processInstanceId: id, ended: false, tenantId: null }, processInstance: null })));
