@@ -9,6 +9,7 @@ import { cancelOpenWork, lockInstanceOfTask, type LockedInstance } from '../stor
 import { listCompensations } from '../store/compensations.ts';
 import { finishHandler, startSaga } from './compensate.ts';
 import { indexPlan } from './plan-index.ts';
+import { fault } from '../shared/faults.ts';
 import {
   failTask as failTaskRow,
   markTaskCaught,
@@ -39,6 +40,7 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest): Pr
     fx.events.push({ kind: 'task:completed', stepId: result.task.step_id, taskId: result.task.id, data: { workerId: req.workerId, attempt: result.task.attempt } });
     if (indexPlan(plan).steps.get(result.task.step_id)?.compensationHandler) {
       finishHandler(plan, result.task.step_id, await listCompensations(tx, instance.id, instance.generation), instance.state, variables, fx);
+      await fault('compensation:mid-saga');
     } else {
       completeStep(plan, result.task.step_id, instance.state, variables, fx);
     }
