@@ -9,6 +9,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './store/embe
 import { OPS_USAGE, runOpsCommand } from './ops/commands.ts';
 import { readSecuritySettings } from './security/settings.ts';
 import { LOG_REDACTION } from './security/redact.ts';
+import { within } from './ops/shutdown.ts';
 
 async function serve(config: Config): Promise<void> {
   const log = pino({ level: config.logLevel, redact: LOG_REDACTION });
@@ -42,6 +43,7 @@ async function serve(config: Config): Promise<void> {
       xmlLimit: security.limits.xmlLimit,
       limits: security.limits,
       retention: { days: security.retentionDays, intervalMs: security.retentionIntervalMs },
+      shutdownGraceMs: security.shutdownGraceMs,
       prepare: async (engine) => {
         if (config.samplesDir) await deploySamples(engine, config.samplesDir, log);
       },
@@ -52,15 +54,21 @@ async function serve(config: Config): Promise<void> {
   // Installed before anything starts: a signal during start-up lets start-up reach
   // a safe point, then stops what has started (the embedded PostgreSQL above all).
   const starting = startUp();
+  // The grace period bounds the drain: past it the process exits with code 1 and
+  // PostgreSQL rolls back whatever transaction was still open on its connections.
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log.info({ signal }, 'server:stopping');
-    await starting.catch(() => undefined);
-    await server?.close().catch((err: Error) => log.error({ err: err.message }, 'server:close_failed'));
+    const graceMs = security.shutdownGraceMs;
+    log.info({ signal, graceMs }, 'server:stopping');
+    const drained = await within(
+      starting.catch(() => undefined).then(() => server?.close().catch((err: Error) => log.error({ err: err.message }, 'server:close_failed'))),
+      graceMs,
+    );
+    if (drained === 'late') log.error({ graceMs }, 'server:grace_exceeded');
     await embedded?.stop();
-    log.info('server:stopped');
-    process.exit(0);
+    log.info({ drained }, 'server:stopped');
+    process.exit(drained === 'done' ? 0 : 1);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));

@@ -1,6 +1,6 @@
 // Wires store, engine, sweeper and API into one HTTP server.
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
 import { CAMUNDA_KEEP_ALIVE_TIMEOUT_MS, camundaRouter } from './api/camunda/index.ts';
@@ -19,6 +19,7 @@ import { createPool } from './store/db.ts';
 import { applyMigrations } from './store/migrate.ts';
 import { checkAuthBeforeListening, designerHeaders, securityLayer, type AuthOptions, type LimitOptions } from './security/index.ts';
 import { opsRouter, startRetention, type RetentionOptions } from './ops/index.ts';
+import { closeHttp, createDrain, DEFAULT_SHUTDOWN_GRACE_MS, trackSockets } from './ops/shutdown.ts';
 
 export interface BatonServerOptions {
   databaseUrl: string;
@@ -39,6 +40,8 @@ export interface BatonServerOptions {
   limits?: Partial<LimitOptions>;
   /** deletion of old ended instances; off unless days > 0 */
   retention?: RetentionOptions;
+  /** close(): open sockets are cut after half of it (BATON_SHUTDOWN_GRACE_MS) */
+  shutdownGraceMs?: number;
 }
 
 export interface BatonServer {
@@ -69,6 +72,8 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
 
   const app = express();
   app.disable('x-powered-by');
+  const drain = createDrain();
+  app.use(drain.guard);
   app.use(securityLayer({ pool, log: opts.log, notifier, ...(opts.auth ? { auth: opts.auth } : {}), limits: { jsonLimit: opts.jsonLimit ?? '1mb', xmlLimit: opts.xmlLimit ?? '5mb', ...opts.limits } }));
   app.use('/engine-rest', camundaRouter(engine, notifier)); // before the native JSON parser: parses its own bodies
   app.use(express.json({ limit: opts.jsonLimit ?? '1mb' }));
@@ -93,11 +98,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use(errorMiddleware(opts.log));
 
   const http = createServer(app);
-  const sockets = new Set<Socket>();
-  http.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
+  const sockets = trackSockets(http);
   http.keepAliveTimeout = CAMUNDA_KEEP_ALIVE_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
@@ -114,20 +115,11 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
     timers,
     url,
     async close() {
-      await notifier.stop(); // wakes parked long polls, which then answer
-      await new Promise<void>((resolve) => {
-        http.close(() => resolve());
-        http.closeIdleConnections();
-        // Keep-alive sockets that go idle after close(), or never carried a request,
-        // would hold it open: cut every socket after a grace period.
-        setTimeout(() => {
-          for (const socket of sockets) socket.destroy();
-        }, 2000).unref();
-      });
-      await sweeper.stop();
-      await timers.stop();
-      await retention.stop();
-      await pool.end();
+      drain.begin(); // new requests: 503 ShuttingDown
+      await notifier.stop(); // wakes parked long polls, which then answer []
+      // Requests in flight finish; the background loops finish their current transaction.
+      await Promise.all([closeHttp(http, sockets, (opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS) / 2), sweeper.stop(), timers.stop(), retention.stop()]);
+      await pool.end(); // waits for clients still checked out
     },
   };
 }

@@ -2,6 +2,7 @@
 import type { AuthOptions } from './auth.ts';
 import { DEFAULT_LIMITS, type LimitOptions } from './limits.ts';
 import { parseTokens } from './tokens.ts';
+import { DEFAULT_SHUTDOWN_GRACE_MS } from '../ops/shutdown.ts';
 
 export interface SecuritySettings {
   auth: AuthOptions;
@@ -10,6 +11,8 @@ export interface SecuritySettings {
   retentionDays: number;
   /** pause between retention runs */
   retentionIntervalMs: number;
+  /** SIGTERM/SIGINT: time to drain before the process exits regardless */
+  shutdownGraceMs: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
@@ -43,5 +46,6 @@ export function readSecuritySettings(env: NodeJS.ProcessEnv = process.env): Secu
     },
     retentionDays: int(env, 'BATON_RETENTION_DAYS', 0, 0),
     retentionIntervalMs: int(env, 'BATON_RETENTION_INTERVAL_MS', 3_600_000, 1000),
+    shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS', DEFAULT_SHUTDOWN_GRACE_MS, 100),
   };
 }
