@@ -8,16 +8,17 @@ import { validateBody } from './validate.ts';
 export function eventsRouter(engine: Engine): Router {
   const router = Router();
 
-  // matched and duplicate answer 200, buffered 202; no subscription with ttlMs 0 is 404 NoMatch.
+  // matched and duplicate answer 200, started 201, buffered 202; no subscription with ttlMs 0 is 404 NoMatch.
   router.post('/messages', async (req, res) => {
     const body = validateBody<PublishMessageRequest>('message-request', req.body);
     const result = await publishMessage(engine, body);
-    res.status(result.status === 'buffered' ? 202 : 200).json(result);
+    res.status(result.status === 'buffered' ? 202 : result.status === 'started' ? 201 : 200).json(result);
   });
 
   router.post('/signals', async (req, res) => {
     const body = validateBody<{ name: string; variables?: Variables }>('signal-request', req.body);
-    res.json({ name: body.name, delivered: await broadcastSignal(engine, body.name, body.variables) });
+    const { delivered, started } = await broadcastSignal(engine, body.name, body.variables);
+    res.json({ name: body.name, delivered, started });
   });
 
   return router;

@@ -10,9 +10,10 @@ const GATEWAY_KINDS: Record<string, StepKind> = {
   'bpmn:InclusiveGateway': StepKind.inclusiveGateway,
 };
 
-const SUPPORTED = 'Baton runs none start events, none and terminate end events, external service tasks, exclusive, inclusive and parallel gateways, timer/message/signal intermediate catch events and timer/message/signal/error/compensation boundary events on service tasks, compensation handlers and compensation throw and end events';
+const SUPPORTED = 'Baton runs none, timer, message and signal start events, none and terminate end events, external service tasks, exclusive, inclusive and parallel gateways, timer/message/signal intermediate catch events and timer/message/signal/error/compensation boundary events on service tasks, compensation handlers and compensation throw and end events';
 
 const CATCH_TRIGGERS = ['bpmn:TimerEventDefinition', 'bpmn:MessageEventDefinition', 'bpmn:SignalEventDefinition'];
+const START_TRIGGERS = CATCH_TRIGGERS;
 const BOUNDARY_TRIGGERS = [...CATCH_TRIGGERS, 'bpmn:ErrorEventDefinition', 'bpmn:CompensateEventDefinition'];
 
 /** Elements of process.flowElements that are data, not flow nodes: they never take part in the flow. */
@@ -28,8 +29,8 @@ export function classifyNode(node: BpmnFlowNode): Classification {
   if (gateway) return { supported: true, kind: gateway };
   switch (node.$type) {
     case 'bpmn:StartEvent':
-      if (definitions.length === 0 || (definitions.length === 1 && definitions[0] === 'bpmn:TimerEventDefinition')) return { supported: true, kind: StepKind.startEvent };
-      return refuse(node, 'start events are none or timer start events (message and signal start events are not supported yet)');
+      if (definitions.length === 0 || (definitions.length === 1 && START_TRIGGERS.includes(definitions[0] as string))) return { supported: true, kind: StepKind.startEvent };
+      return refuse(node, 'start events are none, timer, message or signal start events with at most one trigger');
     case 'bpmn:EndEvent':
       if (definitions.length === 0) return { supported: true, kind: StepKind.endEvent };
       if (definitions.length === 1 && definitions[0] === 'bpmn:TerminateEventDefinition') return { supported: true, kind: StepKind.terminateEndEvent };

@@ -6,6 +6,7 @@ import type { Engine } from './context.ts';
 import { withTransaction } from '../store/db.ts';
 import { insertDefinition, type DefinitionRow } from '../store/definitions.ts';
 import { replaceStartTimers } from '../store/start-timers.ts';
+import { refuseTakenMessageStarts } from './event-starts.ts';
 import { startTimersOf } from './start-timers.ts';
 import { BatonError } from '../shared/errors.ts';
 import { planSchemaErrors } from '../shared/plan-validator.ts';
@@ -29,6 +30,7 @@ export async function deployDefinition(engine: Engine, xml: string, processId?: 
   }
   const xmlSha256 = createHash('sha256').update(xml).digest('hex');
   const { created, definition } = await withTransaction(engine.pool, async (tx) => {
+    await refuseTakenMessageStarts(tx, compiled.plan);
     const inserted = await insertDefinition(tx, { key: compiled.plan.processKey, fingerprint: compiled.fingerprint, xmlSha256, xml, plan: compiled.plan });
     // The new version's timer start events replace the old version's schedule.
     if (inserted.created) await replaceStartTimers(tx, inserted.definition.id, inserted.definition.key, startTimersOf(compiled.plan));

@@ -40,7 +40,7 @@ export async function startInTransaction(engine: Engine, tx: PoolClient, req: St
   const plan = await planOf(engine, instance.definition_id);
   if (!startEventId && !plan.steps.some((s) => s.kind === 'startEvent' && s.wait === undefined)) {
     // Thrown, so the transaction rolls back the inserted row.
-    throw new BatonError('conflict', `Process ${plan.processKey} has no none start event: it starts only when its timer start event fires`);
+    throw new BatonError('conflict', `Process ${plan.processKey} has no none start event: it starts only when its timer start event fires, or on its message or signal`);
   }
   const fx = emptyEffects();
   fx.events.push({ kind: 'instance:started', data: { businessKey: instance.business_key, definitionId: instance.definition_id, ...(startEventId ? { startEvent: startEventId } : {}) } });

@@ -1,6 +1,7 @@
 // Waits that end from outside a task: a due timer, a published message, a broadcast signal.
 import { emptyEffects, fireWait, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
+import { startOnMessage, startOnSignal } from './event-starts.ts';
 import { fireDueStartTimers } from './start-timers.ts';
 import { commitTransition } from './transition.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
@@ -69,14 +70,17 @@ export interface PublishMessageRequest {
 
 export type PublishMessageResult =
   | { status: 'matched'; instanceId: string; messageId: string }
+  /** no instance waited, and a message start event started this one */
+  | { status: 'started'; instanceId: string; messageId: string }
   | { status: 'buffered'; messageId: string }
   | { status: 'duplicate'; messageId: string; instanceId?: string };
 
 const DEFAULT_TTL_MS = 60 * 60 * 1000;
 
 /**
- * Stores the message, then hands it to exactly one waiting subscription, or keeps
- * it until a matching catch starts waiting (ttlMs). A repeated messageId changes nothing.
+ * Stores the message, then hands it to exactly one waiting subscription; with none,
+ * starts the definition whose message start event names it; else keeps it until a
+ * matching catch starts waiting (ttlMs). A repeated messageId changes nothing.
  */
 export async function publishMessage(engine: Engine, req: PublishMessageRequest): Promise<PublishMessageResult> {
   const messageId = req.messageId ?? crypto.randomUUID();
@@ -118,6 +122,8 @@ async function tryPublish(engine: Engine, tx: PoolClient, req: PublishMessageReq
     }
     skip.push(sub.id);
   }
+  const started = req.instanceId ? undefined : await startOnMessage(engine, tx, req, { id: stored.id, messageId });
+  if (started) return started;
   if (req.ttlMs === 0) {
     throw new BatonError('no_match', `No instance waits for message "${req.name}"${correlationKey ? ` with correlation key "${correlationKey}"` : ''}, and ttlMs 0 forbids keeping it`);
   }
@@ -135,8 +141,11 @@ async function deliverToSubscription(engine: Engine, tx: PoolClient, instance: L
   return true;
 }
 
-/** Delivers a signal to every subscription waiting at this moment (signals are not kept); answers how many. */
-export async function broadcastSignal(engine: Engine, name: string, variables: Variables = {}): Promise<number> {
+/**
+ * Delivers a signal to every subscription waiting at this moment (signals are not
+ * kept), then starts every definition with a signal start event of that name.
+ */
+export async function broadcastSignal(engine: Engine, name: string, variables: Variables = {}): Promise<{ delivered: number; started: string[] }> {
   let delivered = 0;
   for (const sub of await listSignalSubscriptions(engine.pool, name)) {
     const ok = await withTransaction(engine.pool, async (tx) => {
@@ -145,5 +154,5 @@ export async function broadcastSignal(engine: Engine, name: string, variables: V
     });
     if (ok) delivered++;
   }
-  return delivered;
+  return { delivered, started: await startOnSignal(engine, name, variables) };
 }

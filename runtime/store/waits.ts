@@ -153,3 +153,24 @@ export async function listSignalSubscriptions(db: Queryable, name: string): Prom
   );
   return rows;
 }
+
+export interface EventStartRow {
+  definition_id: string;
+  key: string;
+  version: number;
+  step_id: string;
+}
+
+/** Start events of the latest version of every key that start on this message or signal name. */
+export async function findEventStarts(db: Queryable, trigger: 'message' | 'signal', name: string): Promise<EventStartRow[]> {
+  const { rows } = await db.query<EventStartRow>({
+    name: 'find_event_starts',
+    text: `select d.id as definition_id, d.key, d.version, s->>'id' as step_id
+             from (select distinct on (key) id, key, version, plan from definitions order by key, version desc) d
+             cross join lateral jsonb_array_elements(d.plan->'steps') s
+            where s->>'kind' = 'startEvent' and s->'wait'->>'trigger' = $1 and s->'wait'->>'name' = $2
+            order by d.key, s->>'id'`,
+    values: [trigger, name],
+  });
+  return rows;
+}

@@ -144,7 +144,7 @@ describe('signals', () => {
     }
     const late = await start(t.api, 'cancellable', { businessKey: 'sig-late' });
     const res = await t.api.post('/api/signals', { name: 'go-live', variables: { live: true } });
-    expect(res.body).toEqual({ name: 'go-live', delivered: 3 });
+    expect(res.body).toEqual({ name: 'go-live', delivered: 3, started: [] });
     for (const id of ids) expect((await waitForStatus(t.api, id, 'completed')).variables.live).toBe(true);
     const lateTask = await fetchOne(t.api, 'w', 'cancellable-work');
     expect(lateTask.instanceId).toBe(late);

@@ -14,6 +14,8 @@ export type NodeSpec =
   | { id: string; type: 'startEvent' | 'endEvent' | 'terminateEndEvent' | 'parallelGateway' }
   | ({ id: string; type: 'catchEvent' } & EventTrigger)
   | { id: string; type: 'timerStart'; timer: NonNullable<EventTrigger['timer']> }
+  /** message or signal start event */
+  | ({ id: string; type: 'eventStart' } & EventTrigger)
   | ({ id: string; type: 'boundaryEvent'; attachedTo: string; interrupting?: boolean } & EventTrigger)
   | { id: string; type: 'exclusiveGateway' | 'inclusiveGateway'; default?: string }
   | { id: string; type: 'serviceTask'; topic: string; retries?: number; priority?: number; forCompensation?: boolean; onExhausted?: 'compensate' | 'incident' }
@@ -81,6 +83,7 @@ export function buildBpmn(processId: string, nodes: NodeSpec[], flows: FlowSpec[
       case 'terminateEndEvent':
         return `<bpmn:endEvent id="${n.id}">${links}<bpmn:terminateEventDefinition id="${n.id}_def"/></bpmn:endEvent>`;
       case 'timerStart':
+      case 'eventStart':
         return `<bpmn:startEvent id="${n.id}">${links}${eventDefinition(n.id, n, roots)}</bpmn:startEvent>`;
       case 'catchEvent': {
         const key = n.correlationKey ? ` baton:correlationKey="${escapeXml(n.correlationKey)}"` : '';

@@ -24,7 +24,7 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
   const unsupported = readFixture('unsupported.bpmn');
 
   it.each([
-    ['TimerStart', 'bpmn:StartEvent with bpmn:MessageEventDefinition "Every day" (id TimerStart): start events are none or timer start events'],
+    ['TimerStart', 'bpmn:StartEvent with bpmn:ConditionalEventDefinition "Every day" (id TimerStart): start events are none, timer, message or signal start events'],
     ['Approve', 'bpmn:UserTask "Approve" (id Approve)'],
     ['Script', 'bpmn:ScriptTask "Script" (id Script)'],
     ['PlainTask', 'bpmn:Task "PlainTask" (id PlainTask)'],

@@ -1,0 +1,57 @@
+// Message and signal start events: a published message that no waiting instance
+// takes, or a broadcast signal, starts an instance of the latest version of every
+// definition whose start event waits for it.
+import type { Plan } from '../compiler/plan.ts';
+import type { Variables } from './advance.ts';
+import type { Engine } from './context.ts';
+import { startInTransaction } from './instances.ts';
+import type { PublishMessageRequest, PublishMessageResult } from './waits.ts';
+import { withTransaction, type PoolClient } from '../store/db.ts';
+import { findEventStarts, lockMessageName, markMessageMatched } from '../store/waits.ts';
+import { BatonError } from '../shared/errors.ts';
+
+/**
+ * Starts the definition whose message start event names this message, in the
+ * publisher's transaction (it holds the message-name lock). The message's business
+ * key, else its correlation key, becomes the instance's business key: a second
+ * message with the same key answers `duplicate` with the instance it started.
+ * Undefined when no definition starts on this message.
+ */
+export async function startOnMessage(engine: Engine, tx: PoolClient, req: PublishMessageRequest, stored: { id: string; messageId: string }): Promise<PublishMessageResult | undefined> {
+  // Deploy refuses a message start name that another key's latest version uses, so there is at most one.
+  const [start] = await findEventStarts(tx, 'message', req.name);
+  if (!start) return undefined;
+  const businessKey = req.businessKey ?? req.correlationKey ?? null;
+  const started = await startInTransaction(engine, tx, { definitionKey: start.key, version: start.version, businessKey, variables: req.variables ?? {} }, start.step_id);
+  if (!started.ok) return undefined;
+  const instanceId = started.instance.id;
+  await markMessageMatched(tx, stored.id, instanceId, start.step_id);
+  return started.created ? { status: 'started', instanceId, messageId: stored.messageId } : { status: 'duplicate', instanceId, messageId: stored.messageId };
+}
+
+/** One new instance per definition whose signal start event names this signal, each in its own transaction. */
+export async function startOnSignal(engine: Engine, name: string, variables: Variables): Promise<string[]> {
+  const started: string[] = [];
+  for (const start of await findEventStarts(engine.pool, 'signal', name)) {
+    const result = await withTransaction(engine.pool, (tx) => startInTransaction(engine, tx, { definitionKey: start.key, version: start.version, variables: { ...variables } }, start.step_id));
+    if (result.ok) started.push(result.instance.id);
+  }
+  return started;
+}
+
+/**
+ * As in Camunda, one message name starts one process: a deploy whose message start
+ * event names a message that another key's latest version starts on is refused.
+ * The message-name lock makes two such deploys at once see each other.
+ */
+export async function refuseTakenMessageStarts(tx: PoolClient, plan: Plan): Promise<void> {
+  for (const step of plan.steps) {
+    if (step.kind !== 'startEvent' || step.wait?.trigger !== 'message') continue;
+    await lockMessageName(tx, step.wait.name);
+    const taken = (await findEventStarts(tx, 'message', step.wait.name)).find((s) => s.key !== plan.processKey);
+    if (taken) {
+      const message = `Message start event ${step.id} starts on message "${step.wait.name}", which already starts process ${taken.key} (version ${taken.version}): one message name starts one process`;
+      throw new BatonError('compile', `The BPMN does not compile: ${step.id}: ${message}`, [{ elementId: step.id, message, severity: 'error' }]);
+    }
+  }
+}
