@@ -2,16 +2,23 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
+import { Server as SocketServer } from 'socket.io';
 import type { Logger } from 'pino';
 import { CAMUNDA_KEEP_ALIVE_TIMEOUT_MS, camundaRouter } from './api/camunda/index.ts';
 import { definitionsRouter } from './api/definitions-routes.ts';
 import { designerApiRouter, designerStatic } from './api/designer-routes.ts';
 import { errorMiddleware, notFoundRoute } from './api/errors.ts';
+import { flowLimitsRouter } from './api/flow-limits-routes.ts';
 import { incidentsRouter } from './api/incidents-routes.ts';
 import { instancesRouter } from './api/instances-routes.ts';
+import { progressRouter } from './api/progress-routes.ts';
 import { tasksRouter } from './api/tasks-routes.ts';
 import { createEngine, type Engine, type EngineOptions } from './engine/context.ts';
 import { TaskNotifier } from './engine/task-notifier.ts';
+import { ProgressCoalescer } from './engine/progress.ts';
+import { FrameHub } from './stream/frame-hub.ts';
+import { attachProgressStream, type ProgressStreamOptions } from './stream/progress-namespace.ts';
+import { socketAuthorizer } from './stream/socket-auth.ts';
 import { startSweeper, type Sweeper } from './scheduler/sweeper.ts';
 import { startTimerScheduler, type TimerScheduler } from './scheduler/timer-scheduler.ts';
 import { eventsRouter } from './api/events-routes.ts';
@@ -40,6 +47,10 @@ export interface BatonServerOptions {
   limits?: Partial<LimitOptions>;
   /** deletion of old ended instances; off unless days > 0 */
   retention?: RetentionOptions;
+  /** frames of ended instances are deleted after this (default 24 h; BATON_FRAME_RETENTION_MS) */
+  frameRetentionMs?: number;
+  /** Socket.IO /progress: read batch size, per-client backlog cap, subscriptions per connection */
+  progressStream?: Partial<ProgressStreamOptions>;
   /** close(): open sockets are cut after half of it (BATON_SHUTDOWN_GRACE_MS) */
   shutdownGraceMs?: number;
 }
@@ -50,6 +61,8 @@ export interface BatonServer {
   http: Server;
   sweeper: Sweeper;
   timers: TimerScheduler;
+  /** Socket.IO server (namespace /progress) */
+  io: SocketServer;
   url: string;
   close(): Promise<void>;
 }
@@ -65,7 +78,10 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   await opts.prepare?.(engine);
   const notifier = new TaskNotifier(opts.databaseUrl, opts.log);
   await notifier.start();
-  const sweeper = startSweeper(pool, opts.log, { intervalMs: opts.sweepIntervalMs ?? 1000, batchSize: 500 });
+  const frameHub = new FrameHub(opts.databaseUrl, opts.log);
+  await frameHub.start();
+  const progress = new ProgressCoalescer(pool, opts.log);
+  const sweeper = startSweeper(pool, opts.log, { intervalMs: opts.sweepIntervalMs ?? 1000, batchSize: 500, frameRetentionMs: opts.frameRetentionMs ?? 24 * 3_600_000 });
   const timers = startTimerScheduler(engine, opts.log, { maxSleepMs: 30_000, batchSize: 100 });
   notifier.onTimerCreated(() => timers.poke());
   const retention = startRetention(pool, opts.log, opts.retention ?? { days: 0, intervalMs: 3_600_000 });
@@ -89,8 +105,10 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use(opsRouter(pool, notifier));
   app.use('/api/definitions', definitionsRouter(engine));
   app.use('/api/instances', instancesRouter(engine));
+  app.use('/api/external-tasks', progressRouter(progress));
   app.use('/api/external-tasks', tasksRouter(engine, notifier));
   app.use('/api/incidents', incidentsRouter(engine));
+  app.use('/api/flow-limits', flowLimitsRouter(engine));
   app.use('/api', eventsRouter(engine));
   app.use('/api', designerApiRouter(engine));
   app.use(designerHeaders(), designerStatic());
@@ -100,6 +118,15 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   const http = createServer(app);
   const sockets = trackSockets(http);
   http.keepAliveTimeout = CAMUNDA_KEEP_ALIVE_TIMEOUT_MS;
+  // Same origin only (no cors option); the designer is served by this server.
+  const io = new SocketServer(http, { serveClient: false });
+  attachProgressStream(io, {
+    pool,
+    hub: frameHub,
+    log: opts.log,
+    authorize: socketAuthorizer(pool, opts.log, opts.auth?.tokens),
+    ...(opts.progressStream ? { options: opts.progressStream } : {}),
+  });
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(opts.port, opts.host, () => resolve());
@@ -113,12 +140,16 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
     http,
     sweeper,
     timers,
+    io,
     url,
     async close() {
       drain.begin(); // new requests: 503 ShuttingDown
       await notifier.stop(); // wakes parked long polls, which then answer []
+      io.disconnectSockets(true); // progress clients reconnect to another node and resume from their last seq
+      io.engine.close();
       // Requests in flight finish; the background loops finish their current transaction.
       await Promise.all([closeHttp(http, sockets, (opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS) / 2), sweeper.stop(), timers.stop(), retention.stop()]);
+      await Promise.all([frameHub.stop(), progress.close()]);
       await pool.end(); // waits for clients still checked out
     },
   };

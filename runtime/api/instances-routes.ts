@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import type { Engine } from '../engine/context.ts';
 import { cancelInstance, startInstance, type StartInstanceRequest } from '../engine/instances.ts';
+import { REPLAYABLE, replayInstance } from '../engine/replay.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
 import { getInstanceDetail, listHistory, listInstances } from '../store/queries.ts';
 import { BatonError } from '../shared/errors.ts';
@@ -63,6 +64,15 @@ export function instancesRouter(engine: Engine): Router {
     if (!result.ok && result.reason === 'not_found') throw new BatonError('not_found', `No instance with id "${req.params.id}"`);
     if (!result.ok) throw new BatonError('conflict', `Instance ${req.params.id} already ended (${result.status ?? ''}); nothing to cancel`, { status: result.status });
     res.json({ id: req.params.id, status: result.status });
+  });
+
+  router.post('/:id/replay', async (req, res) => {
+    const result = await replayInstance(engine, requireUuid(req.params.id, 'instance'));
+    if (!result.ok && result.reason === 'not_found') throw new BatonError('not_found', `No instance with id "${req.params.id}"`);
+    if (!result.ok) {
+      throw new BatonError('conflict', `Instance ${req.params.id} is ${result.status}; only an instance in ${REPLAYABLE.join(', ')} can be replayed`, { status: result.status });
+    }
+    res.json({ instanceId: req.params.id, generation: result.generation, status: result.status });
   });
 
   return router;

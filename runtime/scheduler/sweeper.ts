@@ -2,6 +2,8 @@
 // number of them converge on one effect per task.
 import type { Logger } from 'pino';
 import type { Pool } from '../store/db.ts';
+import { deleteExpiredFrames } from '../store/frames.ts';
+import { flushStaleProgress } from '../store/progress.ts';
 import { expireLocks } from '../store/tasks.ts';
 
 export interface SweeperOptions {
@@ -9,7 +11,12 @@ export interface SweeperOptions {
   intervalMs: number;
   /** rows per statement; a full batch is followed by another at once */
   batchSize: number;
+  /** frames of generations that ended longer ago are deleted (each generation's last frame stays) */
+  frameRetentionMs: number;
 }
+
+/** progress reports older than this were left by a node that died before its flush */
+const STALE_PROGRESS_MS = 1000;
 
 export interface Sweeper {
   /** one sweep now; answers how many leases expired */
@@ -30,6 +37,15 @@ export function startSweeper(pool: Pool, log: Logger, opts: SweeperOptions): Swe
       if (n < opts.batchSize) break;
     }
     if (total > 0) log.info({ count: total }, 'task:lock_expired');
+    const flushed = await flushStaleProgress(pool, STALE_PROGRESS_MS);
+    if (flushed > 0) log.info({ count: flushed }, 'progress:stale_flushed');
+    let deleted = 0;
+    for (;;) {
+      const n = await deleteExpiredFrames(pool, { keepMs: opts.frameRetentionMs, limit: opts.batchSize });
+      deleted += n;
+      if (n < opts.batchSize) break;
+    }
+    if (deleted > 0) log.info({ count: deleted }, 'frames:deleted');
     return total;
   };
 

@@ -20,6 +20,9 @@ export interface TestServerOptions {
   auth?: BatonServerOptions['auth'];
   limits?: BatonServerOptions['limits'];
   retention?: BatonServerOptions['retention'];
+  /** progress stream (test/stream) */
+  progressStream?: BatonServerOptions['progressStream'];
+  frameRetentionMs?: number;
   /** sends this token as Bearer on every `api` call */
   token?: string;
 }
@@ -36,6 +39,8 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     ...(opts.auth ? { auth: opts.auth } : {}),
     ...(opts.limits ? { limits: opts.limits } : {}),
     ...(opts.retention ? { retention: opts.retention } : {}),
+    ...(opts.progressStream ? { progressStream: opts.progressStream } : {}),
+    ...(opts.frameRetentionMs !== undefined ? { frameRetentionMs: opts.frameRetentionMs } : {}),
   });
   return {
     url: server.url,

@@ -1,0 +1,101 @@
+// Frames: the per-(instance, generation) replay buffer of the progress stream.
+// Writing happens in SQL (migration 0008: a deferred trigger on events and
+// flush_progress); this module reads them and keeps their retention.
+import type { Queryable } from './db.ts';
+
+/** NOTIFY channel; the payload is only a doorbell: "<instanceId> <generation> <seq>" */
+export const FRAMES_CHANNEL = 'baton_frames';
+
+export interface FrameRow {
+  instance_id: string;
+  generation: number;
+  seq: number;
+  kind: string;
+  data: Record<string, unknown>;
+  at: string;
+}
+
+export interface FrameHead {
+  generation: number;
+  /** highest seq written so far (0: none) */
+  lastSeq: number;
+  /** lowest seq still stored; above lastSeq when none is */
+  firstKeptSeq: number;
+  ended: boolean;
+}
+
+export interface StreamTarget {
+  instanceId: string;
+  status: string;
+  /** the instance's current generation */
+  generation: number;
+}
+
+/** The instance a subscriber asks for, or undefined when it does not exist. */
+export async function findStreamTarget(db: Queryable, instanceId: string): Promise<StreamTarget | undefined> {
+  const { rows } = await db.query<{ id: string; status: string; generation: number }>({
+    name: 'find_stream_target',
+    text: 'select id, status, generation from instances where id = $1',
+    values: [instanceId],
+  });
+  const row = rows[0];
+  return row ? { instanceId: row.id, status: row.status, generation: row.generation } : undefined;
+}
+
+/** Where a generation's frames stand; a generation without frames yet has lastSeq 0. */
+export async function readFrameHead(db: Queryable, instanceId: string, generation: number): Promise<FrameHead> {
+  const { rows } = await db.query<{ last_seq: number; ended: boolean; first_kept: number | null }>({
+    name: 'read_frame_head',
+    text: `select h.last_seq, h.ended_at is not null as ended,
+                  (select min(seq) from frames f where f.instance_id = h.instance_id and f.generation = h.generation) as first_kept
+             from frame_heads h where h.instance_id = $1 and h.generation = $2`,
+    values: [instanceId, generation],
+  });
+  const row = rows[0];
+  if (!row) return { generation, lastSeq: 0, firstKeptSeq: 1, ended: false };
+  return { generation, lastSeq: row.last_seq, firstKeptSeq: row.first_kept ?? row.last_seq + 1, ended: row.ended };
+}
+
+/** Frames of one generation after a seq, in seq order. */
+export async function readFrames(db: Queryable, p: { instanceId: string; generation: number; afterSeq: number; limit: number }): Promise<FrameRow[]> {
+  const { rows } = await db.query<FrameRow>({
+    name: 'read_frames',
+    text: `select instance_id, generation, seq, kind, data, at from frames
+            where instance_id = $1 and generation = $2 and seq > $3
+            order by seq limit $4`,
+    values: [p.instanceId, p.generation, p.afterSeq, p.limit],
+  });
+  return rows;
+}
+
+/**
+ * Closes a generation that did not end by itself (a replay of an instance in
+ * incident): its last frame says so, and nothing more is written to it.
+ */
+export async function endFrameGeneration(db: Queryable, p: { instanceId: string; generation: number; status: string; nextGeneration: number }): Promise<void> {
+  await db.query({
+    name: 'end_frame_generation',
+    text: `select append_frame($1, $2, 'instance:ended', jsonb_build_object('status', $3::text, 'nextGeneration', $4::int), now())`,
+    values: [p.instanceId, p.generation, p.status, p.nextGeneration],
+  });
+}
+
+/**
+ * Deletes frames of generations that ended more than `keepMs` ago, except each
+ * generation's last frame (instance:ended), so a late subscriber still learns the
+ * final state. Answers how many rows went; call again while it returns `limit`.
+ */
+export async function deleteExpiredFrames(db: Queryable, p: { keepMs: number; limit: number }): Promise<number> {
+  const { rowCount } = await db.query({
+    name: 'delete_expired_frames',
+    text: `delete from frames f using (
+             select f.instance_id, f.generation, f.seq
+               from frame_heads h
+               join frames f on f.instance_id = h.instance_id and f.generation = h.generation and f.seq < h.last_seq
+              where h.ended_at < now() - $1::bigint * interval '1 millisecond'
+              limit $2) old
+            where f.instance_id = old.instance_id and f.generation = old.generation and f.seq = old.seq`,
+    values: [p.keepMs, p.limit],
+  });
+  return rowCount ?? 0;
+}

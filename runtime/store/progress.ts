@@ -1,0 +1,68 @@
+// Worker progress reports: stored per call, coalesced into task:progress frames
+// by flush_progress (migration 0008).
+import type { Queryable } from './db.ts';
+import type { LockHolder } from './tasks.ts';
+
+export interface ProgressReport extends LockHolder {
+  data: unknown;
+}
+
+export type RecordProgressResult =
+  | { ok: true; instanceId: string; generation: number; stepId: string; pendingBytes: number }
+  | { ok: false; reason: 'not_found' | 'lock_lost' };
+
+/**
+ * Stores one report from the lock holder. FOR SHARE on the task row makes a
+ * report and the call that ends the attempt exclusive: a report that commits
+ * first is flushed by that call's frames; one that comes after finds no lock.
+ */
+export async function recordProgress(db: Queryable, r: ProgressReport): Promise<RecordProgressResult> {
+  const { rows } = await db.query<{ instance_id: string; generation: number; step_id: string; pending_bytes: number }>({
+    name: 'record_progress',
+    text: `with holder as (
+             select id, instance_id, generation, step_id from external_tasks
+              where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3
+                for share),
+           r as (
+             insert into progress_reports (task_id, instance_id, generation, step_id, data, bytes)
+             select id, instance_id, generation, step_id, $4::jsonb, octet_length($4::text) from holder
+             returning instance_id, generation, step_id, bytes)
+           select r.instance_id, r.generation, r.step_id,
+                  r.bytes + coalesce((select sum(bytes) from progress_reports p
+                                       where p.instance_id = r.instance_id and p.step_id = r.step_id), 0)::int as pending_bytes
+             from r`,
+    values: [r.taskId, r.workerId, r.lockToken, JSON.stringify(r.data ?? null)],
+  });
+  const row = rows[0];
+  if (row) return { ok: true, instanceId: row.instance_id, generation: row.generation, stepId: row.step_id, pendingBytes: row.pending_bytes };
+  const { rows: exists } = await db.query('select 1 from external_tasks where id = $1', [r.taskId]);
+  return { ok: false, reason: exists.length > 0 ? 'lock_lost' : 'not_found' };
+}
+
+/** Turns the step's pending reports into one frame; answers its seq, or null when nothing was pending. */
+export async function flushProgress(db: Queryable, p: { instanceId: string; generation: number; stepId: string }): Promise<number | null> {
+  const { rows } = await db.query<{ seq: number | null }>({
+    name: 'flush_progress',
+    text: 'select flush_progress($1, $2, $3) as seq',
+    values: [p.instanceId, p.generation, p.stepId],
+  });
+  return rows[0]?.seq ?? null;
+}
+
+/**
+ * Flushes reports left pending longer than `olderThanMs` (the node that took them
+ * died before its flush). Steps are taken in instance order: each flush locks a
+ * frame head until commit.
+ */
+export async function flushStaleProgress(db: Queryable, olderThanMs: number): Promise<number> {
+  const { rows } = await db.query<{ n: number }>({
+    name: 'flush_stale_progress',
+    text: `select count(flush_progress(s.instance_id, s.generation, s.step_id))::int as n
+             from (select instance_id, max(generation) as generation, step_id from progress_reports
+                    where at < now() - $1::bigint * interval '1 millisecond'
+                    group by instance_id, step_id
+                    order by instance_id, step_id) s`,
+    values: [olderThanMs],
+  });
+  return rows[0]?.n ?? 0;
+}

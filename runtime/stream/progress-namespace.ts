@@ -1,0 +1,130 @@
+// The Socket.IO namespace /progress (docs/progress.md has the wire contract):
+// subscribe → ack {ok, generation, lastSeq}, then `frame` events from the replay
+// and live; `gap`, `generation` and `resubscribe` tell the client what it must know.
+import type { Logger } from 'pino';
+import type { Namespace, Server, Socket } from 'socket.io';
+import type { Pool } from '../store/db.ts';
+import { findStreamTarget, readFrameHead } from '../store/frames.ts';
+import { BatonError } from '../shared/errors.ts';
+import { validateBody } from '../api/validate.ts';
+import type { FrameHub } from './frame-hub.ts';
+import { Follower, type FollowerOptions, type FollowerOutput } from './follower.ts';
+import type { SocketAuthResult } from './socket-auth.ts';
+
+export interface ProgressStreamOptions extends FollowerOptions {
+  /** instances one socket may follow at once */
+  maxSubscriptionsPerSocket: number;
+}
+
+export const DEFAULT_STREAM_OPTIONS: ProgressStreamOptions = { batchSize: 500, maxBacklog: 2000, maxSubscriptionsPerSocket: 100 };
+
+interface SubscribeRequest {
+  instanceId: string;
+  generation?: number;
+  afterSeq?: number;
+}
+
+type Ack = (answer: { ok: true; generation: number; lastSeq: number } | { ok: false; error: { type: string; message: string } }) => void;
+
+export interface ProgressStreamDeps {
+  pool: Pool;
+  hub: FrameHub;
+  log: Logger;
+  authorize: (secret: string | undefined, client: string) => Promise<SocketAuthResult>;
+  options?: Partial<ProgressStreamOptions>;
+}
+
+export function attachProgressStream(io: Server, deps: ProgressStreamDeps): Namespace {
+  const opts = { ...DEFAULT_STREAM_OPTIONS, ...deps.options };
+  const nsp = io.of('/progress');
+
+  nsp.use((socket, next) => {
+    deps.authorize(presentedToken(socket), socket.handshake.address).then((result) => {
+      if (result.ok) return next();
+      const err = new Error(result.message) as Error & { data: unknown };
+      err.data = { type: result.type, message: result.message };
+      next(err);
+    }, next);
+  });
+
+  nsp.on('connection', (socket) => {
+    const followers = new Map<string, Follower>();
+    const stop = (instanceId: string) => {
+      const f = followers.get(instanceId);
+      if (!f) return;
+      f.close();
+      deps.hub.unfollow(instanceId, f);
+      followers.delete(instanceId);
+    };
+
+    socket.on('subscribe', (raw: unknown, ack?: Ack) => {
+      const reply: Ack = typeof ack === 'function' ? ack : () => undefined;
+      subscribe(raw).then(reply, (err: unknown) => {
+        if (!(err instanceof BatonError)) deps.log.error({ err: (err as Error).message }, 'progress:subscribe_failed');
+        reply({ ok: false, error: errorOf(err) });
+      });
+    });
+
+    socket.on('unsubscribe', (raw: unknown, ack?: (a: { ok: boolean }) => void) => {
+      const id = (raw as { instanceId?: unknown } | null)?.instanceId;
+      if (typeof id === 'string') stop(id);
+      if (typeof ack === 'function') ack({ ok: true });
+    });
+
+    socket.on('disconnect', () => {
+      for (const id of [...followers.keys()]) stop(id);
+    });
+
+    const subscribe = async (raw: unknown): Promise<{ ok: true; generation: number; lastSeq: number }> => {
+      const req = validateBody<SubscribeRequest>('progress-subscribe', raw);
+      const target = await findStreamTarget(deps.pool, req.instanceId);
+      if (!target) throw new BatonError('not_found', `No instance with id "${req.instanceId}"`);
+      const generation = req.generation ?? target.generation;
+      if (generation > target.generation) {
+        throw new BatonError('not_found', `Instance ${req.instanceId} has no generation ${generation} (its current one is ${target.generation})`);
+      }
+      stop(req.instanceId);
+      if (followers.size >= opts.maxSubscriptionsPerSocket) {
+        throw new BatonError('conflict', `One connection follows at most ${opts.maxSubscriptionsPerSocket} instances (limit: maxSubscriptionsPerSocket); unsubscribe from one first`);
+      }
+      const follower = new Follower(deps.pool, req.instanceId, generation, req.afterSeq ?? 0, outputOf(socket), opts, (f) => {
+        if (followers.get(f.instanceId) === f) stop(f.instanceId);
+      }, target.generation);
+      // Follow before reading: a frame committed from here on rings the doorbell,
+      // and one committed before is found by the first read.
+      followers.set(req.instanceId, follower);
+      deps.hub.follow(req.instanceId, follower);
+      const head = await readFrameHead(deps.pool, req.instanceId, generation);
+      void follower.pump().catch((err: Error) => deps.log.warn({ err: err.message, instanceId: req.instanceId }, 'progress:replay_failed'));
+      return { ok: true, generation, lastSeq: head.lastSeq };
+    };
+  });
+
+  return nsp;
+}
+
+function presentedToken(socket: Socket): string | undefined {
+  const fromAuth = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
+  if (typeof fromAuth === 'string' && fromAuth !== '') return fromAuth;
+  const header = socket.handshake.headers.authorization;
+  const [scheme, value] = (header ?? '').trim().split(/\s+/, 2);
+  return scheme?.toLowerCase() === 'bearer' && value ? value : undefined;
+}
+
+function outputOf(socket: Socket): FollowerOutput {
+  return {
+    frame: (f) => socket.emit('frame', f),
+    gap: (g) => socket.emit('gap', g),
+    generation: (g) => socket.emit('generation', g),
+    resubscribe: (r) => socket.emit('resubscribe', r),
+    // engine.io keeps packets here while the transport cannot take more
+    backlog: () => (socket.conn as unknown as { writeBuffer: unknown[] }).writeBuffer.length,
+  };
+}
+
+const ERROR_TYPES: Partial<Record<string, string>> = { validation: 'ValidationError', not_found: 'NotFound', conflict: 'Conflict' };
+
+function errorOf(err: unknown): { type: string; message: string } {
+  if (err instanceof BatonError) return { type: ERROR_TYPES[err.code] ?? 'Error', message: err.message };
+  return { type: 'InternalError', message: 'Internal error; the server log has the details' };
+}

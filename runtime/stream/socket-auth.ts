@@ -1,0 +1,45 @@
+// Who may open the /progress namespace: the same tokens and roles as the REST API
+// (docs/security.md). Progress subscriptions are reads: admin and viewer.
+import { timingSafeEqual } from 'node:crypto';
+import type { Logger } from 'pino';
+import { Role } from '../security/roles.ts';
+import { hashToken, type ConfiguredToken } from '../security/tokens.ts';
+import type { Pool } from '../store/db.ts';
+import { countActiveTokens, findActiveToken } from '../store/tokens.ts';
+
+export type SocketAuthResult = { ok: true } | { ok: false; type: 'Unauthorized' | 'Forbidden' | 'Unavailable'; message: string };
+
+const SUBSCRIBERS: readonly Role[] = [Role.admin, Role.viewer];
+/** like the HTTP layer: a token created by the CLI takes effect within this */
+const STORED_COUNT_TTL_MS = 1000;
+
+export function socketAuthorizer(pool: Pool, log: Logger, configured: ConfiguredToken[] = []): (secret: string | undefined, client: string) => Promise<SocketAuthResult> {
+  let stored = { count: 0, at: -Infinity };
+  return async (secret, client) => {
+    try {
+      if (configured.length === 0) {
+        if (Date.now() - stored.at > STORED_COUNT_TTL_MS) stored = { count: await countActiveTokens(pool), at: Date.now() };
+        if (stored.count === 0) return { ok: true }; // open: loopback development without tokens
+      }
+      if (!secret) {
+        log.warn({ client, reason: 'no_token', namespace: '/progress' }, 'auth:denied');
+        return { ok: false, type: 'Unauthorized', message: 'Progress subscriptions need a token: connect with io(url, { auth: { token } })' };
+      }
+      const hash = hashToken(secret);
+      const fromEnv = configured.find((t) => timingSafeEqual(Buffer.from(t.hash, 'hex'), Buffer.from(hash, 'hex')));
+      const role = fromEnv?.role ?? (await findActiveToken(pool, hash))?.role;
+      if (!role) {
+        log.warn({ client, reason: 'unknown_token', namespace: '/progress' }, 'auth:denied');
+        return { ok: false, type: 'Unauthorized', message: 'The token is not valid (unknown or revoked)' };
+      }
+      if (!SUBSCRIBERS.includes(role)) {
+        log.warn({ client, reason: 'wrong_role', role, namespace: '/progress' }, 'auth:denied');
+        return { ok: false, type: 'Forbidden', message: `The ${role} role may not subscribe to progress; it needs one of: ${SUBSCRIBERS.join(', ')}` };
+      }
+      return { ok: true };
+    } catch (err) {
+      log.error({ err: (err as Error).message }, 'auth:unavailable');
+      return { ok: false, type: 'Unavailable', message: 'Tokens cannot be checked: the database does not answer' };
+    }
+  };
+}
