@@ -1,30 +1,35 @@
-// `npm run bench [-- --quick]`: throughput and pickup latency of the runtime core
-// over real HTTP and a real PostgreSQL (embedded, or DATABASE_URL's server).
-// Prints one table; each figure is the median of 3 runs.
-import { cpus, totalmem } from 'node:os';
-import { createServer } from 'node:net';
+// `npm run bench [-- --quick]`: Baton side by side with graphile-worker (default and
+// batched), pg-boss, DBOS Transact and the pgbench ceiling, on one PostgreSQL
+// (embedded, or DATABASE_URL's server), one database per system, each system in its
+// own child process one after the other. Prints one table; every figure is the
+// median of RUNS rounds, ratios are between medians of this same run.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { cpus, loadavg, totalmem } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { pino } from 'pino';
-import { startBatonServer, type BatonServer } from '../../runtime/server.ts';
+import { startBatonServer } from '../../runtime/server.ts';
 import { startEmbeddedPostgres } from '../../runtime/store/embedded.ts';
+import { FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, median, sizes, type SystemResult, type ThroughputRound } from './common.ts';
+import { runPgbench, type PgbenchResult } from './pgbench.ts';
 
 const quick = process.argv.includes('--quick');
-const RUNS = 3;
-const INSTANCES = quick ? 500 : 2000;
-const WORKERS = 8;
-const PICKUPS = quick ? 100 : 300;
-const TIMERS = quick ? 1000 : 10_000;
-const TIMER_DELAY = quick ? 'PT5S' : 'PT60S';
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+const size = sizes(quick);
+const here = path.dirname(fileURLToPath(import.meta.url));
 
-const xml = `<?xml version="1.0" encoding="UTF-8"?>
-<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="Defs" targetNamespace="bench">
-  <bpmn:process id="bench" isExecutable="true">
-    <bpmn:startEvent id="start"/><bpmn:serviceTask id="work" camunda:type="external" camunda:topic="bench"/><bpmn:endEvent id="end"/>
-    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work"/><bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end"/>
-  </bpmn:process>
-</bpmn:definitions>`;
+interface SystemRun { id: string; label: string; script: string; args: string[] }
+const SYSTEMS: SystemRun[] = [
+  { id: 'baton', label: 'Baton', script: 'baton.ts', args: [] },
+  { id: 'graphile', label: 'graphile-worker', script: 'graphile.ts', args: ['default'] },
+  { id: 'graphile_batched', label: 'graphile-worker batched', script: 'graphile.ts', args: ['batched'] },
+  { id: 'pgboss', label: 'pg-boss', script: 'pgboss.ts', args: [] },
+  { id: 'dbos', label: 'DBOS', script: 'dbos.ts', args: [] },
+];
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -35,153 +40,200 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function post<T>(url: string, body: unknown): Promise<T> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${url} -> ${res.status} ${text}`);
-  return (text ? JSON.parse(text) : undefined) as T;
+const dbUrl = (adminUrl: string, name: string) => {
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  return u.toString();
+};
+
+async function freshDatabase(admin: pg.Client, adminUrl: string, name: string): Promise<string> {
+  await admin.query(`drop database if exists ${name} with (force)`);
+  await admin.query(`create database ${name}`);
+  return dbUrl(adminUrl, name);
 }
 
-const timerXml = `<?xml version="1.0" encoding="UTF-8"?>
-<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" id="DefsT" targetNamespace="bench">
-  <bpmn:process id="bench-timer" isExecutable="true">
-    <bpmn:startEvent id="start"/>
-    <bpmn:intermediateCatchEvent id="wait"><bpmn:timerEventDefinition><bpmn:timeDuration xsi:type="bpmn:tFormalExpression">${TIMER_DELAY}</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>
-    <bpmn:endEvent id="end"/>
-    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait"/><bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="end"/>
-  </bpmn:process>
-</bpmn:definitions>`;
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] as number;
-
-interface Task { id: string; lockToken: string }
-
-async function startMany(url: string, n: number, concurrency: number): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next++ < n) await post(`${url}/api/instances`, { definitionKey: 'bench' });
-  }));
-}
-
-async function drain(url: string, n: number): Promise<void> {
-  let done = 0;
-  await Promise.all(Array.from({ length: WORKERS }, async (_, w) => {
-    while (done < n) {
-      const tasks = await post<Task[]>(`${url}/api/external-tasks/fetch-and-lock`, {
-        workerId: `bench-${w}`, maxTasks: 10, waitMs: 200, topics: [{ name: 'bench', lockDurationMs: 60_000 }],
-      });
-      for (const t of tasks) {
-        await post(`${url}/api/external-tasks/${t.id}/complete`, { workerId: `bench-${w}`, lockToken: t.lockToken });
-        done++;
-      }
-    }
-  }));
-}
-
-async function throughput(url: string): Promise<{ startsPerSec: number; completesPerSec: number }> {
-  const t0 = performance.now();
-  await startMany(url, INSTANCES, 16);
-  const t1 = performance.now();
-  await drain(url, INSTANCES);
-  const t2 = performance.now();
-  return { startsPerSec: INSTANCES / ((t1 - t0) / 1000), completesPerSec: INSTANCES / ((t2 - t1) / 1000) };
-}
-
-async function pickupLatency(url: string): Promise<number[]> {
-  const latencies: number[] = [];
-  for (let i = 0; i < PICKUPS; i++) {
-    const parked = post<Task[]>(`${url}/api/external-tasks/fetch-and-lock`, {
-      workerId: 'poller', maxTasks: 1, waitMs: 10_000, topics: [{ name: 'bench', lockDurationMs: 60_000 }],
+/** Runs one system's script; resolves with its BENCH_RESULT, rejects when it fails. */
+function runChild(system: SystemRun, env: Record<string, string>): Promise<SystemResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, system.script), ...system.args], {
+      env: { ...process.env, ...env, BENCH_QUICK: quick ? '1' : '0' },
+      stdio: ['ignore', 'pipe', 'inherit'],
     });
-    await new Promise((r) => setTimeout(r, 5)); // let the poll park
-    const t0 = performance.now();
-    await post(`${url}/api/instances`, { definitionKey: 'bench' });
-    const [task] = await parked;
-    latencies.push(performance.now() - t0);
-    if (task) await post(`${url}/api/external-tasks/${task.id}/complete`, { workerId: 'poller', lockToken: task.lockToken });
-  }
-  return latencies;
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith('BENCH_RESULT '));
+      if (!line) return reject(new Error(`${system.label}: exited ${code} without a result\n${out.slice(-2000)}`));
+      const result = JSON.parse(line.slice('BENCH_RESULT '.length)) as SystemResult;
+      if (code !== 0) return reject(new Error(`${system.label}: exited ${code}; checks: ${result.checks.join('; ')}`));
+      resolve(result);
+    });
+  });
 }
 
-interface Lateness { p50: number; p99: number; max: number }
+interface ProgressModule { runProgressBench(opts: { baseUrl: string; quick: boolean }): Promise<Record<string, number | string>> }
 
-/** TIMERS instances each wait on one timer; lateness = fired_at - due_at, both on the database clock. */
-async function timerLateness(url: string, db: pg.Client): Promise<Lateness> {
-  await post(`${url}/api/definitions`, { xml: timerXml });
-  let next = 0;
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (next++ < TIMERS) await post(`${url}/api/instances`, { definitionKey: 'bench-timer' });
-  }));
-  const deadline = Date.now() + 5 * 60_000;
-  for (;;) {
-    const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from timers where state = 'waiting'`);
-    if (rows[0]?.n === 0 || Date.now() > deadline) break;
-    await new Promise((r) => setTimeout(r, 250));
+/** Workload 7 lives in progress.ts (issue 6's owner); it runs only when that file exists. */
+async function runProgress(admin: pg.Client, adminUrl: string): Promise<Record<string, number | string> | string> {
+  const file = path.join(here, 'progress.ts');
+  if (!existsSync(file)) return 'not available (test/bench/progress.ts has not landed)';
+  const mod = (await import(file)) as ProgressModule;
+  const url = await freshDatabase(admin, adminUrl, 'bench_progress');
+  const server = await startBatonServer({ databaseUrl: url, port: 0, host: '127.0.0.1', log: pino({ level: 'silent' }) });
+  try {
+    return await mod.runProgressBench({ baseUrl: server.url, quick });
+  } finally {
+    await server.close();
   }
-  const { rows } = await db.query<Lateness>(
-    `select percentile_cont(0.5) within group (order by ms) as p50, percentile_cont(0.99) within group (order by ms) as p99, max(ms) as max
-       from (select extract(epoch from fired_at - due_at) * 1000 as ms from timers where state = 'fired') x`,
-  );
-  return rows[0] as Lateness;
 }
+
+const fmt = (n: number | undefined, digits = 0) =>
+  n === undefined || Number.isNaN(n) ? '—' : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 async function main(): Promise<void> {
+  const began = Date.now();
+  const loadBefore = loadavg();
   let adminUrl = process.env.DATABASE_URL;
   const benchDir = path.resolve('.baton-bench');
   const embedded = adminUrl ? undefined : await startEmbeddedPostgres({ dataDir: benchDir, port: await freePort(), database: 'postgres' });
   adminUrl ??= embedded!.url;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  const pgVersion = (await admin.query<{ server_version: string }>('show server_version')).rows[0]?.server_version;
+  const setting = async (name: string) => (await admin.query<Record<string, string>>(`show ${name}`)).rows[0]![name];
+  const pgVersion = await setting('server_version');
+  const settings = ['shared_buffers', 'synchronous_commit', 'fsync', 'wal_level', 'max_connections'];
+  const settingText: string[] = [];
+  for (const s of settings) settingText.push(`${s}=${await setting(s)}`);
 
-  const rows: { runs: { startsPerSec: number; completesPerSec: number }[]; latencies: number[][]; timers: Lateness[] } = { runs: [], latencies: [], timers: [] };
-  for (let run = 0; run < RUNS; run++) {
-    const dbName = `baton_bench_${process.pid}_${run}`;
-    await admin.query(`create database ${dbName}`);
-    const u = new URL(adminUrl);
-    u.pathname = `/${dbName}`;
-    let server: BatonServer | undefined;
-    try {
-      server = await startBatonServer({ databaseUrl: u.toString(), port: 0, host: '127.0.0.1', log: pino({ level: 'silent' }) });
-      await post(`${server.url}/api/definitions`, { xml });
-      rows.runs.push(await throughput(server.url));
-      rows.latencies.push(await pickupLatency(server.url));
-      const db = new pg.Client({ connectionString: u.toString() });
-      await db.connect();
+  const results = new Map<string, SystemResult>();
+  const failures: string[] = [];
+  let pgbench: PgbenchResult | string = 'not run';
+  let progress: Record<string, number | string> | string = 'not run';
+  try {
+    for (const system of SYSTEMS) {
+      if (only && !only.includes(system.id)) continue;
+      const t0 = Date.now();
+      process.stderr.write(`bench: ${system.label}…\n`);
+      const env: Record<string, string> = {
+        BENCH_ADMIN_URL: adminUrl,
+        BENCH_DB_URL: await freshDatabase(admin, adminUrl, `bench_${system.id}`),
+      };
+      if (system.id === 'baton') env.BENCH_SCALE_DB_URL = await freshDatabase(admin, adminUrl, 'bench_baton_scale');
       try {
-        rows.timers.push(await timerLateness(server.url, db));
-      } finally {
-        await db.end();
+        results.set(system.id, await runChild(system, env));
+      } catch (err) {
+        failures.push((err as Error).message);
       }
-    } finally {
-      await server?.close();
-      await admin.query(`drop database if exists ${dbName} with (force)`);
+      process.stderr.write(`bench: ${system.label} took ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
+    }
+    if (!only || only.includes('pgbench')) {
+      process.stderr.write('bench: pgbench…\n');
+      pgbench = await runPgbench(await freshDatabase(admin, adminUrl, 'bench_pgbench'), quick ? 2 : 8);
+    }
+    if (!only || only.includes('progress')) {
+      progress = await runProgress(admin, adminUrl).catch((err: Error) => `failed: ${err.message}`);
+    }
+  } finally {
+    await admin.end();
+    if (embedded) {
+      await embedded.stop();
+      await rm(benchDir, { recursive: true, force: true });
     }
   }
-  await admin.end();
-  if (embedded) {
-    await embedded.stop();
-    await rm(benchDir, { recursive: true, force: true });
+
+  printTable({ pgVersion, settingText: settingText.join(', '), embedded: !!embedded, results, pgbench, progress, loadBefore, seconds: (Date.now() - began) / 1000 });
+  for (const f of failures) console.error(`FAILED: ${f}`);
+  if (failures.length > 0 || [...results.values()].some((r) => r.checks.some((c) => c.includes('FAILED')))) process.exitCode = 1;
+}
+
+interface TableInput {
+  pgVersion: string | undefined;
+  settingText: string;
+  embedded: boolean;
+  results: Map<string, SystemResult>;
+  pgbench: PgbenchResult | string;
+  progress: Record<string, number | string> | string;
+  loadBefore: number[];
+  seconds: number;
+}
+
+function printTable(t: TableInput): void {
+  const cpu = cpus();
+  const columns = SYSTEMS.filter((s) => t.results.has(s.id));
+  const baton = t.results.get('baton');
+  const rows: string[][] = [];
+  const med = (rounds: ThroughputRound[] | undefined, pick: (r: ThroughputRound) => number) => (rounds && rounds.length ? median(rounds.map(pick)) : undefined);
+  const row = (label: string, value: (r: SystemResult) => number | undefined, digits = 0) =>
+    rows.push([label, ...columns.map((s) => fmt(value(t.results.get(s.id)!), digits))]);
+  const ratioRow = (label: string, value: (r: SystemResult) => number | undefined, lowerIsBetter = false) => {
+    const b = baton ? value(baton) : undefined;
+    rows.push([label, ...columns.map((s) => {
+      const v = value(t.results.get(s.id)!);
+      if (s.id === 'baton' || b === undefined || v === undefined) return '';
+      return `${(lowerIsBetter ? v / b : b / v).toFixed(2)}×`;
+    })]);
+  };
+  const throughputRows = (n: string, key: 'single' | 'chain' | 'fanout', unit: string, steps: number) => {
+    row(`${n} ${unit}/s`, (r) => med(r[key], (x) => x.perSec));
+    if (steps > 1) row(`${n} steps/s`, (r) => med(r[key], (x) => x.stepsPerSec));
+    ratioRow(`${n} Baton ÷ system`, (r) => med(r[key], (x) => x.perSec));
+    row(`${n} write transactions/step`, (r) => med(r[key], (x) => x.cost.writeTxPerStep), 2);
+    row(`${n} round trips/step`, (r) => med(r[key], (x) => x.cost.roundTripsPerStep), 2);
+    row(`${n} WAL bytes/step`, (r) => med(r[key], (x) => x.cost.walBytesPerStep));
+  };
+  throughputRows(`1. single task, ${fmt(size.single)}:`, 'single', 'instances (jobs)', 1);
+  throughputRows(`2. three steps, ${fmt(size.chain)}:`, 'chain', 'instances (chains)', 3);
+  throughputRows(`3. fan-out ${FANOUT_BRANCHES}, ${fmt(size.fanout)}:`, 'fanout', 'instances', FANOUT_BRANCHES);
+  row(`4. pickup p50 (ms), ${size.pickups} starts`, (r) => (r.pickup?.length ? median(r.pickup.map((x) => x.p50)) : undefined), 1);
+  row(`4. pickup p99 (ms)`, (r) => (r.pickup?.length ? median(r.pickup.map((x) => x.p99)) : undefined), 1);
+  row(`5. timer lateness p50 (ms), ${fmt(size.timers)} timers`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.p50)) : undefined), 1);
+  row(`5. timer lateness p99 (ms)`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.p99)) : undefined), 1);
+  row(`5. timer lateness max (ms)`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.max)) : undefined), 1);
+  const scale = baton?.scale;
+  if (scale) {
+    const ef = median(scale.empty.fetch), ec = median(scale.empty.complete), lf = median(scale.loaded.fetch), lc = median(scale.loaded.complete);
+    row('6. fetch-and-lock (ms), empty DB', (r) => (r === baton ? ef : undefined), 2);
+    row('6. fetch-and-lock (ms), preloaded', (r) => (r === baton ? lf : undefined), 2);
+    row('6. complete (ms), empty DB', (r) => (r === baton ? ec : undefined), 2);
+    row('6. complete (ms), preloaded', (r) => (r === baton ? lc : undefined), 2);
+    rows.push(['6. scale ratio fetch / complete', ...columns.map((s) => (s.id === 'baton' ? `${(lf / ef).toFixed(2)}× / ${(lc / ec).toFixed(2)}×` : ''))]);
   }
 
-  const cpu = cpus();
-  console.log(`\nBaton runtime-core bench${quick ? ' (--quick)' : ''}`);
-  console.log(`machine: ${cpu.length} x ${cpu[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; node ${process.version}; PostgreSQL ${pgVersion} (${embedded ? 'embedded' : 'DATABASE_URL'})`);
-  console.log(`runs: ${RUNS}, figures are medians; ${INSTANCES} one-task instances, ${WORKERS} workers; ${PICKUPS} sequential pickups; ${TIMERS} timers of ${TIMER_DELAY} started at full speed\n`);
-  const table = [
-    ['starts/s (HTTP, 16 concurrent)', median(rows.runs.map((r) => r.startsPerSec)).toFixed(0)],
-    ['fetch+complete instances/s (8 workers)', median(rows.runs.map((r) => r.completesPerSec)).toFixed(0)],
-    ['pickup latency p50 (ms)', median(rows.latencies.map((l) => pct(l, 50))).toFixed(1)],
-    ['pickup latency p99 (ms)', median(rows.latencies.map((l) => pct(l, 99))).toFixed(1)],
-    [`timer lateness p50 (ms, ${TIMERS} timers)`, median(rows.timers.map((x) => Number(x.p50))).toFixed(1)],
-    [`timer lateness p99 (ms, ${TIMERS} timers)`, median(rows.timers.map((x) => Number(x.p99))).toFixed(1)],
-    [`timer lateness max (ms, ${TIMERS} timers)`, median(rows.timers.map((x) => Number(x.max))).toFixed(1)],
-  ];
-  const width = Math.max(...table.map((r) => r[0]!.length));
-  console.log(`| ${'figure'.padEnd(width)} | value |`);
-  console.log(`| ${'-'.repeat(width)} | ----- |`);
-  for (const [k, v] of table) console.log(`| ${k!.padEnd(width)} | ${v} |`);
+  console.log(`\nBaton comparative bench${quick ? ' (--quick)' : ''}, ${new Date().toISOString()}`);
+  console.log(`machine: ${cpu.length} x ${cpu[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; node ${process.version}; `
+    + `load average before ${t.loadBefore.map((x) => x.toFixed(2)).join(' ')}, after ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(`PostgreSQL ${t.pgVersion} (${t.embedded ? 'embedded' : 'DATABASE_URL'}), one database per system: ${t.settingText}`);
+  console.log(`each figure: median of ${RUNS} rounds; ratios between medians of this run; ${PRODUCERS} producers + ${WORKERS} workers run together in 1-3`);
+  for (const s of columns) {
+    const r = t.results.get(s.id)!;
+    console.log(`- ${s.label} ${r.version}: ${r.settings}`);
+    for (const n of r.notes) console.log(`    ${n}`);
+  }
+  if (scale) console.log(`- scale preload (bulk SQL into Baton's tables, not the API, ${scale.preloadSeconds.toFixed(0)} s): ${scale.rows}`);
+  const header = ['figure', ...columns.map((s) => s.label)];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  console.log('');
+  console.log(line(header));
+  console.log(`|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
+  for (const r of rows) console.log(line(r));
+  console.log('');
+  if (typeof t.pgbench === 'string') {
+    console.log(`pgbench ceiling: ${t.pgbench}`);
+  } else {
+    const b = t.pgbench;
+    console.log(`pgbench ceiling (${b.version}; one UPDATE of a 1,000-row table + one INSERT per transaction, ${b.seconds} s each, median of ${RUNS}): `
+      + `1 client ${fmt(b.tps1)} tps, 8 clients ${fmt(b.tps8)} tps`);
+    const single = med(baton?.single, (x) => x.stepsPerSec);
+    const chain = med(baton?.chain, (x) => x.stepsPerSec);
+    if (single !== undefined && chain !== undefined) {
+      console.log(`Baton steps/s as a fraction of the 8-client ceiling: single ${(single / b.tps8).toFixed(2)}, three steps ${(chain / b.tps8).toFixed(2)}`);
+    }
+  }
+  console.log(`7. progress: ${typeof t.progress === 'string' ? t.progress : Object.entries(t.progress).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  for (const r of t.results.values()) for (const c of r.checks) console.log(`check ${r.system}: ${c}`);
+  console.log(`total ${(t.seconds / 60).toFixed(1)} min`);
 }
 
 main().catch((err: Error) => {

@@ -1,0 +1,293 @@
+// Baton under the bench: a real HTTP server (startBatonServer) and its native
+// /api, clients over loopback HTTP in this same process. Workloads 1-6 of issue 8;
+// started by run.ts with BENCH_DB_URL (workloads 1-5), BENCH_SCALE_DB_URL (6).
+import pg from 'pg';
+import { pino } from 'pino';
+import { startBatonServer, type BatonServer } from '../../runtime/server.ts';
+import {
+  FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, check, costMark, costSince, env, median, pct, pool, quickMode, report, sizes, sleep,
+  type SystemResult, type ThroughputRound,
+} from './common.ts';
+
+const quick = quickMode();
+const size = sizes(quick);
+/** workload 5: due times spread over this many seconds, the first TIMER_LEAD_S after the first start */
+const TIMER_SPREAD_S = quick ? 2 : 60;
+const TIMER_LEAD_S = quick ? 1 : 10;
+
+const NS = 'xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"';
+const task = (id: string, topic: string) => `<bpmn:serviceTask id="${id}" camunda:type="external" camunda:topic="${topic}"/>`;
+const flow = (id: string, from: string, to: string) => `<bpmn:sequenceFlow id="${id}" sourceRef="${from}" targetRef="${to}"/>`;
+const definition = (key: string, body: string) =>
+  `<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions ${NS} id="D_${key}" targetNamespace="bench"><bpmn:process id="${key}" isExecutable="true">${body}</bpmn:process></bpmn:definitions>`;
+
+const singleXml = definition('bench-single', `<bpmn:startEvent id="start"/>${task('work', 'single')}<bpmn:endEvent id="end"/>${flow('f1', 'start', 'work')}${flow('f2', 'work', 'end')}`);
+const chainXml = definition('bench-chain', `<bpmn:startEvent id="start"/>${task('s1', 'chain-1')}${task('s2', 'chain-2')}${task('s3', 'chain-3')}<bpmn:endEvent id="end"/>`
+  + `${flow('f1', 'start', 's1')}${flow('f2', 's1', 's2')}${flow('f3', 's2', 's3')}${flow('f4', 's3', 'end')}`);
+const branches = Array.from({ length: FANOUT_BRANCHES }, (_, i) => i + 1);
+const fanoutXml = definition('bench-fanout', `<bpmn:startEvent id="start"/><bpmn:parallelGateway id="fork"/><bpmn:parallelGateway id="join"/><bpmn:endEvent id="end"/>`
+  + branches.map((b) => `${task(`b${b}`, 'fan')}${flow(`in${b}`, 'fork', `b${b}`)}${flow(`out${b}`, `b${b}`, 'join')}`).join('')
+  + `${flow('f0', 'start', 'fork')}${flow('f9', 'join', 'end')}`);
+const timerXml = (key: string, at: string) => definition(key, `<bpmn:startEvent id="start"/>`
+  + `<bpmn:intermediateCatchEvent id="wait"><bpmn:timerEventDefinition><bpmn:timeDate xsi:type="bpmn:tFormalExpression">${at}</bpmn:timeDate></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>`
+  + `<bpmn:endEvent id="end"/>${flow('f1', 'start', 'wait')}${flow('f2', 'wait', 'end')}`);
+// Workload 6's waiting instances: one parked on a far timer, one on a message.
+const farTimerXml = definition('bench-far-timer', `<bpmn:startEvent id="start"/>`
+  + `<bpmn:intermediateCatchEvent id="wait"><bpmn:timerEventDefinition><bpmn:timeDuration xsi:type="bpmn:tFormalExpression">P30D</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>`
+  + `<bpmn:endEvent id="end"/>${flow('f1', 'start', 'wait')}${flow('f2', 'wait', 'end')}`);
+const messageXml = `<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions ${NS} id="D_msg" targetNamespace="bench"><bpmn:message id="M" name="bench-paid"/>`
+  + `<bpmn:process id="bench-message" isExecutable="true"><bpmn:startEvent id="start"/>`
+  + `<bpmn:intermediateCatchEvent id="wait"><bpmn:messageEventDefinition messageRef="M"/></bpmn:intermediateCatchEvent>`
+  + `<bpmn:endEvent id="end"/>${flow('f1', 'start', 'wait')}${flow('f2', 'wait', 'end')}</bpmn:process></bpmn:definitions>`;
+
+interface Task { id: string; lockToken: string; topic?: string }
+
+async function post<T>(url: string, body: unknown): Promise<T> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${url} -> ${res.status} ${text}`);
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+const start = (url: string, definitionKey: string, businessKey?: string) =>
+  post<{ id: string }>(`${url}/api/instances`, { definitionKey, ...(businessKey ? { businessKey } : {}) });
+
+/** PRODUCERS loops start `instances` instances while WORKERS long-polling workers complete `tasks` tasks. */
+async function throughput(url: string, admin: pg.Client, key: string, topics: string[], instances: number, tasksPerInstance: number): Promise<ThroughputRound> {
+  const target = instances * tasksPerInstance;
+  let done = 0;
+  let tEnd = 0;
+  const mark = await costMark(admin);
+  const t0 = performance.now();
+  const producers = pool(instances, PRODUCERS, async () => { await start(url, key); });
+  const workers = Promise.all(Array.from({ length: WORKERS }, async (_, w) => {
+    while (done < target) {
+      const tasks = await post<Task[]>(`${url}/api/external-tasks/fetch-and-lock`, {
+        workerId: `bench-${w}`, maxTasks: 10, waitMs: 1000, topics: topics.map((name) => ({ name, lockDurationMs: 300_000 })),
+      });
+      for (const t of tasks) {
+        await post(`${url}/api/external-tasks/${t.id}/complete`, { workerId: `bench-${w}`, lockToken: t.lockToken });
+        if (++done === target) tEnd = performance.now();
+      }
+    }
+  }));
+  await Promise.all([producers, workers]);
+  const seconds = (tEnd - t0) / 1000;
+  return { perSec: instances / seconds, stepsPerSec: target / seconds, seconds, cost: await costSince(admin, mark, target) };
+}
+
+async function pickupLatency(url: string, n: number): Promise<{ p50: number; p99: number }> {
+  const latencies: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const parked = post<Task[]>(`${url}/api/external-tasks/fetch-and-lock`, {
+      workerId: 'poller', maxTasks: 1, waitMs: 10_000, topics: [{ name: 'single', lockDurationMs: 60_000 }],
+    });
+    await sleep(5); // let the poll park
+    const t0 = performance.now();
+    await start(url, 'bench-single');
+    const [t] = await parked;
+    latencies.push(performance.now() - t0);
+    if (!t) throw new Error('pickup: the parked poll answered without a task');
+    await post(`${url}/api/external-tasks/${t.id}/complete`, { workerId: 'poller', lockToken: t.lockToken });
+  }
+  return { p50: pct(latencies, 50), p99: pct(latencies, 99) };
+}
+
+/**
+ * `size.timers` instances wait on timers due over TIMER_SPREAD_S seconds, starting TIMER_LEAD_S
+ * after the first start (one definition per second of the spread, each with its own timeDate);
+ * the starts run at full speed meanwhile. Lateness = fired_at - due_at on the database clock.
+ */
+async function timerLateness(url: string, db: pg.Client, round: number): Promise<{ p50: number; p99: number; max: number; count: number }> {
+  const { rows: [clock] } = await db.query<{ now: Date }>('select now()');
+  const first = clock!.now.getTime() + TIMER_LEAD_S * 1000;
+  const keys: string[] = [];
+  for (let s = 0; s < TIMER_SPREAD_S; s++) {
+    const key = `bench-timer-${round}-${s}`;
+    await post(`${url}/api/definitions`, { xml: timerXml(key, new Date(first + s * 1000).toISOString()) });
+    keys.push(key);
+  }
+  await pool(size.timers, PRODUCERS, async (i) => { await start(url, keys[Math.floor((i * TIMER_SPREAD_S) / size.timers)]!); });
+  const deadline = Date.now() + (TIMER_LEAD_S + TIMER_SPREAD_S + 300) * 1000;
+  const keyPattern = `bench-timer-${round}-%`;
+  for (;;) {
+    const { rows } = await db.query<{ n: number }>(
+      `select count(*)::int as n from timers t join instances i on i.id = t.instance_id where i.definition_key like $1 and t.state = 'waiting'`, [keyPattern]);
+    if (rows[0]?.n === 0) break;
+    if (Date.now() > deadline) throw new Error(`timers: ${rows[0]?.n} still waiting past the deadline`);
+    await sleep(250);
+  }
+  const { rows } = await db.query<{ p50: number; p99: number; max: number; count: number }>(
+    `select percentile_cont(0.5) within group (order by ms) as p50, percentile_cont(0.99) within group (order by ms) as p99, max(ms) as max, count(*)::int as count
+       from (select extract(epoch from t.fired_at - t.due_at) * 1000 as ms
+               from timers t join instances i on i.id = t.instance_id where i.definition_key like $1 and t.state = 'fired') x`, [keyPattern]);
+  const r = rows[0]!;
+  return { p50: Number(r.p50), p99: Number(r.p99), max: Number(r.max), count: r.count };
+}
+
+/** Every instance completed, every task completed exactly once in history. */
+async function checkExactlyOnce(result: SystemResult, db: pg.Client, key: string, instances: number, tasks: number): Promise<void> {
+  const { rows: [r] } = await db.query<{ completed: number; other: number; done: number; events: number; repeated: number }>(
+    `select (select count(*)::int from instances where definition_key = $1 and status = 'completed') as completed,
+            (select count(*)::int from instances where definition_key = $1 and status <> 'completed') as other,
+            (select count(*)::int from external_tasks t join instances i on i.id = t.instance_id where i.definition_key = $1 and t.state = 'done') as done,
+            (select count(*)::int from events e join instances i on i.id = e.instance_id where i.definition_key = $1 and e.kind = 'task:completed') as events,
+            (select count(*)::int from (select e.task_id from events e join instances i on i.id = e.instance_id
+                                         where i.definition_key = $1 and e.kind = 'task:completed' group by e.task_id having count(*) > 1) x) as repeated`, [key]);
+  check(result, `${key}: ${instances} instances completed, ${tasks} tasks completed once each`,
+    r!.completed === instances && r!.other === 0 && r!.done === tasks && r!.events === tasks && r!.repeated === 0,
+    JSON.stringify(r));
+}
+
+/** Runs one workload round and says on stderr how long it took. */
+async function timed<T>(name: string, fn: () => Promise<T>): Promise<T> {
+  const t0 = performance.now();
+  const r = await fn();
+  process.stderr.write(`baton: ${name} ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+  return r;
+}
+
+async function withServer<T>(databaseUrl: string, fn: (server: BatonServer) => Promise<T>): Promise<T> {
+  const server = await startBatonServer({ databaseUrl, port: 0, host: '127.0.0.1', log: pino({ level: process.env.BENCH_LOG ?? 'silent' }) });
+  try {
+    return await fn(server);
+  } finally {
+    await server.close();
+  }
+}
+
+/** One fetch-and-lock and one complete of a ready task, timed separately; `n` times in a row. */
+async function hotPathLatency(url: string, n: number): Promise<{ fetch: number; complete: number }> {
+  const fetches: number[] = [];
+  const completes: number[] = [];
+  for (let i = 0; i < n; i++) {
+    await start(url, 'bench-single');
+    const t0 = performance.now();
+    const [t] = await post<Task[]>(`${url}/api/external-tasks/fetch-and-lock`, {
+      workerId: 'scale', maxTasks: 1, topics: [{ name: 'single', lockDurationMs: 60_000 }],
+    });
+    const t1 = performance.now();
+    if (!t) throw new Error('scale: no ready task');
+    await post(`${url}/api/external-tasks/${t.id}/complete`, { workerId: 'scale', lockToken: t.lockToken });
+    fetches.push(t1 - t0);
+    completes.push(performance.now() - t1);
+  }
+  return { fetch: median(fetches), complete: median(completes) };
+}
+
+/**
+ * Bulk rows written straight into Baton's tables with generate_series (not through the
+ * API): completed one-task instances with their task, steps, flows and history, and
+ * instances waiting on a timer (30 days away) or a message. Triggers and foreign-key
+ * checks are off for the load (session_replication_role = replica), so no progress frames
+ * are written for these rows.
+ */
+async function preload(db: pg.Client, completed: number, waiting: number): Promise<string> {
+  const { rows: defs } = await db.query<{ key: string; id: string }>(
+    `select key, id from definitions where key in ('bench-single', 'bench-far-timer', 'bench-message')`);
+  const def = (k: string) => defs.find((d) => d.key === k)!.id;
+  const timersWaiting = Math.floor(waiting / 2);
+  const messagesWaiting = waiting - timersWaiting;
+  await db.query('set session_replication_role = replica');
+  await db.query('set synchronous_commit = off');
+  await db.query(`create temp table pre_done as
+    select gen_random_uuid() as id, gen_random_uuid() as task_id, now() - interval '2 days' + g * interval '1 ms' as at from generate_series(1, $1) g`, [completed]);
+  await db.query(`insert into instances (id, definition_id, definition_key, definition_version, status, revision, created_at, updated_at, ended_at)
+    select id, $1, 'bench-single', 1, 'completed', 3, at, at, at from pre_done`, [def('bench-single')]);
+  await db.query(`insert into external_tasks (id, instance_id, step_id, generation, topic, state, retries, retries_left, attempt, worker_id, lock_token,
+                                              lock_expires_at, last_result, idempotency_key, created_at, ended_at)
+    select task_id, id, 'work', 1, 'single', 'done', 3, 3, 1, 'preload', gen_random_uuid(), at, 'complete', id || '/work/1', at, at from pre_done`);
+  await db.query(`insert into steps (instance_id, step_id, generation, status, activated_at, ended_at)
+    select id, s, 1, 'completed', at, at from pre_done, unnest(array['start', 'work', 'end']) s`);
+  await db.query(`insert into flows (instance_id, flow_id, generation, state, resolved_at)
+    select id, f, 1, 'taken', at from pre_done, unnest(array['f1', 'f2']) f`);
+  await db.query(`insert into events (instance_id, generation, kind, step_id, task_id, attempt, at)
+    select id, 1, k.kind, k.step_id, case when k.step_id = 'work' then task_id end, case when k.step_id = 'work' then 1 end, at
+      from pre_done, (values ('instance:started', null), ('task:locked', 'work'), ('task:completed', 'work'), ('instance:completed', null)) k(kind, step_id)`);
+  await db.query(`create temp table pre_wait as
+    select gen_random_uuid() as id, g <= $1 as on_timer, now() - interval '1 day' + g * interval '1 ms' as at from generate_series(1, $2) g`,
+  [timersWaiting, waiting]);
+  await db.query(`insert into instances (id, definition_id, definition_key, definition_version, status, revision, created_at, updated_at)
+    select id, case when on_timer then $1::uuid else $2::uuid end, case when on_timer then 'bench-far-timer' else 'bench-message' end, 1, 'running', 2, at, at
+      from pre_wait`, [def('bench-far-timer'), def('bench-message')]);
+  await db.query(`insert into steps (instance_id, step_id, generation, status, activated_at, ended_at)
+    select id, 'start', 1, 'completed', at, at from pre_wait union all select id, 'wait', 1, 'active', at, null from pre_wait`);
+  await db.query(`insert into flows (instance_id, flow_id, generation, state, resolved_at) select id, 'f1', 1, 'taken', at from pre_wait`);
+  await db.query(`insert into events (instance_id, generation, kind, step_id, at)
+    select id, 1, 'instance:started', null, at from pre_wait union all select id, 1, 'step:waiting', 'wait', at from pre_wait`);
+  await db.query(`insert into timers (instance_id, step_id, generation, due_at, created_at)
+    select id, 'wait', 1, now() + interval '30 days', at from pre_wait where on_timer`);
+  await db.query(`insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key, created_at)
+    select id, 'wait', 1, 'message', 'bench-paid', id::text, at from pre_wait where not on_timer`);
+  await db.query('set session_replication_role = origin');
+  await db.query('vacuum analyze');
+  return `${completed.toLocaleString('en-US')} completed (instance, task, 3 steps, 2 flows, 4 events each); `
+    + `${timersWaiting.toLocaleString('en-US')} on a timer + ${messagesWaiting.toLocaleString('en-US')} on a message`;
+}
+
+async function main(): Promise<void> {
+  const dbUrl = env('BENCH_DB_URL');
+  const scaleUrl = env('BENCH_SCALE_DB_URL');
+  const admin = new pg.Client({ connectionString: env('BENCH_ADMIN_URL') });
+  await admin.connect();
+  const db = new pg.Client({ connectionString: dbUrl });
+  const { version } = (await import('../../package.json', { with: { type: 'json' } })).default;
+  const result: SystemResult = {
+    system: 'Baton', version, settings: `HTTP /api on loopback, same process as the clients; pool 20; fetch maxTasks 10, long poll 1 s`,
+    single: [], chain: [], fanout: [], pickup: [], timers: [], checks: [], notes: [],
+  };
+  try {
+    await withServer(dbUrl, async (server) => {
+      await db.connect();
+      for (const xml of [singleXml, chainXml, fanoutXml]) await post(`${server.url}/api/definitions`, { xml });
+      for (let round = 0; round < RUNS; round++) {
+        result.single!.push(await timed('single', () => throughput(server.url, admin, 'bench-single', ['single'], size.single, 1)));
+        result.chain!.push(await timed('chain', () => throughput(server.url, admin, 'bench-chain', ['chain-1', 'chain-2', 'chain-3'], size.chain, 3)));
+        result.fanout!.push(await timed('fanout', () => throughput(server.url, admin, 'bench-fanout', ['fan'], size.fanout, FANOUT_BRANCHES)));
+        result.pickup!.push(await timed('pickup', () => pickupLatency(server.url, size.pickups)));
+        result.timers!.push(await timed('timers', () => timerLateness(server.url, db, round)));
+      }
+      await checkExactlyOnce(result, db, 'bench-single', RUNS * (size.single + size.pickups), RUNS * (size.single + size.pickups));
+      await checkExactlyOnce(result, db, 'bench-chain', RUNS * size.chain, RUNS * size.chain * 3);
+      await checkExactlyOnce(result, db, 'bench-fanout', RUNS * size.fanout, RUNS * size.fanout * FANOUT_BRANCHES);
+      const { rows: [t] } = await db.query<{ n: number }>(
+        `select count(*)::int as n from instances where definition_key like 'bench-timer-%' and status = 'completed'`);
+      check(result, `timers: ${RUNS * size.timers} instances completed`, t!.n === RUNS * size.timers, `${t!.n} completed`);
+    });
+
+    // Workload 6: the same hot path on an empty database, then after the preload.
+    const scaleDb = new pg.Client({ connectionString: scaleUrl });
+    await withServer(scaleUrl, async (server) => {
+      await scaleDb.connect();
+      for (const xml of [singleXml, farTimerXml, messageXml]) await post(`${server.url}/api/definitions`, { xml });
+      const empty = { fetch: [] as number[], complete: [] as number[] };
+      const loaded = { fetch: [] as number[], complete: [] as number[] };
+      await hotPathLatency(server.url, 20); // warm-up: prepared statements, JIT of the server code
+      for (let round = 0; round < RUNS; round++) {
+        const r = await hotPathLatency(server.url, size.scaleSamples);
+        empty.fetch.push(r.fetch);
+        empty.complete.push(r.complete);
+      }
+      const t0 = performance.now();
+      const rows = await timed('preload', () => preload(scaleDb, size.scaleCompleted, size.scaleWaiting));
+      const preloadSeconds = (performance.now() - t0) / 1000;
+      await hotPathLatency(server.url, 20);
+      for (let round = 0; round < RUNS; round++) {
+        const r = await hotPathLatency(server.url, size.scaleSamples);
+        loaded.fetch.push(r.fetch);
+        loaded.complete.push(r.complete);
+      }
+      result.scale = { preloadSeconds, rows, empty, loaded };
+    });
+    await scaleDb.end();
+  } finally {
+    await db.end().catch(() => undefined);
+    await admin.end();
+  }
+  report(result);
+}
+
+main().catch((err: Error) => {
+  console.error(err);
+  process.exit(1);
+});

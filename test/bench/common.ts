@@ -1,0 +1,140 @@
+// Shared by the bench scripts: workload sizes, statistics, cost counters and the
+// child-process protocol (each system runs in its own process; it prints one
+// `BENCH_RESULT {json}` line on stdout, which run.ts collects).
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+
+export const RUNS = 3;
+
+export interface Sizes {
+  /** workload 1: one-task instances (jobs for the peers) */
+  single: number;
+  /** workload 2: instances of three sequential steps */
+  chain: number;
+  /** workload 3: instances of a 10-branch parallel fan-out/fan-in */
+  fanout: number;
+  /** workload 4: sequential starts on an idle system */
+  pickups: number;
+  /** workload 5: timers, due spread over TIMER_SPREAD_S seconds */
+  timers: number;
+  /** workload 6: preloaded completed and waiting instances; latency samples per round */
+  scaleCompleted: number;
+  scaleWaiting: number;
+  scaleSamples: number;
+}
+
+export const FULL: Sizes = {
+  single: 20_000, chain: 5_000, fanout: 500, pickups: 500, timers: 10_000,
+  scaleCompleted: 1_000_000, scaleWaiting: 100_000, scaleSamples: 300,
+};
+export const QUICK: Sizes = {
+  single: 200, chain: 60, fanout: 10, pickups: 30, timers: 200,
+  scaleCompleted: 20_000, scaleWaiting: 2_000, scaleSamples: 20,
+};
+export const sizes = (quick: boolean): Sizes => (quick ? QUICK : FULL);
+
+/** Concurrent producers (starts / job inserts) and workers in the throughput workloads. */
+export const PRODUCERS = 16;
+export const WORKERS = 8;
+export const FANOUT_BRANCHES = 10;
+
+export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+export const pct = (xs: number[], p: number): number =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] as number;
+
+/** Runs `n` calls of `task` with `concurrency` loops; `task` gets the call's index. */
+export async function pool(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    for (let i = next++; i < n; i = next++) await task(i);
+  }));
+}
+
+// Round trips: every query that node-postgres sends from this process (the
+// systems under test all use `pg`, and the bench's own queries stay outside
+// the measured windows).
+let queries = 0;
+const originalQuery = pg.Client.prototype.query;
+(pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function counted(this: pg.Client, ...args: unknown[]) {
+  queries++;
+  return (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
+};
+
+export interface CostMark { queries: number; xid: bigint; lsn: string }
+export interface Cost {
+  /** transactions that were given a transaction id (those that wrote), per step */
+  writeTxPerStep: number;
+  /** node-postgres queries sent by the process, per step */
+  roundTripsPerStep: number;
+  /** WAL bytes per step */
+  walBytesPerStep: number;
+}
+
+/** Reads the cluster-wide counters; `admin` is a connection the measured system does not use. */
+export async function costMark(admin: pg.Client): Promise<CostMark> {
+  const q = queries;
+  const { rows } = await admin.query<{ xid: string; lsn: string }>(
+    `select pg_snapshot_xmax(pg_current_snapshot())::text as xid, pg_current_wal_lsn()::text as lsn`,
+  );
+  return { queries: q, xid: BigInt(rows[0]!.xid), lsn: rows[0]!.lsn };
+}
+
+export async function costSince(admin: pg.Client, before: CostMark, steps: number): Promise<Cost> {
+  const queriesDuring = queries - before.queries;
+  const after = await costMark(admin);
+  const { rows } = await admin.query<{ bytes: string }>(`select pg_wal_lsn_diff($1, $2)::text as bytes`, [after.lsn, before.lsn]);
+  return {
+    writeTxPerStep: Number(after.xid - before.xid) / steps,
+    roundTripsPerStep: queriesDuring / steps,
+    walBytesPerStep: Number(rows[0]!.bytes) / steps,
+  };
+}
+
+export interface ThroughputRound { perSec: number; stepsPerSec: number; seconds: number; cost: Cost }
+
+/** What a system's child process reports: per workload, one entry per round. */
+export interface SystemResult {
+  system: string;
+  version: string;
+  settings: string;
+  single?: ThroughputRound[];
+  chain?: ThroughputRound[];
+  fanout?: ThroughputRound[];
+  pickup?: { p50: number; p99: number }[];
+  timers?: { p50: number; p99: number; max: number; count: number }[];
+  scale?: {
+    preloadSeconds: number;
+    rows: string;
+    empty: { fetch: number[]; complete: number[] };
+    loaded: { fetch: number[]; complete: number[] };
+  };
+  /** exactly-once checks, each "name: ok" or a failure message */
+  checks: string[];
+  notes: string[];
+}
+
+export function report(result: SystemResult): void {
+  process.stdout.write(`BENCH_RESULT ${JSON.stringify(result)}\n`);
+}
+
+export function env(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set (run through test/bench/run.ts)`);
+  return v;
+}
+
+export const quickMode = (): boolean => process.env.BENCH_QUICK === '1';
+
+/** Fails the child (and so the suite) when a system lost or repeated work. */
+export function check(result: SystemResult, name: string, ok: boolean, detail: string): void {
+  result.checks.push(ok ? `${name}: ok` : `${name}: FAILED ${detail}`);
+  if (!ok) process.exitCode = 1;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The installed version of a package (some export no ./package.json, so read the file). */
+export function packageVersion(name: string): string {
+  const file = new URL(`../../node_modules/${name}/package.json`, import.meta.url);
+  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+}
