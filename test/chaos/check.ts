@@ -45,22 +45,33 @@ const CHECKS: Check[] = [
     sql: `select 'external_tasks ' || task_id || ' attempt ' || attempt as row, count(*) || ' task:locked events for one attempt' as message
             from events where kind = 'task:locked' group by task_id, attempt having count(*) > 1
           union all
-          select 'external_tasks ' || task_id || ' events ' || prev_seq || ',' || seq, 'locked again (attempt ' || attempt || ') while attempt ' || prev_attempt || ' still held it'
-            from (select task_id, seq, attempt, kind, lag(kind) over w as prev_kind, lag(seq) over w as prev_seq, lag(attempt) over w as prev_attempt
+          select 'external_tasks ' || task_id || ' events ' || prev_seq || ',' || seq, 'locked again (attempt ' || attempt || ') while attempt ' || prev_attempt || ' still held it until ' || prev_expiry
+            from (select task_id, seq, attempt, kind, at, lag(kind) over w as prev_kind, lag(seq) over w as prev_seq, lag(attempt) over w as prev_attempt,
+                         lag(data->>'lockExpiresAt') over w as prev_expiry
                     from events where task_id is not null and kind in ('task:locked', 'task:lock_expired', 'task:unlocked', 'task:failed', 'task:completed', 'task:bpmn_error')
                   window w as (partition by task_id order by seq)) x
-           where kind = 'task:locked' and prev_kind = 'task:locked'`,
+           -- a Camunda lock of one task may take over an expired lease without a lock_expired event
+           where kind = 'task:locked' and prev_kind = 'task:locked' and at < prev_expiry::timestamptz`,
   },
   {
     invariant: 2, check: 'only the holder completes, once',
     sql: `select 'external_tasks ' || task_id as row, count(*) || ' task:completed events' as message
             from events where kind = 'task:completed' group by task_id having count(*) > 1
           union all
-          select 'events ' || c.instance_id || '/' || c.seq, 'task ' || c.task_id || ' completed by ' || coalesce(c.data->>'workerId', '?') || ', who did not hold attempt ' || coalesce(c.data->>'attempt', '?')
-            from events c
-           where c.kind = 'task:completed' and not exists (
-                 select 1 from events l where l.task_id = c.task_id and l.kind = 'task:locked' and l.seq < c.seq
-                    and l.attempt = (c.data->>'attempt')::int and l.data->>'workerId' = c.data->>'workerId')`,
+          select 'events ' || instance_id || '/' || seq, 'task ' || task_id || ' completed by ' || coalesce(data->>'workerId', '?') || ', who did not hold attempt ' || coalesce(data->>'attempt', '?')
+            from (select instance_id, seq, task_id, kind, data, lag(kind) over w as prev_kind, lag(attempt) over w as prev_attempt, lag(data->>'workerId') over w as prev_worker
+                    from events where task_id is not null and kind in ('task:locked', 'task:completed')
+                  window w as (partition by task_id order by seq)) x
+           where kind = 'task:completed' and (prev_kind is distinct from 'task:locked'
+                 or prev_attempt is distinct from (data->>'attempt')::int or prev_worker is distinct from data->>'workerId')`,
+  },
+  {
+    invariant: 2, check: 'no attempt before its retry time',
+    sql: `select 'events ' || instance_id || '/' || seq as row, 'task ' || task_id || ' attempt ' || attempt || ' locked at ' || at || ', before its retry time ' || prev_retry as message
+            from (select instance_id, seq, task_id, attempt, kind, at, lag(kind) over w as prev_kind, lag(data->>'retryAt') over w as prev_retry
+                    from events where task_id is not null and kind in ('task:locked', 'task:failed')
+                  window w as (partition by task_id order by seq)) x
+           where kind = 'task:locked' and prev_kind = 'task:failed' and prev_retry is not null and at < prev_retry::timestamptz`,
   },
   {
     invariant: 2, check: 'ledger: each side effect applied once, none lost', needs: [LEDGER_EFFECTS, LEDGER_ATTEMPTS],
