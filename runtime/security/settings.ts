@@ -3,6 +3,7 @@ import type { AuthOptions } from './auth.ts';
 import { DEFAULT_LIMITS, type LimitOptions } from './limits.ts';
 import { parseTokens } from './tokens.ts';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../ops/shutdown.ts';
+import { DEFAULT_FEEL_BUDGET, type FeelBudget } from '../shared/feel-budget.ts';
 
 export interface SecuritySettings {
   auth: AuthOptions;
@@ -13,6 +14,8 @@ export interface SecuritySettings {
   retentionIntervalMs: number;
   /** SIGTERM/SIGINT: time to drain before the process exits regardless */
   shutdownGraceMs: number;
+  /** length and depth of FEEL expressions at deploy, time and heap of an evaluation */
+  feel: FeelBudget;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
@@ -47,5 +50,12 @@ export function readSecuritySettings(env: NodeJS.ProcessEnv = process.env): Secu
     retentionDays: int(env, 'BATON_RETENTION_DAYS', 0, 0),
     retentionIntervalMs: int(env, 'BATON_RETENTION_INTERVAL_MS', 3_600_000, 1000),
     shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS', DEFAULT_SHUTDOWN_GRACE_MS, 100),
+    feel: {
+      maxLength: int(env, 'BATON_FEEL_MAX_LENGTH', DEFAULT_FEEL_BUDGET.maxLength, 1),
+      maxDepth: int(env, 'BATON_FEEL_MAX_DEPTH', DEFAULT_FEEL_BUDGET.maxDepth, 4),
+      timeMs: int(env, 'BATON_FEEL_TIME_BUDGET_MS', DEFAULT_FEEL_BUDGET.timeMs, 1),
+      heapMb: int(env, 'BATON_FEEL_HEAP_MB', DEFAULT_FEEL_BUDGET.heapMb, 16),
+      maxResultLength: int(env, 'BATON_FEEL_MAX_RESULT_LENGTH', DEFAULT_FEEL_BUDGET.maxResultLength, 1),
+    },
   };
 }

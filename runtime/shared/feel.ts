@@ -2,7 +2,9 @@
 // Camunda 7 files write JUEL (`${total > 100}`); a small hand-written parser
 // translates the common, side-effect-free subset to FEEL so both kinds of file
 // deploy. Nothing here ever calls eval: a string like '${"a && b"}' stays a string.
+// Length, depth and evaluation time are bounded by the budget in feel-budget.ts.
 import { evaluate, parseExpression } from 'feelin';
+import { checkFeelSize, evaluateInThread, feelBudget, needsThread, type ThreadResult } from './feel-budget.ts';
 
 export type ToFeelResult = { ok: true; feel: string } | { ok: false; message: string };
 export type ConditionResult = { ok: true; value: boolean } | { ok: false; message: string };
@@ -22,12 +24,17 @@ export function toFeel(source: string): ToFeelResult {
   if (body === undefined) {
     return { ok: false, message: `The condition "${text}" is neither FEEL nor JUEL: ${HINT}` };
   }
+  // The JUEL parser recurses per parenthesis: bound the input before it runs.
+  const { maxLength, maxDepth } = feelBudget();
+  if (body.length > maxLength) return { ok: false, message: `JUEL expression of ${body.length} characters is longer than the limit of ${maxLength} (BATON_FEEL_MAX_LENGTH)` };
+  if (parenthesisDepth(body) > maxDepth) return { ok: false, message: `JUEL expression nests parentheses more than ${maxDepth} deep (BATON_FEEL_MAX_DEPTH)` };
   return translateJuel(body);
 }
 
 /** Returns the parse error of a FEEL expression, or undefined when it parses. */
 export function checkFeel(feel: string): string | undefined {
   if (feel.trim() === '') return 'The FEEL expression is empty';
+  if (feel.length > feelBudget().maxLength) return checkFeelSize(feel);
   try {
     let error: string | undefined;
     parseExpression(feel, {}, undefined).iterate({
@@ -40,7 +47,7 @@ export function checkFeel(feel: string): string | undefined {
         return false;
       },
     });
-    return error;
+    return error ?? checkFeelSize(feel);
   } catch (cause) {
     return `FEEL expression "${feel}" cannot be parsed: ${messageOf(cause)}`;
   }
@@ -48,22 +55,53 @@ export function checkFeel(feel: string): string | undefined {
 
 /** Evaluates a FEEL condition: only a result of exactly `true` holds. */
 export function evaluateCondition(feel: string, variables: Record<string, unknown>): ConditionResult {
-  try {
-    return { ok: true, value: evaluate(feel, variables).value === true };
-  } catch (cause) {
-    return { ok: false, message: `Condition "${feel}" failed: ${messageOf(cause)}` };
-  }
+  const result = evaluateBudgeted(feel, variables);
+  if (!result.ok) return { ok: false, message: `Condition "${feel}" failed: ${result.message}` };
+  return { ok: true, value: result.value === true };
 }
 
 /** Evaluates a FEEL expression to a correlation key: a string or number becomes its text; anything else is refused. */
 export function evaluateKey(feel: string, variables: Record<string, unknown>): { ok: true; value: string } | { ok: false; message: string } {
-  try {
-    const value: unknown = evaluate(feel, variables).value;
-    if (typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))) return { ok: true, value: String(value) };
-    return { ok: false, message: `expression "${feel}" gave ${value === null || value === undefined ? 'null' : typeof value}, not a string or number` };
-  } catch (cause) {
-    return { ok: false, message: `expression "${feel}" failed: ${messageOf(cause)}` };
+  const result = evaluateBudgeted(feel, variables);
+  if (!result.ok) return { ok: false, message: `expression "${feel}" failed: ${result.message}` };
+  const { value } = result;
+  if (typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))) {
+    const text = String(value);
+    const max = feelBudget().maxResultLength;
+    if (text.length > max) return { ok: false, message: `expression "${feel}" gave a key of ${text.length} characters, longer than the limit of ${max} (BATON_FEEL_MAX_RESULT_LENGTH)` };
+    return { ok: true, value: text };
   }
+  return { ok: false, message: `expression "${feel}" gave ${result.type}, not a string or number` };
+}
+
+/** Inline for straight-line expressions, in the budgeted thread for ones that loop. */
+function evaluateBudgeted(feel: string, variables: Record<string, unknown>): ThreadResult {
+  try {
+    if (needsThread(feel)) return evaluateInThread(feel, variables);
+    const value: unknown = evaluate(feel, variables).value;
+    if (value === null || value === undefined) return { ok: true, value: null, type: 'null' };
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return { ok: true, value, type: typeof value };
+    return { ok: true, value: null, type: Array.isArray(value) ? 'list' : typeof value };
+  } catch (cause) {
+    return { ok: false, message: messageOf(cause) };
+  }
+}
+
+/** Deepest nesting of ( outside string literals. */
+function parenthesisDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let quote: string | undefined;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quote) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = undefined;
+    } else if (c === '"' || c === "'") quote = c;
+    else if (c === '(') max = Math.max(max, ++depth);
+    else if (c === ')') depth--;
+  }
+  return max;
 }
 
 function messageOf(cause: unknown): string {

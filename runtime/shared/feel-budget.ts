@@ -1,0 +1,166 @@
+// The budget of a FEEL evaluation. feelin interprets synchronously and cannot be
+// interrupted, so a measured time alone would only report a stall after it has
+// happened. Instead expressions are sorted by shape when first seen:
+// - straight-line ones (comparisons, arithmetic, paths, calls on values) cost time
+//   linear in their length and in the variables, both bounded (expression length
+//   and depth at deploy, BATON_MAX_VARIABLES_BYTES per instance): they run inline;
+// - ones that can multiply work (for, some/every, function definitions) run in a
+//   worker thread the caller waits on for at most the time budget; past it the
+//   thread is terminated (and replaced), and the evaluation fails naming the budget.
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+import { parseExpression } from 'feelin';
+
+export interface FeelBudget {
+  /** characters of one expression, checked at deploy */
+  maxLength: number;
+  /** nesting depth of its syntax tree, checked at deploy */
+  maxDepth: number;
+  /** wall-clock milliseconds one evaluation of an expression that loops may take */
+  timeMs: number;
+  /** heap of the evaluation thread; an evaluation that needs more fails */
+  heapMb: number;
+  /** characters of a string result (correlation keys) */
+  maxResultLength: number;
+}
+
+export const DEFAULT_FEEL_BUDGET: FeelBudget = { maxLength: 4000, maxDepth: 64, timeMs: 200, heapMb: 64, maxResultLength: 1000 };
+
+let budget: FeelBudget = { ...DEFAULT_FEEL_BUDGET };
+
+/** Set once at start from the environment (runtime/cli.ts); tests set it directly. */
+export function configureFeelBudget(next: Partial<FeelBudget>): void {
+  budget = { ...budget, ...next };
+}
+
+export function feelBudget(): FeelBudget {
+  return budget;
+}
+
+/** Node types whose work is not bounded by the size of the expression and its input. */
+const MULTIPLYING = new Set(['ForExpression', 'QuantifiedExpression', 'FunctionDefinition']);
+
+export interface FeelShape {
+  depth: number;
+  multiplies: boolean;
+}
+
+export function shapeOf(feel: string): FeelShape {
+  let depth = 0;
+  let current = 0;
+  let multiplies = false;
+  parseExpression(feel, {}, undefined).iterate({
+    enter(node) {
+      current++;
+      if (current > depth) depth = current;
+      if (MULTIPLYING.has(node.type.name)) multiplies = true;
+    },
+    leave() {
+      current--;
+    },
+  });
+  return { depth, multiplies };
+}
+
+/** Deploy-time check: undefined when the expression fits the budget, else what is wrong. */
+export function checkFeelSize(feel: string): string | undefined {
+  if (feel.length > budget.maxLength) {
+    return `FEEL expression of ${feel.length} characters is longer than the limit of ${budget.maxLength} (BATON_FEEL_MAX_LENGTH)`;
+  }
+  const { depth } = shapeOf(feel);
+  if (depth > budget.maxDepth) {
+    return `FEEL expression "${feel.slice(0, 40)}${feel.length > 40 ? '...' : ''}" nests ${depth} levels deep, more than the limit of ${budget.maxDepth} (BATON_FEEL_MAX_DEPTH)`;
+  }
+  return undefined;
+}
+
+const multiplying = new Map<string, boolean>();
+
+/** Whether the expression runs in the budgeted thread; remembered per expression text. */
+export function needsThread(feel: string): boolean {
+  let known = multiplying.get(feel);
+  if (known === undefined) {
+    if (multiplying.size >= 10_000) multiplying.clear();
+    known = shapeOf(feel).multiplies;
+    multiplying.set(feel, known);
+  }
+  return known;
+}
+
+/** What the thread sends back: only the JSON-like part of a result crosses. */
+export type ThreadResult = { ok: true; value: string | number | boolean | null; type: string } | { ok: false; message: string };
+
+const FEELIN_URL = pathToFileURL(createRequire(import.meta.url).resolve('feelin')).href;
+
+// Slot 0: bumped by the thread after each answer; slot 1: set once feelin is loaded.
+const THREAD_SOURCE = `
+import { workerData } from 'node:worker_threads';
+import { evaluate } from ${JSON.stringify(FEELIN_URL)};
+const flags = new Int32Array(workerData.flags);
+workerData.port.on('message', ({ feel, variables }) => {
+  let answer;
+  try {
+    const value = evaluate(feel, variables).value;
+    const plain = value === null || value === undefined || ['string', 'number', 'boolean'].includes(typeof value);
+    answer = { ok: true, value: plain ? (value ?? null) : null, type: value === null || value === undefined ? 'null' : Array.isArray(value) ? 'list' : typeof value };
+  } catch (cause) {
+    answer = { ok: false, message: cause instanceof Error ? cause.message : String(cause) };
+  }
+  workerData.port.postMessage(answer);
+  Atomics.add(flags, 0, 1);
+  Atomics.notify(flags, 0);
+});
+Atomics.store(flags, 1, 1);
+Atomics.notify(flags, 1);
+`;
+
+interface EvaluationThread {
+  worker: Worker;
+  port: MessagePort;
+  flags: Int32Array;
+}
+
+let thread: EvaluationThread | undefined;
+
+function startThread(): EvaluationThread {
+  const { port1, port2 } = new MessageChannel();
+  const flags = new Int32Array(new SharedArrayBuffer(8));
+  const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(THREAD_SOURCE)}`), {
+    workerData: { flags: flags.buffer, port: port2 },
+    transferList: [port2],
+    resourceLimits: { maxOldGenerationSizeMb: budget.heapMb, maxYoungGenerationSizeMb: Math.max(4, Math.floor(budget.heapMb / 8)) },
+    execArgv: [],
+    stdout: true,
+    stderr: true,
+  });
+  worker.unref();
+  port1.unref();
+  worker.on('error', () => undefined); // out of memory: seen as a missed budget by the waiting caller
+  // Loading feelin is not part of any evaluation's budget.
+  if (Atomics.wait(flags, 1, 0, 10_000) === 'timed-out') {
+    void worker.terminate();
+    throw new Error('the FEEL evaluation thread did not start within 10 s');
+  }
+  return { worker, port: port1, flags };
+}
+
+/**
+ * Evaluates in the thread, blocking the caller for at most budget.timeMs.
+ * Synchronous on purpose: conditions are decided inside a transition.
+ */
+export function evaluateInThread(feel: string, variables: Record<string, unknown>): ThreadResult {
+  thread ??= startThread();
+  const current = thread;
+  const before = Atomics.load(current.flags, 0);
+  current.port.postMessage({ feel, variables });
+  const waited = Atomics.wait(current.flags, 0, before, budget.timeMs);
+  const message = receiveMessageOnPort(current.port)?.message as ThreadResult | undefined;
+  if (waited === 'timed-out' && message === undefined) {
+    thread = undefined;
+    void current.worker.terminate();
+    return { ok: false, message: `evaluation did not finish within the budget of ${budget.timeMs} ms and ${budget.heapMb} MB (BATON_FEEL_TIME_BUDGET_MS, BATON_FEEL_HEAP_MB); it was stopped` };
+  }
+  if (message === undefined) return { ok: false, message: 'the FEEL evaluation thread gave no answer' };
+  return message;
+}
