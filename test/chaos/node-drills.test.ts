@@ -1,0 +1,136 @@
+// Drills where runtime nodes die (numbers from issue 7): `baton serve` child
+// processes SIGKILLed at fault points or at random under load, restarted on the
+// same port, with SDK worker processes carrying on; then ledger and checker.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildBpmn, parallelBpmn, type FlowSpec, type NodeSpec } from '../support/bpmn.ts';
+import type { TestDatabase } from '../support/db.ts';
+import { deploy, start, waitForStatus } from '../support/flows.ts';
+import { apiClient, waitFor } from '../support/server.ts';
+import { killAll, startNode, startWorker } from './harness.ts';
+import { summarizeLedger } from './ledger.ts';
+import { chaosDatabase, expectInvariants, history, kinds, ledgerOf, startMany, statusCounts } from './support.ts';
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await chaosDatabase();
+});
+afterEach(async () => {
+  await killAll();
+});
+afterAll(async () => {
+  await killAll();
+  await db.drop();
+});
+
+const faultLines = (output: string, point: string) => output.split('\n').filter((l) => l.startsWith(`baton-fault ${point}`)).length;
+
+describe('chaos drills: runtime nodes', () => {
+  it('drill 2: given a node that dies after committing a complete and before answering, then the worker\'s retried complete is a no-op', async () => {
+    const doomed = await startNode(db.url, { faults: 'api:after-complete-commit:crash:once' });
+    const api = apiClient(doomed.url);
+    await deploy(api, singleTask('d2'));
+    const id = await start(api, 'd2');
+    const worker = startWorker({ baseUrl: doomed.url, databaseUrl: db.url, workerId: 'd2-w', topics: ['d2'] });
+    await doomed.exited;
+    expect(doomed.output()).toContain('baton-fault api:after-complete-commit crash');
+    // The complete is committed though nobody heard the answer.
+    expect(kinds(await history(db, id), 'task:completed')).toHaveLength(1);
+    const again = await startNode(db.url, { port: doomed.port });
+    await worker.waitForLine(/^log task:completed /, 30_000);
+    expect(worker.lines().filter((l) => l.startsWith('log task:report_retry')).length).toBeGreaterThan(0);
+    await waitForStatus(apiClient(again.url), id, 'completed');
+    const events = await history(db, id);
+    expect(kinds(events, 'task:completed')).toHaveLength(1);
+    expect(kinds(events, 'task:late_result')).toHaveLength(0);
+    expect((await ledgerOf(db, id)).map((a) => a.outcome)).toEqual(['applied']);
+    await expectInvariants(db);
+  }, 90_000);
+
+  it('drill 4: given a node SIGKILLed and restarted mid-load, then all instances finish, nothing lost, nothing applied twice', async () => {
+    const first = await startNode(db.url);
+    const api = apiClient(first.url);
+    await deploy(api, parallelBpmn('d4', 'd4-a', 'd4-b'));
+    const ids = await startMany(api, 'd4', 30, 'd4');
+    for (const w of ['d4-w1', 'd4-w2']) startWorker({ baseUrl: first.url, databaseUrl: db.url, workerId: w, topics: ['d4-a', 'd4-b'], holdMs: 30, lockDurationMs: 1_500 });
+    await waitFor(async () => ((await statusCounts(db, 'd4')).completed ?? 0) >= 8 ? true : undefined, 60_000, 'a quarter of the instances to complete');
+    await first.kill();
+    const killedAt = await statusCounts(db, 'd4');
+    const second = await startNode(db.url, { port: first.port });
+    await waitFor(async () => ((await statusCounts(db, 'd4')).completed ?? 0) === ids.length ? true : undefined, 90_000, `all ${ids.length} to complete`);
+    expect(killedAt.completed ?? 0).toBeLessThan(ids.length);
+    const ledger = await summarizeLedger(db.pool);
+    expect(ledger.appliedTwice).toBe(0);
+    const { rows } = await db.pool.query(`select count(*)::int as n from events e join instances i on i.id = e.instance_id where i.definition_key = 'd4' and e.kind = 'task:completed'`);
+    expect(rows[0].n).toBe(ids.length * 2);
+    expect(second.alive()).toBe(true);
+    await expectInvariants(db);
+  }, 180_000);
+
+  it('drill 10: given timers due at once on three nodes whose schedulers all select them, then each fires exactly once', async () => {
+    const nodes = await Promise.all([1, 2, 3].map(() => startNode(db.url, { faults: 'timer:before-fire:delay:100' })));
+    const api = apiClient(nodes[0]!.url);
+    await deploy(api, buildBpmn('d10', [
+      { id: 'start', type: 'startEvent' },
+      { id: 'wait', type: 'catchEvent', timer: { duration: 'PT2S' } },
+      { id: 'end', type: 'endEvent' },
+    ], [{ from: 'start', to: 'wait' }, { from: 'wait', to: 'end' }]));
+    const ids = await startMany(api, 'd10', 20, 'd10');
+    await waitFor(async () => ((await statusCounts(db, 'd10')).completed ?? 0) === ids.length ? true : undefined, 60_000, 'every timer to fire');
+    const selections = nodes.map((n) => faultLines(n.output(), 'timer:before-fire'));
+    // More selections than timers: several schedulers picked the same due timer.
+    expect(selections.reduce((a, b) => a + b, 0)).toBeGreaterThan(ids.length);
+    const { rows } = await db.pool.query(`select count(*)::int as fired, count(distinct data->>'timerId')::int as timers from events e join instances i on i.id = e.instance_id
+                                           where i.definition_key = 'd10' and e.kind = 'step:completed' and e.data ? 'timerId'`);
+    expect(rows[0]).toEqual({ fired: ids.length, timers: ids.length });
+    await expectInvariants(db);
+  }, 120_000);
+
+  it('drill 8: given a step out of retries with onExhausted compensate and a node that dies in the middle of the saga, then the handlers of completed steps run once each, newest first', async () => {
+    const doomed = await startNode(db.url, { faults: 'compensation:mid-saga:crash:once' });
+    const api = apiClient(doomed.url);
+    await deploy(api, sagaBpmn('d8'));
+    const id = await start(api, 'd8');
+    const worker = startWorker({ baseUrl: doomed.url, databaseUrl: db.url, workerId: 'd8-w', topics: ['d8-book-a', 'd8-book-b', 'd8-book-c', 'd8-pay', 'd8-undo'], failTopics: { 'd8-pay': 99 } });
+    await doomed.exited;
+    expect(doomed.output()).toContain('baton-fault compensation:mid-saga crash');
+    const again = await startNode(db.url, { port: doomed.port });
+    const done = await waitForStatus(apiClient(again.url), id, 'compensated', 30_000);
+    expect(done.status).toBe('compensated');
+    const events = await history(db, id);
+    expect(kinds(events, 'compensation:completed').map((e) => e.stepId)).toEqual(['book_c', 'book_b', 'book_a']);
+    // Three bookings, the one pay attempt, three undos: each applied once. The undo whose complete
+    // died with the node may be attempted again (its lease can expire while the node restarts).
+    expect((await ledgerOf(db, id)).filter((a) => a.outcome === 'applied')).toHaveLength(3 + 1 + 3);
+    expect((await summarizeLedger(db.pool)).appliedTwice).toBe(0);
+    expect(worker.alive()).toBe(true);
+    await expectInvariants(db);
+  }, 90_000);
+});
+
+function singleTask(id: string): string {
+  return buildBpmn(id, [
+    { id: 'start', type: 'startEvent' },
+    { id: 'work', type: 'serviceTask', topic: id },
+    { id: 'end', type: 'endEvent' },
+  ], [{ from: 'start', to: 'work' }, { from: 'work', to: 'end' }]);
+}
+
+// start -> book_a -> book_b -> book_c -> pay (fails for good: compensate) -> end; each booking has an undo handler.
+function sagaBpmn(id: string): string {
+  const nodes: NodeSpec[] = [{ id: 's', type: 'startEvent' }];
+  const flows: FlowSpec[] = [];
+  let previous = 's';
+  for (const x of ['a', 'b', 'c']) {
+    nodes.push(
+      { id: `book_${x}`, type: 'serviceTask', topic: `${id}-book-${x}` },
+      { id: `comp_${x}`, type: 'compensationBoundary', attachedTo: `book_${x}`, handler: `undo_${x}` },
+      { id: `undo_${x}`, type: 'serviceTask', topic: `${id}-undo`, forCompensation: true },
+    );
+    flows.push({ from: previous, to: `book_${x}` });
+    previous = `book_${x}`;
+  }
+  nodes.push({ id: 'pay', type: 'serviceTask', topic: `${id}-pay`, retries: 0, onExhausted: 'compensate' }, { id: 'e', type: 'endEvent' });
+  flows.push({ from: previous, to: 'pay' }, { from: 'pay', to: 'e' });
+  return buildBpmn(id, nodes, flows);
+}
