@@ -67,6 +67,27 @@ function countElements(xml: string): number {
   return xml.match(/<[A-Za-z_]/g)?.length ?? 0;
 }
 
+/** res.locals key holding the element limit, for routes that parse their own bodies (Camunda multipart deployments). */
+export const BPMN_ELEMENT_LIMIT = 'maxBpmnElements';
+
+export interface LimitRefusal {
+  type: 'PayloadTooLarge';
+  message: string;
+  details: Record<string, unknown>;
+}
+
+/** The refusal for a BPMN file past the element limit, or undefined when it fits. */
+export function bpmnElementsRefusal(xml: string, max: number, resource?: string): LimitRefusal | undefined {
+  const elements = countElements(xml);
+  if (elements <= max) return undefined;
+  const what = resource === undefined ? 'The BPMN file' : `The BPMN resource ${resource}`;
+  return {
+    type: 'PayloadTooLarge',
+    message: `${what} holds ${elements} XML elements, above the limit of ${max} (BATON_MAX_BPMN_ELEMENTS)`,
+    details: { limit: 'maxBpmnElements', max, actual: elements, ...(resource === undefined ? {} : { resource }) },
+  };
+}
+
 /** PostgreSQL text and jsonb cannot hold U+0000: such input would fail in SQL (a 500), so it is refused here. */
 function holdsNul(value: unknown, depth = 0): boolean {
   if (typeof value === 'string') return value.includes('\u0000');
@@ -102,10 +123,8 @@ function checkLimits(opts: LimitOptions, notifier: TaskNotifier): RequestHandler
       return refuse(res, 413, 'PayloadTooLarge', `The variables of this request are ${bytes} bytes of JSON, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`, { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes });
     }
     const xml = bpmnText(req);
-    const elements = xml === undefined ? 0 : countElements(xml);
-    if (elements > opts.maxBpmnElements) {
-      return refuse(res, 413, 'PayloadTooLarge', `The BPMN file holds ${elements} XML elements, above the limit of ${opts.maxBpmnElements} (BATON_MAX_BPMN_ELEMENTS)`, { limit: 'maxBpmnElements', max: opts.maxBpmnElements, actual: elements });
-    }
+    const tooMany = xml === undefined ? undefined : bpmnElementsRefusal(xml, opts.maxBpmnElements);
+    if (tooMany) return refuse(res, 413, tooMany.type, tooMany.message, tooMany.details);
     if (requestedWaitMs(req) > 0 && notifier.parked >= opts.maxParkedPolls) {
       res.setHeader('retry-after', '1');
       return refuse(res, 503, 'TooManyParkedPolls', `This node already holds ${notifier.parked} parked long polls, the limit (BATON_MAX_PARKED_POLLS=${opts.maxParkedPolls}); retry shortly, or on another node`, { limit: 'maxParkedPolls', max: opts.maxParkedPolls });
@@ -145,6 +164,10 @@ export function limitsRouter(opts: LimitOptions, notifier: TaskNotifier, log: Lo
   const native = express.json({ limit: opts.jsonLimit });
   const xml = express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit });
   router.use(['/engine-rest', '/api'], refuseNulInUrl);
+  router.use('/engine-rest', (_req, res, next) => {
+    res.locals[BPMN_ELEMENT_LIMIT] = opts.maxBpmnElements;
+    next();
+  });
   router.use('/engine-rest', onlyWrites(parseJson(camunda, camundaErrorHandler(log))), onlyWrites(checkLimits(opts, notifier)));
   const passOn: ErrorRequestHandler = (err, _req, _res, next) => next(err);
   router.use('/api', onlyWrites(parseJson(native, passOn)), onlyWrites(parseJson(xml, passOn)), onlyWrites(checkLimits(opts, notifier)), onlyWrites(checkMergedVariables(opts, pool)));

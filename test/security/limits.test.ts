@@ -80,6 +80,25 @@ describe('limits', () => {
     expect((await parked).status).toBe(200);
   });
 
+  it('BPMN elements on the Camunda deployment upload: 413 naming the limit and the resource, nothing deployed; a small one deploys', async () => {
+    const upload = async (name: string, xml: string) => {
+      const form = new FormData();
+      form.append('deployment-name', 'limited');
+      form.append('upload', new Blob([xml], { type: 'application/octet-stream' }), name);
+      const res = await fetch(`${t.url}/engine-rest/deployment/create`, { method: 'POST', body: form });
+      return { status: res.status, type: res.headers.get('content-type'), body: await res.json() };
+    };
+    const before = await databaseDigest(t.db.pool);
+    const padded = singleTaskBpmn('camunda-big', 'big-task').replace('<bpmn:startEvent', `${Array.from({ length: 200 }, (_, i) => `<bpmn:dataObject id="d${i}"/>`).join('')}<bpmn:startEvent`);
+    const refused = await upload('big.bpmn', padded);
+    expect(refused.status).toBe(413);
+    expect(refused.type).toBe('application/json');
+    expect(refused.body).toMatchObject({ type: 'PayloadTooLarge', details: { limit: 'maxBpmnElements', max: 200, resource: 'big.bpmn' } });
+    expect(refused.body.message).toContain('BATON_MAX_BPMN_ELEMENTS');
+    expect(await databaseDigest(t.db.pool)).toBe(before);
+    expect((await upload('small.bpmn', singleTaskBpmn('camunda-small', 'small-task'))).status).toBe(200);
+  });
+
   it('CORS is off: no allow-origin header even when a browser sends an Origin', async () => {
     const res = await fetch(`${t.url}/api/definitions`, { headers: { origin: 'https://evil.example' } });
     expect(res.headers.get('access-control-allow-origin')).toBeNull();

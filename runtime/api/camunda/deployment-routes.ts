@@ -11,6 +11,7 @@ import type { DefinitionRow } from '../../store/definitions.ts';
 import { formatCamundaDate } from './dates.ts';
 import { CamundaError, invalidRequest, sendJson } from './errors.ts';
 import { readMultipart, type FormPart } from './multipart.ts';
+import { BPMN_ELEMENT_LIMIT, bpmnElementsRefusal, DEFAULT_LIMITS } from '../../security/limits.ts';
 
 /** Form fields of Camunda's deployment/create that are not resources. */
 const NAMED_FIELDS = new Set(['deployment-name', 'enable-duplicate-filtering', 'deploy-changed-only', 'deployment-source', 'tenant-id', 'deployment-activation-time']);
@@ -26,6 +27,12 @@ export function deploymentRouter(engine: Engine): Router {
     const resources = parts.filter((p) => p.isFile || !NAMED_FIELDS.has(p.field));
     if (resources.length === 0) throw invalidRequest('No deployment resources contained in the form upload.');
     const bpmn = resources.filter((r) => isBpmn(r.name));
+    // The same limit as the native deploy (set by the security layer), before anything is compiled.
+    const maxElements = (res.locals[BPMN_ELEMENT_LIMIT] as number | undefined) ?? DEFAULT_LIMITS.maxBpmnElements;
+    for (const resource of bpmn) {
+      const tooMany = bpmnElementsRefusal(resource.content.toString('utf8'), maxElements, resource.name);
+      if (tooMany) return sendJson(res, 413, tooMany);
+    }
     await checkAllCompile(bpmn);
     const deploymentId = randomUUID();
     const deployed: Record<string, ReturnType<typeof definitionView>> = {};
