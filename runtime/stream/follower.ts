@@ -3,9 +3,9 @@
 // doorbell, always reading "seq > cursor" from the table. Seqs of a generation
 // commit in order (migration 0008), so there is no hand-over between replay and
 // live: both are the same read, and nothing can be skipped or sent twice.
-import type { Pool } from '../store/db.ts';
-import { readFrames, type FrameRow } from '../store/frames.ts';
+import type { FrameRow } from '../store/frames.ts';
 import type { Doorbell, InstanceListener } from './frame-hub.ts';
+import type { FrameReader } from './frame-reader.ts';
 
 export interface FrameWire {
   instanceId: string;
@@ -42,7 +42,7 @@ export class Follower implements InstanceListener {
   private pendingGeneration: number | undefined;
 
   constructor(
-    private readonly pool: Pool,
+    private readonly read: FrameReader,
     readonly instanceId: string,
     readonly generation: number,
     afterSeq: number,
@@ -96,7 +96,7 @@ export class Follower implements InstanceListener {
       this.dirty = false;
       for (;;) {
         if (this.closed) return;
-        const frames = await readFrames(this.pool, { instanceId: this.instanceId, generation: this.generation, afterSeq: this.cursor, limit: this.opts.batchSize });
+        const frames = await this.read({ instanceId: this.instanceId, generation: this.generation, afterSeq: this.cursor, limit: this.opts.batchSize });
         if (this.closed) return;
         if (frames.length === 0) break;
         if (!this.send(frames)) return;

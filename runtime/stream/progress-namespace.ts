@@ -9,6 +9,7 @@ import { BatonError } from '../shared/errors.ts';
 import { validateBody } from '../api/validate.ts';
 import type { FrameHub } from './frame-hub.ts';
 import { Follower, type FollowerOptions, type FollowerOutput } from './follower.ts';
+import { sharedFrameReader } from './frame-reader.ts';
 import type { SocketAuthResult } from './socket-auth.ts';
 
 export interface ProgressStreamOptions extends FollowerOptions {
@@ -37,6 +38,7 @@ export interface ProgressStreamDeps {
 export function attachProgressStream(io: Server, deps: ProgressStreamDeps): Namespace {
   const opts = { ...DEFAULT_STREAM_OPTIONS, ...deps.options };
   const nsp = io.of('/progress');
+  const read = sharedFrameReader(deps.pool);
 
   nsp.use((socket, next) => {
     deps.authorize(presentedToken(socket), socket.handshake.address).then((result) => {
@@ -87,7 +89,7 @@ export function attachProgressStream(io: Server, deps: ProgressStreamDeps): Name
       if (followers.size >= opts.maxSubscriptionsPerSocket) {
         throw new BatonError('conflict', `One connection follows at most ${opts.maxSubscriptionsPerSocket} instances (limit: maxSubscriptionsPerSocket); unsubscribe from one first`);
       }
-      const follower = new Follower(deps.pool, req.instanceId, generation, req.afterSeq ?? 0, outputOf(socket), opts, (f) => {
+      const follower = new Follower(read, req.instanceId, generation, req.afterSeq ?? 0, outputOf(socket), opts, (f) => {
         if (followers.get(f.instanceId) === f) stop(f.instanceId);
       }, target.generation);
       // Follow before reading: a frame committed from here on rings the doorbell,
