@@ -18,6 +18,6 @@ export function fetchCamundaTasks(engine: Engine, notifier: TaskNotifier, p: Cam
     topics: p.topics.map((t) => t.topicName),
     waitMs: p.waitMs,
     ...(p.signal ? { signal: p.signal } : {}),
-    fetchOnce: () => fetchAndLockCamunda(engine.pool, p),
+    fetchOnce: (order) => fetchAndLockCamunda(engine.pool, { ...p, order }),
   });
 }

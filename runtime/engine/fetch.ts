@@ -1,12 +1,33 @@
 // Fetch-and-lock with long polling: one statement per try, parked between tries
-// until a notification for one of the topics (or a periodic safety re-check).
+// until a notification for one of the topics (new work, or a released lock of a
+// flow-limited resource), a rate limit's next start, or a periodic safety re-check.
 import type { Engine } from './context.ts';
 import type { TaskNotifier } from './task-notifier.ts';
 import { faultAfter } from '../shared/faults.ts';
-import { fetchAndLock, unlockTask, type FetchAndLockParams, type LockedTaskRow } from '../store/tasks.ts';
+import type { FetchOutcome } from '../store/flow-limits.ts';
+import { fetchAndLock, unlockTask, type FetchAndLockParams, type FetchOrder, type LockedTaskRow } from '../store/tasks.ts';
 
 /** Longest a parked poll sleeps without a notification before it fetches again. */
 export const SAFETY_RECHECK_MS = 2000;
+
+/**
+ * Fair priority: of every FAIR_TURN_EVERY fetches a node runs for the same list of
+ * topics, one serves the oldest ready tasks first whatever their priority. Low
+ * priority therefore gets at least that share of the fetches while higher
+ * priorities keep arriving (docs/workers.md, "Priority and fairness").
+ */
+export const FAIR_TURN_EVERY = 4;
+const fetchesByTopics = new Map<string, number>();
+
+/** The order of the next fetch for these topics: every FAIR_TURN_EVERY-th is oldest-first. */
+export function nextFetchOrder(topics: string[]): FetchOrder {
+  const key = [...topics].sort().join('\n');
+  const n = (fetchesByTopics.get(key) ?? 0) + 1;
+  // Bounded: worker fleets use a handful of topic lists; a flood of distinct lists only restarts the counts.
+  if (fetchesByTopics.size >= 10_000 && !fetchesByTopics.has(key)) fetchesByTopics.clear();
+  fetchesByTopics.set(key, n % FAIR_TURN_EVERY);
+  return n % FAIR_TURN_EVERY === 0 ? 'oldest' : 'priority';
+}
 
 export interface LongPoll<T> {
   workerId: string;
@@ -14,8 +35,8 @@ export interface LongPoll<T> {
   waitMs: number;
   /** aborted when the caller went away: nothing is left locked for it */
   signal?: AbortSignal;
-  /** one fetch-and-lock statement */
-  fetchOnce(): Promise<T[]>;
+  /** one fetch-and-lock (a statement, or a limited fetch's transaction) in the given order */
+  fetchOnce(order: FetchOrder): Promise<FetchOutcome<T>>;
 }
 
 /** The long-poll loop shared by the native and the Camunda fetch-and-lock. */
@@ -25,14 +46,15 @@ export async function pollForTasks<T extends { id: string; lock_token: string | 
   const subscription = p.waitMs > 0 ? notifier.subscribe(p.topics) : undefined;
   try {
     for (;;) {
-      const tasks = await faultAfter('fetch:after-lock', p.fetchOnce(), (locked) => locked.length > 0);
+      const { tasks, retryInMs } = await faultAfter('fetch:after-lock', p.fetchOnce(nextFetchOrder(p.topics)), (locked) => locked.tasks.length > 0);
       if (p.signal?.aborted) {
         await releaseTasks(engine, p.workerId, tasks);
         return [];
       }
       const left = deadline - Date.now();
       if (tasks.length > 0 || left <= 0 || !subscription || notifier.stopped) return tasks;
-      await subscription.wait(Math.min(left, SAFETY_RECHECK_MS), p.signal);
+      // Freed capacity rings the topics' doorbell (migration 0009's trigger); new tokens do not, so wake for them.
+      await subscription.wait(Math.min(left, SAFETY_RECHECK_MS, retryInMs ?? SAFETY_RECHECK_MS), p.signal);
       // Aborted by the caller, or the server is stopping: answer without locking more.
       if (p.signal?.aborted || notifier.stopped) return [];
     }
@@ -52,7 +74,7 @@ export function fetchAndWait(engine: Engine, notifier: TaskNotifier, p: FetchAnd
     topics: p.topics.map((t) => t.name),
     waitMs: p.waitMs,
     ...(p.signal ? { signal: p.signal } : {}),
-    fetchOnce: () => fetchAndLock(engine.pool, p),
+    fetchOnce: (order) => fetchAndLock(engine.pool, { ...p, order }),
   });
 }
 

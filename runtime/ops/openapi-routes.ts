@@ -3,7 +3,7 @@
 // server validates with, so the document cannot drift from the checks.
 
 export interface Operation {
-  method: 'get' | 'post' | 'patch' | 'delete';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   path: string;
   summary: string;
   /** required roles when tokens are configured; 'open' when none is needed */
@@ -42,6 +42,10 @@ export const OPERATIONS: Operation[] = [
   { method: 'post', path: '/api/incidents/{id}/retry', summary: 'Retry an incident', roles: 'admin', body: 'retry-incident-request', success: [200, '{id, status, instanceStatus}'] },
   { method: 'post', path: '/api/messages', summary: 'Publish a message', roles: 'admin', body: 'message-request', success: [200, 'matched or duplicate (202: buffered)'] },
   { method: 'post', path: '/api/signals', summary: 'Broadcast a signal', roles: 'admin', body: 'signal-request', success: [200, '{name, delivered}'] },
+  { method: 'get', path: '/api/flow-limits', summary: 'List flow limits', roles: 'admin, viewer', success: [200, '{items}'] },
+  { method: 'get', path: '/api/flow-limits/{resource}', summary: 'One flow limit with its held locks', roles: 'admin, viewer', success: [200, 'flow limit'] },
+  { method: 'put', path: '/api/flow-limits/{resource}', summary: 'Set the flow limit of a resource', roles: 'admin', body: 'flow-limit-put-request', success: [201, 'created flow limit (200: replaced)'] },
+  { method: 'delete', path: '/api/flow-limits/{resource}', summary: 'Remove a flow limit', roles: 'admin', success: [204, 'deleted'] },
   { method: 'get', path: '/api/diagrams', summary: 'List designer drafts', roles: 'admin, viewer', success: [200, '{items}'] },
   { method: 'post', path: '/api/diagrams', summary: 'Create a draft', roles: 'admin', body: 'diagram-create-request', success: [201, 'diagram'] },
   { method: 'get', path: '/api/diagrams/{id}', summary: 'One draft', roles: 'admin, viewer', success: [200, 'diagram'] },

@@ -1,8 +1,9 @@
 // Fetch-and-lock with Camunda's per-topic filters, priority switch and createTime sorting.
-// Same lease effects as store/tasks.ts fetchAndLock (new token, attempt + 1, task:locked).
-import type { Queryable } from './db.ts';
+// Same lease effects and flow limits as store/tasks.ts fetchAndLock (new token, attempt + 1, task:locked).
+import type { Pool } from './db.ts';
+import { fetchWithinFlowLimits, flowLimitsCover, limitedPickSql, NO_FLOW_LIMIT_SQL, SPEND_TOKENS_SQL, TRAFFIC_WAIT_SET_SQL, type FetchOutcome } from './flow-limits.ts';
 import { MATCHING_TYPES_SQL, decodeTypes, type StoredType } from './camunda-variables.ts';
-import type { LockedTaskRow } from './tasks.ts';
+import type { FetchOrder, LockedTaskRow } from './tasks.ts';
 
 export interface CamundaTopicFilter {
   topicName: string;
@@ -34,44 +35,93 @@ export interface CamundaLockedTask extends LockedTaskRow {
   types: StoredType[];
 }
 
-/** One statement: pick, lock and record; the variables and their types are read with the same snapshot. */
-export async function fetchAndLockCamunda(db: Queryable, p: CamundaFetchParams): Promise<CamundaLockedTask[]> {
-  const order = `${p.usePriority ? 't.priority desc, ' : ''}t.created_at ${p.createTimeOrder === 'desc' ? 'desc' : 'asc'}`;
-  const { rows } = await db.query<CamundaLockedTask & { types: unknown }>({
-    name: `fetch_and_lock_camunda_${p.usePriority ? 'p' : 'n'}_${p.createTimeOrder}`,
-    text: `with f as (
+/**
+ * One statement when no flow limit covers the topics: pick, lock and record; the
+ * variables and their types are read with the same snapshot. Else a limited fetch
+ * (store/flow-limits.ts). order 'oldest' (a fair turn) drops priority for this fetch.
+ */
+export async function fetchAndLockCamunda(pool: Pool, p: CamundaFetchParams & { order?: FetchOrder }): Promise<FetchOutcome<CamundaLockedTask>> {
+  const fair = p.usePriority && p.order === 'oldest';
+  const order = (a: string) => (fair ? `${a}.created_at` : `${p.usePriority ? `${a}.priority desc, ` : ''}${a}.created_at ${p.createTimeOrder === 'desc' ? 'desc' : 'asc'}`);
+  const variant = `${fair ? 'f' : p.usePriority ? 'p' : 'n'}_${p.createTimeOrder}`;
+  const topics = p.topics.map((t) => t.topicName);
+  const values = [JSON.stringify(p.topics), topics, p.maxTasks, p.workerId];
+  const { rows } = await pool.query<CamundaLockedTask & { types: unknown }>({
+    name: `fetch_and_lock_camunda_${variant}`,
+    text: `with ${FILTERS_CTE},
+           picked as (
+             select t.id, ${lockMsSql()} as lock_ms
+               from external_tasks t join instances i on i.id = t.instance_id
+              where t.state = 'ready' and t.topic = any($2::text[]) and t.retry_at <= now() and ${NO_FLOW_LIMIT_SQL('$2')}
+                and exists (select 1 from f where f."topicName" = t.topic and ${filterSql('i')})
+              order by ${order('t')}
+              limit $3
+              for update of t skip locked),
+           ${lockPickedSql()}
+           ${answerSql(order)}`,
+    values,
+  });
+  if (rows.length > 0 || !(await flowLimitsCover(pool, topics))) return { tasks: rows.map(decodeRow) };
+  return fetchWithinFlowLimits(pool, topics, async (tx, resources) => {
+    const limited = await tx.query<CamundaLockedTask & { types: unknown }>({
+      name: `fetch_and_lock_camunda_limited_${variant}`,
+      text: `with ${FILTERS_CTE},
+           ${limitedPickSql({
+             topics: '$2', maxTasks: '$3', resources: '$5', order,
+             candidates: `select t.id, t.priority, t.created_at, ${lockMsSql()} as lock_ms
+                            from external_tasks t join instances i on i.id = t.instance_id
+                           where t.state = 'ready' and t.topic = any(g.topics) and t.retry_at <= statement_timestamp()
+                             and exists (select 1 from f where f."topicName" = t.topic and ${filterSql('i')})
+                           order by ${order('t')} limit $3`,
+           })},
+           ${lockPickedSql()},
+           ${SPEND_TOKENS_SQL}
+           ${answerSql(order)}`,
+      values: [...values, resources],
+    });
+    return limited.rows.map(decodeRow);
+  });
+}
+
+const FILTERS_CTE = `f as (
              select * from rows from (jsonb_to_recordset($1::jsonb) as (
                "topicName" text, "lockDuration" bigint, "businessKey" text, "processDefinitionId" text,
                "processDefinitionIdIn" jsonb, "processDefinitionKey" text, "processDefinitionKeyIn" jsonb,
                "processDefinitionVersionTag" text, "processVariables" jsonb, "tenantIdIn" jsonb)) with ordinality as f(
                "topicName", "lockDuration", "businessKey", "processDefinitionId", "processDefinitionIdIn", "processDefinitionKey",
-               "processDefinitionKeyIn", "processDefinitionVersionTag", "processVariables", "tenantIdIn", n)),
-           picked as (
-             select t.id, (select f."lockDuration" from f where f."topicName" = t.topic and ${filterSql('i')} order by f.n limit 1) as lock_ms
-               from external_tasks t join instances i on i.id = t.instance_id
-              where t.state = 'ready' and t.topic = any($2::text[]) and t.retry_at <= now()
-                and exists (select 1 from f where f."topicName" = t.topic and ${filterSql('i')})
-              order by ${order}
-              limit $3
-              for update of t skip locked),
-           locked as (
+               "processDefinitionKeyIn", "processDefinitionVersionTag", "processVariables", "tenantIdIn", n))`;
+
+// The lock duration of the first topic entry whose filters the task passes.
+function lockMsSql(): string {
+  return `(select f."lockDuration" from f where f."topicName" = t.topic and ${filterSql('i')} order by f.n limit 1)`;
+}
+
+// Same lease effects as store/tasks.ts (new token, attempt + 1, task:locked with the traffic wait).
+function lockPickedSql(): string {
+  return `locked as (
              update external_tasks t
                 set state = 'locked', worker_id = $4, lock_token = gen_random_uuid(), attempt = t.attempt + 1, last_result = null,
-                    lock_expires_at = now() + picked.lock_ms * interval '1 millisecond'
+                    lock_expires_at = statement_timestamp() + picked.lock_ms * interval '1 millisecond',
+                    ${TRAFFIC_WAIT_SET_SQL}
                from picked where t.id = picked.id
              returning t.*),
            ev as (
+             -- ordered by instance: frame heads are locked at commit in this order, so fetchers cannot deadlock
              insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
              select l.instance_id, l.generation, 'task:locked', l.step_id, l.id, l.attempt,
-                    jsonb_build_object('workerId', l.worker_id, 'lockExpiresAt', l.lock_expires_at)
+                    jsonb_build_object('workerId', l.worker_id, 'lockExpiresAt', l.lock_expires_at, 'trafficWaitMs', l.traffic_wait_ms)
                from locked l
-              order by l.instance_id) -- frame heads are locked at commit in this order: no deadlock between fetchers
-           select l.*, i.business_key, i.variables, i.definition_id, i.definition_key, ${MATCHING_TYPES_SQL} as types
+              order by l.instance_id)`;
+}
+
+function answerSql(order: (alias: string) => string): string {
+  return `select l.*, i.business_key, i.variables, i.definition_id, i.definition_key, ${MATCHING_TYPES_SQL} as types
              from locked l join instances i on i.id = l.instance_id
-            order by ${order.replaceAll('t.', 'l.')}`,
-    values: [JSON.stringify(p.topics), p.topics.map((t) => t.topicName), p.maxTasks, p.workerId],
-  });
-  return rows.map((r) => ({ ...r, types: decodeTypes(r.types) }));
+            order by ${order('l')}`;
+}
+
+function decodeRow(r: CamundaLockedTask & { types: unknown }): CamundaLockedTask {
+  return { ...r, types: decodeTypes(r.types) };
 }
 
 // Every filter of a topic entry is optional (null = no filter).

@@ -1,7 +1,16 @@
 // External task rows: the lease lifecycle of DESIGN.md §4, one guarded statement each.
 import type { Variables } from '../engine/advance.ts';
 import type { TaskState } from '../engine/vocabulary.ts';
-import type { Queryable } from './db.ts';
+import type { Pool, Queryable } from './db.ts';
+import {
+  fetchWithinFlowLimits,
+  flowLimitsCover,
+  limitedPickSql,
+  NO_FLOW_LIMIT_SQL,
+  SPEND_TOKENS_SQL,
+  TRAFFIC_WAIT_SET_SQL,
+  type FetchOutcome,
+} from './flow-limits.ts';
 import { TASKS_CHANNEL } from './instances.ts';
 
 export interface ExternalTaskRow {
@@ -25,6 +34,9 @@ export interface ExternalTaskRow {
   idempotency_key: string;
   created_at: Date;
   ended_at: Date | null;
+  /** how long the latest attempt waited for flow-limit capacity */
+  traffic_wait_ms: number;
+  flow_waiting_since: Date | null;
 }
 
 /** The holder calls that end an attempt. */
@@ -35,41 +47,82 @@ export interface LockedTaskRow extends ExternalTaskRow {
   variables: Variables;
 }
 
+/** priority: priority desc, then oldest; oldest: oldest first whatever the priority (a fair turn, engine/fetch.ts). */
+export type FetchOrder = 'priority' | 'oldest';
+
 export interface FetchAndLockParams {
   workerId: string;
   maxTasks: number;
   topics: { name: string; lockDurationMs: number }[];
+  order?: FetchOrder;
 }
 
-/** Locks up to maxTasks ready tasks of the given topics in one statement; concurrent callers skip each other's rows. */
-export async function fetchAndLock(db: Queryable, p: FetchAndLockParams): Promise<LockedTaskRow[]> {
-  const { rows } = await db.query<LockedTaskRow>({
-    name: 'fetch_and_lock',
+const ORDER_SQL: Record<FetchOrder, (alias: string) => string> = {
+  priority: (a) => `${a}.priority desc, ${a}.created_at`,
+  oldest: (a) => `${a}.created_at`,
+};
+
+/**
+ * Locks up to maxTasks ready tasks of the given topics; concurrent callers skip
+ * each other's rows. One statement when no flow limit covers the topics; else a
+ * limited fetch (store/flow-limits.ts) that never exceeds a limit.
+ */
+export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<FetchOutcome<LockedTaskRow>> {
+  const order = p.order ?? 'priority';
+  const topics = p.topics.map((t) => t.name);
+  const values = [topics, p.topics.map((t) => t.lockDurationMs), p.maxTasks, p.workerId];
+  const { rows } = await pool.query<LockedTaskRow>({
+    name: `fetch_and_lock_${order}`,
     text: `with picked as (
              select t.id from external_tasks t
-              where t.state = 'ready' and t.topic = any($1::text[]) and t.retry_at <= now()
-              order by t.priority desc, t.created_at
+              where t.state = 'ready' and t.topic = any($1::text[]) and t.retry_at <= now() and ${NO_FLOW_LIMIT_SQL('$1')}
+              order by ${ORDER_SQL[order]('t')}
               limit $3
               for update skip locked),
-           locked as (
+           ${lockPickedSql()}
+           ${ANSWER_SQL}`,
+    values,
+  });
+  if (rows.length > 0 || !(await flowLimitsCover(pool, topics))) return { tasks: rows };
+  return fetchWithinFlowLimits(pool, topics, async (tx, resources) => {
+    const limited = await tx.query<LockedTaskRow>({
+      name: `fetch_and_lock_limited_${order}`,
+      text: `with ${limitedPickSql({
+               topics: '$1', maxTasks: '$3', resources: '$5', order: ORDER_SQL[order],
+               candidates: `select t.id, t.priority, t.created_at from external_tasks t
+                             where t.state = 'ready' and t.topic = any(g.topics) and t.retry_at <= statement_timestamp()
+                             order by ${ORDER_SQL[order]('t')} limit $3`,
+             })},
+           ${lockPickedSql()},
+           ${SPEND_TOKENS_SQL}
+           ${ANSWER_SQL}`,
+      values: [...values, resources],
+    });
+    return limited.rows;
+  });
+}
+
+// Locks the rows of `picked` (new token, attempt + 1, per-topic expiry) and records task:locked.
+function lockPickedSql(): string {
+  return `locked as (
              update external_tasks t
                 set state = 'locked', worker_id = $4, lock_token = gen_random_uuid(), attempt = t.attempt + 1, last_result = null,
-                    lock_expires_at = now() + ($2::int[])[array_position($1::text[], t.topic)] * interval '1 millisecond'
+                    lock_expires_at = statement_timestamp() + ($2::int[])[array_position($1::text[], t.topic)] * interval '1 millisecond',
+                    ${TRAFFIC_WAIT_SET_SQL}
                from picked where t.id = picked.id
              returning t.*),
            ev as (
+             -- ordered by instance: frame heads are locked at commit in this order, so fetchers cannot deadlock
              insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
              select l.instance_id, l.generation, 'task:locked', l.step_id, l.id, l.attempt,
-                    jsonb_build_object('workerId', l.worker_id, 'lockExpiresAt', l.lock_expires_at)
+                    jsonb_build_object('workerId', l.worker_id, 'lockExpiresAt', l.lock_expires_at, 'trafficWaitMs', l.traffic_wait_ms)
                from locked l
-              order by l.instance_id) -- frame heads are locked at commit in this order: no deadlock between fetchers
-           select l.*, i.business_key, i.variables
-             from locked l join instances i on i.id = l.instance_id
-            order by l.priority desc, l.created_at`,
-    values: [p.topics.map((t) => t.name), p.topics.map((t) => t.lockDurationMs), p.maxTasks, p.workerId],
-  });
-  return rows;
+              order by l.instance_id)`;
 }
+
+const ANSWER_SQL = `select l.*, i.business_key, i.variables
+             from locked l join instances i on i.id = l.instance_id
+            order by l.priority desc, l.created_at`;
 
 export interface LockHolder {
   taskId: string;

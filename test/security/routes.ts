@@ -9,6 +9,7 @@ export const MOUNTS: Record<string, string> = {
   instancesRouter: '/api/instances',
   tasksRouter: '/api/external-tasks',
   incidentsRouter: '/api/incidents',
+  flowLimitsRouter: '/api/flow-limits',
   eventsRouter: '/api',
   diagramsRouter: '/api/diagrams',
   lintRouter: '/api/definitions',
