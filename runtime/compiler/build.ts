@@ -2,7 +2,8 @@
 import type { ProcessGraph } from './graph.ts';
 import type { BpmnElement } from './model.ts';
 import type { ParsedDocument } from './parse.ts';
-import type { Diagnostic, FlowCondition, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
+import type { Diagnostic, FlowCondition, MultiInstanceSpec, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
+import { subProcessStarts } from './checks.ts';
 import type { EventSpecs } from './events.ts';
 import { readTaskSpec } from './task-spec.ts';
 
@@ -30,8 +31,10 @@ export function buildPlan(
   specs: Map<string, TaskSpec>,
   conditions: Map<string, FlowCondition>,
   events: EventSpecs,
+  loops: Map<string, MultiInstanceSpec> = new Map(),
 ): Plan {
   const steps: PlanStep[] = [];
+  const starts = subProcessStarts(graph);
   for (const node of graph.nodes.values()) {
     if (node.kind === undefined) continue; // never reached: unsupported nodes fail the compile
     const task = specs.get(node.id);
@@ -46,6 +49,10 @@ export function buildPlan(
       ...(task ? { task: { ...task } } : {}),
       ...(choosing && defaultFlow !== undefined ? { defaultFlow } : {}),
       ...eventFields(node.id, events),
+      ...(node.scope !== undefined ? { scope: node.scope } : {}),
+      ...(node.kind === 'subProcess' ? { subProcess: { start: starts.get(node.id) ?? '' } } : {}),
+      ...(node.kind === 'errorEndEvent' ? { throwError: { ...events.errors.get(node.id) } } : {}),
+      ...(loops.has(node.id) ? { multiInstance: structuredClone(loops.get(node.id)!) } : {}),
     });
   }
   const flows: PlanFlow[] = graph.flows.map((flow) => {

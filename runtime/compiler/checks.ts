@@ -9,12 +9,13 @@ import type { Diagnostic } from './plan.ts';
 export function checkGraph(graph: ProcessGraph, unresolved: UnresolvedReference[]): Diagnostic[] {
   return [
     ...checkStartEvents(graph),
+    ...checkSubProcessStarts(graph),
     ...[...graph.nodes.values()].flatMap((node) => [...checkConnections(node), ...checkDefaultFlow(node, unresolved)]),
   ];
 }
 
 function checkStartEvents(graph: ProcessGraph): Diagnostic[] {
-  const all = [...graph.nodes.values()].filter((node) => node.kind === 'startEvent');
+  const all = [...graph.nodes.values()].filter((node) => node.kind === 'startEvent' && node.scope === undefined);
   const starts = all.filter((node) => (node.element.eventDefinitions ?? []).length === 0);
   if (all.length === 0) {
     return [errorAt(graph.processId, `Process ${graph.processId} has no start event: add one start event without a trigger (or a timer start event) where instances begin`)];
@@ -36,7 +37,7 @@ function checkConnections(node: GraphNode): Diagnostic[] {
   if (kind !== 'startEvent' && kind !== 'boundaryEvent' && !node.element.isForCompensation && node.incoming.length === 0) {
     diagnostics.push(errorAt(id, `${describeKind(kind)} ${label} has no incoming sequence flow, so it can never run: connect it or delete it`));
   }
-  if ((kind === 'endEvent' || kind === 'terminateEndEvent') && node.outgoing.length > 0) {
+  if ((kind === 'endEvent' || kind === 'terminateEndEvent' || kind === 'errorEndEvent') && node.outgoing.length > 0) {
     diagnostics.push(errorAt(id, `End event ${label} has outgoing sequence flows (${node.outgoing.join(', ')}): an end event ends the flow`));
   }
   if (isGateway(kind) && node.outgoing.length === 0) {
@@ -67,8 +68,34 @@ const KIND_LABELS: Record<string, string> = {
   catchEvent: 'Intermediate catch event',
   boundaryEvent: 'Boundary event',
   compensationThrow: 'Compensation event',
+  subProcess: 'Subprocess',
+  errorEndEvent: 'Error end event',
 };
 
 export function describeKind(kind: string): string {
   return KIND_LABELS[kind] ?? kind;
+}
+
+/** An embedded subprocess begins at exactly one inner none start event. */
+function checkSubProcessStarts(graph: ProcessGraph): Diagnostic[] {
+  const diagnostics: Diagnostic[] = [];
+  for (const sub of graph.nodes.values()) {
+    if (sub.kind !== 'subProcess') continue;
+    const starts = [...graph.nodes.values()].filter((n) => n.scope === sub.id && n.kind === 'startEvent');
+    for (const start of starts.filter((n) => (n.element.eventDefinitions ?? []).length > 0)) {
+      diagnostics.push(errorAt(start.id, `Start event ${describeElement(start.element)} of subprocess ${sub.id} has a trigger: an embedded subprocess starts at a none start event`));
+    }
+    if (starts.length === 0) diagnostics.push(errorAt(sub.id, `Subprocess ${describeElement(sub.element)} has no start event: add one none start event inside it`));
+    for (const extra of starts.slice(1)) diagnostics.push(errorAt(extra.id, `Start event ${describeElement(extra.element)} is a second start event of subprocess ${sub.id} (the first is ${starts[0]?.id ?? '?'}): keep exactly one`));
+  }
+  return diagnostics;
+}
+
+/** The inner start event of each subprocess (checkSubProcessStarts reports the rest). */
+export function subProcessStarts(graph: ProcessGraph): Map<string, string> {
+  const starts = new Map<string, string>();
+  for (const node of graph.nodes.values()) {
+    if (node.kind === 'startEvent' && node.scope !== undefined && !starts.has(node.scope)) starts.set(node.scope, node.id);
+  }
+  return starts;
 }

@@ -10,7 +10,7 @@ const GATEWAY_KINDS: Record<string, StepKind> = {
   'bpmn:InclusiveGateway': StepKind.inclusiveGateway,
 };
 
-const SUPPORTED = 'Baton runs none, timer, message and signal start events, none and terminate end events, external service tasks, exclusive, inclusive and parallel gateways, timer/message/signal intermediate catch events and timer/message/signal/error/compensation boundary events on service tasks, compensation handlers and compensation throw and end events';
+const SUPPORTED = 'Baton runs none, timer, message and signal start events, none, terminate and error end events, embedded subprocesses, external service tasks, exclusive, inclusive and parallel gateways, timer/message/signal intermediate catch events and timer/message/signal/error/compensation boundary events on service tasks and subprocesses, compensation handlers and compensation throw and end events';
 
 const CATCH_TRIGGERS = ['bpmn:TimerEventDefinition', 'bpmn:MessageEventDefinition', 'bpmn:SignalEventDefinition'];
 const START_TRIGGERS = CATCH_TRIGGERS;
@@ -35,13 +35,20 @@ export function classifyNode(node: BpmnFlowNode): Classification {
       if (definitions.length === 0) return { supported: true, kind: StepKind.endEvent };
       if (definitions.length === 1 && definitions[0] === 'bpmn:TerminateEventDefinition') return { supported: true, kind: StepKind.terminateEndEvent };
       if (definitions.length === 1 && definitions[0] === 'bpmn:CompensateEventDefinition') return { supported: true, kind: StepKind.compensationThrow };
-      return refuse(node, 'only none, terminate and compensation end events are supported');
+      if (definitions.length === 1 && definitions[0] === 'bpmn:ErrorEventDefinition') return { supported: true, kind: StepKind.errorEndEvent };
+      return refuse(node, 'only none, terminate, error and compensation end events are supported');
     case 'bpmn:IntermediateThrowEvent':
       return definitions.length === 1 && definitions[0] === 'bpmn:CompensateEventDefinition'
         ? { supported: true, kind: StepKind.compensationThrow }
         : refuse(node, 'only compensation intermediate throw events are supported');
     case 'bpmn:ServiceTask':
       return classifyServiceTask(node);
+    case 'bpmn:SubProcess':
+      if (node.triggeredByEvent) return refuse(node, 'event subprocesses are not supported; use a boundary event on an embedded subprocess or task');
+      if (node.loopCharacteristics) return refuse(node, 'loops and multi-instance subprocesses are not supported; make the inner service task multi-instance');
+      return { supported: true, kind: StepKind.subProcess };
+    case 'bpmn:Transaction':
+      return refuse(node, 'transaction subprocesses (cancel semantics) are not supported; use an embedded subprocess with compensation');
     case 'bpmn:IntermediateCatchEvent':
       return definitions.length === 1 && CATCH_TRIGGERS.includes(definitions[0] as string)
         ? { supported: true, kind: StepKind.catchEvent }

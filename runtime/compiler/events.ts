@@ -15,13 +15,19 @@ export interface EventSpecs {
   compensations: Map<string, string>;
   /** compensation throw id -> the step it names, if any */
   throws: Map<string, { activityRef?: string }>;
+  /** error end event id -> the error it throws */
+  errors: Map<string, { errorCode?: string }>;
   diagnostics: Diagnostic[];
 }
 
 export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = []): EventSpecs {
-  const specs: EventSpecs = { waits: new Map(), boundaries: new Map(), attached: new Map(), compensations: new Map(), throws: new Map(), diagnostics: [] };
+  const specs: EventSpecs = { waits: new Map(), boundaries: new Map(), attached: new Map(), compensations: new Map(), throws: new Map(), errors: new Map(), diagnostics: [] };
   const associations = associationTargets(artifacts);
   for (const node of graph.nodes.values()) {
+    if (node.kind === 'errorEndEvent') {
+      const code = (node.element.eventDefinitions?.[0] as BpmnEventDefinition | undefined)?.errorRef?.errorCode?.trim();
+      specs.errors.set(node.id, code ? { errorCode: code } : {});
+    }
     if (node.kind !== 'catchEvent' && node.kind !== 'boundaryEvent' && node.kind !== 'startEvent') continue;
     const definition = node.element.eventDefinitions?.[0] as BpmnEventDefinition | undefined;
     if (!definition) continue;
@@ -75,7 +81,8 @@ function checkCompensation(graph: ProcessGraph, specs: EventSpecs): void {
       specs.diagnostics.push(errorAt(node.id, `Compensation event ${label} has waitForCompletion="false": Baton always waits for the handlers; remove the attribute`));
     }
     const activityRef = definition?.activityRef?.id;
-    if (activityRef !== undefined && !specs.compensations.has(activityRef)) {
+    const compensableInside = (scope: string) => [...specs.compensations.keys()].some((host) => isInside(graph, host, scope));
+    if (activityRef !== undefined && !specs.compensations.has(activityRef) && !(graph.nodes.get(activityRef)?.kind === 'subProcess' && compensableInside(activityRef))) {
       specs.diagnostics.push(errorAt(node.id, `Compensation event ${label} names activity ${activityRef}, which has no compensation handler`));
     }
     specs.throws.set(node.id, activityRef !== undefined ? { activityRef } : {});
@@ -156,8 +163,16 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
   const hostId = node.element.attachedToRef?.id;
   const host = hostId ? graph.nodes.get(hostId) : undefined;
   const interrupting = node.element.cancelActivity !== false;
-  if (!host || host.kind !== 'serviceTask') {
-    specs.diagnostics.push(errorAt(node.id, `Boundary event ${label} must be attached to a service task${hostId ? ` (it sits on ${hostId})` : ''}`));
+  if (!host || (host.kind !== 'serviceTask' && host.kind !== 'subProcess')) {
+    specs.diagnostics.push(errorAt(node.id, `Boundary event ${label} must be attached to a service task or an embedded subprocess${hostId ? ` (it sits on ${hostId})` : ''}`));
+    return;
+  }
+  if (host.kind === 'subProcess' && wait?.trigger === 'compensation') {
+    specs.diagnostics.push(errorAt(node.id, `Compensation boundary ${label} sits on subprocess ${host.id}: attach compensation handlers to the tasks inside it (compensating the subprocess compensates them)`));
+    return;
+  }
+  if (host.scope !== node.scope) {
+    specs.diagnostics.push(errorAt(node.id, `Boundary event ${label} must sit in the same scope as its host ${host.id}`));
     return;
   }
   if (node.incoming.length > 0) {
@@ -176,4 +191,12 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
   }
   specs.boundaries.set(node.id, { attachedTo: host.id, interrupting });
   specs.attached.set(host.id, [...(specs.attached.get(host.id) ?? []), node.id]);
+}
+
+/** True when `stepId` is inside subprocess `scope`, at any depth. */
+export function isInside(graph: ProcessGraph, stepId: string, scope: string): boolean {
+  for (let at = graph.nodes.get(stepId)?.scope; at !== undefined; at = graph.nodes.get(at)?.scope) {
+    if (at === scope) return true;
+  }
+  return false;
 }

@@ -3,7 +3,7 @@
 import { classifyNode, isFlowNode } from './classify.ts';
 import { errorAt } from './diagnostics.ts';
 import type { GraphFlow, GraphNode, ProcessGraph } from './graph.ts';
-import type { BpmnFlowNode, BpmnProcess, BpmnSequenceFlow } from './model.ts';
+import { describeElement, type BpmnElement, type BpmnFlowNode, type BpmnProcess, type BpmnSequenceFlow, type BpmnSubProcess } from './model.ts';
 import type { UnresolvedReference } from './parse.ts';
 import type { Diagnostic } from './plan.ts';
 
@@ -16,14 +16,26 @@ export function extractGraph(process: BpmnProcess, processId: string, unresolved
   const diagnostics: Diagnostic[] = [];
   const nodes = new Map<string, GraphNode>();
   const sequenceFlows: BpmnSequenceFlow[] = [];
-  for (const element of process.flowElements ?? []) {
-    if (element.$type === 'bpmn:SequenceFlow') sequenceFlows.push(element as BpmnSequenceFlow);
-    else if (isFlowNode(element)) addNode(nodes, element as BpmnFlowNode, processId, diagnostics);
-  }
+  // Embedded subprocesses are flattened: their elements join the graph with the subprocess as scope.
+  const collect = (elements: BpmnElement[], scope: string | undefined): void => {
+    for (const element of elements) {
+      if (element.$type === 'bpmn:SequenceFlow') sequenceFlows.push(element as BpmnSequenceFlow);
+      else if (isFlowNode(element)) {
+        const node = addNode(nodes, element as BpmnFlowNode, processId, diagnostics, scope);
+        if (node?.kind === 'subProcess') collect((element as BpmnSubProcess).flowElements ?? [], node.id);
+      }
+    }
+  };
+  collect(process.flowElements ?? [], undefined);
   const flows: GraphFlow[] = [];
   for (const element of sequenceFlows) {
     const flow = connectFlow(element, nodes, processId, unresolved, diagnostics);
     if (!flow) continue;
+    const [source, target] = [nodes.get(flow.source), nodes.get(flow.target)];
+    if (source && target && source.scope !== target.scope) {
+      diagnostics.push(errorAt(flow.id, `Sequence flow ${flow.id} crosses the border of subprocess ${source.scope ?? target.scope ?? '?'} (from ${describeElement(source.element)} to ${describeElement(target.element)}): connect the subprocess itself, or its inner start and end events`));
+      continue;
+    }
     flows.push(flow);
     nodes.get(flow.source)?.outgoing.push(flow.id);
     nodes.get(flow.target)?.incoming.push(flow.id);
@@ -31,15 +43,17 @@ export function extractGraph(process: BpmnProcess, processId: string, unresolved
   return { graph: { processId, nodes, flows }, diagnostics };
 }
 
-function addNode(nodes: Map<string, GraphNode>, element: BpmnFlowNode, processId: string, diagnostics: Diagnostic[]): void {
+function addNode(nodes: Map<string, GraphNode>, element: BpmnFlowNode, processId: string, diagnostics: Diagnostic[], scope: string | undefined): GraphNode | undefined {
   if (!element.id) {
     diagnostics.push(errorAt(processId, `A ${element.$type} in process ${processId} has no id: give every element an id`));
-    return;
+    return undefined;
   }
   const classification = classifyNode(element);
   if (!classification.supported) diagnostics.push(errorAt(element.id, classification.message));
   const kind = classification.supported ? classification.kind : undefined;
-  nodes.set(element.id, { id: element.id, element, ...(kind ? { kind } : {}), incoming: [], outgoing: [] });
+  const node: GraphNode = { id: element.id, element, ...(kind ? { kind } : {}), ...(scope ? { scope } : {}), incoming: [], outgoing: [] };
+  nodes.set(element.id, node);
+  return node;
 }
 
 function connectFlow(
@@ -75,4 +89,12 @@ function describeEnd(
   if (nodeId !== undefined) return { problem: `has ${property} ${nodeId}, which is not a flow node of this process` };
   const missing = unresolved.find((u) => u.elementId === flowId && u.property === `bpmn:${property}`);
   return { problem: missing ? `has ${property} ${missing.reference}, which does not exist` : `has no ${property}` };
+}
+
+/** Artifacts (associations) of the process and of every embedded subprocess in it. */
+export function allArtifacts(container: { flowElements?: BpmnElement[]; artifacts?: BpmnElement[] }): BpmnElement[] {
+  return [
+    ...(container.artifacts ?? []),
+    ...(container.flowElements ?? []).filter((e) => e.$type === 'bpmn:SubProcess').flatMap((e) => allArtifacts(e as BpmnSubProcess)),
+  ];
 }

@@ -8,6 +8,8 @@ export interface GraphNode {
   element: BpmnFlowNode;
   /** undefined when Baton cannot run the element (it is reported as unsupported) */
   kind?: StepKind;
+  /** id of the embedded subprocess the node is inside; undefined at process level */
+  scope?: string;
   /** sequence flow ids, document order */
   incoming: string[];
   outgoing: string[];

@@ -6,7 +6,7 @@ import { compileConditions } from './conditions.ts';
 import { checkCycles } from './cycles.ts';
 import { errorAt, hasErrors } from './diagnostics.ts';
 import { readEventSpecs } from './events.ts';
-import { extractGraph } from './extract.ts';
+import { allArtifacts, extractGraph } from './extract.ts';
 import { fingerprintPlan } from './fingerprint.ts';
 import { parseBpmn } from './parse.ts';
 import type { CompileOptions, CompileResult, Diagnostic } from './plan.ts';
@@ -40,7 +40,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const { graph, diagnostics: extractDiagnostics } = extractGraph(process, processId, document.unresolved);
   const tasks = readTaskSpecs(graph, document, process);
   const conditions = compileConditions(graph);
-  const events = readEventSpecs(graph, process.artifacts ?? []);
+  const events = readEventSpecs(graph, allArtifacts(process));
   const diagnostics: Diagnostic[] = [
     ...parsed.diagnostics,
     ...extractDiagnostics,

@@ -20,6 +20,13 @@ export interface BpmnAssociation extends BpmnElement {
   readonly targetRef?: BpmnElement;
 }
 
+/** An embedded subprocess holds flow elements like a process. */
+export interface BpmnSubProcess extends BpmnElement {
+  readonly flowElements?: BpmnElement[];
+  readonly artifacts?: BpmnElement[];
+  readonly triggeredByEvent?: boolean;
+}
+
 export interface BpmnProcess extends BpmnElement {
   readonly flowElements?: BpmnElement[];
   /** associations (compensation links), text annotations, groups */
@@ -43,6 +50,19 @@ export interface BpmnFlowNode extends BpmnElement {
   readonly attachedToRef?: BpmnElement;
   /** boundary events: false for non-interrupting (BPMN default true) */
   readonly cancelActivity?: boolean;
+  /** subprocesses: true for an event subprocess */
+  readonly triggeredByEvent?: boolean;
+}
+
+/** bpmn:multiInstanceLoopCharacteristics with the camunda attributes. */
+export interface BpmnMultiInstance extends BpmnElement {
+  readonly isSequential?: boolean;
+  readonly completionCondition?: BpmnExpression;
+  readonly loopCardinality?: BpmnExpression;
+  /** camunda:collection */
+  readonly collection?: string;
+  /** camunda:elementVariable */
+  readonly elementVariable?: string;
 }
 
 /** Timer, message, signal and error event definitions, as far as the compiler reads them. */

@@ -23,6 +23,10 @@ export const StepKind = {
   boundaryEvent: 'boundaryEvent',
   /** compensation intermediate throw or end event: runs compensation handlers, then moves on */
   compensationThrow: 'compensationThrow',
+  /** embedded subprocess: a scope whose inner steps (scope = its id) run from its start to its ends */
+  subProcess: 'subProcess',
+  /** error end event: throws a BPMN error to the error boundaries of its enclosing subprocesses */
+  errorEndEvent: 'errorEndEvent',
 } as const;
 export type StepKind = (typeof StepKind)[keyof typeof StepKind];
 
@@ -55,8 +59,24 @@ export type WaitSpec =
   /** links the host to its compensation handler; it never waits at run time */
   | { trigger: 'compensation' };
 
+/** A service task run once per element of a collection (multiInstanceLoopCharacteristics). */
+export interface MultiInstanceSpec {
+  /** FEEL that yields the list (camunda:collection: a variable name or an expression) */
+  collection: string;
+  /** variable each element's task gets its element in (camunda:elementVariable) */
+  elementVariable?: string;
+  /** one element at a time (isSequential) instead of all at once */
+  sequential: boolean;
+  /** FEEL over nrOfInstances, nrOfCompletedInstances, nrOfActiveInstances and the instance variables */
+  completionCondition?: FlowCondition;
+  /** baton:outputCollection: variable that receives the results, one per element in collection order */
+  outputCollection?: string;
+  /** baton:outputElement: FEEL over an element's completion variables; absent: all of them */
+  outputElement?: string;
+}
+
 export interface BoundarySpec {
-  /** the service task the event is attached to */
+  /** the service task or subprocess the event is attached to */
   attachedTo: string;
   /** an interrupting event cancels its host when it fires */
   interrupting: boolean;
@@ -85,8 +105,16 @@ export interface PlanStep {
   compensation?: { handler: string };
   /** set on compensation handler tasks (no sequence flows; run only by compensation) */
   compensationHandler?: boolean;
-  /** compensationThrow: absent activityRef compensates every completed step */
+  /** compensationThrow: absent activityRef compensates every completed step (of its subprocess, inside one) */
   throwCompensation?: { activityRef?: string };
+  /** id of the embedded subprocess the step is inside; absent at process level */
+  scope?: string;
+  /** set for subProcess: its inner none start event */
+  subProcess?: { start: string };
+  /** set for errorEndEvent; errorCode absent: caught only by catch-all error boundaries */
+  throwError?: { errorCode?: string };
+  /** set for multi-instance service tasks */
+  multiInstance?: MultiInstanceSpec;
 }
 
 export interface FlowCondition {

@@ -37,12 +37,16 @@ function computeTakenScenarios(graph: ProcessGraph): TakenScenarios {
   const boundaryActivation = new Map<string, Scenarios>();
   const attached = boundariesByHost(graph);
   // One start event starts each instance: several start events exclude each other.
-  const starts = [...graph.nodes.values()].filter((n) => n.kind === 'startEvent').map((n) => n.id);
+  const starts = [...graph.nodes.values()].filter((n) => n.kind === 'startEvent' && n.scope === undefined).map((n) => n.id);
   if (starts.length > 1) algebra.declare('#start', starts);
+  // A subprocess's inner start runs whenever the subprocess does.
+  const subActivation = new Map<string, Scenarios>();
   for (const node of orderTopologically(graph, attached)) {
-    let activation = node.kind === 'startEvent' ? (starts.length > 1 ? algebra.restrict(ALWAYS, '#start', node.id) : ALWAYS)
+    let activation = node.kind === 'startEvent' && node.scope !== undefined ? (subActivation.get(node.scope) ?? [])
+      : node.kind === 'startEvent' ? (starts.length > 1 ? algebra.restrict(ALWAYS, '#start', node.id) : ALWAYS)
       : node.kind === 'boundaryEvent' ? (boundaryActivation.get(node.id) ?? [])
       : algebra.either(node.incoming.map((id) => scenarios.get(id) ?? []));
+    if (node.kind === 'subProcess') subActivation.set(node.id, activation);
     activation = splitBoundaries(node, attached.get(node.id) ?? [], activation, algebra, boundaryActivation);
     for (const [flowId, taken] of leave(node, activation, algebra)) scenarios.set(flowId, taken);
   }
@@ -108,8 +112,14 @@ function gatewayOf(variable: string): string {
 function orderTopologically(graph: ProcessGraph, attached: Map<string, GraphNode[]>): GraphNode[] {
   const flows = flowsById(graph);
   const hosted = new Set([...attached.values()].flat().map((b) => b.id));
+  // Inner start events wait for their subprocess as if a flow led from it to them.
+  const innerStarts = new Map<string, GraphNode[]>();
+  for (const n of graph.nodes.values()) {
+    if (n.kind === 'startEvent' && n.scope !== undefined) innerStarts.set(n.scope, [...(innerStarts.get(n.scope) ?? []), n]);
+  }
+  const waitsForScope = (n: GraphNode) => (n.kind === 'startEvent' && n.scope !== undefined && graph.nodes.has(n.scope) ? 1 : 0);
   // A boundary waits for its host as if a flow led from the host to it.
-  const waiting = new Map([...graph.nodes.values()].map((n) => [n.id, n.incoming.length + (hosted.has(n.id) ? 1 : 0)]));
+  const waiting = new Map([...graph.nodes.values()].map((n) => [n.id, n.incoming.length + (hosted.has(n.id) ? 1 : 0) + waitsForScope(n)]));
   const ready = [...graph.nodes.values()].filter((n) => waiting.get(n.id) === 0);
   const order: GraphNode[] = [];
   const release = (target: GraphNode | undefined) => {
@@ -121,6 +131,7 @@ function orderTopologically(graph: ProcessGraph, attached: Map<string, GraphNode
   for (let node = ready.shift(); node !== undefined; node = ready.shift()) {
     order.push(node);
     for (const boundary of attached.get(node.id) ?? []) release(boundary);
+    for (const start of innerStarts.get(node.id) ?? []) release(start);
     for (const flowId of node.outgoing) release(graph.nodes.get(flows.get(flowId)?.target ?? ''));
   }
   return order;

@@ -92,7 +92,7 @@ export function emptyEffects(): Effects {
  * event that fired), else the none start event. Other start events are skipped.
  */
 export function startPlan(plan: Plan, state: InstanceState, vars: Variables, fx: Effects, startEventId?: string): void {
-  const starts = plan.steps.filter((s) => s.kind === 'startEvent');
+  const starts = plan.steps.filter((s) => s.kind === 'startEvent' && s.scope === undefined);
   const chosen = starts.find((s) => (startEventId ? s.id === startEventId : s.wait === undefined));
   for (const step of starts) {
     if (step === chosen) continue;
@@ -126,6 +126,7 @@ export function fireWait(plan: Plan, stepId: string, state: InstanceState, vars:
     setStep(state, fx, host.id, 'canceled');
     fx.canceledTasks.push(host.id);
     fx.events.push({ kind: 'step:canceled', stepId: host.id, data: { by: step.id } });
+    if (host.kind === 'subProcess') cancelScope(plan, host.id, step.id, state, fx);
   }
   setStep(state, fx, step.id, 'completed');
   fx.endedWaits.push(step.id);
@@ -138,13 +139,21 @@ export function fireWait(plan: Plan, stepId: string, state: InstanceState, vars:
   return true;
 }
 
-/** The first open error boundary of a host that catches `code`: an exact code match first, then a catch-all. */
-export function findErrorBoundary(plan: Plan, hostId: string, code: string, state: InstanceState): PlanStep | undefined {
-  const open = (stepById(plan, hostId).boundaries ?? [])
-    .map((id) => stepById(plan, id))
-    .filter((b) => b.wait?.trigger === 'error' && state.steps[b.id] === 'active');
-  return open.find((b) => b.wait?.trigger === 'error' && b.wait.errorCode === code)
-    ?? open.find((b) => b.wait?.trigger === 'error' && b.wait.errorCode === undefined);
+/**
+ * The open error boundary that catches `code` thrown at `hostId`: on the host
+ * itself, else on its enclosing subprocesses, innermost first. On each, an exact
+ * code match first, then a catch-all.
+ */
+export function findErrorBoundary(plan: Plan, hostId: string | undefined, code: string | undefined, state: InstanceState): PlanStep | undefined {
+  for (let at = hostId; at !== undefined; at = stepById(plan, at).scope) {
+    const open = (stepById(plan, at).boundaries ?? [])
+      .map((id) => stepById(plan, id))
+      .filter((b) => b.wait?.trigger === 'error' && state.steps[b.id] === 'active');
+    const found = open.find((b) => b.wait?.trigger === 'error' && code !== undefined && b.wait.errorCode === code)
+      ?? open.find((b) => b.wait?.trigger === 'error' && b.wait.errorCode === undefined);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 /** Runs a step that stopped in an incident again: a gateway decides again. */
@@ -187,6 +196,17 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     startWait(step, state, vars, fx);
     return;
   }
+  if (step.kind === 'subProcess' && step.subProcess) {
+    setStep(state, fx, step.id, 'active');
+    fx.events.push({ kind: 'step:activated', stepId: step.id });
+    for (const boundaryId of step.boundaries ?? []) startWait(stepById(plan, boundaryId), state, vars, fx);
+    activateStep(plan, stepById(plan, step.subProcess.start), state, vars, fx);
+    return;
+  }
+  if (step.kind === 'errorEndEvent') {
+    throwError(plan, step, state, vars, fx);
+    return;
+  }
   if (step.kind === 'compensationThrow') {
     setStep(state, fx, step.id, 'active');
     fx.events.push({ kind: 'step:activated', stepId: step.id });
@@ -209,6 +229,12 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   }
   setStep(state, fx, step.id, 'completed');
   fx.events.push({ kind: 'step:completed', stepId: step.id, ...(isGateway(step) ? { data: { taken: decision.taken } } : {}) });
+  if (step.kind === 'terminateEndEvent' && step.scope !== undefined) {
+    // Inside a subprocess, terminate ends that subprocess only: its other open steps are canceled.
+    cancelScope(plan, step.scope, step.id, state, fx);
+    completeStep(plan, step.scope, state, vars, fx);
+    return;
+  }
   if (step.kind === 'terminateEndEvent') {
     fx.terminated = true;
     fx.events.push({ kind: 'instance:terminated', stepId: step.id });
@@ -240,6 +266,50 @@ function startWait(step: PlanStep, state: InstanceState, vars: Variables, fx: Ef
   }
   setStep(state, fx, step.id, 'active');
   fx.events.push({ kind: 'step:activated', stepId: step.id, data: { waitsFor: wait.trigger } });
+}
+
+/**
+ * An error end event: the innermost enclosing subprocess with a matching error
+ * boundary is interrupted and the boundary path runs; caught nowhere, the error
+ * end event stops in an incident (never a silent end).
+ */
+function throwError(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+  const code = step.throwError?.errorCode;
+  const boundary = findErrorBoundary(plan, step.scope, code, state);
+  if (boundary?.wait?.trigger !== 'error') {
+    raiseIncident(state, fx, step.id, 'bpmn_error',
+      `Error end event ${step.id} threw ${code !== undefined ? `error ${code}` : 'an error without a code'} and no error boundary of an enclosing subprocess catches it`,
+      { errorCode: code ?? null });
+    return;
+  }
+  setStep(state, fx, step.id, 'completed');
+  fx.events.push({ kind: 'step:completed', stepId: step.id, data: { errorCode: code ?? null, caughtBy: boundary.id } });
+  if (boundary.wait.errorCodeVariable) vars[boundary.wait.errorCodeVariable] = code ?? null;
+  fireWait(plan, boundary.id, state, vars, fx, { errorCode: code ?? null, thrownBy: step.id });
+}
+
+/** Cancels every open step inside a subprocess, nested ones too: tasks unfetchable, waits ended. */
+function cancelScope(plan: Plan, scopeId: string, by: string, state: InstanceState, fx: Effects): void {
+  for (const child of indexPlan(plan).children.get(scopeId) ?? []) {
+    const status = state.steps[child.id];
+    if ((status !== 'active' && status !== 'incident') || child.compensationHandler) continue;
+    setStep(state, fx, child.id, 'canceled');
+    fx.events.push({ kind: 'step:canceled', stepId: child.id, data: { by } });
+    // canceledTasks also resolves the step's open incident
+    if (child.kind === 'serviceTask' || status === 'incident') fx.canceledTasks.push(child.id);
+    if (child.kind === 'catchEvent' || child.kind === 'boundaryEvent') fx.endedWaits.push(child.id);
+    if (child.kind === 'subProcess') cancelScope(plan, child.id, by, state, fx);
+  }
+}
+
+/** A subprocess whose inner steps have all ended completes and leaves through its outgoing flows. */
+function settleScope(plan: Plan, scopeId: string | undefined, state: InstanceState, vars: Variables, fx: Effects): void {
+  if (scopeId === undefined || fx.terminated || state.steps[scopeId] !== 'active') return;
+  const open = (indexPlan(plan).children.get(scopeId) ?? []).some((s) => {
+    const status = state.steps[s.id];
+    return !s.compensationHandler && (status === undefined || status === 'active' || status === 'incident');
+  });
+  if (!open) completeStep(plan, scopeId, state, vars, fx);
 }
 
 function skipOpenBoundaries(plan: Plan, host: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
@@ -311,15 +381,24 @@ function resolveFlows(plan: Plan, from: PlanStep, taken: string[], state: Instan
   while (queue.length > 0 && !fx.terminated) {
     const step = stepById(plan, queue.shift() as string);
     if (state.steps[step.id] !== undefined) continue;
+    // An error or terminate end event earlier in this loop may have ended the subprocess.
+    if (step.scope !== undefined && state.steps[step.scope] !== 'active') continue;
     const incoming = step.incoming.map((f) => state.flows[f]);
     if (incoming.some((s) => s === undefined)) continue; // not all inputs resolved yet
     if (incoming.includes('taken')) {
       activateStep(plan, step, state, vars, fx);
     } else {
-      // Dead-path elimination: every input skipped, so the step and its outputs are skipped.
+      // Dead-path elimination: every input skipped, so the step, its boundary events and its outputs are skipped.
       setStep(state, fx, step.id, 'skipped');
       fx.events.push({ kind: 'step:skipped', stepId: step.id });
       for (const flowId of step.outgoing) mark(flowId, 'skipped');
+      for (const boundaryId of step.boundaries ?? []) {
+        if (state.steps[boundaryId] !== undefined) continue;
+        setStep(state, fx, boundaryId, 'skipped');
+        fx.events.push({ kind: 'step:skipped', stepId: boundaryId });
+        for (const flowId of stepById(plan, boundaryId).outgoing) mark(flowId, 'skipped');
+      }
     }
   }
+  settleScope(plan, from.scope, state, vars, fx);
 }

@@ -3,7 +3,7 @@
 // stored by the caller (compensations table) from Effects.compensationRuns/Moves.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import { completeStep, type CompensationTarget, type Effects, type InstanceState, type Variables } from './advance.ts';
-import { indexPlan } from './plan-index.ts';
+import { indexPlan, isInsideScope } from './plan-index.ts';
 
 export interface QueuedCompensation {
   host_step_id: string;
@@ -13,18 +13,24 @@ export interface QueuedCompensation {
   state: 'pending' | 'running' | 'done';
 }
 
-/** Completed steps that have a handler, most recently completed first; optionally one step only. */
-export function compensableHosts(plan: Plan, state: InstanceState, only?: string): CompensationTarget[] {
+/**
+ * Completed steps that have a handler, most recently completed first; optionally
+ * one step only (a subprocess: the steps inside it), and only inside `scope` when
+ * the throw sits in a subprocess.
+ */
+export function compensableHosts(plan: Plan, state: InstanceState, only?: string, scope?: string): CompensationTarget[] {
   const steps = indexPlan(plan).steps;
+  const named = (id: string) => only === undefined || only === id || (steps.get(only)?.kind === 'subProcess' && isInsideScope(plan, id, only));
+  const inScope = (id: string) => scope === undefined || isInsideScope(plan, id, scope);
   return [...(state.completedOrder ?? [])].reverse().flatMap((id) => {
     const handler = steps.get(id)?.compensation?.handler;
-    return handler && state.steps[id] === 'completed' && (only === undefined || only === id) ? [{ host: id, handler }] : [];
+    return handler && state.steps[id] === 'completed' && named(id) && inScope(id) ? [{ host: id, handler }] : [];
   });
 }
 
 /** A compensation throw or end event: queue the handlers and start the first; with nothing to undo, move on at once. */
 export function startCompensationThrow(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
-  const hosts = compensableHosts(plan, state, step.throwCompensation?.activityRef);
+  const hosts = compensableHosts(plan, state, step.throwCompensation?.activityRef, step.scope);
   fx.events.push({ kind: 'compensation:requested', stepId: step.id, data: { hosts: hosts.map((h) => h.host) } });
   if (hosts.length === 0) {
     completeStep(plan, step.id, state, vars, fx);

@@ -3,6 +3,8 @@ import type { Plan, PlanFlow, PlanStep } from '../compiler/plan.ts';
 export interface PlanIndex {
   steps: Map<string, PlanStep>;
   flows: Map<string, PlanFlow>;
+  /** subprocess id -> the steps directly inside it */
+  children: Map<string, PlanStep[]>;
 }
 
 const cache = new WeakMap<Plan, PlanIndex>();
@@ -11,11 +13,23 @@ const cache = new WeakMap<Plan, PlanIndex>();
 export function indexPlan(plan: Plan): PlanIndex {
   let index = cache.get(plan);
   if (!index) {
+    const children = new Map<string, PlanStep[]>();
+    for (const s of plan.steps) if (s.scope !== undefined) children.set(s.scope, [...(children.get(s.scope) ?? []), s]);
     index = {
       steps: new Map(plan.steps.map((s) => [s.id, s])),
       flows: new Map(plan.flows.map((f) => [f.id, f])),
+      children,
     };
     cache.set(plan, index);
   }
   return index;
+}
+
+/** True when `stepId` is inside subprocess `scope`, at any depth. */
+export function isInsideScope(plan: Plan, stepId: string, scope: string): boolean {
+  const steps = indexPlan(plan).steps;
+  for (let at = steps.get(stepId)?.scope; at !== undefined; at = steps.get(at)?.scope) {
+    if (at === scope) return true;
+  }
+  return false;
 }

@@ -186,6 +186,8 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
       sd as (delete from subscriptions where instance_id = $1 and step_id = any($30::text[])),
       kc as (update external_tasks set state = 'canceled', ended_at = now()
               where instance_id = $1 and step_id = any($31::text[]) and state in ('ready', 'locked')),
+      ki as (update incidents set status = 'resolved', resolved_at = now()
+              where instance_id = $1 and step_id = any($31::text[]) and status = 'open'),
       i as (update instances set status = $19, variables = $20, revision = revision + 1, updated_at = now(),
                    ended_at = case when $21 then now() end
              where id = $1)

@@ -22,7 +22,11 @@ export type NodeSpec =
   /** compensation boundary on attachedTo, associated with the handler task */
   | { id: string; type: 'compensationBoundary'; attachedTo: string; handler: string }
   /** compensation throw: an intermediate throw event, or an end event with end: true */
-  | { id: string; type: 'compensationThrow'; activityRef?: string; end?: boolean };
+  | { id: string; type: 'compensationThrow'; activityRef?: string; end?: boolean }
+  /** error end event; code undefined = an error without a code */
+  | { id: string; type: 'errorEndEvent'; code?: string }
+  /** embedded subprocess with its own nodes and flows (flow ids default to <id>_Flow_<n>) */
+  | { id: string; type: 'subProcess'; nodes: NodeSpec[]; flows: FlowSpec[] };
 
 export interface FlowSpec {
   id?: string;
@@ -61,12 +65,30 @@ function eventDefinition(id: string, t: EventTrigger, roots: string[]): string {
 export function buildBpmn(processId: string, nodes: NodeSpec[], flows: FlowSpec[]): string {
   const roots: string[] = [];
   const artifacts: string[] = [];
-  const named = flows.map((f, i) => ({ ...f, id: f.id ?? `Flow_${i + 1}` }));
+  const content = renderScope(nodes, flows, 'Flow_', roots, artifacts);
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:baton="https://baton.dev/schema/bpmn/1.0" id="Definitions_${processId}" targetNamespace="http://bpmn.io/schema/bpmn">
+  ${roots.join('\n  ')}
+  <bpmn:process id="${processId}" isExecutable="true">
+    ${[...content, ...artifacts].join('\n    ')}
+  </bpmn:process>
+</bpmn:definitions>
+`;
+}
+
+function renderScope(nodes: NodeSpec[], flows: FlowSpec[], flowPrefix: string, roots: string[], artifacts: string[]): string[] {
+  const named = flows.map((f, i) => ({ ...f, id: f.id ?? `${flowPrefix}${i + 1}` }));
   const incoming = (id: string) => named.filter((f) => f.to === id).map((f) => `<bpmn:incoming>${f.id}</bpmn:incoming>`).join('');
   const outgoing = (id: string) => named.filter((f) => f.from === id).map((f) => `<bpmn:outgoing>${f.id}</bpmn:outgoing>`).join('');
   const body = nodes.map((n) => {
     const links = incoming(n.id) + outgoing(n.id);
     switch (n.type) {
+      case 'subProcess':
+        return `<bpmn:subProcess id="${n.id}">${links}${renderScope(n.nodes, n.flows, `${n.id}_Flow_`, roots, artifacts).join('')}</bpmn:subProcess>`;
+      case 'errorEndEvent':
+        if (n.code === undefined) return `<bpmn:endEvent id="${n.id}">${links}<bpmn:errorEventDefinition id="${n.id}_def"/></bpmn:endEvent>`;
+        roots.push(`<bpmn:error id="${n.id}_err" errorCode="${escapeXml(n.code)}"/>`);
+        return `<bpmn:endEvent id="${n.id}">${links}<bpmn:errorEventDefinition id="${n.id}_def" errorRef="${n.id}_err"/></bpmn:endEvent>`;
       case 'compensationBoundary':
         artifacts.push(`<bpmn:association id="${n.id}_assoc" associationDirection="One" sourceRef="${n.id}" targetRef="${n.handler}"/>`);
         return `<bpmn:boundaryEvent id="${n.id}" attachedToRef="${n.attachedTo}"><bpmn:compensateEventDefinition id="${n.id}_def"/></bpmn:boundaryEvent>`;
@@ -104,14 +126,7 @@ export function buildBpmn(processId: string, nodes: NodeSpec[], flows: FlowSpec[
   const flowXml = named.map((f) => f.condition
     ? `<bpmn:sequenceFlow id="${f.id}" sourceRef="${f.from}" targetRef="${f.to}"><bpmn:conditionExpression xsi:type="bpmn:tFormalExpression">${escapeXml(f.condition)}</bpmn:conditionExpression></bpmn:sequenceFlow>`
     : `<bpmn:sequenceFlow id="${f.id}" sourceRef="${f.from}" targetRef="${f.to}"/>`);
-  return `<?xml version="1.0" encoding="UTF-8"?>
-<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:baton="https://baton.dev/schema/bpmn/1.0" id="Definitions_${processId}" targetNamespace="http://bpmn.io/schema/bpmn">
-  ${roots.join('\n  ')}
-  <bpmn:process id="${processId}" isExecutable="true">
-    ${[...body, ...flowXml, ...artifacts].join('\n    ')}
-  </bpmn:process>
-</bpmn:definitions>
-`;
+  return [...body, ...flowXml];
 }
 
 /** start -> one service task -> end */

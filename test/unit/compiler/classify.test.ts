@@ -33,14 +33,14 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
     ['Manual', 'bpmn:ManualTask "Manual" (id Manual)'],
     ['Rules', 'bpmn:BusinessRuleTask "Rules" (id Rules)'],
     ['Call', 'bpmn:CallActivity "Call" (id Call)'],
-    ['Sub', 'bpmn:SubProcess "Sub" (id Sub)'],
+    ['Sub', 'bpmn:SubProcess "Sub" (id Sub): event subprocesses are not supported'],
     ['Each', 'bpmn:ServiceTask with bpmn:MultiInstanceLoopCharacteristics "Each" (id Each): loops and multi-instance'],
     ['Timeout', 'bpmn:BoundaryEvent with bpmn:EscalationEventDefinition "Timeout" (id Timeout): boundary events catch exactly one timer, message, signal, error or compensation'],
     ['Wait', 'bpmn:IntermediateCatchEvent with bpmn:ConditionalEventDefinition "Wait" (id Wait): intermediate catch events wait for exactly one timer, message or signal'],
     ['Signal', 'bpmn:IntermediateThrowEvent "Signal" (id Signal)'],
     ['Race', 'bpmn:EventBasedGateway "Race" (id Race)'],
     ['Complex', 'bpmn:ComplexGateway "Complex" (id Complex)'],
-    ['ErrorEnd', 'bpmn:EndEvent with bpmn:ErrorEventDefinition "ErrorEnd" (id ErrorEnd): only none, terminate and compensation end events'],
+    ['ErrorEnd', 'bpmn:EndEvent with bpmn:EscalationEventDefinition "ErrorEnd" (id ErrorEnd): only none, terminate, error and compensation end events'],
   ])('%s', async (id, text) => {
     const errors = errorsOf(await compileDiagnostics(unsupported)).filter((d) => d.elementId === id);
     expect(errors).toEqual([{ elementId: id, severity: 'error', message: expect.stringContaining(`Unsupported element ${text}`) }]);
