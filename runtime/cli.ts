@@ -46,6 +46,7 @@ async function serve(config: Config): Promise<void> {
       limits: security.limits,
       retention: { days: security.retentionDays, intervalMs: security.retentionIntervalMs },
       shutdownGraceMs: security.shutdownGraceMs,
+      frameRetentionMs: security.frameRetentionMs,
       prepare: async (engine) => {
         if (config.samplesDir) await deploySamples(engine, config.samplesDir, log);
       },

@@ -14,6 +14,8 @@ export interface SecuritySettings {
   retentionIntervalMs: number;
   /** SIGTERM/SIGINT: time to drain before the process exits regardless */
   shutdownGraceMs: number;
+  /** progress frames of ended instances are deleted after this (each generation's last frame stays) */
+  frameRetentionMs: number;
   /** length and depth of FEEL expressions at deploy, time and heap of an evaluation */
   feel: FeelBudget;
 }
@@ -50,6 +52,7 @@ export function readSecuritySettings(env: NodeJS.ProcessEnv = process.env): Secu
     retentionDays: int(env, 'BATON_RETENTION_DAYS', 0, 0),
     retentionIntervalMs: int(env, 'BATON_RETENTION_INTERVAL_MS', 3_600_000, 1000),
     shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS', DEFAULT_SHUTDOWN_GRACE_MS, 100),
+    frameRetentionMs: int(env, 'BATON_FRAME_RETENTION_MS', 24 * 3_600_000, 0),
     feel: {
       maxLength: int(env, 'BATON_FEEL_MAX_LENGTH', DEFAULT_FEEL_BUDGET.maxLength, 1),
       maxDepth: int(env, 'BATON_FEEL_MAX_DEPTH', DEFAULT_FEEL_BUDGET.maxDepth, 4),
