@@ -4,7 +4,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { waitFor } from '../support/server.ts';
 import type { ChaosWorkerOptions } from './worker.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -113,4 +112,15 @@ export function startWorker(opts: ChaosWorkerOptions, faults?: string): Proc {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Polls until check answers a value other than undefined (no vitest here: the soak runs outside it). */
+export async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMs: number, what: string | (() => string)): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
+    await sleep(50);
+  }
 }
