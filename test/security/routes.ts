@@ -8,6 +8,7 @@ export const MOUNTS: Record<string, string> = {
   definitionsRouter: '/api/definitions',
   instancesRouter: '/api/instances',
   tasksRouter: '/api/external-tasks',
+  progressRouter: '/api/external-tasks',
   incidentsRouter: '/api/incidents',
   flowLimitsRouter: '/api/flow-limits',
   eventsRouter: '/api',
