@@ -12,6 +12,7 @@ import type { Plan } from '../compiler/plan.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
 import { glanceAtTask, isRepeat, lockTokenOf, failTaskCamunda, type TaskGlance } from '../store/camunda-tasks.ts';
 import { writeVariableTypes, type TypedWrite } from '../store/camunda-variables.ts';
+import { taskRetries } from '../ops/instruments.ts';
 import { lockInstanceOfTask, type LockedInstance } from '../store/instances.ts';
 import { markTaskDone, recordLateResult, type ExternalTaskRow, type GuardedTaskResult, type LateResult, type TaskResultCall } from '../store/tasks.ts';
 
@@ -95,6 +96,7 @@ export async function failCamundaTask(engine: Engine, req: CamundaFailureRequest
     }
     await commitWithPlan(tx, instance, fx, stored, plan, { incidentTaskIds: fx.incidents.map(() => task.id) });
     await writeVariableTypes(tx, instance.id, req.variables.types);
+    if (task.state === 'ready') taskRetries.inc({ topic: task.topic });
     return result;
   });
 }

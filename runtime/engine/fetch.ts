@@ -4,6 +4,7 @@
 import type { Engine } from './context.ts';
 import type { TaskNotifier } from './task-notifier.ts';
 import { faultAfter } from '../shared/faults.ts';
+import { observeLocked } from '../ops/instruments.ts';
 import type { FetchOutcome } from '../store/flow-limits.ts';
 import { fetchAndLock, unlockTask, type FetchAndLockParams, type FetchOrder, type LockedTaskRow } from '../store/tasks.ts';
 
@@ -40,7 +41,7 @@ export interface LongPoll<T> {
 }
 
 /** The long-poll loop shared by the native and the Camunda fetch-and-lock. */
-export async function pollForTasks<T extends { id: string; lock_token: string | null }>(engine: Engine, notifier: TaskNotifier, p: LongPoll<T>): Promise<T[]> {
+export async function pollForTasks<T extends { id: string; lock_token: string | null; topic: string; retry_at: Date }>(engine: Engine, notifier: TaskNotifier, p: LongPoll<T>): Promise<T[]> {
   const deadline = Date.now() + p.waitMs;
   // Subscribe before the first fetch, so a notification during it is not missed.
   const subscription = p.waitMs > 0 ? notifier.subscribe(p.topics) : undefined;
@@ -51,6 +52,7 @@ export async function pollForTasks<T extends { id: string; lock_token: string | 
         await releaseTasks(engine, p.workerId, tasks);
         return [];
       }
+      observeLocked(tasks);
       const left = deadline - Date.now();
       if (tasks.length > 0 || left <= 0 || !subscription || notifier.stopped) return tasks;
       // Freed capacity rings the topics' doorbell (migration 0009's trigger); new tokens do not, so wake for them.

@@ -21,6 +21,7 @@ import {
 } from '../store/waits.ts';
 import { BatonError } from '../shared/errors.ts';
 import { fault } from '../shared/faults.ts';
+import { timerLatenessSeconds } from '../ops/instruments.ts';
 
 /** Fires one due timer in its instance's transition; false when it was not due or already fired or canceled. */
 export async function fireTimer(engine: Engine, timerId: string): Promise<boolean> {
@@ -36,6 +37,7 @@ export async function fireTimer(engine: Engine, timerId: string): Promise<boolea
     if (fireWait(plan, timer.step_id, instance.state, instance.variables, fx, { timerId, dueAt: timer.due_at })) {
       await commitTransition(tx, instance, fx, instance.variables, { plan });
     }
+    timerLatenessSeconds.observe(Math.max(0, Date.now() - timer.due_at.getTime()) / 1000);
     return true;
   });
 }

@@ -2,7 +2,8 @@
 // scraped, at most once a second per node; labels are definition key, topic, status,
 // state and incident kind only, never ids or business keys.
 import { Router } from 'express';
-import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { processInstruments } from './instruments.ts';
 import type { TaskNotifier } from '../engine/task-notifier.ts';
 import type { Pool } from '../store/db.ts';
 import { readGauges, type GaugeRows } from '../store/ops.ts';
@@ -49,6 +50,18 @@ export function createMetricsRegistry(pool: Pool, notifier: TaskNotifier): Regis
   sqlGauge('baton_task_lock_expiries_5m', 'Task leases that expired (returned by a sweeper) in the last 5 minutes, all nodes', [], (g, r) => {
     g.set(r.lockExpiries);
   });
+  const sqlCounter = (name: string, help: string, read: (rows: GaugeRows) => number) =>
+    new Counter({
+      name, help, registers: [register],
+      async collect() {
+        const rows = await gauges();
+        this.reset();
+        this.inc(read(rows));
+      },
+    });
+  sqlCounter('baton_frames_written_total', 'Progress frames written, all nodes (PostgreSQL insert statistics of the frames table)', (r) => r.inserted.frames);
+  sqlCounter('baton_incidents_created_total', 'Incidents created, all nodes (PostgreSQL insert statistics of the incidents table)', (r) => r.inserted.incidents);
+  for (const metric of processInstruments) register.registerMetric(metric);
   new Gauge({
     name: 'baton_parked_long_polls', help: 'Long polls parked on this node', registers: [register],
     collect() { this.set(notifier.parked); },

@@ -5,6 +5,7 @@ import type { Pool } from '../store/db.ts';
 import { deleteExpiredFrames } from '../store/frames.ts';
 import { flushStaleProgress } from '../store/progress.ts';
 import { expireLocks } from '../store/tasks.ts';
+import { lockExpiries } from '../ops/instruments.ts';
 
 export interface SweeperOptions {
   /** pause between sweeps */
@@ -33,6 +34,7 @@ export function startSweeper(pool: Pool, log: Logger, opts: SweeperOptions): Swe
     let total = 0;
     for (;;) {
       const n = await expireLocks(pool, opts.batchSize);
+      lockExpiries.inc(n);
       total += n;
       if (n < opts.batchSize) break;
     }

@@ -11,6 +11,8 @@ export interface GaugeRows {
   tasks: { topic: string; state: string; count: number; oldest_seconds: number | null }[];
   incidents: { kind: string; count: number }[];
   lockExpiries: number;
+  /** rows ever inserted, from PostgreSQL's cumulative statistics (reset with them) */
+  inserted: { frames: number; incidents: number };
 }
 
 /** One snapshot of the gauges /metrics reports; low-cardinality groups only. */
@@ -33,7 +35,17 @@ export async function readGauges(db: Queryable): Promise<GaugeRows> {
     name: 'metrics_lock_expiries',
     text: `select count(*)::int as count from events where kind = 'task:lock_expired' and at > now() - interval '5 minutes'`,
   });
-  return { instances: instances.rows, tasks: tasks.rows, incidents: incidents.rows, lockExpiries: expiries.rows[0]?.count ?? 0 };
+  // O(1): the statistics collector counts inserts per table; no scan of frames or incidents.
+  const inserted = await db.query<{ relname: string; n: number }>({
+    name: 'metrics_inserted_rows',
+    text: `select relname, n_tup_ins::float8 as n from pg_stat_user_tables
+            where schemaname = current_schema() and relname in ('frames', 'incidents')`,
+  });
+  const insertedInto = (table: string) => inserted.rows.find((r) => r.relname === table)?.n ?? 0;
+  return {
+    instances: instances.rows, tasks: tasks.rows, incidents: incidents.rows, lockExpiries: expiries.rows[0]?.count ?? 0,
+    inserted: { frames: insertedInto('frames'), incidents: insertedInto('incidents') },
+  };
 }
 
 /**

@@ -1,7 +1,8 @@
-// /metrics: a scrape parses as Prometheus text and carries the gauges with low-cardinality labels.
+// /metrics: a scrape parses as Prometheus text and carries the gauges, counters and
+// histograms with low-cardinality labels.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { singleTaskBpmn } from '../support/bpmn.ts';
-import { deploy, fetchOne, start } from '../support/flows.ts';
+import { buildBpmn, singleTaskBpmn } from '../support/bpmn.ts';
+import { deploy, fetchOne, start, waitForStatus } from '../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
@@ -67,6 +68,37 @@ describe('/metrics', () => {
     expect([...labelNames].filter((l) => /instance|business|task_id|worker/.test(l))).toEqual([]);
     expect(samples.filter((s) => Object.values(s.labels).some((v) => uuid.test(v)))).toEqual([]);
   });
+
+  it('counts fetch-to-lock latency, retries, lock expiries, incidents, timer lateness and frames written', async () => {
+    const before = (await scrape()).samples;
+    const counted = (samples: Sample[], name: string, labels: Record<string, string> = {}) => value(samples, name, labels) ?? 0;
+    await deploy(t.api, singleTaskBpmn('counted', 'counted-task', { retries: 1 }));
+    const id = await start(t.api, 'counted');
+    // A failure with a retry left, then a lease left to expire, then a final failure: an incident.
+    const first = await fetchOne(t.api, 'w', 'counted-task');
+    expect((await t.api.post(`/api/external-tasks/${first.id}/failure`, { workerId: 'w', lockToken: first.lockToken, errorMessage: 'once' })).status).toBe(204);
+    await fetchOne(t.api, 'w', 'counted-task', 100);
+    await waitFor(async () => ((await t.server.sweeper.sweep()) > 0 ? true : undefined), 5000, 'the lease to expire');
+    const last = await fetchOne(t.api, 'w', 'counted-task');
+    expect((await t.api.post(`/api/external-tasks/${last.id}/failure`, { workerId: 'w', lockToken: last.lockToken, errorMessage: 'twice' })).status).toBe(204);
+    await waitForStatus(t.api, id, 'incident');
+    await deploy(t.api, buildBpmn('timed', [{ id: 's', type: 'startEvent' }, { id: 'wait', type: 'catchEvent', timer: { duration: 'PT0.1S' } }, { id: 'e', type: 'endEvent' }], [{ from: 's', to: 'wait' }, { from: 'wait', to: 'e' }]));
+    await waitForStatus(t.api, await start(t.api, 'timed'), 'completed');
+
+    const after = (await scrape()).samples;
+    const delta = (name: string, labels: Record<string, string> = {}) => counted(after, name, labels) - counted(before, name, labels);
+    expect(delta('baton_task_fetch_to_lock_seconds_count', { topic: 'counted-task' })).toBe(3);
+    expect(value(after, 'baton_task_fetch_to_lock_seconds_bucket', { topic: 'counted-task', le: '+Inf' })).toBe(3);
+    expect(delta('baton_task_retries_total', { topic: 'counted-task' })).toBe(1);
+    expect(delta('baton_task_lock_expiries_total')).toBe(1);
+    expect(delta('baton_timer_lateness_seconds_count')).toBe(1);
+    expect(counted(after, 'baton_timer_lateness_seconds_sum')).toBeLessThan(5);
+    // From PostgreSQL's insert statistics, which a backend flushes when idle (up to ~10 s later).
+    await waitFor(async () => {
+      const now = (await scrape()).samples;
+      return counted(now, 'baton_incidents_created_total') >= 1 && counted(now, 'baton_frames_written_total') > counted(before, 'baton_frames_written_total') ? true : undefined;
+    }, 30_000, 'the insert statistics of incidents and frames');
+  }, 60_000);
 
   it('two scrapes in a row agree (the second may come from the one-second cache)', async () => {
     const a = await scrape();
