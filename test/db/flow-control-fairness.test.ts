@@ -58,6 +58,7 @@ describe('fair priority', () => {
     for (let i = 0; i < 3; i++) low.add(await start(t.api, 'fairl_low'));
     let lowDone = 0;
     let running = true;
+    while ((await readyHigh(topic)) < 6) await start(t.api, 'fairl_high');
     const producer = (async () => {
       while (running) {
         if ((await readyHigh(topic)) < 6) await start(t.api, 'fairl_high');
@@ -76,9 +77,12 @@ describe('fair priority', () => {
         }
       }
     };
-    await Promise.all(['fw1', 'fw2', 'fw3'].map(worker));
-    running = false;
-    await producer;
+    try {
+      await Promise.all(['fw1', 'fw2', 'fw3'].map(worker));
+    } finally {
+      running = false;
+      await producer;
+    }
     expect(lowDone).toBe(low.size);
     // The high stream never ran dry while they were served.
     expect(await readyHigh(topic)).toBeGreaterThan(0);
