@@ -28,8 +28,8 @@ export const FULL: Sizes = {
   scaleCompleted: 1_000_000, scaleWaiting: 100_000, scaleSamples: 300,
 };
 export const QUICK: Sizes = {
-  single: 200, chain: 60, fanout: 10, pickups: 30, timers: 200,
-  scaleCompleted: 20_000, scaleWaiting: 2_000, scaleSamples: 20,
+  single: 150, chain: 50, fanout: 10, pickups: 20, timers: 150,
+  scaleCompleted: 10_000, scaleWaiting: 1_000, scaleSamples: 20,
 };
 export const sizes = (quick: boolean): Sizes => (quick ? QUICK : FULL);
 
@@ -55,8 +55,15 @@ export async function pool(n: number, concurrency: number, task: (i: number) => 
 // the measured windows).
 let queries = 0;
 const originalQuery = pg.Client.prototype.query;
+// BENCH_TRACE_QUERIES=1: the child also prints its most frequent statements on stderr.
+const traced = process.env.BENCH_TRACE_QUERIES === '1' ? new Map<string, number>() : undefined;
 (pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function counted(this: pg.Client, ...args: unknown[]) {
   queries++;
+  if (traced) {
+    const q = args[0] as string | { name?: string; text?: string };
+    const key = (typeof q === 'string' ? q : (q.name ?? q.text ?? '?')).replace(/\s+/g, ' ').slice(0, 90);
+    traced.set(key, (traced.get(key) ?? 0) + 1);
+  }
   return (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
 };
 
@@ -114,6 +121,10 @@ export interface SystemResult {
 }
 
 export function report(result: SystemResult): void {
+  if (traced) {
+    const top = [...traced.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25);
+    process.stderr.write(`${result.system}: ${queries} queries; most frequent:\n${top.map(([k, n]) => `  ${String(n).padStart(8)}  ${k}`).join('\n')}\n`);
+  }
   process.stdout.write(`BENCH_RESULT ${JSON.stringify(result)}\n`);
 }
 
