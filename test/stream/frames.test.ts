@@ -16,6 +16,15 @@ beforeAll(async () => {
     { id: 'second', type: 'serviceTask', topic: 'frames-second', retries: 0 },
     { id: 'end', type: 'endEvent' },
   ], [{ from: 'start', to: 'first' }, { from: 'first', to: 'second' }, { from: 'second', to: 'end' }]));
+  // book (undone by unbook) -> pay, whose exhausted retries compensate the instance
+  await deploy(t.api, buildBpmn('frames-saga', [
+    { id: 'start', type: 'startEvent' },
+    { id: 'book', type: 'serviceTask', topic: 'frames-book' },
+    { id: 'comp', type: 'compensationBoundary', attachedTo: 'book', handler: 'unbook' },
+    { id: 'unbook', type: 'serviceTask', topic: 'frames-unbook', forCompensation: true },
+    { id: 'pay', type: 'serviceTask', topic: 'frames-pay', retries: 0, onExhausted: 'compensate' },
+    { id: 'end', type: 'endEvent' },
+  ], [{ from: 'start', to: 'book' }, { from: 'book', to: 'pay' }, { from: 'pay', to: 'end' }]));
 });
 afterAll(async () => {
   await t?.close();
@@ -202,5 +211,26 @@ describe('replay (generations)', () => {
     const task = await fetchOne(t.api, 'w1', 'frames-one');
     expect((await complete(t.api, task, 'w1')).status).toBe(204);
     await waitForStatus(t.api, id, 'completed');
+  });
+
+  it('given a compensated saga, when replayed, then the undone step runs again before the failed one and the instance can complete', async () => {
+    const id = await start(t.api, 'frames-saga');
+    expect((await complete(t.api, await fetchOne(t.api, 'w1', 'frames-book'), 'w1')).status).toBe(204);
+    const pay = await fetchOne(t.api, 'w1', 'frames-pay');
+    expect((await t.api.post(`/api/external-tasks/${pay.id}/failure`, { workerId: 'w1', lockToken: pay.lockToken, errorMessage: 'card declined' })).status).toBe(204);
+    expect((await complete(t.api, await fetchOne(t.api, 'w1', 'frames-unbook'), 'w1')).status).toBe(204);
+    await waitForStatus(t.api, id, 'compensated');
+
+    expect((await t.api.post(`/api/instances/${id}/replay`)).body).toMatchObject({ generation: 2, status: 'running' });
+    const book = await fetchOne(t.api, 'w2', 'frames-book');
+    expect(book.idempotencyKey).toBe(`${id}/book/2`);
+    expect((await complete(t.api, book, 'w2')).status).toBe(204);
+    expect((await complete(t.api, await fetchOne(t.api, 'w2', 'frames-pay'), 'w2')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+    const gen2 = await framesOf(id, 2);
+    const tasksRun = gen2.filter((f) => f.kind === 'step:activated' && f.data.waitsFor === undefined).map((f) => f.data.stepId);
+    expect(tasksRun).toEqual(['book', 'pay']);
+    expect(gen2.at(-1)).toMatchObject({ kind: 'instance:ended', data: { status: 'completed' } });
+    expect((await framesOf(id, 1)).at(-1)).toMatchObject({ kind: 'instance:ended', data: { status: 'compensated' } });
   });
 });
