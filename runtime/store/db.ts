@@ -23,6 +23,11 @@ export function createPool(opts: PoolOptions): pg.Pool {
 /** Runs fn inside one transaction; rolls back when it throws. */
 export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  // A server that ends the connection between two statements (PostgreSQL restart) fails
+  // this transaction; unheard, the client's 'error' event would crash the process.
+  let broken: Error | undefined;
+  const onError = (err: Error) => (broken = err);
+  client.on('error', onError);
   try {
     await client.query('begin');
     const result = await fn(client);
@@ -32,6 +37,7 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
     await client.query('rollback').catch(() => undefined);
     throw err;
   } finally {
-    client.release();
+    client.removeListener('error', onError);
+    client.release(broken); // a broken client is discarded, not pooled
   }
 }
