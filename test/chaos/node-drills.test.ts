@@ -10,6 +10,8 @@ import { killAll, startNode, startWorker } from './harness.ts';
 import { summarizeLedger } from './ledger.ts';
 import { chaosDatabase, expectInvariants, history, kinds, ledgerOf, startMany, statusCounts } from './support.ts';
 
+// The long drills run with BATON_CHAOS_FULL=1 (npm run chaos); npm test reports them as skipped.
+const full = process.env.BATON_CHAOS_FULL === '1';
 let db: TestDatabase;
 
 beforeAll(async () => {
@@ -51,9 +53,9 @@ describe('chaos drills: runtime nodes', () => {
     const first = await startNode(db.url);
     const api = apiClient(first.url);
     await deploy(api, parallelBpmn('d4', 'd4-a', 'd4-b'));
-    const ids = await startMany(api, 'd4', 30, 'd4');
+    const ids = await startMany(api, 'd4', 20, 'd4');
     for (const w of ['d4-w1', 'd4-w2']) startWorker({ baseUrl: first.url, databaseUrl: db.url, workerId: w, topics: ['d4-a', 'd4-b'], holdMs: 30, lockDurationMs: 1_500 });
-    await waitFor(async () => ((await statusCounts(db, 'd4')).completed ?? 0) >= 8 ? true : undefined, 60_000, 'a quarter of the instances to complete');
+    await waitFor(async () => ((await statusCounts(db, 'd4')).completed ?? 0) >= 5 ? true : undefined, 60_000, 'a quarter of the instances to complete');
     await first.kill();
     const killedAt = await statusCounts(db, 'd4');
     const second = await startNode(db.url, { port: first.port });
@@ -67,7 +69,7 @@ describe('chaos drills: runtime nodes', () => {
     await expectInvariants(db);
   }, 180_000);
 
-  it('drill 10: given timers due at once on three nodes whose schedulers all select them, then each fires exactly once', async () => {
+  it.runIf(full)('drill 10: given timers due at once on three nodes whose schedulers all select them, then each fires exactly once', async () => {
     const nodes = await Promise.all([1, 2, 3].map(() => startNode(db.url, { faults: 'timer:before-fire:delay:100' })));
     const api = apiClient(nodes[0]!.url);
     await deploy(api, buildBpmn('d10', [
@@ -86,7 +88,7 @@ describe('chaos drills: runtime nodes', () => {
     await expectInvariants(db);
   }, 120_000);
 
-  it('drill 8: given a step out of retries with onExhausted compensate and a node that dies in the middle of the saga, then the handlers of completed steps run once each, newest first', async () => {
+  it.runIf(full)('drill 8: given a step out of retries with onExhausted compensate and a node that dies in the middle of the saga, then the handlers of completed steps run once each, newest first', async () => {
     const doomed = await startNode(db.url, { faults: 'compensation:mid-saga:crash:once' });
     const api = apiClient(doomed.url);
     await deploy(api, sagaBpmn('d8'));
