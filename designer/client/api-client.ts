@@ -3,6 +3,7 @@ import type {
   Definition, DefinitionSummary, DeployResult, Diagram, DiagramSummary, Heatmap, HistoryEvent,
   InstanceDetail, InstanceFilter, InstanceSummary, LintResult,
 } from './types.ts';
+import { askForToken, authHeaders } from './auth.ts';
 
 /** An answer of the API that is not a success, or no answer at all. */
 export class ApiError extends Error {
@@ -17,17 +18,31 @@ export class ApiError extends Error {
   }
 }
 
+/** Sends the request with the stored token; on 401 asks for a token and sends it again, until success or cancel. */
 async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
-  let res: Response;
+  for (;;) {
+    const res = await send(method, path, body);
+    if (res.status !== 401) return answer<T>(res);
+    const refused = await answer<T>(res).catch((err: ApiError) => err);
+    if (!(refused instanceof ApiError)) return refused;
+    const token = await askForToken(refused.message);
+    if (token === undefined) throw new ApiError(401, 'Unauthorized', `${refused.message}. Set a token (the key button at the top) and try again`);
+  }
+}
+
+async function send(method: string, path: string, body?: unknown): Promise<Response> {
   try {
-    res = await fetch(path, {
+    return await fetch(path, {
       method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      headers: { ...authHeaders(), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch {
     throw new ApiError(0, 'Unreachable', 'The Baton server does not answer; check that it runs and try again');
   }
+}
+
+async function answer<T>(res: Response): Promise<T> {
   const text = await res.text();
   let parsed: unknown;
   try {

@@ -7,6 +7,7 @@ import './baton-diagram-list.ts';
 import './baton-editor.ts';
 import './baton-instance-list.ts';
 import './baton-instance-view.ts';
+import './baton-token-dialog.ts';
 
 interface Route {
   path: string[];
@@ -73,6 +74,7 @@ export class BatonApp extends LightElement {
           <a href="#/diagrams" aria-current=${section === 'diagrams' || section === 'definitions' ? 'page' : 'false'}>Diagrams</a>
           <a href="#/instances" aria-current=${section === 'instances' ? 'page' : 'false'}>Instances</a>
         </nav>
+        <baton-token-dialog></baton-token-dialog>
       </header>
       <main class="app-main">${keyed(location.hash, this.renderView())}</main>
     `;

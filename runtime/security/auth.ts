@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Pool } from '../store/db.ts';
 import { countActiveTokens, findActiveToken } from '../store/tokens.ts';
 import { FailureLimiter, type FailureLimiterOptions } from './failure-limiter.ts';
-import { accessFor, type Role } from './roles.ts';
+import { accessFor, normalizePath, type Role } from './roles.ts';
 import { hashToken, type ConfiguredToken } from './tokens.ts';
 
 export interface AuthOptions {
@@ -84,7 +84,9 @@ export function authMiddleware(pool: Pool, log: Logger, opts: AuthOptions = {}):
       limiter.recordFailure(client);
       denied(secret ? 'unknown_token' : 'no_token');
       const message = secret ? 'The token is not valid (unknown or revoked)' : 'This route needs a token: send "Authorization: Bearer <token>"';
-      deny(res, 401, 'Unauthorized', message, { 'www-authenticate': 'Bearer realm="baton", Basic realm="baton"' });
+      // Basic is offered on /engine-rest only (the Camunda client): on /api a browser would answer it with its own password prompt.
+      const challenge = normalizePath(req.path).startsWith('/engine-rest') ? 'Bearer realm="baton", Basic realm="baton"' : 'Bearer realm="baton"';
+      deny(res, 401, 'Unauthorized', message, { 'www-authenticate': challenge });
       return false;
     }
     if (!access.includes(caller.role)) {

@@ -5,7 +5,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { ensureDesignerBuilt } from '../../../designer/scripts/ensure-built.ts';
-import { startTestServer, type TestServer } from '../../support/server.ts';
+import { startTestServer, type TestServer, type TestServerOptions } from '../../support/server.ts';
 
 export const CHROMIUM_PATH = process.env.BATON_CHROMIUM ?? '/usr/bin/chromium';
 export const SCREENSHOT_DIR = path.resolve('test-output/e2e');
@@ -31,9 +31,10 @@ export async function launchBrowser(): Promise<Browser> {
   });
 }
 
-export async function openDesigner(): Promise<BrowserHarness> {
+/** serverOptions: tokens for the auth tests; the harness's `t.api` then sends serverOptions.token. */
+export async function openDesigner(serverOptions: TestServerOptions = {}): Promise<BrowserHarness> {
   await ensureDesignerBuilt();
-  const [t, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+  const [t, browser] = await Promise.all([startTestServer(serverOptions), launchBrowser()]);
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
   const page = await context.newPage();
   // Shorter than the test timeout, so a stuck step names its locator.
