@@ -63,7 +63,9 @@ export function classifyNode(node: BpmnFlowNode): Classification {
 }
 
 function classifyServiceTask(node: BpmnFlowNode): Classification {
-  if (node.loopCharacteristics) return refuse(node, 'loops and multi-instance are not supported yet; let one worker handle the whole collection');
+  if (node.loopCharacteristics && node.loopCharacteristics.$type !== 'bpmn:MultiInstanceLoopCharacteristics') {
+    return refuse(node, 'standard loops are not supported (Baton runs acyclic processes); use multi-instance over a collection');
+  }
   return { supported: true, kind: StepKind.serviceTask };
 }
 

@@ -12,6 +12,7 @@ import { parseBpmn } from './parse.ts';
 import type { CompileOptions, CompileResult, Diagnostic } from './plan.ts';
 import { selectProcess } from './select.ts';
 import { checkSoundness } from './soundness.ts';
+import { readMultiInstances } from './multi-instance.ts';
 
 export { fingerprintPlan } from './fingerprint.ts';
 export type { CompileOptions, CompileResult, Diagnostic, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
@@ -41,19 +42,21 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const tasks = readTaskSpecs(graph, document, process);
   const conditions = compileConditions(graph);
   const events = readEventSpecs(graph, allArtifacts(process));
+  const loops = readMultiInstances(graph, [document.definitions, process]);
   const diagnostics: Diagnostic[] = [
     ...parsed.diagnostics,
     ...extractDiagnostics,
     ...tasks.diagnostics,
     ...conditions.diagnostics,
     ...events.diagnostics,
+    ...loops.diagnostics,
     ...checkGraph(graph, document.unresolved),
     ...checkCycles(graph),
   ];
   // Soundness reasons over a well-formed DAG of supported steps only.
   if (!hasErrors(diagnostics)) diagnostics.push(...checkSoundness(graph));
   if (hasErrors(diagnostics)) return { ok: false, diagnostics };
-  const plan = buildPlan(graph, process.name, tasks.specs, conditions.conditions, events);
+  const plan = buildPlan(graph, process.name, tasks.specs, conditions.conditions, events, loops.loops);
   return { ok: true, plan, fingerprint: fingerprintPlan(plan), warnings: diagnostics };
 }
 

@@ -67,7 +67,7 @@ function readInteger(text: string | undefined, fallback: number): number | undef
  * moddle keeps attributes of unknown namespaces in $attrs under the prefix the
  * file declared, so look up every prefix bound to the baton namespace.
  */
-function readBatonAttribute(node: BpmnFlowNode, scopes: BpmnElement[], name: string): string | undefined {
+export function readBatonAttribute(node: BpmnFlowNode, scopes: BpmnElement[], name: string): string | undefined {
   const prefixes = new Set<string>();
   for (const scope of [...scopes, node]) {
     for (const [key, value] of Object.entries(scope.$attrs ?? {})) {

@@ -1,8 +1,9 @@
 // Pure DAG evaluation (DESIGN.md §3): given the resolved flows and reached steps
 // of one instance, compute what a transition changes. No I/O: the store writes
 // the returned Effects in one statement.
-import type { Plan, PlanStep } from '../compiler/plan.ts';
+import type { MultiInstanceSpec, Plan, PlanStep } from '../compiler/plan.ts';
 import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
+import { evaluateList, evaluateValue } from './loops.ts';
 import { firstDue, type DueRule } from '../shared/timers.ts';
 import { startCompensationThrow } from './compensate.ts';
 import { indexPlan } from './plan-index.ts';
@@ -18,6 +19,20 @@ export interface InstanceState {
   completedOrder?: string[];
   /** active: handlers are queued or running; saga: an onExhausted saga ran in this generation */
   compensation?: { active: boolean; saga: boolean };
+  /** progress of multi-instance steps, by step id */
+  loops?: Record<string, LoopState>;
+}
+
+/** A multi-instance step's progress, stored on its steps row. */
+export interface LoopState {
+  /** the collection's elements, read when the step started */
+  items: unknown[];
+  /** how many element tasks were created (elements 0..created-1) */
+  created: number;
+  /** indexes of the completed elements, in completion order */
+  completed: number[];
+  /** one result per element, null until it completes */
+  results: unknown[];
 }
 
 export interface CompensationTarget {
@@ -30,6 +45,9 @@ export interface NewTask {
   topic: string;
   priority: number;
   retries: number;
+  /** multi-instance: the element's index and its own variables (element variable, loopCounter) */
+  loopIndex?: number;
+  localVariables?: Variables;
 }
 
 export interface NewEvent {
@@ -78,12 +96,14 @@ export interface Effects {
   compensationMoves: { host: string; to: 'running' | 'done' }[];
   /** a terminate end event was reached: open work of the instance is cancelled */
   terminated: boolean;
+  /** multi-instance progress that changed, by step id (written with the step's row) */
+  loops: Record<string, LoopState>;
 }
 
 export function emptyEffects(): Effects {
   return {
     steps: [], flows: [], tasks: [], events: [], incidents: [], timers: [], subscriptions: [],
-    endedWaits: [], canceledTasks: [], compensationRuns: [], compensationMoves: [], terminated: false,
+    endedWaits: [], canceledTasks: [], compensationRuns: [], compensationMoves: [], terminated: false, loops: {},
   };
 }
 
@@ -185,6 +205,17 @@ function setStep(state: InstanceState, fx: Effects, stepId: string, status: Step
 
 function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects, resumed = false): void {
   if (fx.terminated) return;
+  if (step.kind === 'serviceTask' && step.task && step.multiInstance) {
+    const loop = state.loops?.[step.id];
+    if (resumed && loop) {
+      // An incident of the completion condition was retried: decide again, do not restart.
+      setStep(state, fx, step.id, 'active');
+      settleLoop(plan, step, loop, state, vars, fx);
+    } else {
+      startLoop(plan, step, state, vars, fx);
+    }
+    return;
+  }
   if (step.kind === 'serviceTask' && step.task) {
     setStep(state, fx, step.id, 'active');
     fx.tasks.push({ stepId: step.id, ...step.task });
@@ -266,6 +297,83 @@ function startWait(step: PlanStep, state: InstanceState, vars: Variables, fx: Ef
   }
   setStep(state, fx, step.id, 'active');
   fx.events.push({ kind: 'step:activated', stepId: step.id, data: { waitsFor: wait.trigger } });
+}
+
+/**
+ * A multi-instance service task starts: one external task per element of the
+ * collection, all at once (parallel) or the first only (sequential). An empty
+ * collection completes the step at once.
+ */
+function startLoop(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+  const mi = step.multiInstance as MultiInstanceSpec;
+  const items = evaluateList(mi.collection, vars);
+  if (!items.ok) {
+    raiseIncident(state, fx, step.id, 'condition_error', `Collection of multi-instance task ${step.id}: ${items.message}. Set it to a list, then retry the incident.`, { collection: mi.collection });
+    return;
+  }
+  setStep(state, fx, step.id, 'active');
+  fx.events.push({ kind: 'step:activated', stepId: step.id, data: { nrOfInstances: items.value.length, sequential: mi.sequential } });
+  for (const boundaryId of step.boundaries ?? []) startWait(stepById(plan, boundaryId), state, vars, fx);
+  const loop: LoopState = { items: items.value, created: 0, completed: [], results: items.value.map(() => null) };
+  (state.loops ??= {})[step.id] = loop;
+  fx.loops[step.id] = loop;
+  if (items.value.length === 0) {
+    settleLoop(plan, step, loop, state, vars, fx);
+    return;
+  }
+  for (let i = 0; i < (mi.sequential ? 1 : items.value.length); i++) createElement(step, loop, fx);
+}
+
+function createElement(step: PlanStep, loop: LoopState, fx: Effects): void {
+  const index = loop.created++;
+  const elementVariable = step.multiInstance?.elementVariable;
+  const localVariables: Variables = { ...(elementVariable ? { [elementVariable]: loop.items[index] } : {}), loopCounter: index };
+  fx.tasks.push({ stepId: step.id, ...(step.task as NonNullable<PlanStep['task']>), loopIndex: index, localVariables });
+}
+
+/**
+ * One element's task completed: its result is kept (outputElement over the
+ * completion variables, which stay local to the element), then the step completes
+ * when every element did or the completion condition holds (open elements are
+ * canceled); a sequential step starts its next element.
+ */
+export function completeLoopElement(plan: Plan, stepId: string, index: number, output: Variables, state: InstanceState, vars: Variables, fx: Effects): void {
+  const step = stepById(plan, stepId);
+  const loop = state.loops?.[stepId];
+  if (!step.multiInstance || !loop || loop.completed.includes(index)) return;
+  loop.completed.push(index);
+  const elementVariable = step.multiInstance.elementVariable;
+  const scope = { ...vars, ...(elementVariable ? { [elementVariable]: loop.items[index] } : {}), loopCounter: index, ...output };
+  const result = step.multiInstance.outputElement ? evaluateValue(step.multiInstance.outputElement, scope) : { ok: true as const, value: output };
+  loop.results[index] = result.ok ? result.value : null;
+  fx.loops[stepId] = loop;
+  fx.steps.push({ stepId, status: state.steps[stepId] as StepStatus }); // carries the new progress
+  fx.events.push({ kind: 'loop:element_completed', stepId, data: { loopCounter: index, nrOfCompletedInstances: loop.completed.length, ...(result.ok ? {} : { outputError: result.message }) } });
+  if (state.steps[stepId] === 'active') settleLoop(plan, step, loop, state, vars, fx);
+}
+
+function settleLoop(plan: Plan, step: PlanStep, loop: LoopState, state: InstanceState, vars: Variables, fx: Effects): void {
+  const mi = step.multiInstance as MultiInstanceSpec;
+  const total = loop.items.length;
+  const counts = { nrOfInstances: total, nrOfCompletedInstances: loop.completed.length, nrOfActiveInstances: loop.created - loop.completed.length };
+  let done = loop.completed.length === total;
+  if (!done && mi.completionCondition) {
+    const holds = evaluateCondition(mi.completionCondition.feel, { ...vars, ...counts });
+    if (!holds.ok) {
+      raiseIncident(state, fx, step.id, 'condition_error', `Completion condition of multi-instance task ${step.id}: ${holds.message}. Fix the variables, then retry the incident.`, { completionCondition: mi.completionCondition.source });
+      return;
+    }
+    done = holds.value;
+  }
+  if (!done) {
+    if (mi.sequential && loop.created < total) createElement(step, loop, fx);
+    return;
+  }
+  if (mi.outputCollection) vars[mi.outputCollection] = loop.results;
+  // Elements still open when the condition holds are canceled: their workers get LockLost.
+  if (loop.completed.length < loop.created) fx.canceledTasks.push(step.id);
+  fx.events.push({ kind: 'loop:completed', stepId: step.id, data: { ...counts, canceled: loop.created - loop.completed.length } });
+  completeStep(plan, step.id, state, vars, fx);
 }
 
 /**

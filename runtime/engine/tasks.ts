@@ -1,7 +1,7 @@
 // External-task transitions that move an instance: complete, failure, BPMN error.
 // Each locks the instance first, then applies the holder's guarded task update.
 import type { Plan } from '../compiler/plan.ts';
-import { completeStep, emptyEffects, findErrorBoundary, fireWait, type Effects, type Variables } from './advance.ts';
+import { completeLoopElement, completeStep, emptyEffects, findErrorBoundary, fireWait, type Effects, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition } from './transition.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
@@ -36,10 +36,14 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest): Pr
     const result = await markTaskDone(tx, { ...req, generation: instance.generation });
     if (!result.ok) return result;
     const plan = await planOf(engine, instance.definition_id);
-    const variables = { ...instance.variables, ...req.variables };
+    const step = indexPlan(plan).steps.get(result.task.step_id);
+    // A multi-instance element's completion variables stay local: they make its result, not instance variables.
+    const variables = step?.multiInstance ? { ...instance.variables } : { ...instance.variables, ...req.variables };
     const fx = emptyEffects();
     fx.events.push({ kind: 'task:completed', stepId: result.task.step_id, taskId: result.task.id, data: { workerId: req.workerId, attempt: result.task.attempt } });
-    if (indexPlan(plan).steps.get(result.task.step_id)?.compensationHandler) {
+    if (step?.multiInstance) {
+      completeLoopElement(plan, step.id, (result.task as { loop_index?: number }).loop_index ?? 0, req.variables ?? {}, instance.state, variables, fx);
+    } else if (step?.compensationHandler) {
       finishHandler(plan, result.task.step_id, await listCompensations(tx, instance.id, instance.generation), instance.state, variables, fx);
       await fault('compensation:mid-saga');
     } else {

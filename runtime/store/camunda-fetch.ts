@@ -115,7 +115,7 @@ function lockPickedSql(): string {
 }
 
 function answerSql(order: (alias: string) => string): string {
-  return `select l.*, i.business_key, i.variables, i.definition_id, i.definition_key, ${MATCHING_TYPES_SQL} as types
+  return `select l.*, i.business_key, i.variables || l.local_variables as variables, i.definition_id, i.definition_key, ${MATCHING_TYPES_SQL} as types
              from locked l join instances i on i.id = l.instance_id
             order by ${order('l')}`;
 }

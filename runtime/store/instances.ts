@@ -105,7 +105,7 @@ export async function lockInstanceOfTask(db: Queryable, taskId: string): Promise
 // for the row lock still reads other tables with the snapshot it started with,
 // so flows committed by the transition it waited for would be invisible.
 async function loadState(db: Queryable, instance: InstanceRow): Promise<LockedInstance> {
-  type StateRow = { flows: InstanceState['flows']; steps: InstanceState['steps']; completed: string[]; compensating: boolean; saga: boolean };
+  type StateRow = { flows: InstanceState['flows']; steps: InstanceState['steps']; completed: string[]; compensating: boolean; saga: boolean; loops: NonNullable<InstanceState['loops']> };
   const { rows } = await db.query<StateRow>({
     name: 'load_instance_state',
     text: `select coalesce((select jsonb_object_agg(flow_id, state) from flows where instance_id = $1), '{}') as flows,
@@ -113,10 +113,11 @@ async function loadState(db: Queryable, instance: InstanceRow): Promise<LockedIn
                   coalesce((select jsonb_agg(step_id order by completed_seq) from steps
                              where instance_id = $1 and status = 'completed' and completed_seq is not null), '[]') as completed,
                   exists (select 1 from compensations where instance_id = $1 and generation = $2 and state <> 'done') as compensating,
-                  exists (select 1 from compensations where instance_id = $1 and generation = $2 and throw_step_id is null) as saga`,
+                  exists (select 1 from compensations where instance_id = $1 and generation = $2 and throw_step_id is null) as saga,
+                  coalesce((select jsonb_object_agg(step_id, loop) from steps where instance_id = $1 and loop is not null), '{}') as loops`,
     values: [instance.id, instance.generation],
   });
-  const state = rows[0] ?? { flows: {}, steps: {}, completed: [], compensating: false, saga: false };
+  const state = rows[0] ?? { flows: {}, steps: {}, completed: [], compensating: false, saga: false, loops: {} };
   return {
     ...instance,
     state: {
@@ -124,6 +125,7 @@ async function loadState(db: Queryable, instance: InstanceRow): Promise<LockedIn
       steps: state.steps,
       completedOrder: state.completed,
       compensation: { active: state.compensating, saga: state.saga },
+      loops: state.loops,
     },
   };
 }
@@ -153,21 +155,23 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
   await db.query({
     name: 'apply_effects',
     text: `with
-      s as (insert into steps (instance_id, step_id, generation, status, ended_at, completed_seq)
+      s as (insert into steps (instance_id, step_id, generation, status, ended_at, completed_seq, loop)
             select $1::uuid, x.step_id, $2::int, x.status,
                    case when x.status in ('completed', 'skipped', 'canceled', 'failed', 'compensated') then now() end,
-                   case when x.status = 'completed' then nextval('events_seq') end
-              from unnest($3::text[], $4::text[]) with ordinality as x(step_id, status, n)
+                   case when x.status = 'completed' then nextval('events_seq') end,
+                   x.loop
+              from unnest($3::text[], $4::text[], $33::jsonb[]) with ordinality as x(step_id, status, loop, n)
              order by x.n
             on conflict (instance_id, step_id)
             do update set status = excluded.status, ended_at = excluded.ended_at,
-                          completed_seq = coalesce(excluded.completed_seq, steps.completed_seq)),
+                          completed_seq = coalesce(excluded.completed_seq, steps.completed_seq),
+                          loop = coalesce(excluded.loop, steps.loop)),
       f as (insert into flows (instance_id, flow_id, generation, state)
             select $1, x.flow_id, $2, x.state from unnest($5::text[], $6::text[]) as x(flow_id, state)),
-      t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key)
-            select $1, x.step_id, $2, x.topic, x.priority, x.retries, x.retries, x.idempotency_key
-              from unnest($7::text[], $8::text[], $9::int[], $10::int[], $22::text[])
-                   as x(step_id, topic, priority, retries, idempotency_key)),
+      t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables)
+            select $1, x.step_id, $2, x.topic, x.priority, x.retries, x.retries, x.idempotency_key, x.loop_index, x.local_variables
+              from unnest($7::text[], $8::text[], $9::int[], $10::int[], $22::text[], $34::int[], $35::jsonb[])
+                   as x(step_id, topic, priority, retries, idempotency_key, loop_index, local_variables)),
       inc as (insert into incidents (instance_id, step_id, generation, kind, message, details, task_id)
             select $1, x.step_id, $2, x.kind, x.message, x.details, x.task_id
               from unnest($11::text[], $12::text[], $13::text[], $14::jsonb[], $15::uuid[]) as x(step_id, kind, message, details, task_id)),
@@ -203,18 +207,20 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
       fx.incidents.map((x) => x.details ?? null), incidentTasks,
       fx.events.map((e) => e.kind), fx.events.map((e) => e.stepId ?? null), fx.events.map((e) => e.data ?? {}),
       p.status, p.variables, ended,
-      fx.tasks.map((t) => idempotencyKey(p.instance.id, t.stepId, p.instance.generation)),
+      fx.tasks.map((t) => idempotencyKey(p.instance.id, t.stepId, p.instance.generation, t.loopIndex)),
       timers.map((t) => t.stepId), timers.map((t) => ('interval' in t.due ? t.due.interval : null)), timers.map((t) => ('at' in t.due ? t.due.at : null)),
       subscriptions.map((x) => x.stepId), subscriptions.map((x) => x.kind), subscriptions.map((x) => x.name), subscriptions.map((x) => x.correlationKey),
       fx.endedWaits, fx.canceledTasks,
       fx.events.map((e) => e.taskId ?? null),
+      steps.map((s) => fx.loops[s.stepId] ?? null),
+      fx.tasks.map((t) => t.loopIndex ?? 0), fx.tasks.map((t) => t.localVariables ?? {}),
     ],
   });
 }
 
-/** The same for every attempt of one step in one generation, different for anything else. */
-export function idempotencyKey(instanceId: string, stepId: string, generation: number): string {
-  return `${instanceId}/${stepId}/${generation}`;
+/** The same for every attempt of one step (one element of a multi-instance step) in one generation, different for anything else. */
+export function idempotencyKey(instanceId: string, stepId: string, generation: number, loopIndex?: number): string {
+  return `${instanceId}/${stepId}/${generation}${loopIndex === undefined ? '' : `/${loopIndex}`}`;
 }
 
 // A step may change twice in one transition (an incident resolved, then completed);

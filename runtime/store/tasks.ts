@@ -120,7 +120,8 @@ function lockPickedSql(): string {
               order by l.instance_id)`;
 }
 
-const ANSWER_SQL = `select l.*, i.business_key, i.variables
+// A multi-instance element's own variables (element variable, loopCounter) win over the instance's.
+const ANSWER_SQL = `select l.*, i.business_key, i.variables || l.local_variables as variables
              from locked l join instances i on i.id = l.instance_id
             order by l.priority desc, l.created_at`;
 

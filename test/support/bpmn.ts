@@ -18,7 +18,7 @@ export type NodeSpec =
   | ({ id: string; type: 'eventStart' } & EventTrigger)
   | ({ id: string; type: 'boundaryEvent'; attachedTo: string; interrupting?: boolean } & EventTrigger)
   | { id: string; type: 'exclusiveGateway' | 'inclusiveGateway'; default?: string }
-  | { id: string; type: 'serviceTask'; topic: string; retries?: number; priority?: number; forCompensation?: boolean; onExhausted?: 'compensate' | 'incident' }
+  | { id: string; type: 'serviceTask'; topic: string; retries?: number; priority?: number; forCompensation?: boolean; onExhausted?: 'compensate' | 'incident'; multiInstance?: MultiInstance }
   /** compensation boundary on attachedTo, associated with the handler task */
   | { id: string; type: 'compensationBoundary'; attachedTo: string; handler: string }
   /** compensation throw: an intermediate throw event, or an end event with end: true */
@@ -27,6 +27,23 @@ export type NodeSpec =
   | { id: string; type: 'errorEndEvent'; code?: string }
   /** embedded subprocess with its own nodes and flows (flow ids default to <id>_Flow_<n>) */
   | { id: string; type: 'subProcess'; nodes: NodeSpec[]; flows: FlowSpec[] };
+
+/** multiInstanceLoopCharacteristics with camunda:collection/elementVariable and baton:outputCollection/outputElement */
+export interface MultiInstance {
+  collection: string;
+  elementVariable?: string;
+  sequential?: boolean;
+  completionCondition?: string;
+  outputCollection?: string;
+  outputElement?: string;
+}
+
+function loopXml(id: string, m: MultiInstance): string {
+  const attrs = `camunda:collection="${escapeXml(m.collection)}"${m.elementVariable ? ` camunda:elementVariable="${m.elementVariable}"` : ''}${m.sequential ? ' isSequential="true"' : ''}`
+    + `${m.outputCollection ? ` baton:outputCollection="${m.outputCollection}"` : ''}${m.outputElement ? ` baton:outputElement="${escapeXml(m.outputElement)}"` : ''}`;
+  const condition = m.completionCondition ? `<bpmn:completionCondition xsi:type="bpmn:tFormalExpression">${escapeXml(m.completionCondition)}</bpmn:completionCondition>` : '';
+  return `<bpmn:multiInstanceLoopCharacteristics id="${id}_loop" ${attrs}>${condition}</bpmn:multiInstanceLoopCharacteristics>`;
+}
 
 export interface FlowSpec {
   id?: string;
@@ -100,7 +117,7 @@ function renderScope(nodes: NodeSpec[], flows: FlowSpec[], flowPrefix: string, r
       case 'serviceTask': {
         const extra = `${n.retries !== undefined ? ` baton:retries="${n.retries}"` : ''}${n.priority !== undefined ? ` camunda:taskPriority="${n.priority}"` : ''}`
           + `${n.forCompensation ? ' isForCompensation="true"' : ''}${n.onExhausted ? ` baton:onExhausted="${n.onExhausted}"` : ''}`;
-        return `<bpmn:serviceTask id="${n.id}" camunda:type="external" camunda:topic="${escapeXml(n.topic)}"${extra}>${links}</bpmn:serviceTask>`;
+        return `<bpmn:serviceTask id="${n.id}" camunda:type="external" camunda:topic="${escapeXml(n.topic)}"${extra}>${links}${n.multiInstance ? loopXml(n.id, n.multiInstance) : ''}</bpmn:serviceTask>`;
       }
       case 'terminateEndEvent':
         return `<bpmn:endEvent id="${n.id}">${links}<bpmn:terminateEventDefinition id="${n.id}_def"/></bpmn:endEvent>`;

@@ -34,7 +34,7 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
     ['Rules', 'bpmn:BusinessRuleTask "Rules" (id Rules)'],
     ['Call', 'bpmn:CallActivity "Call" (id Call)'],
     ['Sub', 'bpmn:SubProcess "Sub" (id Sub): event subprocesses are not supported'],
-    ['Each', 'bpmn:ServiceTask with bpmn:MultiInstanceLoopCharacteristics "Each" (id Each): loops and multi-instance'],
+    ['Each', 'bpmn:ServiceTask with bpmn:StandardLoopCharacteristics "Each" (id Each): standard loops are not supported'],
     ['Timeout', 'bpmn:BoundaryEvent with bpmn:EscalationEventDefinition "Timeout" (id Timeout): boundary events catch exactly one timer, message, signal, error or compensation'],
     ['Wait', 'bpmn:IntermediateCatchEvent with bpmn:ConditionalEventDefinition "Wait" (id Wait): intermediate catch events wait for exactly one timer, message or signal'],
     ['Signal', 'bpmn:IntermediateThrowEvent "Signal" (id Signal)'],

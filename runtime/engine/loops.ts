@@ -1,0 +1,28 @@
+// FEEL values for multi-instance steps: the collection (a list) and each element's result.
+// The compiler refuses expressions that iterate, so these run inline (no budget thread).
+import { evaluate } from 'feelin';
+import type { Variables } from './advance.ts';
+
+export type ValueResult = { ok: true; value: unknown } | { ok: false; message: string };
+
+export function evaluateValue(feel: string, variables: Variables): ValueResult {
+  try {
+    const value: unknown = evaluate(feel, variables).value;
+    return { ok: true, value: value === undefined ? null : toJson(value) };
+  } catch (cause) {
+    return { ok: false, message: `expression "${feel}" failed: ${cause instanceof Error ? cause.message : String(cause)}` };
+  }
+}
+
+/** The collection must be a list; null (an unset variable) is refused too, not read as empty. */
+export function evaluateList(feel: string, variables: Variables): { ok: true; value: unknown[] } | { ok: false; message: string } {
+  const result = evaluateValue(feel, variables);
+  if (!result.ok) return result;
+  if (!Array.isArray(result.value)) return { ok: false, message: `"${feel}" is ${result.value === null ? 'null' : typeof result.value}, not a list` };
+  return { ok: true, value: result.value };
+}
+
+// FEEL gives back plain JSON for JSON input; dates and durations become their text.
+function toJson(value: unknown): unknown {
+  return JSON.parse(JSON.stringify(value) ?? 'null');
+}
