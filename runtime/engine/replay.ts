@@ -72,6 +72,11 @@ export function keptByReplay(plan: Plan, state: InstanceState): { steps: Set<str
       const host = byId.get(step.boundary.attachedTo);
       kept = host !== undefined && isKept(host);
     }
+    // Inside a subprocess that runs again, every step runs again from its start.
+    if (kept && step.scope !== undefined) {
+      const scope = byId.get(step.scope);
+      kept = scope !== undefined && isKept(scope);
+    }
     for (const flowId of step.incoming) {
       if (!kept) break;
       const source = byId.get(flowSource.get(flowId) ?? '');
