@@ -242,6 +242,20 @@ describe('error end events', () => {
     expect(instance.incidents).toEqual([expect.objectContaining({ stepId: 'fail', kind: 'bpmn_error', message: expect.stringContaining('Error end event fail threw error NO_STOCK') })]);
     expect(await statuses(id)).toMatchObject({ outer: 'active', inner: 'active', fail: 'incident' });
   });
+
+  it('given that incident, when an operator replays the instance, then the subprocesses run again from their start', async () => {
+    const id = await start(t.api, 'sp_uncaught', { variables: { stock: 0 } });
+    await completeOne('sp_uncaught-check', id);
+    await waitForStatus(t.api, id, 'incident');
+    const replay = await t.api.post(`/api/instances/${id}/replay`, {});
+    expect(replay.status).toBe(200);
+    expect(replay.body).toMatchObject({ instanceId: id, generation: 2 });
+    const check = await completeOne('sp_uncaught-check', id, { stock: 5 });
+    expect(check.idempotencyKey).toBe(`${id}/check/2`);
+    await completeOne('sp_uncaught-after', id);
+    await waitForStatus(t.api, id, 'completed');
+    expect(await statuses(id)).toMatchObject({ s: 'completed', outer: 'completed', inner: 'completed', is: 'completed', check: 'completed', fail: 'skipped', ie: 'completed', after: 'completed' });
+  });
 });
 
 describe('compensation of a subprocess', () => {
