@@ -1,7 +1,8 @@
 // Task statements the Camunda API needs beyond store/tasks.ts: Camunda callers name
 // only their workerId, so the lease is found by (task, worker); failures carry an
 // absolute retry count; a task can be locked by id.
-import type { Queryable } from './db.ts';
+import type { Pool, Queryable } from './db.ts';
+import { fetchWithinFlowLimits, flowLimitsCover, limitedPickSql, SPEND_TOKENS_SQL, TRAFFIC_WAIT_SET_SQL } from './flow-limits.ts';
 import { TASKS_CHANNEL } from './instances.ts';
 import type { ExternalTaskRow, GuardedTaskResult, TaskResultCall } from './tasks.ts';
 
@@ -15,13 +16,13 @@ export async function lockTokenOf(db: Queryable, taskId: string, workerId: strin
   return rows[0] ? { lockToken: rows[0].lock_token, instanceId: rows[0].instance_id } : undefined;
 }
 
-export type TaskGlance = Pick<ExternalTaskRow, 'state' | 'worker_id' | 'lock_token' | 'last_result'>;
+export type TaskGlance = Pick<ExternalTaskRow, 'state' | 'worker_id' | 'lock_token' | 'last_result' | 'topic'>;
 
 /** Miss path: what the task looks like now, to explain a refused call. */
 export async function glanceAtTask(db: Queryable, taskId: string): Promise<TaskGlance | undefined> {
   const { rows } = await db.query<TaskGlance>({
     name: 'camunda_glance_at_task',
-    text: 'select state, worker_id, lock_token, last_result from external_tasks where id = $1',
+    text: 'select state, worker_id, lock_token, last_result, topic from external_tasks where id = $1',
     values: [taskId],
   });
   return rows[0];
@@ -76,13 +77,15 @@ export type LockByIdResult =
  * task explicitly), or one whose lease expired before the sweeper returned it, gets a
  * new lease; the worker's own live lease is renewed (same token).
  */
-export async function lockTaskById(db: Queryable, p: { taskId: string; workerId: string; lockDurationMs: number }): Promise<LockByIdResult> {
+export async function lockTaskById(db: Pool, p: { taskId: string; workerId: string; lockDurationMs: number }): Promise<LockByIdResult> {
   const { rows } = await db.query<ExternalTaskRow>({
     name: 'camunda_lock_task_by_id',
     text: `with old as (
              select id, (state = 'locked' and worker_id = $2 and lock_expires_at > now()) as renew
                from external_tasks
-              where id = $1 and (state = 'ready' or (state = 'locked' and (worker_id = $2 or lock_expires_at <= now())))
+              where id = $1 and (state = 'locked' and (worker_id = $2 or lock_expires_at <= now())
+                                 -- a ready task of a flow-limited topic is locked under its limit (below)
+                                 or state = 'ready' and not exists (select 1 from flow_limit_topics fl where fl.topic = external_tasks.topic))
                 for update),
            u as (
              update external_tasks t
@@ -102,7 +105,41 @@ export async function lockTaskById(db: Queryable, p: { taskId: string; workerId:
   if (rows[0]) return { ok: true, task: rows[0] };
   const task = await glanceAtTask(db, p.taskId);
   if (!task || task.state === 'done' || task.state === 'canceled') return { ok: false, reason: 'not_found' };
+  if (task.state === 'ready' && (await flowLimitsCover(db, [task.topic]))) {
+    const limited = await lockTaskByIdWithinFlowLimits(db, { ...p, topic: task.topic });
+    if (limited) return { ok: true, task: limited };
+  }
   return { ok: false, reason: task.state === 'locked' ? 'locked_by_other' : 'not_lockable', task };
+}
+
+// A ready task of a flow-limited topic: locked only if its resource has capacity now (no capacity: not_lockable).
+async function lockTaskByIdWithinFlowLimits(pool: Pool, p: { taskId: string; workerId: string; lockDurationMs: number; topic: string }): Promise<ExternalTaskRow | undefined> {
+  const { tasks } = await fetchWithinFlowLimits(pool, [p.topic], async (tx, resources) => {
+    const { rows } = await tx.query<ExternalTaskRow>({
+      name: 'camunda_lock_task_by_id_limited',
+      text: `with ${limitedPickSql({
+               topics: '$4', maxTasks: '1', resources: '$5', order: (a) => `${a}.created_at`,
+               candidates: `select t.id, t.priority, t.created_at from external_tasks t
+                             where t.id = $1 and t.topic = any(g.topics) and t.state = 'ready'`,
+             })},
+           locked as (
+             update external_tasks t
+                set state = 'locked', lock_expires_at = statement_timestamp() + $3::bigint * interval '1 millisecond', worker_id = $2,
+                    lock_token = gen_random_uuid(), attempt = t.attempt + 1, last_result = null,
+                    ${TRAFFIC_WAIT_SET_SQL}
+               from picked where t.id = picked.id
+          returning t.*),
+           ${SPEND_TOKENS_SQL},
+           ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
+                  select instance_id, generation, 'task:locked', step_id, id, attempt,
+                         jsonb_build_object('workerId', worker_id, 'lockExpiresAt', lock_expires_at, 'trafficWaitMs', traffic_wait_ms)
+                    from locked)
+           select * from locked`,
+      values: [p.taskId, p.workerId, p.lockDurationMs, [p.topic], resources],
+    });
+    return rows;
+  });
+  return tasks[0];
 }
 
 /** Camunda's unlock names no worker: whoever holds the lease loses it. */

@@ -186,6 +186,26 @@ describe('maxConcurrent', () => {
   });
 });
 
+describe('Camunda lock by id', () => {
+  it('given the resource full, then POST /engine-rest/external-task/{id}/lock refuses a ready task (400, still ready) and locks it once capacity frees', async () => {
+    const topic = 'lock-by-id';
+    await put(topic, { maxConcurrent: 1, maxStartsPerSecond: 0 });
+    await readyTasks(topic, 2);
+    const [first] = await fetchTasks(t.api, 'holder', [topic]);
+    const { rows } = await t.db.pool.query<{ id: string }>(`select id from external_tasks where topic = $1 and state = 'ready'`, [topic]);
+    const waiting = rows[0]!.id;
+    const refused = await t.api.post(`/engine-rest/external-task/${waiting}/lock`, { workerId: 'c', lockDuration: 10_000 });
+    expect(refused.status).toBe(400);
+    expect(refused.body.type).toBe('RestException');
+    expect(await held([topic])).toBe(1);
+    await complete(t.api, first!, 'holder');
+    const locked = await t.api.post(`/engine-rest/external-task/${waiting}/lock`, { workerId: 'c', lockDuration: 10_000 });
+    expect(locked.status).toBe(204);
+    const { rows: after } = await t.db.pool.query(`select state, worker_id, attempt, traffic_wait_ms from external_tasks where id = $1`, [waiting]);
+    expect(after[0]).toMatchObject({ state: 'locked', worker_id: 'c', attempt: 1 });
+  });
+});
+
 describe('maxStartsPerSecond', () => {
   it('given maxStartsPerSecond 5, when workers fetch for 4 s, then at most 20 + 5 locks start (bucket of 5), and every 1 s window holds at most 5 + 5', async () => {
     const topic = 'rate5';
