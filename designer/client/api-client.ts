@@ -26,7 +26,7 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
     const refused = await answer<T>(res).catch((err: ApiError) => err);
     if (!(refused instanceof ApiError)) return refused;
     const token = await askForToken(refused.message);
-    if (token === undefined) throw new ApiError(401, 'Unauthorized', `${refused.message}. Set a token (the key button at the top) and try again`);
+    if (token === undefined) throw new ApiError(401, 'Unauthorized', `${refused.message}. Set a token (the token button at the top right) and try again`);
   }
 }
 

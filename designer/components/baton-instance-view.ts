@@ -1,8 +1,9 @@
 // One instance, live: its version's diagram marked by step status, tasks, incidents,
-// variables and the history timeline. Updates come from client/live.ts.
+// variables, the history timeline and the progress log. Updates come from client/live.ts:
+// Socket.IO frames, each of which also re-reads the detail.
 import { html, nothing } from 'lit';
 import { api, ApiError } from '../client/api-client.ts';
-import { watchInstance, type InstanceSnapshot } from '../client/live.ts';
+import { progressText, watchInstance, type InstanceSnapshot, type LiveState, type LogEntry } from '../client/live.ts';
 import type { HistoryEvent } from '../client/types.ts';
 import { createViewer } from '../modeler/create-modeler.ts';
 import type { Canvas, DiagramHost } from '../modeler/diagram-services.ts';
@@ -15,11 +16,17 @@ export class BatonInstanceView extends LightElement {
     snapshot: { state: true },
     error: { state: true },
     actionError: { state: true },
+    log: { state: true },
+    liveState: { state: true },
+    liveMessage: { state: true },
   };
   declare instanceId: string;
   declare snapshot: InstanceSnapshot | undefined;
   declare error: string;
   declare actionError: string;
+  declare log: readonly LogEntry[];
+  declare liveState: LiveState;
+  declare liveMessage: string;
   private viewer: DiagramHost | undefined;
   private diagramLoaded: Promise<void> | undefined;
   private stop: (() => void) | undefined;
@@ -30,12 +37,23 @@ export class BatonInstanceView extends LightElement {
     this.snapshot = undefined;
     this.error = '';
     this.actionError = '';
+    this.log = [];
+    this.liveState = 'connecting';
+    this.liveMessage = '';
   }
 
   override firstUpdated(): void {
     this.viewer = createViewer(this.querySelector('.canvas') as HTMLElement);
-    this.stop = watchInstance(this.instanceId, (s) => void this.onSnapshot(s), (err: ApiError) => {
-      this.error = err.status === 404 ? `No instance ${this.instanceId}` : `Live updates paused: ${err.message}`;
+    this.stop = watchInstance(this.instanceId, {
+      onSnapshot: (s) => void this.onSnapshot(s),
+      onLog: (entries) => (this.log = [...entries]),
+      onState: (state, message) => {
+        this.liveState = state;
+        this.liveMessage = message ?? '';
+      },
+      onError: (err: ApiError) => {
+        this.error = err.status === 404 ? `No instance ${this.instanceId}` : `Live updates paused: ${err.message}`;
+      },
     });
   }
 
@@ -87,6 +105,25 @@ export class BatonInstanceView extends LightElement {
     </li>`)}</ol>`;
   }
 
+  private renderLog() {
+    const lines = this.log.map((entry) => {
+      if (entry.type === 'gap') return html`<li class="log-gap">frames ${entry.fromSeq}–${entry.toSeq} of generation ${entry.generation} were deleted by retention</li>`;
+      if (entry.type === 'generation') return html`<li class="log-generation">replayed: generation ${entry.generation}</li>`;
+      const f = entry.frame;
+      const stepId = typeof f.data.stepId === 'string' ? f.data.stepId : undefined;
+      return html`<li data-seq=${f.seq} data-kind=${f.kind}>
+        <span class="seq">#${f.seq}</span> <time>${formatTime(f.at)}</time> <span class="kind">${f.kind}</span>
+        ${stepId ? html`<code>${stepId}</code>` : nothing}
+        ${f.kind === 'task:progress' ? html`<span class="progress-text">${progressText(f)}</span>` : nothing}
+      </li>`;
+    });
+    const state = { connecting: 'connecting…', live: 'live', offline: 'offline: will catch up when the network is back', reconnecting: 'reconnecting…', refused: 'refused' }[this.liveState];
+    return html`<section aria-label="Progress log" class="progress"><h2>Progress log
+        <span class="live-state live-${this.liveState}" data-state=${this.liveState}>${state}${this.liveMessage ? `: ${this.liveMessage}` : ''}</span></h2>
+      ${lines.length === 0 ? html`<p class="empty">No frames yet.</p>` : html`<ol class="progress-log" aria-live="polite">${lines}</ol>`}
+    </section>`;
+  }
+
   private renderDetail(s: InstanceSnapshot) {
     const d = s.detail;
     const open = d.status === 'running' || d.status === 'incident';
@@ -114,6 +151,7 @@ export class BatonInstanceView extends LightElement {
               <td>${formatTime(t.lockExpiresAt)}</td><td>${t.attempt}</td><td>${t.retriesLeft}</td></tr>`)}</tbody></table>`}
         </section>
         <section aria-label="Variables"><h2>Variables</h2><pre class="variables">${JSON.stringify(d.variables, null, 2)}</pre></section>
+        ${this.renderLog()}
         <section aria-label="History"><h2>History</h2>${this.renderHistory(s.history)}</section>
       </div>`;
   }

@@ -65,7 +65,7 @@ export class BatonTokenDialog extends LightElement {
     return html`
       <button class="token-button" type="button" aria-haspopup="dialog" @click=${() => void this.edit()}
         title=${this.hasToken ? 'An API token is set for this browser' : 'No API token set'}>
-        🔑 ${this.hasToken ? 'Token set' : 'Set token'}
+        ${this.hasToken ? 'Token set' : 'Set token'}
       </button>
       <dialog class="token-dialog" aria-labelledby="token-dialog-title" @cancel=${(e: Event) => { e.preventDefault(); this.finish(undefined); }}>
         <form @submit=${(e: Event) => this.onSubmit(e)}>
