@@ -10,12 +10,13 @@ import { OPS_USAGE, runOpsCommand } from './ops/commands.ts';
 import { readSecuritySettings } from './security/settings.ts';
 import { LOG_REDACTION } from './security/redact.ts';
 import { within } from './ops/shutdown.ts';
-import { configureFeelBudget } from './shared/feel-budget.ts';
+import { configureFeelBudget, startFeelThread } from './shared/feel-budget.ts';
 
 async function serve(config: Config): Promise<void> {
   const log = pino({ level: config.logLevel, redact: LOG_REDACTION });
   const security = readSecuritySettings();
   configureFeelBudget(security.feel);
+  startFeelThread();
   let embedded: EmbeddedPostgresHandle | undefined;
   let server: BatonServer | undefined;
   let stopping = false;

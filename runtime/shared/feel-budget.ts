@@ -145,6 +145,11 @@ function startThread(): EvaluationThread {
   return { worker, port: port1, flags };
 }
 
+/** Starts the thread now (about 0.4 s), so the first looping evaluation does not wait for it inside a transition. */
+export function startFeelThread(): void {
+  thread ??= startThread();
+}
+
 /**
  * Evaluates in the thread, blocking the caller for at most budget.timeMs.
  * Synchronous on purpose: conditions are decided inside a transition.
