@@ -10,12 +10,13 @@ beforeAll(async () => {
     { id: 's', type: 'startEvent' }, { id: 'wait', type: 'catchEvent', timer: { duration: 'PT0.2S' } },
     { id: 'after', type: 'serviceTask', topic: 'after-pause' }, { id: 'e', type: 'endEvent' },
   ], [{ from: 's', to: 'wait' }, { from: 'wait', to: 'after' }, { from: 'after', to: 'e' }]));
-  // A task with an interrupting timeout and a non-interrupting reminder.
-  await deploy(t.api, buildBpmn('approval', [
+  // A task with an interrupting timeout and a non-interrupting reminder; 'approval-slow'
+  // has the same shape with timers far enough away for a worker on a loaded machine.
+  for (const [key, timeout, remind] of [['approval', 'PT0.6S', 'PT0.15S'], ['approval-slow', 'PT60S', 'PT30S']] as const) await deploy(t.api, buildBpmn(key, [
     { id: 's', type: 'startEvent' },
-    { id: 'approve', type: 'serviceTask', topic: 'approve' },
-    { id: 'timeout', type: 'boundaryEvent', attachedTo: 'approve', timer: { duration: 'PT0.6S' } },
-    { id: 'remind', type: 'boundaryEvent', attachedTo: 'approve', interrupting: false, timer: { duration: 'PT0.15S' } },
+    { id: 'approve', type: 'serviceTask', topic: key === 'approval' ? 'approve' : 'approve-slow' },
+    { id: 'timeout', type: 'boundaryEvent', attachedTo: 'approve', timer: { duration: timeout } },
+    { id: 'remind', type: 'boundaryEvent', attachedTo: 'approve', interrupting: false, timer: { duration: remind } },
     { id: 'reminder', type: 'serviceTask', topic: 'send-reminder' },
     { id: 'escalate', type: 'serviceTask', topic: 'escalate' },
     { id: 'done', type: 'endEvent' }, { id: 'reminded', type: 'endEvent' }, { id: 'escalated', type: 'endEvent' },
@@ -76,8 +77,8 @@ describe('timers', () => {
   });
 
   it('given the task completes before its timers, then the timers are canceled and never fire', async () => {
-    const id = await start(t.api, 'approval');
-    const approve = await fetchOne(t.api, 'quick', 'approve');
+    const id = await start(t.api, 'approval-slow');
+    const approve = await fetchOne(t.api, 'quick', 'approve-slow');
     expect((await complete(t.api, approve, 'quick')).status).toBe(204);
     const done = await waitForStatus(t.api, id, 'completed');
     expect(done.steps.find((s: { stepId: string }) => s.stepId === 'timeout').status).toBe('skipped');
