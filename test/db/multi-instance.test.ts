@@ -27,6 +27,13 @@ beforeAll(async () => {
   await deploy(t.api, loopBpmn('mi_seq', { collection: '${legs}', elementVariable: 'leg', sequential: true, outputCollection: 'booked' }));
   await deploy(t.api, loopBpmn('mi_quorum', { collection: 'voters', elementVariable: 'voter', completionCondition: '${nrOfCompletedInstances >= 2}', outputCollection: 'votes', outputElement: '= vote' }));
   await deploy(t.api, loopBpmn('mi_fragile', { collection: 'parts', elementVariable: 'part' }, 0));
+  await deploy(t.api, buildBpmn('mi_timed', [
+    { id: 's', type: 'startEvent' },
+    { id: 'each', type: 'serviceTask', topic: 'mi_timed-each', multiInstance: { collection: 'jobs', elementVariable: 'job' } },
+    { id: 'late', type: 'boundaryEvent', attachedTo: 'each', timer: { duration: 'PT0.3S' } },
+    { id: 'giveUp', type: 'serviceTask', topic: 'mi_timed-give-up' },
+    { id: 'e', type: 'endEvent' }, { id: 'e2', type: 'endEvent' },
+  ], [{ from: 's', to: 'each' }, { from: 'each', to: 'e' }, { from: 'late', to: 'giveUp' }, { from: 'giveUp', to: 'e2' }]));
 });
 afterAll(async () => {
   await t.close();
@@ -135,6 +142,22 @@ describe('parallel multi-instance', () => {
     await complete(t.api, again, 'w');
     await complete(t.api, await fetchOne(t.api, 'w', 'mi_fragile-after'), 'w');
     await waitForStatus(t.api, id, 'completed');
+  });
+});
+
+describe('boundaries on a multi-instance step', () => {
+  it('given an interrupting timer on the step, then when it fires every open element is canceled and the timeout path runs', async () => {
+    const id = await start(t.api, 'mi_timed', { variables: { jobs: ['j1', 'j2', 'j3'] } });
+    const [j1, j2] = await fetchAll('mi_timed-each', 3);
+    await complete(t.api, j1 as LockedTask, 'w');
+    const giveUp = await fetchOne(t.api, 'w', 'mi_timed-give-up');
+    expect(giveUp.instanceId).toBe(id);
+    expect((await complete(t.api, j2 as LockedTask, 'w')).status).toBe(409);
+    expect((await taskRows(id)).map((r) => [r.loop_index, r.state])).toEqual([[0, 'done'], [1, 'canceled'], [2, 'canceled']]);
+    await complete(t.api, giveUp, 'w');
+    const done = await waitForStatus(t.api, id, 'completed');
+    const status = Object.fromEntries(done.steps.map((s: { stepId: string; status: string }) => [s.stepId, s.status]));
+    expect(status).toMatchObject({ each: 'canceled', late: 'completed', giveUp: 'completed', e: 'skipped' });
   });
 });
 

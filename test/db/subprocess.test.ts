@@ -103,9 +103,26 @@ const tripBpmn = buildBpmn('sub_trip', [
   { id: 'undoTrip', type: 'compensationThrow', activityRef: 'trip', end: true },
 ], [{ from: 's', to: 'c' }, { from: 'c', to: 'trip' }, { from: 'trip', to: 'undoTrip' }]);
 
+/** c (undoC) -> sub [ss -> a (undoA) -> undoHere (compensation throw, no activityRef) -> se] -> e: only a is compensated */
+const innerSagaBpmn = buildBpmn('sub_inner_saga', [
+  { id: 's', type: 'startEvent' },
+  { id: 'c', type: 'serviceTask', topic: 'sp-inner-c' },
+  { id: 'cComp', type: 'compensationBoundary', attachedTo: 'c', handler: 'undoC' },
+  { id: 'undoC', type: 'serviceTask', topic: 'sp-inner-undo', forCompensation: true },
+  { id: 'sub', type: 'subProcess', nodes: [
+    { id: 'ss', type: 'startEvent' },
+    { id: 'a', type: 'serviceTask', topic: 'sp-inner-a' },
+    { id: 'aComp', type: 'compensationBoundary', attachedTo: 'a', handler: 'undoA' },
+    { id: 'undoA', type: 'serviceTask', topic: 'sp-inner-undo', forCompensation: true },
+    { id: 'undoHere', type: 'compensationThrow' },
+    { id: 'se', type: 'endEvent' },
+  ], flows: [{ from: 'ss', to: 'a' }, { from: 'a', to: 'undoHere' }, { from: 'undoHere', to: 'se' }] },
+  { id: 'e', type: 'endEvent' },
+], [{ from: 's', to: 'c' }, { from: 'c', to: 'sub' }, { from: 'sub', to: 'e' }]);
+
 beforeAll(async () => {
   t = await startTestServer();
-  for (const xml of [orderBpmn, slowBpmn, nestedBpmn('sp_nested', true), nestedBpmn('sp_uncaught', false), tripBpmn]) await deploy(t.api, xml);
+  for (const xml of [orderBpmn, slowBpmn, nestedBpmn('sp_nested', true), nestedBpmn('sp_uncaught', false), tripBpmn, innerSagaBpmn]) await deploy(t.api, xml);
 });
 afterAll(async () => {
   await t.close();
@@ -274,5 +291,17 @@ describe('compensation of a subprocess', () => {
     await waitForStatus(t.api, id, 'completed');
     expect(await statuses(id)).toMatchObject({ a: 'compensated', b: 'compensated', c: 'completed', trip: 'completed', undoTrip: 'completed' });
     expect(await fetchTasks(t.api, 'w', ['sp-undo'])).toEqual([]);
+  });
+
+  it('given a compensation throw without activityRef inside a subprocess, then only the steps of that subprocess are compensated', async () => {
+    const id = await start(t.api, 'sub_inner_saga');
+    await completeOne('sp-inner-c', id);
+    await completeOne('sp-inner-a', id);
+    const undo = await fetchOne(t.api, 'w', 'sp-inner-undo');
+    expect(undo.stepId).toBe('undoA');
+    await complete(t.api, undo, 'w');
+    await waitForStatus(t.api, id, 'completed');
+    expect(await fetchTasks(t.api, 'w', ['sp-inner-undo'])).toEqual([]);
+    expect(await statuses(id)).toMatchObject({ c: 'completed', a: 'compensated', undoHere: 'completed', sub: 'completed', e: 'completed' });
   });
 });
