@@ -5,7 +5,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { startBatonServer, type BatonServer } from '../../runtime/server.ts';
 import {
-  FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, check, costMark, costSince, env, median, pct, pool, quickMode, report, sizes, sleep,
+  FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, check, costMark, costSince, env, median, partial, pct, pool, quickMode, report, sizes, sleep,
   type SystemResult, type ThroughputRound,
 } from './common.ts';
 
@@ -192,7 +192,7 @@ async function preload(db: pg.Client, completed: number, waiting: number): Promi
   await db.query('set session_replication_role = replica');
   await db.query('set synchronous_commit = off');
   await db.query(`create temp table pre_done as
-    select gen_random_uuid() as id, gen_random_uuid() as task_id, now() - interval '2 days' + g * interval '1 ms' as at from generate_series(1, $1) g`, [completed]);
+    select gen_random_uuid() as id, gen_random_uuid() as task_id, now() - interval '2 days' + g * interval '1 ms' as at from generate_series(1, $1) g order by 1`, [completed]);
   await db.query(`insert into instances (id, definition_id, definition_key, definition_version, status, revision, created_at, updated_at, ended_at)
     select id, $1, 'bench-single', 1, 'completed', 3, at, at, at from pre_done`, [def('bench-single')]);
   await db.query(`insert into external_tasks (id, instance_id, step_id, generation, topic, state, retries, retries_left, attempt, worker_id, lock_token,
@@ -206,7 +206,7 @@ async function preload(db: pg.Client, completed: number, waiting: number): Promi
     select id, 1, k.kind, k.step_id, case when k.step_id = 'work' then task_id end, case when k.step_id = 'work' then 1 end, at
       from pre_done, (values ('instance:started', null), ('task:locked', 'work'), ('task:completed', 'work'), ('instance:completed', null)) k(kind, step_id)`);
   await db.query(`create temp table pre_wait as
-    select gen_random_uuid() as id, g <= $1 as on_timer, now() - interval '1 day' + g * interval '1 ms' as at from generate_series(1, $2) g`,
+    select gen_random_uuid() as id, g <= $1 as on_timer, now() - interval '1 day' + g * interval '1 ms' as at from generate_series(1, $2) g order by 1`,
   [timersWaiting, waiting]);
   await db.query(`insert into instances (id, definition_id, definition_key, definition_version, status, revision, created_at, updated_at)
     select id, case when on_timer then $1::uuid else $2::uuid end, case when on_timer then 'bench-far-timer' else 'bench-message' end, 1, 'running', 2, at, at
@@ -222,8 +222,49 @@ async function preload(db: pg.Client, completed: number, waiting: number): Promi
     select id, 'wait', 1, 'message', 'bench-paid', id::text, at from pre_wait where not on_timer`);
   await db.query('set session_replication_role = origin');
   await db.query('vacuum analyze');
-  return `${completed.toLocaleString('en-US')} completed (instance, task, 3 steps, 2 flows, 4 events each); `
+  return `empty database: 1 instance on a timer; preloaded: ${completed.toLocaleString('en-US')} completed (instance, task, 3 steps, 2 flows, 4 events each); `
     + `${timersWaiting.toLocaleString('en-US')} on a timer + ${messagesWaiting.toLocaleString('en-US')} on a message`;
+}
+
+/**
+ * Workload 6: the hot path on an empty database and on the preloaded one, the rounds
+ * alternating between the two (a fresh server each time, warmed up first), so that a
+ * change in the machine's load falls on both sides alike.
+ */
+async function scale(emptyUrl: string, loadedUrl: string, result: SystemResult): Promise<void> {
+  const loadedDb = new pg.Client({ connectionString: loadedUrl });
+  await loadedDb.connect();
+  const deploy = async (server: BatonServer) => {
+    for (const xml of [singleXml, farTimerXml, messageXml]) await post(`${server.url}/api/definitions`, { xml });
+  };
+  try {
+    // One instance waits on a far timer in the empty database too: with no waiting timer at
+    // all, the timer scheduler re-polls without pause and the comparison would measure that.
+    await withServer(emptyUrl, async (server) => {
+      await deploy(server);
+      await start(server.url, 'bench-far-timer');
+    });
+    await withServer(loadedUrl, deploy);
+    const t0 = performance.now();
+    const rows = await timed('preload', () => preload(loadedDb, size.scaleCompleted, size.scaleWaiting));
+    const preloadSeconds = (performance.now() - t0) / 1000;
+    const empty = { fetch: [] as number[], complete: [] as number[] };
+    const loaded = { fetch: [] as number[], complete: [] as number[] };
+    const sample = (url: string, into: { fetch: number[]; complete: number[] }) => withServer(url, async (server) => {
+      await hotPathLatency(server.url, 20); // warm-up: prepared statements, JIT of the server code
+      const r = await hotPathLatency(server.url, size.scaleSamples);
+      into.fetch.push(r.fetch);
+      into.complete.push(r.complete);
+    });
+    for (let round = 0; round < RUNS; round++) {
+      await sample(emptyUrl, empty);
+      await sample(loadedUrl, loaded);
+      result.scale = { preloadSeconds, rows, empty, loaded };
+      partial(result);
+    }
+  } finally {
+    await loadedDb.end();
+  }
 }
 
 async function main(): Promise<void> {
@@ -237,61 +278,40 @@ async function main(): Promise<void> {
     system: 'Baton', version, settings: `HTTP /api on loopback, same process as the clients; pool 20; fetch maxTasks 10, long poll 1 s`,
     single: [], chain: [], fanout: [], pickup: [], timers: [], checks: [], notes: [],
   };
+  // Round 1 of workloads 1-5, then workload 6, then rounds 2 and 3: a run stopped at a
+  // --deadline still has every workload once. One server at a time (each polls on its own).
+  const rounds = (from: number, to: number) => withServer(dbUrl, async (server) => {
+    for (const xml of [singleXml, chainXml, fanoutXml]) await post(`${server.url}/api/definitions`, { xml });
+    if (from === 0 && process.env.BENCH_PARK_TIMER === '1') {
+      // With no waiting timer the scheduler re-polls at once (see docs/PERFORMANCE.md); one far timer stops that.
+      await post(`${server.url}/api/definitions`, { xml: farTimerXml });
+      await start(server.url, 'bench-far-timer');
+      result.notes.push('BENCH_PARK_TIMER=1: one instance waits on a 30-day timer throughout');
+    }
+    for (let round = from; round < to; round++) {
+      result.single!.push(await timed('single', () => throughput(server.url, admin, 'bench-single', ['single'], size.single, 1)));
+      result.chain!.push(await timed('chain', () => throughput(server.url, admin, 'bench-chain', ['chain-1', 'chain-2', 'chain-3'], size.chain, 3)));
+      result.fanout!.push(await timed('fanout', () => throughput(server.url, admin, 'bench-fanout', ['fan'], size.fanout, FANOUT_BRANCHES)));
+      result.pickup!.push(await timed('pickup', () => pickupLatency(server.url, size.pickups)));
+      // the timers fall due once the starts are done (at the rate workload 1 just measured), over TIMER_SPREAD_S
+      const leadSeconds = Math.min(60, Math.ceil(size.timers / result.single!.at(-1)!.perSec)) + 1;
+      result.timers!.push(await timed('timers', () => timerLateness(server.url, db, round, leadSeconds)));
+      partial(result);
+    }
+  });
   try {
-    await withServer(dbUrl, async (server) => {
-      await db.connect();
-      for (const xml of [singleXml, chainXml, fanoutXml]) await post(`${server.url}/api/definitions`, { xml });
-      if (process.env.BENCH_PARK_TIMER === '1') {
-        // With no waiting timer the scheduler re-polls at once (see docs/PERFORMANCE.md); one far timer stops that.
-        await post(`${server.url}/api/definitions`, { xml: farTimerXml });
-        await start(server.url, 'bench-far-timer');
-        result.notes.push('BENCH_PARK_TIMER=1: one instance waits on a 30-day timer throughout');
-      }
-      for (let round = 0; round < RUNS; round++) {
-        if (!workloads.has('throughput')) break;
-        result.single!.push(await timed('single', () => throughput(server.url, admin, 'bench-single', ['single'], size.single, 1)));
-        result.chain!.push(await timed('chain', () => throughput(server.url, admin, 'bench-chain', ['chain-1', 'chain-2', 'chain-3'], size.chain, 3)));
-        result.fanout!.push(await timed('fanout', () => throughput(server.url, admin, 'bench-fanout', ['fan'], size.fanout, FANOUT_BRANCHES)));
-        result.pickup!.push(await timed('pickup', () => pickupLatency(server.url, size.pickups)));
-        // the timers fall due once the starts are done (at the rate workload 1 just measured), over TIMER_SPREAD_S
-        const leadSeconds = Math.min(60, Math.ceil(size.timers / result.single!.at(-1)!.perSec)) + 1;
-        result.timers!.push(await timed('timers', () => timerLateness(server.url, db, round, leadSeconds)));
-      }
-      if (!workloads.has('throughput')) return;
+    await db.connect();
+    if (workloads.has('throughput')) await rounds(0, 1);
+    if (workloads.has('scale')) await scale(env('BENCH_SCALE_EMPTY_DB_URL'), scaleUrl, result);
+    if (workloads.has('throughput')) {
+      await rounds(1, RUNS);
       await checkExactlyOnce(result, db, 'bench-single', RUNS * (size.single + size.pickups), RUNS * (size.single + size.pickups));
       await checkExactlyOnce(result, db, 'bench-chain', RUNS * size.chain, RUNS * size.chain * 3);
       await checkExactlyOnce(result, db, 'bench-fanout', RUNS * size.fanout, RUNS * size.fanout * FANOUT_BRANCHES);
       const { rows: [t] } = await db.query<{ n: number }>(
         `select count(*)::int as n from instances where definition_key like 'bench-timer-%' and status = 'completed'`);
       check(result, `timers: ${RUNS * size.timers} instances completed`, t!.n === RUNS * size.timers, `${t!.n} completed`);
-    });
-
-    // Workload 6: the same hot path on an empty database, then after the preload.
-    if (!workloads.has('scale')) return report(result);
-    const scaleDb = new pg.Client({ connectionString: scaleUrl });
-    await withServer(scaleUrl, async (server) => {
-      await scaleDb.connect();
-      for (const xml of [singleXml, farTimerXml, messageXml]) await post(`${server.url}/api/definitions`, { xml });
-      const empty = { fetch: [] as number[], complete: [] as number[] };
-      const loaded = { fetch: [] as number[], complete: [] as number[] };
-      await hotPathLatency(server.url, 20); // warm-up: prepared statements, JIT of the server code
-      for (let round = 0; round < RUNS; round++) {
-        const r = await hotPathLatency(server.url, size.scaleSamples);
-        empty.fetch.push(r.fetch);
-        empty.complete.push(r.complete);
-      }
-      const t0 = performance.now();
-      const rows = await timed('preload', () => preload(scaleDb, size.scaleCompleted, size.scaleWaiting));
-      const preloadSeconds = (performance.now() - t0) / 1000;
-      await hotPathLatency(server.url, 20);
-      for (let round = 0; round < RUNS; round++) {
-        const r = await hotPathLatency(server.url, size.scaleSamples);
-        loaded.fetch.push(r.fetch);
-        loaded.complete.push(r.complete);
-      }
-      result.scale = { preloadSeconds, rows, empty, loaded };
-    });
-    await scaleDb.end();
+    }
   } finally {
     await db.end().catch(() => undefined);
     await admin.end();

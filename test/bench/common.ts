@@ -31,7 +31,13 @@ export const QUICK: Sizes = {
   single: 150, chain: 50, fanout: 10, pickups: 20, timers: 150,
   scaleCompleted: 10_000, scaleWaiting: 1_000, scaleSamples: 20,
 };
-export const sizes = (quick: boolean): Sizes => (quick ? QUICK : FULL);
+export const sizes = (quick: boolean): Sizes => {
+  const base = quick ? QUICK : FULL;
+  // BENCH_SCALE_COMPLETED / BENCH_SCALE_WAITING: a different preload, for working on workload 6 only
+  const completed = Number(process.env.BENCH_SCALE_COMPLETED ?? base.scaleCompleted);
+  const waiting = Number(process.env.BENCH_SCALE_WAITING ?? base.scaleWaiting);
+  return { ...base, scaleCompleted: completed, scaleWaiting: waiting };
+};
 
 /** Concurrent producers (starts / job inserts) and workers in the throughput workloads. */
 export const PRODUCERS = 16;
@@ -126,6 +132,11 @@ export function report(result: SystemResult): void {
     process.stderr.write(`${result.system}: ${queries} queries; most frequent:\n${top.map(([k, n]) => `  ${String(n).padStart(8)}  ${k}`).join('\n')}\n`);
   }
   process.stdout.write(`BENCH_RESULT ${JSON.stringify(result)}\n`);
+}
+
+/** After each round: what is measured so far, which run.ts keeps if it has to stop the child (--deadline). */
+export function partial(result: SystemResult): void {
+  process.stdout.write(`BENCH_PARTIAL ${JSON.stringify(result)}\n`);
 }
 
 export function env(name: string): string {

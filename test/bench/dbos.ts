@@ -6,7 +6,7 @@
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import pg from 'pg';
 import {
-  FANOUT_BRANCHES, RUNS, WORKERS, check, costMark, costSince, env, pool, quickMode, report, sizes,
+  FANOUT_BRANCHES, RUNS, WORKERS, check, costMark, costSince, env, partial, pool, quickMode, report, sizes,
   packageVersion, type SystemResult, type ThroughputRound,
 } from './common.ts';
 
@@ -56,6 +56,7 @@ async function main(): Promise<void> {
       result.single!.push(await throughput(admin, oneStep, size.single, 1));
       result.chain!.push(await throughput(admin, threeSteps, size.chain, 3));
       result.fanout!.push(await throughput(admin, fanOut, size.fanout, FANOUT_BRANCHES));
+      partial(result);
     }
   } finally {
     await DBOS.shutdown();

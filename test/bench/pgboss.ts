@@ -7,7 +7,7 @@
 import PgBoss from 'pg-boss';
 import pg from 'pg';
 import {
-  PRODUCERS, RUNS, WORKERS, check, costMark, costSince, env, pct, pool, quickMode, report, sizes, sleep,
+  PRODUCERS, RUNS, WORKERS, check, costMark, costSince, env, partial, pct, pool, quickMode, report, sizes, sleep,
   packageVersion, type SystemResult, type ThroughputRound,
 } from './common.ts';
 
@@ -102,6 +102,7 @@ async function main(): Promise<void> {
         latencies.push((await got) - t0);
       }
       result.pickup!.push({ p50: pct(latencies, 50), p99: pct(latencies, 99) });
+      partial(result);
     }
     await sleep(500); // completions are sent after the handler returns, without waiting
   } finally {
