@@ -117,7 +117,8 @@ export async function flowLimitsCover(db: Queryable, topics: string[]): Promise<
 export const NO_FLOW_LIMIT_SQL = (topicsParam: string) => `not exists (select 1 from flow_limit_topics fl where fl.topic = any(${topicsParam}::text[]))`;
 
 /** Columns set on each newly locked row: the wait for capacity of this attempt. */
-export const TRAFFIC_WAIT_SET_SQL = `traffic_wait_ms = coalesce(greatest(floor(extract(epoch from statement_timestamp() - t.flow_waiting_since) * 1000), 0)::int, 0),
+// Capped at the int range (24.8 days) rather than failing the fetch.
+export const TRAFFIC_WAIT_SET_SQL = `traffic_wait_ms = coalesce(least(greatest(floor(extract(epoch from statement_timestamp() - t.flow_waiting_since) * 1000), 0), 2147483647)::int, 0),
                     flow_waiting_since = null`;
 
 export interface FetchOutcome<T> {
