@@ -5,7 +5,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { startBatonServer, type BatonServer } from '../../runtime/server.ts';
 import {
-  FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, check, costMark, costSince, env, median, partial, pct, pool, quickMode, report, sizes, sleep,
+  FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, check, costMark, costSince, env, idleQueriesPerSec, median, partial, pct, pool, quickMode, report, sizes, sleep,
   type SystemResult, type ThroughputRound,
 } from './common.ts';
 
@@ -245,6 +245,10 @@ async function scale(emptyUrl: string, loadedUrl: string, result: SystemResult):
       await start(server.url, 'bench-far-timer');
     });
     await withServer(loadedUrl, deploy);
+    const emptyDb = new pg.Client({ connectionString: emptyUrl });
+    await emptyDb.connect();
+    await emptyDb.query('vacuum analyze'); // the preload ends with one too: same statistics state on both sides
+    await emptyDb.end();
     const t0 = performance.now();
     const rows = await timed('preload', () => preload(loadedDb, size.scaleCompleted, size.scaleWaiting));
     const preloadSeconds = (performance.now() - t0) / 1000;
@@ -288,6 +292,7 @@ async function main(): Promise<void> {
       await start(server.url, 'bench-far-timer');
       result.notes.push('BENCH_PARK_TIMER=1: one instance waits on a 30-day timer throughout');
     }
+    if (from === 0) result.idleQueriesPerSec = await idleQueriesPerSec();
     for (let round = from; round < to; round++) {
       result.single!.push(await timed('single', () => throughput(server.url, admin, 'bench-single', ['single'], size.single, 1)));
       result.chain!.push(await timed('chain', () => throughput(server.url, admin, 'bench-chain', ['chain-1', 'chain-2', 'chain-3'], size.chain, 3)));

@@ -73,6 +73,13 @@ const traced = process.env.BENCH_TRACE_QUERIES === '1' ? new Map<string, number>
   return (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
 };
 
+/** Statements a system sends per second while it has nothing to do (measured over `ms`). */
+export async function idleQueriesPerSec(ms = 2000): Promise<number> {
+  const before = queries;
+  await sleep(ms);
+  return ((queries - before) * 1000) / ms;
+}
+
 export interface CostMark { queries: number; xid: bigint; lsn: string }
 export interface Cost {
   /** transactions that were given a transaction id (those that wrote), per step */
@@ -121,6 +128,8 @@ export interface SystemResult {
     empty: { fetch: number[]; complete: number[] };
     loaded: { fetch: number[]; complete: number[] };
   };
+  /** statements per second sent while idle, right after start-up */
+  idleQueriesPerSec?: number;
   /** exactly-once checks, each "name: ok" or a failure message */
   checks: string[];
   notes: string[];

@@ -6,7 +6,7 @@
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import pg from 'pg';
 import {
-  FANOUT_BRANCHES, RUNS, WORKERS, check, costMark, costSince, env, partial, pool, quickMode, report, sizes,
+  FANOUT_BRANCHES, RUNS, WORKERS, check, costMark, costSince, env, idleQueriesPerSec, partial, pool, quickMode, report, sizes,
   packageVersion, type SystemResult, type ThroughputRound,
 } from './common.ts';
 
@@ -52,6 +52,7 @@ async function main(): Promise<void> {
   DBOS.setConfig({ name: 'baton-bench', systemDatabaseUrl, logLevel: 'error' });
   await DBOS.launch();
   try {
+    result.idleQueriesPerSec = await idleQueriesPerSec();
     for (let round = 0; round < RUNS; round++) {
       result.single!.push(await throughput(admin, oneStep, size.single, 1));
       result.chain!.push(await throughput(admin, threeSteps, size.chain, 3));

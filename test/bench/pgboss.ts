@@ -7,7 +7,7 @@
 import PgBoss from 'pg-boss';
 import pg from 'pg';
 import {
-  PRODUCERS, RUNS, WORKERS, check, costMark, costSince, env, partial, pct, pool, quickMode, report, sizes, sleep,
+  PRODUCERS, RUNS, WORKERS, check, costMark, costSince, env, idleQueriesPerSec, partial, pct, pool, quickMode, report, sizes, sleep,
   packageVersion, type SystemResult, type ThroughputRound,
 } from './common.ts';
 
@@ -91,6 +91,7 @@ async function main(): Promise<void> {
     return { perSec: n / seconds, stepsPerSec: (n * steps) / seconds, seconds, cost: await costSince(admin, mark, n * steps) };
   };
   try {
+    result.idleQueriesPerSec = await idleQueriesPerSec();
     for (let round = 0; round < RUNS; round++) {
       result.single!.push(await throughput(single, 'single', 1, size.single, `round ${round + 1} single jobs`));
       result.chain!.push(await throughput(chain, 'chain', 3, size.chain, `round ${round + 1} chains`));

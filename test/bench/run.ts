@@ -209,6 +209,7 @@ function printTable(t: TableInput): void {
   row(`5. timer lateness p50 (ms), ${fmt(size.timers)} timers`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.p50)) : undefined), 1);
   row(`5. timer lateness p99 (ms)`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.p99)) : undefined), 1);
   row(`5. timer lateness max (ms)`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.max)) : undefined), 1);
+  row('idle statements/s (2 s after start-up)', (r) => r.idleQueriesPerSec, 0);
   const scale = baton?.scale;
   if (scale) {
     const ef = median(scale.empty.fetch), ec = median(scale.empty.complete), lf = median(scale.loaded.fetch), lc = median(scale.loaded.complete);
