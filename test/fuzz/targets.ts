@@ -29,6 +29,7 @@ export const TARGETS: Target[] = [
   { method: 'POST', path: () => `/api/incidents/${missing}/retry`, valid: () => ({ retries: 1, variables: {} }) },
   { method: 'POST', path: () => '/api/messages', valid: () => ({ name: 'm', correlationKey: 'k', ttlMs: 0 }) },
   { method: 'POST', path: () => '/api/signals', valid: () => ({ name: 'nobody-listens' }) },
+  { method: 'PUT', path: () => '/api/flow-limits/fz-limit', valid: () => ({ maxConcurrent: 2, maxStartsPerSecond: 1.5, topics: ['fz-a', 'fz-b'] }) },
   { method: 'POST', path: () => '/api/diagrams', valid: () => ({ name: 'd', xml }) },
   { method: 'PATCH', path: () => `/api/diagrams/${missing}`, valid: () => ({ name: 'd' }) },
   { method: 'POST', path: () => '/engine-rest/external-task/fetchAndLock', valid: () => ({ workerId: 'w', maxTasks: 1, topics: [{ topicName: 'none', lockDuration: 1000 }] }) },
