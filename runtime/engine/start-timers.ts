@@ -4,7 +4,7 @@ import type { Engine } from './context.ts';
 import { startInTransaction } from './instances.ts';
 import { withTransaction } from '../store/db.ts';
 import { findDefinitionById } from '../store/definitions.ts';
-import { findDueStartTimers, markStartTimerFired, scheduleNextStartTimer, type StartTimerSpec } from '../store/start-timers.ts';
+import { findDueStartTimers, lockStartScheduleOfTimer, markStartTimerFired, scheduleNextStartTimer, type StartTimerSpec } from '../store/start-timers.ts';
 import { cycleOf, firstDue } from '../shared/timers.ts';
 
 /** The start timers a newly deployed plan needs. */
@@ -30,13 +30,14 @@ export function startTimersOf(plan: Plan): StartTimerSpec[] {
  */
 export async function fireStartTimer(engine: Engine, timerId: string): Promise<boolean> {
   return withTransaction(engine.pool, async (tx) => {
+    await lockStartScheduleOfTimer(tx, timerId); // first: a deploy takes it before the timer rows too
     const fired = await markStartTimerFired(tx, timerId);
     if (!fired) return false;
     const definition = await findDefinitionById(tx, fired.definition_id);
     if (!definition) return false;
     await startInTransaction(engine, tx, { definitionKey: definition.key, version: definition.version }, fired.step_id);
     const more = fired.repeats_left === null || fired.repeats_left > 0;
-    if (fired.cycle_interval && more) await scheduleNextStartTimer(tx, fired);
+    if (fired.cycle_interval && more) await scheduleNextStartTimer(tx, fired, definition.key);
     return true;
   });
 }

@@ -22,8 +22,28 @@ export interface StartTimerRow {
   repeats_left: number | null;
 }
 
+/**
+ * Serializes a deploy's replacement of a key's schedule with the scheduling of a
+ * cycle's next firing: without it, a firing that commits while a deploy runs could
+ * insert an old version's next timer that the deploy's cancel cannot see.
+ */
+async function lockStartSchedule(db: Queryable, key: string): Promise<void> {
+  await db.query({ name: 'lock_start_schedule', text: `select pg_advisory_xact_lock(hashtext('baton:start-schedule:' || $1::text))`, values: [key] });
+}
+
+/** The same lock, taken by a firing before it touches the timer row (deploys take it before theirs). */
+export async function lockStartScheduleOfTimer(db: Queryable, timerId: string): Promise<void> {
+  await db.query({
+    name: 'lock_start_schedule_of_timer',
+    text: `select pg_advisory_xact_lock(hashtext('baton:start-schedule:' || d.key))
+             from timers t join definitions d on d.id = t.definition_id where t.id = $1`,
+    values: [timerId],
+  });
+}
+
 /** A new version replaces the old schedule: waiting start timers of other versions of the key are canceled. */
 export async function replaceStartTimers(db: Queryable, definitionId: string, key: string, timers: StartTimerSpec[]): Promise<void> {
+  await lockStartSchedule(db, key);
   await db.query(
     `update timers set state = 'canceled'
       where instance_id is null and state = 'waiting'
@@ -63,11 +83,18 @@ export async function markStartTimerFired(db: Queryable, timerId: string): Promi
   return rows[0];
 }
 
-/** The next firing of a cycle keeps its cadence: one period after the previous due time. */
-export async function scheduleNextStartTimer(db: Queryable, fired: StartTimerRow): Promise<void> {
+/**
+ * The next firing of a cycle keeps its cadence: one period after the previous due
+ * time. Only while the fired version is still the latest of its key: a newer
+ * version's deploy replaced the schedule.
+ */
+export async function scheduleNextStartTimer(db: Queryable, fired: StartTimerRow, key: string): Promise<void> {
+  await lockStartSchedule(db, key);
   await db.query(
     `insert into timers (definition_id, step_id, generation, due_at, cycle_interval, repeats_left)
-     values ($1, $2, 1, $3::timestamptz + $4::interval, $4, $5)`,
+     select $1, $2, 1, $3::timestamptz + $4::interval, $4, $5
+      where not exists (select 1 from definitions d join definitions newer on newer.key = d.key and newer.version > d.version
+                         where d.id = $1)`,
     [fired.definition_id, fired.step_id, fired.due_at, fired.cycle_interval, fired.repeats_left === null ? null : fired.repeats_left - 1],
   );
 }

@@ -53,6 +53,20 @@ describe('timer start events', () => {
     expect(await instancesOf('rescheduled')).toBe(before);
   });
 
+  it('given deploys racing firings of the old cycle, then no timer of an old version is left waiting (20 rounds)', async () => {
+    for (let round = 0; round < 20; round++) {
+      const key = `race-replace-${round}`;
+      await deploy(t.api, timerStarted(key, { cycle: 'R/PT0.05S' }));
+      await waitFor(async () => ((await instancesOf(key)) >= 1 ? true : undefined), 10_000, 'a first instance');
+      await new Promise((r) => setTimeout(r, (round % 5) * 10));
+      await deploy(t.api, timerStarted(key, { date: '2099-01-01T00:00:00Z' }));
+      await new Promise((r) => setTimeout(r, 120)); // a firing that was in flight has landed
+      const { rows } = await t.db.pool.query(
+        `select d.version from timers t join definitions d on d.id = t.definition_id where d.key = $1 and t.state = 'waiting'`, [key]);
+      expect(rows, `round ${round}`).toEqual([{ version: 2 }]);
+    }
+  });
+
   it('given three schedulers on a due start timer, then it starts one instance (20 rounds)', async () => {
     for (let round = 0; round < 20; round++) {
       const key = `race-start-${round}`;
