@@ -158,7 +158,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const { startBatonServer } = await import('../../runtime/server.ts');
   const path = await import('node:path');
   const quick = process.argv.includes('--quick');
-  const embedded = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: path.resolve('.baton-bench-progress'), port: 54329, database: 'postgres' });
+  const { createServer } = await import('node:net');
+  const port = await new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const { port: free } = srv.address() as { port: number };
+      srv.close(() => resolve(free));
+    });
+  });
+  const embedded = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: path.resolve('.baton-bench-progress'), port, database: 'postgres' });
   const databaseUrl = process.env.DATABASE_URL ?? (embedded as { url: string }).url;
   const server = await startBatonServer({ databaseUrl, port: 0, host: '127.0.0.1', log: pino({ level: 'silent' }) });
   try {
