@@ -21,7 +21,15 @@ const CONSTANT = [/^TASKS_CHANNEL$/, /^TIMERS_CHANNEL$/, /^FRAMES_CHANNEL$/, /^[
 
 /** Reviewed per file: fragments built only from code constants (a table alias, a sort order from booleans). */
 const REVIEWED: Record<string, RegExp[]> = {
-  'runtime/store/camunda-fetch.ts': [/^filterSql\('[a-z]'\)$/, /^order$/, /^order\.replaceAll\('t\.', 'l\.'\)$/, /^i$/],
+  'runtime/store/camunda-fetch.ts': [
+    /^filterSql\('[a-z]'\)$/, /^order$/, /^order\.replaceAll\('t\.', 'l\.'\)$/, /^i$/, /^FILTERS_CTE$/, /^lockMsSql\(\)$/,
+    /^NO_FLOW_LIMIT_SQL\('\$\d'\)$/, /^order\('[a-z]+'\)$/, /^lockPickedSql\(\)$/, /^answerSql\(order\)$/,
+  ],
+  'runtime/store/tasks.ts': [/^NO_FLOW_LIMIT_SQL\('\$\d'\)$/, /^ORDER_SQL\[order\]\('[a-z]+'\)$/, /^lockPickedSql\(\)$/],
+  // limitedPickSql's options are placeholders ('$1') and fragments its two callers build from constants.
+  'runtime/store/flow-limits.ts': [/^topicsParam$/, /^o\.(resources|topics|maxTasks|candidates)$/, /^o\.order\('[a-z]+'\)$/],
+  // not SQL: the source of the FEEL evaluation thread, importing feelin by its resolved file URL
+  'runtime/shared/feel-budget.ts': [/^JSON\.stringify\(FEELIN_URL\)$/],
 };
 
 describe('SQL', () => {
