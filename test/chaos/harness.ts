@@ -101,7 +101,10 @@ export async function startNode(databaseUrl: string, opts: NodeOptions = {}): Pr
     } catch {
       return undefined;
     }
-  }, 60_000, () => `node ${url} to be healthy; output:\n${proc.output()}`);
+  }, 120_000, () => `node ${url} to be healthy; output:\n${proc.output()}`).catch(async (err: unknown) => {
+    await proc.kill(); // a node too slow to start must not keep the port from the next try
+    throw err;
+  });
   return Object.assign(proc, { url, port });
 }
 

@@ -212,7 +212,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
           relaunching.add(i);
           void sleep(500 + Math.random() * 1_500)
             .then(() => launchNode(i))
-            .then((node) => (nodes[i] = node), () => undefined)
+            .then((node) => (nodes[i] = node), (err: Error) => log(`soak: node ${i} did not restart: ${err.message.slice(0, 2_000)}`))
             .finally(() => relaunching.delete(i));
         }
       }
@@ -294,7 +294,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
     await waitFor(async () => {
       await supervise();
       return nodes.every((n) => n?.alive()) ? true : undefined;
-    }, 60_000, 'every node to be back');
+    }, 180_000, 'every node to be back').catch((err: Error) => log(`soak: ${err.message}`));
     await waitFor(async () => {
       await supervise();
       const { rows } = await pool.query(`select count(*)::int as n from instances where status in ('running', 'compensating')`).catch(() => ({ rows: [{ n: -1 }] }));
