@@ -295,9 +295,13 @@ async function main(): Promise<void> {
     if (from === 0) result.idleQueriesPerSec = await idleQueriesPerSec();
     for (let round = from; round < to; round++) {
       result.single!.push(await timed('single', () => throughput(server.url, admin, 'bench-single', ['single'], size.single, 1)));
+      partial(result);
       result.chain!.push(await timed('chain', () => throughput(server.url, admin, 'bench-chain', ['chain-1', 'chain-2', 'chain-3'], size.chain, 3)));
+      partial(result);
       result.fanout!.push(await timed('fanout', () => throughput(server.url, admin, 'bench-fanout', ['fan'], size.fanout, FANOUT_BRANCHES)));
+      partial(result);
       result.pickup!.push(await timed('pickup', () => pickupLatency(server.url, size.pickups)));
+      partial(result);
       // the timers fall due once the starts are done (at the rate workload 1 just measured), over TIMER_SPREAD_S
       const leadSeconds = Math.min(60, Math.ceil(size.timers / result.single!.at(-1)!.perSec)) + 1;
       result.timers!.push(await timed('timers', () => timerLateness(server.url, db, round, leadSeconds)));

@@ -55,7 +55,9 @@ async function main(): Promise<void> {
     result.idleQueriesPerSec = await idleQueriesPerSec();
     for (let round = 0; round < RUNS; round++) {
       result.single!.push(await throughput(admin, oneStep, size.single, 1));
+      partial(result);
       result.chain!.push(await throughput(admin, threeSteps, size.chain, 3));
+      partial(result);
       result.fanout!.push(await throughput(admin, fanOut, size.fanout, FANOUT_BRANCHES));
       partial(result);
     }

@@ -100,7 +100,9 @@ async function main(): Promise<void> {
     result.idleQueriesPerSec = await idleQueriesPerSec();
     for (let round = 0; round < RUNS; round++) {
       result.single!.push(await throughput(runner, admin, single, 'single', size.single, 1, result, `round ${round + 1} single`));
+      partial(result);
       result.chain!.push(await throughput(runner, admin, chain, 'chain1', size.chain, 3, result, `round ${round + 1} chain`));
+      partial(result);
       result.pickup!.push(await pickupLatency(runner, size.pickups));
       partial(result);
     }

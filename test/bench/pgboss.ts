@@ -94,7 +94,9 @@ async function main(): Promise<void> {
     result.idleQueriesPerSec = await idleQueriesPerSec();
     for (let round = 0; round < RUNS; round++) {
       result.single!.push(await throughput(single, 'single', 1, size.single, `round ${round + 1} single jobs`));
+      partial(result);
       result.chain!.push(await throughput(chain, 'chain', 3, size.chain, `round ${round + 1} chains`));
+      partial(result);
       const latencies: number[] = [];
       for (let i = 0; i < size.pickups; i++) {
         const got = new Promise<number>((resolve) => { pickedUp = resolve; });

@@ -20,18 +20,20 @@ import { runPgbench, type PgbenchResult } from './pgbench.ts';
 const quick = process.argv.includes('--quick');
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
 const size = sizes(quick);
-// --deadline=HH:MM (UTC): a system still running then is stopped and its finished rounds are shown.
+// --deadline=HH:MM (UTC): the time left is shared among the systems still to run (Baton
+// weighs 4, each peer 1, leftovers carry over); a system past its share is stopped and the
+// workloads it finished are shown.
 const deadlineArg = process.argv.find((a) => a.startsWith('--deadline='))?.slice('--deadline='.length);
 const deadline = deadlineArg ? new Date(`${new Date().toISOString().slice(0, 10)}T${deadlineArg}:00Z`).getTime() : undefined;
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-interface SystemRun { id: string; label: string; script: string; args: string[] }
+interface SystemRun { id: string; label: string; script: string; args: string[]; weight: number }
 const SYSTEMS: SystemRun[] = [
-  { id: 'baton', label: 'Baton', script: 'baton.ts', args: [] },
-  { id: 'graphile', label: 'graphile-worker', script: 'graphile.ts', args: ['default'] },
-  { id: 'graphile_batched', label: 'graphile-worker batched', script: 'graphile.ts', args: ['batched'] },
-  { id: 'pgboss', label: 'pg-boss', script: 'pgboss.ts', args: [] },
-  { id: 'dbos', label: 'DBOS', script: 'dbos.ts', args: [] },
+  { id: 'baton', label: 'Baton', script: 'baton.ts', args: [], weight: 4 },
+  { id: 'graphile', label: 'graphile-worker', script: 'graphile.ts', args: ['default'], weight: 1 },
+  { id: 'graphile_batched', label: 'graphile-worker batched', script: 'graphile.ts', args: ['batched'], weight: 1 },
+  { id: 'pgboss', label: 'pg-boss', script: 'pgboss.ts', args: [], weight: 1 },
+  { id: 'dbos', label: 'DBOS', script: 'dbos.ts', args: [], weight: 1 },
 ];
 
 async function freePort(): Promise<number> {
@@ -56,7 +58,7 @@ async function freshDatabase(admin: pg.Client, adminUrl: string, name: string): 
 }
 
 /** Runs one system's script; resolves with its BENCH_RESULT, rejects when it fails. */
-function runChild(system: SystemRun, env: Record<string, string>): Promise<SystemResult> {
+function runChild(system: SystemRun, env: Record<string, string>, stopAt: number | undefined): Promise<SystemResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, system.script), ...system.args], {
       env: { ...process.env, ...env, BENCH_QUICK: quick ? '1' : '0' },
@@ -66,11 +68,11 @@ function runChild(system: SystemRun, env: Record<string, string>): Promise<Syste
     let stopped = false;
     child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); });
     child.on('error', reject);
-    const timer = deadline === undefined ? undefined : setTimeout(() => {
+    const timer = stopAt === undefined ? undefined : setTimeout(() => {
       stopped = true;
-      process.stderr.write(`bench: ${system.label} stopped at the deadline\n`);
+      process.stderr.write(`bench: ${system.label} stopped at ${new Date(stopAt).toISOString()} (its share of the --deadline)\n`);
       child.kill('SIGKILL');
-    }, Math.max(0, deadline - Date.now()));
+    }, Math.max(0, stopAt - Date.now()));
     child.on('exit', (code) => {
       clearTimeout(timer);
       const lines = out.split('\n');
@@ -78,7 +80,8 @@ function runChild(system: SystemRun, env: Record<string, string>): Promise<Syste
       if (!last) return reject(new Error(`${system.label}: exited ${code} without a result\n${out.slice(-2000)}`));
       const result = JSON.parse(last.slice(last.indexOf(' ') + 1)) as SystemResult;
       if (stopped) {
-        result.notes.push('STOPPED at the --deadline: only the rounds finished by then are in the figures');
+        const rounds = (['single', 'chain', 'fanout', 'pickup', 'timers'] as const).map((k) => `${k} ${result[k]?.length ?? 0}`).join(', ');
+        result.notes.push(`STOPPED at ${new Date(stopAt!).toISOString().slice(11, 19)} (its share of --deadline): rounds finished: ${rounds}, scale ${result.scale?.loaded.fetch.length ?? 0}`);
         return resolve(result);
       }
       if (code !== 0) return reject(new Error(`${system.label}: exited ${code}; checks: ${result.checks.join('; ')}`));
@@ -131,8 +134,10 @@ async function main(): Promise<void> {
       process.stderr.write('bench: pgbench…\n');
       pgbench = await runPgbench(await freshDatabase(admin, adminUrl, 'bench_pgbench'), quick ? 2 : 8);
     }
-    for (const system of [...SYSTEMS.slice(1), SYSTEMS[0]!]) {
-      if (only && !only.includes(system.id)) continue;
+    const order = [...SYSTEMS.slice(1), SYSTEMS[0]!].filter((s) => !only || only.includes(s.id));
+    for (const [i, system] of order.entries()) {
+      const weightLeft = order.slice(i).reduce((sum, s) => sum + s.weight, 0);
+      const stopAt = deadline === undefined ? undefined : Date.now() + ((deadline - Date.now()) * system.weight) / weightLeft;
       const t0 = Date.now();
       process.stderr.write(`bench: ${system.label}…\n`);
       const env: Record<string, string> = {
@@ -144,13 +149,15 @@ async function main(): Promise<void> {
         env.BENCH_SCALE_EMPTY_DB_URL = await freshDatabase(admin, adminUrl, 'bench_baton_scale_empty');
       }
       try {
-        results.set(system.id, await runChild(system, env));
+        results.set(system.id, await runChild(system, env, stopAt));
       } catch (err) {
         failures.push((err as Error).message);
       }
       process.stderr.write(`bench: ${system.label} took ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
     }
-    if (!only || only.includes('progress')) {
+    if (deadline !== undefined && deadline - Date.now() < 120_000) {
+      progress = 'skipped: less than 2 minutes left before --deadline';
+    } else if (!only || only.includes('progress')) {
       progress = await runProgress(admin, adminUrl).catch((err: Error) => `failed: ${err.message}`);
     }
   } finally {
