@@ -96,7 +96,7 @@ const FEELIN_URL = pathToFileURL(createRequire(import.meta.url).resolve('feelin'
 // Slot 0: bumped by the thread after each answer; slot 1: set once feelin is loaded.
 const THREAD_SOURCE = `
 import { workerData } from 'node:worker_threads';
-import { evaluate } from ${JSON.stringify(FEELIN_URL)};
+const { evaluate } = await import(workerData.feelin);
 const flags = new Int32Array(workerData.flags);
 workerData.port.on('message', ({ feel, variables }) => {
   let answer;
@@ -127,7 +127,7 @@ function startThread(): EvaluationThread {
   const { port1, port2 } = new MessageChannel();
   const flags = new Int32Array(new SharedArrayBuffer(8));
   const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(THREAD_SOURCE)}`), {
-    workerData: { flags: flags.buffer, port: port2 },
+    workerData: { flags: flags.buffer, port: port2, feelin: FEELIN_URL },
     transferList: [port2],
     resourceLimits: { maxOldGenerationSizeMb: budget.heapMb, maxYoungGenerationSizeMb: Math.max(4, Math.floor(budget.heapMb / 8)) },
     execArgv: [],
