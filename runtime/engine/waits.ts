@@ -5,7 +5,7 @@ import { startOnMessage, startOnSignal } from './event-starts.ts';
 import { fireDueStartTimers } from './start-timers.ts';
 import { commitTransition } from './transition.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
-import { lockInstance, tryLockInstance, type LockedInstance } from '../store/instances.ts';
+import { instanceExists, lockInstance, tryLockInstance, type LockedInstance } from '../store/instances.ts';
 import {
   deleteSubscription,
   findDueTimers,
@@ -98,6 +98,9 @@ export async function publishMessage(engine: Engine, req: PublishMessageRequest)
 
 async function tryPublish(engine: Engine, tx: PoolClient, req: PublishMessageRequest, messageId: string): Promise<PublishMessageResult | 'busy'> {
   await lockMessageName(tx, req.name);
+  if (req.instanceId && !(await instanceExists(tx, req.instanceId))) {
+    throw new BatonError('not_found', `No instance with id "${req.instanceId}" to address message "${req.name}" to`);
+  }
   const correlationKey = req.correlationKey ?? req.businessKey ?? null;
   const stored = await insertMessage(tx, {
     messageId,

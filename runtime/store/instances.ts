@@ -69,6 +69,12 @@ export async function insertInstance(db: Queryable, p: InsertInstanceParams): Pr
  * foreign key takes KEY SHARE on this row while they hold task rows; a full
  * UPDATE lock would deadlock with them.
  */
+/** Whether an instance with this id exists (a message addressed to it must name a real one). */
+export async function instanceExists(db: Queryable, instanceId: string): Promise<boolean> {
+  const { rows } = await db.query({ name: 'instance_exists', text: 'select 1 from instances where id = $1', values: [instanceId] });
+  return rows.length > 0;
+}
+
 export async function lockInstance(db: Queryable, instanceId: string): Promise<LockedInstance | undefined> {
   const { rows } = await db.query<InstanceRow>({
     name: 'lock_instance',

@@ -72,6 +72,14 @@ describe('messages', () => {
     expect(rowCount).toBe(0);
   });
 
+  it('given an instanceId no instance has, then 404 NotFound and nothing is stored', async () => {
+    const res = await t.api.post('/api/messages', { name: 'payment', instanceId: '00000000-0000-4000-8000-000000000000', messageId: 'lost-2' });
+    expect(res.status).toBe(404);
+    expect(res.body.type).toBe('NotFound');
+    const { rowCount } = await t.db.pool.query(`select 1 from messages where message_id = 'lost-2'`);
+    expect(rowCount).toBe(0);
+  });
+
   it('given the longest ttl, then the message is kept for 30 days', async () => {
     const res = await t.api.post('/api/messages', { name: 'payment', correlationKey: 'o-later', ttlMs: 2_592_000_000 });
     expect(res.status).toBe(202);
