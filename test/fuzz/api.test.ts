@@ -25,12 +25,19 @@ afterAll(async () => {
   await t?.close();
 });
 
-// Every table's rows, except the late-result events a refused task call is documented to keep.
+// Every table's rows, except the late-result events a refused task call is documented to
+// keep, and their frames (every event becomes a frame; the frame head's counter moves with them).
+const KEPT_LATE_RESULTS: Record<string, { columns?: string; filter?: string }> = {
+  events: { filter: ` where kind <> 'task:late_result'` },
+  frames: { filter: ` where kind <> 'task:late_result'` },
+  frame_heads: { columns: '(x.instance_id, x.generation, x.ended_at)' },
+};
+
 async function digest(): Promise<string> {
   const { rows: tables } = await t.db.pool.query<{ name: string }>(`select table_name as name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE' order by 1`);
   const parts = await Promise.all(tables.map(async ({ name }) => {
-    const filter = name === 'events' ? ` where kind <> 'task:late_result'` : '';
-    const { rows } = await t.db.pool.query<{ h: string }>(`select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) as h from ${pg.escapeIdentifier(name)} x${filter}`);
+    const { columns = 'x', filter = '' } = KEPT_LATE_RESULTS[name] ?? {};
+    const { rows } = await t.db.pool.query<{ h: string }>(`select md5(coalesce(string_agg(${columns}::text, '|' order by ${columns}::text), '')) as h from ${pg.escapeIdentifier(name)} x${filter}`);
     return `${name}:${rows[0]?.h ?? ''}`;
   }));
   return parts.join(',');
