@@ -31,8 +31,14 @@ export interface SoakSummary {
   completed: number;
   compensated: number;
   incident: number;
-  /** accepted starts that are not terminal after the drain, or not in the database */
+  /** accepted starts missing from the database, or unfinished with no wait the client is to blame for */
   lost: number;
+  /** calls the client gave up on after 40 tries (no node answered below 500): never accepted, so not lost */
+  gaveUp: { starts: number; messages: number; waitingForThem: number };
+  /** one line per lost instance: what it still waits for */
+  lostDetails: string[];
+  /** nodes that did not answer /healthz at the end (see the pool note at MAX_IN_FLIGHT) */
+  unresponsiveNodes: number;
   appliedTwice: number;
   violations: number;
   kills: Record<string, number>;
@@ -140,6 +146,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
   const injected = { duplicateCompletes: 0, lateCompletes: 0, duplicateMessages: 0, earlyMessages: 0 };
   const accepted = new Set<string>();
   let startFailures = 0;
+  const undelivered = new Set<string>();
   const nodes: (RuntimeNode | undefined)[] = [];
   const workers: (Proc | undefined)[] = [];
 
@@ -196,7 +203,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
       if (!early) await sleep(500 + Math.random() * 1_500);
       else injected.earlyMessages++;
       const pay = () => persist('/api/messages', { name: 'soak-payment', correlationKey: orderId, messageId: `pay-${orderId}` });
-      await Promise.all([pay(), pay()]);
+      const answers = await Promise.all([pay(), pay()]);
+      if (answers.every((a) => !a || a.status >= 300)) undelivered.add(orderId);
       injected.duplicateMessages++;
     };
 
@@ -299,21 +307,42 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
       await supervise();
       const { rows } = await pool.query(`select count(*)::int as n from instances where status in ('running', 'compensating')`).catch(() => ({ rows: [{ n: -1 }] }));
       return rows[0].n === 0 ? true : undefined;
-    }, 120_000, 'every instance to end').catch((err: Error) => log(`soak: ${err.message}`));
+    }, 180_000, 'every instance to end').catch((err: Error) => log(`soak: ${err.message}`));
 
+    let unresponsiveNodes = 0;
+    for (let i = 0; i < opts.nodes; i++) {
+      const ok = await fetch(`${urlOf(i)}/healthz`, { signal: AbortSignal.timeout(5_000) }).then((r) => r.ok, () => false);
+      if (!ok) {
+        unresponsiveNodes++;
+        log(`soak: node ${i} does not answer /healthz after the drain`);
+      }
+    }
     const report = await checkInvariants(databaseUrl);
     const ledger = await summarizeLedger(pool);
-    const { rows: statuses } = await pool.query<{ id: string; status: string }>('select id, status from instances');
-    const statusOf = new Map(statuses.map((r) => [r.id, r.status]));
-    const count = (s: string) => [...accepted].filter((id) => statusOf.get(id) === s).length;
-    // An accepted start that is missing or unfinished is lost; so is a start no node ever accepted.
-    const lost = [...accepted].filter((id) => !['completed', 'compensated', 'incident'].includes(statusOf.get(id) ?? 'missing')).length + startFailures;
+    const { rows: statuses } = await pool.query<{ id: string; status: string; order_id: string | null; waits: string }>(
+      `select i.id, i.status, i.variables->>'orderId' as order_id,
+              concat_ws('; ', (select string_agg(t.step_id || ' task ' || t.state || ' attempt ' || t.attempt, ', ') from external_tasks t where t.instance_id = i.id and t.state in ('ready', 'locked')),
+                              (select string_agg(m.step_id || ' timer due ' || m.due_at, ', ') from timers m where m.instance_id = i.id and m.state = 'waiting'),
+                              (select string_agg(s.step_id || ' ' || s.kind || ' ' || s.name, ', ') from subscriptions s where s.instance_id = i.id)) as waits
+         from instances i`);
+    const byId = new Map(statuses.map((r) => [r.id, r]));
+    const count = (s: string) => [...accepted].filter((id) => byId.get(id)?.status === s).length;
+    const unfinished = [...accepted].filter((id) => !['completed', 'compensated', 'incident'].includes(byId.get(id)?.status ?? 'missing'));
+    // Waiting for a payment every call of which the client gave up on is the client's doing, not a loss.
+    const waitingForThem = unfinished.filter((id) => undelivered.has(byId.get(id)?.order_id ?? '') && /message soak-payment/.test(byId.get(id)?.waits ?? '')).length;
+    const lostIds = unfinished.filter((id) => !(undelivered.has(byId.get(id)?.order_id ?? '') && /message soak-payment/.test(byId.get(id)?.waits ?? '')));
+    const lostDetails = lostIds.map((id) => `${id}: ${byId.get(id)?.status ?? 'missing from the database'}${byId.get(id)?.waits ? `, waits on ${byId.get(id)?.waits}` : ''}`);
+    for (const line of lostDetails) log(`soak: lost ${line}`);
+    const lost = lostIds.length;
     return {
       started: accepted.size,
       completed: count('completed'),
       compensated: count('compensated'),
       incident: count('incident'),
       lost,
+      gaveUp: { starts: startFailures, messages: undelivered.size, waitingForThem },
+      lostDetails,
+      unresponsiveNodes,
       appliedTwice: ledger.appliedTwice,
       violations: report.violations,
       kills,
@@ -347,6 +376,8 @@ export function formatSummary(s: SoakSummary, command: string): string {
     ['messages sent before their catch', s.injected.earlyMessages],
     ['ledger attempts / applied / short-circuited', `${s.ledger.attempts} / ${s.ledger.applied} / ${s.ledger.shortCircuited}`],
     ['throughput during chaos (instances/s)', s.throughput.toFixed(1)],
+    ['client gave up: starts (never accepted) / payments (instances still waiting for them)', `${s.gaveUp.starts} / ${s.gaveUp.messages} (${s.gaveUp.waitingForThem})`],
+    ['nodes not answering /healthz after the drain', s.unresponsiveNodes],
     ['**lost**', s.lost],
     ['**applied twice**', s.appliedTwice],
     ['**invariant violations**', s.violations],
