@@ -28,8 +28,6 @@ const REVIEWED: Record<string, RegExp[]> = {
   'runtime/store/tasks.ts': [/^NO_FLOW_LIMIT_SQL\('\$\d'\)$/, /^ORDER_SQL\[order\]\('[a-z]+'\)$/, /^lockPickedSql\(\)$/],
   // limitedPickSql's options are placeholders ('$1') and fragments its two callers build from constants.
   'runtime/store/flow-limits.ts': [/^topicsParam$/, /^o\.(resources|topics|maxTasks|candidates)$/, /^o\.order\('[a-z]+'\)$/],
-  // not SQL: the source of the FEEL evaluation thread, importing feelin by its resolved file URL
-  'runtime/shared/feel-budget.ts': [/^JSON\.stringify\(FEELIN_URL\)$/],
 };
 
 describe('SQL', () => {
