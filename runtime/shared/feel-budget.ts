@@ -105,7 +105,10 @@ workerData.port.on('message', ({ feel, variables }) => {
     const plain = value === null || value === undefined || ['string', 'number', 'boolean'].includes(typeof value);
     answer = { ok: true, value: plain ? (value ?? null) : null, type: value === null || value === undefined ? 'null' : Array.isArray(value) ? 'list' : typeof value };
   } catch (cause) {
-    answer = { ok: false, message: cause instanceof Error ? cause.message : String(cause) };
+    // Deep recursion ends on the thread's stack before the time budget on a fast machine.
+    const deep = cause instanceof RangeError && /call stack/i.test(cause.message);
+    answer = { ok: false, message: deep ? 'evaluation recursed past the stack budget of the evaluation thread; it was stopped'
+      : cause instanceof Error ? cause.message : String(cause) };
   }
   workerData.port.postMessage(answer);
   Atomics.add(flags, 0, 1);
