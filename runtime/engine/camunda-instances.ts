@@ -27,7 +27,7 @@ export async function startCamundaInstance(engine: Engine, req: CamundaStartRequ
     });
     if (!inserted.ok || !inserted.created) return inserted;
     const instance = { ...inserted.instance, state: { flows: {}, steps: {} } };
-    const plan = await planOf(engine, instance.definition_id);
+    const plan = await planOf(engine, instance.definition_id, tx);
     const fx = emptyEffects();
     fx.events.push({ kind: 'instance:started', data: { businessKey: instance.business_key, definitionId: instance.definition_id } });
     startPlan(plan, instance.state, { ...variables, ...req.variables.transient }, fx);

@@ -54,7 +54,7 @@ async function completeWithTransient(engine: Engine, req: CamundaCompleteRequest
   return byWorker(engine, req, 'complete', req.variables.values, async (tx, instance, lockToken) => {
     const result = await markTaskDone(tx, { ...req, lockToken, generation: instance.generation });
     if (!result.ok) return result;
-    const plan = await planOf(engine, instance.definition_id);
+    const plan = await planOf(engine, instance.definition_id, tx);
     const stored = { ...instance.variables, ...req.variables.values };
     const fx = emptyEffects();
     fx.events.push({ kind: 'task:completed', stepId: result.task.step_id, taskId: result.task.id, data: { workerId: req.workerId, attempt: result.task.attempt } });
@@ -89,7 +89,7 @@ export async function failCamundaTask(engine: Engine, req: CamundaFailureRequest
       taskId: task.id,
       data: { workerId: req.workerId, attempt: task.attempt, errorMessage: req.errorMessage, retriesLeft: task.retries_left, retryAt: task.state === 'ready' ? task.retry_at : null },
     });
-    const plan = await planOf(engine, instance.definition_id);
+    const plan = await planOf(engine, instance.definition_id, tx);
     if (task.state === 'failed') {
       await settleExhaustedTask(tx, instance, plan, task, fx, `Task ${task.step_id} failed and its worker set retries to 0: ${req.errorMessage ?? '(no message)'}`,
         { errorMessage: req.errorMessage, errorDetails: req.errorDetails });

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Plan } from '../compiler/plan.ts';
-import type { Pool } from '../store/db.ts';
+import type { Pool, Queryable } from '../store/db.ts';
 import { findDefinitionById } from '../store/definitions.ts';
 
 export interface EngineOptions {
@@ -24,10 +24,16 @@ export function createEngine(pool: Pool, log: Logger, options: Partial<EngineOpt
   return { pool, log, options: { ...defaultEngineOptions, ...options }, plans: new Map() };
 }
 
-export async function planOf(engine: Engine, definitionId: string): Promise<Plan> {
+/**
+ * The plan of a definition, cached. Inside a transition pass its transaction: a
+ * cold cache read through the pool would need a second connection while the
+ * transaction holds one, and with every connection held by such a transition
+ * (a restarted node under load) none would ever be free.
+ */
+export async function planOf(engine: Engine, definitionId: string, db: Queryable = engine.pool): Promise<Plan> {
   const cached = engine.plans.get(definitionId);
   if (cached) return cached;
-  const row = await findDefinitionById(engine.pool, definitionId);
+  const row = await findDefinitionById(db, definitionId);
   if (!row) throw new Error(`Definition ${definitionId} vanished`);
   engine.plans.set(definitionId, row.plan);
   return row.plan;

@@ -36,7 +36,7 @@ export async function retryIncident(engine: Engine, req: RetryIncidentRequest): 
       instance.state.steps[incident.step_id] = 'active';
       fx.steps.push({ stepId: incident.step_id, status: 'active' });
     }
-    const plan = await planOf(engine, instance.definition_id);
+    const plan = await planOf(engine, instance.definition_id, tx);
     if (!incident.task_id) resumeStep(plan, incident.step_id, instance.state, variables, fx);
     const status = await commitTransition(tx, instance, fx, variables, { plan });
     return { ok: true, status };

@@ -37,7 +37,7 @@ export async function startInTransaction(engine: Engine, tx: PoolClient, req: St
   });
   if (!inserted.ok || !inserted.created) return inserted;
   const instance = { ...inserted.instance, state: { flows: {}, steps: {} } };
-  const plan = await planOf(engine, instance.definition_id);
+  const plan = await planOf(engine, instance.definition_id, tx);
   if (!startEventId && !plan.steps.some((s) => s.kind === 'startEvent' && s.wait === undefined && s.scope === undefined)) {
     // Thrown, so the transaction rolls back the inserted row.
     throw new BatonError('conflict', `Process ${plan.processKey} has no none start event: it starts only when its timer start event fires, or on its message or signal`);

@@ -26,7 +26,7 @@ export async function replayInstance(engine: Engine, instanceId: string): Promis
     const instance = await lockInstance(tx, instanceId);
     if (!instance) return { ok: false, reason: 'not_found' };
     if (!REPLAYABLE.includes(instance.status)) return { ok: false, reason: 'not_replayable', status: instance.status };
-    const plan = await planOf(engine, instance.definition_id);
+    const plan = await planOf(engine, instance.definition_id, tx);
     const kept = keptByReplay(plan, instance.state);
     // Old work first: cancelling waits for a fetch that holds a task row, and that
     // fetch may need the old generation's frame head, taken last below.

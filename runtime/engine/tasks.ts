@@ -35,7 +35,7 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest): Pr
   return holderTransition(engine, req, { kind: 'complete', payload: req.variables }, async (tx, instance) => {
     const result = await markTaskDone(tx, { ...req, generation: instance.generation });
     if (!result.ok) return result;
-    const plan = await planOf(engine, instance.definition_id);
+    const plan = await planOf(engine, instance.definition_id, tx);
     const step = indexPlan(plan).steps.get(result.task.step_id);
     // A multi-instance element's completion variables stay local: they make its result, not instance variables.
     const variables = step?.multiInstance ? { ...instance.variables } : { ...instance.variables, ...req.variables };
@@ -78,7 +78,7 @@ export async function failTask(engine: Engine, req: FailTaskRequest): Promise<Ta
       taskId: task.id,
       data: { workerId: req.workerId, attempt: task.attempt, errorMessage: req.errorMessage, retriesLeft: task.retries_left, retryAt: task.state === 'ready' ? task.retry_at : null },
     });
-    const plan = await planOf(engine, instance.definition_id);
+    const plan = await planOf(engine, instance.definition_id, tx);
     if (task.state === 'failed') {
       await settleExhaustedTask(tx, instance, plan, task, fx, `Task ${task.step_id} failed with no retries left: ${req.errorMessage}`, { errorMessage: req.errorMessage, errorDetails: req.errorDetails ?? null });
     }
@@ -103,7 +103,7 @@ export async function reportBpmnError(engine: Engine, req: BpmnErrorRequest): Pr
     const result = await markTaskErrored(tx, { ...req, generation: instance.generation, errorMessage: req.errorMessage ?? null });
     if (!result.ok) return result;
     const task = result.task;
-    const plan = await planOf(engine, instance.definition_id);
+    const plan = await planOf(engine, instance.definition_id, tx);
     const variables = { ...instance.variables, ...req.variables };
     const fx = emptyEffects();
     fx.events.push({ kind: 'task:bpmn_error', stepId: task.step_id, taskId: task.id, data: { workerId: req.workerId, attempt: task.attempt, errorCode: req.errorCode } });

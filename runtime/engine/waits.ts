@@ -31,7 +31,7 @@ export async function fireTimer(engine: Engine, timerId: string): Promise<boolea
     if (!instance) return false;
     const timer = await markTimerFired(tx, timerId, instance.generation);
     if (!timer) return false;
-    const plan = await planOf(engine, instance.definition_id);
+    const plan = await planOf(engine, instance.definition_id, tx);
     const fx = emptyEffects();
     // A boundary whose host already ended consumes its timer and does nothing.
     if (fireWait(plan, timer.step_id, instance.state, instance.variables, fx, { timerId, dueAt: timer.due_at })) {
@@ -138,7 +138,7 @@ async function tryPublish(engine: Engine, tx: PoolClient, req: PublishMessageReq
 /** Takes a subscription of a locked instance and fires its step; false when the step no longer waits. */
 async function deliverToSubscription(engine: Engine, tx: PoolClient, instance: LockedInstance, sub: SubscriptionRow, payload: Variables, data: Record<string, unknown>): Promise<boolean> {
   if (sub.generation !== instance.generation || !(await deleteSubscription(tx, sub.id))) return false;
-  const plan = await planOf(engine, instance.definition_id);
+  const plan = await planOf(engine, instance.definition_id, tx);
   const variables = { ...instance.variables, ...payload };
   const fx = emptyEffects();
   if (!fireWait(plan, sub.step_id, instance.state, variables, fx, data)) return false;
