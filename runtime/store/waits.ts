@@ -24,10 +24,11 @@ export async function findDueTimers(db: Queryable, limit: number): Promise<Pick<
 export async function msUntilNextTimer(db: Queryable): Promise<number | undefined> {
   const { rows } = await db.query<{ ms: number | null }>({
     name: 'ms_until_next_timer',
-    text: `select greatest(0, extract(epoch from (min(due_at) - now())) * 1000)::float8 as ms from timers where state = 'waiting'`,
+    text: `select (extract(epoch from (min(due_at) - now())) * 1000)::float8 as ms from timers where state = 'waiting'`,
   });
   const ms = rows[0]?.ms;
-  return ms === null || ms === undefined ? undefined : ms;
+  // No waiting timer: null (greatest(0, null) would have said 0 and made the scheduler spin).
+  return ms === null || ms === undefined ? undefined : Math.max(0, ms);
 }
 
 export async function findTimerInstance(db: Queryable, timerId: string): Promise<string | undefined> {
