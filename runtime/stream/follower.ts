@@ -33,6 +33,8 @@ export interface FollowerOptions {
   maxBacklog: number;
 }
 
+const RETRY_READ_MS = 1000;
+
 export class Follower implements InstanceListener {
   private cursor: number;
   private pumping: Promise<void> | undefined;
@@ -75,15 +77,23 @@ export class Follower implements InstanceListener {
     void this.pump();
   }
 
-  /** Sends everything after the cursor; concurrent calls fold into one more round. */
+  /**
+   * Sends everything after the cursor; concurrent calls fold into one more round.
+   * Never rejects: a failed read (the database is away) is tried again in a second,
+   * from the same cursor, so nothing is skipped.
+   */
   pump(): Promise<void> {
     if (this.pumping) {
       this.dirty = true;
       return this.pumping;
     }
-    this.pumping = this.drain().finally(() => {
-      this.pumping = undefined;
-    });
+    this.pumping = this.drain()
+      .catch(() => {
+        if (!this.closed) setTimeout(() => this.ring(undefined), RETRY_READ_MS).unref();
+      })
+      .finally(() => {
+        this.pumping = undefined;
+      });
     return this.pumping;
   }
 

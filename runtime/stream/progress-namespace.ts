@@ -97,7 +97,7 @@ export function attachProgressStream(io: Server, deps: ProgressStreamDeps): Name
       followers.set(req.instanceId, follower);
       deps.hub.follow(req.instanceId, follower);
       const head = await readFrameHead(deps.pool, req.instanceId, generation);
-      void follower.pump().catch((err: Error) => deps.log.warn({ err: err.message, instanceId: req.instanceId }, 'progress:replay_failed'));
+      void follower.pump();
       return { ok: true, generation, lastSeq: head.lastSeq };
     };
   });
