@@ -60,11 +60,6 @@ export class Follower implements InstanceListener {
     if (currentGeneration > generation) this.pendingGeneration = currentGeneration;
   }
 
-  /** the last seq handed to the client */
-  get lastSeq(): number {
-    return this.cursor;
-  }
-
   ring(bell: Doorbell | undefined): void {
     if (this.closed) return;
     if (bell && bell.generation > this.generation) {

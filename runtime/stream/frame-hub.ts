@@ -56,11 +56,6 @@ export class FrameHub {
     if (set?.size === 0) this.listeners.delete(instanceId);
   }
 
-  /** instances followed on this node */
-  get followed(): number {
-    return this.listeners.size;
-  }
-
   private dispatch(bell: Doorbell | undefined): void {
     if (!bell) return;
     for (const l of this.listeners.get(bell.instanceId) ?? []) l.ring(bell);
