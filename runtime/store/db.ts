@@ -20,6 +20,19 @@ export function createPool(opts: PoolOptions): pg.Pool {
   return pool;
 }
 
+// Work to run once the transaction a client is in has committed (in-process wake-ups).
+const commitHooks = new WeakMap<object, (() => void)[]>();
+
+/**
+ * Runs fn once db's transaction (withTransaction) has committed; outside one, the
+ * statement just sent has committed already, so fn runs at once.
+ */
+export function afterCommit(db: Queryable, fn: () => void): void {
+  const hooks = commitHooks.get(db);
+  if (hooks) hooks.push(fn);
+  else fn();
+}
+
 /** Runs fn inside one transaction; rolls back when it throws. */
 export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
@@ -28,15 +41,26 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
   let broken: Error | undefined;
   const onError = (err: Error) => (broken = err);
   client.on('error', onError);
+  const hooks: (() => void)[] = [];
+  commitHooks.set(client, hooks);
   try {
     await client.query('begin');
     const result = await fn(client);
     await client.query('commit');
+    commitHooks.delete(client);
+    for (const hook of hooks) {
+      try {
+        hook();
+      } catch {
+        // the transaction is committed: a failing listener must not turn it into an error
+      }
+    }
     return result;
   } catch (err) {
     await client.query('rollback').catch(() => undefined);
     throw err;
   } finally {
+    commitHooks.delete(client);
     client.removeListener('error', onError);
     client.release(broken); // a broken client is discarded, not pooled
   }

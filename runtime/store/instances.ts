@@ -1,9 +1,21 @@
 // Instance rows: start, lock-with-state, apply a transition's effects, cancel, read.
 import type { Effects, InstanceState, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
-import type { Queryable } from './db.ts';
+import { afterCommit, type Queryable } from './db.ts';
 
 export const TASKS_CHANNEL = 'baton_tasks';
+
+type TopicsListener = (topics: string[]) => void;
+const topicsListeners = new Set<TopicsListener>();
+
+/**
+ * Tells fn the topics that got new tasks whenever a transition of this process commits
+ * them: local long polls wake without waiting for the NOTIFY to come back. Answers an unsubscribe.
+ */
+export function onTasksCommitted(fn: TopicsListener): () => void {
+  topicsListeners.add(fn);
+  return () => topicsListeners.delete(fn);
+}
 /** rung when a timer row is created, so schedulers recompute their next wake-up */
 export const TIMERS_CHANNEL = 'baton_timers';
 
@@ -222,6 +234,10 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
       fx.tasks.map((t) => t.loopIndex ?? 0), fx.tasks.map((t) => t.localVariables ?? {}),
     ],
   });
+  if (fx.tasks.length > 0 && topicsListeners.size > 0) {
+    const topics = [...new Set(fx.tasks.map((t) => t.topic))];
+    afterCommit(db, () => topicsListeners.forEach((fn) => fn(topics)));
+  }
 }
 
 /** The same for every attempt of one step (one element of a multi-instance step) in one generation, different for anything else. */

@@ -15,6 +15,8 @@ const size = sizes(quick);
 const TIMER_SPREAD_S = quick ? 2 : 60;
 /** BENCH_BATON_WORKLOADS=throughput,scale (both by default): for working on one of them */
 const workloads = new Set((process.env.BENCH_BATON_WORKLOADS ?? 'throughput,scale').split(','));
+/** BENCH_ROUND=single,chain,fanout,pickup,timers (all by default): the parts of each throughput round to run */
+const roundParts = new Set((process.env.BENCH_ROUND ?? 'single,chain,fanout,pickup,timers').split(','));
 
 const NS = 'xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"';
 const task = (id: string, topic: string) => `<bpmn:serviceTask id="${id}" camunda:type="external" camunda:topic="${topic}"/>`;
@@ -286,6 +288,8 @@ async function main(): Promise<void> {
   // --deadline still has every workload once. One server at a time (each polls on its own).
   const rounds = (from: number, to: number) => withServer(dbUrl, async (server) => {
     for (const xml of [singleXml, chainXml, fanoutXml]) await post(`${server.url}/api/definitions`, { xml });
+    // BENCH_SETUP_SQL: a statement run once the definitions are in, for experiments (e.g. disabling a trigger)
+    if (process.env.BENCH_SETUP_SQL) await db.query(process.env.BENCH_SETUP_SQL);
     if (from === 0 && process.env.BENCH_PARK_TIMER === '1') {
       // With no waiting timer the scheduler re-polls at once (see docs/PERFORMANCE.md); one far timer stops that.
       await post(`${server.url}/api/definitions`, { xml: farTimerXml });
@@ -294,18 +298,20 @@ async function main(): Promise<void> {
     }
     if (from === 0) result.idleQueriesPerSec = await idleQueriesPerSec();
     for (let round = from; round < to; round++) {
-      result.single!.push(await timed('single', () => throughput(server.url, admin, 'bench-single', ['single'], size.single, 1)));
+      if (roundParts.has('single')) result.single!.push(await timed('single', () => throughput(server.url, admin, 'bench-single', ['single'], size.single, 1)));
       partial(result);
-      result.chain!.push(await timed('chain', () => throughput(server.url, admin, 'bench-chain', ['chain-1', 'chain-2', 'chain-3'], size.chain, 3)));
+      if (roundParts.has('chain')) result.chain!.push(await timed('chain', () => throughput(server.url, admin, 'bench-chain', ['chain-1', 'chain-2', 'chain-3'], size.chain, 3)));
       partial(result);
-      result.fanout!.push(await timed('fanout', () => throughput(server.url, admin, 'bench-fanout', ['fan'], size.fanout, FANOUT_BRANCHES)));
+      if (roundParts.has('fanout')) result.fanout!.push(await timed('fanout', () => throughput(server.url, admin, 'bench-fanout', ['fan'], size.fanout, FANOUT_BRANCHES)));
       partial(result);
-      result.pickup!.push(await timed('pickup', () => pickupLatency(server.url, size.pickups)));
+      if (roundParts.has('pickup')) result.pickup!.push(await timed('pickup', () => pickupLatency(server.url, size.pickups)));
       partial(result);
       // the timers fall due once the starts are done (at the rate workload 1 just measured), over TIMER_SPREAD_S
-      const leadSeconds = Math.min(60, Math.ceil(size.timers / result.single!.at(-1)!.perSec)) + 1;
-      result.timers!.push(await timed('timers', () => timerLateness(server.url, db, round, leadSeconds)));
-      partial(result);
+      if (roundParts.has('timers')) {
+        const leadSeconds = Math.min(60, Math.ceil(size.timers / (result.single!.at(-1)?.perSec ?? 300))) + 1;
+        result.timers!.push(await timed('timers', () => timerLateness(server.url, db, round, leadSeconds)));
+        partial(result);
+      }
     }
   });
   try {
@@ -314,12 +320,14 @@ async function main(): Promise<void> {
     if (workloads.has('scale')) await scale(env('BENCH_SCALE_EMPTY_DB_URL'), scaleUrl, result);
     if (workloads.has('throughput')) {
       await rounds(1, RUNS);
-      await checkExactlyOnce(result, db, 'bench-single', RUNS * (size.single + size.pickups), RUNS * (size.single + size.pickups));
-      await checkExactlyOnce(result, db, 'bench-chain', RUNS * size.chain, RUNS * size.chain * 3);
-      await checkExactlyOnce(result, db, 'bench-fanout', RUNS * size.fanout, RUNS * size.fanout * FANOUT_BRANCHES);
+      const singles = result.single!.length * size.single + result.pickup!.length * size.pickups;
+      await checkExactlyOnce(result, db, 'bench-single', singles, singles);
+      await checkExactlyOnce(result, db, 'bench-chain', result.chain!.length * size.chain, result.chain!.length * size.chain * 3);
+      await checkExactlyOnce(result, db, 'bench-fanout', result.fanout!.length * size.fanout, result.fanout!.length * size.fanout * FANOUT_BRANCHES);
+      const timers = result.timers!.length * size.timers;
       const { rows: [t] } = await db.query<{ n: number }>(
         `select count(*)::int as n from instances where definition_key like 'bench-timer-%' and status = 'completed'`);
-      check(result, `timers: ${RUNS * size.timers} instances completed`, t!.n === RUNS * size.timers, `${t!.n} completed`);
+      check(result, `timers: ${timers} instances completed`, t!.n === timers, `${t!.n} completed`);
     }
   } finally {
     await db.end().catch(() => undefined);

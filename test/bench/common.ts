@@ -36,7 +36,12 @@ export const sizes = (quick: boolean): Sizes => {
   // BENCH_SCALE_COMPLETED / BENCH_SCALE_WAITING: a different preload, for working on workload 6 only
   const completed = Number(process.env.BENCH_SCALE_COMPLETED ?? base.scaleCompleted);
   const waiting = Number(process.env.BENCH_SCALE_WAITING ?? base.scaleWaiting);
-  return { ...base, scaleCompleted: completed, scaleWaiting: waiting };
+  // BENCH_SIZE_SINGLE, BENCH_SIZE_CHAIN, ...: another count for one workload, for working on it
+  const override = (name: keyof Sizes) => Number(process.env[`BENCH_SIZE_${name.toUpperCase()}`] ?? base[name]);
+  return {
+    ...base, scaleCompleted: completed, scaleWaiting: waiting,
+    single: override('single'), chain: override('chain'), fanout: override('fanout'), pickups: override('pickups'), timers: override('timers'),
+  };
 };
 
 /** Concurrent producers (starts / job inserts) and workers in the throughput workloads. */
