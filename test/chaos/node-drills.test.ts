@@ -10,8 +10,6 @@ import { killAll, startNode, startWorker } from './harness.ts';
 import { summarizeLedger } from './ledger.ts';
 import { chaosDatabase, expectInvariants, history, kinds, ledgerOf, startMany, statusCounts } from './support.ts';
 
-// The long drills run with BATON_CHAOS_FULL=1 (npm run chaos); npm test reports them as skipped.
-const full = process.env.BATON_CHAOS_FULL === '1';
 let db: TestDatabase;
 
 beforeAll(async () => {
@@ -69,7 +67,7 @@ describe('chaos drills: runtime nodes', () => {
     await expectInvariants(db);
   }, 180_000);
 
-  it.runIf(full)('drill 10: given timers due at once on three nodes whose schedulers all select them, then each fires exactly once', async () => {
+  it('drill 10: given timers due at once on three nodes whose schedulers all select them, then each fires exactly once', async () => {
     const nodes = await Promise.all([1, 2, 3].map(() => startNode(db.url, { faults: 'timer:before-fire:delay:100' })));
     const api = apiClient(nodes[0]!.url);
     await deploy(api, buildBpmn('d10', [
@@ -88,7 +86,7 @@ describe('chaos drills: runtime nodes', () => {
     await expectInvariants(db);
   }, 120_000);
 
-  it.runIf(full)('drill 8: given a step out of retries with onExhausted compensate and a node that dies in the middle of the saga, then the handlers of completed steps run once each, newest first', async () => {
+  it('drill 8: given a step out of retries with onExhausted compensate and a node that dies in the middle of the saga, then the handlers of completed steps run once each, newest first', async () => {
     const doomed = await startNode(db.url, { faults: 'compensation:mid-saga:crash:once' });
     const api = apiClient(doomed.url);
     await deploy(api, sagaBpmn('d8'));

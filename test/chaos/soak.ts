@@ -23,6 +23,8 @@ export interface SoakOptions {
   rate: number;
   /** a server that may create databases; unset: an embedded PostgreSQL of its own */
   databaseUrl?: string;
+  /** longest wait for the nodes to come back, and again for every instance to end, after the chaos; default 180 s */
+  drainMs?: number;
   log?: (line: string) => void;
 }
 
@@ -44,6 +46,8 @@ export interface SoakSummary {
   kills: Record<string, number>;
   injected: { duplicateCompletes: number; lateCompletes: number; duplicateMessages: number; earlyMessages: number };
   chaosSeconds: number;
+  /** from the end of the chaos until every instance ended (or the drain gave up) */
+  drainSeconds: number;
   /** instances completed or compensated per second while the chaos ran */
   throughput: number;
   ledger: LedgerSummary;
@@ -60,6 +64,15 @@ const NODE_FAULTS = [
 ].join(',');
 // Worker faults: now and then a worker dies right after its side effect.
 const WORKER_FAULTS = 'task:after-side-effect:crash:chance:0.005';
+// Until the run has seen a crash at a fault point, every new node 0 and worker 0 crashes at its
+// first window (a later rule for a point replaces the earlier one): a short soak has each kind at least once.
+const ARMED_NODE_FAULTS = `${NODE_FAULTS},api:after-complete-commit:crash:once`;
+const ARMED_WORKER_FAULTS = 'task:after-side-effect:crash:once';
+
+// The chaos actions, dealt from a shuffled deck so that each kind comes up once per round of six
+// (about every 9 s) in a random order, worker kills twice: roughly the old weights, none left out by luck.
+type ChaosKind = 'kill worker' | 'kill node' | 'terminate connections' | 'duplicate complete' | 'late complete';
+const DECK: readonly ChaosKind[] = ['kill worker', 'kill worker', 'kill node', 'terminate connections', 'duplicate complete', 'late complete'];
 
 const TOPICS = ['soak-a', 'soak-b', 'soak-retry', 'soak-timer-work', 'soak-msg-prepare', 'soak-book-a', 'soak-book-b', 'soak-pay', 'soak-undo'];
 
@@ -155,12 +168,16 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
     await embedded?.stop().catch(() => undefined);
     process.exit(130);
   };
-  process.once('SIGINT', () => void interrupted());
-  process.once('SIGTERM', () => void interrupted());
+  const onSignal = () => void interrupted();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const drainMs = opts.drainMs ?? 180_000;
   try {
     log(`soak: ${opts.minutes} min, ${opts.nodes} nodes, ${opts.workers} workers, ${opts.rate} starts/s on ${embedded ? 'an embedded PostgreSQL' : 'DATABASE_URL'}`);
     const ports = await Promise.all(Array.from({ length: opts.nodes }, () => freePort()));
-    const launchNode = (i: number) => startNode(databaseUrl, { port: ports[i]!, faults: NODE_FAULTS, env: { BATON_MAX_PARKED_POLLS: '1000' } });
+    const launchNode = (i: number) => startNode(databaseUrl, {
+      port: ports[i]!, faults: i === 0 && kills['node crash at fault point'] === 0 ? ARMED_NODE_FAULTS : NODE_FAULTS, env: { BATON_MAX_PARKED_POLLS: '1000' },
+    });
     for (let i = 0; i < opts.nodes; i++) nodes[i] = await launchNode(i);
     await createLedger(pool);
     const urlOf = (i: number) => `http://127.0.0.1:${ports[i]}`;
@@ -171,7 +188,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
     const launchWorker = (i: number) => startWorker({
       baseUrl: urlOf(i % opts.nodes), databaseUrl, workerId: `soak-w${i}-${Date.now()}`, topics: TOPICS, concurrency: 4, lockDurationMs: 2_000, holdMs: 20,
       failTopics: { 'soak-retry': 1, 'soak-pay': 9 },
-    }, WORKER_FAULTS);
+    }, i === 0 && kills['worker crash at fault point'] === 0 ? ARMED_WORKER_FAULTS : WORKER_FAULTS);
     for (let i = 0; i < opts.workers; i++) workers[i] = launchWorker(i);
 
     const liveNode = () => {
@@ -233,26 +250,28 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
       }
     };
 
+    let deck: ChaosKind[] = [];
     const chaosOnce = async () => {
-      const roll = Math.random();
-      if (roll < 0.35) {
+      if (deck.length === 0) deck = shuffled(DECK);
+      const kind = deck.pop()!;
+      if (kind === 'kill worker') {
         const i = Math.floor(Math.random() * workers.length);
         if (workers[i]?.alive()) {
           kills['worker SIGKILL']!++;
           await workers[i]!.kill();
         }
-      } else if (roll < 0.5) {
+      } else if (kind === 'kill node') {
         const i = Math.floor(Math.random() * nodes.length);
         if (nodes[i]?.alive() && nodes.filter((n) => n?.alive()).length > 1) {
           kills['node SIGKILL']!++;
           await nodes[i]!.kill();
         }
-      } else if (roll < 0.65) {
+      } else if (kind === 'terminate connections') {
         const { rowCount } = await pool.query(
           `select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
               and backend_type = 'client backend' and random() < 0.2`).catch(() => ({ rowCount: 0 }));
         kills['connections terminated']! += rowCount ?? 0;
-      } else if (roll < 0.85) {
+      } else if (kind === 'duplicate complete') {
         // A worker repeats a complete it already made: 204, nothing changes.
         const { rows } = await pool.query(`select id, worker_id, lock_token from external_tasks where state = 'done' and last_result = 'complete' order by random() limit 1`).catch(() => ({ rows: [] as any[] }));
         const url = liveNode();
@@ -296,19 +315,21 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
     const chaosSeconds = (Date.now() - began) / 1000;
     const { rows: [during] } = await pool.query(`select count(*)::int as n from instances where status in ('completed', 'compensated')`);
     log(`soak: chaos over after ${Math.round(chaosSeconds)} s; draining`);
+    const drainBegan = Date.now();
     await Promise.race([Promise.all(inFlight), sleep(60_000)]);
 
     // Drain: every node back, workers carry on, no more faults injected by the loop.
     await waitFor(async () => {
       await supervise();
       return nodes.every((n) => n?.alive()) ? true : undefined;
-    }, 180_000, 'every node to be back').catch((err: Error) => log(`soak: ${err.message}`));
+    }, drainMs, 'every node to be back').catch((err: Error) => log(`soak: ${err.message}`));
     await waitFor(async () => {
       await supervise();
       const { rows } = await pool.query(`select count(*)::int as n from instances where status in ('running', 'compensating')`).catch(() => ({ rows: [{ n: -1 }] }));
       return rows[0].n === 0 ? true : undefined;
-    }, 180_000, 'every instance to end').catch((err: Error) => log(`soak: ${err.message}`));
+    }, drainMs, 'every instance to end').catch((err: Error) => log(`soak: ${err.message}`));
 
+    const drainSeconds = (Date.now() - drainBegan) / 1000;
     let unresponsiveNodes = 0;
     for (let i = 0; i < opts.nodes; i++) {
       const ok = await fetch(`${urlOf(i)}/healthz`, { signal: AbortSignal.timeout(5_000) }).then((r) => r.ok, () => false);
@@ -348,11 +369,14 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
       kills,
       injected,
       chaosSeconds,
+      drainSeconds,
       throughput: during.n / chaosSeconds,
       ledger,
       report,
     };
   } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     await killAll();
     await pool.end().catch(() => undefined);
     await dropDatabase?.().catch(() => undefined);
@@ -361,6 +385,15 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
       await rm(dataDir, { recursive: true, force: true });
     }
   }
+}
+
+function shuffled<T>(xs: readonly T[]): T[] {
+  const out = [...xs];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
 }
 
 export function formatSummary(s: SoakSummary, command: string): string {
@@ -376,6 +409,7 @@ export function formatSummary(s: SoakSummary, command: string): string {
     ['messages sent before their catch', s.injected.earlyMessages],
     ['ledger attempts / applied / short-circuited', `${s.ledger.attempts} / ${s.ledger.applied} / ${s.ledger.shortCircuited}`],
     ['throughput during chaos (instances/s)', s.throughput.toFixed(1)],
+    ['chaos / drain (s)', `${Math.round(s.chaosSeconds)} / ${Math.round(s.drainSeconds)}`],
     ['client gave up: starts (never accepted) / payments (instances still waiting for them)', `${s.gaveUp.starts} / ${s.gaveUp.messages} (${s.gaveUp.waitingForThem})`],
     ['nodes not answering /healthz after the drain', s.unresponsiveNodes],
     ['**lost**', s.lost],
