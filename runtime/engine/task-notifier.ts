@@ -1,9 +1,14 @@
 // Wakes parked long polls when a topic gets work. Postgres NOTIFY only rings the
 // doorbell: a woken poll fetches again, and a periodic re-check covers anything
 // a notification cannot announce (a retry backoff running out, a lost connection).
+// A transition committed by this process rings at once, in-process: the NOTIFY
+// would come back over the LISTEN connection a round trip and an event-loop turn
+// later. Its echo still rings (other paths notify too, and one cannot tell them
+// apart safely); a poll that already took the task has gone by then, one still
+// parked fetches once more.
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { TASKS_CHANNEL, TIMERS_CHANNEL } from '../store/instances.ts';
+import { TASKS_CHANNEL, TIMERS_CHANNEL, onTasksCommitted } from '../store/instances.ts';
 
 export interface TopicSubscription {
   /** resolves when one of the topics was notified since subscribing, or after ms, or on abort */
@@ -23,6 +28,7 @@ export class TaskNotifier {
   private stoppedFlag = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private readonly timerListeners: (() => void)[] = [];
+  private unsubscribeLocal: (() => void) | undefined;
 
   constructor(
     private readonly connectionString: string,
@@ -30,6 +36,7 @@ export class TaskNotifier {
   ) {}
 
   async start(): Promise<void> {
+    this.unsubscribeLocal ??= onTasksCommitted((topics) => topics.forEach((topic) => this.ring(topic)));
     const client = new pg.Client({ connectionString: this.connectionString });
     client.on('notification', (msg) => {
       if (msg.channel === TIMERS_CHANNEL) this.timerListeners.forEach((fn) => fn());
@@ -44,6 +51,7 @@ export class TaskNotifier {
 
   async stop(): Promise<void> {
     this.stoppedFlag = true;
+    this.unsubscribeLocal?.();
     clearTimeout(this.reconnectTimer);
     for (const w of this.waiters) w.wake?.();
     await this.client?.end().catch(() => undefined);
