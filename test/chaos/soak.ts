@@ -342,7 +342,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
     const ledger = await summarizeLedger(pool);
     const { rows: statuses } = await pool.query<{ id: string; status: string; order_id: string | null; waits: string }>(
       `select i.id, i.status, i.variables->>'orderId' as order_id,
-              concat_ws('; ', (select string_agg(t.step_id || ' task ' || t.state || ' attempt ' || t.attempt, ', ') from external_tasks t where t.instance_id = i.id and t.state in ('ready', 'locked')),
+              concat_ws('; ', (select string_agg(t.step_id || ' task ' || t.state || ' attempt ' || t.attempt || coalesce(' by ' || t.worker_id || ' lease ends in ' || round(extract(epoch from t.lock_expires_at - now())) || ' s', ''), ', ')
+                 from external_tasks t where t.instance_id = i.id and t.state in ('ready', 'locked')),
                               (select string_agg(m.step_id || ' timer due ' || m.due_at, ', ') from timers m where m.instance_id = i.id and m.state = 'waiting'),
                               (select string_agg(s.step_id || ' ' || s.kind || ' ' || s.name, ', ') from subscriptions s where s.instance_id = i.id)) as waits
          from instances i`);
@@ -354,6 +355,14 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
     const lostIds = unfinished.filter((id) => !(undelivered.has(byId.get(id)?.order_id ?? '') && /message soak-payment/.test(byId.get(id)?.waits ?? '')));
     const lostDetails = lostIds.map((id) => `${id}: ${byId.get(id)?.status ?? 'missing from the database'}${byId.get(id)?.waits ? `, waits on ${byId.get(id)?.waits}` : ''}`);
     for (const line of lostDetails) log(`soak: lost ${line}`);
+    if (lostIds.length > 0) {
+      // What could hold them: transactions left open or waiting on a lock (a hung node shows up here).
+      const { rows: sessions } = await pool.query<{ line: string }>(
+        `select concat_ws(' ', pid, state, wait_event_type, wait_event, 'xact ' || round(extract(epoch from now() - xact_start)) || ' s', left(query, 120)) as line
+           from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
+            and (state like 'idle in transaction%' or wait_event_type = 'Lock')`).catch(() => ({ rows: [] as { line: string }[] }));
+      for (const { line } of sessions) log(`soak: session ${line}`);
+    }
     const lost = lostIds.length;
     return {
       started: accepted.size,
