@@ -1,5 +1,7 @@
 // Timer rows, message inbox and subscriptions: the rows behind every wait.
 import type { Queryable } from './db.ts';
+import type { InstanceRow, LockedInstance } from './instances.ts';
+import type { InstanceState } from '../engine/advance.ts';
 
 export interface TimerRow {
   id: string;
@@ -9,7 +11,7 @@ export interface TimerRow {
   due_at: Date;
 }
 
-/** Due timers, oldest first. Candidates only: fireTimer's guarded statement decides. */
+/** Due timers, oldest first. Candidates only: the guarded statements of a firing decide. */
 export async function findDueTimers(db: Queryable, limit: number): Promise<Pick<TimerRow, 'id' | 'instance_id'>[]> {
   const { rows } = await db.query<Pick<TimerRow, 'id' | 'instance_id'>>({
     name: 'find_due_timers',
@@ -29,6 +31,79 @@ export async function msUntilNextTimer(db: Queryable): Promise<number | undefine
   const ms = rows[0]?.ms;
   // No waiting timer: null (greatest(0, null) would have said 0 and made the scheduler spin).
   return ms === null || ms === undefined ? undefined : Math.max(0, ms);
+}
+
+/**
+ * Locks those of the given instances no other transaction holds, without waiting
+ * (a batch of firings must never queue behind, or deadlock with, a transition).
+ */
+export async function lockIdleInstances(db: Queryable, instanceIds: string[]): Promise<Set<string>> {
+  const { rows } = await db.query<{ id: string }>({
+    name: 'lock_idle_instances',
+    text: 'select id from instances where id = any($1::uuid[]) for no key update skip locked',
+    values: [instanceIds],
+  });
+  return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * Fires a batch of due timers once: the same guard as markTimerFired, for timers whose
+ * instances this transaction already holds. Oldest first, so an instance's timers fire in due order.
+ */
+export async function markTimersFired(db: Queryable, timerIds: string[]): Promise<TimerRow[]> {
+  const { rows } = await db.query<TimerRow>({
+    name: 'mark_timers_fired',
+    text: `update timers t set state = 'fired', fired_at = clock_timestamp()
+             from instances i
+            where t.id = any($1::uuid[]) and i.id = t.instance_id
+              and t.state = 'waiting' and t.due_at <= now() and t.generation = i.generation
+        returning t.id, t.instance_id, t.step_id, t.generation, t.due_at`,
+    values: [timerIds],
+  });
+  return rows.sort((a, b) => a.due_at.getTime() - b.due_at.getTime());
+}
+
+type HeldInstanceRow = InstanceRow & {
+  flows: InstanceState['flows'];
+  steps: InstanceState['steps'];
+  completed: string[];
+  compensating: boolean;
+  saga: boolean;
+  loops: NonNullable<InstanceState['loops']>;
+};
+
+/**
+ * Instances this transaction already holds locked, with their state, in one statement
+ * for a whole batch (lockInstance reads the same with two statements per instance).
+ * The columns are those of loadState in instances.ts: keep the two in step.
+ */
+export async function loadHeldInstances(db: Queryable, instanceIds: string[]): Promise<Map<string, LockedInstance>> {
+  const { rows } = await db.query<HeldInstanceRow>({
+    name: 'load_held_instances',
+    text: `select i.*,
+                  coalesce((select jsonb_object_agg(flow_id, state) from flows where instance_id = i.id), '{}') as flows,
+                  coalesce((select jsonb_object_agg(step_id, status) from steps where instance_id = i.id), '{}') as steps,
+                  coalesce((select jsonb_agg(step_id order by completed_seq) from steps
+                             where instance_id = i.id and status = 'completed' and completed_seq is not null), '[]') as completed,
+                  exists (select 1 from compensations where instance_id = i.id and generation = i.generation and state <> 'done') as compensating,
+                  exists (select 1 from compensations where instance_id = i.id and generation = i.generation and throw_step_id is null) as saga,
+                  coalesce((select jsonb_object_agg(step_id, loop) from steps where instance_id = i.id and loop is not null), '{}') as loops
+             from instances i where i.id = any($1::uuid[])`,
+    values: [instanceIds],
+  });
+  return new Map(rows.map(({ flows, steps, completed, compensating, saga, loops, ...row }) => [row.id, {
+    ...row,
+    state: { flows, steps, completedOrder: completed, compensation: { active: compensating, saga }, loops },
+  }]));
+}
+
+/** fired_at is when the firing commits, not when its batch began: the last statement before the commit. */
+export async function stampTimersFired(db: Queryable, timerIds: string[]): Promise<void> {
+  await db.query({
+    name: 'stamp_timers_fired',
+    text: 'update timers set fired_at = clock_timestamp() where id = any($1::uuid[])',
+    values: [timerIds],
+  });
 }
 
 export async function findTimerInstance(db: Queryable, timerId: string): Promise<string | undefined> {
