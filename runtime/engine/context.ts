@@ -18,10 +18,15 @@ export interface Engine {
   options: EngineOptions;
   /** plans by definition id; definitions never change once deployed */
   plans: Map<string, Plan>;
+  /**
+   * The definition a start by key (and version) last used: a hint only, a newer deployed
+   * version makes the optimistic start's guard fail and the entry is dropped.
+   */
+  startTargets: Map<string, { id: string; key: string; version: number }>;
 }
 
 export function createEngine(pool: Pool, log: Logger, options: Partial<EngineOptions> = {}): Engine {
-  return { pool, log, options: { ...defaultEngineOptions, ...options }, plans: new Map() };
+  return { pool, log, options: { ...defaultEngineOptions, ...options }, plans: new Map(), startTargets: new Map() };
 }
 
 /**

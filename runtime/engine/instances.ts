@@ -1,11 +1,13 @@
 // Instance-level transitions: start (or find by business key) and cancel.
-import { emptyEffects, startPlan, type Variables } from './advance.ts';
+import { randomUUID } from 'node:crypto';
+import { deriveStatus, emptyEffects, startPlan, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition } from './transition.ts';
 import type { InstanceStatus } from './vocabulary.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
 import { BatonError } from '../shared/errors.ts';
-import { insertInstance, lockInstance, type InstanceRow } from '../store/instances.ts';
+import { findDefinition } from '../store/definitions.ts';
+import { applyEffects, insertInstance, lockInstance, TRANSITION_GUARD_LOST, type InstanceRow, type LockedInstance } from '../store/instances.ts';
 
 export interface StartInstanceRequest {
   definitionKey: string;
@@ -23,7 +25,51 @@ export type StartInstanceResult =
  * holds (definition key, business key): concurrent starts with one key yield one instance.
  */
 export async function startInstance(engine: Engine, req: StartInstanceRequest): Promise<StartInstanceResult> {
-  return withTransaction(engine.pool, (tx) => startInTransaction(engine, tx, req));
+  return (await startOptimistically(engine, req)) ?? withTransaction(engine.pool, (tx) => startInTransaction(engine, tx, req));
+}
+
+/**
+ * The common start in one statement and one commit: the instance row and its first
+ * transition written together (applyEffects' insert), computed against the definition
+ * this node last started for the key. Answers undefined, having written nothing, when
+ * the transactional path must decide: the business key is taken, a newer version was
+ * deployed, the definition is unknown here, or the start needs reads inside a
+ * transaction (message waits look in the inbox) or has no none start event.
+ */
+async function startOptimistically(engine: Engine, req: StartInstanceRequest): Promise<StartInstanceResult | undefined> {
+  const targetKey = req.version === undefined ? req.definitionKey : `${req.definitionKey}@${req.version}`;
+  let target = engine.startTargets.get(targetKey);
+  if (!target) {
+    const def = await findDefinition(engine.pool, req.definitionKey, req.version);
+    if (!def) return undefined;
+    engine.plans.set(def.id, def.plan);
+    target = { id: def.id, key: def.key, version: def.version };
+    engine.startTargets.set(targetKey, target);
+  }
+  const plan = await planOf(engine, target.id);
+  if (!plan.steps.some((s) => s.kind === 'startEvent' && s.wait === undefined && s.scope === undefined)) return undefined;
+  const variables = req.variables ?? {};
+  const instance: LockedInstance = {
+    id: randomUUID(), definition_id: target.id, definition_key: target.key, definition_version: target.version,
+    business_key: req.businessKey ?? null, status: 'running', variables, generation: 1, revision: 0,
+    created_at: new Date(0), updated_at: new Date(0), ended_at: null,
+    state: { flows: {}, steps: {} },
+  };
+  const fx = emptyEffects();
+  fx.events.push({ kind: 'instance:started', data: { businessKey: instance.business_key, definitionId: instance.definition_id } });
+  startPlan(plan, instance.state, variables, fx);
+  if (fx.terminated || fx.subscriptions.some((x) => x.kind === 'message') || fx.compensationRuns.length > 0 || fx.compensationMoves.length > 0) return undefined;
+  const status = deriveStatus(instance.state, fx);
+  if (status !== 'running') fx.events.push({ kind: `instance:${status}` });
+  try {
+    const createdAt = await applyEffects(engine.pool, { instance, effects: fx, status, variables, insert: { latestOnly: req.version === undefined } });
+    const ended = status === 'completed' || status === 'compensated';
+    return { ok: true, created: true, instance: { ...instance, status, revision: 1, created_at: createdAt, updated_at: createdAt, ended_at: ended ? createdAt : null } };
+  } catch (err) {
+    if ((err as { code?: string }).code !== TRANSITION_GUARD_LOST) throw err;
+    engine.startTargets.delete(targetKey);
+    return undefined;
+  }
 }
 
 /** The start transition inside the caller's transaction; `startEventId` picks a timer start event. */

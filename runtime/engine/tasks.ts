@@ -1,11 +1,11 @@
 // External-task transitions that move an instance: complete, failure, BPMN error.
 // Each locks the instance first, then applies the holder's guarded task update.
 import type { Plan } from '../compiler/plan.ts';
-import { completeLoopElement, completeStep, emptyEffects, findErrorBoundary, fireWait, type Effects, type Variables } from './advance.ts';
+import { completeLoopElement, completeStep, deriveStatus, emptyEffects, findErrorBoundary, fireWait, type Effects, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition } from './transition.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
-import { cancelOpenWork, lockInstanceOfTask, type LockedInstance } from '../store/instances.ts';
+import { applyEffects, cancelOpenWork, lockInstanceOfTask, readTaskTransition, TRANSITION_GUARD_LOST, type LockedInstance } from '../store/instances.ts';
 import { listCompensations } from '../store/compensations.ts';
 import { finishHandler, startSaga } from './compensate.ts';
 import { indexPlan } from './plan-index.ts';
@@ -32,6 +32,7 @@ export interface CompleteTaskRequest extends LockHolder {
 }
 
 export async function completeTask(engine: Engine, req: CompleteTaskRequest): Promise<TaskCallResult> {
+  if (await completeOptimistically(engine, req)) return { ok: true, duplicate: false };
   return holderTransition(engine, req, { kind: 'complete', payload: req.variables }, async (tx, instance) => {
     const result = await markTaskDone(tx, { ...req, generation: instance.generation });
     if (!result.ok) return result;
@@ -52,6 +53,42 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest): Pr
     await commitTransition(tx, instance, fx, variables, { plan });
     return result;
   });
+}
+
+/**
+ * The common complete in two round trips and one commit: read the task, its instance
+ * and state in one statement without locks, compute the step's completion, and write
+ * it in one guarded statement (applyEffects' guard: same revision and generation, the
+ * holder's lock). Answers false, having written nothing, whenever the locked path must
+ * decide: the guard lost to a concurrent transition, the caller does not hold the lock
+ * (a repeat, a late result), or the transition needs reads inside a transaction
+ * (multi-instance, compensation, message waits, termination).
+ */
+async function completeOptimistically(engine: Engine, req: CompleteTaskRequest): Promise<boolean> {
+  const read = await readTaskTransition(engine.pool, req.taskId);
+  if (!read) return false;
+  const { instance, task } = read;
+  if (task.state !== 'locked' || task.worker_id !== req.workerId || task.lock_token !== req.lockToken || task.generation !== instance.generation) return false;
+  const plan = await planOf(engine, instance.definition_id);
+  const step = indexPlan(plan).steps.get(task.step_id);
+  if (!step || step.multiInstance || step.compensationHandler) return false;
+  const variables = { ...instance.variables, ...req.variables };
+  const fx = emptyEffects();
+  fx.events.push({ kind: 'task:completed', stepId: task.step_id, taskId: task.id, data: { workerId: req.workerId, attempt: task.attempt } });
+  completeStep(plan, task.step_id, instance.state, variables, fx);
+  if (fx.terminated || fx.subscriptions.some((x) => x.kind === 'message') || fx.compensationRuns.length > 0 || fx.compensationMoves.length > 0) return false;
+  const status = deriveStatus(instance.state, fx);
+  if (status !== instance.status) fx.events.push({ kind: `instance:${status}` });
+  try {
+    await applyEffects(engine.pool, {
+      instance, effects: fx, status, variables,
+      guard: { revision: instance.revision, completes: { taskId: task.id, workerId: req.workerId, lockToken: req.lockToken } },
+    });
+    return true;
+  } catch (err) {
+    if ((err as { code?: string }).code === TRANSITION_GUARD_LOST) return false;
+    throw err;
+  }
 }
 
 export interface FailTaskRequest extends LockHolder {

@@ -119,33 +119,78 @@ export async function lockInstanceOfTask(db: Queryable, taskId: string): Promise
   return rows[0] ? loadState(db, rows[0]) : undefined;
 }
 
+type StateColumns = { flows: InstanceState['flows']; steps: InstanceState['steps']; completed: string[]; compensating: boolean; saga: boolean; loops: NonNullable<InstanceState['loops']> };
+
+// The DAG state of an instance: `:id` and `:generation` stand for SQL expressions.
+const STATE_COLUMNS = `
+  coalesce((select jsonb_object_agg(flow_id, state) from flows where instance_id = :id), '{}') as flows,
+  coalesce((select jsonb_object_agg(step_id, status) from steps where instance_id = :id), '{}') as steps,
+  coalesce((select jsonb_agg(step_id order by completed_seq) from steps
+             where instance_id = :id and status = 'completed' and completed_seq is not null), '[]') as completed,
+  exists (select 1 from compensations where instance_id = :id and generation = :generation and state <> 'done') as compensating,
+  exists (select 1 from compensations where instance_id = :id and generation = :generation and throw_step_id is null) as saga,
+  coalesce((select jsonb_object_agg(step_id, loop) from steps where instance_id = :id and loop is not null), '{}') as loops`;
+const STATE_OF_PARAMS_SQL = STATE_COLUMNS.replaceAll(':id', '$1').replaceAll(':generation', '$2');
+const STATE_OF_ROW_SQL = STATE_COLUMNS.replaceAll(':id', 'i.id').replaceAll(':generation', 'i.generation');
+
+function withState(instance: InstanceRow, state: StateColumns | undefined): LockedInstance {
+  const s = state ?? { flows: {}, steps: {}, completed: [], compensating: false, saga: false, loops: {} };
+  return {
+    ...instance,
+    state: {
+      flows: s.flows,
+      steps: s.steps,
+      completedOrder: s.completed,
+      compensation: { active: s.compensating, saga: s.saga },
+      loops: s.loops,
+    },
+  };
+}
+
 // A separate statement on purpose: under READ COMMITTED a statement that waited
 // for the row lock still reads other tables with the snapshot it started with,
 // so flows committed by the transition it waited for would be invisible.
 async function loadState(db: Queryable, instance: InstanceRow): Promise<LockedInstance> {
-  type StateRow = { flows: InstanceState['flows']; steps: InstanceState['steps']; completed: string[]; compensating: boolean; saga: boolean; loops: NonNullable<InstanceState['loops']> };
-  const { rows } = await db.query<StateRow>({
+  const { rows } = await db.query<StateColumns>({
     name: 'load_instance_state',
-    text: `select coalesce((select jsonb_object_agg(flow_id, state) from flows where instance_id = $1), '{}') as flows,
-                  coalesce((select jsonb_object_agg(step_id, status) from steps where instance_id = $1), '{}') as steps,
-                  coalesce((select jsonb_agg(step_id order by completed_seq) from steps
-                             where instance_id = $1 and status = 'completed' and completed_seq is not null), '[]') as completed,
-                  exists (select 1 from compensations where instance_id = $1 and generation = $2 and state <> 'done') as compensating,
-                  exists (select 1 from compensations where instance_id = $1 and generation = $2 and throw_step_id is null) as saga,
-                  coalesce((select jsonb_object_agg(step_id, loop) from steps where instance_id = $1 and loop is not null), '{}') as loops`,
+    text: `select ${STATE_OF_PARAMS_SQL}`,
     values: [instance.id, instance.generation],
   });
-  const state = rows[0] ?? { flows: {}, steps: {}, completed: [], compensating: false, saga: false, loops: {} };
-  return {
-    ...instance,
-    state: {
-      flows: state.flows,
-      steps: state.steps,
-      completedOrder: state.completed,
-      compensation: { active: state.compensating, saga: state.saga },
-      loops: state.loops,
-    },
-  };
+  return withState(instance, rows[0]);
+}
+
+/** The fields of a task that the optimistic complete checks and uses. */
+export interface TaskSnapshot {
+  id: string;
+  step_id: string;
+  generation: number;
+  state: string;
+  worker_id: string | null;
+  lock_token: string | null;
+  attempt: number;
+  topic: string;
+  loop_index: number;
+}
+
+/**
+ * A task with its instance and the instance's state, read in one statement (one
+ * snapshot) and without locks: the optimistic complete computes its transition from
+ * this and writes it with applyEffects' guard, which fails if anything moved meanwhile.
+ */
+export async function readTaskTransition(db: Queryable, taskId: string): Promise<{ instance: LockedInstance; task: TaskSnapshot } | undefined> {
+  const { rows } = await db.query<InstanceRow & StateColumns & { task: TaskSnapshot }>({
+    name: 'read_task_transition',
+    text: `select i.*, ${STATE_OF_ROW_SQL},
+                  jsonb_build_object('id', t.id, 'step_id', t.step_id, 'generation', t.generation, 'state', t.state, 'worker_id', t.worker_id,
+                                     'lock_token', t.lock_token, 'attempt', t.attempt, 'topic', t.topic, 'loop_index', t.loop_index) as task
+             from external_tasks t join instances i on i.id = t.instance_id
+            where t.id = $1`,
+    values: [taskId],
+  });
+  const row = rows[0];
+  if (!row) return undefined;
+  const { flows, steps, completed, compensating, saga, loops, task, ...instance } = row;
+  return { instance: withState(instance, { flows, steps, completed, compensating, saga, loops }), task };
 }
 
 export interface ApplyEffectsParams {
@@ -155,24 +200,55 @@ export interface ApplyEffectsParams {
   variables: Variables;
   /** incident rows of this transition that belong to an existing task */
   incidentTaskIds?: (string | null)[];
+  /**
+   * Optimistic write (no transaction, no instance lock held): the statement applies only if
+   * the instance is still at the revision and generation it was read at and, with `completes`,
+   * marks that task done for its holder; otherwise it fails with TRANSITION_GUARD_LOST and
+   * writes nothing.
+   */
+  guard?: { revision: number; completes?: { taskId: string; workerId: string; lockToken: string } };
+  /**
+   * A start in one statement: the instance row (p.instance: id, definition_id, business_key)
+   * is inserted with the transition. It fails with TRANSITION_GUARD_LOST, writing nothing,
+   * when the business key is taken or, with latestOnly, a newer version of the definition exists.
+   */
+  insert?: { latestOnly: boolean };
 }
 
-/**
- * Writes one transition of a locked instance in a single statement: step and flow
- * states, new tasks, incidents, history events, the instance row (revision + 1),
- * and a notification per topic that got work.
- */
-export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promise<void> {
-  const fx = p.effects;
-  const steps = lastStatusPerStep(fx.steps);
-  const incidentTasks = p.incidentTaskIds ?? fx.incidents.map(() => null);
-  const ended = p.status === 'completed' || p.status === 'canceled' || p.status === 'compensated';
-  // A wait that starts and ends within one transition never needs a row.
-  const timers = fx.timers.filter((t) => !fx.endedWaits.includes(t.stepId));
-  const subscriptions = fx.subscriptions.filter((x) => !fx.endedWaits.includes(x.stepId));
-  await db.query({
-    name: 'apply_effects',
-    text: `with
+/** SQLSTATE of an optimistic transition whose guard no longer held (nothing was written). */
+export const TRANSITION_GUARD_LOST = 'BT409';
+
+/** How applyEffects writes the instance row. */
+type InstanceWrite = 'update' | 'insert';
+
+// The parts that differ: how the row is written, where a subscription's default
+// correlation key comes from (the new row is not visible to its own statement), and
+// the guard (a start's guard: its row was inserted; an update's: revision and holder).
+const INSTANCE_WRITES: Record<InstanceWrite, { row: string; correlationKey: string; guard: string }> = {
+  insert: {
+    row: `i as (insert into instances (id, definition_id, definition_key, definition_version, business_key, variables, status, revision, ended_at)
+            select $1, d.id, d.key, d.version, $40, $20, $19, 1, case when $21 then now() end
+              from definitions d
+             where d.id = $41 and ($42 or not exists (select 1 from definitions n where n.key = d.key and n.version > d.version))
+            on conflict (definition_key, business_key) where business_key is not null do nothing
+         returning id, created_at),`,
+    correlationKey: '$40',
+    guard: '$36::int is null and exists (select 1 from i)',
+  },
+  update: {
+    row: `i as (update instances set status = $19, variables = $20, revision = revision + 1, updated_at = now(),
+                   ended_at = case when $21 then now() end
+             where id = $1 and ($36::int is null or (revision = $36 and generation = $2))
+         returning id, created_at),`,
+    correlationKey: '(select business_key from instances where id = $1)',
+    guard: '$36::int is null or (exists (select 1 from i) and ($37::uuid is null or exists (select 1 from done)))',
+  },
+};
+
+// One statement per transition. 'update': the instance exists (locked, or guarded by
+// revision). 'insert': a start writes the new row itself, together with its effects.
+const applyEffectsSql = (w: { row: string; correlationKey: string; guard: string }) => `with
+      ${w.row}
       s as (insert into steps (instance_id, step_id, generation, status, ended_at, completed_seq, loop)
             select $1::uuid, x.step_id, $2::int, x.status,
                    case when x.status in ('completed', 'skipped', 'canceled', 'failed', 'compensated') then now() end,
@@ -202,7 +278,7 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
                    case when x.at is not null then greatest(x.at::timestamptz, now()) else now() + x.delay::interval end
               from unnest($23::text[], $24::text[], $25::text[]) as x(step_id, delay, at)),
       sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key)
-            select $1, x.step_id, $2, x.kind, x.name, coalesce(x.correlation_key, (select business_key from instances where id = $1))
+            select $1, x.step_id, $2, x.kind, x.name, coalesce(x.correlation_key, ${w.correlationKey})
               from unnest($26::text[], $27::text[], $28::text[], $29::text[]) as x(step_id, kind, name, correlation_key)),
       tc as (update timers set state = 'canceled' where instance_id = $1 and step_id = any($30::text[]) and state = 'waiting'),
       sd as (delete from subscriptions where instance_id = $1 and step_id = any($30::text[])),
@@ -210,12 +286,36 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
               where instance_id = $1 and step_id = any($31::text[]) and state in ('ready', 'locked')),
       ki as (update incidents set status = 'resolved', resolved_at = now()
               where instance_id = $1 and step_id = any($31::text[]) and status = 'open'),
-      i as (update instances set status = $19, variables = $20, revision = revision + 1, updated_at = now(),
-                   ended_at = case when $21 then now() end
-             where id = $1)
-      select pg_notify('${TASKS_CHANNEL}', topic) from (select distinct unnest($8::text[]) as topic) as n
-      union all
-      select pg_notify('${TIMERS_CHANNEL}', '') where cardinality($23::text[]) > 0`,
+      done as (update external_tasks set state = 'done', ended_at = now(), last_result = 'complete'
+                where $37::uuid is not null and id = $37 and state = 'locked' and worker_id = $38 and lock_token = $39 and generation = $2
+                  and exists (select 1 from i)
+            returning id),
+      -- a guarded write whose guard lost raises, so the whole statement writes nothing
+      guarded as (select baton_transition_guard(${w.guard}) as ok)
+      select (select created_at from i) as created_at,
+             (select count(pg_notify('${TASKS_CHANNEL}', topic)) from (select distinct unnest($8::text[]) as topic) as n) as tasks_rung,
+             (select count(pg_notify('${TIMERS_CHANNEL}', '')) where cardinality($23::text[]) > 0) as timers_rung
+        from guarded`;
+
+const APPLY_EFFECTS_SQL: Record<InstanceWrite, string> = { update: applyEffectsSql(INSTANCE_WRITES.update), insert: applyEffectsSql(INSTANCE_WRITES.insert) };
+
+/**
+ * Writes one transition of an instance in a single statement: step and flow states,
+ * new tasks, incidents, history events, the instance row (revision + 1, or the new row
+ * of a start), and a notification per topic that got work. Answers the row's created_at.
+ */
+export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promise<Date> {
+  const fx = p.effects;
+  const steps = lastStatusPerStep(fx.steps);
+  const incidentTasks = p.incidentTaskIds ?? fx.incidents.map(() => null);
+  const ended = p.status === 'completed' || p.status === 'canceled' || p.status === 'compensated';
+  // A wait that starts and ends within one transition never needs a row.
+  const timers = fx.timers.filter((t) => !fx.endedWaits.includes(t.stepId));
+  const subscriptions = fx.subscriptions.filter((x) => !fx.endedWaits.includes(x.stepId));
+  const write: InstanceWrite = p.insert ? 'insert' : 'update';
+  const { rows } = await db.query<{ created_at: Date }>({
+    name: `apply_effects_${write}`,
+    text: APPLY_EFFECTS_SQL[write],
     values: [
       p.instance.id, p.instance.generation,
       steps.map((s) => s.stepId), steps.map((s) => s.status),
@@ -232,12 +332,16 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
       fx.events.map((e) => e.taskId ?? null),
       steps.map((s) => fx.loops[s.stepId] ?? null),
       fx.tasks.map((t) => t.loopIndex ?? 0), fx.tasks.map((t) => t.localVariables ?? {}),
+      p.guard?.revision ?? null,
+      p.guard?.completes?.taskId ?? null, p.guard?.completes?.workerId ?? null, p.guard?.completes?.lockToken ?? null,
+      ...(p.insert ? [p.instance.business_key, p.instance.definition_id, !p.insert.latestOnly] : []),
     ],
   });
   if (fx.tasks.length > 0 && topicsListeners.size > 0) {
     const topics = [...new Set(fx.tasks.map((t) => t.topic))];
     afterCommit(db, () => topicsListeners.forEach((fn) => fn(topics)));
   }
+  return rows[0]!.created_at;
 }
 
 /** The same for every attempt of one step (one element of a multi-instance step) in one generation, different for anything else. */

@@ -5,7 +5,8 @@
 -- doorbell carrying the last seq) and marks the head with the transaction id, so the
 -- triggers of the other events find the work done. The head lock is still taken at
 -- commit, in the order the events were inserted, so nothing about deadlocks or the
--- commit order of seqs changes (docs/progress.md).
+-- commit order of seqs changes (docs/progress.md). Also baton_transition_guard, at the
+-- end, for the optimistic starts and completes.
 
 alter table frame_heads add column framed_xid xid8;
 
@@ -93,4 +94,16 @@ begin
   end if;
   perform frame_transaction_events(new.instance_id, new.generation, new.seq);
   return null;
+end $$;
+
+-- An optimistic transition (runtime/store/instances.ts applyEffects with a guard) is one
+-- statement outside any transaction; when the instance moved since it was read, this
+-- aborts the statement, so none of its writes stay. SQLSTATE BT409 tells the caller to
+-- fall back to the locked path.
+create function baton_transition_guard(ok boolean) returns boolean language plpgsql as $$
+begin
+  if not ok then
+    raise exception 'baton: the instance moved since the transition was computed' using errcode = 'BT409';
+  end if;
+  return true;
 end $$;
