@@ -261,10 +261,11 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
           await workers[i]!.kill();
         }
       } else if (kind === 'kill node') {
-        const i = Math.floor(Math.random() * nodes.length);
-        if (nodes[i]?.alive() && nodes.filter((n) => n?.alive()).length > 1) {
+        // One of the live nodes, never the last one.
+        const live = nodes.filter((n): n is RuntimeNode => !!n?.alive());
+        if (live.length > 1) {
           kills['node SIGKILL']!++;
-          await nodes[i]!.kill();
+          await pick(live).kill();
         }
       } else if (kind === 'terminate connections') {
         const { rowCount } = await pool.query(
