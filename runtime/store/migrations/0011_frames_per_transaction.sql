@@ -15,15 +15,13 @@ alter table frame_heads add column framed_xid xid8;
 -- order, and seqs come from one sequence). Pending progress of a step is flushed
 -- before the frame that ends it, so with progress pending the events go one by one.
 create function frame_transaction_events(p_instance uuid, p_generation integer, p_from bigint)
-returns void language plpgsql as $$
+returns void language plpgsql
+-- Custom plans would be made afresh on every call (the arrays differ each time): planning
+-- cost more than running. The generic plans are as good here.
+set plan_cache_mode = force_generic_plan
+as $$
 declare
   ev record;
-  kinds text[];
-  datas jsonb[];
-  ats timestamptz[];
-  n integer;
-  ended_at_pos integer;
-  last integer;
 begin
   if exists (select 1 from progress_reports where instance_id = p_instance) then
     for ev in select e.* from events e
@@ -44,45 +42,37 @@ begin
     return;
   end if;
 
-  -- Each event is one frame; an ending event is followed by instance:ended, after which
-  -- the generation takes no more frames.
-  select array_agg(x.kind order by x.seq, x.k), array_agg(x.data order by x.seq, x.k), array_agg(x.at order by x.seq, x.k)
-    into kinds, datas, ats
-    from (select e.seq, 0 as k, e.kind, e.at,
-                 jsonb_strip_nulls(jsonb_build_object('stepId', e.step_id, 'taskId', e.task_id, 'attempt', e.attempt)) || e.data as data
-            from events e
-           where e.instance_id = p_instance and e.generation = p_generation and e.seq >= p_from
-             and e.xmin = pg_current_xact_id()::xid
-          union all
-          select e.seq, 1, 'instance:ended', e.at, jsonb_build_object('status', substr(e.kind, 10))
-            from events e
-           where e.instance_id = p_instance and e.generation = p_generation and e.seq >= p_from
-             and e.xmin = pg_current_xact_id()::xid
-             and e.kind in ('instance:completed', 'instance:canceled', 'instance:compensated')) x;
-  n := coalesce(cardinality(kinds), 0);
-  if n = 0 then
-    return;
-  end if;
-  ended_at_pos := array_position(kinds, 'instance:ended');
-  if ended_at_pos is not null then
-    n := ended_at_pos;
-  end if;
-
-  insert into frame_heads as h (instance_id, generation, last_seq, framed_xid)
-  values (p_instance, p_generation, n, pg_current_xact_id())
-  on conflict (instance_id, generation) do update set last_seq = h.last_seq + n, framed_xid = excluded.framed_xid
-   where h.ended_at is null
-  returning h.last_seq into last;
-  if last is null then
-    return; -- the generation has ended: it takes no frames
-  end if;
-  insert into frames (instance_id, generation, seq, kind, data, at)
-  select p_instance, p_generation, last - n + i, kinds[i], datas[i], ats[i]
-    from generate_series(1, n) as i;
-  if ended_at_pos is not null then
-    update frame_heads set ended_at = now() where instance_id = p_instance and generation = p_generation;
-  end if;
-  perform pg_notify('baton_frames', p_instance::text || ' ' || p_generation || ' ' || last);
+  -- One statement: each event is one frame; an ending event is followed by instance:ended,
+  -- after which the generation takes no more frames (nor does an ended head take any).
+  with evs as (
+         select e.seq, e.kind, e.at,
+                jsonb_strip_nulls(jsonb_build_object('stepId', e.step_id, 'taskId', e.task_id, 'attempt', e.attempt)) || e.data as data
+           from events e
+          where e.instance_id = p_instance and e.generation = p_generation and e.seq >= p_from
+            and e.xmin = pg_current_xact_id()::xid),
+       numbered as (
+         select x.*, row_number() over (order by x.seq, x.k)::int as n
+           from (select seq, 0 as k, kind, at, data from evs
+                 union all
+                 select seq, 1, 'instance:ended', at, jsonb_build_object('status', substr(kind, 10)) from evs
+                  where kind in ('instance:completed', 'instance:canceled', 'instance:compensated')) x),
+       kept as (
+         select * from numbered
+          where n <= coalesce((select min(n) from numbered where kind = 'instance:ended'), 2147483647)),
+       total as (select count(*)::int as n, bool_or(kind = 'instance:ended') as ends from kept),
+       head as (
+         insert into frame_heads as h (instance_id, generation, last_seq, framed_xid, ended_at)
+         select p_instance, p_generation, total.n, pg_current_xact_id(), case when total.ends then now() end
+           from total where total.n > 0
+         on conflict (instance_id, generation) do update
+            set last_seq = h.last_seq + excluded.last_seq, framed_xid = excluded.framed_xid, ended_at = excluded.ended_at
+          where h.ended_at is null
+         returning h.last_seq),
+       written as (
+         insert into frames (instance_id, generation, seq, kind, data, at)
+         select p_instance, p_generation, head.last_seq - total.n + kept.n, kept.kind, kept.data, kept.at
+           from kept, head, total)
+  select pg_notify('baton_frames', p_instance::text || ' ' || p_generation || ' ' || head.last_seq) into ev from head;
 end $$;
 
 create or replace function frame_history_event() returns trigger language plpgsql as $$
