@@ -2,11 +2,12 @@
 // instances, parked long polls): it exits with code 0 within BATON_SHUTDOWN_GRACE_MS,
 // every parked poll gets [], no instance is half-written, and another node finishes
 // the work. A node whose drain is stuck (a transaction waiting on a row lock) exits
-// with code 1 at the grace, and PostgreSQL rolls that transaction back whole.
+// with code 1 at the grace, and PostgreSQL rolls that transaction back whole; a
+// one-statement (optimistic) complete caught there applies whole once the lock is free.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { singleTaskBpmn } from '../support/bpmn.ts';
+import { buildBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { pino } from 'pino';
 import { startBatonServer, type BatonServer } from '../../runtime/server.ts';
@@ -144,51 +145,90 @@ describe('SIGTERM', () => {
     expect(finished).toBe(running);
   }, 120_000);
 
+  // The complete waits on the instance row inside a transaction (a message catch follows the
+  // task, so the optimistic one-statement path hands over to the locked one).
   it('a drain stuck on a row lock: exits 1 at the grace, and the stuck transaction is rolled back whole', async () => {
-    const GRACE_MS = 1500;
-    const db = await createTestDatabase();
-    dbs.push(db);
-    const node = await spawnNode(db, GRACE_MS);
-    const { api } = node;
-    expect((await api.post('/api/definitions', { xml: singleTaskBpmn('stuck', 'stuck-task') })).status).toBe(201);
-    const instanceId: string = (await api.post('/api/instances', { definitionKey: 'stuck', businessKey: 'one' })).body.id;
-    const [task] = (await api.post('/api/external-tasks/fetch-and-lock', { workerId: 'w', maxTasks: 1, topics: [{ name: 'stuck-task', lockDurationMs: 60_000 }] })).body;
-
-    // Hold the instance row: the complete below waits on it inside its transaction.
-    const blocker = await db.pool.connect();
-    try {
-      await blocker.query('begin');
-      await blocker.query('select 1 from instances where id = $1 for update', [instanceId]);
-      const complete = api.post(`/api/external-tasks/${task.id}/complete`, { workerId: 'w', lockToken: task.lockToken }).catch(() => undefined);
-      await waitFor(async () => {
-        const waiting = await db.pool.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
-        return waiting.rows[0].n > 0 ? true : undefined;
-      }, 10_000, 'the complete to wait on the row lock');
-
-      const sentAt = Date.now();
-      node.kill('SIGTERM');
-      expect(await node.exited, node.output()).toBe(1);
-      const tookMs = Date.now() - sentAt;
-      expect(tookMs).toBeGreaterThanOrEqual(GRACE_MS - 50);
-      expect(tookMs).toBeLessThan(GRACE_MS + 1500);
-      expect(node.output()).toContain('server:grace_exceeded');
-      console.log(`stuck drain: exit 1 after ${tookMs} ms (grace ${GRACE_MS} ms)`);
-      await complete;
-    } finally {
-      await blocker.query('rollback');
-      blocker.release();
-    }
-    // The child's backend, freed from the lock, finds its client gone and rolls back.
-    await waitFor(async () => {
-      const left = await db.pool.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and state <> 'idle'`);
-      return left.rows[0].n === 0 ? true : undefined;
-    }, 10_000, 'the stuck backend to end');
+    const { db, instanceId, complete } = await stuckComplete(buildBpmn('stuck', [
+      { id: 'start', type: 'startEvent' },
+      { id: 'work', type: 'serviceTask', topic: 'stuck-task' },
+      { id: 'paid', type: 'catchEvent', message: 'stuck-paid', correlationKey: 'orderId' },
+      { id: 'end', type: 'endEvent' },
+    ], [{ from: 'start', to: 'work' }, { from: 'work', to: 'paid' }, { from: 'paid', to: 'end' }]));
+    await complete;
     const state = await db.pool.query(`select i.status, t.state from instances i join external_tasks t on t.instance_id = i.id where i.id = $1`, [instanceId]);
     expect(state.rows).toEqual([{ status: 'running', state: 'locked' }]);
     const events = await db.pool.query(`select kind from events where instance_id = $1 and kind like 'task:%' order by seq`, [instanceId]);
     expect(events.rows.map((r) => r.kind)).not.toContain('task:completed');
   }, 60_000);
+
+  // The optimistic complete is one statement and its own transaction: once the lock is free it
+  // applies whole (never half), like a complete committed just before the node died, and the
+  // worker's retry elsewhere is the holder's repeat: 204, one task:completed.
+  it('a one-statement complete stuck on a row lock when the node exits: applied whole once the lock is free, and the worker\'s retry on another node is a no-op', async () => {
+    const { db, instanceId, complete, task } = await stuckComplete(singleTaskBpmn('stuck1', 'stuck1-task'));
+    await complete;
+    await waitFor(async () => {
+      const { rows } = await db.pool.query(`select i.status, t.state from instances i join external_tasks t on t.instance_id = i.id where i.id = $1`, [instanceId]);
+      return rows[0]?.status === 'completed' ? rows : undefined;
+    }, 10_000, 'the freed statement to apply');
+    const heir = await startBatonServer({ databaseUrl: db.url, port: 0, host: '127.0.0.1', log: pino({ level: 'silent' }), auth: { tokens: [] } });
+    try {
+      const retry = await apiClient(heir.url, TOKEN).post(`/api/external-tasks/${task.id}/complete`, { workerId: 'w', lockToken: task.lockToken });
+      expect(retry.status).toBe(204);
+    } finally {
+      await heir.close();
+    }
+    const { rows } = await db.pool.query(`select i.status, t.state, (select count(*)::int from events e where e.instance_id = i.id and e.kind = 'task:completed') as completes
+                                            from instances i join external_tasks t on t.instance_id = i.id where i.id = $1`, [instanceId]);
+    expect(rows).toEqual([{ status: 'completed', state: 'done', completes: 1 }]);
+  }, 60_000);
 });
+
+/**
+ * A node (grace 1.5 s) whose complete waits on the instance row held by a test transaction;
+ * SIGTERM: it exits 1 at the grace. Then the row is let go.
+ */
+async function stuckComplete(xml: string): Promise<{ db: TestDatabase; instanceId: string; task: { id: string; lockToken: string }; complete: Promise<unknown> }> {
+  const GRACE_MS = 1500;
+  const db = await createTestDatabase();
+  dbs.push(db);
+  const node = await spawnNode(db, GRACE_MS);
+  const { api } = node;
+  expect((await api.post('/api/definitions', { xml })).status).toBe(201);
+  const key = /process id="([^"]+)"/.exec(xml)?.[1];
+  const instanceId: string = (await api.post('/api/instances', { definitionKey: key, businessKey: 'one', variables: { orderId: 'o-1' } })).body.id;
+  const [task] = (await api.post('/api/external-tasks/fetch-and-lock', { workerId: 'w', maxTasks: 1, topics: [{ name: `${key}-task`, lockDurationMs: 60_000 }] })).body;
+
+  const blocker = await db.pool.connect();
+  let complete: Promise<unknown> = Promise.resolve();
+  try {
+    await blocker.query('begin');
+    await blocker.query('select 1 from instances where id = $1 for update', [instanceId]);
+    complete = api.post(`/api/external-tasks/${task.id}/complete`, { workerId: 'w', lockToken: task.lockToken }).catch(() => undefined);
+    await waitFor(async () => {
+      const waiting = await db.pool.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
+      return waiting.rows[0].n > 0 ? true : undefined;
+    }, 10_000, 'the complete to wait on the row lock');
+
+    const sentAt = Date.now();
+    node.kill('SIGTERM');
+    expect(await node.exited, node.output()).toBe(1);
+    const tookMs = Date.now() - sentAt;
+    expect(tookMs).toBeGreaterThanOrEqual(GRACE_MS - 50);
+    expect(tookMs).toBeLessThan(GRACE_MS + 1500);
+    expect(node.output()).toContain('server:grace_exceeded');
+    console.log(`stuck drain: exit 1 after ${tookMs} ms (grace ${GRACE_MS} ms)`);
+  } finally {
+    await blocker.query('rollback');
+    blocker.release();
+  }
+  // The child's backend, freed from the lock, finishes its statement and finds its client gone.
+  await waitFor(async () => {
+    const left = await db.pool.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and state <> 'idle'`);
+    return left.rows[0].n === 0 ? true : undefined;
+  }, 10_000, 'the stuck backend to end');
+  return { db, instanceId, task, complete };
+}
 
 function countBy(values: string[]): Record<string, number> {
   const counts: Record<string, number> = {};
