@@ -1,14 +1,21 @@
 // The short soak of issue 7 in `npm test`: a minute of chaos (test/chaos/soak.ts) on a fresh
 // database of the test server, then the drain, the ledger and the invariant checker.
 // `npm run chaos -- --minutes N` runs the same soak for longer.
-import { describe, expect, it, inject } from 'vitest';
+import { afterAll, describe, expect, it, inject } from 'vitest';
+import { killAll } from './harness.ts';
 import { formatSummary, runSoak } from './soak.ts';
+
+// runSoak cleans up after itself; these are for a test that times out while it still runs:
+// no process left behind, and a database name the global teardown drops (it ends in the run's pid).
+afterAll(() => killAll());
+const template = inject('templateDb');
+const databaseName = `baton_t_${template.slice(template.lastIndexOf('_') + 1)}_soak`;
 
 describe('chaos soak', () => {
   it('given a minute of kills, fault crashes, cut connections and duplicate calls on 2 nodes and 3 workers, then nothing is lost, nothing applied twice and no invariant breaks', async () => {
     const lines: string[] = [];
     const summary = await runSoak({
-      minutes: 1, nodes: 2, workers: 3, rate: 5, databaseUrl: inject('adminUrl'), drainMs: 90_000,
+      minutes: 1, nodes: 2, workers: 3, rate: 5, databaseUrl: inject('adminUrl'), databaseName, drainMs: 90_000,
       log: (line) => lines.push(line),
     });
     const table = `${formatSummary(summary, 'runSoak in test/chaos/soak.test.ts')}\n${lines.join('\n')}`;

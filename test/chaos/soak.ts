@@ -23,6 +23,8 @@ export interface SoakOptions {
   rate: number;
   /** a server that may create databases; unset: an embedded PostgreSQL of its own */
   databaseUrl?: string;
+  /** name of the fresh database on databaseUrl's server; default baton_chaos_<pid>_<time> */
+  databaseName?: string;
   /** longest wait for the nodes to come back, and again for every instance to end, after the chaos; default 180 s */
   drainMs?: number;
   log?: (line: string) => void;
@@ -134,7 +136,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
   let databaseUrl: string;
   let dropDatabase: (() => Promise<void>) | undefined;
   if (opts.databaseUrl) {
-    const name = `baton_chaos_${process.pid}_${Date.now()}`;
+    const name = opts.databaseName ?? `baton_chaos_${process.pid}_${Date.now()}`;
     const admin = new pg.Client({ connectionString: opts.databaseUrl });
     await admin.connect();
     await admin.query(`create database ${name}`);
