@@ -321,16 +321,21 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
     const drainBegan = Date.now();
     await Promise.race([Promise.all(inFlight), sleep(60_000)]);
 
-    // Drain: every node back, workers carry on, no more faults injected by the loop.
-    await waitFor(async () => {
+    // Drain: every node back, workers carry on, no more chaos actions (the processes' own fault
+    // points stay armed, so a node may still crash at one and be restarted meanwhile).
+    const allNodesBack = () => waitFor(async () => {
       await supervise();
       return nodes.every((n) => n?.alive()) ? true : undefined;
     }, drainMs, 'every node to be back').catch((err: Error) => log(`soak: ${err.message}`));
+    await allNodesBack();
     await waitFor(async () => {
       await supervise();
       const { rows } = await pool.query(`select count(*)::int as n from instances where status in ('running', 'compensating')`).catch(() => ({ rows: [{ n: -1 }] }));
       return rows[0].n === 0 ? true : undefined;
     }, drainMs, 'every instance to end').catch((err: Error) => log(`soak: ${err.message}`));
+    // A node that crashed at a fault point during the drain is let finish its restart before
+    // /healthz is asked: what is counted is a node that runs and does not answer (finding 2).
+    await allNodesBack();
 
     const drainSeconds = (Date.now() - drainBegan) / 1000;
     let unresponsiveNodes = 0;
