@@ -17,43 +17,93 @@ export interface InstanceListener {
   ring(bell: Doorbell | undefined): void;
 }
 
+/** How long the hub keeps listening after its last follower left (subscriptions come and go). */
+const UNLISTEN_AFTER_MS = 10_000;
+
 export class FrameHub {
   private client: pg.Client | undefined;
   private readonly listeners = new Map<string, Set<InstanceListener>>();
   private stopped = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
+  private unlistenTimer: NodeJS.Timeout | undefined;
+  /** LISTEN is on for the current connection */
+  private listening = false;
+  /** LISTEN / UNLISTEN run one after another on the hub's connection */
+  private chain: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly connectionString: string,
     private readonly log: Logger,
+    private readonly unlistenAfterMs = UNLISTEN_AFTER_MS,
   ) {}
 
+  /** Whether doorbells reach this node now (while anyone follows, and a while after). */
+  get isListening(): boolean {
+    return this.listening;
+  }
+
+  /**
+   * Connects. The hub LISTENs only while it has followers: with nobody watching, the
+   * doorbell of every committed transaction would wake this node for nothing.
+   */
   async start(): Promise<void> {
     const client = new pg.Client({ connectionString: this.connectionString });
     client.on('notification', (msg) => this.dispatch(parseDoorbell(msg.payload)));
     client.on('error', (err) => this.reconnect(err));
     client.on('end', () => this.reconnect());
     await client.connect();
-    await client.query(`listen ${FRAMES_CHANNEL}`);
     this.client = client;
+    this.listening = false;
+    await this.reconcile();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.reconnectTimer);
+    clearTimeout(this.unlistenTimer);
     await this.client?.end().catch(() => undefined);
   }
 
-  follow(instanceId: string, listener: InstanceListener): void {
+  /** Resolves once doorbells reach the listener: read the frames after that, and nothing is missed. */
+  async follow(instanceId: string, listener: InstanceListener): Promise<void> {
     let set = this.listeners.get(instanceId);
     if (!set) this.listeners.set(instanceId, (set = new Set()));
     set.add(listener);
+    clearTimeout(this.unlistenTimer);
+    this.unlistenTimer = undefined;
+    // A failed LISTEN means a lost connection: the reconnect listens again and rings everyone.
+    await this.reconcile().catch(() => undefined);
   }
 
   unfollow(instanceId: string, listener: InstanceListener): void {
     const set = this.listeners.get(instanceId);
     set?.delete(listener);
     if (set?.size === 0) this.listeners.delete(instanceId);
+    if (this.listeners.size === 0 && !this.unlistenTimer) {
+      this.unlistenTimer = setTimeout(() => {
+        this.unlistenTimer = undefined;
+        void this.reconcile().catch(() => undefined);
+      }, this.unlistenAfterMs);
+      this.unlistenTimer.unref();
+    }
+  }
+
+  /** Brings LISTEN in line with whether anyone follows (serialized; a lost connection reconnects and calls it again). */
+  private reconcile(): Promise<void> {
+    const next = this.chain.then(async () => {
+      const client = this.client;
+      if (!client || this.stopped) return;
+      const wanted = this.listeners.size > 0 || this.unlistenTimer !== undefined;
+      if (wanted && !this.listening) {
+        await client.query(`listen ${FRAMES_CHANNEL}`);
+        this.listening = true;
+      } else if (!wanted && this.listening) {
+        await client.query(`unlisten ${FRAMES_CHANNEL}`);
+        this.listening = false;
+      }
+    });
+    this.chain = next.catch(() => undefined);
+    return next;
   }
 
   private dispatch(bell: Doorbell | undefined): void {
@@ -66,6 +116,7 @@ export class FrameHub {
     this.log.warn({ err: err?.message }, 'frames:listener_disconnected');
     const old = this.client;
     this.client = undefined;
+    this.listening = false;
     old?.removeAllListeners();
     old?.on('error', () => undefined);
     old?.end().catch(() => undefined);

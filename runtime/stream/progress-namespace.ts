@@ -92,10 +92,10 @@ export function attachProgressStream(io: Server, deps: ProgressStreamDeps): Name
       const follower = new Follower(read, req.instanceId, generation, req.afterSeq ?? 0, outputOf(socket), opts, (f) => {
         if (followers.get(f.instanceId) === f) stop(f.instanceId);
       }, target.generation);
-      // Follow before reading: a frame committed from here on rings the doorbell,
-      // and one committed before is found by the first read.
+      // Follow (and wait until the hub listens) before reading: a frame committed from
+      // here on rings the doorbell, and one committed before is found by the first read.
       followers.set(req.instanceId, follower);
-      deps.hub.follow(req.instanceId, follower);
+      await deps.hub.follow(req.instanceId, follower);
       const head = await readFrameHead(deps.pool, req.instanceId, generation);
       void follower.pump();
       return { ok: true, generation, lastSeq: head.lastSeq };
