@@ -33,35 +33,47 @@ export function afterCommit(db: Queryable, fn: () => void): void {
   else fn();
 }
 
-/** Runs fn inside one transaction; rolls back when it throws. */
-export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Runs fn with a client of its own. A server that ends the connection between two
+ * statements (PostgreSQL restart, a terminated backend) fails fn; unheard, the
+ * client's 'error' event would crash the process. A broken client is discarded.
+ */
+export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
-  // A server that ends the connection between two statements (PostgreSQL restart) fails
-  // this transaction; unheard, the client's 'error' event would crash the process.
   let broken: Error | undefined;
   const onError = (err: Error) => (broken = err);
   client.on('error', onError);
-  const hooks: (() => void)[] = [];
-  commitHooks.set(client, hooks);
   try {
-    await client.query('begin');
-    const result = await fn(client);
-    await client.query('commit');
-    commitHooks.delete(client);
-    for (const hook of hooks) {
-      try {
-        hook();
-      } catch {
-        // the transaction is committed: a failing listener must not turn it into an error
-      }
-    }
-    return result;
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
+    return await fn(client);
   } finally {
-    commitHooks.delete(client);
     client.removeListener('error', onError);
-    client.release(broken); // a broken client is discarded, not pooled
+    client.release(broken);
   }
+}
+
+/** Runs fn inside one transaction; rolls back when it throws. */
+export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withClient(pool, async (client) => {
+    const hooks: (() => void)[] = [];
+    commitHooks.set(client, hooks);
+    try {
+      await client.query('begin');
+      const result = await fn(client);
+      await client.query('commit');
+      commitHooks.delete(client);
+      for (const hook of hooks) {
+        try {
+          hook();
+        } catch {
+          // the transaction is committed: a failing listener must not turn it into an error
+        }
+      }
+      return result;
+    } catch (err) {
+      await client.query('rollback').catch(() => undefined);
+      throw err;
+    } finally {
+      commitHooks.delete(client);
+    }
+  });
 }

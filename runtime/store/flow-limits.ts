@@ -6,7 +6,7 @@
 // then picks with a new statement, so its snapshot counts every lock committed by
 // the fetcher that held the rows before. The token bucket is refilled and spent on
 // the database clock in that same statement.
-import { withTransaction, type Pool, type PoolClient, type Queryable } from './db.ts';
+import { withClient, withTransaction, type Pool, type PoolClient, type Queryable } from './db.ts';
 
 export interface FlowLimitRow {
   resource: string;
@@ -43,48 +43,47 @@ const SELECT_LIMIT = `select l.resource, l.max_concurrent, l.max_starts_per_seco
  */
 export async function putFlowLimit(pool: Pool, p: PutFlowLimitParams): Promise<PutFlowLimitResult> {
   const topics = [...new Set(p.topics && p.topics.length > 0 ? p.topics : [p.resource])];
-  const client = await pool.connect();
-  try {
-    await client.query('begin');
-    // The bucket keeps what it had refilled under the old rate, capped by the new size; a new one starts full.
-    const { rows: upserted } = await client.query<{ created: boolean }>({
-      name: 'put_flow_limit',
-      text: `insert into flow_limits as l (resource, max_concurrent, max_starts_per_second, tokens, refilled_at)
-             values ($1, $2::int, $3::float8, greatest($3::float8, 1), now())
-             on conflict (resource) do update
-                set max_concurrent = excluded.max_concurrent, max_starts_per_second = excluded.max_starts_per_second,
-                    tokens = least(greatest(excluded.max_starts_per_second, 1),
-                                   l.tokens + l.max_starts_per_second * greatest(extract(epoch from now() - l.refilled_at), 0)),
-                    refilled_at = now(), updated_at = now()
-             returning (xmax = 0) as created`,
-      values: [p.resource, p.maxConcurrent, p.maxStartsPerSecond],
-    });
-    await client.query({
-      name: 'put_flow_limit_topics',
-      text: `with dropped as (delete from flow_limit_topics where resource = $1 and topic <> all($2::text[]))
-             insert into flow_limit_topics (topic, resource) select unnest($2::text[]), $1 on conflict (topic) do nothing`,
-      values: [p.resource, topics],
-    });
-    // A new statement, so a topic another PUT committed meanwhile is seen.
-    const { rows: taken } = await client.query<{ topic: string; resource: string }>({
-      name: 'find_taken_flow_topics',
-      text: 'select topic, resource from flow_limit_topics where topic = any($2::text[]) and resource <> $1 order by topic',
-      values: [p.resource, topics],
-    });
-    if (taken.length > 0) {
-      await client.query('rollback');
-      return { ok: false, reason: 'topic_taken', taken };
+  return withClient(pool, async (client) => {
+    try {
+      await client.query('begin');
+      // The bucket keeps what it had refilled under the old rate, capped by the new size; a new one starts full.
+      const { rows: upserted } = await client.query<{ created: boolean }>({
+        name: 'put_flow_limit',
+        text: `insert into flow_limits as l (resource, max_concurrent, max_starts_per_second, tokens, refilled_at)
+               values ($1, $2::int, $3::float8, greatest($3::float8, 1), now())
+               on conflict (resource) do update
+                  set max_concurrent = excluded.max_concurrent, max_starts_per_second = excluded.max_starts_per_second,
+                      tokens = least(greatest(excluded.max_starts_per_second, 1),
+                                     l.tokens + l.max_starts_per_second * greatest(extract(epoch from now() - l.refilled_at), 0)),
+                      refilled_at = now(), updated_at = now()
+               returning (xmax = 0) as created`,
+        values: [p.resource, p.maxConcurrent, p.maxStartsPerSecond],
+      });
+      await client.query({
+        name: 'put_flow_limit_topics',
+        text: `with dropped as (delete from flow_limit_topics where resource = $1 and topic <> all($2::text[]))
+               insert into flow_limit_topics (topic, resource) select unnest($2::text[]), $1 on conflict (topic) do nothing`,
+        values: [p.resource, topics],
+      });
+      // A new statement, so a topic another PUT committed meanwhile is seen.
+      const { rows: taken } = await client.query<{ topic: string; resource: string }>({
+        name: 'find_taken_flow_topics',
+        text: 'select topic, resource from flow_limit_topics where topic = any($2::text[]) and resource <> $1 order by topic',
+        values: [p.resource, topics],
+      });
+      if (taken.length > 0) {
+        await client.query('rollback');
+        return { ok: false, reason: 'topic_taken', taken };
+      }
+      const limit = await findFlowLimit(client, p.resource);
+      await client.query('commit');
+      if (!limit) throw new Error(`flow limit ${p.resource} vanished inside its own transaction`);
+      return { ok: true, limit, created: upserted[0]?.created === true };
+    } catch (err) {
+      await client.query('rollback').catch(() => undefined);
+      throw err;
     }
-    const limit = await findFlowLimit(client, p.resource);
-    await client.query('commit');
-    if (!limit) throw new Error(`flow limit ${p.resource} vanished inside its own transaction`);
-    return { ok: true, limit, created: upserted[0]?.created === true };
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 export async function findFlowLimit(db: Queryable, resource: string): Promise<FlowLimitRow | undefined> {
