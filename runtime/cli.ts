@@ -40,7 +40,7 @@ async function serve(config: Config): Promise<void> {
       host: config.host,
       log,
       sweepIntervalMs: config.sweepIntervalMs,
-      engine: { retryBackoffMs: config.retryBackoffMs },
+      engine: { retryBackoffMs: config.retryBackoffMs, leaseExpiryAllowance: config.leaseExpiryAllowance },
       auth: security.auth,
       jsonLimit: security.limits.jsonLimit,
       xmlLimit: security.limits.xmlLimit,

@@ -14,6 +14,8 @@ export interface Config {
   sweepIntervalMs: number;
   /** first retry delay after a task failure */
   retryBackoffMs: number;
+  /** lease expiries a task may have beyond its retries */
+  leaseExpiryAllowance: number;
   /** folder whose .bpmn files are deployed at start; empty to deploy none */
   samplesDir: string | undefined;
 }
@@ -36,6 +38,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     sweepIntervalMs: intFrom(env, 'BATON_SWEEP_INTERVAL_MS', 1000, 10),
     retryBackoffMs: intFrom(env, 'BATON_RETRY_BACKOFF_MS', 1000, 1),
+    leaseExpiryAllowance: intFrom(env, 'BATON_LEASE_EXPIRY_ALLOWANCE', 3, 0),
     samplesDir: env.BATON_SAMPLES_DIR === '' ? undefined : path.resolve(env.BATON_SAMPLES_DIR || 'samples'),
   };
 }

@@ -20,6 +20,7 @@ import { FrameHub } from './stream/frame-hub.ts';
 import { attachProgressStream, type ProgressStreamOptions } from './stream/progress-namespace.ts';
 import { socketAuthorizer } from './stream/socket-auth.ts';
 import { startSweeper, type Sweeper } from './scheduler/sweeper.ts';
+import { exhaustExpiredLease } from './engine/tasks.ts';
 import { startTimerScheduler, type TimerScheduler } from './scheduler/timer-scheduler.ts';
 import { eventsRouter } from './api/events-routes.ts';
 import { createPool } from './store/db.ts';
@@ -81,7 +82,10 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   const frameHub = new FrameHub(opts.databaseUrl, opts.log);
   await frameHub.start();
   const progress = new ProgressCoalescer(pool, opts.log);
-  const sweeper = startSweeper(pool, opts.log, { intervalMs: opts.sweepIntervalMs ?? 1000, batchSize: 500, frameRetentionMs: opts.frameRetentionMs ?? 24 * 3_600_000 });
+  const sweeper = startSweeper(pool, opts.log, {
+    intervalMs: opts.sweepIntervalMs ?? 1000, batchSize: 500, frameRetentionMs: opts.frameRetentionMs ?? 24 * 3_600_000,
+    leaseExpiryAllowance: engine.options.leaseExpiryAllowance, exhaustLease: (taskId) => exhaustExpiredLease(engine, taskId),
+  });
   const timers = startTimerScheduler(engine, opts.log, { maxSleepMs: 30_000, batchSize: 100 });
   notifier.onTimerCreated(() => timers.poke());
   const retention = startRetention(pool, opts.log, opts.retention ?? { days: 0, intervalMs: 3_600_000 });

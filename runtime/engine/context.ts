@@ -8,9 +8,15 @@ export interface EngineOptions {
   retryBackoffMs: number;
   /** longest retry delay */
   retryBackoffMaxMs: number;
+  /**
+   * Lease expiries a task may have beyond its retries before it ends like a failure with
+   * none left: a node restart or a network cut expires healthy leases too, so they get
+   * room of their own; a task that kills every worker still ends in an incident.
+   */
+  leaseExpiryAllowance: number;
 }
 
-export const defaultEngineOptions: EngineOptions = { retryBackoffMs: 1000, retryBackoffMaxMs: 5 * 60_000 };
+export const defaultEngineOptions: EngineOptions = { retryBackoffMs: 1000, retryBackoffMaxMs: 5 * 60_000, leaseExpiryAllowance: 3 };
 
 export interface Engine {
   pool: Pool;

@@ -12,6 +12,7 @@ import { indexPlan } from './plan-index.ts';
 import { fault } from '../shared/faults.ts';
 import { taskRetries } from '../ops/instruments.ts';
 import {
+  failExpiredLease,
   failTask as failTaskRow,
   markTaskCaught,
   markTaskDone,
@@ -179,6 +180,28 @@ export async function settleExhaustedTask(tx: PoolClient, instance: LockedInstan
     return;
   }
   raiseTaskIncident(instance, task, fx, 'task_failed', message, details);
+}
+
+/**
+ * A task whose lease expired once more than `retries + leaseExpiryAllowance` allow
+ * (its workers keep dying on it) ends like a failure with no retries left: an
+ * incident, or the saga with onExhausted compensate. Answers whether it did.
+ */
+export async function exhaustExpiredLease(engine: Engine, taskId: string): Promise<boolean> {
+  const allowance = engine.options.leaseExpiryAllowance;
+  return withTransaction(engine.pool, async (tx) => {
+    const instance = await lockInstanceOfTask(tx, taskId);
+    if (!instance) return false;
+    const task = await failExpiredLease(tx, { taskId, generation: instance.generation, allowance });
+    if (!task) return false;
+    const plan = await planOf(engine, instance.definition_id, tx);
+    const fx = emptyEffects();
+    await settleExhaustedTask(tx, instance, plan, task, fx,
+      `Task ${task.step_id}: its lease expired ${task.lease_expiries} times without a result (retries ${task.retries} + ${allowance} allowed); the last holder was ${task.previous_worker ?? 'unknown'}`,
+      { leaseExpiries: task.lease_expiries, lastWorkerId: task.previous_worker });
+    await commitTransition(tx, instance, fx, instance.variables, { plan, incidentTaskIds: fx.incidents.map(() => task.id) });
+    return true;
+  });
 }
 
 type HolderWork = (tx: PoolClient, instance: LockedInstance) => Promise<GuardedTaskResult>;

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Pool } from '../store/db.ts';
 import { deleteExpiredFrames } from '../store/frames.ts';
 import { flushStaleProgress } from '../store/progress.ts';
-import { expireLocks } from '../store/tasks.ts';
+import { expireLocks, findExhaustedLeases } from '../store/tasks.ts';
 import { lockExpiries } from '../ops/instruments.ts';
 
 export interface SweeperOptions {
@@ -14,6 +14,10 @@ export interface SweeperOptions {
   batchSize: number;
   /** frames of generations that ended longer ago are deleted (each generation's last frame stays) */
   frameRetentionMs: number;
+  /** lease expiries a task may have beyond its retries (EngineOptions.leaseExpiryAllowance) */
+  leaseExpiryAllowance: number;
+  /** ends a task whose leases expired too often (engine/tasks.ts exhaustExpiredLease) */
+  exhaustLease: (taskId: string) => Promise<boolean>;
 }
 
 /** progress reports older than this were left by a node that died before its flush */
@@ -33,10 +37,18 @@ export function startSweeper(pool: Pool, log: Logger, opts: SweeperOptions): Swe
   const sweep = async (): Promise<number> => {
     let total = 0;
     for (;;) {
-      const n = await expireLocks(pool, opts.batchSize);
+      const n = await expireLocks(pool, opts.batchSize, opts.leaseExpiryAllowance);
       lockExpiries.inc(n);
       total += n;
       if (n < opts.batchSize) break;
+    }
+    // Each its own transition: several sweepers may pick one; its guard lets one through.
+    for (const taskId of await findExhaustedLeases(pool, opts.batchSize, opts.leaseExpiryAllowance)) {
+      if (await opts.exhaustLease(taskId)) {
+        lockExpiries.inc();
+        total++;
+        log.warn({ taskId }, 'task:lease_expiries_exhausted');
+      }
     }
     if (total > 0) log.info({ count: total }, 'task:lock_expired');
     const flushed = await flushStaleProgress(pool, STALE_PROGRESS_MS);

@@ -38,7 +38,7 @@ export async function requeueFailedTask(db: Queryable, taskId: string, retries: 
     `with t as (
        update external_tasks
           set state = 'ready', retries = coalesce($2, retries), retries_left = coalesce($2, retries),
-              retry_at = now(), worker_id = null, lock_token = null, lock_expires_at = null, ended_at = null
+              retry_at = now(), worker_id = null, lock_token = null, lock_expires_at = null, ended_at = null, lease_expiries = 0
         where id = $1 and state = 'failed'
     returning topic)
      select pg_notify('${TASKS_CHANNEL}', topic) from t`,

@@ -221,27 +221,69 @@ export async function unlockTask(db: Queryable, p: LockHolder): Promise<GuardedT
   return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p) };
 }
 
-/** Returns expired leases to ready (any number of sweepers converge); answers how many. */
-export async function expireLocks(db: Queryable, limit: number): Promise<number> {
+/**
+ * Returns expired leases to ready (any number of sweepers converge), counting each
+ * expiry; a lease whose task used up `retries + allowance` expiries is left for
+ * exhaustExpiredLease (findExhaustedLeases). Answers how many went back to ready.
+ */
+export async function expireLocks(db: Queryable, limit: number, allowance: number): Promise<number> {
   const { rows } = await db.query<{ id: string }>({
     name: 'expire_locks',
     text: `with expired as (
              select id, worker_id from external_tasks
-              where state = 'locked' and lock_expires_at <= now()
+              where state = 'locked' and lock_expires_at <= now() and lease_expiries + 1 <= retries + $2
               order by lock_expires_at limit $1
               for update skip locked),
            u as (
-             update external_tasks t set state = 'ready', worker_id = null, lock_token = null, lock_expires_at = null, retry_at = now()
+             update external_tasks t set state = 'ready', worker_id = null, lock_token = null, lock_expires_at = null, retry_at = now(),
+                                         lease_expiries = t.lease_expiries + 1
                from expired where t.id = expired.id
            returning t.*, expired.worker_id as previous_worker),
            ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
                   select instance_id, generation, 'task:lock_expired', step_id, id, attempt,
-                         jsonb_build_object('workerId', previous_worker) from u order by instance_id),
+                         jsonb_build_object('workerId', previous_worker, 'leaseExpiries', lease_expiries) from u order by instance_id),
            n as (select pg_notify('${TASKS_CHANNEL}', topic) from (select distinct topic from u) as x)
            select u.id from u, (select count(*) from n) as notified`,
-    values: [limit],
+    values: [limit, allowance],
   });
   return rows.length;
+}
+
+/** Expired leases whose next expiry would pass `retries + allowance`: candidates for exhaustExpiredLease. */
+export async function findExhaustedLeases(db: Queryable, limit: number, allowance: number): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>({
+    name: 'find_exhausted_leases',
+    text: `select id from external_tasks
+            where state = 'locked' and lock_expires_at <= now() and lease_expiries + 1 > retries + $2
+            order by lock_expires_at limit $1`,
+    values: [limit, allowance],
+  });
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Ends a task whose lease expired once too often, like a failure with no retries left
+ * (the caller holds the instance lock and raises the incident or starts the saga).
+ * Guarded: still locked, still expired, still over the budget, same generation.
+ */
+export async function failExpiredLease(db: Queryable, p: { taskId: string; generation: number; allowance: number }): Promise<(ExternalTaskRow & { lease_expiries: number; previous_worker: string | null }) | undefined> {
+  const { rows } = await db.query<ExternalTaskRow & { lease_expiries: number; previous_worker: string | null }>({
+    name: 'fail_expired_lease',
+    text: `with old as (select id, worker_id from external_tasks where id = $1),
+           u as (
+             update external_tasks t
+                set state = 'failed', lease_expiries = t.lease_expiries + 1, ended_at = now(), lock_expires_at = null,
+                    retries_left = 0, error_message = 'The lease expired ' || (t.lease_expiries + 1) || ' times without a result'
+               from old
+              where t.id = old.id and t.state = 'locked' and t.lock_expires_at <= now() and t.lease_expiries + 1 > t.retries + $3 and t.generation = $2
+          returning t.*, old.worker_id as previous_worker),
+           ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
+                  select instance_id, generation, 'task:lock_expired', step_id, id, attempt,
+                         jsonb_build_object('workerId', previous_worker, 'leaseExpiries', lease_expiries, 'exhausted', true) from u)
+           select * from u`,
+    values: [p.taskId, p.generation, p.allowance],
+  });
+  return rows[0];
 }
 
 export interface LateResult extends LockHolder {
