@@ -5,7 +5,7 @@ import { startOnMessage, startOnSignal } from './event-starts.ts';
 import { fireDueStartTimers } from './start-timers.ts';
 import { commitTransition } from './transition.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
-import { instanceExists, lockInstance, tryLockInstance, type LockedInstance } from '../store/instances.ts';
+import { instanceExists, lockInstance, readHeldInstances, tryLockInstance, type LockedInstance } from '../store/instances.ts';
 import {
   deleteSubscription,
   findDueTimers,
@@ -13,7 +13,6 @@ import {
   findMessageSubscription,
   findTimerInstance,
   insertMessage,
-  loadHeldInstances,
   lockIdleInstances,
   listSignalSubscriptions,
   lockMessageName,
@@ -99,7 +98,7 @@ async function fireTimerBatch(engine: Engine, candidates: { id: string; instance
       const idle = await lockIdleInstances(tx, [...new Set(candidates.map((c) => c.instance_id))]);
       const timers = await markTimersFired(tx, candidates.filter((c) => idle.has(c.instance_id)).map((c) => c.id));
       // Loaded after the locks are held (a fresh snapshot), once for the batch.
-      const held = timers.length > 0 ? await loadHeldInstances(tx, [...new Set(timers.map((t) => t.instance_id))]) : new Map<string, LockedInstance>();
+      const held = timers.length > 0 ? await readHeldInstances(tx, [...new Set(timers.map((t) => t.instance_id))]) : new Map<string, LockedInstance>();
       for (const timer of timers) {
         const instance = held.get(timer.instance_id);
         // A second timer of one instance reads the state its first firing left.

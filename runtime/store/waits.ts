@@ -1,7 +1,5 @@
 // Timer rows, message inbox and subscriptions: the rows behind every wait.
 import type { Queryable } from './db.ts';
-import type { InstanceRow, LockedInstance } from './instances.ts';
-import type { InstanceState } from '../engine/advance.ts';
 
 export interface TimerRow {
   id: string;
@@ -48,7 +46,9 @@ export async function lockIdleInstances(db: Queryable, instanceIds: string[]): P
 
 /**
  * Fires a batch of due timers once: the same guard as markTimerFired, for timers whose
- * instances this transaction already holds. Oldest first, so an instance's timers fire in due order.
+ * instances this transaction already holds. Ordered by instance, then due time: an
+ * instance's timers fire in due order, and the frame heads are locked at commit in
+ * instance order, like every statement that writes events of several instances.
  */
 export async function markTimersFired(db: Queryable, timerIds: string[]): Promise<TimerRow[]> {
   const { rows } = await db.query<TimerRow>({
@@ -60,41 +60,7 @@ export async function markTimersFired(db: Queryable, timerIds: string[]): Promis
         returning t.id, t.instance_id, t.step_id, t.generation, t.due_at`,
     values: [timerIds],
   });
-  return rows.sort((a, b) => a.due_at.getTime() - b.due_at.getTime());
-}
-
-type HeldInstanceRow = InstanceRow & {
-  flows: InstanceState['flows'];
-  steps: InstanceState['steps'];
-  completed: string[];
-  compensating: boolean;
-  saga: boolean;
-  loops: NonNullable<InstanceState['loops']>;
-};
-
-/**
- * Instances this transaction already holds locked, with their state, in one statement
- * for a whole batch (lockInstance reads the same with two statements per instance).
- * The columns are those of loadState in instances.ts: keep the two in step.
- */
-export async function loadHeldInstances(db: Queryable, instanceIds: string[]): Promise<Map<string, LockedInstance>> {
-  const { rows } = await db.query<HeldInstanceRow>({
-    name: 'load_held_instances',
-    text: `select i.*,
-                  coalesce((select jsonb_object_agg(flow_id, state) from flows where instance_id = i.id), '{}') as flows,
-                  coalesce((select jsonb_object_agg(step_id, status) from steps where instance_id = i.id), '{}') as steps,
-                  coalesce((select jsonb_agg(step_id order by completed_seq) from steps
-                             where instance_id = i.id and status = 'completed' and completed_seq is not null), '[]') as completed,
-                  exists (select 1 from compensations where instance_id = i.id and generation = i.generation and state <> 'done') as compensating,
-                  exists (select 1 from compensations where instance_id = i.id and generation = i.generation and throw_step_id is null) as saga,
-                  coalesce((select jsonb_object_agg(step_id, loop) from steps where instance_id = i.id and loop is not null), '{}') as loops
-             from instances i where i.id = any($1::uuid[])`,
-    values: [instanceIds],
-  });
-  return new Map(rows.map(({ flows, steps, completed, compensating, saga, loops, ...row }) => [row.id, {
-    ...row,
-    state: { flows, steps, completedOrder: completed, compensation: { active: compensating, saga }, loops },
-  }]));
+  return rows.sort((a, b) => (a.instance_id < b.instance_id ? -1 : a.instance_id > b.instance_id ? 1 : a.due_at.getTime() - b.due_at.getTime()));
 }
 
 /** fired_at is when the firing commits, not when its batch began: the last statement before the commit. */
