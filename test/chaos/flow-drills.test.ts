@@ -7,7 +7,7 @@ import { deploy, waitForStatus } from '../support/flows.ts';
 import { apiClient, waitFor, type ApiClient } from '../support/server.ts';
 import { killAll, startNode, startWorker, type RuntimeNode } from './harness.ts';
 import { summarizeLedger } from './ledger.ts';
-import { chaosDatabase, expectInvariants, history, kinds, startMany, statusCounts } from './support.ts';
+import { chaosDatabase, expectInvariants, history, kinds, ledgerOf, startMany, statusCounts } from './support.ts';
 
 let db: TestDatabase;
 let node: RuntimeNode;
@@ -73,7 +73,10 @@ describe('chaos drills: flows', () => {
       expect(aDone.data.attempt).toBe(2);
       expect(kinds(events, 'task:failed').map((e) => e.stepId)).toEqual(['a']);
       expect(joins[0]!.seq).toBeGreaterThan(aDone.seq);
+      // Branch a's effect is applied before its planned failure; its retry finds the key.
+      expect((await ledgerOf(db, id)).map((a) => a.outcome).sort()).toEqual(['already_applied', 'applied', 'applied']);
     }
+    expect((await summarizeLedger(db.pool)).appliedTwice).toBe(0);
     await expectInvariants(db);
   }, 90_000);
 
@@ -106,6 +109,8 @@ describe('chaos drills: flows', () => {
     }
     const { rows } = await db.pool.query(`select state, count(*)::int as n from messages where name = 'd11-payment' group by state`);
     expect(rows).toEqual([{ state: 'matched', n: 10 }]);
+    for (const id of ids) expect((await ledgerOf(db, id)).map((a) => a.outcome)).toEqual(['applied']);
+    expect((await summarizeLedger(db.pool)).appliedTwice).toBe(0);
     await expectInvariants(db);
   }, 90_000);
 });
