@@ -79,6 +79,8 @@ describe('live progress log', () => {
     expect(rows.filter((r) => r.kind === 'task:progress').length).toBeGreaterThan(3);
     expect(await shownProgressText()).toBe(sent.join(''));
     console.log(`live log: ${seqs.length} frames shown once each (${rows.filter((r) => r.kind === 'task:progress').length} task:progress), ${shownBeforeCut} before the cut`);
-    expect(h.consoleErrors).toEqual([]);
+    // Requests the page sent while the test held it offline (reconnect attempts, a refresh) fail
+    // with this and nothing else; any other console error is a defect.
+    expect(h.consoleErrors.filter((e) => !e.includes('net::ERR_INTERNET_DISCONNECTED'))).toEqual([]);
   }, 90_000);
 });
