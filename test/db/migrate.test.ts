@@ -4,14 +4,20 @@ import { inject } from 'vitest';
 import { createPool } from '../../runtime/store/db.ts';
 import { applyMigrations, readMigrations } from '../../runtime/store/migrate.ts';
 
+/** A database with no migrations applied, named like the run's others (global teardown drops it). */
+async function emptyDatabase(tag: string): Promise<{ admin: pg.Client; name: string; url: URL }> {
+  const admin = new pg.Client({ connectionString: inject('adminUrl') });
+  await admin.connect();
+  const name = `baton_t_${inject('templateDb').split('_').pop()}_${tag}${Date.now()}`;
+  await admin.query(`create database ${name}`);
+  const url = new URL(inject('adminUrl'));
+  url.pathname = `/${name}`;
+  return { admin, name, url };
+}
+
 describe('migrations', () => {
   it('given an empty database, when two nodes migrate at once, then every migration is applied exactly once', async () => {
-    const admin = new pg.Client({ connectionString: inject('adminUrl') });
-    await admin.connect();
-    const name = `baton_t_${inject('templateDb').split('_').pop()}_empty${Date.now()}`;
-    await admin.query(`create database ${name}`);
-    const url = new URL(inject('adminUrl'));
-    url.pathname = `/${name}`;
+    const { admin, name, url } = await emptyDatabase('empty');
     const a = createPool({ connectionString: url.toString(), max: 2 });
     const b = createPool({ connectionString: url.toString(), max: 2 });
     try {
@@ -29,12 +35,7 @@ describe('migrations', () => {
   });
 
   it('given the migrating connection cut between two statements, then applyMigrations rejects and the process lives on; a second try applies everything', async () => {
-    const admin = new pg.Client({ connectionString: inject('adminUrl') });
-    await admin.connect();
-    const name = `baton_t_${inject('templateDb').split('_').pop()}_cut${Date.now()}`;
-    await admin.query(`create database ${name}`);
-    const url = new URL(inject('adminUrl'));
-    url.pathname = `/${name}`;
+    const { admin, name, url } = await emptyDatabase('cut');
     const pool = createPool({ connectionString: url.toString(), max: 2 });
     const crashes: Error[] = [];
     const onUncaught = (err: Error) => crashes.push(err);
