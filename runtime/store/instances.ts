@@ -2,8 +2,9 @@
 import type { Effects, InstanceState, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
 import { afterCommit, type Queryable } from './db.ts';
+import { applyEffectsStatement } from './apply-effects.ts';
 
-export const TASKS_CHANNEL = 'baton_tasks';
+export { idempotencyKey, TASKS_CHANNEL, TIMERS_CHANNEL } from './apply-effects.ts';
 
 type TopicsListener = (topics: string[]) => void;
 const topicsListeners = new Set<TopicsListener>();
@@ -16,8 +17,6 @@ export function onTasksCommitted(fn: TopicsListener): () => void {
   topicsListeners.add(fn);
   return () => topicsListeners.delete(fn);
 }
-/** rung when a timer row is created, so schedulers recompute their next wake-up */
-export const TIMERS_CHANNEL = 'baton_timers';
 
 export interface InstanceRow {
   id: string;
@@ -232,143 +231,25 @@ export interface ApplyEffectsParams {
 /** SQLSTATE of an optimistic transition whose guard no longer held (nothing was written). */
 export const TRANSITION_GUARD_LOST = 'BT409';
 
-/** How applyEffects writes the instance row. */
-type InstanceWrite = 'update' | 'insert';
-
-// The parts that differ: how the row is written, where a subscription's default
-// correlation key comes from (the new row is not visible to its own statement), and
-// the guard (a start's guard: its row was inserted; an update's: revision and holder).
-const INSTANCE_WRITES: Record<InstanceWrite, { row: string; correlationKey: string; guard: string }> = {
-  insert: {
-    row: `i as (insert into instances (id, definition_id, definition_key, definition_version, business_key, variables, status, revision, ended_at)
-            select $1, d.id, d.key, d.version, $40, $20, $19, 1, case when $21 then now() end
-              from definitions d
-             where d.id = $41 and ($42 or not exists (select 1 from definitions n where n.key = d.key and n.version > d.version))
-            on conflict (definition_key, business_key) where business_key is not null do nothing
-         returning id, created_at),`,
-    correlationKey: '$40',
-    guard: '$36::int is null and exists (select 1 from i)',
-  },
-  update: {
-    row: `i as (update instances set status = $19, variables = $20, revision = revision + 1, updated_at = now(),
-                   ended_at = case when $21 then now() end
-             where id = $1 and ($36::int is null or (revision = $36 and generation = $2))
-         returning id, created_at),`,
-    correlationKey: '(select business_key from instances where id = $1)',
-    guard: '$36::int is null or (exists (select 1 from i) and ($37::uuid is null or exists (select 1 from done)))',
-  },
-};
-
-// One statement per transition. 'update': the instance exists (locked, or guarded by
-// revision). 'insert': a start writes the new row itself, together with its effects.
-const applyEffectsSql = (w: { row: string; correlationKey: string; guard: string }) => `with
-      ${w.row}
-      s as (insert into steps (instance_id, step_id, generation, status, ended_at, completed_seq, loop)
-            select $1::uuid, x.step_id, $2::int, x.status,
-                   case when x.status in ('completed', 'skipped', 'canceled', 'failed', 'compensated') then now() end,
-                   case when x.status = 'completed' then nextval('events_seq') end,
-                   x.loop
-              from unnest($3::text[], $4::text[], $33::jsonb[]) with ordinality as x(step_id, status, loop, n)
-             order by x.n
-            on conflict (instance_id, step_id)
-            do update set status = excluded.status, ended_at = excluded.ended_at,
-                          completed_seq = coalesce(excluded.completed_seq, steps.completed_seq),
-                          loop = coalesce(excluded.loop, steps.loop)),
-      f as (insert into flows (instance_id, flow_id, generation, state)
-            select $1, x.flow_id, $2, x.state from unnest($5::text[], $6::text[]) as x(flow_id, state)),
-      t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables)
-            select $1, x.step_id, $2, x.topic, x.priority, x.retries, x.retries, x.idempotency_key, x.loop_index, x.local_variables
-              from unnest($7::text[], $8::text[], $9::int[], $10::int[], $22::text[], $34::int[], $35::jsonb[])
-                   as x(step_id, topic, priority, retries, idempotency_key, loop_index, local_variables)),
-      inc as (insert into incidents (instance_id, step_id, generation, kind, message, details, task_id)
-            select $1, x.step_id, $2, x.kind, x.message, x.details, x.task_id
-              from unnest($11::text[], $12::text[], $13::text[], $14::jsonb[], $15::uuid[]) as x(step_id, kind, message, details, task_id)),
-      e as (insert into events (instance_id, generation, kind, step_id, task_id, data)
-            select $1, $2, x.kind, x.step_id, x.task_id, x.data
-              from unnest($16::text[], $17::text[], $18::jsonb[], $32::uuid[]) with ordinality as x(kind, step_id, data, task_id, n)
-             order by x.n),
-      tm as (insert into timers (instance_id, step_id, generation, due_at)
-            select $1, x.step_id, $2,
-                   case when x.at is not null then greatest(x.at::timestamptz, now()) else now() + x.delay::interval end
-              from unnest($23::text[], $24::text[], $25::text[]) as x(step_id, delay, at)),
-      sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key)
-            select $1, x.step_id, $2, x.kind, x.name, coalesce(x.correlation_key, ${w.correlationKey})
-              from unnest($26::text[], $27::text[], $28::text[], $29::text[]) as x(step_id, kind, name, correlation_key)),
-      tc as (update timers set state = 'canceled' where instance_id = $1 and step_id = any($30::text[]) and state = 'waiting'),
-      sd as (delete from subscriptions where instance_id = $1 and step_id = any($30::text[])),
-      kc as (update external_tasks set state = 'canceled', ended_at = now()
-              where instance_id = $1 and step_id = any($31::text[]) and state in ('ready', 'locked')),
-      ki as (update incidents set status = 'resolved', resolved_at = now()
-              where instance_id = $1 and step_id = any($31::text[]) and status = 'open'),
-      done as (update external_tasks set state = 'done', ended_at = now(), last_result = 'complete'
-                where $37::uuid is not null and id = $37 and state = 'locked' and worker_id = $38 and lock_token = $39 and generation = $2
-                  and exists (select 1 from i)
-            returning id),
-      -- a guarded write whose guard lost raises, so the whole statement writes nothing
-      guarded as (select baton_transition_guard(${w.guard}) as ok)
-      select (select created_at from i) as created_at,
-             (select count(pg_notify('${TASKS_CHANNEL}', topic)) from (select distinct unnest($8::text[]) as topic) as n) as tasks_rung,
-             (select count(pg_notify('${TIMERS_CHANNEL}', '')) where cardinality($23::text[]) > 0) as timers_rung
-        from guarded`;
-
-const APPLY_EFFECTS_SQL: Record<InstanceWrite, string> = { update: applyEffectsSql(INSTANCE_WRITES.update), insert: applyEffectsSql(INSTANCE_WRITES.insert) };
-
 /**
  * Writes one transition of an instance in a single statement: step and flow states,
  * new tasks, incidents, history events, the instance row (revision + 1, or the new row
  * of a start), and a notification per topic that got work. Answers the row's created_at.
+ * The statement has only the parts this transition uses (store/apply-effects.ts).
  */
 export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promise<Date> {
   const fx = p.effects;
-  const steps = lastStatusPerStep(fx.steps);
-  const incidentTasks = p.incidentTaskIds ?? fx.incidents.map(() => null);
-  const ended = p.status === 'completed' || p.status === 'canceled' || p.status === 'compensated';
-  // A wait that starts and ends within one transition never needs a row.
-  const timers = fx.timers.filter((t) => !fx.endedWaits.includes(t.stepId));
-  const subscriptions = fx.subscriptions.filter((x) => !fx.endedWaits.includes(x.stepId));
-  const write: InstanceWrite = p.insert ? 'insert' : 'update';
-  const { rows } = await db.query<{ created_at: Date }>({
-    name: `apply_effects_${write}`,
-    text: APPLY_EFFECTS_SQL[write],
-    values: [
-      p.instance.id, p.instance.generation,
-      steps.map((s) => s.stepId), steps.map((s) => s.status),
-      fx.flows.map((f) => f.flowId), fx.flows.map((f) => f.state),
-      fx.tasks.map((t) => t.stepId), fx.tasks.map((t) => t.topic), fx.tasks.map((t) => t.priority), fx.tasks.map((t) => t.retries),
-      fx.incidents.map((x) => x.stepId), fx.incidents.map((x) => x.kind), fx.incidents.map((x) => x.message),
-      fx.incidents.map((x) => x.details ?? null), incidentTasks,
-      fx.events.map((e) => e.kind), fx.events.map((e) => e.stepId ?? null), fx.events.map((e) => e.data ?? {}),
-      p.status, p.variables, ended,
-      fx.tasks.map((t) => idempotencyKey(p.instance.id, t.stepId, p.instance.generation, t.loopIndex)),
-      timers.map((t) => t.stepId), timers.map((t) => ('interval' in t.due ? t.due.interval : null)), timers.map((t) => ('at' in t.due ? t.due.at : null)),
-      subscriptions.map((x) => x.stepId), subscriptions.map((x) => x.kind), subscriptions.map((x) => x.name), subscriptions.map((x) => x.correlationKey),
-      fx.endedWaits, fx.canceledTasks,
-      fx.events.map((e) => e.taskId ?? null),
-      steps.map((s) => fx.loops[s.stepId] ?? null),
-      fx.tasks.map((t) => t.loopIndex ?? 0), fx.tasks.map((t) => t.localVariables ?? {}),
-      p.guard?.revision ?? null,
-      p.guard?.completes?.taskId ?? null, p.guard?.completes?.workerId ?? null, p.guard?.completes?.lockToken ?? null,
-      ...(p.insert ? [p.instance.business_key, p.instance.definition_id, !p.insert.latestOnly] : []),
-    ],
-  });
+  const { rows } = await db.query<{ created_at: Date }>(applyEffectsStatement({
+    instance: p.instance, effects: fx, status: p.status, variables: p.variables,
+    incidentTaskIds: p.incidentTaskIds ?? fx.incidents.map(() => null),
+    ...(p.guard ? { guard: p.guard } : {}),
+    ...(p.insert ? { insert: p.insert } : {}),
+  }));
   if (fx.tasks.length > 0 && topicsListeners.size > 0) {
     const topics = [...new Set(fx.tasks.map((t) => t.topic))];
     afterCommit(db, () => topicsListeners.forEach((fn) => fn(topics)));
   }
   return rows[0]!.created_at;
-}
-
-/** The same for every attempt of one step (one element of a multi-instance step) in one generation, different for anything else. */
-export function idempotencyKey(instanceId: string, stepId: string, generation: number, loopIndex?: number): string {
-  return `${instanceId}/${stepId}/${generation}${loopIndex === undefined ? '' : `/${loopIndex}`}`;
-}
-
-// A step may change twice in one transition (an incident resolved, then completed);
-// one statement may touch a row once, so only the last status is written.
-function lastStatusPerStep(steps: Effects['steps']): Effects['steps'] {
-  const last = new Map<string, Effects['steps'][number]>();
-  for (const s of steps) last.set(s.stepId, s);
-  return [...last.values()];
 }
 
 /**

@@ -26,8 +26,6 @@ const REVIEWED: Record<string, RegExp[]> = {
     /^NO_FLOW_LIMIT_SQL\('\$\d'\)$/, /^order\('[a-z]+'\)$/, /^lockPickedSql\(\)$/, /^answerSql\(order\)$/,
   ],
   'runtime/store/tasks.ts': [/^NO_FLOW_LIMIT_SQL\('\$\d'\)$/, /^ORDER_SQL\[order\]\('[a-z]+'\)$/, /^lockPickedSql\(\)$/],
-  // applyEffects' two statements differ only in parts chosen from the INSTANCE_WRITES constant.
-  'runtime/store/instances.ts': [/^w\.(row|correlationKey|guard)$/],
   // limitedPickSql's options are placeholders ('$1') and fragments its two callers build from constants.
   'runtime/store/flow-limits.ts': [/^topicsParam$/, /^o\.(resources|topics|maxTasks|candidates)$/, /^o\.order\('[a-z]+'\)$/],
 };

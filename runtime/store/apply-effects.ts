@@ -1,0 +1,224 @@
+// The statement of applyEffects (store/instances.ts), built per shape: only the parts a
+// transition uses. A complete of a one-task instance writes steps, flows, events, the
+// instance row and its task; it has no timers, subscriptions, incidents or cancels, and
+// the seventeen-CTE statement it used to run cost about 0.56 ms of PostgreSQL time per
+// call on empty CTEs (pg_stat_statements, docs/PERFORMANCE.md "Session 4").
+//
+// A shape is a bitmask of the parts present. Each shape is one named prepared statement
+// (the name carries the mask), and its parameters are numbered in the order the parts
+// are written, so every $n given is used (PostgreSQL infers a parameter's type from its
+// use and refuses a prepared statement with an unused one). The SQL below interpolates
+// only placeholders ($${n}); the parts are joined as plain strings.
+import type { Effects, Variables } from '../engine/advance.ts';
+import type { InstanceStatus } from '../engine/vocabulary.ts';
+
+export const TASKS_CHANNEL = 'baton_tasks';
+/** rung when a timer row is created, so schedulers recompute their next wake-up */
+export const TIMERS_CHANNEL = 'baton_timers';
+
+/** The parts of a transition's statement; a shape is the sum of those present. */
+const PART = {
+  steps: 1,
+  flows: 2,
+  tasks: 4,
+  incidents: 8,
+  events: 16,
+  timers: 32,
+  subscriptions: 64,
+  endedWaits: 128,
+  canceledTasks: 256,
+  /** the optimistic guard: instance revision and generation as read */
+  guard: 512,
+  /** the guard also marks the completed task done for its holder */
+  completes: 1024,
+  /** a start: the statement inserts the instance row */
+  insert: 2048,
+  /** a start that must use the latest version of its definition */
+  latestOnly: 4096,
+} as const;
+
+export interface ApplyEffectsInput {
+  instance: { id: string; generation: number; business_key: string | null; definition_id: string };
+  effects: Effects;
+  status: InstanceStatus;
+  variables: Variables;
+  incidentTaskIds: (string | null)[];
+  guard?: { revision: number; completes?: { taskId: string; workerId: string; lockToken: string } };
+  insert?: { latestOnly: boolean };
+}
+
+export interface ApplyEffectsStatement {
+  name: string;
+  text: string;
+  values: unknown[];
+}
+
+/** The statement and values for one transition; the same shape always gives the same name and text. */
+export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStatement {
+  const fx = p.effects;
+  const steps = lastStatusPerStep(fx.steps);
+  const ended = p.status === 'completed' || p.status === 'canceled' || p.status === 'compensated';
+  // A wait that starts and ends within one transition never needs a row.
+  const timers = fx.timers.filter((t) => !fx.endedWaits.includes(t.stepId));
+  const subscriptions = fx.subscriptions.filter((x) => !fx.endedWaits.includes(x.stepId));
+  const has = (part: number, on: boolean) => (on ? part : 0);
+  const shape = has(PART.steps, steps.length > 0) + has(PART.flows, fx.flows.length > 0) + has(PART.tasks, fx.tasks.length > 0)
+    + has(PART.incidents, fx.incidents.length > 0) + has(PART.events, fx.events.length > 0) + has(PART.timers, timers.length > 0)
+    + has(PART.subscriptions, subscriptions.length > 0) + has(PART.endedWaits, fx.endedWaits.length > 0)
+    + has(PART.canceledTasks, fx.canceledTasks.length > 0) + has(PART.guard, p.guard !== undefined)
+    + has(PART.completes, p.guard?.completes !== undefined) + has(PART.insert, p.insert !== undefined)
+    + has(PART.latestOnly, p.insert?.latestOnly === true);
+
+  const values: unknown[] = [];
+  const $ = (v: unknown): number => values.push(v);
+  const ctes: string[] = [];
+  const id = $(p.instance.id);
+  let genAt = 0;
+  // allocated at its first use: a shape that never names the generation must not be given it
+  const gen = (): number => (genAt ||= $(p.instance.generation));
+  const status = $(p.status);
+  const vars = $(p.variables);
+  const end = $(ended);
+
+  let correlationKey: string;
+  let guard: string | undefined;
+  if (p.insert) {
+    const bk = $(p.instance.business_key);
+    const def = $(p.instance.definition_id);
+    ctes.push(`i as (insert into instances (id, definition_id, definition_key, definition_version, business_key, variables, status, revision, ended_at)
+            select $${id}::uuid, d.id, d.key, d.version, $${bk}::text, $${vars}::jsonb, $${status}::text, 1, case when $${end}::boolean then now() end
+              from definitions d
+             where d.id = $${def}::uuid` + (p.insert.latestOnly ? ' and not exists (select 1 from definitions n where n.key = d.key and n.version > d.version)' : '') + `
+            on conflict (definition_key, business_key) where business_key is not null do nothing
+         returning id, created_at)`);
+    // the new row is not visible to its own statement
+    correlationKey = `$${bk}::text`;
+    // A start's guard: its row was inserted (business key free, definition still the latest).
+    guard = (p.guard ? 'false and ' : '') + 'exists (select 1 from i)';
+  } else {
+    const rev = p.guard ? $(p.guard.revision) : 0;
+    ctes.push(`i as (update instances set status = $${status}::text, variables = $${vars}::jsonb, revision = revision + 1, updated_at = now(),
+                   ended_at = case when $${end}::boolean then now() end
+             where id = $${id}::uuid` + (p.guard ? ` and revision = $${rev}::int and generation = $${gen()}::int` : '') + `
+         returning id, created_at)`);
+    correlationKey = `(select business_key from instances where id = $${id}::uuid)`;
+    if (p.guard) guard = 'exists (select 1 from i)';
+  }
+
+  if (steps.length > 0) {
+    const ids = $(steps.map((s) => s.stepId));
+    const sts = $(steps.map((s) => s.status));
+    const loops = $(steps.map((s) => fx.loops[s.stepId] ?? null));
+    ctes.push(`s as (insert into steps (instance_id, step_id, generation, status, ended_at, completed_seq, loop)
+            select $${id}::uuid, x.step_id, $${gen()}::int, x.status,
+                   case when x.status in ('completed', 'skipped', 'canceled', 'failed', 'compensated') then now() end,
+                   case when x.status = 'completed' then nextval('events_seq') end,
+                   x.loop
+              from unnest($${ids}::text[], $${sts}::text[], $${loops}::jsonb[]) with ordinality as x(step_id, status, loop, n)
+             order by x.n
+            on conflict (instance_id, step_id)
+            do update set status = excluded.status, ended_at = excluded.ended_at,
+                          completed_seq = coalesce(excluded.completed_seq, steps.completed_seq),
+                          loop = coalesce(excluded.loop, steps.loop))`);
+  }
+  if (fx.flows.length > 0) {
+    const ids = $(fx.flows.map((f) => f.flowId));
+    const sts = $(fx.flows.map((f) => f.state));
+    ctes.push(`f as (insert into flows (instance_id, flow_id, generation, state)
+            select $${id}::uuid, x.flow_id, $${gen()}::int, x.state from unnest($${ids}::text[], $${sts}::text[]) as x(flow_id, state))`);
+  }
+  let topics = 0;
+  if (fx.tasks.length > 0) {
+    const ids = $(fx.tasks.map((t) => t.stepId));
+    topics = $(fx.tasks.map((t) => t.topic));
+    const prio = $(fx.tasks.map((t) => t.priority));
+    const retries = $(fx.tasks.map((t) => t.retries));
+    const keys = $(fx.tasks.map((t) => idempotencyKey(p.instance.id, t.stepId, p.instance.generation, t.loopIndex)));
+    const loopIdx = $(fx.tasks.map((t) => t.loopIndex ?? 0));
+    const locals = $(fx.tasks.map((t) => t.localVariables ?? {}));
+    ctes.push(`t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables)
+            select $${id}::uuid, x.step_id, $${gen()}::int, x.topic, x.priority, x.retries, x.retries, x.idempotency_key, x.loop_index, x.local_variables
+              from unnest($${ids}::text[], $${topics}::text[], $${prio}::int[], $${retries}::int[], $${keys}::text[], $${loopIdx}::int[], $${locals}::jsonb[])
+                   as x(step_id, topic, priority, retries, idempotency_key, loop_index, local_variables))`);
+  }
+  if (fx.incidents.length > 0) {
+    const ids = $(fx.incidents.map((x) => x.stepId));
+    const kinds = $(fx.incidents.map((x) => x.kind));
+    const msgs = $(fx.incidents.map((x) => x.message));
+    const details = $(fx.incidents.map((x) => x.details ?? null));
+    const tasks = $(p.incidentTaskIds);
+    ctes.push(`inc as (insert into incidents (instance_id, step_id, generation, kind, message, details, task_id)
+            select $${id}::uuid, x.step_id, $${gen()}::int, x.kind, x.message, x.details, x.task_id
+              from unnest($${ids}::text[], $${kinds}::text[], $${msgs}::text[], $${details}::jsonb[], $${tasks}::uuid[]) as x(step_id, kind, message, details, task_id))`);
+  }
+  if (fx.events.length > 0) {
+    const kinds = $(fx.events.map((e) => e.kind));
+    const ids = $(fx.events.map((e) => e.stepId ?? null));
+    const data = $(fx.events.map((e) => e.data ?? {}));
+    const tasks = $(fx.events.map((e) => e.taskId ?? null));
+    ctes.push(`e as (insert into events (instance_id, generation, kind, step_id, task_id, data)
+            select $${id}::uuid, $${gen()}::int, x.kind, x.step_id, x.task_id, x.data
+              from unnest($${kinds}::text[], $${ids}::text[], $${data}::jsonb[], $${tasks}::uuid[]) with ordinality as x(kind, step_id, data, task_id, n)
+             order by x.n)`);
+  }
+  if (timers.length > 0) {
+    const ids = $(timers.map((t) => t.stepId));
+    const delays = $(timers.map((t) => ('interval' in t.due ? t.due.interval : null)));
+    const ats = $(timers.map((t) => ('at' in t.due ? t.due.at : null)));
+    ctes.push(`tm as (insert into timers (instance_id, step_id, generation, due_at)
+            select $${id}::uuid, x.step_id, $${gen()}::int,
+                   case when x.at is not null then greatest(x.at::timestamptz, now()) else now() + x.delay::interval end
+              from unnest($${ids}::text[], $${delays}::text[], $${ats}::text[]) as x(step_id, delay, at))`);
+  }
+  if (subscriptions.length > 0) {
+    const ids = $(subscriptions.map((x) => x.stepId));
+    const kinds = $(subscriptions.map((x) => x.kind));
+    const names = $(subscriptions.map((x) => x.name));
+    const keys = $(subscriptions.map((x) => x.correlationKey));
+    ctes.push(`sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key)
+            select $${id}::uuid, x.step_id, $${gen()}::int, x.kind, x.name, coalesce(x.correlation_key, ` + correlationKey + `)
+              from unnest($${ids}::text[], $${kinds}::text[], $${names}::text[], $${keys}::text[]) as x(step_id, kind, name, correlation_key))`);
+  }
+  if (fx.endedWaits.length > 0) {
+    const ids = $(fx.endedWaits);
+    ctes.push(`tc as (update timers set state = 'canceled' where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and state = 'waiting')`,
+      `sd as (delete from subscriptions where instance_id = $${id}::uuid and step_id = any($${ids}::text[]))`);
+  }
+  if (fx.canceledTasks.length > 0) {
+    const ids = $(fx.canceledTasks);
+    ctes.push(`kc as (update external_tasks set state = 'canceled', ended_at = now()
+              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and state in ('ready', 'locked'))`,
+    `ki as (update incidents set status = 'resolved', resolved_at = now()
+              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and status = 'open')`);
+  }
+  if (p.guard?.completes) {
+    const task = $(p.guard.completes.taskId);
+    const worker = $(p.guard.completes.workerId);
+    const token = $(p.guard.completes.lockToken);
+    ctes.push(`done as (update external_tasks set state = 'done', ended_at = now(), last_result = 'complete'
+                where id = $${task}::uuid and state = 'locked' and worker_id = $${worker}::text and lock_token = $${token}::uuid and generation = $${gen()}::int
+                  and exists (select 1 from i)
+            returning id)`);
+    guard = (guard ?? 'true') + ' and exists (select 1 from done)';
+  }
+  // A guarded write whose guard lost raises, so the whole statement writes nothing.
+  if (guard) ctes.push('guarded as (select baton_transition_guard(' + guard + ') as ok)');
+  const answers = ['(select created_at from i) as created_at'];
+  if (topics) answers.push(`(select count(pg_notify('${TASKS_CHANNEL}', topic)) from (select distinct unnest($${topics}::text[]) as topic) as n) as tasks_rung`);
+  if (timers.length > 0) answers.push(`(select pg_notify('${TIMERS_CHANNEL}', '')) as timers_rung`);
+  const text = 'with\n      ' + ctes.join(',\n      ') + '\n      select ' + answers.join(', ') + (guard ? ' from guarded' : '');
+  return { name: 'apply_effects_' + shape.toString(36), text, values };
+}
+
+/** The same for every attempt of one step (one element of a multi-instance step) in one generation, different for anything else. */
+export function idempotencyKey(instanceId: string, stepId: string, generation: number, loopIndex?: number): string {
+  return `${instanceId}/${stepId}/${generation}${loopIndex === undefined ? '' : `/${loopIndex}`}`;
+}
+
+// A step may change twice in one transition (an incident resolved, then completed);
+// one statement may touch a row once, so only the last status is written.
+function lastStatusPerStep(steps: Effects['steps']): Effects['steps'] {
+  const last = new Map<string, Effects['steps'][number]>();
+  for (const s of steps) last.set(s.stepId, s);
+  return [...last.values()];
+}

@@ -1,0 +1,90 @@
+// applyEffects writes each transition with a statement of only the parts it uses, one
+// named prepared statement per shape (store/apply-effects.ts). PostgreSQL refuses a
+// prepared statement that leaves a parameter unused or of unknown type, and the driver
+// refuses one name with two texts: every shape is run here against a real instance.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emptyEffects, type Effects } from '../../runtime/engine/advance.ts';
+import { applyEffectsStatement } from '../../runtime/store/apply-effects.ts';
+import { singleTaskBpmn } from '../support/bpmn.ts';
+import { deploy, start } from '../support/flows.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+let t: TestServer;
+let definitionId: string;
+let instanceId: string;
+beforeAll(async () => {
+  t = await startTestServer();
+  definitionId = (await deploy(t.api, singleTaskBpmn('shapes', 'shapes'))).id;
+  instanceId = await start(t.api, 'shapes');
+});
+afterAll(async () => {
+  await t.close();
+});
+
+const PARTS: ((fx: Effects) => void)[] = [
+  (fx) => fx.steps.push({ stepId: 'x1', status: 'active' }),
+  (fx) => fx.flows.push({ flowId: 'fx1', state: 'taken' }),
+  (fx) => fx.tasks.push({ stepId: 'x1', topic: 'shapes-x', priority: 0, retries: 1 }),
+  (fx) => fx.incidents.push({ stepId: 'x1', kind: 'task_failed', message: 'm' }),
+  (fx) => fx.events.push({ kind: 'step:activated', stepId: 'x1' }),
+  (fx) => fx.timers.push({ stepId: 'w1', due: { interval: 'PT1H' } }),
+  (fx) => fx.subscriptions.push({ stepId: 's1', kind: 'signal', name: 'n', correlationKey: null }),
+  (fx) => fx.endedWaits.push('w2'),
+  (fx) => fx.canceledTasks.push('x2'),
+];
+const MODES = ['update', 'guard', 'completes', 'insert', 'insert-latest'] as const;
+
+describe('applyEffects shapes', () => {
+  it('given every combination of parts and every way of writing the row, then each statement prepares and runs, and one name always has one text', async () => {
+    const { rows: [row] } = await t.db.pool.query('select revision, generation from instances where id = $1', [instanceId]);
+    const texts = new Map<string, string>();
+    const client = await t.db.pool.connect();
+    try {
+      for (let mask = 0; mask < 1 << PARTS.length; mask++) {
+        for (const mode of MODES) {
+          const fx = emptyEffects();
+          PARTS.forEach((add, i) => (mask & (1 << i) ? add(fx) : undefined));
+          const insert = mode.startsWith('insert');
+          const st = applyEffectsStatement({
+            instance: { id: insert ? randomUUID() : instanceId, generation: row.generation, business_key: null, definition_id: definitionId },
+            effects: fx, status: 'running', variables: { mask }, incidentTaskIds: fx.incidents.map(() => null),
+            ...(mode === 'guard' ? { guard: { revision: row.revision } } : {}),
+            ...(mode === 'completes' ? { guard: { revision: row.revision, completes: { taskId: randomUUID(), workerId: 'w', lockToken: randomUUID() } } } : {}),
+            ...(insert ? { insert: { latestOnly: mode === 'insert-latest' } } : {}),
+          });
+          expect(texts.get(st.name) ?? st.text, st.name).toBe(st.text);
+          texts.set(st.name, st.text);
+          await client.query('begin');
+          try {
+            await client.query(st);
+            // completes names a task nobody holds: that guard must lose
+            expect(mode, st.name).not.toBe('completes');
+          } catch (err) {
+            expect([mode, (err as { code?: string }).code], `${st.name}: ${(err as Error).message}`).toEqual(['completes', 'BT409']);
+          } finally {
+            await client.query('rollback');
+          }
+        }
+      }
+    } finally {
+      client.release();
+    }
+    expect(texts.size).toBe((1 << PARTS.length) * MODES.length);
+  }, 120_000);
+
+  it('given a complete of a one-task instance, then its statement has only steps, flows, events, the instance row and the task', () => {
+    const fx = emptyEffects();
+    fx.steps.push({ stepId: 'work', status: 'completed' }, { stepId: 'end', status: 'completed' });
+    fx.flows.push({ flowId: 'f2', state: 'taken' });
+    fx.events.push({ kind: 'task:completed', stepId: 'work' }, { kind: 'instance:completed' });
+    const st = applyEffectsStatement({
+      instance: { id: randomUUID(), generation: 1, business_key: null, definition_id: randomUUID() },
+      effects: fx, status: 'completed', variables: {}, incidentTaskIds: [],
+      guard: { revision: 2, completes: { taskId: randomUUID(), workerId: 'w', lockToken: randomUUID() } },
+    });
+    const ctes = [...st.text.matchAll(/(?:with|,)\s+(\w+) as \(/g)].map((m) => m[1]);
+    expect(ctes).toEqual(['i', 's', 'f', 'e', 'done', 'guarded']);
+    expect(Math.max(...[...st.text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])))).toBe(st.values.length);
+  });
+});
