@@ -106,6 +106,7 @@ export function createWorker(options: WorkerOptions): Worker {
     const all = Promise.all([...running.values()].map((r) => r.settled));
     await Promise.race([all, sleep(settings.stopGraceMs)]);
     await Promise.all([...running.values()].map((r) => r.abandon()));
+    http.close();
     log.info({ workerId }, 'worker:stopped');
   }
 

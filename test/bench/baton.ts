@@ -4,6 +4,7 @@
 import pg from 'pg';
 import { pino } from 'pino';
 import { startBatonServer, type BatonServer } from '../../runtime/server.ts';
+import { createHttpClient, type HttpClient } from '../../runtime/worker/http.ts';
 import {
   FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, check, costMark, costSince, env, idleQueriesPerSec, median, partial, pct, pool, quickMode, report, sizes, sleep,
   type SystemResult, type ThroughputRound,
@@ -45,11 +46,16 @@ const messageXml = `<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions ${NS
 
 interface Task { id: string; lockToken: string; topic?: string }
 
+// The clients speak HTTP through the worker SDK's client (node:http, kept-alive connections),
+// as a Node worker built on the SDK does; one client per server.
+const clients = new Map<string, HttpClient>();
 async function post<T>(url: string, body: unknown): Promise<T> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${url} -> ${res.status} ${text}`);
-  return (text ? JSON.parse(text) : undefined) as T;
+  const { origin, pathname } = new URL(url);
+  let client = clients.get(origin);
+  if (!client) clients.set(origin, client = createHttpClient(origin));
+  const outcome = await client.post<T>(pathname, body, { timeoutMs: 60_000 });
+  if (outcome.kind === 'ok') return outcome.body;
+  throw new Error(`${url} -> ${outcome.kind === 'refused' ? `${outcome.status} ${outcome.type}: ${outcome.message}` : outcome.error.message}`);
 }
 
 const start = (url: string, definitionKey: string, businessKey?: string) =>
@@ -281,7 +287,7 @@ async function main(): Promise<void> {
   const db = new pg.Client({ connectionString: dbUrl });
   const { version } = (await import('../../package.json', { with: { type: 'json' } })).default;
   const result: SystemResult = {
-    system: 'Baton', version, settings: `HTTP /api on loopback, same process as the clients; pool 20; fetch maxTasks 10, long poll 1 s`,
+    system: 'Baton', version, settings: `HTTP /api on loopback, same process as the clients (the worker SDK's HTTP client); pool 20; fetch maxTasks 10, long poll 1 s`,
     single: [], chain: [], fanout: [], pickup: [], timers: [], checks: [], notes: [],
   };
   // Round 1 of workloads 1-5, then workload 6, then rounds 2 and 3: a run stopped at a
