@@ -2,8 +2,10 @@ import { Router, type Response } from 'express';
 import type { Engine } from '../engine/context.ts';
 import { fetchAndWait } from '../engine/fetch.ts';
 import type { TaskNotifier } from '../engine/task-notifier.ts';
+import type { Variables } from '../engine/advance.ts';
 import {
   completeTask,
+  completeTasks,
   failTask,
   reportBpmnError,
   type BpmnErrorRequest,
@@ -16,6 +18,11 @@ import { BatonError } from '../shared/errors.ts';
 import { faultAfter } from '../shared/faults.ts';
 import { requireUuid, validateBody } from './validate.ts';
 import { lockedTaskView } from './views.ts';
+
+interface CompleteBatchBody {
+  workerId: string;
+  tasks: { id: string; lockToken: string; variables?: Variables }[];
+}
 
 interface FetchBody {
   workerId: string;
@@ -36,6 +43,16 @@ export function tasksRouter(engine: Engine, notifier: TaskNotifier): Router {
     });
     const tasks = await fetchAndWait(engine, notifier, { ...body, waitMs: body.waitMs ?? 0, signal: gone.signal });
     if (!gone.signal.aborted) res.json(tasks.map(lockedTaskView));
+  });
+
+  // Many completes of one worker with one commit; the answer lists each task's result.
+  router.post('/complete-batch', async (req, res) => {
+    const body = validateBody<CompleteBatchBody>('complete-batch-request', req.body);
+    const ids = body.tasks.map((t) => t.id.toLowerCase());
+    const twice = ids.find((id, i) => ids.indexOf(id) !== i);
+    if (twice) throw new BatonError('validation', `Task ${twice} appears more than once in the batch`, [{ path: '/tasks', message: `duplicate id ${twice}` }]);
+    const results = await completeTasks(engine, body.workerId, body.tasks.map((t) => ({ taskId: t.id, lockToken: t.lockToken, ...(t.variables ? { variables: t.variables } : {}) })));
+    res.json({ results: body.tasks.map((t, i) => ({ id: t.id, result: results[i] })) });
   });
 
   router.post('/:id/complete', async (req, res) => {

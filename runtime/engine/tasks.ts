@@ -7,7 +7,18 @@ import { completeLoopElement, completeStep, deriveStatus, emptyEffects, findErro
 import { planOf, type Engine } from './context.ts';
 import { commitTransition } from './transition.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
-import { applyEffects, cancelOpenWork, lockInstanceOfTask, readTaskTransition, TRANSITION_GUARD_LOST, type LockedInstance } from '../store/instances.ts';
+import {
+  applyEffects,
+  cancelOpenWork,
+  lockInstanceOfTask,
+  lockInstancesOfTasks,
+  readTaskTransition,
+  readTaskTransitions,
+  TRANSITION_GUARD_LOST,
+  type ApplyEffectsParams,
+  type LockedInstance,
+  type TaskSnapshot,
+} from '../store/instances.ts';
 import { listCompensations } from '../store/compensations.ts';
 import { finishHandler, startSaga } from './compensate.ts';
 import { indexPlan } from './plan-index.ts';
@@ -69,28 +80,93 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest): Pr
  */
 async function completeOptimistically(engine: Engine, req: CompleteTaskRequest): Promise<boolean> {
   const read = await readTaskTransition(engine.pool, req.taskId);
-  if (!read) return false;
-  const { instance, task } = read;
-  if (task.state !== 'locked' || task.worker_id !== req.workerId || task.lock_token !== req.lockToken || task.generation !== instance.generation) return false;
-  const plan = await planOf(engine, instance.definition_id);
-  const step = indexPlan(plan).steps.get(task.step_id);
-  if (!step || step.multiInstance || step.compensationHandler) return false;
-  const variables = { ...instance.variables, ...req.variables };
-  const fx = emptyEffects();
-  fx.events.push({ kind: 'task:completed', stepId: task.step_id, taskId: task.id, data: { workerId: req.workerId, attempt: task.attempt } });
-  completeStep(plan, task.step_id, instance.state, variables, fx);
-  if (fx.terminated || fx.subscriptions.some((x) => x.kind === 'message') || fx.compensationRuns.length > 0 || fx.compensationMoves.length > 0) return false;
-  const status = deriveStatus(instance.state, fx);
-  if (status !== instance.status) fx.events.push({ kind: `instance:${status}` });
+  const write = read && await completionOf(engine, read, req);
+  if (!write) return false;
   try {
-    await applyEffects(engine.pool, {
-      instance, effects: fx, status, variables,
-      guard: { revision: instance.revision, completes: { taskId: task.id, workerId: req.workerId, lockToken: req.lockToken } },
-    });
+    await applyEffects(engine.pool, write);
     return true;
   } catch (err) {
     if ((err as { code?: string }).code === TRANSITION_GUARD_LOST) return false;
     throw err;
+  }
+}
+
+/**
+ * The guarded write that completes a step for its holder, computed from a read of the
+ * task and its instance; undefined when the locked path must decide (see completeOptimistically).
+ */
+async function completionOf(engine: Engine, read: { instance: LockedInstance; task: TaskSnapshot }, req: CompleteTaskRequest, tx?: PoolClient): Promise<ApplyEffectsParams | undefined> {
+  const { instance, task } = read;
+  if (task.state !== 'locked' || task.worker_id !== req.workerId || task.lock_token !== req.lockToken || task.generation !== instance.generation) return undefined;
+  // Inside a transaction a cold plan cache must be read through it, not a second connection.
+  const plan = await planOf(engine, instance.definition_id, tx);
+  const step = indexPlan(plan).steps.get(task.step_id);
+  if (!step || step.multiInstance || step.compensationHandler) return undefined;
+  const variables = { ...instance.variables, ...req.variables };
+  const fx = emptyEffects();
+  fx.events.push({ kind: 'task:completed', stepId: task.step_id, taskId: task.id, data: { workerId: req.workerId, attempt: task.attempt } });
+  completeStep(plan, task.step_id, instance.state, variables, fx);
+  if (fx.terminated || fx.subscriptions.some((x) => x.kind === 'message') || fx.compensationRuns.length > 0 || fx.compensationMoves.length > 0) return undefined;
+  const status = deriveStatus(instance.state, fx);
+  if (status !== instance.status) fx.events.push({ kind: `instance:${status}` });
+  return {
+    instance, effects: fx, status, variables,
+    guard: { revision: instance.revision, completes: { taskId: task.id, workerId: req.workerId, lockToken: req.lockToken } },
+  };
+}
+
+/** What a complete in a batch came to; `repeated`: the holder's complete was applied before. */
+export type BatchCompleteResult = 'completed' | 'repeated' | 'lock_lost' | 'not_found';
+
+/**
+ * Completes many tasks of one worker with one commit: their instances are locked in id
+ * order, read, and each completion written by one statement in the same transaction.
+ * A task the batch cannot take (a second task of an instance already in it, or one the
+ * single complete would not take optimistically: a repeat, a lost lock, multi-instance,
+ * compensation, message waits, termination) is completed on its own afterwards, as are
+ * all of them if the transaction fails. Answers per task, in the order asked.
+ */
+export async function completeTasks(engine: Engine, workerId: string, items: Omit<CompleteTaskRequest, 'workerId'>[]): Promise<BatchCompleteResult[]> {
+  // One task: the optimistic single complete is two round trips, a transaction five.
+  const completed = items.length > 1 ? await completeInOneTransaction(engine, workerId, items) : new Set<string>();
+  const answers: BatchCompleteResult[] = [];
+  for (const item of items) {
+    if (completed.has(item.taskId)) {
+      answers.push('completed');
+      continue;
+    }
+    const single = await completeTask(engine, { ...item, workerId });
+    answers.push(single.ok ? (single.duplicate ? 'repeated' : 'completed') : single.reason);
+  }
+  return answers;
+}
+
+/** The batch's transaction; answers the tasks it completed (none if it failed). */
+async function completeInOneTransaction(engine: Engine, workerId: string, items: Omit<CompleteTaskRequest, 'workerId'>[]): Promise<Set<string>> {
+  try {
+    return await withTransaction(engine.pool, async (tx) => {
+      const taskIds = items.map((i) => i.taskId);
+      await lockInstancesOfTasks(tx, taskIds);
+      const reads = await readTaskTransitions(tx, taskIds);
+      const writes: ApplyEffectsParams[] = [];
+      const taken = new Set<string>();
+      for (const item of items) {
+        const read = reads.get(item.taskId);
+        if (!read || taken.has(read.instance.id)) continue;
+        const write = await completionOf(engine, read, { ...item, workerId }, tx);
+        if (!write) continue;
+        taken.add(read.instance.id);
+        writes.push(write);
+      }
+      // In instance order, like the locks: frame heads are locked at commit in event order.
+      writes.sort((a, b) => (a.instance.id < b.instance.id ? -1 : 1));
+      for (const write of writes) await applyEffects(tx, write);
+      return new Set(writes.map((w) => w.guard!.completes!.taskId));
+    });
+  } catch (err) {
+    // A guard lost inside the batch (a lease expired meanwhile) or a deadlock: each on its own.
+    engine.log.warn({ workerId, tasks: items.length, error: (err as Error).message }, 'task:batch_complete_fallback');
+    return new Set();
   }
 }
 

@@ -42,7 +42,13 @@ function variablesBytes(body: unknown): number {
     const value = (body as Record<string, unknown>)[field];
     if (value !== undefined && value !== null) bytes += Buffer.byteLength(JSON.stringify(value));
   }
-  return bytes;
+  return bytes + batchItems(body).reduce<number>((sum, item) => sum + variablesBytes(item), 0);
+}
+
+/** The items of a native batch complete ({ tasks: [...] }); none for anything else. */
+function batchItems(body: object): unknown[] {
+  const tasks = (body as { tasks?: unknown }).tasks;
+  return Array.isArray(tasks) ? tasks : [];
 }
 
 /** The long-poll wait a fetch asks for, native or Camunda; 0 for anything else. */
@@ -134,17 +140,32 @@ function checkLimits(opts: LimitOptions, notifier: TaskNotifier): RequestHandler
 }
 
 const TASK_RESULT = /^\/external-tasks\/([^/]+)\/(complete|bpmn-error)\/?$/i;
+const BATCH_COMPLETE = /^\/external-tasks\/complete-batch\/?$/i;
 
-/** A native complete or bpmn-error must not grow its instance's variables past the limit. */
+/** The (task, variables) pairs of a native complete, bpmn-error or batch complete that carry variables. */
+function resultVariables(req: Request): [string, Record<string, unknown>][] {
+  const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+  const single = TASK_RESULT.exec(req.path)?.[1];
+  const items = single ? [{ id: single, variables: (req.body as { variables?: unknown } | undefined)?.variables }]
+    : BATCH_COMPLETE.test(req.path) && isObject(req.body) ? batchItems(req.body).filter(isObject) : [];
+  return items.flatMap((item) => (typeof item.id === 'string' && isUuid(item.id) && isObject(item.variables) ? [[item.id, item.variables] as [string, Record<string, unknown>]] : []));
+}
+
+/** A native complete or bpmn-error (each task of a batch) must not grow its instance's variables past the limit. */
 function checkMergedVariables(opts: LimitOptions, pool: Pool): RequestHandler {
   return (req, res, next) => {
-    const taskId = TASK_RESULT.exec(req.path)?.[1];
-    const variables = (req.body as { variables?: unknown } | undefined)?.variables;
-    if (!taskId || !isUuid(taskId) || !variables || typeof variables !== 'object' || Array.isArray(variables)) return next();
-    measureMergedVariables(pool, taskId, variables as Record<string, unknown>).then((bytes) => {
-      if (bytes === undefined || bytes <= opts.maxVariablesBytes) return next();
-      refuse(res, 413, 'PayloadTooLarge', `With these variables the instance would hold ${bytes} bytes of variables, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`, { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes });
-    }, next);
+    const pairs = resultVariables(req);
+    if (pairs.length === 0) return next();
+    (async () => {
+      for (const [taskId, variables] of pairs) {
+        const bytes = await measureMergedVariables(pool, taskId, variables);
+        if (bytes !== undefined && bytes > opts.maxVariablesBytes) {
+          const batch = BATCH_COMPLETE.test(req.path);
+          return refuse(res, 413, 'PayloadTooLarge', `With ${batch ? `the variables of task ${taskId}` : 'these variables'} the instance would hold ${bytes} bytes of variables, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`, { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes, ...(batch ? { taskId } : {}) });
+        }
+      }
+      next();
+    })().catch(next);
   };
 }
 

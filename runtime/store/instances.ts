@@ -185,6 +185,9 @@ export interface TaskSnapshot {
   loop_index: number;
 }
 
+const TASK_SNAPSHOT_SQL = `jsonb_build_object('id', t.id, 'step_id', t.step_id, 'generation', t.generation, 'state', t.state, 'worker_id', t.worker_id,
+                                  'lock_token', t.lock_token, 'attempt', t.attempt, 'topic', t.topic, 'loop_index', t.loop_index)`;
+
 /**
  * A task with its instance and the instance's state, read in one statement (one
  * snapshot) and without locks: the optimistic complete computes its transition from
@@ -194,8 +197,7 @@ export async function readTaskTransition(db: Queryable, taskId: string): Promise
   const { rows } = await db.query<InstanceRow & StateColumns & { task: TaskSnapshot }>({
     name: 'read_task_transition',
     text: `select i.*, ${STATE_OF_ROW_SQL},
-                  jsonb_build_object('id', t.id, 'step_id', t.step_id, 'generation', t.generation, 'state', t.state, 'worker_id', t.worker_id,
-                                     'lock_token', t.lock_token, 'attempt', t.attempt, 'topic', t.topic, 'loop_index', t.loop_index) as task
+                  ${TASK_SNAPSHOT_SQL} as task
              from external_tasks t join instances i on i.id = t.instance_id
             where t.id = $1`,
     values: [taskId],
@@ -204,6 +206,38 @@ export async function readTaskTransition(db: Queryable, taskId: string): Promise
   if (!row) return undefined;
   const { flows, steps, completed, compensating, saga, loops, task, ...instance } = row;
   return { instance: withState(instance, { flows, steps, completed, compensating, saga, loops }), task };
+}
+
+/**
+ * Locks the instances of these tasks, in id order (the order every writer of several
+ * instances takes them in), and answers their ids; unknown tasks lock nothing.
+ */
+export async function lockInstancesOfTasks(db: Queryable, taskIds: string[]): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>({
+    name: 'lock_instances_of_tasks',
+    text: `select i.id from instances i
+            where i.id in (select t.instance_id from external_tasks t where t.id = any($1::uuid[]))
+            order by i.id for no key update of i`,
+    values: [taskIds],
+  });
+  return rows.map((r) => r.id);
+}
+
+/**
+ * readTaskTransition for many tasks in one statement. Inside a transaction that holds
+ * their instances (lockInstancesOfTasks, an earlier statement: see loadState) it reads
+ * what the transitions must start from.
+ */
+export async function readTaskTransitions(db: Queryable, taskIds: string[]): Promise<Map<string, { instance: LockedInstance; task: TaskSnapshot }>> {
+  const { rows } = await db.query<InstanceRow & StateColumns & { task: TaskSnapshot }>({
+    name: 'read_task_transitions',
+    text: `select i.*, ${STATE_OF_ROW_SQL}, ${TASK_SNAPSHOT_SQL} as task
+             from external_tasks t join instances i on i.id = t.instance_id
+            where t.id = any($1::uuid[])`,
+    values: [taskIds],
+  });
+  return new Map(rows.map(({ flows, steps, completed, compensating, saga, loops, task, ...instance }) =>
+    [task.id, { instance: withState(instance, { flows, steps, completed, compensating, saga, loops }), task }]));
 }
 
 export interface ApplyEffectsParams {

@@ -1,0 +1,150 @@
+// POST /api/external-tasks/complete-batch: many completes of one worker with one commit
+// (engine/tasks.ts completeTasks). Each task comes to what its single complete would:
+// completed once, repeated, lock lost (kept as a late result) or not found; a batch that
+// cannot commit falls back to one complete per task; bad input changes nothing.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parallelBpmn, singleTaskBpmn } from '../support/bpmn.ts';
+import { complete, deploy, fetchTasks, historyKinds, start, waitForStatus, type LockedTask } from '../support/flows.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+let t: TestServer;
+beforeAll(async () => {
+  t = await startTestServer({ limits: { maxVariablesBytes: 2_000 } });
+  await deploy(t.api, singleTaskBpmn('batch-single', 'batch-single'));
+  await deploy(t.api, parallelBpmn('batch-join', 'batch-a', 'batch-b'));
+});
+afterAll(async () => {
+  await t.close();
+});
+
+const batch = (workerId: string, tasks: { id: string; lockToken: string; variables?: Record<string, unknown> }[]) =>
+  t.api.post('/api/external-tasks/complete-batch', { workerId, tasks });
+const item = (task: LockedTask, variables?: Record<string, unknown>) => ({ id: task.id, lockToken: task.lockToken, ...(variables ? { variables } : {}) });
+
+async function startSingles(n: number, variables?: Record<string, unknown>): Promise<string[]> {
+  return Promise.all(Array.from({ length: n }, () => start(t.api, 'batch-single', variables ? { variables } : {})));
+}
+
+/** Tasks locked for `workerId`, waiting until `n` came. */
+async function lockAll(workerId: string, topics: string[], n: number): Promise<LockedTask[]> {
+  const got: LockedTask[] = [];
+  while (got.length < n) got.push(...await fetchTasks(t.api, workerId, topics, { maxTasks: n - got.length, waitMs: 2_000 }));
+  return got;
+}
+
+async function completedEvents(taskIds: string[]): Promise<{ tasks: number; events: number; transactions: number }> {
+  const { rows: [r] } = await t.db.pool.query(
+    `select count(distinct task_id)::int as tasks, count(*)::int as events, count(distinct xmin::text)::int as transactions
+       from events where kind = 'task:completed' and task_id = any($1::uuid[])`, [taskIds]);
+  return r;
+}
+
+describe('batch complete', () => {
+  it('given tasks of ten instances, then one transaction completes them all, each once, with its variables', async () => {
+    const ids = await startSingles(10);
+    const tasks = await lockAll('bw-1', ['batch-single'], 10);
+    const res = await batch('bw-1', tasks.map((task, i) => item(task, { n: i })));
+    expect(res.status).toBe(200);
+    expect(res.body.results).toEqual(tasks.map((task) => ({ id: task.id, result: 'completed' })));
+    for (const id of ids) await waitForStatus(t.api, id, 'completed');
+    expect(await completedEvents(tasks.map((x) => x.id))).toEqual({ tasks: 10, events: 10, transactions: 1 });
+    const { rows } = await t.db.pool.query(`select t.id, i.variables from external_tasks t join instances i on i.id = t.instance_id where t.id = any($1::uuid[])`, [tasks.map((x) => x.id)]);
+    for (const [i, task] of tasks.entries()) expect(rows.find((r) => r.id === task.id)!.variables).toEqual({ n: i });
+  });
+
+  it('given a repeat, a lost lock, an unknown id and two tasks of one instance in one batch, then each answers like its single complete', async () => {
+    const [repeatedId, lostId] = await startSingles(2);
+    const joinId = await start(t.api, 'batch-join');
+    const singles = await lockAll('bw-2', ['batch-single'], 2);
+    const repeated = singles.find((x) => x.instanceId === repeatedId)!;
+    const lost = singles.find((x) => x.instanceId === lostId)!;
+    const [a, b] = [...await lockAll('bw-2', ['batch-a'], 1), ...await lockAll('bw-2', ['batch-b'], 1)];
+    expect((await complete(t.api, repeated, 'bw-2')).status).toBe(204);
+    const unknown = randomUUID();
+    const res = await batch('bw-2', [item(repeated), { id: lost.id, lockToken: randomUUID() }, { id: unknown, lockToken: randomUUID() }, item(a!, { a: 1 }), item(b!, { b: 2 })]);
+    expect(res.status).toBe(200);
+    expect(res.body.results).toEqual([
+      { id: repeated.id, result: 'repeated' },
+      { id: lost.id, result: 'lock_lost' },
+      { id: unknown, result: 'not_found' },
+      { id: a!.id, result: 'completed' },
+      { id: b!.id, result: 'completed' },
+    ]);
+    expect(await historyKinds(t.api, lostId!)).toContain('task:late_result');
+    const join = await waitForStatus(t.api, joinId, 'completed');
+    expect(join.variables).toEqual({ a: 1, b: 2 });
+    expect((await historyKinds(t.api, joinId)).filter((k) => k === 'task:completed')).toHaveLength(2);
+    // The lost one is still the holder's to complete with the right token.
+    expect((await complete(t.api, lost, 'bw-2')).status).toBe(204);
+  });
+
+  it('given a batch of one, then it is completed, and the same batch again is answered repeated', async () => {
+    const [id] = await startSingles(1);
+    const [task] = await lockAll('bw-5', ['batch-single'], 1);
+    expect((await batch('bw-5', [item(task!)])).body.results).toEqual([{ id: task!.id, result: 'completed' }]);
+    expect((await batch('bw-5', [item(task!)])).body.results).toEqual([{ id: task!.id, result: 'repeated' }]);
+    await waitForStatus(t.api, id!, 'completed');
+    expect(await completedEvents([task!.id])).toEqual({ tasks: 1, events: 1, transactions: 1 });
+  });
+
+  it('given a batch whose transaction fails, then each task is completed on its own, once', async () => {
+    const ids = await startSingles(4);
+    const tasks = await lockAll('bw-3', ['batch-single'], 4);
+    // The first task:completed insert after this raises once (a sequence is not rolled back).
+    await t.db.pool.query(`create sequence batch_fail_once;
+      create function batch_fail_once() returns trigger language plpgsql as $$
+      begin
+        if new.kind = 'task:completed' and nextval('batch_fail_once') = 1 then raise exception 'injected failure'; end if;
+        return new;
+      end $$;
+      create trigger batch_fail_once before insert on events for each row execute function batch_fail_once()`);
+    try {
+      const res = await batch('bw-3', tasks.map((task) => item(task)));
+      expect(res.body.results).toEqual(tasks.map((task) => ({ id: task.id, result: 'completed' })));
+    } finally {
+      await t.db.pool.query('drop trigger batch_fail_once on events; drop function batch_fail_once(); drop sequence batch_fail_once');
+    }
+    for (const id of ids) await waitForStatus(t.api, id, 'completed');
+    // One per task: the batch's own transaction left nothing.
+    expect(await completedEvents(tasks.map((x) => x.id))).toMatchObject({ tasks: 4, events: 4, transactions: 4 });
+  });
+
+  it('given two workers batch-completing branches of the same instances in opposite orders at once, then every join fires once', async () => {
+    const ids = await Promise.all(Array.from({ length: 8 }, () => start(t.api, 'batch-join')));
+    const as = await lockAll('bw-a', ['batch-a'], 8);
+    const bs = await lockAll('bw-b', ['batch-b'], 8);
+    const [ra, rb] = await Promise.all([batch('bw-a', as.map((x) => item(x))), batch('bw-b', bs.reverse().map((x) => item(x)))]);
+    expect([ra.status, rb.status]).toEqual([200, 200]);
+    expect([...ra.body.results, ...rb.body.results].every((r: { result: string }) => r.result === 'completed')).toBe(true);
+    for (const id of ids) {
+      await waitForStatus(t.api, id, 'completed');
+      const kinds = await historyKinds(t.api, id);
+      expect(kinds.filter((k) => k === 'task:completed')).toHaveLength(2);
+      expect(kinds.filter((k) => k === 'instance:completed')).toHaveLength(1);
+    }
+  });
+
+  it('given bad input, then 400 or 413 names the problem and nothing changes', async () => {
+    const ids = await startSingles(2, { seed: 'y'.repeat(1_500) });
+    const tasks = await lockAll('bw-4', ['batch-single'], 2);
+    const cases: [unknown, number, RegExp][] = [
+      [{ workerId: 'bw-4', tasks: [] }, 400, /tasks/],
+      [{ workerId: 'bw-4', tasks: [item(tasks[0]!), item(tasks[0]!)] }, 400, /appears more than once/],
+      [{ workerId: 'bw-4', tasks: [{ id: 'nope', lockToken: tasks[0]!.lockToken }] }, 400, /id/],
+      [{ workerId: 'bw-4', tasks: Array.from({ length: 101 }, () => item(tasks[0]!)) }, 400, /tasks/],
+      // the instance's 1,500 bytes and these 600 pass the limit (2,000) together
+      [{ workerId: 'bw-4', tasks: [item(tasks[0]!), item(tasks[1]!, { big: 'x'.repeat(600) })] }, 413, new RegExp(`the variables of task ${tasks[1]!.id} the instance would hold`)],
+      // each fits, the request does not
+      [{ workerId: 'bw-4', tasks: [item(tasks[0]!, { big: 'x'.repeat(1_000) }), item(tasks[1]!, { big: 'x'.repeat(1_000) })] }, 413, /variables of this request are/],
+    ];
+    for (const [body, status, message] of cases) {
+      const res = await t.api.post('/api/external-tasks/complete-batch', body);
+      expect(res.status, JSON.stringify(res.body)).toBe(status);
+      expect(res.body.message).toMatch(message);
+    }
+    const { rows } = await t.db.pool.query(`select state from external_tasks where id = any($1::uuid[])`, [tasks.map((x) => x.id)]);
+    expect(rows.map((r) => r.state)).toEqual(['locked', 'locked']);
+    for (const id of ids) expect((await t.api.get(`/api/instances/${id}`)).body.status).toBe('running');
+  });
+});
