@@ -35,6 +35,7 @@ export const OPERATIONS: Operation[] = [
   { method: 'post', path: '/api/instances/{id}/replay', summary: 'Run a failed, compensated or canceled instance again as a new generation', roles: 'admin', success: [200, '{instanceId, generation, status}'] },
   { method: 'post', path: '/api/external-tasks/fetch-and-lock', summary: 'Fetch and lock tasks (long polling)', roles: 'admin, worker', body: 'fetch-and-lock-request', success: [200, 'locked tasks'] },
   { method: 'post', path: '/api/external-tasks/{id}/complete', summary: 'Complete a task', roles: 'admin, worker', body: 'complete-request', success: [204, 'applied'] },
+  { method: 'post', path: '/api/external-tasks/complete-batch', summary: 'Complete many tasks of one worker with one commit', roles: 'admin, worker', body: 'complete-batch-request', success: [200, '{results: [{id, result}]}'] },
   { method: 'post', path: '/api/external-tasks/{id}/failure', summary: 'Report a failure', roles: 'admin, worker', body: 'failure-request', success: [204, 'applied'] },
   { method: 'post', path: '/api/external-tasks/{id}/bpmn-error', summary: 'Report a BPMN error', roles: 'admin, worker', body: 'bpmn-error-request', success: [204, 'applied'] },
   { method: 'post', path: '/api/external-tasks/{id}/extend-lock', summary: 'Extend the lease', roles: 'admin, worker', body: 'extend-lock-request', success: [204, 'applied'] },
