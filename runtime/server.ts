@@ -86,7 +86,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
     intervalMs: opts.sweepIntervalMs ?? 1000, batchSize: 500, frameRetentionMs: opts.frameRetentionMs ?? 24 * 3_600_000,
     leaseExpiryAllowance: engine.options.leaseExpiryAllowance, exhaustLease: (taskId) => exhaustExpiredLease(engine, taskId),
   });
-  const timers = startTimerScheduler(engine, opts.log, { maxSleepMs: 30_000, batchSize: 100 });
+  const timers = startTimerScheduler(engine, opts.log, { maxSleepMs: 30_000, batchSize: 500 });
   notifier.onTimerCreated(() => timers.poke());
   const retention = startRetention(pool, opts.log, opts.retention ?? { days: 0, intervalMs: 3_600_000 });
 

@@ -5,6 +5,7 @@ import { startOnMessage, startOnSignal } from './event-starts.ts';
 import { fireDueStartTimers } from './start-timers.ts';
 import { commitTransition } from './transition.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
+import { runPipelined, valuesOf } from '../store/pipeline.ts';
 import { instanceExists, lockInstance, readHeldInstances, tryLockInstance, type LockedInstance } from '../store/instances.ts';
 import {
   deleteSubscription,
@@ -42,12 +43,23 @@ export async function fireTimer(engine: Engine, timerId: string): Promise<boolea
 }
 
 async function advanceOnTimer(engine: Engine, tx: PoolClient, instance: LockedInstance, timer: TimerRow): Promise<void> {
+  await (await timerTransition(engine, tx, instance, timer))?.commit();
+}
+
+interface TimerTransition {
+  commit: () => Promise<unknown>;
+  /** its commit reads inside the transaction (the inbox) or sends more than one statement (compensation, terminate) */
+  alone: boolean;
+}
+
+/** The transition a due timer makes, computed in memory; undefined when its step no longer waits. */
+async function timerTransition(engine: Engine, tx: PoolClient, instance: LockedInstance, timer: TimerRow): Promise<TimerTransition | undefined> {
   const plan = await planOf(engine, instance.definition_id, tx);
   const fx = emptyEffects();
   // A boundary whose host already ended consumes its timer and does nothing.
-  if (fireWait(plan, timer.step_id, instance.state, instance.variables, fx, { timerId: timer.id, dueAt: timer.due_at })) {
-    await commitTransition(tx, instance, fx, instance.variables, { plan });
-  }
+  if (!fireWait(plan, timer.step_id, instance.state, instance.variables, fx, { timerId: timer.id, dueAt: timer.due_at })) return undefined;
+  const alone = fx.terminated || fx.subscriptions.some((x) => x.kind === 'message') || fx.compensationRuns.length > 0 || fx.compensationMoves.length > 0;
+  return { alone, commit: () => commitTransition(tx, instance, fx, instance.variables, { plan }) };
 }
 
 /** Batches fire side by side, one connection each; one instance's timers still serialize on its row lock. */
@@ -59,7 +71,13 @@ const FIRING_LANES = 4;
  */
 const FIRINGS_PER_TRANSACTION = 25;
 
-/** Fires every due timer, of instances and of timer start events; answers how many fired. */
+/**
+ * Fires the due timers (up to `batch` of them, oldest first) and the due timer start
+ * events; answers how many fired. The whole page is split once into equal chunks, a
+ * multiple of the lanes, so every lane ends at about the same time: 167 timers due at
+ * one instant are 8 transactions of 21 in 4 lanes, not 25, 25, 25, 25, then a new
+ * look-up, then 23, 23, 21 in 3 lanes while the fourth idles.
+ */
 export async function fireDueTimers(engine: Engine, batch: number): Promise<number> {
   const due = await findDueTimers(engine.pool, batch);
   const chunks = chunkFor(due, FIRING_LANES, FIRINGS_PER_TRANSACTION);
@@ -74,9 +92,10 @@ export async function fireDueTimers(engine: Engine, batch: number): Promise<numb
   return fired + (await fireDueStartTimers(engine, batch));
 }
 
-// Enough chunks to keep every lane busy, none above the per-transaction cap; in due order.
-function chunkFor<T>(items: T[], lanes: number, cap: number): T[][] {
-  const size = Math.max(1, Math.min(cap, Math.ceil(items.length / lanes)));
+/** Equal chunks in due order, their count a multiple of the lanes (when there are that many items), none above cap. */
+export function chunkFor<T>(items: T[], lanes: number, cap: number): T[][] {
+  const rounds = Math.ceil(items.length / (lanes * cap));
+  const size = Math.max(1, Math.ceil(items.length / (lanes * rounds)));
   const chunks: T[][] = [];
   for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
   return chunks;
@@ -96,17 +115,37 @@ async function fireTimerBatch(engine: Engine, candidates: { id: string; instance
   try {
     ({ busy, fired } = await withTransaction(engine.pool, async (tx) => {
       const idle = await lockIdleInstances(tx, [...new Set(candidates.map((c) => c.instance_id))]);
-      const timers = await markTimersFired(tx, candidates.filter((c) => idle.has(c.instance_id)).map((c) => c.id));
-      // Loaded after the locks are held (a fresh snapshot), once for the batch.
-      const held = timers.length > 0 ? await readHeldInstances(tx, [...new Set(timers.map((t) => t.instance_id))]) : new Map<string, LockedInstance>();
+      const mine = candidates.filter((c) => idle.has(c.instance_id));
+      // The guarded update and the read of the held instances (a fresh snapshot, after the
+      // locks) in one write; an instance whose timer the guard refused is read for nothing.
+      const [timers, held] = mine.length === 0 ? [[], new Map<string, LockedInstance>()] : valuesOf(await runPipelined<unknown>(tx, [
+        () => markTimersFired(tx, mine.map((c) => c.id)),
+        () => readHeldInstances(tx, [...idle]),
+      ])) as [TimerRow[], Map<string, LockedInstance>];
+      // The firings' statements go out pipelined, in instance order (frame heads are locked
+      // at commit in that order); one that must read first goes alone, after those before it.
+      let pending: (() => Promise<unknown>)[] = [];
+      const flush = async () => {
+        if (pending.length > 0) valuesOf(await runPipelined(tx, pending));
+        pending = [];
+      };
       for (const timer of timers) {
-        const instance = held.get(timer.instance_id);
+        let instance = held.get(timer.instance_id);
         // A second timer of one instance reads the state its first firing left.
         held.delete(timer.instance_id);
-        const current = instance ?? (await lockInstance(tx, timer.instance_id));
-        if (current) await advanceOnTimer(engine, tx, current, timer);
+        if (!instance) {
+          await flush();
+          instance = await lockInstance(tx, timer.instance_id);
+        }
+        const transition = instance ? await timerTransition(engine, tx, instance, timer) : undefined;
+        if (!transition) continue;
+        if (transition.alone) {
+          await flush();
+          await transition.commit();
+        } else pending.push(transition.commit);
       }
-      if (timers.length > 0) await stampTimersFired(tx, timers.map((t) => t.id));
+      if (timers.length > 0) pending.push(() => stampTimersFired(tx, timers.map((t) => t.id)));
+      await flush();
       return { busy: candidates.filter((c) => !idle.has(c.instance_id)).map((c) => c.id), fired: timers };
     }));
   } catch (err) {

@@ -1,6 +1,7 @@
 // Fires due timers. It sleeps until the next due time (a setTimeout to it, measured
-// on the database clock), never on a fixed short poll. A notification that a timer
-// was created only asks for that wake-up to be recomputed, and a burst of them asks
+// on the database clock), never on a fixed short poll, and at that wake-up fires
+// first and asks for the next due time after. A notification that a timer was
+// created only asks for that wake-up to be recomputed, and a burst of them asks
 // once. Any number of schedulers may run: each firing is guarded (engine/waits.ts).
 import type { Logger } from 'pino';
 import type { Engine } from '../engine/context.ts';
@@ -18,6 +19,7 @@ export interface TimerScheduler {
 export interface TimerSchedulerOptions {
   /** longest sleep without a notification (covers lost notifications) */
   maxSleepMs: number;
+  /** most due timers one round takes in hand (split over the firing lanes at once) */
   batchSize: number;
   /**
    * Pokes within this long of each other share one recomputation. Creating timers at
@@ -35,6 +37,8 @@ export function startTimerScheduler(engine: Engine, log: Logger, opts: TimerSche
   let timer: NodeJS.Timeout | undefined;
   /** when the planned wake-up runs (performance.now() clock) */
   let wakeAt = Infinity;
+  /** the planned wake-up is a timer's due time (not a recomputation) */
+  let wakeForDue = false;
   let running: Promise<void> | undefined;
   let poked = false;
   let stopped = false;
@@ -48,9 +52,10 @@ export function startTimerScheduler(engine: Engine, log: Logger, opts: TimerSche
     }
   };
 
-  const schedule = (ms: number) => {
+  const schedule = (ms: number, forDue = false) => {
     clearTimeout(timer);
     if (stopped) return;
+    wakeForDue = forDue && ms <= opts.maxSleepMs;
     const delay = Math.max(0, Math.min(ms, opts.maxSleepMs));
     wakeAt = performance.now() + delay;
     // Rounded up: a wake-up a fraction of a millisecond early finds nothing due and costs a round.
@@ -63,12 +68,24 @@ export function startTimerScheduler(engine: Engine, log: Logger, opts: TimerSche
       return;
     }
     wakeAt = Infinity;
+    const forDue = wakeForDue;
+    wakeForDue = false;
     running = (async () => {
       try {
         let firedBefore = -1;
+        // At a due time, asking when the next timer is due first would answer 0: one round
+        // trip more before the first firing (the look-up of due timers answers that too).
+        // None found (the wake-up ran a hair early) is not "stuck": the recomputation decides.
+        if (forDue) {
+          const fired = await tick();
+          if (fired > 0) {
+            firedBefore = fired;
+            log.debug({ count: fired }, 'timer:fired');
+          }
+        }
         for (;;) {
           const ms = await msUntilNextTimer(engine.pool);
-          if (ms === undefined || ms > 0) return schedule(ms ?? opts.maxSleepMs);
+          if (ms === undefined || ms > 0) return schedule(ms ?? opts.maxSleepMs, ms !== undefined);
           if (firedBefore === 0) return schedule(STUCK_RETRY_MS);
           firedBefore = await tick();
           if (firedBefore > 0) log.debug({ count: firedBefore }, 'timer:fired');
