@@ -28,6 +28,8 @@ export interface CallDeps {
   log: WorkerLogger;
   /** longest wait for an answer's headers */
   callTimeoutMs: number;
+  /** completes go through it when set: several that finish in one turn of the event loop become one call */
+  completions?: CompletionBatcher;
 }
 
 function pathOf(h: Holder, call: string): string {
@@ -39,6 +41,11 @@ function pathOf(h: Holder, call: string): string {
  * 204 and changes nothing, so the result is applied once. 409 ends it: the lock is gone.
  */
 export async function sendReport(deps: CallDeps, h: Holder, report: TaskReport, opts: { attempts: number; signal: AbortSignal }): Promise<ReportResult> {
+  if (report.call === 'complete' && deps.completions) return deps.completions.complete(h, report.body, opts);
+  return sendOne(deps, h, report, opts);
+}
+
+async function sendOne(deps: CallDeps, h: Holder, report: TaskReport, opts: { attempts: number; signal: AbortSignal }): Promise<ReportResult> {
   const backoff = createBackoff(100, 5_000);
   let lastError = '';
   for (let attempt = 1; attempt <= opts.attempts && !opts.signal.aborted; attempt++) {
@@ -62,6 +69,73 @@ function describe(outcome: CallOutcome<unknown>): string {
   if (outcome.kind === 'unreachable') return outcome.error.message;
   if (outcome.kind === 'refused') return `${outcome.status} ${outcome.type}: ${outcome.message}`;
   return 'ok';
+}
+
+export interface CompletionBatcher {
+  complete(h: Holder, body: { variables?: Record<string, unknown> }, opts: { attempts: number; signal: AbortSignal }): Promise<ReportResult>;
+}
+
+/** The most tasks one complete-batch call carries (the server's limit). */
+const BATCH_LIMIT = 100;
+
+type BatchResult = 'completed' | 'repeated' | 'lock_lost' | 'not_found';
+
+/**
+ * Completes of one worker that finish in the same turn of the event loop go out as one
+ * complete-batch call (one commit on the server); a lone complete goes out on its own.
+ * No delay is added. A batch call that fails in any way is repeated task by task with
+ * the single call and its retries, which is safe: a repeat by the holder changes nothing.
+ * A server without the batch route (404) is not asked again.
+ */
+export function createCompletionBatcher(deps: CallDeps): CompletionBatcher {
+  type Queued = { h: Holder; body: { variables?: Record<string, unknown> }; opts: { attempts: number; signal: AbortSignal }; resolve: (r: ReportResult) => void };
+  let queue: Queued[] = [];
+  let batchRoute = true;
+  const single = (q: Queued) => sendOne(deps, q.h, { call: 'complete', body: q.body }, q.opts).then(q.resolve);
+
+  async function sendBatch(items: Queued[]): Promise<void> {
+    const outcome = await deps.http.post<{ results: { id: string; result: BatchResult }[] }>('/api/external-tasks/complete-batch', {
+      workerId: items[0]!.h.workerId,
+      tasks: items.map((q) => ({ id: q.h.taskId, lockToken: q.h.lockToken, ...q.body })),
+    }, { timeoutMs: deps.callTimeoutMs });
+    if (outcome.kind === 'ok') {
+      const byId = new Map(outcome.body.results.map((r) => [r.id, r.result]));
+      for (const q of items) q.resolve(reportResultOf(byId.get(q.h.taskId)));
+      return;
+    }
+    if (outcome.kind === 'refused' && outcome.status === 404) batchRoute = false;
+    deps.log.warn({ tasks: items.length, error: describe(outcome) }, 'task:batch_complete_retried_singly');
+    await Promise.all(items.map(single));
+  }
+
+  function flush(): void {
+    const batch = queue;
+    queue = [];
+    const byWorker = new Map<string, Queued[]>();
+    for (const q of batch) byWorker.set(q.h.workerId, [...(byWorker.get(q.h.workerId) ?? []), q]);
+    for (const items of byWorker.values()) {
+      for (let i = 0; i < items.length; i += BATCH_LIMIT) {
+        const part = items.slice(i, i + BATCH_LIMIT);
+        void (part.length === 1 || !batchRoute ? Promise.all(part.map(single)) : sendBatch(part));
+      }
+    }
+  }
+
+  return {
+    complete(h, body, opts) {
+      return new Promise((resolve) => {
+        if (queue.length === 0) setImmediate(flush);
+        queue.push({ h, body, opts, resolve });
+      });
+    },
+  };
+}
+
+function reportResultOf(result: BatchResult | undefined): ReportResult {
+  if (result === 'completed' || result === 'repeated') return { kind: 'applied' };
+  if (result === 'lock_lost') return { kind: 'lock_lost', afterRetry: false };
+  if (result === 'not_found') return { kind: 'not_found' };
+  return { kind: 'gave_up', error: 'the batch answer did not list this task' };
 }
 
 export interface Heartbeat {

@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { createBackoff, sleep } from './backoff.ts';
 import { createHttpClient } from './http.ts';
 import { runTask, type LockedTask, type RunningTask } from './run-task.ts';
-import { unlockTask } from './task-calls.ts';
+import { createCompletionBatcher, unlockTask } from './task-calls.ts';
 import type { SubscribeOptions, TaskHandler, Worker, WorkerLogger, WorkerOptions } from './types.ts';
 
 interface Subscription {
@@ -35,7 +35,8 @@ export function createWorker(options: WorkerOptions): Worker {
   let loop: Promise<void> | undefined;
   let stopped: Promise<void> | undefined;
 
-  const deps = { http, log, workerId, reportAttempts: settings.reportAttempts, callTimeoutMs: settings.callTimeoutMs };
+  const calls = { http, log, callTimeoutMs: settings.callTimeoutMs };
+  const deps = { ...calls, completions: createCompletionBatcher(calls), workerId, reportAttempts: settings.reportAttempts };
 
   function launch(task: LockedTask): void {
     const sub = subscriptions.get(task.topic);
