@@ -13,7 +13,7 @@ import {
 const quick = quickMode();
 const size = sizes(quick);
 /** workload 5: due times spread over this many seconds */
-const TIMER_SPREAD_S = quick ? 2 : 60;
+const TIMER_SPREAD_S = quick ? 1 : 60;
 /** BENCH_BATON_WORKLOADS=throughput,scale (both by default): for working on one of them */
 const workloads = new Set((process.env.BENCH_BATON_WORKLOADS ?? 'throughput,scale').split(','));
 /** BENCH_ROUND=single,chain,fanout,pickup,timers (all by default): the parts of each throughput round to run */

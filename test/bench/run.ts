@@ -132,7 +132,7 @@ async function main(): Promise<void> {
     // The ceiling and the peers first: they are quick, and Baton's rounds survive a --deadline.
     if (!only || only.includes('pgbench')) {
       process.stderr.write('bench: pgbench…\n');
-      pgbench = await runPgbench(await freshDatabase(admin, adminUrl, 'bench_pgbench'), quick ? 2 : 8);
+      pgbench = await runPgbench(await freshDatabase(admin, adminUrl, 'bench_pgbench'), quick ? 1 : 8);
     }
     const order = [...SYSTEMS.slice(1), SYSTEMS[0]!].filter((s) => !only || only.includes(s.id));
     for (const [i, system] of order.entries()) {
