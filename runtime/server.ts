@@ -92,6 +92,9 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
 
   const app = express();
   app.disable('x-powered-by');
+  // No ETag on API answers: nothing sends If-None-Match, and hashing every body costs CPU
+  // on each task call (the designer's static files keep theirs, from serve-static).
+  app.set('etag', false);
   const drain = createDrain();
   app.use(drain.guard);
   app.use(securityLayer({ pool, log: opts.log, notifier, ...(opts.auth ? { auth: opts.auth } : {}), limits: { jsonLimit: opts.jsonLimit ?? '1mb', xmlLimit: opts.xmlLimit ?? '5mb', ...opts.limits } }));
