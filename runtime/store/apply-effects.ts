@@ -11,6 +11,7 @@
 // only placeholders ($${n}); the parts are joined as plain strings.
 import type { Effects, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
+import { FRAMES_CHANNEL } from './frames.ts';
 
 export const TASKS_CHANNEL = 'baton_tasks';
 /** rung when a timer row is created, so schedulers recompute their next wake-up */
@@ -35,7 +36,12 @@ const PART = {
   insert: 2048,
   /** a start that must use the latest version of its definition */
   latestOnly: 4096,
+  /** the statement is its own transaction and writes the frames of its events itself */
+  frames: 8192,
 } as const;
+
+/** Events that end a generation: instance:ended follows them, and nothing after it. */
+const ENDING_KINDS = new Set(['instance:completed', 'instance:canceled', 'instance:compensated']);
 
 export interface ApplyEffectsInput {
   instance: { id: string; generation: number; business_key: string | null; definition_id: string };
@@ -68,6 +74,16 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     + has(PART.canceledTasks, fx.canceledTasks.length > 0) + has(PART.guard, p.guard !== undefined)
     + has(PART.completes, p.guard?.completes !== undefined) + has(PART.insert, p.insert !== undefined)
     + has(PART.latestOnly, p.insert?.latestOnly === true);
+  // Guarded and inserting writes are one statement outside any transaction (their callers
+  // pass the pool): they frame their own events. An incident may name a task, whose key
+  // lock its foreign key takes at the end of the statement, after the frame head: those
+  // transitions leave framing to the trigger at commit.
+  const framesHere = (p.guard !== undefined || p.insert !== undefined) && fx.events.length > 0 && fx.incidents.length === 0;
+  const shapeOf = shape + has(PART.frames, framesHere);
+  // With framesHere, the frame head must be the statement's last lock: the parts that take
+  // row locks answer a row each, and the framing parts depend on all of them being run.
+  const held: string[] = [];
+  const hold = (name: string): string => (framesHere ? (held.push(name), ' returning 1') : '');
 
   const values: unknown[] = [];
   const $ = (v: unknown): number => values.push(v);
@@ -119,13 +135,13 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
             on conflict (instance_id, step_id)
             do update set status = excluded.status, ended_at = excluded.ended_at,
                           completed_seq = coalesce(excluded.completed_seq, steps.completed_seq),
-                          loop = coalesce(excluded.loop, steps.loop))`);
+                          loop = coalesce(excluded.loop, steps.loop)` + hold('s') + ')');
   }
   if (fx.flows.length > 0) {
     const ids = $(fx.flows.map((f) => f.flowId));
     const sts = $(fx.flows.map((f) => f.state));
     ctes.push(`f as (insert into flows (instance_id, flow_id, generation, state)
-            select $${id}::uuid, x.flow_id, $${gen()}::int, x.state from unnest($${ids}::text[], $${sts}::text[]) as x(flow_id, state))`);
+            select $${id}::uuid, x.flow_id, $${gen()}::int, x.state from unnest($${ids}::text[], $${sts}::text[]) as x(flow_id, state)` + hold('f') + ')');
   }
   let topics = 0;
   if (fx.tasks.length > 0) {
@@ -139,7 +155,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     ctes.push(`t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables)
             select $${id}::uuid, x.step_id, $${gen()}::int, x.topic, x.priority, x.retries, x.retries, x.idempotency_key, x.loop_index, x.local_variables
               from unnest($${ids}::text[], $${topics}::text[], $${prio}::int[], $${retries}::int[], $${keys}::text[], $${loopIdx}::int[], $${locals}::jsonb[])
-                   as x(step_id, topic, priority, retries, idempotency_key, loop_index, local_variables))`);
+                   as x(step_id, topic, priority, retries, idempotency_key, loop_index, local_variables)` + hold('t') + ')');
   }
   if (fx.incidents.length > 0) {
     const ids = $(fx.incidents.map((x) => x.stepId));
@@ -151,15 +167,14 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
             select $${id}::uuid, x.step_id, $${gen()}::int, x.kind, x.message, x.details, x.task_id
               from unnest($${ids}::text[], $${kinds}::text[], $${msgs}::text[], $${details}::jsonb[], $${tasks}::uuid[]) as x(step_id, kind, message, details, task_id))`);
   }
+  let events: { kinds: number; ids: number; data: number; tasks: number } | undefined;
   if (fx.events.length > 0) {
-    const kinds = $(fx.events.map((e) => e.kind));
-    const ids = $(fx.events.map((e) => e.stepId ?? null));
-    const data = $(fx.events.map((e) => e.data ?? {}));
-    const tasks = $(fx.events.map((e) => e.taskId ?? null));
-    ctes.push(`e as (insert into events (instance_id, generation, kind, step_id, task_id, data)
-            select $${id}::uuid, $${gen()}::int, x.kind, x.step_id, x.task_id, x.data
-              from unnest($${kinds}::text[], $${ids}::text[], $${data}::jsonb[], $${tasks}::uuid[]) with ordinality as x(kind, step_id, data, task_id, n)
-             order by x.n)`);
+    events = {
+      kinds: $(fx.events.map((e) => e.kind)),
+      ids: $(fx.events.map((e) => e.stepId ?? null)),
+      data: $(fx.events.map((e) => e.data ?? {})),
+      tasks: $(fx.events.map((e) => e.taskId ?? null)),
+    };
   }
   if (timers.length > 0) {
     const ids = $(timers.map((t) => t.stepId));
@@ -168,7 +183,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     ctes.push(`tm as (insert into timers (instance_id, step_id, generation, due_at)
             select $${id}::uuid, x.step_id, $${gen()}::int,
                    case when x.at is not null then greatest(x.at::timestamptz, now()) else now() + x.delay::interval end
-              from unnest($${ids}::text[], $${delays}::text[], $${ats}::text[]) as x(step_id, delay, at))`);
+              from unnest($${ids}::text[], $${delays}::text[], $${ats}::text[]) as x(step_id, delay, at)` + hold('tm') + ')');
   }
   if (subscriptions.length > 0) {
     const ids = $(subscriptions.map((x) => x.stepId));
@@ -177,19 +192,19 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     const keys = $(subscriptions.map((x) => x.correlationKey));
     ctes.push(`sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key)
             select $${id}::uuid, x.step_id, $${gen()}::int, x.kind, x.name, coalesce(x.correlation_key, ` + correlationKey + `)
-              from unnest($${ids}::text[], $${kinds}::text[], $${names}::text[], $${keys}::text[]) as x(step_id, kind, name, correlation_key))`);
+              from unnest($${ids}::text[], $${kinds}::text[], $${names}::text[], $${keys}::text[]) as x(step_id, kind, name, correlation_key)` + hold('sb') + ')');
   }
   if (fx.endedWaits.length > 0) {
     const ids = $(fx.endedWaits);
-    ctes.push(`tc as (update timers set state = 'canceled' where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and state = 'waiting')`,
-      `sd as (delete from subscriptions where instance_id = $${id}::uuid and step_id = any($${ids}::text[]))`);
+    ctes.push(`tc as (update timers set state = 'canceled' where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and state = 'waiting'` + hold('tc') + ')',
+      `sd as (delete from subscriptions where instance_id = $${id}::uuid and step_id = any($${ids}::text[])` + hold('sd') + ')');
   }
   if (fx.canceledTasks.length > 0) {
     const ids = $(fx.canceledTasks);
     ctes.push(`kc as (update external_tasks set state = 'canceled', ended_at = now()
-              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and state in ('ready', 'locked'))`,
+              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and state in ('ready', 'locked')` + hold('kc') + ')',
     `ki as (update incidents set status = 'resolved', resolved_at = now()
-              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and status = 'open')`);
+              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and status = 'open'` + hold('ki') + ')');
   }
   if (p.guard?.completes) {
     const task = $(p.guard.completes.taskId);
@@ -201,13 +216,75 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
             returning id)`);
     guard = (guard ?? 'true') + ' and exists (select 1 from done)';
   }
+  if (events && framesHere) {
+    held.push('i', ...(p.guard?.completes ? ['done'] : []));
+    const frames = framesOf(fx.events);
+    ctes.push(...frameParts(id, gen(), events, { kinds: $(frames.kinds), data: $(frames.data) }, held));
+  } else if (events) {
+    ctes.push(eventsPart(id, gen(), events, ''));
+  }
   // A guarded write whose guard lost raises, so the whole statement writes nothing.
   if (guard) ctes.push('guarded as (select baton_transition_guard(' + guard + ') as ok)');
   const answers = ['(select created_at from i) as created_at'];
   if (topics) answers.push(`(select count(pg_notify('${TASKS_CHANNEL}', topic)) from (select distinct unnest($${topics}::text[]) as topic) as n) as tasks_rung`);
   if (timers.length > 0) answers.push(`(select pg_notify('${TIMERS_CHANNEL}', '')) as timers_rung`);
+  if (events && framesHere) answers.push(`(select pg_notify('${FRAMES_CHANNEL}', $${id}::uuid::text || ' ' || $${gen()}::int::text || ' ' || last_seq::text) from head) as frames_rung`);
   const text = 'with\n      ' + ctes.join(',\n      ') + '\n      select ' + answers.join(', ') + (guard ? ' from guarded' : '');
-  return { name: 'apply_effects_' + shape.toString(36), text, values };
+  return { name: 'apply_effects_' + shapeOf.toString(36), text, values };
+}
+
+/**
+ * The frames of a transition's events, as the trigger of migration 0011 makes them: the
+ * event's data with its stepId and taskId, and after an ending event instance:ended
+ * {status}, the generation's last frame (later events of the transition get none).
+ */
+export function framesOf(events: Effects['events']): { kinds: string[]; data: Record<string, unknown>[] } {
+  const kinds: string[] = [];
+  const data: Record<string, unknown>[] = [];
+  for (const e of events) {
+    kinds.push(e.kind);
+    data.push({ ...(e.stepId != null ? { stepId: e.stepId } : {}), ...(e.taskId != null ? { taskId: e.taskId } : {}), ...e.data });
+    if (ENDING_KINDS.has(e.kind)) {
+      kinds.push('instance:ended');
+      data.push({ status: e.kind.slice('instance:'.length) });
+      break;
+    }
+  }
+  return { kinds, data };
+}
+
+type EventParams = { kinds: number; ids: number; data: number; tasks: number };
+
+// The history rows, in order (their seqs follow it). `framed`: an SQL expression for the column.
+function eventsPart(id: number, gen: number, ev: EventParams, framed: string): string {
+  return `e as (insert into events (instance_id, generation, kind, step_id, task_id, data` + (framed ? ', framed' : '') + `)
+            select $${id}::uuid, $${gen}::int, x.kind, x.step_id, x.task_id, x.data` + (framed ? ', ' + framed : '') + `
+              from unnest($${ev.kinds}::text[], $${ev.ids}::text[], $${ev.data}::jsonb[], $${ev.tasks}::uuid[]) with ordinality as x(kind, step_id, data, task_id, n)
+             order by x.n)`;
+}
+
+// The events and their frames, written by the statement (migration 0013): what the trigger
+// of 0011 does at commit, with the frames computed here (framesOf) instead of read back. `locks`
+// runs every part that takes a row lock first, so the head (locked until commit, which
+// follows at once) is the last lock taken. With progress pending the events are left to
+// the trigger (framed null), which flushes it before the frame that ends its step.
+function frameParts(id: number, gen: number, ev: EventParams, fr: { kinds: number; data: number }, held: string[]): string[] {
+  return [
+    // materialized, and its column used: a CTE referenced once is otherwise inlined, and a
+    // column nobody reads is never computed, which would leave those parts to the end
+    'locks as materialized (select ' + held.map((name) => '(select count(*) from ' + name + ')').join(' + ') + ' as n)',
+    `pend as materialized (select baton_progress_pending($${id}::uuid) as pending from locks where locks.n >= 0)`,
+    eventsPart(id, gen, ev, '(select case when pending then null else true end from pend)'),
+    `head as (insert into frame_heads as h (instance_id, generation, last_seq, ended_at)
+            select $${id}::uuid, $${gen}::int, cardinality($${fr.kinds}::text[]), case when 'instance:ended' = any($${fr.kinds}::text[]) then now() end
+              from pend where not pending
+            on conflict (instance_id, generation) do update set last_seq = h.last_seq + excluded.last_seq, ended_at = excluded.ended_at
+             where h.ended_at is null
+         returning h.last_seq)`,
+    `fw as (insert into frames (instance_id, generation, seq, kind, data, at)
+            select $${id}::uuid, $${gen}::int, head.last_seq - cardinality($${fr.kinds}::text[]) + x.n::int, x.kind, x.data, now()
+              from head, unnest($${fr.kinds}::text[], $${fr.data}::jsonb[]) with ordinality as x(kind, data, n))`,
+  ];
 }
 
 /** The same for every attempt of one step (one element of a multi-instance step) in one generation, different for anything else. */

@@ -73,7 +73,7 @@ describe('applyEffects shapes', () => {
     expect(texts.size).toBe((1 << PARTS.length) * MODES.length);
   }, 120_000);
 
-  it('given a complete of a one-task instance, then its statement has only steps, flows, events, the instance row and the task', () => {
+  it('given a complete of a one-task instance, then its statement has only steps, flows, events and their frames, the instance row and the task', () => {
     const fx = emptyEffects();
     fx.steps.push({ stepId: 'work', status: 'completed' }, { stepId: 'end', status: 'completed' });
     fx.flows.push({ flowId: 'f2', state: 'taken' });
@@ -83,8 +83,8 @@ describe('applyEffects shapes', () => {
       effects: fx, status: 'completed', variables: {}, incidentTaskIds: [],
       guard: { revision: 2, completes: { taskId: randomUUID(), workerId: 'w', lockToken: randomUUID() } },
     });
-    const ctes = [...st.text.matchAll(/(?:with|,)\s+(\w+) as \(/g)].map((m) => m[1]);
-    expect(ctes).toEqual(['i', 's', 'f', 'e', 'done', 'guarded']);
+    const ctes = [...st.text.matchAll(/(?:with|,)\s+(\w+) as (?:materialized )?\(/g)].map((m) => m[1]);
+    expect(ctes).toEqual(['i', 's', 'f', 'done', 'locks', 'pend', 'e', 'head', 'fw', 'guarded']);
     expect(Math.max(...[...st.text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])))).toBe(st.values.length);
   });
 });

@@ -1,0 +1,176 @@
+// Migration 0013: the optimistic start and complete (one statement, outside any
+// transaction) write the frames of their events themselves and mark the events
+// `framed`, so the deferred trigger is not even queued for them. Everything
+// docs/progress.md promises must still hold when they race the trigger's writers:
+// dense seqs that become visible in order, instance:ended last, and a step's pending
+// progress framed before the frame that ends the step.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBpmn, singleTaskBpmn } from '../support/bpmn.ts';
+import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus } from '../support/flows.ts';
+import { startTestServer, waitFor, type TestServer } from '../support/server.ts';
+
+let t: TestServer;
+let listener: pg.Client;
+const bells: string[] = [];
+const BRANCHES = ['b1', 'b2', 'b3', 'b4'];
+
+beforeAll(async () => {
+  t = await startTestServer();
+  await deploy(t.api, singleTaskBpmn('fis-single', 'fis-single'));
+  await deploy(t.api, buildBpmn('fis-fan', [
+    { id: 'start', type: 'startEvent' }, { id: 'fork', type: 'parallelGateway' },
+    ...BRANCHES.map((id) => ({ id, type: 'serviceTask' as const, topic: 'fis-fan' })),
+    { id: 'join', type: 'parallelGateway' }, { id: 'end', type: 'endEvent' },
+  ], [
+    { from: 'start', to: 'fork' }, ...BRANCHES.flatMap((id) => [{ from: 'fork', to: id }, { from: id, to: 'join' }]), { from: 'join', to: 'end' },
+  ]));
+  listener = new pg.Client({ connectionString: t.db.url });
+  await listener.connect();
+  listener.on('notification', (m) => bells.push(m.payload ?? ''));
+  await listener.query('listen baton_frames');
+});
+afterAll(async () => {
+  await listener.end();
+  await t.close();
+});
+
+async function frames(instanceId: string): Promise<{ seq: number; kind: string; data: Record<string, unknown> }[]> {
+  const { rows } = await t.db.pool.query('select seq, kind, data from frames where instance_id = $1 and generation = 1 order by seq', [instanceId]);
+  return rows;
+}
+
+async function events(instanceId: string): Promise<{ kind: string; framed: boolean | null }[]> {
+  const { rows } = await t.db.pool.query('select kind, framed from events where instance_id = $1 order by seq', [instanceId]);
+  return rows;
+}
+
+async function addProgress(taskId: string, instanceId: string, db: pg.ClientBase | pg.Pool = t.db.pool, n = 1): Promise<void> {
+  await db.query(`insert into progress_reports (task_id, instance_id, generation, step_id, data, bytes) values ($1, $2, 1, 'work', $3, 10)`, [taskId, instanceId, { n }]);
+}
+
+describe('frames written by the optimistic statements (migration 0013)', () => {
+  it('given a start, a fetch and a complete, then the start and the complete frame their own events, and the frames are the history in order with one doorbell per statement', async () => {
+    bells.length = 0;
+    const id = await start(t.api, 'fis-single');
+    const task = await fetchOne(t.api, 'w', 'fis-single');
+    expect((await complete(t.api, task, 'w')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+    const history = await events(id);
+    // task:locked comes from fetch-and-lock, which the trigger still frames at commit
+    expect(history.filter((e) => e.framed !== true).map((e) => e.kind)).toEqual(['task:locked']);
+    const got = await frames(id);
+    expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
+    expect(got.map((f) => f.kind)).toEqual([...history.map((e) => e.kind), 'instance:ended']);
+    expect(got.at(-1)!.data).toEqual({ status: 'completed' });
+    expect(got.find((f) => f.kind === 'task:completed')!.data).toMatchObject({ stepId: 'work', taskId: task.id });
+    const { rows: [head] } = await t.db.pool.query('select last_seq, ended_at is not null as ended from frame_heads where instance_id = $1', [id]);
+    expect(head).toEqual({ last_seq: got.length, ended: true });
+    const mine = await waitFor(async () => {
+      const b = bells.filter((x) => x.startsWith(id));
+      return b.length >= 3 ? b : undefined;
+    }, 5_000, 'three doorbells');
+    expect(mine.at(-1)).toBe(`${id} 1 ${got.length}`);
+    expect(mine).toHaveLength(3);
+  });
+
+  it('given progress pending when the complete runs, then the trigger frames that transition and the progress comes before task:completed', async () => {
+    const id = await start(t.api, 'fis-single');
+    const task = await fetchOne(t.api, 'w', 'fis-single');
+    await addProgress(task.id, id);
+    expect((await complete(t.api, task, 'w')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+    const kinds = (await frames(id)).map((f) => f.kind);
+    expect(kinds.indexOf('task:progress')).toBeGreaterThan(-1);
+    expect(kinds.indexOf('task:progress')).toBe(kinds.indexOf('task:completed') - 1);
+    expect((await events(id)).filter((e) => e.kind === 'task:completed').map((e) => e.framed)).toEqual([null]);
+  });
+
+  it('given a report that commits while the complete waits for the task row, then the complete sees it and its progress frame comes first', async () => {
+    const id = await start(t.api, 'fis-single');
+    const task = await fetchOne(t.api, 'w', 'fis-single');
+    const reporter = await t.db.pool.connect();
+    try {
+      // What recordProgress does: FOR SHARE on the holder's task row, then the report.
+      await reporter.query('begin');
+      await reporter.query('select 1 from external_tasks where id = $1 for share', [task.id]);
+      await addProgress(task.id, id, reporter, 7);
+      const completing = complete(t.api, task, 'w');
+      await waitFor(async () => {
+        // (the statement's text is longer than pg_stat_activity keeps: its start is enough)
+        const { rows } = await t.db.pool.query(`select 1 from pg_stat_activity
+                                                 where datname = current_database() and wait_event_type = 'Lock' and query like 'with%i as (update instances%'`);
+        return rows.length > 0 ? true : undefined;
+      }, 10_000, 'the complete to wait for the task row');
+      await reporter.query('commit');
+      expect((await completing).status).toBe(204);
+    } finally {
+      reporter.release();
+    }
+    await waitForStatus(t.api, id, 'completed');
+    const got = await frames(id);
+    const progress = got.findIndex((f) => f.kind === 'task:progress');
+    expect(progress).toBeGreaterThan(-1);
+    expect(got[progress]!.data.reports).toEqual([{ n: 7 }]);
+    expect(progress).toBeLessThan(got.findIndex((f) => f.kind === 'task:completed'));
+  });
+
+  it('given a transaction holding a step row of the instance that frames an event at commit, when the complete waits for that row, then neither deadlocks: the complete takes the frame head only after its row locks', async () => {
+    const id = await start(t.api, 'fis-single');
+    const task = await fetchOne(t.api, 'w', 'fis-single');
+    const other = await t.db.pool.connect();
+    try {
+      await other.query('begin');
+      await other.query(`select 1 from steps where instance_id = $1 and step_id = 'work' for update`, [id]);
+      await other.query(`insert into events (instance_id, generation, kind) values ($1, 1, 'test:marker')`, [id]);
+      const completing = complete(t.api, task, 'w');
+      await waitFor(async () => {
+        const { rows } = await t.db.pool.query(`select 1 from pg_stat_activity
+                                                 where datname = current_database() and wait_event_type = 'Lock' and query like 'with%i as (update instances%'`);
+        return rows.length > 0 ? true : undefined;
+      }, 10_000, 'the complete to wait for the step row');
+      // The trigger takes the head at this commit: had the complete taken it first, each would wait for the other.
+      await other.query('commit');
+      expect((await completing).status).toBe(204);
+    } finally {
+      other.release();
+    }
+    await waitForStatus(t.api, id, 'completed');
+    const got = await frames(id);
+    expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
+    expect(got.map((f) => f.kind).indexOf('test:marker')).toBeLessThan(got.map((f) => f.kind).indexOf('task:completed'));
+  });
+
+  it('given the branches of an instance completed at once while a follower reads its frames, then every read is gap-free and in order, and each event has one frame (15 rounds)', async () => {
+    for (let round = 0; round < 15; round++) {
+      const id = await start(t.api, 'fis-fan');
+      const tasks = await waitFor(async () => {
+        const got = await fetchTasks(t.api, `w${round}`, ['fis-fan'], { maxTasks: 4 });
+        return got.length === 4 ? got : undefined;
+      }, 5_000, 'four tasks');
+      let last = 0;
+      let ended = false;
+      const follower = (async () => {
+        while (!ended) {
+          const { rows } = await t.db.pool.query('select seq, kind from frames where instance_id = $1 and generation = 1 and seq > $2 order by seq', [id, last]);
+          for (const r of rows) {
+            expect(r.seq, `round ${round}: frame after ${last}`).toBe(last + 1);
+            last = r.seq;
+            if (r.kind === 'instance:ended') ended = true;
+          }
+        }
+      })();
+      const results = await Promise.all(tasks.map((task) => complete(t.api, task, `w${round}`)));
+      expect(results.map((r) => r.status)).toEqual([204, 204, 204, 204]);
+      await waitForStatus(t.api, id, 'completed');
+      await follower;
+      const history = await events(id);
+      const got = await frames(id);
+      expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
+      expect(got.filter((f) => f.kind !== 'instance:ended').map((f) => f.kind).sort()).toEqual(history.map((e) => e.kind).sort());
+      expect(got.at(-1)!.kind).toBe('instance:ended');
+      expect(history.filter((e) => e.kind === 'instance:completed')).toHaveLength(1);
+      expect(last).toBe(got.length);
+    }
+  }, 60_000);
+});
