@@ -51,6 +51,12 @@ describe('batch complete', () => {
     expect(await completedEvents(tasks.map((x) => x.id))).toEqual({ tasks: 10, events: 10, transactions: 1 });
     const { rows } = await t.db.pool.query(`select t.id, i.variables from external_tasks t join instances i on i.id = t.instance_id where t.id = any($1::uuid[])`, [tasks.map((x) => x.id)]);
     for (const [i, task] of tasks.entries()) expect(rows.find((r) => r.id === task.id)!.variables).toEqual({ n: i });
+    // The progress stream of each: its history in order, seqs dense from 1, instance:ended last.
+    for (const id of ids) {
+      const { rows: frames } = await t.db.pool.query('select seq, kind from frames where instance_id = $1 and generation = 1 order by seq', [id]);
+      expect(frames.map((f) => f.seq)).toEqual(frames.map((_, i) => i + 1));
+      expect(frames.map((f) => f.kind)).toEqual([...await historyKinds(t.api, id), 'instance:ended']);
+    }
   });
 
   it('given a repeat, a lost lock, an unknown id and two tasks of one instance in one batch, then each answers like its single complete', async () => {
