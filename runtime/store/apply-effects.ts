@@ -51,6 +51,11 @@ export interface ApplyEffectsInput {
   incidentTaskIds: (string | null)[];
   guard?: { revision: number; completes?: { taskId: string; workerId: string; lockToken: string } };
   insert?: { latestOnly: boolean };
+  /**
+   * The statement is its own transaction (sent through the pool, not a client): only then
+   * may it lock the frame head itself, as its last lock with the commit right after.
+   */
+  alone?: boolean;
 }
 
 export interface ApplyEffectsStatement {
@@ -74,11 +79,12 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     + has(PART.canceledTasks, fx.canceledTasks.length > 0) + has(PART.guard, p.guard !== undefined)
     + has(PART.completes, p.guard?.completes !== undefined) + has(PART.insert, p.insert !== undefined)
     + has(PART.latestOnly, p.insert?.latestOnly === true);
-  // Guarded and inserting writes are one statement outside any transaction (their callers
-  // pass the pool): they frame their own events. An incident may name a task, whose key
-  // lock its foreign key takes at the end of the statement, after the frame head: those
-  // transitions leave framing to the trigger at commit.
-  const framesHere = (p.guard !== undefined || p.insert !== undefined) && fx.events.length > 0 && fx.incidents.length === 0;
+  // A statement that is its own transaction frames its events itself. Inside a transaction
+  // (a batch of completes) the head would be locked before the transaction's later locks,
+  // so the trigger does it at commit. An incident may name a task, whose key lock its
+  // foreign key takes at the end of the statement, after the frame head: those
+  // transitions leave framing to the trigger too.
+  const framesHere = p.alone === true && fx.events.length > 0 && fx.incidents.length === 0;
   const shapeOf = shape + has(PART.frames, framesHere);
   // With framesHere, the frame head must be the statement's last lock: the parts that take
   // row locks answer a row each, and the framing parts depend on all of them being run.

@@ -20,6 +20,11 @@ export function createPool(opts: PoolOptions): pg.Pool {
   return pool;
 }
 
+/** Whether a statement sent through db is its own transaction (the pool's query, not a client's). */
+export function isPool(db: Queryable): boolean {
+  return db instanceof pg.Pool;
+}
+
 // Work to run once the transaction a client is in has committed (in-process wake-ups).
 const commitHooks = new WeakMap<object, (() => void)[]>();
 

@@ -1,7 +1,7 @@
 // Instance rows: start, lock-with-state, apply a transition's effects, cancel, read.
 import type { Effects, InstanceState, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
-import { afterCommit, type Queryable } from './db.ts';
+import { afterCommit, isPool, type Queryable } from './db.ts';
 import { applyEffectsStatement } from './apply-effects.ts';
 
 export { idempotencyKey, TASKS_CHANNEL, TIMERS_CHANNEL } from './apply-effects.ts';
@@ -248,7 +248,7 @@ export interface ApplyEffectsParams {
   /** incident rows of this transition that belong to an existing task */
   incidentTaskIds?: (string | null)[];
   /**
-   * Optimistic write (no transaction, no instance lock held): the statement applies only if
+   * Optimistic write (no instance lock held): the statement applies only if
    * the instance is still at the revision and generation it was read at and, with `completes`,
    * marks that task done for its holder; otherwise it fails with TRANSITION_GUARD_LOST and
    * writes nothing.
@@ -278,6 +278,7 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
     incidentTaskIds: p.incidentTaskIds ?? fx.incidents.map(() => null),
     ...(p.guard ? { guard: p.guard } : {}),
     ...(p.insert ? { insert: p.insert } : {}),
+    alone: isPool(db),
   }));
   if (fx.tasks.length > 0 && topicsListeners.size > 0) {
     const topics = [...new Set(fx.tasks.map((t) => t.topic))];

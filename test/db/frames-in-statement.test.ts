@@ -141,6 +141,25 @@ describe('frames written by the optimistic statements (migration 0013)', () => {
     expect(got.map((f) => f.kind).indexOf('test:marker')).toBeLessThan(got.map((f) => f.kind).indexOf('task:completed'));
   });
 
+  it('given a batch of completes (one transaction over several instances), then the trigger frames them at commit and each instance\'s frames are the history in order', async () => {
+    const ids = [await start(t.api, 'fis-single'), await start(t.api, 'fis-single'), await start(t.api, 'fis-single')];
+    const tasks = await waitFor(async () => {
+      const got = await fetchTasks(t.api, 'wb', ['fis-single'], { maxTasks: 10 });
+      return got.length > 0 ? got : undefined;
+    }, 5_000, 'tasks');
+    const mine = tasks.filter((x) => ids.includes(x.instanceId));
+    const res = await t.api.post('/api/external-tasks/complete-batch', { workerId: 'wb', tasks: tasks.map((x) => ({ id: x.id, lockToken: x.lockToken })) });
+    expect(res.status).toBe(200);
+    for (const task of mine) {
+      await waitForStatus(t.api, task.instanceId, 'completed');
+      const history = await events(task.instanceId);
+      expect(history.filter((e) => e.kind === 'task:completed').map((e) => e.framed)).toEqual([null]);
+      const got = await frames(task.instanceId);
+      expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
+      expect(got.map((f) => f.kind)).toEqual([...history.map((e) => e.kind), 'instance:ended']);
+    }
+  });
+
   it('given the branches of an instance completed at once while a follower reads its frames, then every read is gap-free and in order, and each event has one frame (15 rounds)', async () => {
     for (let round = 0; round < 15; round++) {
       const id = await start(t.api, 'fis-fan');
