@@ -226,14 +226,17 @@ export async function lockInstancesOfTasks(db: Queryable, taskIds: string[]): Pr
 /**
  * readTaskTransition for many tasks in one statement. Inside a transaction that holds
  * their instances (lockInstancesOfTasks, an earlier statement: see loadState) it reads
- * what the transitions must start from.
+ * what the transitions must start from. The ids go through a sub-select so the planner
+ * cannot count them: otherwise a custom plan (knowing the batch's size) always looked
+ * cheaper than the generic one and was made afresh on every call, costing as much as
+ * running it (test/db/generic-plans.test.ts).
  */
 export async function readTaskTransitions(db: Queryable, taskIds: string[]): Promise<Map<string, { instance: LockedInstance; task: TaskSnapshot }>> {
   const { rows } = await db.query<InstanceRow & StateColumns & { task: TaskSnapshot }>({
     name: 'read_task_transitions',
     text: `select i.*, ${STATE_OF_ROW_SQL}, ${TASK_SNAPSHOT_SQL} as task
              from external_tasks t join instances i on i.id = t.instance_id
-            where t.id = any($1::uuid[])`,
+            where t.id = any(array(select unnest($1::uuid[])))`,
     values: [taskIds],
   });
   return new Map(rows.map(({ flows, steps, completed, compensating, saga, loops, task, ...instance }) =>
