@@ -216,7 +216,7 @@ export async function lockInstancesOfTasks(db: Queryable, taskIds: string[]): Pr
   const { rows } = await db.query<{ id: string }>({
     name: 'lock_instances_of_tasks',
     text: `select i.id from instances i
-            where i.id in (select t.instance_id from external_tasks t where t.id = any($1::uuid[]))
+            where i.id in (select t.instance_id from external_tasks t where t.id = any(array(select unnest($1::uuid[]))))
             order by i.id for no key update of i`,
     values: [taskIds],
   });
