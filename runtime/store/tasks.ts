@@ -4,7 +4,6 @@ import type { TaskState } from '../engine/vocabulary.ts';
 import type { Pool, Queryable } from './db.ts';
 import {
   fetchWithinFlowLimits,
-  flowLimitsCover,
   limitedPickSql,
   NO_FLOW_LIMIT_SQL,
   SPEND_TOKENS_SQL,
@@ -71,7 +70,7 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
   const order = p.order ?? 'priority';
   const topics = p.topics.map((t) => t.name);
   const values = [topics, p.topics.map((t) => t.lockDurationMs), p.maxTasks, p.workerId];
-  const { rows } = await pool.query<LockedTaskRow>({
+  const { rows } = await pool.query<LockedTaskRow & { flow_limited: boolean | null }>({
     name: `fetch_and_lock_${order}`,
     text: `with picked as (
              select t.id from external_tasks t
@@ -80,10 +79,16 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
               limit $3
               for update skip locked),
            ${lockPickedSql()}
-           ${ANSWER_SQL}`,
+           ${ANSWER_OR_COVERED_SQL}`,
     values,
   });
-  if (rows.length > 0 || !(await flowLimitsCover(pool, topics))) return { tasks: rows };
+  const tasks: LockedTaskRow[] = [];
+  for (const row of rows) {
+    if (row.id === null) continue;
+    delete (row as { flow_limited?: unknown }).flow_limited;
+    tasks.push(row);
+  }
+  if (tasks.length > 0 || rows[0]?.flow_limited !== true) return { tasks };
   return fetchWithinFlowLimits(pool, topics, async (tx, resources) => {
     const limited = await tx.query<LockedTaskRow>({
       name: `fetch_and_lock_limited_${order}`,
@@ -124,6 +129,15 @@ function lockPickedSql(): string {
 const ANSWER_SQL = `select l.*, i.business_key, i.variables || l.local_variables as variables
              from locked l join instances i on i.id = l.instance_id
             order by l.priority desc, l.created_at`;
+
+// The unlimited fetch's answer: the locked rows, or when it locked none, one row of nulls
+// whose flow_limited says whether a flow limit covers the topics (then the limited fetch
+// decides). It used to be a second statement (flow_limits_cover) after every empty fetch,
+// that is before every long poll parks: a round trip on the way to parking.
+const ANSWER_OR_COVERED_SQL = `select a.*, c.flow_limited
+             from (select exists (select 1 from flow_limit_topics fl where fl.topic = any($1::text[])) as flow_limited) c
+             left join (${ANSWER_SQL}) a on true
+            order by a.priority desc, a.created_at`;
 
 export interface LockHolder {
   taskId: string;
