@@ -51,7 +51,7 @@ export function tasksRouter(engine: Engine, notifier: TaskNotifier): Router {
     const ids = body.tasks.map((t) => t.id.toLowerCase());
     const twice = ids.find((id, i) => ids.indexOf(id) !== i);
     if (twice) throw new BatonError('validation', `Task ${twice} appears more than once in the batch`, [{ path: '/tasks', message: `duplicate id ${twice}` }]);
-    const results = await completeTasks(engine, body.workerId, body.tasks.map((t) => ({ taskId: t.id, lockToken: t.lockToken, ...(t.variables ? { variables: t.variables } : {}) })));
+    const results = await completeTasks(engine, body.workerId, body.tasks.map((t, i) => ({ taskId: ids[i]!, lockToken: t.lockToken, ...(t.variables ? { variables: t.variables } : {}) })));
     res.json({ results: body.tasks.map((t, i) => ({ id: t.id, result: results[i] })) });
   });
 

@@ -1,7 +1,8 @@
 // External-task transitions that move an instance: complete, failure, BPMN error, and
 // the end of a task whose leases expired too often. Each locks the instance first, then
 // applies the holder's guarded task update; a plain complete first tries the optimistic
-// path (an unlocked read, one guarded write) and falls back to that.
+// path (an unlocked read, one guarded write) and falls back to that. A batch of completes
+// (completeTasks) writes the optimistic path's statements in one locked transaction.
 import type { Plan } from '../compiler/plan.ts';
 import { completeLoopElement, completeStep, deriveStatus, emptyEffects, findErrorBoundary, fireWait, type Effects, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';

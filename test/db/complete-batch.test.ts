@@ -94,6 +94,15 @@ describe('batch complete', () => {
     expect(await completedEvents([task!.id])).toEqual({ tasks: 1, events: 1, transactions: 1 });
   });
 
+  it('given ids in capitals, then they are the same tasks and the answer keeps them as sent', async () => {
+    const ids = await startSingles(2);
+    const tasks = await lockAll('bw-6', ['batch-single'], 2);
+    const res = await batch('bw-6', tasks.map((task) => ({ id: task.id.toUpperCase(), lockToken: task.lockToken })));
+    expect(res.body.results).toEqual(tasks.map((task) => ({ id: task.id.toUpperCase(), result: 'completed' })));
+    for (const id of ids) await waitForStatus(t.api, id, 'completed');
+    expect(await completedEvents(tasks.map((x) => x.id))).toEqual({ tasks: 2, events: 2, transactions: 1 });
+  });
+
   it('given a batch whose transaction fails, then each task is completed on its own, once', async () => {
     const ids = await startSingles(4);
     const tasks = await lockAll('bw-3', ['batch-single'], 4);
