@@ -6,7 +6,7 @@ import { camundaErrorHandler } from '../api/camunda/errors.ts';
 import type { TaskNotifier } from '../engine/task-notifier.ts';
 import { isUuid } from '../api/validate.ts';
 import type { Pool } from '../store/db.ts';
-import { measureMergedVariables } from '../store/ops.ts';
+import { measureMergedVariablesOfTasks } from '../store/ops.ts';
 
 export interface LimitOptions {
   /** JSON body limit of /api (body-parser syntax: '1mb') */
@@ -156,16 +156,14 @@ function checkMergedVariables(opts: LimitOptions, pool: Pool): RequestHandler {
   return (req, res, next) => {
     const pairs = resultVariables(req);
     if (pairs.length === 0) return next();
-    (async () => {
-      for (const [taskId, variables] of pairs) {
-        const bytes = await measureMergedVariables(pool, taskId, variables);
-        if (bytes !== undefined && bytes > opts.maxVariablesBytes) {
-          const batch = BATCH_COMPLETE.test(req.path);
-          return refuse(res, 413, 'PayloadTooLarge', `With ${batch ? `the variables of task ${taskId}` : 'these variables'} the instance would hold ${bytes} bytes of variables, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`, { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes, ...(batch ? { taskId } : {}) });
-        }
-      }
-      next();
-    })().catch(next);
+    measureMergedVariablesOfTasks(pool, pairs).then((sizes) => {
+      const over = sizes.findIndex((bytes) => bytes !== undefined && bytes > opts.maxVariablesBytes);
+      if (over < 0) return next();
+      const [taskId] = pairs[over]!;
+      const bytes = sizes[over]!;
+      const batch = BATCH_COMPLETE.test(req.path);
+      refuse(res, 413, 'PayloadTooLarge', `With ${batch ? `the variables of task ${taskId}` : 'these variables'} the instance would hold ${bytes} bytes of variables, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`, { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes, ...(batch ? { taskId } : {}) });
+    }, next);
   };
 }
 
