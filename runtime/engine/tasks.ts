@@ -10,6 +10,7 @@ import { commitTransition } from './transition.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
 import {
   applyEffects,
+  frameTransitions,
   cancelOpenWork,
   lockInstanceOfTask,
   lockInstancesOfTasks,
@@ -161,7 +162,11 @@ async function completeInOneTransaction(engine: Engine, workerId: string, items:
       }
       // In instance order, like the locks: frame heads are locked at commit in event order.
       writes.sort((a, b) => (a.instance.id < b.instance.id ? -1 : 1));
-      for (const write of writes) await applyEffects(tx, write);
+      // Their events are framed by one statement at the end (the heads are its last locks),
+      // not by a trigger call per event at commit; progress pending for one makes its guard
+      // fail and the batch go one by one, where the trigger flushes it first.
+      for (const write of writes) await applyEffects(tx, { ...write, framesAtEnd: true });
+      await frameTransitions(tx, writes);
       return new Set(writes.map((w) => w.guard!.completes!.taskId));
     });
   } catch (err) {

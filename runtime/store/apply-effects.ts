@@ -38,6 +38,8 @@ const PART = {
   latestOnly: 4096,
   /** the statement is its own transaction and writes the frames of its events itself */
   frames: 8192,
+  /** the transaction frames the events in its last statement (frameTransitions) */
+  framesAtEnd: 16384,
 } as const;
 
 /** Events that end a generation: instance:ended follows them, and nothing after it. */
@@ -56,6 +58,12 @@ export interface ApplyEffectsInput {
    * may it lock the frame head itself, as its last lock with the commit right after.
    */
   alone?: boolean;
+  /**
+   * A guarded write inside a transaction whose last statement frames its transitions
+   * (frameTransitions): the events are written framed, and with progress pending for the
+   * instance the guard fails (BT409), so the caller can take the path that flushes it.
+   */
+  framesAtEnd?: boolean;
 }
 
 export interface ApplyEffectsStatement {
@@ -85,11 +93,14 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   // foreign key takes at the end of the statement, after the frame head: those
   // transitions leave framing to the trigger too.
   const framesHere = p.alone === true && fx.events.length > 0 && fx.incidents.length === 0;
-  const shapeOf = shape + has(PART.frames, framesHere);
+  const framesAtEnd = !framesHere && p.framesAtEnd === true && p.guard !== undefined && fx.events.length > 0;
+  const shapeOf = shape + has(PART.frames, framesHere) + has(PART.framesAtEnd, framesAtEnd);
   // With framesHere, the frame head must be the statement's last lock: the parts that take
   // row locks answer a row each, and the framing parts depend on all of them being run.
+  // With framesAtEnd, the progress check must come after them.
+  const checksProgress = framesHere || framesAtEnd;
   const held: string[] = [];
-  const hold = (name: string): string => (framesHere ? (held.push(name), ' returning 1') : '');
+  const hold = (name: string): string => (checksProgress ? (held.push(name), ' returning 1') : '');
 
   const values: unknown[] = [];
   const $ = (v: unknown): number => values.push(v);
@@ -226,6 +237,10 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     held.push('i', ...(p.guard?.completes ? ['done'] : []));
     const frames = framesOf(fx.events);
     ctes.push(...frameParts(id, gen(), events, { kinds: $(frames.kinds), data: $(frames.data) }, held));
+  } else if (events && framesAtEnd) {
+    held.push('i', ...(p.guard?.completes ? ['done'] : []));
+    ctes.push(...progressParts(id, held), eventsPart(id, gen(), events, 'true'));
+    guard = (guard ?? 'true') + ' and not (select pending from pend)';
   } else if (events) {
     ctes.push(eventsPart(id, gen(), events, ''));
   }
@@ -276,10 +291,7 @@ function eventsPart(id: number, gen: number, ev: EventParams, framed: string): s
 // the trigger (framed null), which flushes it before the frame that ends its step.
 function frameParts(id: number, gen: number, ev: EventParams, fr: { kinds: number; data: number }, held: string[]): string[] {
   return [
-    // materialized, and its column used: a CTE referenced once is otherwise inlined, and a
-    // column nobody reads is never computed, which would leave those parts to the end
-    'locks as materialized (select ' + held.map((name) => '(select count(*) from ' + name + ')').join(' + ') + ' as n)',
-    `pend as materialized (select baton_progress_pending($${id}::uuid) as pending from locks where locks.n >= 0)`,
+    ...progressParts(id, held),
     eventsPart(id, gen, ev, '(select case when pending then null else true end from pend)'),
     `head as (insert into frame_heads as h (instance_id, generation, last_seq, ended_at)
             select $${id}::uuid, $${gen}::int, cardinality($${fr.kinds}::text[]), case when 'instance:ended' = any($${fr.kinds}::text[]) then now() end
@@ -290,6 +302,17 @@ function frameParts(id: number, gen: number, ev: EventParams, fr: { kinds: numbe
     `fw as (insert into frames (instance_id, generation, seq, kind, data, at)
             select $${id}::uuid, $${gen}::int, head.last_seq - cardinality($${fr.kinds}::text[]) + x.n::int, x.kind, x.data, now()
               from head, unnest($${fr.kinds}::text[], $${fr.data}::jsonb[]) with ordinality as x(kind, data, n))`,
+  ];
+}
+
+// Whether progress is pending for the instance, asked after every part that takes row
+// locks (those in `held`) has run. `locks` is materialized and its column used: a CTE
+// referenced once is otherwise inlined, and a column nobody reads is never computed,
+// which would leave those parts to the end of the statement.
+function progressParts(id: number, held: string[]): string[] {
+  return [
+    'locks as materialized (select ' + held.map((name) => '(select count(*) from ' + name + ')').join(' + ') + ' as n)',
+    `pend as materialized (select baton_progress_pending($${id}::uuid) as pending from locks where locks.n >= 0)`,
   ];
 }
 

@@ -2,7 +2,8 @@
 import type { Effects, InstanceState, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
 import { afterCommit, isPool, type Queryable } from './db.ts';
-import { applyEffectsStatement } from './apply-effects.ts';
+import { FRAMES_CHANNEL } from './frames.ts';
+import { applyEffectsStatement, framesOf } from './apply-effects.ts';
 
 export { idempotencyKey, TASKS_CHANNEL, TIMERS_CHANNEL } from './apply-effects.ts';
 
@@ -258,6 +259,11 @@ export interface ApplyEffectsParams {
    */
   guard?: { revision: number; completes?: { taskId: string; workerId: string; lockToken: string } };
   /**
+   * Inside a transaction that ends with frameTransitions: the events are written framed
+   * (no trigger call), and with progress pending for the instance the guard fails (BT409).
+   */
+  framesAtEnd?: boolean;
+  /**
    * A start in one statement: the instance row (p.instance: id, definition_id, business_key)
    * is inserted with the transition. It fails with TRANSITION_GUARD_LOST, writing nothing,
    * when the business key is taken or, with latestOnly, a newer version of the definition exists.
@@ -281,6 +287,7 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
     incidentTaskIds: p.incidentTaskIds ?? fx.incidents.map(() => null),
     ...(p.guard ? { guard: p.guard } : {}),
     ...(p.insert ? { insert: p.insert } : {}),
+    ...(p.framesAtEnd ? { framesAtEnd: true } : {}),
     alone: isPool(db),
   }));
   if (fx.tasks.length > 0 && topicsListeners.size > 0) {
@@ -288,6 +295,39 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
     afterCommit(db, () => topicsListeners.forEach((fn) => fn(topics)));
   }
   return rows[0]!.created_at;
+}
+
+/**
+ * The frames of transitions written with framesAtEnd, one statement for all of them: the
+ * last statement of their transaction, so the frame heads are its last locks, taken in
+ * instance order like the trigger's at commit (migration 0011), with one doorbell per
+ * instance. What the trigger would do for those events at commit, without a call per event.
+ */
+export async function frameTransitions(db: Queryable, transitions: { instance: { id: string; generation: number }; effects: Effects }[]): Promise<void> {
+  const sorted = transitions.filter((x) => x.effects.events.length > 0).sort((a, b) => (a.instance.id < b.instance.id ? -1 : 1));
+  if (sorted.length === 0) return;
+  const frames = sorted.map((x) => framesOf(x.effects.events));
+  await db.query({
+    name: 'frame_transitions',
+    text: `with x as (select * from unnest($1::uuid[], $2::int[], $3::int[], $4::boolean[]) with ordinality as x(id, gen, n, ends, k)),
+                head as (insert into frame_heads as h (instance_id, generation, last_seq, ended_at)
+                         select id, gen, n, case when ends then now() end from x order by k
+                         on conflict (instance_id, generation) do update set last_seq = h.last_seq + excluded.last_seq, ended_at = excluded.ended_at
+                          where h.ended_at is null
+                         returning h.instance_id, h.generation, h.last_seq),
+                fw as (insert into frames (instance_id, generation, seq, kind, data, at)
+                       select x.id, x.gen, head.last_seq - x.n + f.pos, f.kind, f.data, now()
+                         from unnest($5::int[], $6::int[], $7::text[], $8::jsonb[]) as f(k, pos, kind, data)
+                         join x on x.k = f.k
+                         join head on head.instance_id = x.id and head.generation = x.gen)
+           select count(pg_notify('${FRAMES_CHANNEL}', instance_id::text || ' ' || generation::text || ' ' || last_seq::text)) as rung from head`,
+    values: [
+      sorted.map((x) => x.instance.id), sorted.map((x) => x.instance.generation), frames.map((f) => f.kinds.length),
+      frames.map((f) => f.kinds.at(-1) === 'instance:ended'),
+      frames.flatMap((f, i) => f.kinds.map(() => i + 1)), frames.flatMap((f) => f.kinds.map((_, j) => j + 1)),
+      frames.flatMap((f) => f.kinds), frames.flatMap((f) => f.data),
+    ],
+  });
 }
 
 /**

@@ -34,7 +34,8 @@ const PARTS: ((fx: Effects) => void)[] = [
   (fx) => fx.canceledTasks.push('x2'),
 ];
 // '-alone': the statement is its own transaction and frames its events itself
-const MODES = ['update', 'guard', 'completes', 'insert', 'insert-latest', 'guard-alone', 'completes-alone', 'insert-alone'] as const;
+// '-end': inside a transaction that frames at its end (frameTransitions)
+const MODES = ['update', 'guard', 'completes', 'insert', 'insert-latest', 'guard-alone', 'completes-alone', 'insert-alone', 'guard-end', 'completes-end'] as const;
 
 describe('applyEffects shapes', () => {
   it('given every combination of parts and every way of writing the row, then each statement prepares and runs, and one name always has one text', async () => {
@@ -54,6 +55,7 @@ describe('applyEffects shapes', () => {
             ...(mode.startsWith('completes') ? { guard: { revision: row.revision, completes: { taskId: randomUUID(), workerId: 'w', lockToken: randomUUID() } } } : {}),
             ...(insert ? { insert: { latestOnly: mode === 'insert-latest' } } : {}),
             alone: mode.endsWith('-alone'),
+            framesAtEnd: mode.endsWith('-end'),
           });
           expect(texts.get(st.name) ?? st.text, st.name).toBe(st.text);
           texts.set(st.name, st.text);

@@ -141,23 +141,47 @@ describe('frames written by the optimistic statements (migration 0013)', () => {
     expect(got.map((f) => f.kind).indexOf('test:marker')).toBeLessThan(got.map((f) => f.kind).indexOf('task:completed'));
   });
 
-  it('given a batch of completes (one transaction over several instances), then the trigger frames them at commit and each instance\'s frames are the history in order', async () => {
+  it('given a batch of completes (one transaction over several instances), then its last statement frames them: events framed, one doorbell per instance, frames equal to the history', async () => {
+    bells.length = 0;
     const ids = [await start(t.api, 'fis-single'), await start(t.api, 'fis-single'), await start(t.api, 'fis-single')];
     const tasks = await waitFor(async () => {
       const got = await fetchTasks(t.api, 'wb', ['fis-single'], { maxTasks: 10 });
       return got.length > 0 ? got : undefined;
     }, 5_000, 'tasks');
     const mine = tasks.filter((x) => ids.includes(x.instanceId));
+    expect(mine.length).toBeGreaterThan(1);
     const res = await t.api.post('/api/external-tasks/complete-batch', { workerId: 'wb', tasks: tasks.map((x) => ({ id: x.id, lockToken: x.lockToken })) });
     expect(res.status).toBe(200);
+    expect(res.body.results.map((r: { result: string }) => r.result)).toEqual(tasks.map(() => 'completed'));
     for (const task of mine) {
       await waitForStatus(t.api, task.instanceId, 'completed');
       const history = await events(task.instanceId);
-      expect(history.filter((e) => e.kind === 'task:completed').map((e) => e.framed)).toEqual([null]);
+      const completion = history.slice(history.findIndex((e) => e.kind === 'task:completed'));
+      expect(completion.map((e) => e.framed)).toEqual(completion.map(() => true));
       const got = await frames(task.instanceId);
       expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
       expect(got.map((f) => f.kind)).toEqual([...history.map((e) => e.kind), 'instance:ended']);
+      const rung = await waitFor(async () => (bells.includes(`${task.instanceId} 1 ${got.length}`) ? true : undefined), 5_000, 'the batch\'s doorbell');
+      expect(rung).toBe(true);
+      expect(bells.filter((b) => b.startsWith(`${task.instanceId} 1 ${got.length}`))).toHaveLength(1);
     }
+  });
+
+  it('given progress pending for one instance of a batch, then the batch goes one by one and that progress is framed before its task:completed', async () => {
+    const ids = [await start(t.api, 'fis-single'), await start(t.api, 'fis-single')];
+    const tasks = await waitFor(async () => {
+      const got = await fetchTasks(t.api, 'wp', ['fis-single'], { maxTasks: 10 });
+      return got.length > 0 ? got : undefined;
+    }, 5_000, 'tasks');
+    const mine = tasks.filter((x) => ids.includes(x.instanceId));
+    expect(mine.length).toBe(2);
+    await addProgress(mine[0]!.id, mine[0]!.instanceId, t.db.pool, 3);
+    const res = await t.api.post('/api/external-tasks/complete-batch', { workerId: 'wp', tasks: tasks.map((x) => ({ id: x.id, lockToken: x.lockToken })) });
+    expect(res.body.results.map((r: { result: string }) => r.result)).toEqual(tasks.map(() => 'completed'));
+    await waitForStatus(t.api, mine[0]!.instanceId, 'completed');
+    const kinds = (await frames(mine[0]!.instanceId)).map((f) => f.kind);
+    expect(kinds.indexOf('task:progress')).toBeGreaterThan(-1);
+    expect(kinds.indexOf('task:progress')).toBe(kinds.indexOf('task:completed') - 1);
   });
 
   it('given the branches of an instance completed at once while a follower reads its frames, then every read is gap-free and in order, and each event has one frame (15 rounds)', async () => {
