@@ -98,7 +98,9 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   // With framesHere, the frame head must be the statement's last lock: the parts that take
   // row locks answer a row each, and the framing parts depend on all of them being run.
   // With framesAtEnd, the progress check must come after them.
-  const checksProgress = framesHere || framesAtEnd;
+  // A start needs neither: its instance id is new, so no report can be pending for it and
+  // nobody else can be waiting for its frame head.
+  const checksProgress = (framesHere && p.insert === undefined) || framesAtEnd;
   const held: string[] = [];
   const hold = (name: string): string => (checksProgress ? (held.push(name), ' returning 1') : '');
 
@@ -236,7 +238,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   if (events && framesHere) {
     held.push('i', ...(p.guard?.completes ? ['done'] : []));
     const frames = framesOf(fx.events);
-    ctes.push(...frameParts(id, gen(), events, { kinds: $(frames.kinds), data: $(frames.data) }, held));
+    ctes.push(...frameParts(id, gen(), events, { kinds: $(frames.kinds), data: $(frames.data) }, checksProgress ? held : undefined));
   } else if (events && framesAtEnd) {
     held.push('i', ...(p.guard?.completes ? ['done'] : []));
     ctes.push(...progressParts(id, held), eventsPart(id, gen(), events, 'true'));
@@ -285,17 +287,18 @@ function eventsPart(id: number, gen: number, ev: EventParams, framed: string): s
 }
 
 // The events and their frames, written by the statement (migration 0013): what the trigger
-// of 0011 does at commit, with the frames computed here (framesOf) instead of read back. `locks`
-// runs every part that takes a row lock first, so the head (locked until commit, which
-// follows at once) is the last lock taken. With progress pending the events are left to
-// the trigger (framed null), which flushes it before the frame that ends its step.
-function frameParts(id: number, gen: number, ev: EventParams, fr: { kinds: number; data: number }, held: string[]): string[] {
+// of 0011 does at commit, with the frames computed here (framesOf) instead of read back. With
+// `held`, `locks` runs every part that takes a row lock first, so the head (locked until
+// commit, which follows at once) is the last lock taken, and with progress pending the
+// events are left to the trigger (framed null), which flushes it before the frame that
+// ends its step. A start passes none: nothing can be pending or waiting for a new instance.
+function frameParts(id: number, gen: number, ev: EventParams, fr: { kinds: number; data: number }, held: string[] | undefined): string[] {
   return [
-    ...progressParts(id, held),
-    eventsPart(id, gen, ev, '(select case when pending then null else true end from pend)'),
+    ...(held ? progressParts(id, held) : []),
+    eventsPart(id, gen, ev, held ? '(select case when pending then null else true end from pend)' : 'true'),
     `head as (insert into frame_heads as h (instance_id, generation, last_seq, ended_at)
             select $${id}::uuid, $${gen}::int, cardinality($${fr.kinds}::text[]), case when 'instance:ended' = any($${fr.kinds}::text[]) then now() end
-              from pend where not pending
+              ` + (held ? 'from pend where not pending' : '') + `
             on conflict (instance_id, generation) do update set last_seq = h.last_seq + excluded.last_seq, ended_at = excluded.ended_at
              where h.ended_at is null
          returning h.last_seq)`,
