@@ -149,7 +149,8 @@ describe('diagram list', () => {
     await h.page.getByLabel('New name').press('Enter');
     await h.page.getByRole('link', { name: 'Order (renamed)' }).click();
     await h.page.locator('.problems-summary').waitFor();
-    await expect(h.page.getByLabel('Diagram name').inputValue()).resolves.toBe('Order (renamed)');
+    // The problems panel shows before the diagram has loaded: wait for its name (a flake under load).
+    await expect.poll(() => h.page.getByLabel('Diagram name').inputValue()).toBe('Order (renamed)');
 
     const [xmlDownload] = await Promise.all([h.page.waitForEvent('download'), h.page.getByRole('button', { name: 'Export XML' }).click()]);
     expect(xmlDownload.suggestedFilename()).toBe('Order-renamed-.bpmn');
