@@ -160,7 +160,7 @@ async function completeInOneTransaction(engine: Engine, workerId: string, items:
         taken.add(read.instance.id);
         writes.push(write);
       }
-      // In instance order, like the locks: frame heads are locked at commit in event order.
+      // In instance order, like the locks: frameTransitions then takes the frame heads in that order too.
       writes.sort((a, b) => (a.instance.id < b.instance.id ? -1 : 1));
       // Their events are framed by one statement at the end (the heads are its last locks),
       // not by a trigger call per event at commit; progress pending for one makes its guard
