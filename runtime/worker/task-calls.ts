@@ -98,13 +98,15 @@ export function createCompletionBatcher(deps: CallDeps): CompletionBatcher {
       workerId: items[0]!.h.workerId,
       tasks: items.map((q) => ({ id: q.h.taskId, lockToken: q.h.lockToken, ...q.body })),
     }, { timeoutMs: deps.callTimeoutMs });
-    if (outcome.kind === 'ok') {
-      const byId = new Map(outcome.body.results.map((r) => [r.id, r.result]));
-      for (const q of items) q.resolve(reportResultOf(byId.get(q.h.taskId)));
+    const answered = outcome.kind === 'ok' && Array.isArray(outcome.body?.results) ? new Map(outcome.body.results.map((r) => [r.id, r.result])) : undefined;
+    if (answered) {
+      // A task the answer does not list (it never should) is sent on its own.
+      const unlisted = items.filter((q) => !settle(q, answered.get(q.h.taskId)));
+      await Promise.all(unlisted.map(single));
       return;
     }
     if (outcome.kind === 'refused' && outcome.status === 404) batchRoute = false;
-    deps.log.warn({ tasks: items.length, error: describe(outcome) }, 'task:batch_complete_retried_singly');
+    deps.log.warn({ tasks: items.length, error: outcome.kind === 'ok' ? 'the answer holds no results' : describe(outcome) }, 'task:batch_complete_retried_singly');
     await Promise.all(items.map(single));
   }
 
@@ -131,11 +133,13 @@ export function createCompletionBatcher(deps: CallDeps): CompletionBatcher {
   };
 }
 
-function reportResultOf(result: BatchResult | undefined): ReportResult {
-  if (result === 'completed' || result === 'repeated') return { kind: 'applied' };
-  if (result === 'lock_lost') return { kind: 'lock_lost', afterRetry: false };
-  if (result === 'not_found') return { kind: 'not_found' };
-  return { kind: 'gave_up', error: 'the batch answer did not list this task' };
+/** Resolves a queued complete from its batch result; false when there is none to go by. */
+function settle(q: { resolve: (r: ReportResult) => void }, result: BatchResult | undefined): boolean {
+  if (result === 'completed' || result === 'repeated') q.resolve({ kind: 'applied' });
+  else if (result === 'lock_lost') q.resolve({ kind: 'lock_lost', afterRetry: false });
+  else if (result === 'not_found') q.resolve({ kind: 'not_found' });
+  else return false;
+  return true;
 }
 
 export interface Heartbeat {
