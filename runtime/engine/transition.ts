@@ -15,6 +15,11 @@ export interface CommitOptions {
   incidentTaskIds?: (string | null)[];
   /** needed when the transition may start message waits: they look in the inbox first */
   plan?: Plan;
+  /**
+   * The transaction ends with frameTransitions (a batch of timer firings): the events are
+   * written framed, and the statement fails (BT409) with progress pending for the instance.
+   */
+  framesAtEnd?: boolean;
 }
 
 export async function commitTransition(
@@ -38,6 +43,7 @@ export async function commitTransition(
     status,
     variables,
     ...(opts.incidentTaskIds ? { incidentTaskIds: opts.incidentTaskIds } : {}),
+    ...(opts.framesAtEnd ? { framesAtEnd: true } : {}),
   });
   if (closing) await cancelOpenWork(tx, instance.id);
   return status;

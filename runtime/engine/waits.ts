@@ -1,12 +1,12 @@
 // Waits that end from outside a task: a due timer, a published message, a broadcast signal.
-import { emptyEffects, fireWait, type Variables } from './advance.ts';
+import { emptyEffects, fireWait, type Effects, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { startOnMessage, startOnSignal } from './event-starts.ts';
 import { fireDueStartTimers } from './start-timers.ts';
 import { commitTransition } from './transition.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
 import { runPipelined, valuesOf } from '../store/pipeline.ts';
-import { instanceExists, lockInstance, readHeldInstances, tryLockInstance, type LockedInstance } from '../store/instances.ts';
+import { frameTransitions, instanceExists, lockInstance, readHeldInstances, tryLockInstance, type LockedInstance } from '../store/instances.ts';
 import {
   deleteSubscription,
   findDueTimers,
@@ -50,16 +50,22 @@ interface TimerTransition {
   commit: () => Promise<unknown>;
   /** its commit reads inside the transaction (the inbox) or sends more than one statement (compensation, terminate) */
   alone: boolean;
+  /** its instance and effects, for frameTransitions (the events are complete once commit has sent its statement) */
+  framed: { instance: LockedInstance; effects: Effects };
 }
 
-/** The transition a due timer makes, computed in memory; undefined when its step no longer waits. */
-async function timerTransition(engine: Engine, tx: PoolClient, instance: LockedInstance, timer: TimerRow): Promise<TimerTransition | undefined> {
+/**
+ * The transition a due timer makes, computed in memory; undefined when its step no longer
+ * waits. With framesAtEnd its events are written framed, for frameTransitions at the end
+ * of the transaction.
+ */
+async function timerTransition(engine: Engine, tx: PoolClient, instance: LockedInstance, timer: TimerRow, framesAtEnd = false): Promise<TimerTransition | undefined> {
   const plan = await planOf(engine, instance.definition_id, tx);
   const fx = emptyEffects();
   // A boundary whose host already ended consumes its timer and does nothing.
   if (!fireWait(plan, timer.step_id, instance.state, instance.variables, fx, { timerId: timer.id, dueAt: timer.due_at })) return undefined;
   const alone = fx.terminated || fx.subscriptions.some((x) => x.kind === 'message') || fx.compensationRuns.length > 0 || fx.compensationMoves.length > 0;
-  return { alone, commit: () => commitTransition(tx, instance, fx, instance.variables, { plan }) };
+  return { alone, framed: { instance, effects: fx }, commit: () => commitTransition(tx, instance, fx, instance.variables, { plan, framesAtEnd }) };
 }
 
 /** Batches fire side by side, one connection each; one instance's timers still serialize on its row lock. */
@@ -104,9 +110,11 @@ export function chunkFor<T>(items: T[], lanes: number, cap: number): T[][] {
 /**
  * Fires a batch of due timers in one transaction: lock the instances no one else
  * holds (without waiting), take their timers with one guarded update, run each
- * firing's transition, commit once. Timers of busy instances then fire one by one,
- * waiting for their instance like any transition; so does the whole batch if one
- * firing fails, so that one bad instance cannot hold back the others.
+ * firing's transition, frame them all in the last statement, commit once. Timers of
+ * busy instances then fire one by one, waiting for their instance like any transition;
+ * so does the whole batch if one firing fails, so that one bad instance cannot hold back
+ * the others, or if progress is pending for one of its instances (its statement fails
+ * with BT409: one by one, the trigger flushes that progress before the firing's frames).
  */
 async function fireTimerBatch(engine: Engine, candidates: { id: string; instance_id: string }[]): Promise<number> {
   for (let i = 0; i < candidates.length; i++) await fault('timer:before-fire');
@@ -122,9 +130,10 @@ async function fireTimerBatch(engine: Engine, candidates: { id: string; instance
         () => markTimersFired(tx, mine.map((c) => c.id)),
         () => readHeldInstances(tx, [...idle]),
       ])) as [TimerRow[], Map<string, LockedInstance>];
-      // The firings' statements go out pipelined, in instance order (frame heads are locked
-      // at commit in that order); one that must read first goes alone, after those before it.
+      // The firings' statements go out pipelined, in instance order (the order the locks were
+      // taken in); one that must read first goes alone, after those before it.
       let pending: (() => Promise<unknown>)[] = [];
+      const framed: TimerTransition['framed'][] = [];
       const flush = async () => {
         if (pending.length > 0) valuesOf(await runPipelined(tx, pending));
         pending = [];
@@ -137,14 +146,20 @@ async function fireTimerBatch(engine: Engine, candidates: { id: string; instance
           await flush();
           instance = await lockInstance(tx, timer.instance_id);
         }
-        const transition = instance ? await timerTransition(engine, tx, instance, timer) : undefined;
+        const transition = instance ? await timerTransition(engine, tx, instance, timer, true) : undefined;
         if (!transition) continue;
+        framed.push(transition.framed);
         if (transition.alone) {
           await flush();
           await transition.commit();
         } else pending.push(transition.commit);
       }
       if (timers.length > 0) pending.push(() => stampTimersFired(tx, timers.map((t) => t.id)));
+      // Every firing's events were written framed (the trigger is not queued for them): one
+      // statement frames them all, the last before the commit, so the frame heads are the
+      // transaction's last locks, taken in instance order as the trigger's were at commit.
+      // It is called after the statements before it were sent, so every effects list is complete.
+      if (framed.length > 0) pending.push(() => frameTransitions(tx, framed));
       await flush();
       return { busy: candidates.filter((c) => !idle.has(c.instance_id)).map((c) => c.id), fired: timers };
     }));

@@ -59,9 +59,10 @@ export interface ApplyEffectsInput {
    */
   alone?: boolean;
   /**
-   * A guarded write inside a transaction whose last statement frames its transitions
-   * (frameTransitions): the events are written framed, and with progress pending for the
-   * instance the guard fails (BT409), so the caller can take the path that flushes it.
+   * A write inside a transaction whose last statement frames its transitions
+   * (frameTransitions: a batch of completes, a batch of timer firings): the events are
+   * written framed, and with progress pending for the instance the statement fails (BT409,
+   * with or without a guard), so the caller can take the path that flushes it.
    */
   framesAtEnd?: boolean;
 }
@@ -93,7 +94,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   // foreign key takes at the end of the statement, after the frame head: those
   // transitions leave framing to the trigger too.
   const framesHere = p.alone === true && fx.events.length > 0 && fx.incidents.length === 0;
-  const framesAtEnd = !framesHere && p.framesAtEnd === true && p.guard !== undefined && fx.events.length > 0;
+  const framesAtEnd = !framesHere && p.framesAtEnd === true && fx.events.length > 0;
   const shapeOf = shape + has(PART.frames, framesHere) + has(PART.framesAtEnd, framesAtEnd);
   // With framesHere, the frame head must be the statement's last lock: the parts that take
   // row locks answer a row each, and the framing parts depend on all of them being run.

@@ -302,11 +302,20 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
  * last statement of their transaction, so the frame heads are its last locks, taken in
  * instance order like the trigger's at commit (migration 0011), with one doorbell per
  * instance. What the trigger would do for those events at commit, without a call per event.
+ * Transitions are given in the order they were written: several of one instance (two
+ * timers of it in one batch) are framed as one run of events, as the trigger frames all
+ * of a transaction's events of an instance (a row may be upserted once per statement).
  */
 export async function frameTransitions(db: Queryable, transitions: { instance: { id: string; generation: number }; effects: Effects }[]): Promise<void> {
-  const sorted = transitions.filter((x) => x.effects.events.length > 0).sort((a, b) => (a.instance.id < b.instance.id ? -1 : 1));
+  // stable: an instance's transitions keep the order they were written in (their seqs' order)
+  const sorted: { instance: { id: string; generation: number }; events: Effects['events'] }[] = [];
+  for (const x of transitions.filter((t) => t.effects.events.length > 0).sort((a, b) => (a.instance.id < b.instance.id ? -1 : a.instance.id > b.instance.id ? 1 : 0))) {
+    const last = sorted.at(-1);
+    if (last?.instance.id === x.instance.id && last.instance.generation === x.instance.generation) last.events = [...last.events, ...x.effects.events];
+    else sorted.push({ instance: x.instance, events: x.effects.events });
+  }
   if (sorted.length === 0) return;
-  const frames = sorted.map((x) => framesOf(x.effects.events));
+  const frames = sorted.map((x) => framesOf(x.events));
   await db.query({
     name: 'frame_transitions',
     text: `with x as (select * from unnest($1::uuid[], $2::int[], $3::int[], $4::boolean[]) with ordinality as x(id, gen, n, ends, k)),

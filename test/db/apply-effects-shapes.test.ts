@@ -34,8 +34,9 @@ const PARTS: ((fx: Effects) => void)[] = [
   (fx) => fx.canceledTasks.push('x2'),
 ];
 // '-alone': the statement is its own transaction and frames its events itself
-// '-end': inside a transaction that frames at its end (frameTransitions)
-const MODES = ['update', 'guard', 'completes', 'insert', 'insert-latest', 'guard-alone', 'completes-alone', 'insert-alone', 'guard-end', 'completes-end'] as const;
+// '-end': inside a transaction that frames at its end (frameTransitions): a batch of
+// completes (guarded), a batch of timer firings (the instance locked, no guard)
+const MODES = ['update', 'guard', 'completes', 'insert', 'insert-latest', 'guard-alone', 'completes-alone', 'insert-alone', 'update-end', 'guard-end', 'completes-end'] as const;
 
 describe('applyEffects shapes', () => {
   it('given every combination of parts and every way of writing the row, then each statement prepares and runs, and one name always has one text', async () => {

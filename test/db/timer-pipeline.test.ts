@@ -1,17 +1,23 @@
 // A batch of timer firings sends its transitions pipelined (one write, answered in
 // order) instead of one round trip each; firings that must read first, and a second
 // timer of one instance, still see what the firings before them wrote. The scheduler,
-// woken at a due time, looks for due timers at once.
+// woken at a due time, looks for due timers at once. The batch frames its firings in its
+// last statement (frameTransitions) instead of a trigger call per event at commit: frames
+// equal the history, one doorbell per instance, progress pending for an instance sends
+// the batch one by one (the trigger flushes it first), and a follower never sees a gap.
 import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../runtime/engine/context.ts';
 import { deployDefinition } from '../../runtime/engine/definitions.ts';
 import { startInstance } from '../../runtime/engine/instances.ts';
+import { completeTask } from '../../runtime/engine/tasks.ts';
 import { fireDueTimers, publishMessage } from '../../runtime/engine/waits.ts';
 import { startTimerScheduler } from '../../runtime/scheduler/timer-scheduler.ts';
 import { createPool, withTransaction, type Pool } from '../../runtime/store/db.ts';
 import { runPipelined } from '../../runtime/store/pipeline.ts';
+import { recordProgress } from '../../runtime/store/progress.ts';
+import { fetchAndLock, type LockedTaskRow } from '../../runtime/store/tasks.ts';
 import { buildBpmn } from '../support/bpmn.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/server.ts';
@@ -19,6 +25,8 @@ import { waitFor } from '../support/server.ts';
 const log = pino({ level: 'silent' });
 let db: TestDatabase;
 let engine: Engine;
+let listener: pg.Client;
+const bells: string[] = [];
 
 const wait = (id: string, duration = 'PT1H') => ({ id, type: 'catchEvent' as const, timer: { duration } });
 
@@ -40,8 +48,24 @@ beforeAll(async () => {
     { id: 's', type: 'startEvent' }, { id: 'fork', type: 'parallelGateway' }, wait('wait'), { id: 'stop', type: 'terminateEndEvent' },
     { id: 'work', type: 'serviceTask', topic: 'pipeline-work' }, { id: 'e', type: 'endEvent' },
   ], [{ from: 's', to: 'fork' }, { from: 'fork', to: 'wait' }, { from: 'wait', to: 'stop' }, { from: 'fork', to: 'work' }, { from: 'work', to: 'e' }]));
+  // A task with an interrupting timeout: the firing cancels the task, so the task's pending
+  // progress must be framed before the frames of that firing.
+  await deployDefinition(engine, buildBpmn('timeout', [
+    { id: 's', type: 'startEvent' }, { id: 'work', type: 'serviceTask', topic: 'pipeline-timeout' },
+    { id: 'late', type: 'boundaryEvent', attachedTo: 'work', timer: { duration: 'PT1H' } }, { id: 'e', type: 'endEvent' }, { id: 'e2', type: 'endEvent' },
+  ], [{ from: 's', to: 'work' }, { from: 'work', to: 'e' }, { from: 'late', to: 'e2' }]));
+  // A timer and a task side by side: the firing and the complete frame one instance at once.
+  await deployDefinition(engine, buildBpmn('race', [
+    { id: 's', type: 'startEvent' }, { id: 'fork', type: 'parallelGateway' }, wait('wait'), { id: 'work', type: 'serviceTask', topic: 'pipeline-race' },
+    { id: 'join', type: 'parallelGateway' }, { id: 'e', type: 'endEvent' },
+  ], [{ from: 's', to: 'fork' }, { from: 'fork', to: 'wait' }, { from: 'fork', to: 'work' }, { from: 'wait', to: 'join' }, { from: 'work', to: 'join' }, { from: 'join', to: 'e' }]));
+  listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  listener.on('notification', (m) => bells.push(m.payload ?? ''));
+  await listener.query('listen baton_frames');
 });
 afterAll(async () => {
+  await listener?.end();
   await db?.drop();
 });
 
@@ -56,6 +80,39 @@ async function makeDueInOrder(ids: string[]): Promise<void> {
   await db.pool.query(`update timers t set due_at = now() - interval '1 minute' + (x.n * interval '1 millisecond')
       from (select i.id, i.n from unnest($1::uuid[]) with ordinality as i(id, n)) x
      where t.instance_id = x.id and t.state = 'waiting'`, [ids]);
+}
+
+async function frames(instanceId: string): Promise<{ seq: number; kind: string; data: Record<string, unknown> }[]> {
+  const { rows } = await db.pool.query('select seq, kind, data from frames where instance_id = $1 and generation = 1 order by seq', [instanceId]);
+  return rows;
+}
+
+async function history(instanceId: string): Promise<{ kind: string; step_id: string | null; framed: boolean | null }[]> {
+  const { rows } = await db.pool.query('select kind, step_id, framed from events where instance_id = $1 order by seq', [instanceId]);
+  return rows;
+}
+
+/** Every doorbell committed so far has arrived: a NOTIFY sent now comes after them (a listener gets them in commit order). */
+async function bellsSoFar(): Promise<string[]> {
+  const mark = `mark-${crypto.randomUUID()}`;
+  await db.pool.query('select pg_notify($1, $2)', ['baton_frames', mark]);
+  await waitFor(async () => (bells.includes(mark) ? true : undefined), 5_000, 'the marker doorbell');
+  return bells.filter((b) => !b.startsWith('mark-'));
+}
+
+/** Frames are the history in order (seqs 1..n), and a completed instance ends with instance:ended. */
+async function expectFramesEqualHistory(instanceId: string): Promise<void> {
+  const got = await frames(instanceId);
+  const kinds = (await history(instanceId)).map((e) => e.kind);
+  expect(got.map((f) => f.seq), instanceId).toEqual(got.map((_, i) => i + 1));
+  expect(got.map((f) => f.kind).filter((k) => k !== 'task:progress'), instanceId).toEqual([...kinds, 'instance:ended']);
+}
+
+async function lockTasks(topic: string, n: number): Promise<LockedTaskRow[]> {
+  return waitFor(async () => {
+    const { tasks } = await fetchAndLock(db.pool, { workerId: 'pw', maxTasks: n, topics: [{ name: topic, lockDurationMs: 60_000 }] });
+    return tasks.length > 0 ? tasks : undefined;
+  }, 5_000, `tasks of ${topic}`);
 }
 
 /** A pool whose clients record the most statements they had sent and not yet seen answered. */
@@ -132,7 +189,135 @@ describe('pipelined timer firing', () => {
     expect(tasks.map((t) => t.state)).not.toContain('ready');
     const { rows: joins } = await db.pool.query(`select count(*)::int as n from events where instance_id = $1 and kind = 'step:completed' and step_id = 'join'`, [two]);
     expect(joins[0].n).toBe(1);
+    // The firings that went alone (the message, the terminate) and the two of one instance
+    // were framed by the batch's last statement too: every event framed, frames = history.
+    for (const id of [p1, message, p2, p3, two, p4, terminate, p5, p6, p7, p8]) {
+      await expectFramesEqualHistory(id!);
+      const firing = (await history(id!)).filter((e) => e.kind !== 'task:created' && e.kind !== 'task:locked');
+      expect(firing.map((e) => e.framed), id).toEqual(firing.map(() => true));
+    }
   });
+});
+
+describe('timer batches frame at the end', () => {
+  it('given a batch of due timers, then its last statement frames every firing: events written framed, frames equal to the history, one doorbell per instance', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push(await start('plain'));
+    await makeDueInOrder(ids);
+    const before = new Map<string, number>();
+    for (const id of ids) before.set(id, (await frames(id)).length);
+    await bellsSoFar();
+    bells.length = 0;
+    // 6 timers, 4 lanes: batches of 2, so each transaction frames two instances at once.
+    expect(await fireDueTimers(engine, 100)).toBe(6);
+    const rung = await bellsSoFar();
+    for (const id of ids) {
+      await expectFramesEqualHistory(id);
+      expect((await history(id)).map((e) => e.framed)).toEqual((await history(id)).map(() => true));
+      const got = await frames(id);
+      expect(got.length).toBeGreaterThan(before.get(id)!);
+      // one doorbell for the whole firing, carrying its last seq
+      expect(rung.filter((b) => b.startsWith(id))).toEqual([`${id} 1 ${got.length}`]);
+    }
+    // No firing queued the trigger: it frames events whose `framed` is null only.
+    const { rows } = await db.pool.query(`select count(*)::int as n from events where instance_id = any($1::uuid[]) and framed is null`, [ids]);
+    expect(rows[0].n).toBe(0);
+  });
+
+  it('given progress pending for one instance of a batch, then the batch goes one by one, every timer fires once, and that progress is framed before the firing cancels its task', async () => {
+    const [a, timeout] = [await start('plain'), await start('timeout')];
+    const others: string[] = [];
+    for (let i = 0; i < 6; i++) others.push(await start('plain'));
+    const [task] = await lockTasks('pipeline-timeout', 1);
+    expect(task!.instance_id).toBe(timeout);
+    expect((await recordProgress(db.pool, { taskId: task!.id, workerId: 'pw', lockToken: task!.lock_token!, data: { n: 1 } })).ok).toBe(true);
+    // 8 timers in 4 lanes: batches of 2, the first [a, timeout].
+    await makeDueInOrder([a!, timeout!, ...others]);
+    expect(await fireDueTimers(engine, 100)).toBe(8);
+    const got = await frames(timeout!);
+    const progress = got.findIndex((f) => f.kind === 'task:progress');
+    expect(progress).toBeGreaterThan(-1);
+    expect(got[progress]!.data.reports).toEqual([{ n: 1 }]);
+    expect(progress).toBeLessThan(got.findIndex((f) => f.kind === 'step:canceled' && f.data.stepId === 'work'));
+    await expectFramesEqualHistory(timeout!);
+    // One by one: the trigger framed every firing of that batch, the instance without progress
+    // too; the other batches framed theirs at the end.
+    const firing = async (id: string) => (await history(id)).filter((e) => e.kind === 'step:completed' && e.step_id === (id === timeout ? 'late' : 'wait')).map((e) => e.framed);
+    expect(await firing(a!)).toEqual([null]);
+    expect(await firing(timeout!)).toEqual([null]);
+    for (const id of others) expect(await firing(id)).toEqual([true]);
+    for (const id of [a!, timeout!, ...others]) await expectFramesEqualHistory(id);
+    const { rows } = await db.pool.query(`select count(*)::int as n from progress_reports where instance_id = $1`, [timeout]);
+    expect(rows[0].n).toBe(0);
+  });
+
+  it('given a report that commits while the batch waits for the task row its firing cancels, then the firing sees it and the progress frame comes first', async () => {
+    const [a, timeout] = [await start('plain'), await start('timeout')];
+    const others: string[] = [];
+    for (let i = 0; i < 6; i++) others.push(await start('plain'));
+    const [task] = await lockTasks('pipeline-timeout', 1);
+    // batches of 2, the first [a, timeout]
+    await makeDueInOrder([a!, timeout!, ...others]);
+    const reporter = await db.pool.connect();
+    let firing: Promise<number> | undefined;
+    try {
+      // What recordProgress does: FOR SHARE on the holder's task row, then the report.
+      await reporter.query('begin');
+      await reporter.query('select 1 from external_tasks where id = $1 for share', [task!.id]);
+      await reporter.query(`insert into progress_reports (task_id, instance_id, generation, step_id, data, bytes) values ($1, $2, 1, 'work', '{"n": 9}', 10)`, [task!.id, timeout]);
+      firing = fireDueTimers(engine, 100);
+      await waitFor(async () => {
+        const { rows } = await db.pool.query(`select 1 from pg_stat_activity
+                                                where datname = current_database() and wait_event_type = 'Lock' and query like 'with%i as (update instances%'`);
+        return rows.length > 0 ? true : undefined;
+      }, 10_000, 'the firing to wait for the task row');
+      await reporter.query('commit');
+      expect(await firing).toBe(8);
+    } finally {
+      if (firing) await firing.catch(() => undefined);
+      reporter.release();
+    }
+    const got = await frames(timeout!);
+    const progress = got.findIndex((f) => f.kind === 'task:progress');
+    expect(progress).toBeGreaterThan(-1);
+    expect(got[progress]!.data.reports).toEqual([{ n: 9 }]);
+    expect(progress).toBeLessThan(got.findIndex((f) => f.kind === 'step:canceled' && f.data.stepId === 'work'));
+    for (const id of [a!, timeout!, ...others]) await expectFramesEqualHistory(id);
+  });
+
+  it('given timers firing in batches while the other branch of each instance completes, then a follower reading the frames never sees a gap, and each instance ends once (8 rounds of 12)', async () => {
+    for (let round = 0; round < 8; round++) {
+      const ids: string[] = [];
+      for (let i = 0; i < 12; i++) ids.push(await start('race'));
+      const tasks = (await lockTasks('pipeline-race', 100)).filter((t) => ids.includes(t.instance_id));
+      expect(tasks).toHaveLength(12);
+      await makeDueInOrder(ids);
+      let ended = false;
+      let reads = 0;
+      const follower = (async () => {
+        while (!ended) {
+          const { rows } = await db.pool.query<{ id: string; seqs: number[]; kinds: string[] }>(`select instance_id as id, array_agg(seq order by seq) as seqs, array_agg(kind order by seq) as kinds
+              from frames where instance_id = any($1::uuid[]) and generation = 1 group by instance_id`, [ids]);
+          reads++;
+          for (const r of rows) expect(r.seqs, `round ${round}, ${r.id}`).toEqual(r.seqs.map((_, i) => i + 1));
+          ended = rows.length === ids.length && rows.every((r) => r.kinds.at(-1) === 'instance:ended');
+        }
+      })();
+      const [fired, results] = await Promise.all([
+        fireDueTimers(engine, 100),
+        Promise.all(tasks.map((t) => completeTask(engine, { taskId: t.id, workerId: 'pw', lockToken: t.lock_token! }))),
+      ]);
+      expect(fired).toBe(12);
+      expect(results.map((r) => r.ok)).toEqual(tasks.map(() => true));
+      await follower;
+      expect(reads).toBeGreaterThan(0);
+      for (const id of ids) {
+        await expectFramesEqualHistory(id);
+        const kinds = (await history(id)).map((e) => e.kind);
+        expect(kinds.filter((k) => k === 'instance:completed'), id).toHaveLength(1);
+      }
+    }
+  }, 60_000);
 });
 
 describe('runPipelined', () => {
