@@ -10,6 +10,7 @@ import {
   TRAFFIC_WAIT_SET_SQL,
   type FetchOutcome,
 } from './flow-limits.ts';
+import { FRAMES_CHANNEL } from './frames.ts';
 import { TASKS_CHANNEL } from './instances.ts';
 
 export interface ExternalTaskRow {
@@ -78,7 +79,8 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
               order by ${ORDER_SQL[order]('t')}
               limit $3
               for update skip locked),
-           ${lockPickedSql()}
+           ${lockPickedSql({ framesHere: true })},
+           ${FRAME_LOCKED_SQL}
            ${ANSWER_OR_COVERED_SQL}`,
     values,
   });
@@ -98,7 +100,7 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
                              where t.state = 'ready' and t.topic = any(g.topics) and t.retry_at <= statement_timestamp()
                              order by ${ORDER_SQL[order]('t')} limit $3`,
              })},
-           ${lockPickedSql()},
+           ${lockPickedSql({ framesHere: false })},
            ${SPEND_TOKENS_SQL}
            ${ANSWER_SQL}`,
       values: [...values, resources],
@@ -107,8 +109,12 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
   });
 }
 
-// Locks the rows of `picked` (new token, attempt + 1, per-topic expiry) and records task:locked.
-function lockPickedSql(): string {
+// Locks the rows of `picked` (new token, attempt + 1, per-topic expiry) and records task:locked
+// in `ev`. Its rows go to the deferred trigger (framed null), which frames them at commit, or,
+// after FRAME_LOCKED_SQL, are framed by the statement itself.
+// The limited fetch is a transaction with more statements after its lock; its events stay
+// with the trigger.
+function lockPickedSql(o: { framesHere: boolean }): string {
   return `locked as (
              update external_tasks t
                 set state = 'locked', worker_id = $4, lock_token = gen_random_uuid(), attempt = t.attempt + 1, last_result = null,
@@ -116,14 +122,44 @@ function lockPickedSql(): string {
                     ${TRAFFIC_WAIT_SET_SQL}
                from picked where t.id = picked.id
              returning t.*),
+           pend as (
+             -- whether progress reports of the instance wait to be flushed: then its events go to the trigger,
+             -- which flushes a step's reports before its frames (a ready task has no holder to report, so this is rare)
+             select l.instance_id, bool_or(exists (select 1 from progress_reports r where r.instance_id = l.instance_id)) as pending
+               from locked l group by l.instance_id),
            ev as (
-             -- ordered by instance: frame heads are locked at commit in this order, so fetchers cannot deadlock
-             insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
+             -- ordered by instance: frame heads are locked in this order, so fetchers cannot deadlock
+             insert into events (instance_id, generation, kind, step_id, task_id, attempt, data, framed)
              select l.instance_id, l.generation, 'task:locked', l.step_id, l.id, l.attempt,
-                    jsonb_build_object('workerId', l.worker_id, 'lockExpiresAt', l.lock_expires_at, 'trafficWaitMs', l.traffic_wait_ms)
-               from locked l
-              order by l.instance_id)`;
+                    jsonb_build_object('workerId', l.worker_id, 'lockExpiresAt', l.lock_expires_at, 'trafficWaitMs', l.traffic_wait_ms),
+                    ${o.framesHere ? 'case when p.pending then null else true end' : 'null::boolean'}
+               from locked l join pend p on p.instance_id = l.instance_id
+              order by l.instance_id, l.id
+             returning instance_id, generation, seq, kind, step_id, task_id, attempt, data, at, framed)`;
 }
+
+// The frames of the fetch's own events (those `ev` wrote framed), written by the fetch's
+// statement as the trigger of migration 0011 would at commit: one head update per instance,
+// in instance order, as the statement's last row locks (the statement is its own
+// transaction, so the commit follows at once), the frames, one doorbell per instance.
+// A task:locked never ends a generation; a head already ended takes no frames, as in the
+// trigger. Saves a deferred trigger call and its framing statement per instance and fetch.
+const FRAME_LOCKED_SQL = `counted as (
+             select instance_id, generation, count(*)::int as n from ev where framed group by instance_id, generation),
+           head as (
+             insert into frame_heads as h (instance_id, generation, last_seq)
+             select instance_id, generation, n from counted order by instance_id
+             on conflict (instance_id, generation) do update set last_seq = h.last_seq + excluded.last_seq
+              where h.ended_at is null
+             returning h.instance_id, h.generation, h.last_seq,
+                       pg_notify('${FRAMES_CHANNEL}', h.instance_id::text || ' ' || h.generation::text || ' ' || h.last_seq::text)),
+           fw as (
+             insert into frames (instance_id, generation, seq, kind, data, at)
+             select e.instance_id, e.generation, head.last_seq - c.n + (row_number() over (partition by e.instance_id order by e.seq))::int,
+                    e.kind, jsonb_strip_nulls(jsonb_build_object('stepId', e.step_id, 'taskId', e.task_id, 'attempt', e.attempt)) || e.data, e.at
+               from ev e join counted c on c.instance_id = e.instance_id and c.generation = e.generation
+                    join head on head.instance_id = e.instance_id and head.generation = e.generation
+              where e.framed)`;
 
 // A multi-instance element's own variables (element variable, loopCounter) win over the instance's.
 const ANSWER_SQL = `select l.*, i.business_key, i.variables || l.local_variables as variables
