@@ -1,5 +1,6 @@
 // Retention: ended instances past the retention period are deleted in small batches
-// (ON DELETE CASCADE removes their steps, flows, tasks, incidents, events, waits), and
+// (ON DELETE CASCADE removes their steps, flows, tasks, incidents and waits; the statement
+// deletes their events, frame heads and frames, which have no foreign keys), and
 // their history can be read out first for `baton export`.
 import type { Queryable } from './db.ts';
 
@@ -9,17 +10,22 @@ import type { Queryable } from './db.ts';
  * never waits on live work and each batch holds its locks only for one short statement.
  */
 export async function deleteEndedInstances(db: Queryable, before: Date, batch: number): Promise<number> {
-  const { rowCount } = await db.query({
+  // The history tables have no foreign keys (migration 0014): their rows go in the same statement.
+  const { rows } = await db.query<{ n: number }>({
     name: 'delete_ended_instances',
-    text: `delete from instances i
-            using (select id from instances
-                    where status in ('completed', 'canceled') and ended_at < $1
-                    order by ended_at, id limit $2
-                    for update skip locked) doomed
-            where i.id = doomed.id`,
+    text: `with doomed as (
+             select id from instances
+              where status in ('completed', 'canceled') and ended_at < $1
+              order by ended_at, id limit $2
+              for update skip locked),
+           gone as (delete from instances i using doomed where i.id = doomed.id returning i.id),
+           ev as (delete from events e using gone where e.instance_id = gone.id),
+           fh as (delete from frame_heads h using gone where h.instance_id = gone.id),
+           fr as (delete from frames f using gone where f.instance_id = gone.id)
+           select count(*)::int as n from gone`,
     values: [before, batch],
   });
-  return rowCount ?? 0;
+  return rows[0]?.n ?? 0;
 }
 
 export interface ExportedInstanceRow {

@@ -345,10 +345,14 @@ export interface LateResult extends LockHolder {
 export async function recordLateResult(db: Queryable, r: LateResult): Promise<void> {
   await db.query({
     name: 'record_late_result',
+    // KEY SHARE on the instance: retention may be deleting it (an ended instance), and events
+    // have no foreign key (migration 0014); a row deleted meanwhile records nothing.
     text: `insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
-           select instance_id, generation, 'task:late_result', step_id, id, attempt,
-                  jsonb_build_object('workerId', $2::text, 'call', $3::text, 'payloadBytes', $4::int, 'taskState', state)
-             from external_tasks where id = $1`,
+           select t.instance_id, t.generation, 'task:late_result', t.step_id, t.id, t.attempt,
+                  jsonb_build_object('workerId', $2::text, 'call', $3::text, 'payloadBytes', $4::int, 'taskState', t.state)
+             from external_tasks t join instances i on i.id = t.instance_id
+            where t.id = $1
+              for key share of i`,
     values: [r.taskId, r.workerId, r.kind, r.payloadBytes],
   });
 }

@@ -10,6 +10,8 @@ import { readConfig } from '../../runtime/config.ts';
 import { runOpsCommand } from '../../runtime/ops/commands.ts';
 import { exportHistory } from '../../runtime/ops/export.ts';
 import { startRetention } from '../../runtime/ops/retention.ts';
+import { deleteEndedInstances } from '../../runtime/store/retention.ts';
+import { recordLateResult } from '../../runtime/store/tasks.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
 import { complete, deploy, fetchOne, start } from '../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../support/server.ts';
@@ -81,9 +83,70 @@ describe('retention', () => {
     }
     const { rows } = await t.db.pool.query<{ id: string }>('select id from instances');
     expect(rows.map((r) => r.id).sort()).toEqual([recent, running].sort());
-    for (const table of ['events', 'steps', 'flows', 'external_tasks']) {
+    // events, frames and frame heads have no foreign key (migration 0014): the statement deletes them
+    for (const table of ['events', 'steps', 'flows', 'external_tasks', 'frames', 'frame_heads']) {
       const left = await t.db.pool.query(`select count(*)::int as n from ${table} where instance_id = any($1::uuid[])`, [old]);
       expect(left.rows[0].n, table).toBe(0);
     }
+  });
+});
+
+// The late result of a task is the one writer of history for an ended instance; events have
+// no foreign key, so it locks the instance row itself and never leaves an orphan row.
+describe('retention racing a late result', () => {
+  beforeAll(async () => {
+    await deploy(t.api, singleTaskBpmn('late', 'late-task'));
+  });
+  async function agedEnded(key: string): Promise<{ id: string; taskId: string }> {
+    const id = await start(t.api, 'late', { businessKey: key });
+    const task = await fetchOne(t.api, 'w', 'late-task');
+    expect(task.instanceId).toBe(id);
+    expect((await complete(t.api, task, 'w')).status).toBe(204);
+    await waitFor(async () => ((await t.api.get(`/api/instances/${id}`)).body.status === 'completed' ? true : undefined));
+    await t.db.pool.query(`update instances set ended_at = ended_at - interval '40 days' where id = $1`, [id]);
+    return { id, taskId: task.id };
+  }
+  const rowsOf = async (id: string) => {
+    const { rows: [n] } = await t.db.pool.query(`select (select count(*) from events where instance_id = $1)::int as events,
+                                                        (select count(*) from frames where instance_id = $1)::int as frames,
+                                                        (select count(*) from instances where id = $1)::int as instances`, [id]);
+    return n;
+  };
+
+  it('given retention deleting the instance in an open transaction, when a late result arrives, then it waits and records nothing: no orphan event', async () => {
+    const { id, taskId } = await agedEnded('late-1');
+    const tx = await t.db.pool.connect();
+    try {
+      await tx.query('begin');
+      expect(await deleteEndedInstances(tx, before(), 100)).toBeGreaterThanOrEqual(1);
+      const late = recordLateResult(t.db.pool, { taskId, workerId: 'late', lockToken: '00000000-0000-0000-0000-000000000000', kind: 'complete', payloadBytes: 0 });
+      await waitFor(async () => {
+        const { rows } = await t.db.pool.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%task:late_result%'`);
+        return rows.length > 0 ? true : undefined;
+      }, 10_000, 'the late result to wait for the instance row');
+      await tx.query('commit');
+      await late;
+    } finally {
+      tx.release();
+    }
+    expect(await rowsOf(id)).toEqual({ events: 0, frames: 0, instances: 0 });
+  });
+
+  it('given a late result recorded in an open transaction, when retention runs, then it skips that instance, and deletes it with the late event once the result committed', async () => {
+    const { id, taskId } = await agedEnded('late-2');
+    const tx = await t.db.pool.connect();
+    try {
+      await tx.query('begin');
+      await recordLateResult(tx, { taskId, workerId: 'late', lockToken: '00000000-0000-0000-0000-000000000000', kind: 'complete', payloadBytes: 0 });
+      await deleteEndedInstances(t.db.pool, before(), 100);
+      expect((await rowsOf(id)).instances).toBe(1);
+      await tx.query('commit');
+    } finally {
+      tx.release();
+    }
+    const { rows } = await t.db.pool.query(`select kind from events where instance_id = $1 and kind = 'task:late_result'`, [id]);
+    expect(rows).toHaveLength(1);
+    expect(await deleteEndedInstances(t.db.pool, before(), 100)).toBeGreaterThanOrEqual(1);
+    expect(await rowsOf(id)).toEqual({ events: 0, frames: 0, instances: 0 });
   });
 });
