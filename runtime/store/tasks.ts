@@ -79,7 +79,7 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
               order by ${ORDER_SQL[order]('t')}
               limit $3
               for update skip locked),
-           ${lockPickedSql({ framesHere: true })},
+           ${lockPickedSql(FRAMED_HERE_SQL)},
            ${FRAME_LOCKED_SQL}
            ${ANSWER_OR_COVERED_SQL}`,
     values,
@@ -100,7 +100,7 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
                              where t.state = 'ready' and t.topic = any(g.topics) and t.retry_at <= statement_timestamp()
                              order by ${ORDER_SQL[order]('t')} limit $3`,
              })},
-           ${lockPickedSql({ framesHere: false })},
+           ${lockPickedSql(FRAMED_BY_TRIGGER_SQL)},
            ${SPEND_TOKENS_SQL}
            ${ANSWER_SQL}`,
       values: [...values, resources],
@@ -112,9 +112,13 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
 // Locks the rows of `picked` (new token, attempt + 1, per-topic expiry) and records task:locked
 // in `ev`. Its rows go to the deferred trigger (framed null), which frames them at commit, or,
 // after FRAME_LOCKED_SQL, are framed by the statement itself.
-// The limited fetch is a transaction with more statements after its lock; its events stay
-// with the trigger.
-function lockPickedSql(o: { framesHere: boolean }): string {
+// `events.framed` of the fetch's events: framed by FRAME_LOCKED_SQL in the statement, unless
+// progress is pending for the instance; or left to the trigger: the limited fetch is a
+// transaction with more statements after its lock.
+const FRAMED_HERE_SQL = 'case when p.pending then null else true end';
+const FRAMED_BY_TRIGGER_SQL = 'null::boolean';
+
+function lockPickedSql(framedSql: string): string {
   return `locked as (
              update external_tasks t
                 set state = 'locked', worker_id = $4, lock_token = gen_random_uuid(), attempt = t.attempt + 1, last_result = null,
@@ -132,7 +136,7 @@ function lockPickedSql(o: { framesHere: boolean }): string {
              insert into events (instance_id, generation, kind, step_id, task_id, attempt, data, framed)
              select l.instance_id, l.generation, 'task:locked', l.step_id, l.id, l.attempt,
                     jsonb_build_object('workerId', l.worker_id, 'lockExpiresAt', l.lock_expires_at, 'trafficWaitMs', l.traffic_wait_ms),
-                    ${o.framesHere ? 'case when p.pending then null else true end' : 'null::boolean'}
+                    ${framedSql}
                from locked l join pend p on p.instance_id = l.instance_id
               order by l.instance_id, l.id
              returning instance_id, generation, seq, kind, step_id, task_id, attempt, data, at, framed)`;

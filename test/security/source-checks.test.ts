@@ -25,7 +25,9 @@ const REVIEWED: Record<string, RegExp[]> = {
     /^filterSql\('[a-z]'\)$/, /^order$/, /^order\.replaceAll\('t\.', 'l\.'\)$/, /^i$/, /^FILTERS_CTE$/, /^lockMsSql\(\)$/,
     /^NO_FLOW_LIMIT_SQL\('\$\d'\)$/, /^order\('[a-z]+'\)$/, /^lockPickedSql\(\)$/, /^answerSql\(order\)$/,
   ],
-  'runtime/store/tasks.ts': [/^NO_FLOW_LIMIT_SQL\('\$\d'\)$/, /^ORDER_SQL\[order\]\('[a-z]+'\)$/, /^lockPickedSql\(\)$/],
+  'runtime/store/tasks.ts': [
+    /^NO_FLOW_LIMIT_SQL\('\$\d'\)$/, /^ORDER_SQL\[order\]\('[a-z]+'\)$/, /^lockPickedSql\(FRAMED_(HERE|BY_TRIGGER)_SQL\)$/, /^framedSql$/,
+  ],
   // limitedPickSql's options are placeholders ('$1') and fragments its two callers build from constants.
   'runtime/store/flow-limits.ts': [/^topicsParam$/, /^o\.(resources|topics|maxTasks|candidates)$/, /^o\.order\('[a-z]+'\)$/],
 };
