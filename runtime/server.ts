@@ -79,6 +79,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   await opts.prepare?.(engine);
   const notifier = new TaskNotifier(opts.databaseUrl, opts.log);
   await notifier.start();
+  engine.handOff = notifier;
   const frameHub = new FrameHub(opts.databaseUrl, opts.log);
   await frameHub.start();
   const progress = new ProgressCoalescer(pool, opts.log);

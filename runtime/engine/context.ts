@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Plan } from '../compiler/plan.ts';
+import type { TaskHandOff } from './hand-off.ts';
 import type { Pool, Queryable } from '../store/db.ts';
 import { findDefinitionById } from '../store/definitions.ts';
 
@@ -29,6 +30,8 @@ export interface Engine {
    * version makes the optimistic start's guard fail and the entry is dropped.
    */
   startTargets: Map<string, { id: string; key: string; version: number }>;
+  /** the long polls parked on this node, to which a start may hand its new tasks (the server's TaskNotifier) */
+  handOff?: TaskHandOff;
 }
 
 export function createEngine(pool: Pool, log: Logger, options: Partial<EngineOptions> = {}): Engine {

@@ -2,6 +2,7 @@
 // until a notification for one of the topics (new work, or a released lock of a
 // flow-limited resource), a rate limit's next start, or a periodic safety re-check.
 import type { Engine } from './context.ts';
+import type { PollOffer } from './hand-off.ts';
 import type { TaskNotifier } from './task-notifier.ts';
 import { faultAfter } from '../shared/faults.ts';
 import { observeLocked } from '../ops/instruments.ts';
@@ -38,6 +39,8 @@ export interface LongPoll<T> {
   signal?: AbortSignal;
   /** one fetch-and-lock (a statement, or a limited fetch's transaction) in the given order */
   fetchOnce(order: FetchOrder): Promise<FetchOutcome<T>>;
+  /** while parked, starts of this process may hand a new task to the poll (native polls only) */
+  handOff?: { offer: PollOffer; answer(task: LockedTaskRow): T };
 }
 
 /** The long-poll loop shared by the native and the Camunda fetch-and-lock. */
@@ -47,7 +50,7 @@ export async function pollForTasks<T extends { id: string; lock_token: string | 
   const subscription = p.waitMs > 0 ? notifier.subscribe(p.topics) : undefined;
   try {
     for (;;) {
-      const { tasks, retryInMs } = await faultAfter('fetch:after-lock', p.fetchOnce(nextFetchOrder(p.topics)), (locked) => locked.tasks.length > 0);
+      const { tasks, retryInMs, limited } = await faultAfter('fetch:after-lock', p.fetchOnce(nextFetchOrder(p.topics)), (locked) => locked.tasks.length > 0);
       if (p.signal?.aborted) {
         await releaseTasks(engine, p.workerId, tasks);
         return [];
@@ -55,8 +58,20 @@ export async function pollForTasks<T extends { id: string; lock_token: string | 
       observeLocked(tasks);
       const left = deadline - Date.now();
       if (tasks.length > 0 || left <= 0 || !subscription || notifier.stopped) return tasks;
+      // A flow limit covers the topics: only a limited fetch may lock them.
+      subscription.offer(limited ? undefined : p.handOff?.offer);
       // Freed capacity rings the topics' doorbell (migration 0009's trigger); new tokens do not, so wake for them.
       await subscription.wait(Math.min(left, SAFETY_RECHECK_MS, retryInMs ?? SAFETY_RECHECK_MS), p.signal);
+      const handed = subscription.takeHanded();
+      if (handed.length > 0) {
+        // Locked for this poll in the start's statement; a caller that left gets nothing and the task is given back.
+        if (p.signal?.aborted) {
+          await releaseTasks(engine, p.workerId, handed);
+          return [];
+        }
+        observeLocked(handed);
+        return handed.map((task) => p.handOff!.answer(task));
+      }
       // Aborted by the caller, or the server is stopping: answer without locking more.
       if (p.signal?.aborted || notifier.stopped) return [];
     }
@@ -77,7 +92,15 @@ export function fetchAndWait(engine: Engine, notifier: TaskNotifier, p: FetchAnd
     waitMs: p.waitMs,
     ...(p.signal ? { signal: p.signal } : {}),
     fetchOnce: (order) => fetchAndLock(engine.pool, { ...p, order }),
+    handOff: { offer: pollOffer(p), answer: (task) => task },
   });
+}
+
+function pollOffer(p: FetchAndLockParams): PollOffer {
+  const lockDurationMs = new Map<string, number>();
+  // the first entry of a topic named twice wins, as in the fetch statement (array_position)
+  for (const t of p.topics) if (!lockDurationMs.has(t.name)) lockDurationMs.set(t.name, t.lockDurationMs);
+  return { workerId: p.workerId, lockDurationMs };
 }
 
 // The caller disconnected while its fetch ran: give the tasks back at once.

@@ -6,23 +6,45 @@
 // later. Its echo still rings (other paths notify too, and one cannot tell them
 // apart safely); a poll that already took the task has gone by then, one still
 // parked fetches once more.
+//
+// A native poll parks with an offer (engine/hand-off.ts): a start of this process may
+// claim it while it is parked and unrung, insert its new task already locked for it in
+// the start's own statement, and deliver the row. While claimed, nothing ends the park
+// (a ring, the wait running out, the caller leaving, stop): the claim's outcome is
+// waited for, so a task locked for the poll is always seen by it (and given back by
+// pollForTasks if the caller has left).
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { TASKS_CHANNEL, TIMERS_CHANNEL, onTasksCommitted } from '../store/instances.ts';
+import type { LockedTaskRow } from '../store/tasks.ts';
+import type { PollClaim, PollOffer, TaskHandOff } from './hand-off.ts';
 
 export interface TopicSubscription {
-  /** resolves when one of the topics was notified since subscribing, or after ms, or on abort */
+  /** resolves when one of the topics was notified since subscribing, or after ms, or on abort, or when a task was handed */
   wait(ms: number, signal?: AbortSignal): Promise<void>;
+  /** what a start handed to this poll while it waited (engine/hand-off.ts); emptied by the call */
+  takeHanded(): LockedTaskRow[];
+  /** lets starts of this process hand a task to the poll while it is parked; undefined withdraws it */
+  offer(offer: PollOffer | undefined): void;
   close(): void;
 }
 
 interface Waiter {
   topics: Set<string>;
   rung: boolean;
+  /** ends the park, or with a claim pending marks it due */
   wake?: () => void;
+  /** ends the park at once */
+  finish?: () => void;
+  signal?: AbortSignal;
+  offer?: PollOffer;
+  claimed: boolean;
+  /** the park should have ended (ring, time, abort, stop) while claimed */
+  due: boolean;
+  handed: LockedTaskRow[];
 }
 
-export class TaskNotifier {
+export class TaskNotifier implements TaskHandOff {
   private client: pg.Client | undefined;
   private readonly waiters = new Set<Waiter>();
   private stoppedFlag = false;
@@ -59,10 +81,15 @@ export class TaskNotifier {
 
   /** Subscribe before fetching, so a notification that lands during the fetch is not missed. */
   subscribe(topics: string[]): TopicSubscription {
-    const waiter: Waiter = { topics: new Set(topics), rung: false };
+    const waiter: Waiter = { topics: new Set(topics), rung: false, claimed: false, due: false, handed: [] };
     this.waiters.add(waiter);
     return {
       wait: (ms, signal) => this.park(waiter, ms, signal),
+      takeHanded: () => waiter.handed.splice(0),
+      offer: (offer) => {
+        if (offer) waiter.offer = offer;
+        else delete waiter.offer;
+      },
       close: () => {
         this.waiters.delete(waiter);
         waiter.wake?.();
@@ -84,22 +111,63 @@ export class TaskNotifier {
     return this.waiters.size;
   }
 
+  /**
+   * Reserves a parked, unrung native poll of the topic for one new task (TaskHandOff). A rung
+   * poll is left alone: it is about to fetch, and may find an older task first.
+   */
+  claimPoll(topic: string): PollClaim | undefined {
+    if (this.stoppedFlag) return undefined;
+    for (const w of this.waiters) {
+      const lockDurationMs = w.offer?.lockDurationMs.get(topic);
+      if (!w.offer || lockDurationMs === undefined || !w.finish || w.claimed || w.rung || w.signal?.aborted) continue;
+      w.claimed = true;
+      let settled = false;
+      return {
+        workerId: w.offer.workerId,
+        lockDurationMs,
+        deliver: (task) => {
+          if (settled) return;
+          settled = true;
+          w.claimed = false;
+          w.handed.push(task);
+          w.finish?.();
+        },
+        release: () => {
+          if (settled) return;
+          settled = true;
+          w.claimed = false;
+          if (w.due || w.rung) w.finish?.();
+        },
+      };
+    }
+    return undefined;
+  }
+
   private park(waiter: Waiter, ms: number, signal?: AbortSignal): Promise<void> {
     if (waiter.rung || this.stoppedFlag || signal?.aborted) {
       waiter.rung = false;
       return Promise.resolve();
     }
     return new Promise((resolve) => {
-      const done = () => {
+      const finish = () => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
+        signal?.removeEventListener('abort', end);
         waiter.wake = undefined;
+        waiter.finish = undefined;
+        waiter.signal = undefined;
         waiter.rung = false;
+        waiter.due = false;
         resolve();
       };
-      const timer = setTimeout(done, ms);
-      signal?.addEventListener('abort', done, { once: true });
-      waiter.wake = done;
+      const end = () => {
+        if (waiter.claimed) waiter.due = true;
+        else finish();
+      };
+      const timer = setTimeout(end, ms);
+      signal?.addEventListener('abort', end, { once: true });
+      waiter.wake = end;
+      waiter.finish = finish;
+      if (signal) waiter.signal = signal;
     });
   }
 

@@ -40,6 +40,8 @@ const PART = {
   frames: 8192,
   /** the transaction frames the events in its last statement (frameTransitions) */
   framesAtEnd: 16384,
+  /** a start inserts some of its tasks locked for parked polls of this node (engine/hand-off.ts) */
+  handOff: 32768,
 } as const;
 
 /** Events that end a generation: instance:ended follows them, and nothing after it. */
@@ -65,6 +67,23 @@ export interface ApplyEffectsInput {
    * with or without a guard), so the caller can take the path that flushes it.
    */
   framesAtEnd?: boolean;
+  /**
+   * A start only (with `insert`): these of its new tasks are inserted locked for a parked
+   * poll, as fetch-and-lock would lock them (attempt 1, the poll's lock duration from the
+   * database clock, a `task:locked` event), and are not rung. The guard fails (BT409) when a
+   * flow limit covers one of their topics. The statement then answers one row per handed
+   * task, shaped like fetch-and-lock's answer (store/tasks.ts ANSWER_SQL).
+   */
+  handOff?: HandOffTask[];
+}
+
+/** A new task of the transition (fx.tasks[index]) inserted locked for a parked poll. */
+export interface HandOffTask {
+  index: number;
+  taskId: string;
+  workerId: string;
+  lockToken: string;
+  lockDurationMs: number;
 }
 
 export interface ApplyEffectsStatement {
@@ -76,6 +95,10 @@ export interface ApplyEffectsStatement {
 /** The statement and values for one transition; the same shape always gives the same name and text. */
 export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStatement {
   const fx = p.effects;
+  const handOff = p.handOff && p.handOff.length > 0 ? handOffColumns(fx, p.handOff) : undefined;
+  if (handOff && !p.insert) throw new Error('applyEffectsStatement: only a start hands its tasks to parked polls');
+  // the handed tasks' task:locked events follow the transition's own (as a fetch after the commit would)
+  const allEvents = handOff ? [...fx.events, ...handOff.events] : fx.events;
   const steps = lastStatusPerStep(fx.steps);
   const ended = p.status === 'completed' || p.status === 'canceled' || p.status === 'compensated';
   // A wait that starts and ends within one transition never needs a row.
@@ -87,7 +110,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     + has(PART.subscriptions, subscriptions.length > 0) + has(PART.endedWaits, fx.endedWaits.length > 0)
     + has(PART.canceledTasks, fx.canceledTasks.length > 0) + has(PART.guard, p.guard !== undefined)
     + has(PART.completes, p.guard?.completes !== undefined) + has(PART.insert, p.insert !== undefined)
-    + has(PART.latestOnly, p.insert?.latestOnly === true);
+    + has(PART.latestOnly, p.insert?.latestOnly === true) + has(PART.handOff, handOff !== undefined);
   // A statement that is its own transaction frames its events itself. Inside a transaction
   // (a batch of completes) the head would be locked before the transaction's later locks,
   // so the trigger does it at commit. An incident may name a task, whose key lock its
@@ -118,8 +141,10 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
 
   let correlationKey: string;
   let guard: string | undefined;
+  let bkParam = 0;
   if (p.insert) {
     const bk = $(p.instance.business_key);
+    bkParam = bk;
     const def = $(p.instance.definition_id);
     ctes.push(`i as (insert into instances (id, definition_id, definition_key, definition_version, business_key, variables, status, revision, ended_at)
             select $${id}::uuid, d.id, d.key, d.version, $${bk}::text, $${vars}::jsonb, $${status}::text, 1, case when $${end}::boolean then now() end
@@ -164,7 +189,33 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
             select $${id}::uuid, x.flow_id, $${gen()}::int, x.state from unnest($${ids}::text[], $${sts}::text[]) as x(flow_id, state)` + hold('f') + ')');
   }
   let topics = 0;
-  if (fx.tasks.length > 0) {
+  let tokens = 0;
+  if (fx.tasks.length > 0 && handOff) {
+    const ids = $(fx.tasks.map((t) => t.stepId));
+    topics = $(fx.tasks.map((t) => t.topic));
+    const prio = $(fx.tasks.map((t) => t.priority));
+    const retries = $(fx.tasks.map((t) => t.retries));
+    const keys = $(fx.tasks.map((t) => idempotencyKey(p.instance.id, t.stepId, p.instance.generation, t.loopIndex)));
+    const loopIdx = $(fx.tasks.map((t) => t.loopIndex ?? 0));
+    const locals = $(fx.tasks.map((t) => t.localVariables ?? {}));
+    const taskIds = $(handOff.taskIds);
+    const workers = $(handOff.workers);
+    tokens = $(handOff.tokens);
+    const lockMs = $(handOff.lockMs);
+    // A handed task is locked as fetch-and-lock locks it (store/tasks.ts lockPickedSql): attempt 1, expiry on the database clock.
+    ctes.push(`t as (insert into external_tasks (id, instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables,
+                                         state, worker_id, lock_token, lock_expires_at, attempt)
+            select coalesce(x.id, gen_random_uuid()), $${id}::uuid, x.step_id, $${gen()}::int, x.topic, x.priority, x.retries, x.retries, x.idempotency_key, x.loop_index, x.local_variables,
+                   case when x.lock_token is null then 'ready' else 'locked' end, x.worker_id, x.lock_token,
+                   statement_timestamp() + x.lock_ms * interval '1 millisecond', case when x.lock_token is null then 0 else 1 end
+              from unnest($${ids}::text[], $${topics}::text[], $${prio}::int[], $${retries}::int[], $${keys}::text[], $${loopIdx}::int[], $${locals}::jsonb[],
+                          $${taskIds}::uuid[], $${workers}::text[], $${tokens}::uuid[], $${lockMs}::int[])
+                   as x(step_id, topic, priority, retries, idempotency_key, loop_index, local_variables, id, worker_id, lock_token, lock_ms)
+         returning *)`);
+    // No fetch may lock beyond a flow limit, and this insert counts no capacity: a limited topic is never handed.
+    const handedTopics = $(handOff.topics);
+    guard = (guard ?? 'true') + ` and not exists (select 1 from flow_limit_topics fl where fl.topic = any($${handedTopics}::text[]))`;
+  } else if (fx.tasks.length > 0) {
     const ids = $(fx.tasks.map((t) => t.stepId));
     topics = $(fx.tasks.map((t) => t.topic));
     const prio = $(fx.tasks.map((t) => t.priority));
@@ -187,13 +238,14 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
             select $${id}::uuid, x.step_id, $${gen()}::int, x.kind, x.message, x.details, x.task_id
               from unnest($${ids}::text[], $${kinds}::text[], $${msgs}::text[], $${details}::jsonb[], $${tasks}::uuid[]) as x(step_id, kind, message, details, task_id))`);
   }
-  let events: { kinds: number; ids: number; data: number; tasks: number } | undefined;
-  if (fx.events.length > 0) {
+  let events: EventParams | undefined;
+  if (allEvents.length > 0) {
     events = {
-      kinds: $(fx.events.map((e) => e.kind)),
-      ids: $(fx.events.map((e) => e.stepId ?? null)),
-      data: $(fx.events.map((e) => e.data ?? {})),
-      tasks: $(fx.events.map((e) => e.taskId ?? null)),
+      kinds: $(allEvents.map((e) => e.kind)),
+      ids: $(allEvents.map((e) => e.stepId ?? null)),
+      data: $(allEvents.map((e) => e.data ?? {})),
+      tasks: $(allEvents.map((e) => e.taskId ?? null)),
+      ...(handOff ? { attempts: $(handOff.eventAttempts), lockMs: $(handOff.eventLockMs) } : {}),
     };
   }
   if (timers.length > 0) {
@@ -238,8 +290,12 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   }
   if (events && framesHere) {
     held.push('i', ...(p.guard?.completes ? ['done'] : []));
-    const frames = framesOf(fx.events);
-    ctes.push(...frameParts(id, gen(), events, { kinds: $(frames.kinds), data: $(frames.data) }, checksProgress ? held : undefined));
+    const frames = framesOf(allEvents);
+    if (handOff) {
+      // the trigger's frame of a task:locked event carries its attempt (migration 0011)
+      for (let k = fx.events.length; k < frames.data.length; k++) frames.data[k] = { ...frames.data[k], attempt: 1 };
+    }
+    ctes.push(...frameParts(id, gen(), events, { kinds: $(frames.kinds), data: $(frames.data), ...(handOff ? { lockMs: $(handOff.eventLockMs) } : {}) }, checksProgress ? held : undefined));
   } else if (events && framesAtEnd) {
     held.push('i', ...(p.guard?.completes ? ['done'] : []));
     ctes.push(...progressParts(id, held), eventsPart(id, gen(), events, 'true'));
@@ -249,11 +305,21 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   }
   // A guarded write whose guard lost raises, so the whole statement writes nothing.
   if (guard) ctes.push('guarded as (select baton_transition_guard(' + guard + ') as ok)');
-  const answers = ['(select created_at from i) as created_at'];
-  if (topics) answers.push(`(select count(pg_notify('${TASKS_CHANNEL}', topic)) from (select distinct unnest($${topics}::text[]) as topic) as n) as tasks_rung`);
+  // With handed tasks, the created_at of their rows is the instance's (both now(), one transaction).
+  const answers = handOff ? [] : ['(select created_at from i) as created_at'];
+  // Handed tasks ring nobody: their poll is answered by the caller, and no one else may take them.
+  const rung = handOff ? `select distinct x.topic from unnest($${topics}::text[], $${tokens}::uuid[]) as x(topic, token) where x.token is null`
+    : `select distinct unnest($${topics}::text[]) as topic`;
+  if (topics) answers.push(`(select count(pg_notify('${TASKS_CHANNEL}', topic)) from (` + rung + ') as n) as tasks_rung');
   if (timers.length > 0) answers.push(`(select pg_notify('${TIMERS_CHANNEL}', '')) as timers_rung`);
   if (events && framesHere) answers.push(`(select pg_notify('${FRAMES_CHANNEL}', $${id}::uuid::text || ' ' || $${gen()}::int::text || ' ' || last_seq::text) from head) as frames_rung`);
-  const text = 'with\n      ' + ctes.join(',\n      ') + '\n      select ' + answers.join(', ') + (guard ? ' from guarded' : '');
+  // The handed rows as fetch-and-lock answers them (store/tasks.ts ANSWER_SQL): the task row, the
+  // business key, the instance's variables under the task's local ones. A row of nulls if none.
+  const from = !handOff ? (guard ? ' from guarded' : '')
+    : `, l.*, $${bkParam}::text as business_key, $${vars}::jsonb || l.local_variables as variables
+        from guarded left join (select * from t where t.lock_token is not null) l on true
+       order by l.priority desc, l.created_at`;
+  const text = 'with\n      ' + ctes.join(',\n      ') + '\n      select ' + answers.join(', ') + from;
   return { name: 'apply_effects_' + shapeOf.toString(36), text, values };
 }
 
@@ -277,10 +343,22 @@ export function framesOf(events: Effects['events']): { kinds: string[]; data: Re
   return { kinds, data };
 }
 
-type EventParams = { kinds: number; ids: number; data: number; tasks: number };
+/** Parameter numbers of the events; with a hand-off also each event's attempt and lock duration (null but for task:locked). */
+type EventParams = { kinds: number; ids: number; data: number; tasks: number; attempts?: number; lockMs?: number };
+
+// A handed task's lock expiry in its event and frame, on the database clock like the task row's.
+const LOCK_EXPIRY_DATA = `case when x.lock_ms is null then '{}'::jsonb
+                   else jsonb_build_object('lockExpiresAt', statement_timestamp() + x.lock_ms * interval '1 millisecond') end`;
 
 // The history rows, in order (their seqs follow it). `framed`: an SQL expression for the column.
 function eventsPart(id: number, gen: number, ev: EventParams, framed: string): string {
+  if (ev.attempts !== undefined && ev.lockMs !== undefined) {
+    return `e as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data` + (framed ? ', framed' : '') + `)
+            select $${id}::uuid, $${gen}::int, x.kind, x.step_id, x.task_id, x.attempt, x.data || ` + LOCK_EXPIRY_DATA + (framed ? ', ' + framed : '') + `
+              from unnest($${ev.kinds}::text[], $${ev.ids}::text[], $${ev.data}::jsonb[], $${ev.tasks}::uuid[], $${ev.attempts}::int[], $${ev.lockMs}::int[])
+                   with ordinality as x(kind, step_id, data, task_id, attempt, lock_ms, n)
+             order by x.n)`;
+  }
   return `e as (insert into events (instance_id, generation, kind, step_id, task_id, data` + (framed ? ', framed' : '') + `)
             select $${id}::uuid, $${gen}::int, x.kind, x.step_id, x.task_id, x.data` + (framed ? ', ' + framed : '') + `
               from unnest($${ev.kinds}::text[], $${ev.ids}::text[], $${ev.data}::jsonb[], $${ev.tasks}::uuid[]) with ordinality as x(kind, step_id, data, task_id, n)
@@ -293,7 +371,7 @@ function eventsPart(id: number, gen: number, ev: EventParams, framed: string): s
 // commit, which follows at once) is the last lock taken, and with progress pending the
 // events are left to the trigger (framed null), which flushes it before the frame that
 // ends its step. A start passes none: nothing can be pending or waiting for a new instance.
-function frameParts(id: number, gen: number, ev: EventParams, fr: { kinds: number; data: number }, held: string[] | undefined): string[] {
+function frameParts(id: number, gen: number, ev: EventParams, fr: { kinds: number; data: number; lockMs?: number }, held: string[] | undefined): string[] {
   return [
     ...(held ? progressParts(id, held) : []),
     eventsPart(id, gen, ev, held ? '(select case when pending then null else true end from pend)' : 'true'),
@@ -304,8 +382,8 @@ function frameParts(id: number, gen: number, ev: EventParams, fr: { kinds: numbe
              where h.ended_at is null
          returning h.last_seq)`,
     `fw as (insert into frames (instance_id, generation, seq, kind, data, at)
-            select $${id}::uuid, $${gen}::int, head.last_seq - cardinality($${fr.kinds}::text[]) + x.n::int, x.kind, x.data, now()
-              from head, unnest($${fr.kinds}::text[], $${fr.data}::jsonb[]) with ordinality as x(kind, data, n))`,
+            select $${id}::uuid, $${gen}::int, head.last_seq - cardinality($${fr.kinds}::text[]) + x.n::int, x.kind, x.data` + (fr.lockMs ? ' || ' + LOCK_EXPIRY_DATA : '') + `, now()
+              from head, unnest($${fr.kinds}::text[], $${fr.data}::jsonb[]` + (fr.lockMs ? `, $${fr.lockMs}::int[]) with ordinality as x(kind, data, lock_ms, n))` : ') with ordinality as x(kind, data, n))'),
   ];
 }
 
@@ -318,6 +396,42 @@ function progressParts(id: number, held: string[]): string[] {
     'locks as materialized (select ' + held.map((name) => '(select count(*) from ' + name + ')').join(' + ') + ' as n)',
     `pend as materialized (select baton_progress_pending($${id}::uuid) as pending from locks where locks.n >= 0)`,
   ];
+}
+
+interface HandOffColumns {
+  /** per fx.tasks entry: null when not handed */
+  taskIds: (string | null)[];
+  workers: (string | null)[];
+  tokens: (string | null)[];
+  lockMs: (number | null)[];
+  /** the topics of the handed tasks */
+  topics: string[];
+  /** their task:locked events, as fetch-and-lock writes them (the expiry is added in SQL) */
+  events: Effects['events'];
+  /** per event of the statement (the transition's, then the task:locked ones) */
+  eventAttempts: (number | null)[];
+  eventLockMs: (number | null)[];
+}
+
+function handOffColumns(fx: Effects, handOff: HandOffTask[]): HandOffColumns {
+  const n = fx.tasks.length;
+  const c: HandOffColumns = {
+    taskIds: Array(n).fill(null), workers: Array(n).fill(null), tokens: Array(n).fill(null), lockMs: Array(n).fill(null),
+    topics: [], events: [], eventAttempts: fx.events.map(() => null), eventLockMs: fx.events.map(() => null),
+  };
+  for (const h of handOff) {
+    const task = fx.tasks[h.index];
+    if (!task) throw new Error(`applyEffectsStatement: no new task at index ${h.index} to hand off`);
+    c.taskIds[h.index] = h.taskId;
+    c.workers[h.index] = h.workerId;
+    c.tokens[h.index] = h.lockToken;
+    c.lockMs[h.index] = h.lockDurationMs;
+    c.topics.push(task.topic);
+    c.events.push({ kind: 'task:locked', stepId: task.stepId, taskId: h.taskId, data: { workerId: h.workerId, trafficWaitMs: 0 } });
+    c.eventAttempts.push(1);
+    c.eventLockMs.push(h.lockDurationMs);
+  }
+  return c;
 }
 
 /** The same for every attempt of one step (one element of a multi-instance step) in one generation, different for anything else. */

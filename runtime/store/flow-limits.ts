@@ -124,6 +124,8 @@ export interface FetchOutcome<T> {
   tasks: T[];
   /** nothing was locked and a rate limit has its next start in this many ms: poll again then */
   retryInMs?: number;
+  /** a flow limit covers the topics (the fetch went the limited way): no task may be handed to the poll */
+  limited?: boolean;
 }
 
 /**
@@ -144,10 +146,10 @@ export async function fetchWithinFlowLimits<T>(pool: Pool, topics: string[], fet
       values: [topics],
     });
     const tasks = await fetch(tx, rows.map((r) => r.resource));
-    if (tasks.length > 0) return { tasks };
+    if (tasks.length > 0) return { tasks, limited: true };
     // An empty bucket refills on the clock, not on a notification: say when its next token is due.
     const waits = rows.filter((r) => r.rate > 0 && r.available < 1).map((r) => Math.ceil(((1 - r.available) / r.rate) * 1000));
-    return waits.length > 0 ? { tasks, retryInMs: Math.max(1, Math.min(...waits)) } : { tasks };
+    return waits.length > 0 ? { tasks, retryInMs: Math.max(1, Math.min(...waits)), limited: true } : { tasks, limited: true };
   });
 }
 

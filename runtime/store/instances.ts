@@ -3,7 +3,8 @@ import type { Effects, InstanceState, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
 import { afterCommit, isPool, type Queryable } from './db.ts';
 import { FRAMES_CHANNEL } from './frames.ts';
-import { applyEffectsStatement, framesOf } from './apply-effects.ts';
+import { applyEffectsStatement, framesOf, type HandOffTask } from './apply-effects.ts';
+import type { LockedTaskRow } from './tasks.ts';
 
 export { idempotencyKey, TASKS_CHANNEL, TIMERS_CHANNEL } from './apply-effects.ts';
 
@@ -295,6 +296,29 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
     afterCommit(db, () => topicsListeners.forEach((fn) => fn(topics)));
   }
   return rows[0]!.created_at;
+}
+
+/**
+ * A start in one statement (applyEffects with `insert`) that inserts the tasks in `handOff`
+ * locked for parked polls of this node (engine/hand-off.ts) and answers them as
+ * fetch-and-lock would; the other new tasks are rung as usual. Fails with
+ * TRANSITION_GUARD_LOST, writing nothing, where applyEffects' start would, and when a flow
+ * limit covers a handed task's topic.
+ */
+export async function applyStartHandingOff(db: Queryable, p: ApplyEffectsParams & { insert: { latestOnly: boolean }; handOff: HandOffTask[] }): Promise<{ createdAt: Date; handed: LockedTaskRow[] }> {
+  const fx = p.effects;
+  const { rows } = await db.query<LockedTaskRow>(applyEffectsStatement({
+    instance: p.instance, effects: fx, status: p.status, variables: p.variables,
+    incidentTaskIds: p.incidentTaskIds ?? fx.incidents.map(() => null),
+    insert: p.insert, handOff: p.handOff, alone: isPool(db),
+  }));
+  const handedAt = new Set(p.handOff.map((h) => h.index));
+  const topics = [...new Set(fx.tasks.filter((_, i) => !handedAt.has(i)).map((t) => t.topic))];
+  if (topics.length > 0 && topicsListeners.size > 0) afterCommit(db, () => topicsListeners.forEach((fn) => fn(topics)));
+  // created_at of a handed task row is the instance's: both now() of the one transaction
+  const handed = rows.filter((r) => r.id !== null);
+  for (const r of handed) for (const k of ['tasks_rung', 'timers_rung', 'frames_rung']) delete (r as unknown as Record<string, unknown>)[k];
+  return { createdAt: rows[0]!.created_at, handed };
 }
 
 /**

@@ -36,7 +36,9 @@ const PARTS: ((fx: Effects) => void)[] = [
 // '-alone': the statement is its own transaction and frames its events itself
 // '-end': inside a transaction that frames at its end (frameTransitions): a batch of
 // completes (guarded), a batch of timer firings (the instance locked, no guard)
-const MODES = ['update', 'guard', 'completes', 'insert', 'insert-latest', 'guard-alone', 'completes-alone', 'insert-alone', 'update-end', 'guard-end', 'completes-end'] as const;
+// '-handoff': a start that hands its new task to a parked poll (engine/hand-off.ts)
+const MODES = ['update', 'guard', 'completes', 'insert', 'insert-latest', 'guard-alone', 'completes-alone', 'insert-alone', 'update-end', 'guard-end', 'completes-end',
+  'insert-handoff', 'insert-handoff-alone'] as const;
 
 describe('applyEffects shapes', () => {
   it('given every combination of parts and every way of writing the row, then each statement prepares and runs, and one name always has one text', async () => {
@@ -57,6 +59,7 @@ describe('applyEffects shapes', () => {
             ...(insert ? { insert: { latestOnly: mode === 'insert-latest' } } : {}),
             alone: mode.endsWith('-alone'),
             framesAtEnd: mode.endsWith('-end'),
+            ...(mode.includes('handoff') ? { handOff: fx.tasks.map((_, index) => ({ index, taskId: randomUUID(), workerId: 'w', lockToken: randomUUID(), lockDurationMs: 1000 })) } : {}),
           });
           expect(texts.get(st.name) ?? st.text, st.name).toBe(st.text);
           texts.set(st.name, st.text);
