@@ -163,8 +163,8 @@ async function completeInOneTransaction(engine: Engine, workerId: string, items:
       // In instance order, like the locks: frameTransitions then takes the frame heads in that order too.
       writes.sort((a, b) => (a.instance.id < b.instance.id ? -1 : 1));
       // Their events are framed by one statement at the end (the heads are its last locks),
-      // not by a trigger call per event at commit; progress pending for one makes its guard
-      // fail and the batch go one by one, where the trigger flushes it first.
+      // not by a trigger call per event at commit; progress pending for one of them makes
+      // that statement fail and the batch go one by one, where the trigger flushes it first.
       for (const write of writes) await applyEffects(tx, { ...write, framesAtEnd: true });
       await frameTransitions(tx, writes);
       return new Set(writes.map((w) => w.guard!.completes!.taskId));

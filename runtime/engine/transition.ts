@@ -17,7 +17,7 @@ export interface CommitOptions {
   plan?: Plan;
   /**
    * The transaction ends with frameTransitions (a batch of timer firings): the events are
-   * written framed, and the statement fails (BT409) with progress pending for the instance.
+   * written framed; that last statement fails (BT409) with progress pending for the instance.
    */
   framesAtEnd?: boolean;
 }

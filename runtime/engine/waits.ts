@@ -113,8 +113,8 @@ export function chunkFor<T>(items: T[], lanes: number, cap: number): T[][] {
  * firing's transition, frame them all in the last statement, commit once. Timers of
  * busy instances then fire one by one, waiting for their instance like any transition;
  * so does the whole batch if one firing fails, so that one bad instance cannot hold back
- * the others, or if progress is pending for one of its instances (its statement fails
- * with BT409: one by one, the trigger flushes that progress before the firing's frames).
+ * the others, or if progress is pending for one of its instances (the framing statement
+ * fails with BT409: one by one, the trigger flushes that progress before the firing's frames).
  */
 async function fireTimerBatch(engine: Engine, candidates: { id: string; instance_id: string }[]): Promise<number> {
   for (let i = 0; i < candidates.length; i++) await fault('timer:before-fire');

@@ -63,8 +63,7 @@ export interface ApplyEffectsInput {
   /**
    * A write inside a transaction whose last statement frames its transitions
    * (frameTransitions: a batch of completes, a batch of timer firings): the events are
-   * written framed, and with progress pending for the instance the statement fails (BT409,
-   * with or without a guard), so the caller can take the path that flushes it.
+   * written framed. Pending progress is checked once, by that last statement.
    */
   framesAtEnd?: boolean;
   /**
@@ -121,10 +120,11 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   const shapeOf = shape + has(PART.frames, framesHere) + has(PART.framesAtEnd, framesAtEnd);
   // With framesHere, the frame head must be the statement's last lock: the parts that take
   // row locks answer a row each, and the framing parts depend on all of them being run.
-  // With framesAtEnd, the progress check must come after them.
   // A start needs neither: its instance id is new, so no report can be pending for it and
-  // nobody else can be waiting for its frame head.
-  const checksProgress = (framesHere && p.insert === undefined) || framesAtEnd;
+  // nobody else can be waiting for its frame head. With framesAtEnd, frameTransitions
+  // checks for progress once for the whole batch, after every write of it (as late as this
+  // statement's check, so it sees at least as much).
+  const checksProgress = framesHere && p.insert === undefined;
   const held: string[] = [];
   const hold = (name: string): string => (checksProgress ? (held.push(name), ' returning 1') : '');
 
@@ -297,9 +297,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     }
     ctes.push(...frameParts(id, gen(), events, { kinds: $(frames.kinds), data: $(frames.data), ...(handOff ? { lockMs: $(handOff.eventLockMs) } : {}) }, checksProgress ? held : undefined));
   } else if (events && framesAtEnd) {
-    held.push('i', ...(p.guard?.completes ? ['done'] : []));
-    ctes.push(...progressParts(id, held), eventsPart(id, gen(), events, 'true'));
-    guard = (guard ?? 'true') + ' and not (select pending from pend)';
+    ctes.push(eventsPart(id, gen(), events, 'true'));
   } else if (events) {
     ctes.push(eventsPart(id, gen(), events, ''));
   }

@@ -261,7 +261,7 @@ export interface ApplyEffectsParams {
   guard?: { revision: number; completes?: { taskId: string; workerId: string; lockToken: string } };
   /**
    * Inside a transaction that ends with frameTransitions: the events are written framed
-   * (no trigger call), and with progress pending for the instance the guard fails (BT409).
+   * (no trigger call); frameTransitions fails (BT409) if progress is pending for the instance.
    */
   framesAtEnd?: boolean;
   /**
@@ -329,6 +329,13 @@ export async function applyStartHandingOff(db: Queryable, p: ApplyEffectsParams 
  * Transitions are given in the order they were written: several of one instance (two
  * timers of it in one batch) are framed as one run of events, as the trigger frames all
  * of a transaction's events of an instance (a row may be upserted once per statement).
+ *
+ * With progress pending for any of the instances it writes nothing and fails (BT409,
+ * TRANSITION_GUARD_LOST): the caller goes one by one, where the trigger flushes the
+ * progress before the frame that ends its step. Checked here, once, rather than by each
+ * write: this statement comes after every write of the batch, and a report on a task a
+ * write touched cannot commit meanwhile (recordProgress takes FOR SHARE on the task row,
+ * which the write holds), so this check sees every report the writes' own checks would.
  */
 export async function frameTransitions(db: Queryable, transitions: { instance: { id: string; generation: number }; effects: Effects }[]): Promise<void> {
   // stable: an instance's transitions keep the order they were written in (their seqs' order)
@@ -343,8 +350,9 @@ export async function frameTransitions(db: Queryable, transitions: { instance: {
   await db.query({
     name: 'frame_transitions',
     text: `with x as (select * from unnest($1::uuid[], $2::int[], $3::int[], $4::boolean[]) with ordinality as x(id, gen, n, ends, k)),
+                quiet as (select baton_transition_guard(not exists (select 1 from progress_reports where instance_id = any($1::uuid[]))) as ok),
                 head as (insert into frame_heads as h (instance_id, generation, last_seq, ended_at)
-                         select id, gen, n, case when ends then now() end from x order by k
+                         select id, gen, n, case when ends then now() end from x, quiet where quiet.ok order by k
                          on conflict (instance_id, generation) do update set last_seq = h.last_seq + excluded.last_seq, ended_at = excluded.ended_at
                           where h.ended_at is null
                          returning h.instance_id, h.generation, h.last_seq),
