@@ -143,29 +143,48 @@ export async function completeTasks(engine: Engine, workerId: string, items: Omi
   return answers;
 }
 
+/**
+ * Rounds one batch's transaction may take: each completes one task per instance, the next
+ * reads the instances again with those writes applied (the branches of a parallel split
+ * fetched together complete in one commit). What is left after the last round goes singly.
+ */
+const BATCH_ROUNDS = 10;
+
 /** The batch's transaction; answers the tasks it completed (none if it failed). */
 async function completeInOneTransaction(engine: Engine, workerId: string, items: Omit<CompleteTaskRequest, 'workerId'>[]): Promise<Set<string>> {
   try {
     return await withTransaction(engine.pool, async (tx) => {
-      const taskIds = items.map((i) => i.taskId);
-      await lockInstancesOfTasks(tx, taskIds);
-      const reads = await readTaskTransitions(tx, taskIds);
+      await lockInstancesOfTasks(tx, items.map((i) => i.taskId));
       const writes: ApplyEffectsParams[] = [];
-      const taken = new Set<string>();
-      for (const item of items) {
-        const read = reads.get(item.taskId);
-        if (!read || taken.has(read.instance.id)) continue;
-        const write = await completionOf(engine, read, { ...item, workerId }, tx);
-        if (!write) continue;
-        taken.add(read.instance.id);
-        writes.push(write);
+      let pending = items;
+      for (let round = 0; round < BATCH_ROUNDS && pending.length > 0; round++) {
+        // A second task of an instance waits for the next round, whose read sees this round's write of it.
+        const reads = await readTaskTransitions(tx, pending.map((i) => i.taskId));
+        const taken = new Set<string>();
+        const later: typeof items = [];
+        const roundWrites: ApplyEffectsParams[] = [];
+        for (const item of pending) {
+          const read = reads.get(item.taskId);
+          if (!read) continue;
+          if (taken.has(read.instance.id)) {
+            later.push(item);
+            continue;
+          }
+          const write = await completionOf(engine, read, { ...item, workerId }, tx);
+          if (!write) continue;
+          taken.add(read.instance.id);
+          roundWrites.push(write);
+        }
+        // In instance order, like the locks: frameTransitions then takes the frame heads in that
+        // order too (an instance's writes of later rounds follow its earlier ones there).
+        roundWrites.sort((a, b) => (a.instance.id < b.instance.id ? -1 : 1));
+        // Their events are framed by one statement at the end (the heads are its last locks),
+        // not by a trigger call per event at commit; progress pending for one of them makes
+        // that statement fail and the batch go one by one, where the trigger flushes it first.
+        for (const write of roundWrites) await applyEffects(tx, { ...write, framesAtEnd: true });
+        writes.push(...roundWrites);
+        pending = later;
       }
-      // In instance order, like the locks: frameTransitions then takes the frame heads in that order too.
-      writes.sort((a, b) => (a.instance.id < b.instance.id ? -1 : 1));
-      // Their events are framed by one statement at the end (the heads are its last locks),
-      // not by a trigger call per event at commit; progress pending for one of them makes
-      // that statement fail and the batch go one by one, where the trigger flushes it first.
-      for (const write of writes) await applyEffects(tx, { ...write, framesAtEnd: true });
       await frameTransitions(tx, writes);
       return new Set(writes.map((w) => w.guard!.completes!.taskId));
     });

@@ -4,7 +4,7 @@
 // cannot commit falls back to one complete per task; bad input changes nothing.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parallelBpmn, singleTaskBpmn } from '../support/bpmn.ts';
+import { buildBpmn, parallelBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { complete, deploy, fetchTasks, historyKinds, start, waitForStatus, type LockedTask } from '../support/flows.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -13,7 +13,15 @@ beforeAll(async () => {
   t = await startTestServer({ limits: { maxVariablesBytes: 2_000 } });
   await deploy(t.api, singleTaskBpmn('batch-single', 'batch-single'));
   await deploy(t.api, parallelBpmn('batch-join', 'batch-a', 'batch-b'));
+  await deploy(t.api, buildBpmn('batch-fan', [
+    { id: 'start', type: 'startEvent' }, { id: 'fork', type: 'parallelGateway' },
+    ...FAN.map((id) => ({ id, type: 'serviceTask' as const, topic: 'batch-fan' })),
+    { id: 'join', type: 'parallelGateway' }, { id: 'end', type: 'endEvent' },
+  ], [
+    { from: 'start', to: 'fork' }, ...FAN.flatMap((id) => [{ from: 'fork', to: id }, { from: id, to: 'join' }]), { from: 'join', to: 'end' },
+  ]));
 });
+const FAN = ['f1', 'f2', 'f3', 'f4'];
 afterAll(async () => {
   await t.close();
 });
@@ -83,6 +91,27 @@ describe('batch complete', () => {
     expect((await historyKinds(t.api, joinId)).filter((k) => k === 'task:completed')).toHaveLength(2);
     // The lost one is still the holder's to complete with the right token.
     expect((await complete(t.api, lost, 'bw-2')).status).toBe(204);
+  });
+
+  it('given the four branches of each of three parallel splits in one batch, then one transaction completes all twelve in rounds, each join fires once, and each instance\'s frames are its history', async () => {
+    const ids = await Promise.all([0, 1, 2].map((n) => start(t.api, 'batch-fan', { variables: { n } })));
+    const tasks = await lockAll('bw-fan', ['batch-fan'], 12);
+    // shuffled, so that an instance's branches are spread over the batch
+    const order = [...tasks].sort((x, y) => (x.id < y.id ? -1 : 1));
+    const res = await batch('bw-fan', order.map((task) => item(task, { [task.stepId]: true })));
+    expect(res.body.results).toEqual(order.map((task) => ({ id: task.id, result: 'completed' })));
+    expect(await completedEvents(tasks.map((x) => x.id))).toEqual({ tasks: 12, events: 12, transactions: 1 });
+    for (const id of ids) {
+      const done = await waitForStatus(t.api, id, 'completed');
+      // every branch's variables merged: each round read the instance with the earlier rounds' writes
+      expect(done.variables).toEqual({ n: ids.indexOf(id), f1: true, f2: true, f3: true, f4: true });
+      const kinds = await historyKinds(t.api, id);
+      expect(kinds.filter((k) => k === 'instance:completed')).toHaveLength(1);
+      expect(kinds.filter((k) => k === 'task:completed')).toHaveLength(FAN.length);
+      const { rows: frames } = await t.db.pool.query('select seq, kind from frames where instance_id = $1 and generation = 1 order by seq', [id]);
+      expect(frames.map((f) => f.seq)).toEqual(frames.map((_, i) => i + 1));
+      expect(frames.map((f) => f.kind)).toEqual([...kinds, 'instance:ended']);
+    }
   });
 
   it('given a batch of one, then it is completed, and the same batch again is answered repeated', async () => {
