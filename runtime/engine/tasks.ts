@@ -122,11 +122,11 @@ export type BatchCompleteResult = 'completed' | 'repeated' | 'lock_lost' | 'not_
 
 /**
  * Completes many tasks of one worker with one commit: their instances are locked in id
- * order, read, and each completion written by one statement in the same transaction.
- * A task the batch cannot take (a second task of an instance already in it, or one the
- * single complete would not take optimistically: a repeat, a lost lock, multi-instance,
- * compensation, message waits, termination) is completed on its own afterwards, as are
- * all of them if the transaction fails. Answers per task, in the order asked.
+ * order, read, and each completion written by one statement in the same transaction
+ * (several tasks of one instance in rounds, BATCH_ROUNDS). A task the batch cannot take
+ * (one the single complete would not take optimistically: a repeat, a lost lock,
+ * multi-instance, compensation, message waits, termination) is completed on its own
+ * afterwards, as are all of them if the transaction fails. Answers per task, in the order asked.
  */
 export async function completeTasks(engine: Engine, workerId: string, items: Omit<CompleteTaskRequest, 'workerId'>[]): Promise<BatchCompleteResult[]> {
   // One task: the optimistic single complete is two round trips, a transaction five.
