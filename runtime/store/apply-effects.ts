@@ -190,7 +190,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   }
   let topics = 0;
   let tokens = 0;
-  if (fx.tasks.length > 0 && handOff) {
+  if (fx.tasks.length > 0) {
     const ids = $(fx.tasks.map((t) => t.stepId));
     topics = $(fx.tasks.map((t) => t.topic));
     const prio = $(fx.tasks.map((t) => t.priority));
@@ -198,35 +198,31 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     const keys = $(fx.tasks.map((t) => idempotencyKey(p.instance.id, t.stepId, p.instance.generation, t.loopIndex)));
     const loopIdx = $(fx.tasks.map((t) => t.loopIndex ?? 0));
     const locals = $(fx.tasks.map((t) => t.localVariables ?? {}));
-    const taskIds = $(handOff.taskIds);
-    const workers = $(handOff.workers);
-    tokens = $(handOff.tokens);
-    const lockMs = $(handOff.lockMs);
-    // A handed task is locked as fetch-and-lock locks it (store/tasks.ts lockPickedSql): attempt 1, expiry on the database clock.
-    ctes.push(`t as (insert into external_tasks (id, instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables,
+    // every new task's columns; a handed task adds its id, holder, token and lock duration
+    const unnested = `unnest($${ids}::text[], $${topics}::text[], $${prio}::int[], $${retries}::int[], $${keys}::text[], $${loopIdx}::int[], $${locals}::jsonb[]`;
+    const named = 'as x(step_id, topic, priority, retries, idempotency_key, loop_index, local_variables';
+    if (handOff) {
+      const taskIds = $(handOff.taskIds);
+      const workers = $(handOff.workers);
+      tokens = $(handOff.tokens);
+      const lockMs = $(handOff.lockMs);
+      // A handed task is locked as fetch-and-lock locks it (store/tasks.ts lockPickedSql): attempt 1, expiry on the database clock.
+      ctes.push(`t as (insert into external_tasks (id, instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables,
                                          state, worker_id, lock_token, lock_expires_at, attempt)
             select coalesce(x.id, gen_random_uuid()), $${id}::uuid, x.step_id, $${gen()}::int, x.topic, x.priority, x.retries, x.retries, x.idempotency_key, x.loop_index, x.local_variables,
                    case when x.lock_token is null then 'ready' else 'locked' end, x.worker_id, x.lock_token,
                    statement_timestamp() + x.lock_ms * interval '1 millisecond', case when x.lock_token is null then 0 else 1 end
-              from unnest($${ids}::text[], $${topics}::text[], $${prio}::int[], $${retries}::int[], $${keys}::text[], $${loopIdx}::int[], $${locals}::jsonb[],
-                          $${taskIds}::uuid[], $${workers}::text[], $${tokens}::uuid[], $${lockMs}::int[])
-                   as x(step_id, topic, priority, retries, idempotency_key, loop_index, local_variables, id, worker_id, lock_token, lock_ms)
+              from ` + unnested + `, $${taskIds}::uuid[], $${workers}::text[], $${tokens}::uuid[], $${lockMs}::int[])
+                   ` + named + `, id, worker_id, lock_token, lock_ms)
          returning *)`);
-    // No fetch may lock beyond a flow limit, and this insert counts no capacity: a limited topic is never handed.
-    const handedTopics = $(handOff.topics);
-    guard = (guard ?? 'true') + ` and not exists (select 1 from flow_limit_topics fl where fl.topic = any($${handedTopics}::text[]))`;
-  } else if (fx.tasks.length > 0) {
-    const ids = $(fx.tasks.map((t) => t.stepId));
-    topics = $(fx.tasks.map((t) => t.topic));
-    const prio = $(fx.tasks.map((t) => t.priority));
-    const retries = $(fx.tasks.map((t) => t.retries));
-    const keys = $(fx.tasks.map((t) => idempotencyKey(p.instance.id, t.stepId, p.instance.generation, t.loopIndex)));
-    const loopIdx = $(fx.tasks.map((t) => t.loopIndex ?? 0));
-    const locals = $(fx.tasks.map((t) => t.localVariables ?? {}));
-    ctes.push(`t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables)
+      // No fetch may lock beyond a flow limit, and this insert counts no capacity: a limited topic is never handed.
+      const handedTopics = $(handOff.topics);
+      guard = (guard ?? 'true') + ` and not exists (select 1 from flow_limit_topics fl where fl.topic = any($${handedTopics}::text[]))`;
+    } else {
+      ctes.push(`t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables)
             select $${id}::uuid, x.step_id, $${gen()}::int, x.topic, x.priority, x.retries, x.retries, x.idempotency_key, x.loop_index, x.local_variables
-              from unnest($${ids}::text[], $${topics}::text[], $${prio}::int[], $${retries}::int[], $${keys}::text[], $${loopIdx}::int[], $${locals}::jsonb[])
-                   as x(step_id, topic, priority, retries, idempotency_key, loop_index, local_variables)` + hold('t') + ')');
+              from ` + unnested + ')\n                   ' + named + ')' + hold('t') + ')');
+    }
   }
   if (fx.incidents.length > 0) {
     const ids = $(fx.incidents.map((x) => x.stepId));
