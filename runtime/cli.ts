@@ -55,9 +55,7 @@ async function serve(config: Config): Promise<void> {
     log.info({ url: server.url, embeddedPostgres: Boolean(embedded) }, 'server:listening');
   };
 
-  // Installed before anything starts: a signal during start-up lets start-up reach
-  // a safe point, then stops what has started (the embedded PostgreSQL above all).
-  const starting = startUp();
+  let starting: Promise<void> = Promise.resolve();
   // The grace period bounds the drain: past it the process exits with code 1 and
   // PostgreSQL rolls back whatever transaction was still open on its connections.
   const stop = async (signal: string) => {
@@ -74,8 +72,13 @@ async function serve(config: Config): Promise<void> {
     log.info({ drained }, 'server:stopped');
     process.exit(drained === 'done' ? 0 : 1);
   };
+  // Installed before anything starts: a signal during start-up lets start-up reach a safe
+  // point, then stops what has started (the embedded PostgreSQL above all). startUp runs
+  // synchronously up to its first await, logging postgres:starting_embedded on the way: a
+  // supervisor that signals on that line must find the handlers in place already.
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  starting = startUp();
   try {
     await starting;
   } catch (err) {
