@@ -3,7 +3,7 @@ import type {
   Definition, DefinitionSummary, DeployResult, Diagram, DiagramSummary, Heatmap, HistoryEvent,
   InstanceDetail, InstanceFilter, InstanceSummary, LintResult,
 } from './types.ts';
-import { askForToken, authHeaders } from './auth.ts';
+import { askForToken, authHeaders, currentToken } from './auth.ts';
 
 /** An answer of the API that is not a success, or no answer at all. */
 export class ApiError extends Error {
@@ -21,10 +21,14 @@ export class ApiError extends Error {
 /** Sends the request with the stored token; on 401 asks for a token and sends it again, until success or cancel. */
 async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
   for (;;) {
+    const sentWith = currentToken();
     const res = await send(method, path, body);
     if (res.status !== 401) return answer<T>(res);
     const refused = await answer<T>(res).catch((err: ApiError) => err);
     if (!(refused instanceof ApiError)) return refused;
+    // Refused with a token the user replaced meanwhile (another call's prompt was answered
+    // while this one was in flight): send it again with the new one instead of asking again.
+    if (currentToken() !== sentWith) continue;
     const token = await askForToken(refused.message);
     if (token === undefined) throw new ApiError(401, 'Unauthorized', `${refused.message}. Set a token (the token button at the top right) and try again`);
   }

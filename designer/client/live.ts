@@ -100,9 +100,13 @@ export function watchInstance(id: string, handlers: InstanceWatchHandlers): () =
     }, REFRESH_DEBOUNCE_MS);
   };
 
+  let triedWith = ''; // the token of the latest handshake
   const socket: Socket = io('/progress', {
     // A function, so a reconnect sends the token as it is then.
-    auth: (cb) => cb(currentToken() ? { token: currentToken() } : {}),
+    auth: (cb) => {
+      triedWith = currentToken();
+      cb(triedWith ? { token: triedWith } : {});
+    },
   });
 
   const subscribe = async (afterSeq: number) => {
@@ -161,6 +165,11 @@ export function watchInstance(id: string, handlers: InstanceWatchHandlers): () =
   socket.on('connect_error', (err: Error & { data?: { type?: string; message?: string } }) => {
     if (stopped) return;
     if (err.data?.type === 'Unauthorized') {
+      // The token changed since this attempt's handshake (a prompt answered meanwhile): try it first.
+      if (currentToken() !== triedWith) {
+        socket.connect();
+        return;
+      }
       handlers.onState('refused', err.data.message);
       void askForToken(err.data.message ?? 'Progress needs a token').then((token) => token !== undefined && !stopped && socket.connect());
     } else if (err.data?.type === 'Forbidden') {

@@ -84,4 +84,35 @@ describe('designer with tokens', () => {
     await h.page.locator('[role="alert"]', { hasText: 'Set a token' }).waitFor();
     await h.page.getByRole('button', { name: 'Set token' }).waitFor();
   });
+
+  it('given calls refused together and one of their 401s late, the late one is sent again with the token given meanwhile, not asked again', async () => {
+    const WRONG = 'late-wrong-token-0123456789';
+    // Every call with the wrong token but the first is held 1.5 s: its 401 comes back after
+    // the right token was entered into the prompt that the first one's 401 opened.
+    const held: Promise<void>[] = [];
+    let wrong = 0;
+    await h.page.route('**/api/**', async (route) => {
+      if (route.request().headers().authorization !== `Bearer ${WRONG}` || ++wrong === 1) return route.continue();
+      const answered = new Promise<void>((resolve) => setTimeout(resolve, 1500)).then(() => route.continue());
+      held.push(answered);
+      await answered;
+    });
+    try {
+      apiCalls.length = 0;
+      await h.page.reload();
+      await dialog().waitFor({ state: 'visible' });
+      await enterToken(WRONG);
+      await dialog().locator('[role="alert"]', { hasText: 'The token is not valid' }).waitFor();
+      expect(held.length).toBeGreaterThan(0); // the page's first calls were refused together
+      await enterToken(ADMIN);
+      await dialog().waitFor({ state: 'hidden' });
+      await Promise.all(held);
+      await h.page.getByRole('button', { name: 'New diagram' }).waitFor();
+      // every held call, refused with the old token, was sent again with the new one
+      await expect.poll(() => apiCalls.filter((c) => c.authorization === `Bearer ${ADMIN}`).length).toBeGreaterThanOrEqual(held.length);
+      expect(await dialog().isVisible()).toBe(false);
+    } finally {
+      await h.page.unroute('**/api/**');
+    }
+  });
 });
