@@ -115,4 +115,34 @@ describe('designer with tokens', () => {
       await h.page.unroute('**/api/**');
     }
   });
+
+  it('given the live stream refused for a token the user has replaced meanwhile, it connects with the new one, not asking again', async () => {
+    const WRONG = 'stale-socket-token-0123456789';
+    const NS = 'xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn"';
+    await h.t.api.post('/api/definitions', { xml: `<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions ${NS} id="D_watch" targetNamespace="t"><bpmn:process id="watched" isExecutable="true"><bpmn:startEvent id="start"/><bpmn:serviceTask id="work" camunda:type="external" camunda:topic="watched"/><bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work"/></bpmn:process></bpmn:definitions>` });
+    const started = await h.t.api.post('/api/instances', { definitionKey: 'watched' });
+    // The socket's handshake with the stale token is held 1.5 s: its refusal comes back after
+    // the right token went into the prompt that the page's refused API calls opened.
+    const held: Promise<void>[] = [];
+    await h.page.route('**/socket.io/**', async (route) => {
+      if (!(route.request().postData() ?? '').includes(WRONG)) return route.continue();
+      const sent = new Promise<void>((resolve) => setTimeout(resolve, 1500)).then(() => route.continue());
+      held.push(sent);
+      await sent;
+    });
+    try {
+      await h.page.evaluate((token) => localStorage.setItem('baton.token', token), WRONG);
+      await h.page.goto(`${h.t.url}/#/instances/${started.body.id}`);
+      await h.page.reload();
+      await dialog().locator('[role="alert"]', { hasText: 'The token is not valid' }).waitFor();
+      await enterToken(ADMIN);
+      await dialog().waitFor({ state: 'hidden' });
+      await expect.poll(() => held.length).toBeGreaterThan(0);
+      await Promise.all(held);
+      await h.page.locator('.live-state[data-state="live"]').waitFor();
+      expect(await dialog().isVisible()).toBe(false);
+    } finally {
+      await h.page.unroute('**/socket.io/**');
+    }
+  });
 });
