@@ -233,6 +233,12 @@ describe('frames written by fetch-and-lock', () => {
   it('given one fetch that locks tasks of several instances, two of them from one instance, then it frames every task:locked itself, with one doorbell per instance carrying its last seq', async () => {
     const singles = [await start(t.api, 'fis-single'), await start(t.api, 'fis-single'), await start(t.api, 'fis-single')];
     const fan = await start(t.api, 'fis-fan');
+    // A start's doorbell may reach the listener after its HTTP answer: wait for each before
+    // listening for the fetch's (under load the fan's came in after the clear below).
+    for (const id of [...singles, fan]) {
+      const started = (await frames(id)).length;
+      await waitFor(async () => (bells.includes(`${id} 1 ${started}`) ? true : undefined), 5_000, 'the start\'s doorbell');
+    }
     bells.length = 0;
     const tasks = await fetchTasks(t.api, 'wf', ['fis-single', 'fis-fan'], { maxTasks: 20 });
     const mine = tasks.filter((x) => [...singles, fan].includes(x.instanceId));
