@@ -1,7 +1,13 @@
 // Hand-off of a new task to a long poll parked on this node, inside the statement that
-// creates the task (docs/PERFORMANCE.md "Session 5: pickup"): the start and the lock in
-// one commit, instead of a commit, a ring, a fetch statement and a second commit.
-import type { LockedTaskRow } from '../store/tasks.ts';
+// creates the task (docs/PERFORMANCE.md "Session 5: pickup"): the start (or the complete
+// that creates a chain's next task) and the lock in one commit, instead of a commit, a
+// ring, a fetch statement and a second commit.
+import { randomUUID } from 'node:crypto';
+import type { Effects } from './advance.ts';
+import type { Engine } from './context.ts';
+import type { HandOffTask } from '../store/apply-effects.ts';
+import { TRANSITION_GUARD_LOST } from '../store/instances.ts';
+import { unlockTask, type LockedTaskRow } from '../store/tasks.ts';
 
 /** What a parked native poll accepts in place of a fetch: its worker and lock duration per topic. */
 export interface PollOffer {
@@ -24,4 +30,51 @@ export interface PollClaim {
 export interface TaskHandOff {
   /** a parked, unrung, open native poll waiting for the topic, reserved for one task; undefined if none */
   claimPoll(topic: string): PollClaim | undefined;
+}
+
+/** A poll claimed for one new task of a transition (fx.tasks[task.index]), with the lock the statement will write for it. */
+export interface ClaimedPoll {
+  claim: PollClaim;
+  task: HandOffTask;
+}
+
+// Each new task whose topic a poll parked on this node waits for goes to that poll, locked
+// in the creating statement (a start's, or an optimistic complete's that starts a chain's
+// next step): no ring, fetch statement and second commit before the worker has it
+// (docs/PERFORMANCE.md "Session 5: pickup", "Session 6: hand-off for completes").
+export function claimParkedPolls(engine: Engine, fx: Effects): ClaimedPoll[] {
+  const claimed: ClaimedPoll[] = [];
+  if (!engine.handOff) return claimed;
+  fx.tasks.forEach((task, index) => {
+    const claim = engine.handOff?.claimPoll(task.topic);
+    if (claim) claimed.push({ claim, task: { index, taskId: randomUUID(), workerId: claim.workerId, lockToken: randomUUID(), lockDurationMs: claim.lockDurationMs } });
+  });
+  return claimed;
+}
+
+/** After the statement committed: each poll gets its row (the statement answers every handed row; a missing one is given back). */
+export async function deliverHanded(engine: Engine, claimed: ClaimedPoll[], handed: LockedTaskRow[]): Promise<void> {
+  for (const h of claimed) {
+    const row = handed.find((r) => r.id === h.task.taskId);
+    if (row) h.claim.deliver(row);
+    else await giveBack(engine, h);
+  }
+}
+
+/**
+ * After the statement failed. A lost guard (TRANSITION_GUARD_LOST) wrote nothing: the polls
+ * park on (or fetch, if rung meanwhile). Any other error may have come after the commit (a
+ * connection lost): no task stays locked to a poll that never sees it.
+ */
+export async function settleUnwritten(engine: Engine, claimed: ClaimedPoll[], err: unknown): Promise<void> {
+  if ((err as { code?: string }).code === TRANSITION_GUARD_LOST) for (const h of claimed) h.claim.release();
+  else for (const h of claimed) await giveBack(engine, h);
+}
+
+// Frees the poll and unlocks the task through the holder's unlock (a no-op if it was never written).
+async function giveBack(engine: Engine, h: ClaimedPoll): Promise<void> {
+  h.claim.release();
+  await unlockTask(engine.pool, { taskId: h.task.taskId, workerId: h.task.workerId, lockToken: h.task.lockToken }).catch((err: Error) => {
+    engine.log.warn({ taskId: h.task.taskId, err: err.message }, 'task:hand-off-unlock-failed');
+  });
 }

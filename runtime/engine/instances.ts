@@ -2,16 +2,13 @@
 import { randomUUID } from 'node:crypto';
 import { deriveStatus, emptyEffects, startPlan, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
-import type { PollClaim } from './hand-off.ts';
+import { claimParkedPolls, deliverHanded, settleUnwritten } from './hand-off.ts';
 import { commitTransition } from './transition.ts';
 import type { InstanceStatus } from './vocabulary.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
 import { BatonError } from '../shared/errors.ts';
 import { findDefinition } from '../store/definitions.ts';
-import type { Effects } from './advance.ts';
-import type { HandOffTask } from '../store/apply-effects.ts';
-import { applyEffects, applyStartHandingOff, insertInstance, lockInstance, TRANSITION_GUARD_LOST, type InstanceRow, type LockedInstance } from '../store/instances.ts';
-import { unlockTask } from '../store/tasks.ts';
+import { applyEffects, applyEffectsHandingOff, insertInstance, lockInstance, TRANSITION_GUARD_LOST, type InstanceRow, type LockedInstance } from '../store/instances.ts';
 
 export interface StartInstanceRequest {
   definitionKey: string;
@@ -71,53 +68,18 @@ async function startOptimistically(engine: Engine, req: StartInstanceRequest): P
     let createdAt: Date;
     if (handOff.length === 0) createdAt = await applyEffects(engine.pool, { instance, effects: fx, status, variables, insert });
     else {
-      const written = await applyStartHandingOff(engine.pool, { instance, effects: fx, status, variables, insert, handOff: handOff.map((h) => h.task) });
-      createdAt = written.createdAt;
-      for (const h of handOff) {
-        const row = written.handed.find((r) => r.id === h.task.taskId);
-        if (row) h.claim.deliver(row);
-        else await giveBack(engine, h); // never expected: the statement answers every handed row
-      }
+      const written = await applyEffectsHandingOff(engine.pool, { instance, effects: fx, status, variables, insert, handOff: handOff.map((h) => h.task) });
+      createdAt = written.at;
+      await deliverHanded(engine, handOff, written.handed);
     }
     const ended = status === 'completed' || status === 'compensated';
     return { ok: true, created: true, instance: { ...instance, status, revision: 1, created_at: createdAt, updated_at: createdAt, ended_at: ended ? createdAt : null } };
   } catch (err) {
-    if ((err as { code?: string }).code !== TRANSITION_GUARD_LOST) {
-      // The commit may have happened (a connection lost after it): no task stays locked to a poll that never sees it.
-      for (const h of handOff) await giveBack(engine, h);
-      throw err;
-    }
-    // Nothing was written: the polls park on (or fetch, if rung meanwhile).
-    for (const h of handOff) h.claim.release();
+    await settleUnwritten(engine, handOff, err);
+    if ((err as { code?: string }).code !== TRANSITION_GUARD_LOST) throw err;
     engine.startTargets.delete(targetKey);
     return undefined;
   }
-}
-
-interface ClaimedPoll {
-  claim: PollClaim;
-  task: HandOffTask;
-}
-
-// Each new task whose topic a poll parked on this node waits for goes to that poll, locked
-// in the start's own statement: no ring, fetch statement and second commit before the
-// worker has it (docs/PERFORMANCE.md "Session 5: pickup").
-function claimParkedPolls(engine: Engine, fx: Effects): ClaimedPoll[] {
-  const claimed: ClaimedPoll[] = [];
-  if (!engine.handOff) return claimed;
-  fx.tasks.forEach((task, index) => {
-    const claim = engine.handOff?.claimPoll(task.topic);
-    if (claim) claimed.push({ claim, task: { index, taskId: randomUUID(), workerId: claim.workerId, lockToken: randomUUID(), lockDurationMs: claim.lockDurationMs } });
-  });
-  return claimed;
-}
-
-// Frees the poll and unlocks the task through the holder's unlock (a no-op if it was never written).
-async function giveBack(engine: Engine, h: ClaimedPoll): Promise<void> {
-  h.claim.release();
-  await unlockTask(engine.pool, { taskId: h.task.taskId, workerId: h.task.workerId, lockToken: h.task.lockToken }).catch((err: Error) => {
-    engine.log.warn({ taskId: h.task.taskId, err: err.message }, 'task:hand-off-unlock-failed');
-  });
 }
 
 /** The start transition inside the caller's transaction; `startEventId` picks a timer start event. */

@@ -8,8 +8,10 @@ import { completeLoopElement, completeStep, deriveStatus, emptyEffects, findErro
 import { planOf, type Engine } from './context.ts';
 import { commitTransition } from './transition.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
+import { claimParkedPolls, deliverHanded, settleUnwritten } from './hand-off.ts';
 import {
   applyEffects,
+  applyEffectsHandingOff,
   frameTransitions,
   cancelOpenWork,
   lockInstanceOfTask,
@@ -75,7 +77,9 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest): Pr
  * The common complete in two round trips and one commit: read the task, its instance
  * and state in one statement without locks, compute the step's completion, and write
  * it in one guarded statement (applyEffects' guard: same revision and generation, the
- * holder's lock). Answers false, having written nothing, whenever the locked path must
+ * holder's lock). New tasks of topics a native poll parked on this node waits for are
+ * inserted locked for it by that statement and answered to it (engine/hand-off.ts).
+ * Answers false, having written nothing, whenever the locked path must
  * decide: the guard lost to a concurrent transition, the caller does not hold the lock
  * (a repeat, a late result), or the transition needs reads inside a transaction
  * (multi-instance, compensation, message waits, termination).
@@ -84,10 +88,15 @@ async function completeOptimistically(engine: Engine, req: CompleteTaskRequest):
   const read = await readTaskTransition(engine.pool, req.taskId);
   const write = read && await completionOf(engine, read, req);
   if (!write) return false;
+  // A chain's next task goes to a poll parked for its topic, locked in this statement (engine/hand-off.ts).
+  const handOff = claimParkedPolls(engine, write.effects);
   try {
-    await applyEffects(engine.pool, write);
+    if (handOff.length === 0) await applyEffects(engine.pool, write);
+    else await deliverHanded(engine, handOff, (await applyEffectsHandingOff(engine.pool, { ...write, handOff: handOff.map((h) => h.task) })).handed);
     return true;
   } catch (err) {
+    // a lost guard wrote nothing: the polls park on, and the locked path rings the topics it commits
+    await settleUnwritten(engine, handOff, err);
     if ((err as { code?: string }).code === TRANSITION_GUARD_LOST) return false;
     throw err;
   }

@@ -40,7 +40,7 @@ const PART = {
   frames: 8192,
   /** the transaction frames the events in its last statement (frameTransitions) */
   framesAtEnd: 16384,
-  /** a start inserts some of its tasks locked for parked polls of this node (engine/hand-off.ts) */
+  /** a start or a guarded complete inserts some of its tasks locked for parked polls of this node (engine/hand-off.ts) */
   handOff: 32768,
 } as const;
 
@@ -67,8 +67,8 @@ export interface ApplyEffectsInput {
    */
   framesAtEnd?: boolean;
   /**
-   * A start only (with `insert`): these of its new tasks are inserted locked for a parked
-   * poll, as fetch-and-lock would lock them (attempt 1, the poll's lock duration from the
+   * A start (`insert`) or an optimistic complete (`guard` with `completes`): these of its new
+   * tasks are inserted locked for a parked poll, as fetch-and-lock would lock them (attempt 1, the poll's lock duration from the
    * database clock, a `task:locked` event), and are not rung. The guard fails (BT409) when a
    * flow limit covers one of their topics. The statement then answers one row per handed
    * task, shaped like fetch-and-lock's answer (store/tasks.ts ANSWER_SQL).
@@ -95,7 +95,8 @@ export interface ApplyEffectsStatement {
 export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStatement {
   const fx = p.effects;
   const handOff = p.handOff && p.handOff.length > 0 ? handOffColumns(fx, p.handOff) : undefined;
-  if (handOff && !p.insert) throw new Error('applyEffectsStatement: only a start hands its tasks to parked polls');
+  // The guard decides whether the handed tasks are written: a start's, or an optimistic complete's (revision, generation, the holder's lock).
+  if (handOff && !p.insert && !p.guard?.completes) throw new Error('applyEffectsStatement: only a start or a guarded complete hands its tasks to parked polls');
   // the handed tasks' task:locked events follow the transition's own (as a fetch after the commit would)
   const allEvents = handOff ? [...fx.events, ...handOff.events] : fx.events;
   const steps = lastStatusPerStep(fx.steps);
@@ -164,6 +165,8 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
          returning id, created_at)`);
     correlationKey = `(select business_key from instances where id = $${id}::uuid)`;
     if (p.guard) guard = 'exists (select 1 from i)';
+    // the handed rows' business key, as read (it never changes)
+    if (handOff) bkParam = $(p.instance.business_key);
   }
 
   if (steps.length > 0) {
@@ -215,6 +218,8 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
               from ` + unnested + `, $${taskIds}::uuid[], $${workers}::text[], $${tokens}::uuid[], $${lockMs}::int[])
                    ` + named + `, id, worker_id, lock_token, lock_ms)
          returning *)`);
+      // a complete's statement checks pending progress after this insert too (its rows are answered, so no hold('t'))
+      if (checksProgress) held.push('t');
       // No fetch may lock beyond a flow limit, and this insert counts no capacity: a limited topic is never handed.
       const handedTopics = $(handOff.topics);
       guard = (guard ?? 'true') + ` and not exists (select 1 from flow_limit_topics fl where fl.topic = any($${handedTopics}::text[]))`;

@@ -299,26 +299,29 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
 }
 
 /**
- * A start in one statement (applyEffects with `insert`) that inserts the tasks in `handOff`
- * locked for parked polls of this node (engine/hand-off.ts) and answers them as
- * fetch-and-lock would; the other new tasks are rung as usual. Fails with
- * TRANSITION_GUARD_LOST, writing nothing, where applyEffects' start would, and when a flow
- * limit covers a handed task's topic.
+ * applyEffects for a start (`insert`) or an optimistic complete (`guard` with `completes`),
+ * alone in its transaction, that inserts the tasks in `handOff` locked for parked polls of
+ * this node (engine/hand-off.ts) and answers them as fetch-and-lock would; the other new
+ * tasks are rung as usual. Fails with TRANSITION_GUARD_LOST, writing nothing, where
+ * applyEffects would, and when a flow limit covers a handed task's topic. `at`: the
+ * transaction's now() (a start's created_at).
  */
-export async function applyStartHandingOff(db: Queryable, p: ApplyEffectsParams & { insert: { latestOnly: boolean }; handOff: HandOffTask[] }): Promise<{ createdAt: Date; handed: LockedTaskRow[] }> {
+export async function applyEffectsHandingOff(db: Queryable, p: ApplyEffectsParams & { handOff: HandOffTask[] }): Promise<{ at: Date; handed: LockedTaskRow[] }> {
   const fx = p.effects;
   const { rows } = await db.query<LockedTaskRow>(applyEffectsStatement({
     instance: p.instance, effects: fx, status: p.status, variables: p.variables,
     incidentTaskIds: p.incidentTaskIds ?? fx.incidents.map(() => null),
-    insert: p.insert, handOff: p.handOff, alone: isPool(db),
+    ...(p.guard ? { guard: p.guard } : {}),
+    ...(p.insert ? { insert: p.insert } : {}),
+    handOff: p.handOff, alone: isPool(db),
   }));
   const handedAt = new Set(p.handOff.map((h) => h.index));
   const topics = [...new Set(fx.tasks.filter((_, i) => !handedAt.has(i)).map((t) => t.topic))];
   if (topics.length > 0 && topicsListeners.size > 0) afterCommit(db, () => topicsListeners.forEach((fn) => fn(topics)));
-  // created_at of a handed task row is the instance's: both now() of the one transaction
+  // created_at of a handed task row is the transaction's now(), as the instance's of a start
   const handed = rows.filter((r) => r.id !== null);
   for (const r of handed) for (const k of ['tasks_rung', 'timers_rung', 'frames_rung']) delete (r as unknown as Record<string, unknown>)[k];
-  return { createdAt: rows[0]!.created_at, handed };
+  return { at: rows[0]!.created_at, handed };
 }
 
 /**
