@@ -39,7 +39,7 @@ export interface LongPoll<T> {
   signal?: AbortSignal;
   /** one fetch-and-lock (a statement, or a limited fetch's transaction) in the given order */
   fetchOnce(order: FetchOrder): Promise<FetchOutcome<T>>;
-  /** while parked, starts of this process may hand a new task to the poll (native polls only) */
+  /** while parked, starts and completes of this process may hand a new task to the poll (native polls only) */
   handOff?: { offer: PollOffer; answer(task: LockedTaskRow): T };
 }
 
@@ -64,7 +64,7 @@ export async function pollForTasks<T extends { id: string; lock_token: string | 
       await subscription.wait(Math.min(left, SAFETY_RECHECK_MS, retryInMs ?? SAFETY_RECHECK_MS), p.signal);
       const handed = subscription.takeHanded();
       if (handed.length > 0) {
-        // Locked for this poll in the start's statement; a caller that left gets nothing and the task is given back.
+        // Locked for this poll in the creating start's or complete's statement; a caller that left gets nothing and the task is given back.
         if (p.signal?.aborted) {
           await releaseTasks(engine, p.workerId, handed);
           return [];

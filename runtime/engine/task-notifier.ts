@@ -7,9 +7,9 @@
 // apart safely); a poll that already took the task has gone by then, one still
 // parked fetches once more.
 //
-// A native poll parks with an offer (engine/hand-off.ts): a start of this process may
+// A native poll parks with an offer (engine/hand-off.ts): a start or a single complete of this process may
 // claim it while it is parked and unrung, insert its new task already locked for it in
-// the start's own statement, and deliver the row. While claimed, nothing ends the park
+// its own statement, and deliver the row. While claimed, nothing ends the park
 // (a ring, the wait running out, the caller leaving, stop): the claim's outcome is
 // waited for, so a task locked for the poll is always seen by it (and given back by
 // pollForTasks if the caller has left).
@@ -22,9 +22,9 @@ import type { PollClaim, PollOffer, TaskHandOff } from './hand-off.ts';
 export interface TopicSubscription {
   /** resolves when one of the topics was notified since subscribing, or after ms, or on abort, or when a task was handed */
   wait(ms: number, signal?: AbortSignal): Promise<void>;
-  /** what a start handed to this poll while it waited (engine/hand-off.ts); emptied by the call */
+  /** what a start or a complete handed to this poll while it waited (engine/hand-off.ts); emptied by the call */
   takeHanded(): LockedTaskRow[];
-  /** lets starts of this process hand a task to the poll while it is parked; undefined withdraws it */
+  /** lets starts and completes of this process hand a task to the poll while it is parked; undefined withdraws it */
   offer(offer: PollOffer | undefined): void;
   close(): void;
 }
