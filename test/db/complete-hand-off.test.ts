@@ -6,13 +6,11 @@
 // that moved or a lock that went elsewhere, an error after the commit, the poll's caller
 // leaving while the complete is blocked, two completes for one poll, flow limits, Camunda
 // polls (left on the ring), and a complete that ends the instance.
-import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchCamundaTasks } from '../../runtime/engine/camunda-fetch.ts';
 import { createEngine, type Engine } from '../../runtime/engine/context.ts';
 import { deployDefinition } from '../../runtime/engine/definitions.ts';
-import { fetchAndWait } from '../../runtime/engine/fetch.ts';
 import { startInstance } from '../../runtime/engine/instances.ts';
 import { completeTask } from '../../runtime/engine/tasks.ts';
 import { TaskNotifier } from '../../runtime/engine/task-notifier.ts';
@@ -20,7 +18,8 @@ import { createPool } from '../../runtime/store/db.ts';
 import { putFlowLimit } from '../../runtime/store/flow-limits.ts';
 import { fetchAndLock, type LockedTaskRow } from '../../runtime/store/tasks.ts';
 import { buildBpmn } from '../support/bpmn.ts';
-import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { createTestDatabase, holdLocks, type TestDatabase } from '../support/db.ts';
+import { parkPoll } from '../support/polls.ts';
 import { complete, fetchTasks, start } from '../support/flows.ts';
 import { startTestServer, waitFor } from '../support/server.ts';
 
@@ -55,20 +54,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-interface Poll {
-  answer: Promise<LockedTaskRow[]>;
-  settled: () => boolean;
-  abort: AbortController;
-}
-
-function poll(workerId: string, topic: string, opts: { waitMs?: number } = {}): Poll {
-  const abort = new AbortController();
-  let done = false;
-  const answer = fetchAndWait(engine, notifier, {
-    workerId, maxTasks: 1, waitMs: opts.waitMs ?? 20_000, topics: [{ name: topic, lockDurationMs: 45_000 }], signal: abort.signal,
-  }).finally(() => { done = true; });
-  return { answer, settled: () => done, abort };
-}
+const poll = (workerId: string, topic: string, opts: { waitMs?: number } = {}) => parkPoll({ engine, notifier }, workerId, topic, opts);
 
 /** Waits until a poll of the topic is parked and unrung: a claim taken and given back at once shows it. */
 async function parked(topic: string): Promise<void> {
@@ -103,23 +89,7 @@ async function history(instanceId: string) {
   return rows;
 }
 
-/** A transaction that runs `sql` and holds its locks until release (commit). */
-async function holding(sql: string): Promise<{ waiting: () => Promise<boolean>; release: () => Promise<void> }> {
-  const client = new pg.Client({ connectionString: db.url });
-  await client.connect();
-  await client.query('begin');
-  await client.query(sql);
-  return {
-    waiting: async () => {
-      const { rows } = await db.pool.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
-      return rows[0].n > 0;
-    },
-    release: async () => {
-      await client.query('commit');
-      await client.end();
-    },
-  };
-}
+const holding = (sql: string) => holdLocks(db, sql);
 
 async function blockedUntil(block: { waiting: () => Promise<boolean> }): Promise<void> {
   await waitFor(async () => ((await block.waiting()) ? true : undefined), 5000, 'the complete to wait');

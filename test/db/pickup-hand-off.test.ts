@@ -4,20 +4,20 @@
 // hand-off can go wrong is driven here on a real PostgreSQL: the statement losing its
 // guard, a start blocked while its poll's caller leaves or its wait runs out, two starts
 // for one poll, a flow limit, a second node, and Camunda polls (left on the ring).
-import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockedTaskView } from '../../runtime/api/views.ts';
 import { fetchCamundaTasks } from '../../runtime/engine/camunda-fetch.ts';
 import { createEngine, type Engine } from '../../runtime/engine/context.ts';
 import { deployDefinition } from '../../runtime/engine/definitions.ts';
-import { fetchAndWait, SAFETY_RECHECK_MS } from '../../runtime/engine/fetch.ts';
+import { SAFETY_RECHECK_MS } from '../../runtime/engine/fetch.ts';
 import { startInstance } from '../../runtime/engine/instances.ts';
 import { TaskNotifier } from '../../runtime/engine/task-notifier.ts';
 import { putFlowLimit } from '../../runtime/store/flow-limits.ts';
-import { fetchAndLock, unlockTask, type LockedTaskRow } from '../../runtime/store/tasks.ts';
+import { fetchAndLock, unlockTask } from '../../runtime/store/tasks.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
-import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { createTestDatabase, holdLocks, type TestDatabase } from '../support/db.ts';
+import { parkPoll } from '../support/polls.ts';
 import { fetchTasks, start } from '../support/flows.ts';
 import { startTestServer, waitFor } from '../support/server.ts';
 
@@ -41,21 +41,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-interface Poll {
-  answer: Promise<LockedTaskRow[]>;
-  settled: () => boolean;
-  abort: AbortController;
-}
-
-function poll(workerId: string, topic: string, opts: { waitMs?: number; maxTasks?: number; on?: { engine: Engine; notifier: TaskNotifier } } = {}): Poll {
-  const abort = new AbortController();
-  let done = false;
-  const on = opts.on ?? { engine, notifier };
-  const answer = fetchAndWait(on.engine, on.notifier, {
-    workerId, maxTasks: opts.maxTasks ?? 1, waitMs: opts.waitMs ?? 20_000, topics: [{ name: topic, lockDurationMs: 45_000 }], signal: abort.signal,
-  }).finally(() => { done = true; });
-  return { answer, settled: () => done, abort };
-}
+const poll = (workerId: string, topic: string, opts: { waitMs?: number; maxTasks?: number; on?: { engine: Engine; notifier: TaskNotifier } } = {}) =>
+  parkPoll(opts.on ?? { engine, notifier }, workerId, topic, opts);
 
 /** Waits until `n` polls are parked on the notifier (their first fetch found nothing). */
 async function parked(n = 1, on: TaskNotifier = notifier): Promise<void> {
@@ -94,23 +81,7 @@ async function startedId(key: string, businessKey?: string): Promise<string> {
   return r.instance.id;
 }
 
-/** A transaction that runs `sql` and holds its locks until release (commit). */
-async function holding(sql: string): Promise<{ waiting: () => Promise<boolean>; release: () => Promise<void> }> {
-  const client = new pg.Client({ connectionString: db.url });
-  await client.connect();
-  await client.query('begin');
-  await client.query(sql);
-  return {
-    waiting: async () => {
-      const { rows } = await db.pool.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
-      return rows[0].n > 0;
-    },
-    release: async () => {
-      await client.query('commit');
-      await client.end();
-    },
-  };
-}
+const holding = (sql: string) => holdLocks(db, sql);
 
 /** The definition row held: a start's insert (its foreign key check) waits until release. */
 const blockStartsOf = (key: string) => holding(`select id from definitions where key = '${key}' for update`);
