@@ -4,7 +4,7 @@ import { planOf, type Engine } from './context.ts';
 import { startOnMessage, startOnSignal } from './event-starts.ts';
 import { fireDueStartTimers } from './start-timers.ts';
 import { commitTransition } from './transition.ts';
-import { withTransaction, type PoolClient } from '../store/db.ts';
+import { withPipelinedTransaction, withTransaction, type PoolClient } from '../store/db.ts';
 import { runPipelined, valuesOf } from '../store/pipeline.ts';
 import { frameTransitions, instanceExists, lockInstance, readHeldInstances, tryLockInstance, type LockedInstance } from '../store/instances.ts';
 import {
@@ -14,12 +14,11 @@ import {
   findMessageSubscription,
   findTimerInstance,
   insertMessage,
-  lockIdleInstances,
+  lockAndMarkDueTimers,
   listSignalSubscriptions,
   lockMessageName,
   markMessageMatched,
   markTimerFired,
-  markTimersFired,
   stampTimersFired,
   type SubscriptionRow,
   type TimerRow,
@@ -108,10 +107,11 @@ export function chunkFor<T>(items: T[], lanes: number, cap: number): T[][] {
 }
 
 /**
- * Fires a batch of due timers in one transaction: lock the instances no one else
- * holds (without waiting), take their timers with one guarded update, run each
- * firing's transition, frame them all in the last statement, commit once. Timers of
- * busy instances then fire one by one, waiting for their instance like any transition;
+ * Fires a batch of due timers in one transaction of two round trips: the first write
+ * begins, locks the instances no one else holds (without waiting) and takes their timers
+ * in one guarded statement, and reads the held instances (a fresh snapshot, after the
+ * locks); the second runs each firing's transition, frames them all, and commits. Timers
+ * of busy instances then fire one by one, waiting for their instance like any transition;
  * so does the whole batch if one firing fails, so that one bad instance cannot hold back
  * the others, or if progress is pending for one of its instances (the framing statement
  * fails with BT409: one by one, the trigger flushes that progress before the firing's frames).
@@ -121,15 +121,13 @@ async function fireTimerBatch(engine: Engine, candidates: { id: string; instance
   let busy: string[];
   let fired: TimerRow[];
   try {
-    ({ busy, fired } = await withTransaction(engine.pool, async (tx) => {
-      const idle = await lockIdleInstances(tx, [...new Set(candidates.map((c) => c.instance_id))]);
-      const mine = candidates.filter((c) => idle.has(c.instance_id));
-      // The guarded update and the read of the held instances (a fresh snapshot, after the
-      // locks) in one write; an instance whose timer the guard refused is read for nothing.
-      const [timers, held] = mine.length === 0 ? [[], new Map<string, LockedInstance>()] : valuesOf(await runPipelined<unknown>(tx, [
-        () => markTimersFired(tx, mine.map((c) => c.id)),
-        () => readHeldInstances(tx, [...idle]),
-      ])) as [TimerRow[], Map<string, LockedInstance>];
+    ({ busy, fired } = await withPipelinedTransaction(engine.pool, async (tx, edges) => {
+      // An instance whose timer the guard refused, or that another transaction holds, is read for nothing.
+      const [, { idle, fired: timers }, held] = valuesOf(await runPipelined<unknown>(tx, [
+        edges.begin,
+        () => lockAndMarkDueTimers(tx, candidates),
+        () => readHeldInstances(tx, [...new Set(candidates.map((c) => c.instance_id))]),
+      ])) as [void, Awaited<ReturnType<typeof lockAndMarkDueTimers>>, Map<string, LockedInstance>];
       // The firings' statements go out pipelined, in instance order (the order the locks were
       // taken in); one that must read first goes alone, after those before it.
       let pending: (() => Promise<unknown>)[] = [];
@@ -160,6 +158,7 @@ async function fireTimerBatch(engine: Engine, candidates: { id: string; instance
       // transaction's last locks, taken in instance order as the trigger's were at commit.
       // It is called after the statements before it were sent, so every effects list is complete.
       if (framed.length > 0) pending.push(() => frameTransitions(tx, framed));
+      pending.push(edges.commit);
       await flush();
       return { busy: candidates.filter((c) => !idle.has(c.instance_id)).map((c) => c.id), fired: timers };
     }));

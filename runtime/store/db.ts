@@ -58,13 +58,47 @@ export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) =
 
 /** Runs fn inside one transaction; rolls back when it throws. */
 export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withPipelinedTransaction(pool, async (tx, edges) => {
+    await edges.begin();
+    return fn(tx);
+  });
+}
+
+/** The two ends of a transaction, for a caller that sends them in its own pipelined groups. */
+export interface TransactionEdges {
+  begin: () => Promise<void>;
+  /** rejects when the transaction rolled back instead (a statement before it failed) */
+  commit: () => Promise<void>;
+}
+
+/**
+ * withTransaction for a caller that pipelines (store/pipeline.ts) and so can save two round
+ * trips: fn sends edges.begin first in its first group of statements, and may send
+ * edges.commit last in its last group; a transaction fn did not commit is committed when fn
+ * returns, rolled back when it throws. Commit hooks run once the commit has answered.
+ */
+export async function withPipelinedTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient, edges: TransactionEdges) => Promise<T>): Promise<T> {
   return withClient(pool, async (client) => {
     const hooks: (() => void)[] = [];
     commitHooks.set(client, hooks);
+    let begun = false;
+    let committed = false;
+    const edges: TransactionEdges = {
+      begin: async () => {
+        begun = true;
+        await client.query('begin');
+      },
+      commit: async () => {
+        // COMMIT in a failed transaction answers ROLLBACK, not an error.
+        const { command } = await client.query('commit');
+        if (command !== 'COMMIT') throw new Error(`the transaction ended with ${command}, not COMMIT`);
+        committed = true;
+      },
+    };
     try {
-      await client.query('begin');
-      const result = await fn(client);
-      await client.query('commit');
+      const result = await fn(client, edges);
+      if (!begun) throw new Error('withPipelinedTransaction: fn sent no begin');
+      if (!committed) await edges.commit();
       commitHooks.delete(client);
       for (const hook of hooks) {
         try {
@@ -75,7 +109,7 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
       }
       return result;
     } catch (err) {
-      await client.query('rollback').catch(() => undefined);
+      if (begun && !committed) await client.query('rollback').catch(() => undefined);
       throw err;
     } finally {
       commitHooks.delete(client);

@@ -32,35 +32,33 @@ export async function msUntilNextTimer(db: Queryable): Promise<number | undefine
 }
 
 /**
- * Locks those of the given instances no other transaction holds, without waiting
- * (a batch of firings must never queue behind, or deadlock with, a transition).
+ * Fires a batch of due timers once, in one statement: locks those of their instances no
+ * other transaction holds, without waiting (a batch of firings must never queue behind, or
+ * deadlock with, a transition), and takes the timers of the locked ones with the same guard
+ * as markTimerFired. Under read committed the lock answers each instance's latest committed
+ * row, and the update re-checks a timer another transaction changed meanwhile, so the guard
+ * sees what a statement after the lock would. Answers the instances locked (busy ones are
+ * left to fire one by one) and the timers fired, ordered by instance, then due time: an
+ * instance's timers fire in due order, and the frame heads are locked at commit in instance
+ * order, like every statement that writes events of several instances.
  */
-export async function lockIdleInstances(db: Queryable, instanceIds: string[]): Promise<Set<string>> {
-  const { rows } = await db.query<{ id: string }>({
-    name: 'lock_idle_instances',
-    text: 'select id from instances where id = any($1::uuid[]) for no key update skip locked',
-    values: [instanceIds],
+export async function lockAndMarkDueTimers(db: Queryable, candidates: { id: string; instance_id: string }[]): Promise<{ idle: Set<string>; fired: TimerRow[] }> {
+  const { rows } = await db.query<{ instance_id: string; id: string | null; step_id: string; generation: number; due_at: Date }>({
+    name: 'lock_and_mark_due_timers',
+    text: `with idle as (select id, generation from instances where id = any($1::uuid[]) for no key update skip locked),
+                fired as (update timers t set state = 'fired', fired_at = clock_timestamp()
+                            from idle i
+                           where t.id = any($2::uuid[]) and i.id = t.instance_id
+                             and t.state = 'waiting' and t.due_at <= now() and t.generation = i.generation
+                       returning t.id, t.instance_id, t.step_id, t.generation, t.due_at)
+           select i.id as instance_id, f.id, f.step_id, f.generation, f.due_at
+             from idle i left join fired f on f.instance_id = i.id
+            order by i.id, f.due_at`,
+    values: [[...new Set(candidates.map((c) => c.instance_id))], candidates.map((c) => c.id)],
   });
-  return new Set(rows.map((r) => r.id));
-}
-
-/**
- * Fires a batch of due timers once: the same guard as markTimerFired, for timers whose
- * instances this transaction already holds. Ordered by instance, then due time: an
- * instance's timers fire in due order, and the frame heads are locked at commit in
- * instance order, like every statement that writes events of several instances.
- */
-export async function markTimersFired(db: Queryable, timerIds: string[]): Promise<TimerRow[]> {
-  const { rows } = await db.query<TimerRow>({
-    name: 'mark_timers_fired',
-    text: `update timers t set state = 'fired', fired_at = clock_timestamp()
-             from instances i
-            where t.id = any($1::uuid[]) and i.id = t.instance_id
-              and t.state = 'waiting' and t.due_at <= now() and t.generation = i.generation
-        returning t.id, t.instance_id, t.step_id, t.generation, t.due_at`,
-    values: [timerIds],
-  });
-  return rows.sort((a, b) => (a.instance_id < b.instance_id ? -1 : a.instance_id > b.instance_id ? 1 : a.due_at.getTime() - b.due_at.getTime()));
+  const fired: TimerRow[] = [];
+  for (const r of rows) if (r.id !== null) fired.push({ id: r.id, instance_id: r.instance_id, step_id: r.step_id, generation: r.generation, due_at: r.due_at });
+  return { idle: new Set(rows.map((r) => r.instance_id)), fired };
 }
 
 /** fired_at is when the firing commits, not when its batch began: the last statement before the commit. */

@@ -115,16 +115,21 @@ async function lockTasks(topic: string, n: number): Promise<LockedTaskRow[]> {
   }, 5_000, `tasks of ${topic}`);
 }
 
-/** A pool whose clients record the most statements they had sent and not yet seen answered. */
-function countingPool(url: string): { pool: Pool; maxInFlight: () => number; clients: pg.PoolClient[] } {
+/**
+ * A pool whose clients record the most statements they had sent and not yet seen answered,
+ * and the round trips: statements sent while none of that client's was in flight.
+ */
+function countingPool(url: string): { pool: Pool; maxInFlight: () => number; roundTrips: () => number; clients: pg.PoolClient[] } {
   const pool = createPool({ connectionString: url });
   const clients: pg.PoolClient[] = [];
   let max = 0;
+  let roundTrips = 0;
   pool.on('connect', (client) => {
     clients.push(client);
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     let inFlight = 0;
     (client as { query: unknown }).query = (...args: unknown[]) => {
+      if (inFlight === 0) roundTrips++;
       inFlight++;
       max = Math.max(max, inFlight);
       const done = args.findIndex((a) => typeof a === 'function');
@@ -141,7 +146,7 @@ function countingPool(url: string): { pool: Pool; maxInFlight: () => number; cli
       return result;
     };
   });
-  return { pool, maxInFlight: () => max, clients };
+  return { pool, maxInFlight: () => max, roundTrips: () => roundTrips, clients };
 }
 
 describe('pipelined timer firing', () => {
@@ -165,6 +170,32 @@ describe('pipelined timer firing', () => {
         (select count(*)::int from timers where instance_id = any($1::uuid[]) and state = 'fired' and fired_at >= due_at) as stamped
       from instances where id = any($1::uuid[]) and status = 'completed'`, [ids]);
     expect(rows[0]).toEqual({ completed: 24, fired: 24, stamped: 24 });
+  });
+
+  it('given 8 due timers of 8 instances, then each of the 4 batches is two round trips: begin, lock and take the timers, read the instances; then the firings, the framing and the commit', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 9; i++) ids.push(await start('plain'));
+    const counting = countingPool(db.url);
+    try {
+      const counted = createEngine(counting.pool, log);
+      // One firing first, so that the definition's plan is cached (a read of its own).
+      await makeDueInOrder(ids.slice(0, 1));
+      expect(await fireDueTimers(counted, 100)).toBe(1);
+      // Nothing due: the look-ups alone (due timers, due timer start events).
+      let before = counting.roundTrips();
+      expect(await fireDueTimers(counted, 100)).toBe(0);
+      const lookUps = counting.roundTrips() - before;
+      await makeDueInOrder(ids.slice(1));
+      // 8 timers in 4 lanes: 4 transactions of 2 firings each (five round trips each before).
+      before = counting.roundTrips();
+      expect(await fireDueTimers(counted, 100)).toBe(8);
+      expect(counting.roundTrips() - before).toBe(lookUps + 4 * 2);
+    } finally {
+      await counting.pool.end();
+    }
+    for (const id of ids) await expectFramesEqualHistory(id);
+    const { rows } = await db.pool.query(`select count(*)::int as n from timers where instance_id = any($1::uuid[]) and state = 'fired' and fired_at >= due_at`, [ids]);
+    expect(rows[0].n).toBe(9);
   });
 
   it('given a batch mixing plain firings with a message wait that finds its message buffered, a terminate end, and an instance with two due timers, then each fires once with the result of firing alone', async () => {
