@@ -7,7 +7,8 @@ import type { Plan } from '../compiler/plan.ts';
 import { completeLoopElement, completeStep, deriveStatus, emptyEffects, findErrorBoundary, fireWait, type Effects, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition } from './transition.ts';
-import { withTransaction, type PoolClient } from '../store/db.ts';
+import { withPipelinedTransaction, withTransaction, type PoolClient } from '../store/db.ts';
+import { runPipelined, valuesOf } from '../store/pipeline.ts';
 import { claimParkedPolls, deliverHanded, settleUnwritten } from './hand-off.ts';
 import {
   applyEffects,
@@ -159,16 +160,26 @@ export async function completeTasks(engine: Engine, workerId: string, items: Omi
  */
 const BATCH_ROUNDS = 10;
 
-/** The batch's transaction; answers the tasks it completed (none if it failed). */
+/**
+ * The batch's transaction; answers the tasks it completed (none if it failed). Pipelined
+ * (store/pipeline.ts): the first write begins, locks the instances and reads them (the read
+ * after the lock, so it sees what the lock waited for); the last sends the round's writes,
+ * the framing and the commit. A batch of one round is two round trips, whatever its size.
+ */
 async function completeInOneTransaction(engine: Engine, workerId: string, items: Omit<CompleteTaskRequest, 'workerId'>[]): Promise<Set<string>> {
   try {
-    return await withTransaction(engine.pool, async (tx) => {
-      await lockInstancesOfTasks(tx, items.map((i) => i.taskId));
+    return await withPipelinedTransaction(engine.pool, async (tx, edges) => {
+      const ids = (list: typeof items) => list.map((i) => i.taskId);
+      const [, , firstReads] = valuesOf(await runPipelined<unknown>(tx, [
+        edges.begin,
+        () => lockInstancesOfTasks(tx, ids(items)),
+        () => readTaskTransitions(tx, ids(items)),
+      ])) as [void, string[], Awaited<ReturnType<typeof readTaskTransitions>>];
       const writes: ApplyEffectsParams[] = [];
       let pending = items;
       for (let round = 0; round < BATCH_ROUNDS && pending.length > 0; round++) {
         // A second task of an instance waits for the next round, whose read sees this round's write of it.
-        const reads = await readTaskTransitions(tx, pending.map((i) => i.taskId));
+        const reads = round === 0 ? firstReads : await readTaskTransitions(tx, ids(pending));
         const taken = new Set<string>();
         const later: typeof items = [];
         const roundWrites: ApplyEffectsParams[] = [];
@@ -187,14 +198,18 @@ async function completeInOneTransaction(engine: Engine, workerId: string, items:
         // In instance order, like the locks: frameTransitions then takes the frame heads in that
         // order too (an instance's writes of later rounds follow its earlier ones there).
         roundWrites.sort((a, b) => (a.instance.id < b.instance.id ? -1 : 1));
+        writes.push(...roundWrites);
+        pending = later;
         // Their events are framed by one statement at the end (the heads are its last locks),
         // not by a trigger call per event at commit; progress pending for one of them makes
         // that statement fail and the batch go one by one, where the trigger flushes it first.
-        for (const write of roundWrites) await applyEffects(tx, { ...write, framesAtEnd: true });
-        writes.push(...roundWrites);
-        pending = later;
+        // It is called after the writes were sent, so every effects list is complete.
+        const last = pending.length === 0 || round === BATCH_ROUNDS - 1;
+        const group: (() => Promise<unknown>)[] = roundWrites.map((write) => () => applyEffects(tx, { ...write, framesAtEnd: true }));
+        if (last && writes.length > 0) group.push(() => frameTransitions(tx, writes));
+        if (last) group.push(edges.commit);
+        valuesOf(await runPipelined(tx, group));
       }
-      await frameTransitions(tx, writes);
       return new Set(writes.map((w) => w.guard!.completes!.taskId));
     });
   } catch (err) {

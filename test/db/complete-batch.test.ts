@@ -3,9 +3,13 @@
 // completed once, repeated, lock lost (kept as a late result) or not found; a batch that
 // cannot commit falls back to one complete per task; bad input changes nothing.
 import { randomUUID } from 'node:crypto';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEngine } from '../../runtime/engine/context.ts';
+import { completeTasks } from '../../runtime/engine/tasks.ts';
 import { buildBpmn, parallelBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { complete, deploy, fetchTasks, historyKinds, start, waitForStatus, type LockedTask } from '../support/flows.ts';
+import { countingPool } from '../support/counting-pool.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
@@ -111,6 +115,46 @@ describe('batch complete', () => {
       const { rows: frames } = await t.db.pool.query('select seq, kind from frames where instance_id = $1 and generation = 1 order by seq', [id]);
       expect(frames.map((f) => f.seq)).toEqual(frames.map((_, i) => i + 1));
       expect(frames.map((f) => f.kind)).toEqual([...kinds, 'instance:ended']);
+    }
+  });
+
+  it('given a batch of ten tasks of ten instances, then its transaction is two round trips (begin, lock and read; the writes, the framing and the commit), and two tasks of one instance add a round of two', async () => {
+    const counting = countingPool(t.db.url);
+    try {
+      const engine = createEngine(counting.pool, pino({ level: 'silent' }));
+      const completeCounting = async (workerId: string, tasks: LockedTask[]) => {
+        const before = counting.roundTrips();
+        const results = await completeTasks(engine, workerId, tasks.map((x) => ({ taskId: x.id, lockToken: x.lockToken })));
+        return { results, roundTrips: counting.roundTrips() - before };
+      };
+      const joinTasks = async (workerId: string) => [...await lockAll(workerId, ['batch-a'], 1), ...await lockAll(workerId, ['batch-b'], 1)];
+      // First a batch of both definitions: their plans are read once into this engine's cache.
+      const joinIds = [await start(t.api, 'batch-join')];
+      await startSingles(1);
+      const warm = await completeCounting('bw-rt', [...await lockAll('bw-rt', ['batch-single'], 1), ...await joinTasks('bw-rt')]);
+      expect(warm.results).toEqual(['completed', 'completed', 'completed']);
+
+      const ids = await startSingles(10);
+      const ten = await completeCounting('bw-rt', await lockAll('bw-rt', ['batch-single'], 10));
+      expect(ten.results).toEqual(Array(10).fill('completed'));
+      expect(ten.roundTrips).toBe(2); // fifteen before: begin, lock, read, ten writes one by one, framing, commit
+      for (const id of ids) await waitForStatus(t.api, id, 'completed');
+
+      // The join's second task goes in a second round, which reads the instance again after the first's write.
+      joinIds.push(await start(t.api, 'batch-join'));
+      const both = await joinTasks('bw-rt');
+      expect(both.map((x) => x.instanceId)).toEqual([joinIds[1], joinIds[1]]);
+      const rounds = await completeCounting('bw-rt', both);
+      expect(rounds.results).toEqual(['completed', 'completed']);
+      expect(rounds.roundTrips).toBe(4);
+      for (const id of joinIds) {
+        const kinds = await historyKinds(t.api, id);
+        expect(kinds.filter((k) => k === 'instance:completed')).toHaveLength(1);
+        const { rows: frames } = await t.db.pool.query('select seq, kind from frames where instance_id = $1 and generation = 1 order by seq', [id]);
+        expect(frames.map((f) => f.kind)).toEqual([...kinds, 'instance:ended']);
+      }
+    } finally {
+      await counting.pool.end();
     }
   });
 

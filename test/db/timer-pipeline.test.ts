@@ -14,11 +14,12 @@ import { startInstance } from '../../runtime/engine/instances.ts';
 import { completeTask } from '../../runtime/engine/tasks.ts';
 import { fireDueTimers, publishMessage } from '../../runtime/engine/waits.ts';
 import { startTimerScheduler } from '../../runtime/scheduler/timer-scheduler.ts';
-import { createPool, withTransaction, type Pool } from '../../runtime/store/db.ts';
+import { createPool, withTransaction } from '../../runtime/store/db.ts';
 import { runPipelined } from '../../runtime/store/pipeline.ts';
 import { recordProgress } from '../../runtime/store/progress.ts';
 import { fetchAndLock, type LockedTaskRow } from '../../runtime/store/tasks.ts';
 import { buildBpmn } from '../support/bpmn.ts';
+import { countingPool } from '../support/counting-pool.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/server.ts';
 
@@ -115,39 +116,6 @@ async function lockTasks(topic: string, n: number): Promise<LockedTaskRow[]> {
   }, 5_000, `tasks of ${topic}`);
 }
 
-/**
- * A pool whose clients record the most statements they had sent and not yet seen answered,
- * and the round trips: statements sent while none of that client's was in flight.
- */
-function countingPool(url: string): { pool: Pool; maxInFlight: () => number; roundTrips: () => number; clients: pg.PoolClient[] } {
-  const pool = createPool({ connectionString: url });
-  const clients: pg.PoolClient[] = [];
-  let max = 0;
-  let roundTrips = 0;
-  pool.on('connect', (client) => {
-    clients.push(client);
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    let inFlight = 0;
-    (client as { query: unknown }).query = (...args: unknown[]) => {
-      if (inFlight === 0) roundTrips++;
-      inFlight++;
-      max = Math.max(max, inFlight);
-      const done = args.findIndex((a) => typeof a === 'function');
-      if (done >= 0) {
-        const callback = args[done] as (...r: unknown[]) => void;
-        args[done] = (...r: unknown[]) => {
-          inFlight--;
-          callback(...r);
-        };
-        return query(...args);
-      }
-      const result = query(...args) as Promise<unknown>;
-      void result.then(() => inFlight--, () => inFlight--);
-      return result;
-    };
-  });
-  return { pool, maxInFlight: () => max, roundTrips: () => roundTrips, clients };
-}
 
 describe('pipelined timer firing', () => {
   it('given 24 due timers of 24 instances, then each batch sends its firings without waiting for one another, and every timer fires once', async () => {
