@@ -61,10 +61,14 @@ export async function pool(n: number, concurrency: number, task: (i: number) => 
   }));
 }
 
-// Round trips: every query that node-postgres sends from this process (the
-// systems under test all use `pg`, and the bench's own queries stay outside
-// the measured windows).
+// Statements: every query that node-postgres sends from this process (the systems
+// under test all use `pg`, and the bench's own queries stay outside the measured
+// windows). Round trips: those sent while none of the same client's was in flight, so a
+// pipelined group counts once (queries a client queues behind one in flight would too,
+// but none of the systems sends them that way).
 let queries = 0;
+let roundTrips = 0;
+const inFlight = new WeakMap<object, number>();
 const originalQuery = pg.Client.prototype.query;
 // BENCH_TRACE_QUERIES=1: the child also prints its most frequent statements on stderr.
 const traced = process.env.BENCH_TRACE_QUERIES === '1' ? new Map<string, number>() : undefined;
@@ -75,7 +79,27 @@ const traced = process.env.BENCH_TRACE_QUERIES === '1' ? new Map<string, number>
     const key = (typeof q === 'string' ? q : (q.name ?? q.text ?? '?')).replace(/\s+/g, ' ').slice(0, 90);
     traced.set(key, (traced.get(key) ?? 0) + 1);
   }
-  return (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
+  const before = inFlight.get(this) ?? 0;
+  if (before === 0) roundTrips++;
+  inFlight.set(this, before + 1);
+  const answered = () => inFlight.set(this, Math.max(0, (inFlight.get(this) ?? 1) - 1));
+  const callback = args.findIndex((a) => typeof a === 'function');
+  if (callback >= 0) {
+    const fn = args[callback] as (...r: unknown[]) => void;
+    args[callback] = (...r: unknown[]) => {
+      answered();
+      fn(...r);
+    };
+  }
+  const result = (originalQuery as (...a: unknown[]) => unknown).apply(this, args) as { then?: unknown; once?: unknown } | undefined;
+  if (callback < 0) {
+    if (typeof result?.then === 'function') (result as Promise<unknown>).then(answered, answered);
+    else if (typeof result?.once === 'function') {
+      // a submittable (cursor, stream): answered when it ends
+      (result as NodeJS.EventEmitter).once('end', answered).once('error', answered);
+    } else answered();
+  }
+  return result;
 };
 
 /** Statements a system sends per second while it has nothing to do (measured over `ms`). */
@@ -85,11 +109,13 @@ export async function idleQueriesPerSec(ms = 2000): Promise<number> {
   return ((queries - before) * 1000) / ms;
 }
 
-export interface CostMark { queries: number; xid: bigint; lsn: string }
+export interface CostMark { queries: number; roundTrips: number; xid: bigint; lsn: string }
 export interface Cost {
   /** transactions that were given a transaction id (those that wrote), per step */
   writeTxPerStep: number;
   /** node-postgres queries sent by the process, per step */
+  statementsPerStep: number;
+  /** the queries that waited for no earlier one of their client (a pipelined group is one), per step */
   roundTripsPerStep: number;
   /** WAL bytes per step */
   walBytesPerStep: number;
@@ -98,19 +124,22 @@ export interface Cost {
 /** Reads the cluster-wide counters; `admin` is a connection the measured system does not use. */
 export async function costMark(admin: pg.Client): Promise<CostMark> {
   const q = queries;
+  const r = roundTrips;
   const { rows } = await admin.query<{ xid: string; lsn: string }>(
     `select pg_snapshot_xmax(pg_current_snapshot())::text as xid, pg_current_wal_lsn()::text as lsn`,
   );
-  return { queries: q, xid: BigInt(rows[0]!.xid), lsn: rows[0]!.lsn };
+  return { queries: q, roundTrips: r, xid: BigInt(rows[0]!.xid), lsn: rows[0]!.lsn };
 }
 
 export async function costSince(admin: pg.Client, before: CostMark, steps: number): Promise<Cost> {
   const queriesDuring = queries - before.queries;
+  const roundTripsDuring = roundTrips - before.roundTrips;
   const after = await costMark(admin);
   const { rows } = await admin.query<{ bytes: string }>(`select pg_wal_lsn_diff($1, $2)::text as bytes`, [after.lsn, before.lsn]);
   return {
     writeTxPerStep: Number(after.xid - before.xid) / steps,
-    roundTripsPerStep: queriesDuring / steps,
+    statementsPerStep: queriesDuring / steps,
+    roundTripsPerStep: roundTripsDuring / steps,
     walBytesPerStep: Number(rows[0]!.bytes) / steps,
   };
 }

@@ -205,6 +205,7 @@ function printTable(t: TableInput): void {
     if (steps > 1) row(`${n} steps/s`, (r) => med(r[key], (x) => x.stepsPerSec));
     ratioRow(`${n} Baton ÷ system`, (r) => med(r[key], (x) => x.perSec));
     row(`${n} write transactions/step`, (r) => med(r[key], (x) => x.cost.writeTxPerStep), 2);
+    row(`${n} statements/step`, (r) => med(r[key], (x) => x.cost.statementsPerStep), 2);
     row(`${n} round trips/step`, (r) => med(r[key], (x) => x.cost.roundTripsPerStep), 2);
     row(`${n} WAL bytes/step`, (r) => med(r[key], (x) => x.cost.walBytesPerStep));
   };
