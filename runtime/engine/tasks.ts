@@ -164,7 +164,8 @@ const BATCH_ROUNDS = 10;
  * The batch's transaction; answers the tasks it completed (none if it failed). Pipelined
  * (store/pipeline.ts): the first write begins, locks the instances and reads them (the read
  * after the lock, so it sees what the lock waited for); the last sends the round's writes,
- * the framing and the commit. A batch of one round is two round trips, whatever its size.
+ * the framing and the commit. A batch of one round is two round trips, whatever its size;
+ * each further round one more.
  */
 async function completeInOneTransaction(engine: Engine, workerId: string, items: Omit<CompleteTaskRequest, 'workerId'>[]): Promise<Set<string>> {
   try {
@@ -177,9 +178,8 @@ async function completeInOneTransaction(engine: Engine, workerId: string, items:
       ])) as [void, string[], Awaited<ReturnType<typeof readTaskTransitions>>];
       const writes: ApplyEffectsParams[] = [];
       let pending = items;
+      let reads = firstReads;
       for (let round = 0; round < BATCH_ROUNDS && pending.length > 0; round++) {
-        // A second task of an instance waits for the next round, whose read sees this round's write of it.
-        const reads = round === 0 ? firstReads : await readTaskTransitions(tx, ids(pending));
         const taken = new Set<string>();
         const later: typeof items = [];
         const roundWrites: ApplyEffectsParams[] = [];
@@ -203,12 +203,17 @@ async function completeInOneTransaction(engine: Engine, workerId: string, items:
         // Their events are framed by one statement at the end (the heads are its last locks),
         // not by a trigger call per event at commit; progress pending for one of them makes
         // that statement fail and the batch go one by one, where the trigger flushes it first.
-        // It is called after the writes were sent, so every effects list is complete.
+        // It is called after the writes were sent, so every effects list is complete. A second
+        // task of an instance waits for the next round, whose read goes out behind this round's
+        // writes and so sees them.
         const last = pending.length === 0 || round === BATCH_ROUNDS - 1;
         const group: (() => Promise<unknown>)[] = roundWrites.map((write) => () => applyEffects(tx, { ...write, framesAtEnd: true }));
-        if (last && writes.length > 0) group.push(() => frameTransitions(tx, writes));
-        if (last) group.push(edges.commit);
-        valuesOf(await runPipelined(tx, group));
+        if (last) {
+          if (writes.length > 0) group.push(() => frameTransitions(tx, writes));
+          group.push(edges.commit);
+        } else group.push(() => readTaskTransitions(tx, ids(pending)));
+        const answers = valuesOf(await runPipelined(tx, group));
+        if (!last) reads = answers.at(-1) as typeof reads;
       }
       return new Set(writes.map((w) => w.guard!.completes!.taskId));
     });
