@@ -12,6 +12,7 @@
 import type { Effects, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
 import { FRAMES_CHANNEL } from './frames.ts';
+import { OPEN_TIMER } from './waits.ts';
 
 export const TASKS_CHANNEL = 'baton_tasks';
 /** rung when a timer row is created, so schedulers recompute their next wake-up */
@@ -269,7 +270,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   }
   if (fx.endedWaits.length > 0) {
     const ids = $(fx.endedWaits);
-    ctes.push(`tc as (update timers set state = 'canceled' where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and state = 'waiting'` + hold('tc') + ')',
+    ctes.push(`tc as (update timers set state = 'canceled' where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_TIMER}` + hold('tc') + ')',
       `sd as (delete from subscriptions where instance_id = $${id}::uuid and step_id = any($${ids}::text[])` + hold('sd') + ')');
   }
   if (fx.canceledTasks.length > 0) {
