@@ -12,7 +12,7 @@
 import type { Effects, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
 import { FRAMES_CHANNEL } from './frames.ts';
-import { OPEN_TIMER } from './waits.ts';
+import { OPEN_INCIDENT, OPEN_TIMER } from './live-rows.ts';
 
 export const TASKS_CHANNEL = 'baton_tasks';
 /** rung when a timer row is created, so schedulers recompute their next wake-up */
@@ -278,7 +278,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     ctes.push(`kc as (update external_tasks set state = 'canceled', ended_at = now()
               where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and state in ('ready', 'locked')` + hold('kc') + ')',
     `ki as (update incidents set status = 'resolved', resolved_at = now()
-              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and status = 'open'` + hold('ki') + ')');
+              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_INCIDENT}` + hold('ki') + ')');
   }
   if (p.guard?.completes) {
     const task = $(p.guard.completes.taskId);

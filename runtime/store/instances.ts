@@ -3,7 +3,7 @@ import type { Effects, InstanceState, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
 import { afterCommit, isPool, type Queryable } from './db.ts';
 import { FRAMES_CHANNEL } from './frames.ts';
-import { OPEN_TIMER } from './waits.ts';
+import { OPEN_INCIDENT, OPEN_TIMER } from './live-rows.ts';
 import { applyEffectsStatement, framesOf, type HandOffTask } from './apply-effects.ts';
 import type { LockedTaskRow } from './tasks.ts';
 
@@ -387,7 +387,7 @@ export async function cancelOpenWork(db: Queryable, instanceId: string, keepTask
                 tm as (update timers set state = 'canceled' where instance_id = $1 and ${OPEN_TIMER}),
                 sb as (delete from subscriptions where instance_id = $1)
            update incidents set status = 'resolved', resolved_at = now()
-            where instance_id = $1 and status = 'open'`,
+            where instance_id = $1 and ${OPEN_INCIDENT}`,
     values: [instanceId, keepTaskId],
   });
 }

@@ -1,14 +1,6 @@
 // Timer rows, message inbox and subscriptions: the rows behind every wait.
 import type { Queryable } from './db.ts';
 
-/**
- * A waiting timer, as the look-ups by instance must say it. Written as the states it is not,
- * so that it matches the predicate of timers_instance_idx and not that of timers_due_idx
- * (`state = 'waiting'`): otherwise stale statistics can make the due-time index look as
- * cheap, and a cancel then reads every waiting timer (migration 0015).
- */
-export const OPEN_TIMER = "state not in ('fired', 'canceled')";
-
 export interface TimerRow {
   id: string;
   instance_id: string;
