@@ -12,7 +12,7 @@
 import type { Effects, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
 import { FRAMES_CHANNEL } from './frames.ts';
-import { OPEN_INCIDENT, OPEN_TIMER } from './live-rows.ts';
+import { OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 
 export const TASKS_CHANNEL = 'baton_tasks';
 /** rung when a timer row is created, so schedulers recompute their next wake-up */
@@ -270,7 +270,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   }
   if (fx.endedWaits.length > 0) {
     const ids = $(fx.endedWaits);
-    ctes.push(`tc as (update timers set state = 'canceled' where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_TIMER}` + hold('tc') + ')',
+    ctes.push(`tc as (update timers set state = 'canceled' where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_TIMER_SQL}` + hold('tc') + ')',
       `sd as (delete from subscriptions where instance_id = $${id}::uuid and step_id = any($${ids}::text[])` + hold('sd') + ')');
   }
   if (fx.canceledTasks.length > 0) {
@@ -278,7 +278,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     ctes.push(`kc as (update external_tasks set state = 'canceled', ended_at = now()
               where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and state in ('ready', 'locked')` + hold('kc') + ')',
     `ki as (update incidents set status = 'resolved', resolved_at = now()
-              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_INCIDENT}` + hold('ki') + ')');
+              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_INCIDENT_SQL}` + hold('ki') + ')');
   }
   if (p.guard?.completes) {
     const task = $(p.guard.completes.taskId);

@@ -7,7 +7,7 @@
 // (docs/PERFORMANCE.md, "Session 9"). The tables' check constraints keep the two forms equal.
 
 /** A waiting timer; matches the predicate of timers_instance_idx (migration 0015). */
-export const OPEN_TIMER = "state not in ('fired', 'canceled')";
+export const OPEN_TIMER_SQL = "state not in ('fired', 'canceled')";
 
 /** An open incident; incidents_instance_idx has no predicate. */
-export const OPEN_INCIDENT = "status <> 'resolved'";
+export const OPEN_INCIDENT_SQL = "status <> 'resolved'";

@@ -4,7 +4,7 @@ import type { Queryable } from './db.ts';
 import type { IncidentRow } from './incidents.ts';
 import type { InstanceRow } from './instances.ts';
 import type { ExternalTaskRow } from './tasks.ts';
-import { OPEN_INCIDENT } from './live-rows.ts';
+import { OPEN_INCIDENT_SQL } from './live-rows.ts';
 
 export interface ListInstancesParams {
   status?: InstanceStatus;
@@ -62,7 +62,7 @@ export async function getInstanceDetail(db: Queryable, instanceId: string): Prom
       `select * from external_tasks where instance_id = $1 and state in ('ready', 'locked', 'failed') order by created_at`,
       [instanceId],
     ),
-    db.query<IncidentRow>(`select * from incidents where instance_id = $1 and ${OPEN_INCIDENT} order by created_at`, [instanceId]),
+    db.query<IncidentRow>(`select * from incidents where instance_id = $1 and ${OPEN_INCIDENT_SQL} order by created_at`, [instanceId]),
   ]);
   return { instance, steps: steps.rows, openTasks: tasks.rows, openIncidents: incidents.rows };
 }

@@ -7,7 +7,7 @@
 // the late first bursts of a timer round (docs/PERFORMANCE.md, "Session 9").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancelOpenWork } from '../../runtime/store/instances.ts';
-import { OPEN_INCIDENT, OPEN_TIMER } from '../../runtime/store/live-rows.ts';
+import { OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from '../../runtime/store/live-rows.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 let db: TestDatabase;
@@ -62,14 +62,14 @@ function scans(rows: Explained[], table: string): string[] {
 describe('look-ups by instance with statistics from when no row was live', () => {
   it('given timers analyzed when none waited and then a burst of waiting ones, then a transition\'s cancel of its wait scans timers_instance_idx', async () => {
     const { rows } = await db.pool.query<Explained>(
-      `explain (format json) update timers set state = 'canceled' where instance_id = $1::uuid and step_id = any($2::text[]) and ${OPEN_TIMER}`,
+      `explain (format json) update timers set state = 'canceled' where instance_id = $1::uuid and step_id = any($2::text[]) and ${OPEN_TIMER_SQL}`,
       [await liveInstance(), ['wait']]);
     expect(scans(rows, 'timers')).toEqual(['Index Scan on timers_instance_idx']);
   });
 
   it('given incidents analyzed when none was open and then a burst of open ones, then a transition\'s resolve of its step\'s incidents scans incidents_instance_idx', async () => {
     const { rows } = await db.pool.query<Explained>(
-      `explain (format json) update incidents set status = 'resolved' where instance_id = $1::uuid and step_id = any($2::text[]) and ${OPEN_INCIDENT}`,
+      `explain (format json) update incidents set status = 'resolved' where instance_id = $1::uuid and step_id = any($2::text[]) and ${OPEN_INCIDENT_SQL}`,
       [await liveInstance(), ['work']]);
     expect(scans(rows, 'incidents')).toEqual(['Index Scan on incidents_instance_idx']);
   });

@@ -6,7 +6,7 @@
 -- look-up then read all waiting timers, 7-40 ms each, until autovacuum analyzed the table
 -- again (docs/PERFORMANCE.md, "Session 9"). The instance index now names the waiting state
 -- by the states it is not, and those look-ups say it the same way (store/live-rows.ts
--- OPEN_TIMER): they match this predicate and no longer imply the due index's, so no
+-- OPEN_TIMER_SQL): they match this predicate and no longer imply the due index's, so no
 -- estimate can send them there. The check constraint on `state` keeps the two equal.
 drop index timers_instance_idx;
 create index timers_instance_idx on timers (instance_id, step_id) where state not in ('fired', 'canceled');
