@@ -14,6 +14,7 @@ import { instancesRouter } from './api/instances-routes.ts';
 import { progressRouter } from './api/progress-routes.ts';
 import { tasksRouter } from './api/tasks-routes.ts';
 import { createEngine, type Engine, type EngineOptions } from './engine/context.ts';
+import { SAFETY_RECHECK_MS } from './engine/fetch.ts';
 import { TaskNotifier } from './engine/task-notifier.ts';
 import { ProgressCoalescer } from './engine/progress.ts';
 import { FrameHub } from './stream/frame-hub.ts';
@@ -24,6 +25,7 @@ import { exhaustExpiredLease } from './engine/tasks.ts';
 import { startTimerScheduler, type TimerScheduler } from './scheduler/timer-scheduler.ts';
 import { eventsRouter } from './api/events-routes.ts';
 import { createPool } from './store/db.ts';
+import { flushDoorbells } from './store/doorbells.ts';
 import { applyMigrations } from './store/migrate.ts';
 import { checkAuthBeforeListening, designerHeaders, securityLayer, type AuthOptions, type LimitOptions } from './security/index.ts';
 import { opsRouter, startRetention, type RetentionOptions } from './ops/index.ts';
@@ -87,7 +89,8 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
     intervalMs: opts.sweepIntervalMs ?? 1000, batchSize: 500, frameRetentionMs: opts.frameRetentionMs ?? 24 * 3_600_000,
     leaseExpiryAllowance: engine.options.leaseExpiryAllowance, exhaustLease: (taskId) => exhaustExpiredLease(engine, taskId),
   });
-  const timers = startTimerScheduler(engine, opts.log, { maxSleepMs: 30_000, batchSize: 500 });
+  // Sleeps no longer than a poll waits between re-checks: a doorbell lost with a node that died before relaying it costs at most that.
+  const timers = startTimerScheduler(engine, opts.log, { maxSleepMs: SAFETY_RECHECK_MS, batchSize: 500 });
   notifier.onTimerCreated(() => timers.poke());
   const retention = startRetention(pool, opts.log, opts.retention ?? { days: 0, intervalMs: 3_600_000 });
 
@@ -158,6 +161,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
       // Requests in flight finish; the background loops finish their current transaction.
       await Promise.all([closeHttp(http, sockets, (opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS) / 2), sweeper.stop(), timers.stop(), retention.stop()]);
       await Promise.all([frameHub.stop(), progress.close()]);
+      await flushDoorbells(pool); // the other nodes hear the last commits' doorbells
       await pool.end(); // waits for clients still checked out
     },
   };

@@ -1,11 +1,11 @@
 // Wakes parked long polls when a topic gets work. Postgres NOTIFY only rings the
 // doorbell: a woken poll fetches again, and a periodic re-check covers anything
-// a notification cannot announce (a retry backoff running out, a lost connection).
-// A transition committed by this process rings at once, in-process: the NOTIFY
-// would come back over the LISTEN connection a round trip and an event-loop turn
-// later. Its echo still rings (other paths notify too, and one cannot tell them
-// apart safely); a poll that already took the task has gone by then, one still
-// parked fetches once more.
+// a notification cannot announce (a retry backoff running out, a lost connection,
+// a node that died between its commit and its relay, store/doorbells.ts).
+// A transition committed by this process rings at once, in-process; the relayed
+// payloads of this process are skipped when they come back. Doorbells that other
+// statements still send themselves (an unlock, an expired lease) come back over the
+// LISTEN connection a round trip and an event-loop turn later.
 //
 // A native poll parks with an offer (engine/hand-off.ts): a start or a single complete of this process may
 // claim it while it is parked and unrung, insert its new task already locked for it in
@@ -15,7 +15,7 @@
 // pollForTasks if the caller has left).
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { TASKS_CHANNEL, TIMERS_CHANNEL, onTasksCommitted } from '../store/instances.ts';
+import { announceListener, onDoorbells, readDoorbells, TASKS_CHANNEL, TIMERS_CHANNEL } from '../store/doorbells.ts';
 import type { LockedTaskRow } from '../store/tasks.ts';
 import type { PollClaim, PollOffer, TaskHandOff } from './hand-off.ts';
 
@@ -58,15 +58,21 @@ export class TaskNotifier implements TaskHandOff {
   ) {}
 
   async start(): Promise<void> {
-    this.unsubscribeLocal ??= onTasksCommitted((topics) => topics.forEach((topic) => this.ring(topic)));
+    this.unsubscribeLocal ??= onDoorbells({
+      tasks: (topics) => topics.forEach((topic) => this.ring(topic)),
+      timers: () => this.timerListeners.forEach((fn) => fn()),
+    });
     const client = new pg.Client({ connectionString: this.connectionString });
     client.on('notification', (msg) => {
+      const { fromHere, bells } = readDoorbells(msg.payload);
+      if (fromHere) return;
       if (msg.channel === TIMERS_CHANNEL) this.timerListeners.forEach((fn) => fn());
-      else this.ring(msg.payload);
+      else bells.forEach((topic) => this.ring(topic));
     });
     client.on('error', (err) => this.reconnect(err));
     client.on('end', () => this.reconnect());
     await client.connect();
+    await announceListener(client);
     await client.query(`listen ${TASKS_CHANNEL}; listen ${TIMERS_CHANNEL}`);
     this.client = client;
   }

@@ -11,12 +11,9 @@
 // only placeholders ($${n}); the parts are joined as plain strings.
 import type { Effects, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
-import { FRAMES_CHANNEL } from './frames.ts';
 import { OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 
-export const TASKS_CHANNEL = 'baton_tasks';
-/** rung when a timer row is created, so schedulers recompute their next wake-up */
-export const TIMERS_CHANNEL = 'baton_timers';
+export { TASKS_CHANNEL, TIMERS_CHANNEL } from './doorbells.ts';
 
 /** The parts of a transition's statement; a shape is the sum of those present. */
 const PART = {
@@ -103,7 +100,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   const steps = lastStatusPerStep(fx.steps);
   const ended = p.status === 'completed' || p.status === 'canceled' || p.status === 'compensated';
   // A wait that starts and ends within one transition never needs a row.
-  const timers = fx.timers.filter((t) => !fx.endedWaits.includes(t.stepId));
+  const timers = waitingTimers(fx);
   const subscriptions = fx.subscriptions.filter((x) => !fx.endedWaits.includes(x.stepId));
   const has = (part: number, on: boolean) => (on ? part : 0);
   const shape = has(PART.steps, steps.length > 0) + has(PART.flows, fx.flows.length > 0) + has(PART.tasks, fx.tasks.length > 0)
@@ -307,20 +304,22 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   if (guard) ctes.push('guarded as (select baton_transition_guard(' + guard + ') as ok)');
   // With handed tasks, the created_at of their rows is the instance's (both now(), one transaction).
   const answers = handOff ? [] : ['(select created_at from i) as created_at'];
-  // Handed tasks ring nobody: their poll is answered by the caller, and no one else may take them.
-  const rung = handOff ? `select distinct x.topic from unnest($${topics}::text[], $${tokens}::uuid[]) as x(topic, token) where x.token is null`
-    : `select distinct unnest($${topics}::text[]) as topic`;
-  if (topics) answers.push(`(select count(pg_notify('${TASKS_CHANNEL}', topic)) from (` + rung + ') as n) as tasks_rung');
-  if (timers.length > 0) answers.push(`(select pg_notify('${TIMERS_CHANNEL}', '')) as timers_rung`);
-  if (events && framesHere) answers.push(`(select pg_notify('${FRAMES_CHANNEL}', $${id}::uuid::text || ' ' || $${gen()}::int::text || ' ' || last_seq::text) from head) as frames_rung`);
+  // The transition's doorbells ring after its commit (store/doorbells.ts); the frames' one needs the head's seq.
+  if (events && framesHere) answers.push('(select last_seq from head) as frame_seq');
   // The handed rows as fetch-and-lock answers them (store/tasks.ts ANSWER_SQL): the task row, the
   // business key, the instance's variables under the task's local ones. A row of nulls if none.
+  if (handOff) answers.push(`l.*, $${bkParam}::text as business_key, $${vars}::jsonb || l.local_variables as variables`);
   const from = !handOff ? (guard ? ' from guarded' : '')
-    : `, l.*, $${bkParam}::text as business_key, $${vars}::jsonb || l.local_variables as variables
+    : `
         from guarded left join (select * from t where t.lock_token is not null) l on true
        order by l.priority desc, l.created_at`;
   const text = 'with\n      ' + ctes.join(',\n      ') + '\n      select ' + answers.join(', ') + from;
   return { name: 'apply_effects_' + shapeOf.toString(36), text, values };
+}
+
+/** The timers a transition leaves waiting: a wait that starts and ends within it never needs a row. */
+export function waitingTimers(fx: Effects): Effects['timers'] {
+  return fx.timers.filter((t) => !fx.endedWaits.includes(t.stepId));
 }
 
 /**

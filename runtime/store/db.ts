@@ -27,6 +27,13 @@ export function isPool(db: Queryable): boolean {
 
 // Work to run once the transaction a client is in has committed (in-process wake-ups).
 const commitHooks = new WeakMap<object, (() => void)[]>();
+// The pool of a client in withPipelinedTransaction: its commit hooks may use the pool.
+const transactionPools = new WeakMap<object, pg.Pool>();
+
+/** The pool a client in withTransaction came from; undefined for any other client. */
+export function poolOf(db: Queryable): pg.Pool | undefined {
+  return transactionPools.get(db);
+}
 
 /**
  * Runs fn once db's transaction (withTransaction) has committed; outside one, the
@@ -81,6 +88,7 @@ export async function withPipelinedTransaction<T>(pool: pg.Pool, fn: (tx: pg.Poo
   return withClient(pool, async (client) => {
     const hooks: (() => void)[] = [];
     commitHooks.set(client, hooks);
+    transactionPools.set(client, pool);
     let begun = false;
     let committed = false;
     const edges: TransactionEdges = {
@@ -113,6 +121,7 @@ export async function withPipelinedTransaction<T>(pool: pg.Pool, fn: (tx: pg.Poo
       throw err;
     } finally {
       commitHooks.delete(client);
+      transactionPools.delete(client);
     }
   });
 }

@@ -2,9 +2,10 @@
 // Writing happens in SQL (migration 0008: a deferred trigger on events and
 // flush_progress); this module reads them and keeps their retention.
 import type { Queryable } from './db.ts';
+import type { FrameBell } from './doorbells.ts';
 
-/** NOTIFY channel; the payload is only a doorbell: "<instanceId> <generation> <seq>" */
-export const FRAMES_CHANNEL = 'baton_frames';
+/** NOTIFY channel; a doorbell is only "<instanceId> <generation> <seq>" (store/doorbells.ts) */
+export { FRAMES_CHANNEL } from './doorbells.ts';
 
 export interface FrameRow {
   instance_id: string;
@@ -57,6 +58,16 @@ export async function readFrameHead(db: Queryable, instanceId: string, generatio
 }
 
 /** Frames of one generation after a seq, in seq order. */
+/** The heads of every generation of the instances, as doorbells: what a lost doorbell would have said (stream/frame-hub.ts). */
+export async function readFrameBells(db: Queryable, instanceIds: string[]): Promise<FrameBell[]> {
+  const { rows } = await db.query<{ instance_id: string; generation: number; last_seq: number }>({
+    name: 'read_frame_bells',
+    text: 'select instance_id, generation, last_seq from frame_heads where instance_id = any($1::uuid[])',
+    values: [instanceIds],
+  });
+  return rows.map((r) => ({ instanceId: r.instance_id, generation: r.generation, seq: r.last_seq }));
+}
+
 export async function readFrames(db: Queryable, p: { instanceId: string; generation: number; afterSeq: number; limit: number }): Promise<FrameRow[]> {
   const { rows } = await db.query<FrameRow>({
     name: 'read_frames',

@@ -1,25 +1,13 @@
 // Instance rows: start, lock-with-state, apply a transition's effects, cancel, read.
 import type { Effects, InstanceState, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
-import { afterCommit, isPool, type Queryable } from './db.ts';
-import { FRAMES_CHANNEL } from './frames.ts';
+import { isPool, type Queryable } from './db.ts';
+import { ringAfterCommit, type FrameBell } from './doorbells.ts';
 import { OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
-import { applyEffectsStatement, framesOf, type HandOffTask } from './apply-effects.ts';
+import { applyEffectsStatement, framesOf, waitingTimers, type HandOffTask } from './apply-effects.ts';
 import type { LockedTaskRow } from './tasks.ts';
 
 export { idempotencyKey, TASKS_CHANNEL, TIMERS_CHANNEL } from './apply-effects.ts';
-
-type TopicsListener = (topics: string[]) => void;
-const topicsListeners = new Set<TopicsListener>();
-
-/**
- * Tells fn the topics that got new tasks whenever a transition of this process commits
- * them: local long polls wake without waiting for the NOTIFY to come back. Answers an unsubscribe.
- */
-export function onTasksCommitted(fn: TopicsListener): () => void {
-  topicsListeners.add(fn);
-  return () => topicsListeners.delete(fn);
-}
 
 export interface InstanceRow {
   id: string;
@@ -279,12 +267,12 @@ export const TRANSITION_GUARD_LOST = 'BT409';
 /**
  * Writes one transition of an instance in a single statement: step and flow states,
  * new tasks, incidents, history events, the instance row (revision + 1, or the new row
- * of a start), and a notification per topic that got work. Answers the row's created_at.
+ * of a start). Its doorbells ring once it has committed (store/doorbells.ts). Answers the row's created_at.
  * The statement has only the parts this transition uses (store/apply-effects.ts).
  */
 export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promise<Date> {
   const fx = p.effects;
-  const { rows } = await db.query<{ created_at: Date }>(applyEffectsStatement({
+  const { rows } = await db.query<{ created_at: Date; frame_seq?: number | null }>(applyEffectsStatement({
     instance: p.instance, effects: fx, status: p.status, variables: p.variables,
     incidentTaskIds: p.incidentTaskIds ?? fx.incidents.map(() => null),
     ...(p.guard ? { guard: p.guard } : {}),
@@ -292,10 +280,7 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
     ...(p.framesAtEnd ? { framesAtEnd: true } : {}),
     alone: isPool(db),
   }));
-  if (fx.tasks.length > 0 && topicsListeners.size > 0) {
-    const topics = [...new Set(fx.tasks.map((t) => t.topic))];
-    afterCommit(db, () => topicsListeners.forEach((fn) => fn(topics)));
-  }
+  ringTransition(db, p, fx.tasks.map((t) => t.topic), rows[0]?.frame_seq);
   return rows[0]!.created_at;
 }
 
@@ -316,13 +301,22 @@ export async function applyEffectsHandingOff(db: Queryable, p: ApplyEffectsParam
     ...(p.insert ? { insert: p.insert } : {}),
     handOff: p.handOff, alone: isPool(db),
   }));
+  // Handed tasks ring nobody: their poll is answered by the caller, and no one else may take them.
   const handedAt = new Set(p.handOff.map((h) => h.index));
-  const topics = [...new Set(fx.tasks.filter((_, i) => !handedAt.has(i)).map((t) => t.topic))];
-  if (topics.length > 0 && topicsListeners.size > 0) afterCommit(db, () => topicsListeners.forEach((fn) => fn(topics)));
+  ringTransition(db, p, fx.tasks.filter((_, i) => !handedAt.has(i)).map((t) => t.topic), (rows[0] as { frame_seq?: number | null } | undefined)?.frame_seq);
   // created_at of a handed task row is the transaction's now(), as the instance's of a start
   const handed = rows.filter((r) => r.id !== null);
-  for (const r of handed) for (const k of ['tasks_rung', 'timers_rung', 'frames_rung']) delete (r as unknown as Record<string, unknown>)[k];
+  for (const r of handed) delete (r as { frame_seq?: unknown }).frame_seq;
   return { at: rows[0]!.created_at, handed };
+}
+
+/** What a written transition rings once committed: its tasks' topics, a created timer, its frames (when it wrote them). */
+function ringTransition(db: Queryable, p: ApplyEffectsParams, topics: string[], frameSeq: number | null | undefined): void {
+  ringAfterCommit(db, {
+    topics: [...new Set(topics)],
+    timers: waitingTimers(p.effects).length > 0,
+    frames: frameSeq != null ? [{ instanceId: p.instance.id, generation: p.instance.generation, seq: frameSeq }] : [],
+  });
 }
 
 /**
@@ -351,7 +345,7 @@ export async function frameTransitions(db: Queryable, transitions: { instance: {
   }
   if (sorted.length === 0) return;
   const frames = sorted.map((x) => framesOf(x.events));
-  await db.query({
+  const { rows } = await db.query<{ instance_id: string; generation: number; last_seq: number }>({
     name: 'frame_transitions',
     text: `with x as (select * from unnest($1::uuid[], $2::int[], $3::int[], $4::boolean[]) with ordinality as x(id, gen, n, ends, k)),
                 quiet as (select baton_transition_guard(not exists (select 1 from progress_reports where instance_id = any($1::uuid[]))) as ok),
@@ -365,7 +359,7 @@ export async function frameTransitions(db: Queryable, transitions: { instance: {
                          from unnest($5::int[], $6::int[], $7::text[], $8::jsonb[]) as f(k, pos, kind, data)
                          join x on x.k = f.k
                          join head on head.instance_id = x.id and head.generation = x.gen)
-           select count(pg_notify('${FRAMES_CHANNEL}', instance_id::text || ' ' || generation::text || ' ' || last_seq::text)) as rung from head`,
+           select instance_id, generation, last_seq from head`,
     values: [
       sorted.map((x) => x.instance.id), sorted.map((x) => x.instance.generation), frames.map((f) => f.kinds.length),
       frames.map((f) => f.kinds.at(-1) === 'instance:ended'),
@@ -373,6 +367,7 @@ export async function frameTransitions(db: Queryable, transitions: { instance: {
       frames.flatMap((f) => f.kinds), frames.flatMap((f) => f.data),
     ],
   });
+  ringAfterCommit(db, { frames: rows.map((r): FrameBell => ({ instanceId: r.instance_id, generation: r.generation, seq: r.last_seq })) });
 }
 
 /**

@@ -10,7 +10,7 @@ import {
   TRAFFIC_WAIT_SET_SQL,
   type FetchOutcome,
 } from './flow-limits.ts';
-import { FRAMES_CHANNEL } from './frames.ts';
+import { ringAfterCommit, type FrameBell } from './doorbells.ts';
 import { TASKS_CHANNEL } from './instances.ts';
 
 export interface ExternalTaskRow {
@@ -71,7 +71,7 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
   const order = p.order ?? 'priority';
   const topics = p.topics.map((t) => t.name);
   const values = [topics, p.topics.map((t) => t.lockDurationMs), p.maxTasks, p.workerId];
-  const { rows } = await pool.query<LockedTaskRow & { flow_limited: boolean | null }>({
+  const { rows } = await pool.query<LockedTaskRow & { flow_limited: boolean | null; frame_seq: number | null }>({
     name: `fetch_and_lock_${order}`,
     text: `with picked as (
              select t.id from external_tasks t
@@ -85,11 +85,15 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
     values,
   });
   const tasks: LockedTaskRow[] = [];
+  const frames = new Map<string, FrameBell>();
   for (const row of rows) {
     if (row.id === null) continue;
+    if (row.frame_seq !== null) frames.set(row.instance_id, { instanceId: row.instance_id, generation: row.generation, seq: row.frame_seq });
     delete (row as { flow_limited?: unknown }).flow_limited;
+    delete (row as { frame_seq?: unknown }).frame_seq;
     tasks.push(row);
   }
+  ringAfterCommit(pool, { frames: [...frames.values()] });
   if (tasks.length > 0 || rows[0]?.flow_limited !== true) return { tasks };
   return fetchWithinFlowLimits(pool, topics, async (tx, resources) => {
     const limited = await tx.query<LockedTaskRow>({
@@ -145,7 +149,8 @@ function lockPickedSql(framedSql: string): string {
 // The frames of the fetch's own events (those `ev` wrote framed), written by the fetch's
 // statement as the trigger of migration 0011 would at commit: one head update per instance,
 // in instance order, as the statement's last row locks (the statement is its own
-// transaction, so the commit follows at once), the frames, one doorbell per instance.
+// transaction, so the commit follows at once), the frames; the answer carries each head's
+// seq for the doorbell rung after the commit (store/doorbells.ts).
 // A task:locked never ends a generation; a head already ended takes no frames, as in the
 // trigger. Saves a deferred trigger call and its framing statement per instance and fetch.
 const FRAME_LOCKED_SQL = `counted as (
@@ -155,8 +160,7 @@ const FRAME_LOCKED_SQL = `counted as (
              select instance_id, generation, n from counted order by instance_id
              on conflict (instance_id, generation) do update set last_seq = h.last_seq + excluded.last_seq
               where h.ended_at is null
-             returning h.instance_id, h.generation, h.last_seq,
-                       pg_notify('${FRAMES_CHANNEL}', h.instance_id::text || ' ' || h.generation::text || ' ' || h.last_seq::text)),
+             returning h.instance_id, h.generation, h.last_seq),
            fw as (
              insert into frames (instance_id, generation, seq, kind, data, at)
              select e.instance_id, e.generation, head.last_seq - c.n + (row_number() over (partition by e.instance_id order by e.seq))::int,
@@ -174,7 +178,9 @@ const ANSWER_SQL = `select l.*, i.business_key, i.variables || l.local_variables
 // whose flow_limited says whether a flow limit covers the topics (then the limited fetch
 // decides). It used to be a second statement (flow_limits_cover) after every empty fetch,
 // that is before every long poll parks: a round trip on the way to parking.
-const ANSWER_OR_COVERED_SQL = `select a.*, c.flow_limited
+// Each row also carries its frame head's seq (FRAME_LOCKED_SQL), for the doorbell.
+const ANSWER_OR_COVERED_SQL = `select a.*, c.flow_limited,
+                  (select h.last_seq from head h where h.instance_id = a.instance_id and h.generation = a.generation) as frame_seq
              from (select exists (select 1 from flow_limit_topics fl where fl.topic = any($1::text[])) as flow_limited) c
              left join (${ANSWER_SQL}) a on true
             order by a.priority desc, a.created_at`;

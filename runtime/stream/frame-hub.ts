@@ -1,10 +1,14 @@
-// Follows the frames doorbell (LISTEN baton_frames) for this node's subscribers.
-// The payload only says "instance X, generation G has seq N now": followers read
-// the frames themselves from Postgres, so a lost or coalesced notification costs
-// nothing but a read, and any node can serve any client.
+// Follows the frames doorbell for this node's subscribers: in-process for this
+// process's commits, LISTEN baton_frames for the other nodes' (store/doorbells.ts).
+// A doorbell only says "instance X, generation G has seq N now": followers read
+// the frames themselves from Postgres, so a coalesced notification costs nothing,
+// and any node can serve any client. A doorbell can be lost (a node that died
+// between its commit and its relay): every second the hub reads the heads of the
+// instances it follows and rings them, and a follower reads only past its cursor.
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { FRAMES_CHANNEL } from '../store/frames.ts';
+import { announceListener, FRAMES_CHANNEL, onDoorbells, readDoorbells } from '../store/doorbells.ts';
+import { readFrameBells } from '../store/frames.ts';
 
 export interface Doorbell {
   instanceId: string;
@@ -19,6 +23,8 @@ export interface InstanceListener {
 
 /** How long the hub keeps listening after its last follower left (subscriptions come and go). */
 const UNLISTEN_AFTER_MS = 10_000;
+/** How often the heads of followed instances are read, for doorbells that never came. */
+const RECHECK_HEADS_MS = 1000;
 
 export class FrameHub {
   private client: pg.Client | undefined;
@@ -30,11 +36,15 @@ export class FrameHub {
   private listening = false;
   /** LISTEN / UNLISTEN run one after another on the hub's connection */
   private chain: Promise<void> = Promise.resolve();
+  private unsubscribeLocal: (() => void) | undefined;
+  private recheckTimer: NodeJS.Timeout | undefined;
+  private rechecking = false;
 
   constructor(
     private readonly connectionString: string,
     private readonly log: Logger,
     private readonly unlistenAfterMs = UNLISTEN_AFTER_MS,
+    private readonly recheckMs = RECHECK_HEADS_MS,
   ) {}
 
   /** Whether doorbells reach this node now (while anyone follows, and a while after). */
@@ -47,11 +57,17 @@ export class FrameHub {
    * doorbell of every committed transaction would wake this node for nothing.
    */
   async start(): Promise<void> {
+    this.unsubscribeLocal ??= onDoorbells({ frames: (bells) => bells.forEach((b) => this.dispatch(b)) });
+    this.recheckTimer ??= setInterval(() => void this.recheckHeads(), this.recheckMs).unref();
     const client = new pg.Client({ connectionString: this.connectionString });
-    client.on('notification', (msg) => this.dispatch(parseDoorbell(msg.payload)));
+    client.on('notification', (msg) => {
+      const { fromHere, bells } = readDoorbells(msg.payload);
+      if (!fromHere) bells.forEach((b) => this.dispatch(parseDoorbell(b)));
+    });
     client.on('error', (err) => this.reconnect(err));
     client.on('end', () => this.reconnect());
     await client.connect();
+    await announceListener(client);
     this.client = client;
     this.listening = false;
     await this.reconcile();
@@ -59,6 +75,8 @@ export class FrameHub {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unsubscribeLocal?.();
+    clearInterval(this.recheckTimer);
     clearTimeout(this.reconnectTimer);
     clearTimeout(this.unlistenTimer);
     await this.client?.end().catch(() => undefined);
@@ -104,6 +122,20 @@ export class FrameHub {
     });
     this.chain = next.catch(() => undefined);
     return next;
+  }
+
+  /** Rings the followed instances with their heads as they are (one read; skipped while the last is out, or disconnected). */
+  private async recheckHeads(): Promise<void> {
+    const client = this.client;
+    if (!client || this.stopped || this.rechecking || this.listeners.size === 0) return;
+    this.rechecking = true;
+    try {
+      for (const bell of await readFrameBells(client, [...this.listeners.keys()])) this.dispatch(bell);
+    } catch {
+      // a lost connection reconnects and rings everyone
+    } finally {
+      this.rechecking = false;
+    }
   }
 
   private dispatch(bell: Doorbell | undefined): void {

@@ -1,10 +1,13 @@
 // Drills where runtime nodes die (numbers from issue 7): `baton serve` child
 // processes SIGKILLed at fault points or at random under load, restarted on the
 // same port, with SDK worker processes carrying on; then ledger and checker.
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { announceListener, readDoorbells } from '../../runtime/store/doorbells.ts';
 import { buildBpmn, parallelBpmn, type FlowSpec, type NodeSpec } from '../support/bpmn.ts';
 import type { TestDatabase } from '../support/db.ts';
-import { deploy, start, waitForStatus } from '../support/flows.ts';
+import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus } from '../support/flows.ts';
+import { ProgressClient } from '../support/progress-client.ts';
 import { apiClient, waitFor } from '../support/server.ts';
 import { killAll, startNode, startWorker } from './harness.ts';
 import { summarizeLedger } from './ledger.ts';
@@ -106,6 +109,61 @@ describe('chaos drills: runtime nodes', () => {
     expect(worker.alive()).toBe(true);
     await expectInvariants(db);
   }, 90_000);
+
+  it('drill 14: given a node that dies after a commit and before relaying its doorbells, then another node\'s progress follower and parked long poll still get the work, by their own re-checks', async () => {
+    const steady = await startNode(db.url);
+    const api = apiClient(steady.url);
+    await deploy(api, buildBpmn('d14', [
+      { id: 'start', type: 'startEvent' }, { id: 'a', type: 'serviceTask', topic: 'd14-a' },
+      { id: 'b', type: 'serviceTask', topic: 'd14-b' }, { id: 'end', type: 'endEvent' },
+    ], [{ from: 'start', to: 'a' }, { from: 'a', to: 'b' }, { from: 'b', to: 'end' }]));
+    // Every doorbell any node sends, as another node's LISTEN hears it.
+    const heard: { channel: string; bell: string }[] = [];
+    const listener = new pg.Client({ connectionString: db.url });
+    await listener.connect();
+    listener.on('notification', (m) => heard.push(...readDoorbells(m.payload).bells.map((bell) => ({ channel: m.channel, bell }))));
+    await announceListener(listener, 'test-observer'); // heard as another node: this process's relays send to it
+    await listener.query('listen baton_tasks; listen baton_frames');
+    const progress = new ProgressClient(steady.url);
+    try {
+      // 1. Frames: a client follows the instance on the steady node; the doomed node completes its task.
+      const first = await start(api, 'd14');
+      const taskA = await fetchOne(api, 'd14-w', 'd14-a');
+      expect((await progress.subscribe({ instanceId: first })).ok).toBe(true);
+      await progress.waitForKind(first, 'task:locked');
+      const doomed = await startNode(db.url, { faults: 'doorbells:before-relay:crash:once' });
+      await complete(apiClient(doomed.url), taskA, 'd14-w').catch(() => undefined); // answered or cut off by the crash
+      await doomed.exited;
+      expect(doomed.output()).toContain('baton-fault doorbells:before-relay crash');
+      expect(kinds(await history(db, first), 'task:completed')).toHaveLength(1);
+      const seen = await progress.waitForKind(first, 'task:completed', 1, 10_000);
+      // No NOTIFY ever said so: the complete's statement sends none, and its relay died with the node.
+      expect(heard.filter((h) => h.channel === 'baton_frames' && h.bell.startsWith(first) && Number(h.bell.split(' ')[2]) >= seen.seq)).toEqual([]);
+      expect(progress.frames.filter((f) => f.instanceId === first).map((f) => f.seq)).toEqual(progress.seqs(first).map((_, i) => i + 1));
+
+      // 2. Tasks: a poll parked on the steady node for step b; a second doomed node completes step a.
+      const taskB = await fetchOne(api, 'd14-w', 'd14-b');
+      expect((await complete(api, taskB, 'd14-w')).status).toBe(204);
+      const second = await start(api, 'd14');
+      const taskA2 = await fetchOne(api, 'd14-w', 'd14-a');
+      const parkedAt = Date.now();
+      const parked = fetchTasks(api, 'd14-poller', ['d14-b'], { maxTasks: 1, waitMs: 20_000 });
+      await waitFor(async () => (/^baton_parked_long_polls 1$/m.test(await (await fetch(`${steady.url}/metrics`)).text()) ? true : undefined), 5_000, 'the poll to park');
+      const doomedToo = await startNode(db.url, { faults: 'doorbells:before-relay:crash:once' });
+      await complete(apiClient(doomedToo.url), taskA2, 'd14-w').catch(() => undefined);
+      await doomedToo.exited;
+      const [got] = await parked;
+      expect(got?.instanceId).toBe(second);
+      expect(Date.now() - parkedAt).toBeLessThan(15_000); // the poll's re-check found it, not the end of its wait
+      expect(heard.filter((h) => h.channel === 'baton_tasks' && h.bell === 'd14-b')).toEqual([]);
+      expect((await complete(api, got!, 'd14-poller')).status).toBe(204);
+      await waitForStatus(api, second, 'completed');
+      await expectInvariants(db);
+    } finally {
+      progress.close();
+      await listener.end();
+    }
+  }, 120_000);
 });
 
 function singleTask(id: string): string {

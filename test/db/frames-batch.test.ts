@@ -3,6 +3,7 @@
 // nothing after instance:ended, and pending progress still flushed before the frame
 // that ends its step.
 import pg from 'pg';
+import { readDoorbells } from '../../runtime/store/doorbells.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/server.ts';
@@ -17,7 +18,7 @@ beforeAll(async () => {
                        values ('frames-batch', 1, 'fp', 'sha', '<x/>', '{}'::jsonb)`);
   listener = new pg.Client({ connectionString: db.url });
   await listener.connect();
-  listener.on('notification', (m) => bells.push(m.payload ?? ''));
+  listener.on('notification', (m) => bells.push(...readDoorbells(m.payload).bells));
   await listener.query('listen baton_frames');
 });
 afterAll(async () => {

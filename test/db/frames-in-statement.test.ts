@@ -5,6 +5,7 @@
 // dense seqs that become visible in order, instance:ended last, and a step's pending
 // progress framed before the frame that ends the step.
 import pg from 'pg';
+import { announceListener, readDoorbells } from '../../runtime/store/doorbells.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus } from '../support/flows.ts';
@@ -27,7 +28,8 @@ beforeAll(async () => {
   ]));
   listener = new pg.Client({ connectionString: t.db.url });
   await listener.connect();
-  listener.on('notification', (m) => bells.push(m.payload ?? ''));
+  listener.on('notification', (m) => bells.push(...readDoorbells(m.payload).bells));
+  await announceListener(listener, 'test-observer'); // heard as another node: this process's relays send to it
   await listener.query('listen baton_frames');
 });
 afterAll(async () => {

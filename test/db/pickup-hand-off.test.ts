@@ -235,7 +235,7 @@ describe('hand-off of a new task to a parked poll of this node', () => {
     expect(new Set((await history(id)).map((e) => e.tx)).size).toBe(2);
   });
 
-  it('given two server nodes on one database, when a poll is parked on node A and the start runs on node B, then the NOTIFY wakes A\'s poll and it fetches the task', async () => {
+  it('given two server nodes on one database, when a poll is parked on node A and the start runs on node B, then the doorbell wakes A\'s poll and it fetches the task', async () => {
     const engineB = createEngine(db.pool, log);
     const notifierB = new TaskNotifier(db.url, log);
     await notifierB.start();

@@ -6,6 +6,7 @@
 // equal the history, one doorbell per instance, progress pending for an instance sends
 // the batch one by one (the trigger flushes it first), and a follower never sees a gap.
 import pg from 'pg';
+import { announceListener, flushDoorbells, readDoorbells } from '../../runtime/store/doorbells.ts';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../runtime/engine/context.ts';
@@ -62,7 +63,8 @@ beforeAll(async () => {
   ], [{ from: 's', to: 'fork' }, { from: 'fork', to: 'wait' }, { from: 'fork', to: 'work' }, { from: 'wait', to: 'join' }, { from: 'work', to: 'join' }, { from: 'join', to: 'e' }]));
   listener = new pg.Client({ connectionString: db.url });
   await listener.connect();
-  listener.on('notification', (m) => bells.push(m.payload ?? ''));
+  listener.on('notification', (m) => bells.push(...readDoorbells(m.payload).bells));
+  await announceListener(listener, 'test-observer'); // heard as another node: this process's relays send to it
   await listener.query('listen baton_frames');
 });
 afterAll(async () => {
@@ -93,8 +95,9 @@ async function history(instanceId: string): Promise<{ kind: string; step_id: str
   return rows;
 }
 
-/** Every doorbell committed so far has arrived: a NOTIFY sent now comes after them (a listener gets them in commit order). */
+/** Every doorbell committed so far has arrived: relayed, a NOTIFY sent now comes after them (a listener gets them in commit order). */
 async function bellsSoFar(): Promise<string[]> {
+  await flushDoorbells(db.pool);
   const mark = `mark-${crypto.randomUUID()}`;
   await db.pool.query('select pg_notify($1, $2)', ['baton_frames', mark]);
   await waitFor(async () => (bells.includes(mark) ? true : undefined), 5_000, 'the marker doorbell');

@@ -1,6 +1,7 @@
 // The frames doorbell is LISTENed to only while someone follows: a node nobody watches is
 // not woken by every committed transaction. A follow resolves once the hub listens, so a
-// frame committed after it always rings.
+// frame committed after it always rings. A doorbell that never comes (its node died before
+// relaying it) is made up for by the hub's reading of the followed heads.
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FrameHub, type Doorbell } from '../../runtime/stream/frame-hub.ts';
@@ -44,5 +45,23 @@ describe('FrameHub', () => {
     await waitFor(async () => (bells.length > 1 ? true : undefined), 5_000, 'the second doorbell');
     expect(bells[1]).toEqual({ instanceId: id, generation: 1, seq: 8 });
     hub.unfollow(id, listener);
+  });
+
+  it('given frames whose doorbell never rings, then the hub rings the followers with the heads as they are, each followed instance\'s every generation', async () => {
+    const rechecking = new FrameHub(db.url, pino({ level: 'silent' }), 200, 50);
+    await rechecking.start();
+    try {
+      const [followed, other] = [crypto.randomUUID(), crypto.randomUUID()];
+      const bells: (Doorbell | undefined)[] = [];
+      await rechecking.follow(followed, { ring: (b) => bells.push(b) });
+      // written as a node that died before relaying would leave them: heads moved, no NOTIFY
+      await db.pool.query(`insert into frame_heads (instance_id, generation, last_seq) values ($1, 1, 4), ($1, 2, 1), ($2, 1, 9)`, [followed, other]);
+      await waitFor(async () => (bells.some((b) => b?.generation === 2) ? true : undefined), 5_000, 'the heads');
+      expect(bells).toContainEqual({ instanceId: followed, generation: 1, seq: 4 });
+      expect(bells).toContainEqual({ instanceId: followed, generation: 2, seq: 1 });
+      expect(bells.filter((b) => b?.instanceId !== followed)).toEqual([]);
+    } finally {
+      await rechecking.stop();
+    }
   });
 });

@@ -1,10 +1,14 @@
 // Two server processes on one PostgreSQL: a progress client follows a run on node
 // A, loses its connection mid-run, reconnects to node B with its last seq, and ends
-// with every frame of the generation exactly once and in order.
+// with every frame of the generation exactly once and in order. And the doorbells of
+// one node's commits reach the other's long polls and followers through the relay
+// (store/doorbells.ts), well before their own re-checks would.
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { announceListener, readDoorbells } from '../../runtime/store/doorbells.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { complete, deploy, fetchOne, start } from '../support/flows.ts';
+import { complete, deploy, fetchOne, fetchTasks, start } from '../support/flows.ts';
 import { spawnNode, type NodeProcess } from '../support/node-process.ts';
 import { ProgressClient } from '../support/progress-client.ts';
 import { waitFor } from '../support/server.ts';
@@ -61,5 +65,47 @@ describe('two nodes', () => {
     const reports = received.filter((f) => f.kind === 'task:progress').flatMap((f) => f.data.reports as { i: number }[]);
     expect(reports.map((r) => r.i)).toEqual([...Array(300).keys()]);
     await waitFor(async () => (received.at(-1)?.kind === 'instance:ended' ? true : undefined), 1000, 'the end frame');
+  });
+
+  it('given a poll parked and a follower on node B, when node A starts an instance and completes its task, then A\'s relayed doorbells wake both at once, not their re-checks', { timeout: 120_000 }, async () => {
+    db ??= await createTestDatabase();
+    while (nodes.length < 2) nodes.push(await spawnNode(db));
+    const [a, b] = nodes as [NodeProcess, NodeProcess];
+    await deploy(a.api, singleTaskBpmn('relayed', 'relayed'));
+    // What crosses between the nodes, as a third listener hears it.
+    const heard: string[] = [];
+    const observer = new pg.Client({ connectionString: db.url });
+    await observer.connect();
+    observer.on('notification', (m) => heard.push(...readDoorbells(m.payload).bells.map((bell) => `${m.channel} ${bell}`)));
+    await announceListener(observer, 'test-observer');
+    await observer.query('listen baton_tasks; listen baton_frames');
+    try {
+      for (let round = 0; round < 3; round++) {
+        heard.length = 0;
+        const parked = fetchTasks(b.api, 'on-b', ['relayed'], { maxTasks: 1, waitMs: 20_000, lockDurationMs: 30_000 });
+        await waitFor(async () => (/^baton_parked_long_polls 1$/m.test(await (await fetch(`${b.url}/metrics`)).text()) ? true : undefined), 5_000, 'the poll to park');
+        const began = performance.now();
+        const id = await start(a.api, 'relayed');
+        const [task] = await parked;
+        const pickup = performance.now() - began;
+        expect(task?.instanceId).toBe(id);
+        expect(pickup, `round ${round}`).toBeLessThan(900); // the poll's re-check runs every 2 s
+        await waitFor(async () => (heard.includes('baton_tasks relayed') ? true : undefined), 5_000, 'the relayed tasks doorbell');
+
+        const onB = new ProgressClient(b.url);
+        clients.push(onB);
+        expect((await onB.subscribe({ instanceId: id })).ok).toBe(true);
+        await onB.waitForKind(id, 'task:locked');
+        const completedAt = performance.now();
+        expect((await complete(a.api, task!, 'on-b')).status).toBe(204);
+        await onB.waitForKind(id);
+        expect(performance.now() - completedAt, `round ${round}`).toBeLessThan(700); // the follower's head re-check runs every second
+        const { rows: [head] } = await db.pool.query('select last_seq from frame_heads where instance_id = $1 and generation = 1', [id]);
+        await waitFor(async () => (heard.includes(`baton_frames ${id} 1 ${head.last_seq}`) ? true : undefined), 5_000, 'the relayed frames doorbell');
+        onB.close();
+      }
+    } finally {
+      await observer.end();
+    }
   });
 });

@@ -1,0 +1,197 @@
+// Doorbells (store/doorbells.ts): the hot statements answer what they ring instead of
+// calling pg_notify (PostgreSQL serializes the commits of notifying transactions). This
+// process hears them right after the commit; the other nodes get them from a relay that
+// sends the doorbells of a turn of the event loop together, several per payload.
+import pg from 'pg';
+import { pino } from 'pino';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createEngine, type Engine } from '../../runtime/engine/context.ts';
+import { deployDefinition } from '../../runtime/engine/definitions.ts';
+import { startInstance } from '../../runtime/engine/instances.ts';
+import { completeTask } from '../../runtime/engine/tasks.ts';
+import { createPool, withTransaction } from '../../runtime/store/db.ts';
+import { announceListener, flushDoorbells, onDoorbells, PROCESS_TAG, readDoorbells, RELAY_STATEMENT, ringAfterCommit, type FrameBell } from '../../runtime/store/doorbells.ts';
+import { fetchAndLock } from '../../runtime/store/tasks.ts';
+import { singleTaskBpmn } from '../support/bpmn.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { waitFor } from '../support/server.ts';
+
+const log = pino({ level: 'silent' });
+let db: TestDatabase;
+let listener: pg.Client;
+/** every NOTIFY heard on the three channels, as sent */
+const heard: { channel: string; payload: string }[] = [];
+/** what this process's listeners were told */
+const local: { topics: string[]; timers: number; frames: FrameBell[] } = { topics: [], timers: 0, frames: [] };
+let unsubscribe: () => void;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await deployDefinition(createEngine(db.pool, log), singleTaskBpmn('bells', 'bells-task'));
+  listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  listener.on('notification', (m) => heard.push({ channel: m.channel, payload: m.payload ?? '' }));
+  await announceListener(listener, 'test-observer'); // heard as another node: this process's relays send to it
+  await listener.query('listen baton_tasks; listen baton_timers; listen baton_frames');
+  unsubscribe = onDoorbells({
+    tasks: (topics) => local.topics.push(...topics),
+    timers: () => local.timers++,
+    frames: (bells) => local.frames.push(...bells),
+  });
+});
+afterAll(async () => {
+  unsubscribe?.();
+  await listener?.end();
+  await db?.drop();
+});
+beforeEach(() => {
+  heard.length = 0;
+  local.topics.length = 0;
+  local.timers = 0;
+  local.frames.length = 0;
+});
+
+/** Everything relayed so far has been heard: a NOTIFY sent after the flush arrives after it. */
+async function heardSoFar(): Promise<{ channel: string; payload: string }[]> {
+  await flushDoorbells(db.pool);
+  const mark = `mark-${crypto.randomUUID()}`;
+  await db.pool.query('select pg_notify($1, $2)', ['baton_tasks', mark]);
+  await waitFor(async () => (heard.some((h) => h.payload === mark) ? true : undefined), 5_000, 'the marker');
+  return heard.filter((h) => h.payload !== mark);
+}
+
+const bellsOn = (channel: string, got: { channel: string; payload: string }[]) => got.filter((h) => h.channel === channel).flatMap((h) => readDoorbells(h.payload).bells);
+
+describe('doorbells', () => {
+  it('given a start, a fetch and a complete, then this process hears the topic and each frame head after its commit, and the relay tells the other nodes the same', async () => {
+    const engine = createEngine(db.pool, log);
+    const started = await startInstance(engine, { definitionKey: 'bells' });
+    if (!started.ok) throw new Error('not started');
+    const id = started.instance.id;
+    const { tasks: [task] } = await fetchAndLock(db.pool, { workerId: 'w', maxTasks: 1, topics: [{ name: 'bells-task', lockDurationMs: 30_000 }] });
+    expect(task?.instance_id).toBe(id);
+    expect(Object.keys(task!)).not.toContain('frame_seq');
+    expect((await completeTask(engine, { taskId: task!.id, workerId: 'w', lockToken: task!.lock_token! })).ok).toBe(true);
+    const { rows: [head] } = await db.pool.query('select last_seq from frame_heads where instance_id = $1 and generation = 1', [id]);
+
+    expect(local.topics).toEqual(['bells-task']);
+    const seqs = local.frames.filter((b) => b.instanceId === id).map((b) => b.seq);
+    expect(seqs).toHaveLength(3); // the start, the fetch, the complete
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    expect(seqs.at(-1)).toBe(head.last_seq);
+
+    const got = await heardSoFar();
+    expect(bellsOn('baton_tasks', got)).toEqual(['bells-task']);
+    expect(bellsOn('baton_frames', got).filter((b) => b.startsWith(id)).at(-1)).toBe(`${id} 1 ${head.last_seq}`);
+    for (const h of got) expect(readDoorbells(h.payload).fromHere, h.payload).toBe(true);
+  });
+
+  it('given doorbells rung by many commits in one turn, then one NOTIFY per channel carries them, a generation\'s highest seq only, and a payload PostgreSQL would refuse is split', async () => {
+    const frames: FrameBell[] = [];
+    for (let i = 0; i < 300; i++) frames.push({ instanceId: crypto.randomUUID(), generation: 1, seq: i + 1 });
+    const twice = crypto.randomUUID();
+    ringAfterCommit(db.pool, { frames: [{ instanceId: twice, generation: 2, seq: 3 }], topics: ['x'] });
+    for (const f of frames) ringAfterCommit(db.pool, { frames: [f] });
+    ringAfterCommit(db.pool, { frames: [{ instanceId: twice, generation: 2, seq: 5 }], topics: ['x', 'y', 'z'.repeat(9000)], timers: true });
+    ringAfterCommit(db.pool, { timers: true });
+
+    const got = await heardSoFar();
+    const framePayloads = got.filter((h) => h.channel === 'baton_frames');
+    expect(framePayloads.length).toBeGreaterThan(1);
+    for (const h of got) expect(Buffer.byteLength(h.payload)).toBeLessThan(8000);
+    const bells = bellsOn('baton_frames', got);
+    expect(bells.sort()).toEqual([...frames.map((f) => `${f.instanceId} 1 ${f.seq}`), `${twice} 2 5`].sort());
+    // No payload can carry a 9,000-character topic: it is left to the polls' re-check, the others go.
+    expect(got.filter((h) => h.channel === 'baton_tasks')).toHaveLength(1);
+    expect(bellsOn('baton_tasks', got).sort()).toEqual(['x', 'y']);
+    expect(got.filter((h) => h.channel === 'baton_timers')).toHaveLength(1);
+    expect(local.timers).toBe(2);
+  });
+
+  it('given a transaction that rolls back, then nothing rings, here or elsewhere', async () => {
+    await expect(withTransaction(db.pool, async (tx) => {
+      await tx.query('select 1');
+      ringAfterCommit(tx, { topics: ['rolled-back'], frames: [{ instanceId: crypto.randomUUID(), generation: 1, seq: 1 }] });
+      throw new Error('changed my mind');
+    })).rejects.toThrow('changed my mind');
+    expect(local).toEqual({ topics: [], timers: 0, frames: [] });
+    expect(await heardSoFar()).toEqual([]);
+  });
+
+  it('given a transaction that commits, then its doorbells ring only after the commit', async () => {
+    let ringsInside = -1;
+    await withTransaction(db.pool, async (tx) => {
+      await tx.query('select 1');
+      ringAfterCommit(tx, { topics: ['after-commit'] });
+      ringsInside = local.topics.length;
+    });
+    expect(ringsInside).toBe(0);
+    expect(local.topics).toEqual(['after-commit']);
+    expect(bellsOn('baton_tasks', await heardSoFar())).toEqual(['after-commit']);
+  });
+
+  it('given the relay silenced, then the hot statements (start, fetch, complete) send no NOTIFY of their own', async () => {
+    // A pool whose relay statements go nowhere: what the other nodes hear is then only what the statements sent.
+    const silenced = createPool({ connectionString: db.url, max: 4 });
+    let dropped = 0;
+    silenced.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as { query: unknown }).query = (...args: unknown[]) => {
+        if ((args[0] as { name?: unknown } | undefined)?.name === RELAY_STATEMENT) {
+          dropped++;
+          const answered = { rows: [], rowCount: 0 };
+          const callback = args.find((a) => typeof a === 'function') as ((err: null, r: unknown) => void) | undefined;
+          if (!callback) return Promise.resolve(answered);
+          setImmediate(() => callback(null, answered)); // the pool's own calls answer by callback
+          return undefined;
+        }
+        return query(...args);
+      };
+    });
+    try {
+      const engine = createEngine(silenced, log);
+      const started = await startInstance(engine, { definitionKey: 'bells' });
+      if (!started.ok) throw new Error('not started');
+      const { tasks: [task] } = await fetchAndLock(silenced, { workerId: 'w', maxTasks: 1, topics: [{ name: 'bells-task', lockDurationMs: 30_000 }] });
+      expect((await completeTask(engine, { taskId: task!.id, workerId: 'w', lockToken: task!.lock_token! })).ok).toBe(true);
+      await flushDoorbells(silenced);
+      expect(dropped).toBeGreaterThan(0);
+      expect(local.frames.filter((b) => b.instanceId === started.instance.id)).toHaveLength(3);
+      expect(await heardSoFar()).toEqual([]);
+    } finally {
+      await silenced.end();
+    }
+  });
+
+  it('given no other process listening, then the relay sends nothing; once one listens, within about a second it does', async () => {
+    const lone = createPool({ connectionString: db.url, max: 2 });
+    await listener.query(`select set_config('application_name', 'not a baton node', false)`);
+    try {
+      ringAfterCommit(lone, { topics: ['alone'] });
+      await flushDoorbells(lone);
+      expect(local.topics).toEqual(['alone']);
+      expect(await heardSoFar()).toEqual([]);
+      await announceListener(listener, 'test-observer');
+      const began = performance.now();
+      await waitFor(async () => {
+        ringAfterCommit(lone, { topics: ['heard'] });
+        await flushDoorbells(lone);
+        return heard.some((h) => readDoorbells(h.payload).bells.includes('heard')) ? true : undefined;
+      }, 5_000, 'the relay to see the listener');
+      expect(performance.now() - began).toBeLessThan(2_500);
+      expect(bellsOn('baton_tasks', await heardSoFar())).not.toContain('alone');
+    } finally {
+      await announceListener(listener, 'test-observer');
+      await lone.end();
+    }
+  });
+
+  it('given payloads, then a relayed one is read as its doorbells and marked when this process sent it; any other is one doorbell', () => {
+    expect(readDoorbells(' ' + JSON.stringify({ from: PROCESS_TAG, bells: ['a', 'b c'] }))).toEqual({ fromHere: true, bells: ['a', 'b c'] });
+    expect(readDoorbells(' ' + JSON.stringify({ from: 'another', bells: ['a'] }))).toEqual({ fromHere: false, bells: ['a'] });
+    expect(readDoorbells('orders')).toEqual({ fromHere: false, bells: ['orders'] });
+    expect(readDoorbells('')).toEqual({ fromHere: false, bells: [''] });
+    expect(readDoorbells(undefined)).toEqual({ fromHere: false, bells: [''] });
+    expect(readDoorbells(' {not json')).toEqual({ fromHere: false, bells: [] });
+  });
+});
