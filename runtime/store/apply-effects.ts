@@ -13,7 +13,6 @@ import type { Effects, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
 import { OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 
-export { TASKS_CHANNEL, TIMERS_CHANNEL } from './doorbells.ts';
 
 /** The parts of a transition's statement; a shape is the sum of those present. */
 const PART = {

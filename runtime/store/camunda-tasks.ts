@@ -3,7 +3,7 @@
 // absolute retry count; a task can be locked by id.
 import type { Pool, Queryable } from './db.ts';
 import { fetchWithinFlowLimits, flowLimitsCover, limitedPickSql, SPEND_TOKENS_SQL, TRAFFIC_WAIT_SET_SQL } from './flow-limits.ts';
-import { TASKS_CHANNEL } from './instances.ts';
+import { ringAfterCommit } from './doorbells.ts';
 import type { ExternalTaskRow, GuardedTaskResult, TaskResultCall } from './tasks.ts';
 
 /** The lock token of the worker's current lease on the task, if it holds one. */
@@ -50,9 +50,9 @@ export interface CamundaFailParams {
  * retryTimeout with retries - 1 failures still tolerated (Baton's retries_left), 0 → failed.
  */
 export async function failTaskCamunda(db: Queryable, p: CamundaFailParams): Promise<GuardedTaskResult> {
-  const { rows } = await db.query<ExternalTaskRow>({
+  const { rows } = await db.query<ExternalTaskRow & { due_now?: boolean }>({
     name: 'camunda_fail_task',
-    // A retry due now rings the doorbell; a later one is found by the pollers' periodic re-check.
+    // A retry due now rings the doorbell (after the commit); a later one is found by the pollers' periodic re-check.
     text: `with u as (
              update external_tasks
                 set state = case when $5::int > 0 then 'ready' else 'failed' end,
@@ -62,10 +62,14 @@ export async function failTaskCamunda(db: Queryable, p: CamundaFailParams): Prom
                     ended_at = case when $5::int > 0 then null else now() end
               where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3 and generation = $4
           returning *)
-           select u.*, case when u.state = 'ready' and u.retry_at <= now() then pg_notify('${TASKS_CHANNEL}', u.topic) end as notified from u`,
+           select u.*, u.state = 'ready' and u.retry_at <= now() as due_now from u`,
     values: [p.taskId, p.workerId, p.lockToken, p.generation, p.retries, p.retryTimeoutMs, p.errorMessage, p.errorDetails],
   });
-  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: 'lock_lost' };
+  const task = rows[0];
+  if (!task) return { ok: false, reason: 'lock_lost' };
+  if (task.due_now) ringAfterCommit(db, { topics: [task.topic] });
+  delete (task as { due_now?: unknown }).due_now;
+  return { ok: true, task };
 }
 
 export type LockByIdResult =

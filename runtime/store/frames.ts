@@ -4,9 +4,6 @@
 import type { Queryable } from './db.ts';
 import type { FrameBell } from './doorbells.ts';
 
-/** NOTIFY channel; a doorbell is only "<instanceId> <generation> <seq>" (store/doorbells.ts) */
-export { FRAMES_CHANNEL } from './doorbells.ts';
-
 export interface FrameRow {
   instance_id: string;
   generation: number;

@@ -1,7 +1,7 @@
 // Incident rows: raised inside transitions (see applyEffects), resolved by an operator.
 import type { IncidentKind } from '../engine/vocabulary.ts';
 import type { Queryable } from './db.ts';
-import { TASKS_CHANNEL } from './instances.ts';
+import { ringAfterCommit } from './doorbells.ts';
 
 export interface IncidentRow {
   id: string;
@@ -34,17 +34,18 @@ export async function resolveIncident(db: Queryable, incidentId: string): Promis
 
 /** Gives a failed task a fresh retry budget and makes it fetchable now. */
 export async function requeueFailedTask(db: Queryable, taskId: string, retries: number | null): Promise<boolean> {
-  const { rowCount } = await db.query(
+  const { rows } = await db.query<{ topic: string }>(
     `with t as (
        update external_tasks
           set state = 'ready', retries = coalesce($2, retries), retries_left = coalesce($2, retries),
               retry_at = now(), worker_id = null, lock_token = null, lock_expires_at = null, ended_at = null, lease_expiries = 0
         where id = $1 and state = 'failed'
     returning topic)
-     select pg_notify('${TASKS_CHANNEL}', topic) from t`,
+     select topic from t`,
     [taskId, retries],
   );
-  return (rowCount ?? 0) > 0;
+  if (rows[0]) ringAfterCommit(db, { topics: [rows[0].topic] });
+  return rows.length > 0;
 }
 
 export interface ListIncidentsParams {

@@ -7,7 +7,7 @@ import { OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 import { applyEffectsStatement, framesOf, waitingTimers, type HandOffTask } from './apply-effects.ts';
 import type { LockedTaskRow } from './tasks.ts';
 
-export { idempotencyKey, TASKS_CHANNEL, TIMERS_CHANNEL } from './apply-effects.ts';
+export { idempotencyKey } from './apply-effects.ts';
 
 export interface InstanceRow {
   id: string;

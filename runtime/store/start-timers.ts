@@ -1,6 +1,6 @@
 // Timers of timer start events: one waiting row per start event of the latest version of a key.
 import type { Queryable } from './db.ts';
-import { TIMERS_CHANNEL } from './instances.ts';
+import { ringAfterCommit } from './doorbells.ts';
 
 export interface StartTimerSpec {
   stepId: string;
@@ -52,14 +52,14 @@ export async function replaceStartTimers(db: Queryable, definitionId: string, ke
   );
   if (timers.length === 0) return;
   await db.query(
-    `with t as (insert into timers (definition_id, step_id, generation, due_at, cycle_interval, repeats_left)
+    `insert into timers (definition_id, step_id, generation, due_at, cycle_interval, repeats_left)
                 select $1, x.step_id, 1,
                        case when x.at is not null then greatest(x.at::timestamptz, now()) else now() + x.delay::interval end,
                        x.cycle_interval, x.repeats_left
-                  from unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[]) as x(step_id, at, delay, cycle_interval, repeats_left))
-     select pg_notify('${TIMERS_CHANNEL}', '')`,
+                  from unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[]) as x(step_id, at, delay, cycle_interval, repeats_left)`,
     [definitionId, timers.map((t) => t.stepId), timers.map((t) => t.at), timers.map((t) => t.delay), timers.map((t) => t.cycleInterval), timers.map((t) => t.repeatsLeft)],
   );
+  ringAfterCommit(db, { timers: true });
 }
 
 export async function findDueStartTimers(db: Queryable, limit: number): Promise<{ id: string }[]> {

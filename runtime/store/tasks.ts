@@ -11,7 +11,6 @@ import {
   type FetchOutcome,
 } from './flow-limits.ts';
 import { ringAfterCommit, type FrameBell } from './doorbells.ts';
-import { TASKS_CHANNEL } from './instances.ts';
 
 export interface ExternalTaskRow {
   id: string;
@@ -275,9 +274,10 @@ export async function unlockTask(db: Queryable, p: LockHolder): Promise<GuardedT
           returning *),
            ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
                   select instance_id, generation, 'task:unlocked', step_id, id, attempt, jsonb_build_object('workerId', $2::text) from u)
-           select u.*, pg_notify('${TASKS_CHANNEL}', u.topic) from u`,
+           select u.* from u`,
     values: [p.taskId, p.workerId, p.lockToken],
   });
+  if (rows[0]) ringAfterCommit(db, { topics: [rows[0].topic] });
   return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p) };
 }
 
@@ -287,7 +287,7 @@ export async function unlockTask(db: Queryable, p: LockHolder): Promise<GuardedT
  * exhaustExpiredLease (findExhaustedLeases). Answers how many went back to ready.
  */
 export async function expireLocks(db: Queryable, limit: number, allowance: number): Promise<number> {
-  const { rows } = await db.query<{ id: string }>({
+  const { rows } = await db.query<{ id: string; topic: string }>({
     name: 'expire_locks',
     text: `with expired as (
              select id, worker_id from external_tasks
@@ -301,11 +301,11 @@ export async function expireLocks(db: Queryable, limit: number, allowance: numbe
            returning t.*, expired.worker_id as previous_worker),
            ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
                   select instance_id, generation, 'task:lock_expired', step_id, id, attempt,
-                         jsonb_build_object('workerId', previous_worker, 'leaseExpiries', lease_expiries) from u order by instance_id),
-           n as (select pg_notify('${TASKS_CHANNEL}', topic) from (select distinct topic from u) as x)
-           select u.id from u, (select count(*) from n) as notified`,
+                         jsonb_build_object('workerId', previous_worker, 'leaseExpiries', lease_expiries) from u order by instance_id)
+           select u.id, u.topic from u`,
     values: [limit, allowance],
   });
+  ringAfterCommit(db, { topics: [...new Set(rows.map((r) => r.topic))] });
   return rows.length;
 }
 

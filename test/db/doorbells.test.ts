@@ -2,6 +2,8 @@
 // calling pg_notify (PostgreSQL serializes the commits of notifying transactions). This
 // process hears them right after the commit; the other nodes get them from a relay that
 // sends the doorbells of a turn of the event loop together, several per payload.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -193,5 +195,13 @@ describe('doorbells', () => {
     expect(readDoorbells('')).toEqual({ fromHere: false, bells: [''] });
     expect(readDoorbells(undefined)).toEqual({ fromHere: false, bells: [''] });
     expect(readDoorbells(' {not json')).toEqual({ fromHere: false, bells: [] });
+  });
+
+  it('given the runtime\'s TypeScript, then only the relay calls pg_notify (SQL triggers of the migrations aside)', () => {
+    const root = path.resolve(import.meta.dirname, '../../runtime');
+    const callers = readdirSync(root, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts') && readFileSync(path.join(root, f), 'utf8').includes('pg_notify('))
+      .map((f) => f.split(path.sep).join('/'));
+    expect(callers).toEqual(['store/doorbells.ts']);
   });
 });
