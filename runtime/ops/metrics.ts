@@ -6,6 +6,7 @@ import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { processInstruments } from './instruments.ts';
 import type { TaskNotifier } from '../engine/task-notifier.ts';
 import type { Pool } from '../store/db.ts';
+import { relayFailures } from '../store/doorbells.ts';
 import { readGauges, type GaugeRows } from '../store/ops.ts';
 
 const CACHE_MS = 1000;
@@ -62,6 +63,13 @@ export function createMetricsRegistry(pool: Pool, notifier: TaskNotifier): Regis
   sqlCounter('baton_frames_written_total', 'Progress frames written, all nodes (PostgreSQL insert statistics of the frames table)', (r) => r.inserted.frames);
   sqlCounter('baton_incidents_created_total', 'Incidents created, all nodes (PostgreSQL insert statistics of the incidents table)', (r) => r.inserted.incidents);
   for (const metric of processInstruments) register.registerMetric(metric);
+  new Counter({
+    name: 'baton_doorbell_relay_failures_total', help: 'Relay statements of this process that failed; their doorbells reach the other nodes only by their re-checks', registers: [register],
+    collect() {
+      this.reset();
+      this.inc(relayFailures());
+    },
+  });
   new Gauge({
     name: 'baton_parked_long_polls', help: 'Long polls parked on this node', registers: [register],
     collect() { this.set(notifier.parked); },

@@ -12,7 +12,7 @@ import { deployDefinition } from '../../runtime/engine/definitions.ts';
 import { startInstance } from '../../runtime/engine/instances.ts';
 import { completeTask } from '../../runtime/engine/tasks.ts';
 import { createPool, withTransaction } from '../../runtime/store/db.ts';
-import { announceListener, flushDoorbells, onDoorbells, PROCESS_TAG, readDoorbells, RELAY_STATEMENT, ringAfterCommit, type FrameBell } from '../../runtime/store/doorbells.ts';
+import { announceListener, flushDoorbells, onDoorbells, PROCESS_TAG, readDoorbells, RELAY_STATEMENT, relayFailures, ringAfterCommit, type FrameBell } from '../../runtime/store/doorbells.ts';
 import { fetchAndLock } from '../../runtime/store/tasks.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -186,6 +186,17 @@ describe('doorbells', () => {
       await announceListener(listener, 'test-observer');
       await lone.end();
     }
+  });
+
+  it('given a relay statement that fails (its pool has ended), then this process still heard the doorbells, and the failure is counted', async () => {
+    const gone = createPool({ connectionString: db.url, max: 1 });
+    await gone.query('select 1');
+    await gone.end();
+    const before = relayFailures();
+    ringAfterCommit(gone, { topics: ['unsent'] });
+    await flushDoorbells(gone);
+    expect(local.topics).toEqual(['unsent']);
+    expect(relayFailures()).toBe(before + 1);
   });
 
   it('given payloads, then a relayed one is read as its doorbells and marked when this process sent it; any other is one doorbell', () => {
