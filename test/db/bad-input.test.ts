@@ -50,6 +50,9 @@ const cases: Case[] = [
   ['start: business key wrong type', 'POST', () => '/api/instances', { definitionKey: 'guarded', businessKey: 5 }, 400, 'ValidationError'],
   ['start: version beyond int range', 'POST', () => '/api/instances', { definitionKey: 'guarded', version: 3_000_000_000 }, 400, 'ValidationError'],
   ['start: body is an array', 'POST', () => '/api/instances', [1, 2], 400, 'ValidationError'],
+  ['start: business key with a lone surrogate', 'POST', () => '/api/instances', '{"definitionKey":"guarded","businessKey":"\\ud800"}', 400, 'ValidationError', 'application/json'],
+  ['start: variable with a lone surrogate', 'POST', () => '/api/instances', '{"definitionKey":"guarded","variables":{"a":["x\\udc00"]}}', 400, 'ValidationError', 'application/json'],
+  ['start: variable name with a lone surrogate', 'POST', () => '/api/instances', '{"definitionKey":"guarded","variables":{"\\uDBFFa":1}}', 400, 'ValidationError', 'application/json'],
   ['list: bad status', 'GET', () => '/api/instances?status=nope', undefined, 400, 'ValidationError'],
   ['list: bad limit', 'GET', () => '/api/instances?limit=0', undefined, 400, 'ValidationError'],
   ['list: bad cursor', 'GET', () => '/api/instances?cursor=zzz', undefined, 400, 'ValidationError'],
@@ -105,5 +108,15 @@ describe('bad input', () => {
     expect(after.rows).toEqual(before.rows);
     const { rows } = await t.db.pool.query(`select kind from events where task_id = $1 order by seq desc limit 1`, [task.id]);
     expect(rows[0].kind).toBe('task:late_result');
+  });
+
+  it('given a surrogate pair written as two escapes, then it is one character and the start is accepted; the refusal of a lone one names where it is', async () => {
+    const ok = await t.api.call('POST', '/api/instances', '{"definitionKey":"guarded","businessKey":"pair-\\ud83d\\ude00","variables":{"e":"\\uD83D\\uDE00"}}');
+    expect(ok.status, JSON.stringify(ok.body)).toBe(201);
+    const { rows } = await t.db.pool.query('select business_key, variables from instances where id = $1', [ok.body.id]);
+    expect(rows[0]).toEqual({ business_key: 'pair-\u{1F600}', variables: { e: '\u{1F600}' } });
+    const refused = await t.api.call('POST', '/api/instances', '{"definitionKey":"guarded","variables":{"list":[1,"\\ud800"]}}');
+    expect(refused.status).toBe(400);
+    expect(refused.body.message).toContain('variables.list[1]');
   });
 });
