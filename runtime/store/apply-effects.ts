@@ -11,7 +11,7 @@
 // only placeholders ($${n}); the parts are joined as plain strings.
 import type { Effects, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
-import { OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
+import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 
 
 /** The parts of a transition's statement; a shape is the sum of those present. */
@@ -281,7 +281,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     const worker = $(p.guard.completes.workerId);
     const token = $(p.guard.completes.lockToken);
     ctes.push(`done as (update external_tasks set state = 'done', ended_at = now(), last_result = 'complete'
-                where id = $${task}::uuid and state = 'locked' and worker_id = $${worker}::text and lock_token = $${token}::uuid and generation = $${gen()}::int
+                where id = $${task}::uuid and ${HELD_TASK_SQL} and worker_id = $${worker}::text and lock_token = $${token}::uuid and generation = $${gen()}::int
                   and exists (select 1 from i)
             returning id)`);
     guard = (guard ?? 'true') + ' and exists (select 1 from done)';

@@ -2,6 +2,7 @@
 // only their workerId, so the lease is found by (task, worker); failures carry an
 // absolute retry count; a task can be locked by id.
 import type { Pool, Queryable } from './db.ts';
+import { HELD_TASK_SQL, READY_TASK_SQL } from './live-rows.ts';
 import { fetchWithinFlowLimits, flowLimitsCover, limitedPickSql, SPEND_TOKENS_SQL, TRAFFIC_WAIT_SET_SQL } from './flow-limits.ts';
 import { ringAfterCommit } from './doorbells.ts';
 import type { ExternalTaskRow, GuardedTaskResult, TaskResultCall } from './tasks.ts';
@@ -10,7 +11,7 @@ import type { ExternalTaskRow, GuardedTaskResult, TaskResultCall } from './tasks
 export async function lockTokenOf(db: Queryable, taskId: string, workerId: string): Promise<{ lockToken: string; instanceId: string } | undefined> {
   const { rows } = await db.query<{ lock_token: string; instance_id: string }>({
     name: 'camunda_lock_token_of',
-    text: `select lock_token, instance_id from external_tasks where id = $1 and state = 'locked' and worker_id = $2`,
+    text: `select lock_token, instance_id from external_tasks where id = $1 and ${HELD_TASK_SQL} and worker_id = $2`,
     values: [taskId, workerId],
   });
   return rows[0] ? { lockToken: rows[0].lock_token, instanceId: rows[0].instance_id } : undefined;
@@ -60,7 +61,7 @@ export async function failTaskCamunda(db: Queryable, p: CamundaFailParams): Prom
                     retry_at = now() + $6::bigint * interval '1 millisecond',
                     lock_expires_at = null, error_message = $7, error_details = $8, last_result = 'failure',
                     ended_at = case when $5::int > 0 then null else now() end
-              where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3 and generation = $4
+              where id = $1 and ${HELD_TASK_SQL} and worker_id = $2 and lock_token = $3 and generation = $4
           returning *)
            select u.*, u.state = 'ready' and u.retry_at <= now() as due_now from u`,
     values: [p.taskId, p.workerId, p.lockToken, p.generation, p.retries, p.retryTimeoutMs, p.errorMessage, p.errorDetails],
@@ -124,7 +125,7 @@ async function lockTaskByIdWithinFlowLimits(pool: Pool, p: { taskId: string; wor
       text: `with ${limitedPickSql({
                topics: '$4', maxTasks: '1', resources: '$5', order: (a) => `${a}.created_at`,
                candidates: `select t.id, t.priority, t.created_at from external_tasks t
-                             where t.id = $1 and t.topic = any(g.topics) and t.state = 'ready'`,
+                             where t.id = $1 and t.topic = any(g.topics) and t.${READY_TASK_SQL}`,
              })},
            locked as (
              update external_tasks t
@@ -150,7 +151,7 @@ async function lockTaskByIdWithinFlowLimits(pool: Pool, p: { taskId: string; wor
 export async function currentHolder(db: Queryable, taskId: string): Promise<{ workerId: string; lockToken: string } | undefined> {
   const { rows } = await db.query<{ worker_id: string; lock_token: string }>({
     name: 'camunda_current_holder',
-    text: `select worker_id, lock_token from external_tasks where id = $1 and state = 'locked'`,
+    text: `select worker_id, lock_token from external_tasks where id = $1 and ${HELD_TASK_SQL}`,
     values: [taskId],
   });
   return rows[0] ? { workerId: rows[0].worker_id, lockToken: rows[0].lock_token } : undefined;

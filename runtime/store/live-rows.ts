@@ -1,5 +1,6 @@
-// How a look-up of one instance's live rows names the live state, where the table also has
-// a partial index over that state for other readers (the due timers, the open incidents).
+// How a look-up of one instance's (or one task's) live rows names the live state, where the
+// table also has a partial index over that state for other readers (the due timers, the open
+// incidents, the locked and ready tasks by topic or expiry).
 // Written as the states a row is not, these predicates do not imply that index's
 // (`state = 'waiting'`, `status = 'open'`), so the planner cannot take it: with statistics
 // from a moment when no row was live, it counted one live row, found that index as cheap
@@ -11,3 +12,14 @@ export const OPEN_TIMER_SQL = "state not in ('fired', 'canceled')";
 
 /** An open incident; incidents_instance_idx has no predicate. */
 export const OPEN_INCIDENT_SQL = "status <> 'resolved'";
+
+/**
+ * A task a worker holds, in look-ups by the task's id (the guards of complete, failure,
+ * extend, unlock, progress). `state = 'locked'` let stale statistics (analyzed while few
+ * tasks were locked) send them through external_tasks_locked_topic_idx, reading every
+ * locked task: 1.2 ms per guard with 3,000 held against 0.02 ms by the primary key.
+ */
+export const HELD_TASK_SQL = "state not in ('ready', 'done', 'failed', 'canceled')";
+
+/** A task waiting to be fetched, in a look-up by its id (the ready indexes are by topic). */
+export const READY_TASK_SQL = "state not in ('locked', 'done', 'failed', 'canceled')";

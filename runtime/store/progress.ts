@@ -1,6 +1,7 @@
 // Worker progress reports: stored per call, coalesced into task:progress frames
 // by flush_progress (migration 0008).
 import type { Queryable } from './db.ts';
+import { HELD_TASK_SQL } from './live-rows.ts';
 import type { LockHolder } from './tasks.ts';
 
 export interface ProgressReport extends LockHolder {
@@ -21,7 +22,7 @@ export async function recordProgress(db: Queryable, r: ProgressReport): Promise<
     name: 'record_progress',
     text: `with holder as (
              select id, instance_id, generation, step_id from external_tasks
-              where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3
+              where id = $1 and ${HELD_TASK_SQL} and worker_id = $2 and lock_token = $3
                 for share),
            r as (
              insert into progress_reports (task_id, instance_id, generation, step_id, data, bytes)

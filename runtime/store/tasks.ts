@@ -2,6 +2,7 @@
 import type { Variables } from '../engine/advance.ts';
 import type { TaskState } from '../engine/vocabulary.ts';
 import type { Pool, Queryable } from './db.ts';
+import { HELD_TASK_SQL } from './live-rows.ts';
 import {
   fetchWithinFlowLimits,
   limitedPickSql,
@@ -198,7 +199,7 @@ export async function markTaskDone(db: Queryable, p: LockHolder & { generation: 
   const { rows } = await db.query<ExternalTaskRow>({
     name: 'mark_task_done',
     text: `update external_tasks set state = 'done', ended_at = now(), last_result = 'complete'
-            where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3 and generation = $4
+            where id = $1 and ${HELD_TASK_SQL} and worker_id = $2 and lock_token = $3 and generation = $4
         returning *`,
     values: [p.taskId, p.workerId, p.lockToken, p.generation],
   });
@@ -227,7 +228,7 @@ export async function failTask(db: Queryable, p: FailTaskParams): Promise<Guarde
                   retry_at = now() + least($6::float8 * power(2, retries - retries_left), $7::float8) * interval '1 millisecond',
                   lock_expires_at = null, error_message = $5, error_details = $8, last_result = 'failure',
                   ended_at = case when retries_left > 0 then null else now() end
-            where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3 and generation = $4
+            where id = $1 and ${HELD_TASK_SQL} and worker_id = $2 and lock_token = $3 and generation = $4
         returning *`,
     values: [p.taskId, p.workerId, p.lockToken, p.generation, p.errorMessage, p.backoffBaseMs, p.backoffMaxMs, p.errorDetails],
   });
@@ -240,7 +241,7 @@ export async function markTaskErrored(db: Queryable, p: LockHolder & { generatio
     name: 'mark_task_errored',
     text: `update external_tasks set state = 'failed', ended_at = now(), lock_expires_at = null,
                   error_message = $5, error_details = $6, last_result = 'bpmn-error'
-            where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3 and generation = $4
+            where id = $1 and ${HELD_TASK_SQL} and worker_id = $2 and lock_token = $3 and generation = $4
         returning *`,
     values: [p.taskId, p.workerId, p.lockToken, p.generation, `BPMN error ${p.errorCode}`, p.errorMessage],
   });
@@ -257,7 +258,7 @@ export async function extendLock(db: Queryable, p: LockHolder & { lockDurationMs
   const { rows } = await db.query<ExternalTaskRow>({
     name: 'extend_lock',
     text: `update external_tasks set lock_expires_at = now() + $4::int * interval '1 millisecond'
-            where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3
+            where id = $1 and ${HELD_TASK_SQL} and worker_id = $2 and lock_token = $3
         returning *`,
     values: [p.taskId, p.workerId, p.lockToken, p.lockDurationMs],
   });
@@ -270,7 +271,7 @@ export async function unlockTask(db: Queryable, p: LockHolder): Promise<GuardedT
     name: 'unlock_task',
     text: `with u as (
              update external_tasks set state = 'ready', worker_id = null, lock_token = null, lock_expires_at = null, retry_at = now()
-              where id = $1 and state = 'locked' and worker_id = $2 and lock_token = $3
+              where id = $1 and ${HELD_TASK_SQL} and worker_id = $2 and lock_token = $3
           returning *),
            ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
                   select instance_id, generation, 'task:unlocked', step_id, id, attempt, jsonb_build_object('workerId', $2::text) from u)
@@ -335,7 +336,7 @@ export async function failExpiredLease(db: Queryable, p: { taskId: string; gener
                 set state = 'failed', lease_expiries = t.lease_expiries + 1, ended_at = now(), lock_expires_at = null,
                     retries_left = 0, error_message = 'The lease expired ' || (t.lease_expiries + 1) || ' times without a result'
                from old
-              where t.id = old.id and t.state = 'locked' and t.lock_expires_at <= now() and t.lease_expiries + 1 > t.retries + $3 and t.generation = $2
+              where t.id = old.id and t.${HELD_TASK_SQL} and t.lock_expires_at <= now() and t.lease_expiries + 1 > t.retries + $3 and t.generation = $2
           returning t.*, old.worker_id as previous_worker),
            ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
                   select instance_id, generation, 'task:lock_expired', step_id, id, attempt,

@@ -4,10 +4,19 @@
 // PostgreSQL counted one live row, found the partial index over live rows (due timers, open
 // incidents) as cheap as the instance's, and read every live row to find the instance's.
 // In the bench that was 7-40 ms per timer firing until autovacuum analyzed `timers` again,
-// the late first bursts of a timer round (docs/PERFORMANCE.md, "Session 9").
+// the late first bursts of a timer round (docs/PERFORMANCE.md, "Session 9"). The guards of a
+// held task (by id, `state = 'locked'`) had the same trap with the partial indexes of locked
+// tasks (by topic, by expiry): every complete read every locked task ("Session 11").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { emptyEffects } from '../../runtime/engine/advance.ts';
+import { applyEffectsStatement } from '../../runtime/store/apply-effects.ts';
+import { currentHolder, failTaskCamunda, lockTokenOf } from '../../runtime/store/camunda-tasks.ts';
+import type { Queryable } from '../../runtime/store/db.ts';
 import { cancelOpenWork } from '../../runtime/store/instances.ts';
 import { OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from '../../runtime/store/live-rows.ts';
+import { recordProgress } from '../../runtime/store/progress.ts';
+import { extendLock, failTask, markTaskDone, markTaskErrored, unlockTask } from '../../runtime/store/tasks.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 let db: TestDatabase;
@@ -28,9 +37,13 @@ beforeAll(async () => {
                    select id, 'wait', now() - interval '1 hour', 'fired', now() from halves where ended`);
     await c.query(`insert into incidents (instance_id, step_id, generation, kind, message, status, resolved_at)
                    select id, 'work', 1, 'task_failed', 'boom', 'resolved', now() from halves where ended`);
-    await c.query('analyze timers; analyze incidents');
+    await c.query(`insert into external_tasks (instance_id, step_id, generation, topic, retries, retries_left, idempotency_key, state, ended_at)
+                   select id, 'work', 1, 'stale', 3, 3, id::text, 'done', now() from halves where ended`);
+    await c.query('analyze timers; analyze incidents; analyze external_tasks');
     await c.query(`insert into timers (instance_id, step_id, due_at) select id, 'wait', now() + interval '1 minute' from halves where not ended`);
     await c.query(`insert into incidents (instance_id, step_id, generation, kind, message) select id, 'work', 1, 'task_failed', 'boom' from halves where not ended`);
+    await c.query(`insert into external_tasks (instance_id, step_id, generation, topic, retries, retries_left, idempotency_key, state, worker_id, lock_token, lock_expires_at)
+                   select id, 'work', 1, 'stale', 3, 3, id::text, 'locked', 'w', gen_random_uuid(), now() + interval '1 hour' from halves where not ended`);
     await c.query('set session_replication_role = origin');
   } finally {
     c.release();
@@ -89,5 +102,56 @@ describe('look-ups by instance with statistics from when no row was live', () =>
     } finally {
       c.release();
     }
+  });
+});
+
+describe('guards of a held task with statistics from when few tasks were locked', () => {
+  async function heldTask(): Promise<{ id: string; lockToken: string; instanceId: string }> {
+    const { rows } = await db.pool.query<{ id: string; lock_token: string; instance_id: string }>(
+      `select id, lock_token, instance_id from external_tasks where state = 'locked' order by id desc limit 1`);
+    return { id: rows[0]!.id, lockToken: rows[0]!.lock_token, instanceId: rows[0]!.instance_id };
+  }
+
+  /** Runs `prepare` (which prepares `name` on the connection) in a transaction rolled back, then the plan of `execute name(args)`. */
+  async function planOf(name: string, args: unknown[], prepare: (c: Queryable) => Promise<unknown>): Promise<string[]> {
+    const c = await db.pool.connect();
+    try {
+      await c.query('begin');
+      await prepare(c);
+      const literals = args.map((a) => (typeof a === 'number' ? String(a) : `'${String(a)}'`)).join(', ');
+      const { rows } = await c.query<Explained>(`explain (format json) execute ${name}(${literals})`);
+      await c.query('rollback');
+      return scans(rows, 'external_tasks');
+    } finally {
+      c.release();
+    }
+  }
+
+  it('given 3,000 tasks locked since the analyze, then every guard by task id reads the primary key', async () => {
+    const t = await heldTask();
+    const other = randomUUID(); // a token that misses: the guard's statement runs and changes nothing
+    const holder = { taskId: t.id, workerId: 'w', lockToken: other };
+    const pk = ['Index Scan on external_tasks_pkey'];
+    expect(await planOf('mark_task_done', [t.id, 'w', other, 1], (c) => markTaskDone(c, { ...holder, generation: 1 }))).toEqual(pk);
+    expect(await planOf('fail_task', [t.id, 'w', other, 1, 'm', 1, 1, 'd'], (c) => failTask(c, { ...holder, generation: 1, errorMessage: 'm', errorDetails: null, backoffBaseMs: 1, backoffMaxMs: 1 }))).toEqual(pk);
+    expect(await planOf('mark_task_errored', [t.id, 'w', other, 1, 'e', 'm'], (c) => markTaskErrored(c, { ...holder, generation: 1, errorCode: 'E', errorMessage: null }))).toEqual(pk);
+    expect(await planOf('extend_lock', [t.id, 'w', other, 1000], (c) => extendLock(c, { ...holder, lockDurationMs: 1000 }))).toEqual(pk);
+    expect(await planOf('unlock_task', [t.id, 'w', other], (c) => unlockTask(c, holder))).toEqual(pk);
+    expect(await planOf('record_progress', [t.id, 'w', other, '{}'], (c) => recordProgress(c, { ...holder, data: {} }))).toEqual(expect.arrayContaining(pk));
+    expect(await planOf('camunda_lock_token_of', [t.id, 'w'], (c) => lockTokenOf(c, t.id, 'w'))).toEqual(pk);
+    expect(await planOf('camunda_current_holder', [t.id], (c) => currentHolder(c, t.id))).toEqual(pk);
+    expect(await planOf('camunda_fail_task', [t.id, 'w', other, 1, 0, 0, 'm', 'd'], (c) => failTaskCamunda(c, { ...holder, generation: 1, retries: 0, retryTimeoutMs: 0, errorMessage: 'm', errorDetails: null }))).toEqual(pk);
+  });
+
+  it('given the same, then a complete written with its transition (apply_effects) marks its task done through the primary key', async () => {
+    const t = await heldTask();
+    const { rows: [row] } = await db.pool.query('select revision, generation, definition_id from instances where id = $1', [t.instanceId]);
+    const st = applyEffectsStatement({
+      instance: { id: t.instanceId, generation: row.generation, business_key: null, definition_id: row.definition_id },
+      effects: emptyEffects(), status: 'running', variables: {}, incidentTaskIds: [],
+      guard: { revision: row.revision, completes: { taskId: t.id, workerId: 'w', lockToken: t.lockToken } },
+    });
+    const { rows } = await db.pool.query<Explained>({ text: `explain (format json) ${st.text}`, values: st.values });
+    expect(scans(rows, 'external_tasks')).toEqual(['Index Scan on external_tasks_pkey']);
   });
 });
