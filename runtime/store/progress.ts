@@ -1,6 +1,7 @@
 // Worker progress reports: stored per call, coalesced into task:progress frames
-// by flush_progress (migration 0008).
-import type { Queryable } from './db.ts';
+// by flush_progress (migration 0008); the frames' doorbells ring after the commit (0016).
+import type { Pool, Queryable } from './db.ts';
+import { ringAfterCommit } from './doorbells.ts';
 import { HELD_TASK_SQL } from './live-rows.ts';
 import type { LockHolder } from './tasks.ts';
 
@@ -40,14 +41,24 @@ export async function recordProgress(db: Queryable, r: ProgressReport): Promise<
   return { ok: false, reason: exists.length > 0 ? 'lock_lost' : 'not_found' };
 }
 
-/** Turns the step's pending reports into one frame; answers its seq, or null when nothing was pending. */
-export async function flushProgress(db: Queryable, p: { instanceId: string; generation: number; stepId: string }): Promise<number | null> {
-  const { rows } = await db.query<{ seq: number | null }>({
+// Set for the flush's own transaction: append_frame leaves the doorbell to ringAfterCommit
+// (migration 0016). Only statements that are their own transaction may set it: in a longer
+// one it would silence the framing trigger's doorbells at its commit too.
+const QUIET_FRAMES_SQL = "(select set_config('baton.ring_after_commit', 'on', true) as quiet) q";
+
+/**
+ * Turns the step's pending reports into one frame; answers its seq, or null when nothing
+ * was pending. Its own transaction (a pool): the frame's doorbell rings after its commit.
+ */
+export async function flushProgress(pool: Pool, p: { instanceId: string; generation: number; stepId: string }): Promise<number | null> {
+  const { rows } = await pool.query<{ seq: number | null }>({
     name: 'flush_progress',
-    text: 'select flush_progress($1, $2, $3) as seq',
+    text: `select flush_progress($1, $2, $3) as seq from ${QUIET_FRAMES_SQL}`,
     values: [p.instanceId, p.generation, p.stepId],
   });
-  return rows[0]?.seq ?? null;
+  const seq = rows[0]?.seq ?? null;
+  if (seq !== null) ringAfterCommit(pool, { frames: [{ instanceId: p.instanceId, generation: p.generation, seq }] });
+  return seq;
 }
 
 /**
@@ -55,15 +66,19 @@ export async function flushProgress(db: Queryable, p: { instanceId: string; gene
  * died before its flush). Steps are taken in instance order: each flush locks a
  * frame head until commit.
  */
-export async function flushStaleProgress(db: Queryable, olderThanMs: number): Promise<number> {
-  const { rows } = await db.query<{ n: number }>({
+export async function flushStaleProgress(pool: Pool, olderThanMs: number): Promise<number> {
+  // s names q.quiet, so the setting is made before the first flush.
+  const { rows } = await pool.query<{ instance_id: string; generation: number; seq: number | null }>({
     name: 'flush_stale_progress',
-    text: `select count(flush_progress(s.instance_id, s.generation, s.step_id))::int as n
-             from (select instance_id, max(generation) as generation, step_id from progress_reports
-                    where at < now() - $1::bigint * interval '1 millisecond'
-                    group by instance_id, step_id
-                    order by instance_id, step_id) s`,
+    text: `select s.instance_id, s.generation, flush_progress(s.instance_id, s.generation, s.step_id) as seq
+             from ${QUIET_FRAMES_SQL}
+             cross join lateral (select instance_id, max(generation) as generation, step_id from progress_reports
+                                  where at < now() - $1::bigint * interval '1 millisecond' and q.quiet = 'on'
+                                  group by instance_id, step_id
+                                  order by instance_id, step_id) s`,
     values: [olderThanMs],
   });
-  return rows[0]?.n ?? 0;
+  const frames = rows.filter((r) => r.seq !== null).map((r) => ({ instanceId: r.instance_id, generation: r.generation, seq: r.seq! }));
+  ringAfterCommit(pool, { frames });
+  return frames.length;
 }

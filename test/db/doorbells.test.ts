@@ -13,6 +13,7 @@ import { startInstance } from '../../runtime/engine/instances.ts';
 import { completeTask } from '../../runtime/engine/tasks.ts';
 import { createPool, withTransaction } from '../../runtime/store/db.ts';
 import { announceListener, flushDoorbells, onDoorbells, PROCESS_TAG, readDoorbells, RELAY_STATEMENT, relayFailures, ringAfterCommit, type FrameBell } from '../../runtime/store/doorbells.ts';
+import { flushProgress, flushStaleProgress, recordProgress } from '../../runtime/store/progress.ts';
 import { fetchAndLock } from '../../runtime/store/tasks.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -60,6 +61,27 @@ async function heardSoFar(): Promise<{ channel: string; payload: string }[]> {
   await db.pool.query('select pg_notify($1, $2)', ['baton_tasks', mark]);
   await waitFor(async () => (heard.some((h) => h.payload === mark) ? true : undefined), 5_000, 'the marker');
   return heard.filter((h) => h.payload !== mark);
+}
+
+/** A pool whose relay statements go nowhere: what the other nodes hear is then only what the statements sent. */
+function silencedPool(): { pool: pg.Pool; dropped: () => number } {
+  const pool = createPool({ connectionString: db.url, max: 4 });
+  let dropped = 0;
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as { query: unknown }).query = (...args: unknown[]) => {
+      if ((args[0] as { name?: unknown } | undefined)?.name === RELAY_STATEMENT) {
+        dropped++;
+        const answered = { rows: [], rowCount: 0 };
+        const callback = args.find((a) => typeof a === 'function') as ((err: null, r: unknown) => void) | undefined;
+        if (!callback) return Promise.resolve(answered);
+        setImmediate(() => callback(null, answered)); // the pool's own calls answer by callback
+        return undefined;
+      }
+      return query(...args);
+    };
+  });
+  return { pool, dropped: () => dropped };
 }
 
 const bellsOn = (channel: string, got: { channel: string; payload: string }[]) => got.filter((h) => h.channel === channel).flatMap((h) => readDoorbells(h.payload).bells);
@@ -133,23 +155,7 @@ describe('doorbells', () => {
   });
 
   it('given the relay silenced, then the hot statements (start, fetch, complete) send no NOTIFY of their own', async () => {
-    // A pool whose relay statements go nowhere: what the other nodes hear is then only what the statements sent.
-    const silenced = createPool({ connectionString: db.url, max: 4 });
-    let dropped = 0;
-    silenced.on('connect', (client) => {
-      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-      (client as { query: unknown }).query = (...args: unknown[]) => {
-        if ((args[0] as { name?: unknown } | undefined)?.name === RELAY_STATEMENT) {
-          dropped++;
-          const answered = { rows: [], rowCount: 0 };
-          const callback = args.find((a) => typeof a === 'function') as ((err: null, r: unknown) => void) | undefined;
-          if (!callback) return Promise.resolve(answered);
-          setImmediate(() => callback(null, answered)); // the pool's own calls answer by callback
-          return undefined;
-        }
-        return query(...args);
-      };
-    });
+    const { pool: silenced, dropped } = silencedPool();
     try {
       const engine = createEngine(silenced, log);
       const started = await startInstance(engine, { definitionKey: 'bells' });
@@ -157,12 +163,49 @@ describe('doorbells', () => {
       const { tasks: [task] } = await fetchAndLock(silenced, { workerId: 'w', maxTasks: 1, topics: [{ name: 'bells-task', lockDurationMs: 30_000 }] });
       expect((await completeTask(engine, { taskId: task!.id, workerId: 'w', lockToken: task!.lock_token! })).ok).toBe(true);
       await flushDoorbells(silenced);
-      expect(dropped).toBeGreaterThan(0);
+      expect(dropped()).toBeGreaterThan(0);
       expect(local.frames.filter((b) => b.instanceId === started.instance.id)).toHaveLength(3);
       expect(await heardSoFar()).toEqual([]);
     } finally {
       await silenced.end();
     }
+  });
+
+  it('given progress flushed (by the coalescer, then by the sweeper), then its frames ring here after the commit, reach the other nodes by the relay only, and the flushes send no NOTIFY', async () => {
+    const engine = createEngine(db.pool, log);
+    const started = await startInstance(engine, { definitionKey: 'bells' });
+    if (!started.ok) throw new Error('not started');
+    const { tasks: [task] } = await fetchAndLock(db.pool, { workerId: 'w', maxTasks: 1, topics: [{ name: 'bells-task', lockDurationMs: 30_000 }] });
+    const holder = { taskId: task!.id, workerId: 'w', lockToken: task!.lock_token! };
+    const step = { instanceId: started.instance.id, generation: 1, stepId: task!.step_id };
+    await heardSoFar();
+    heard.length = 0;
+    local.frames.length = 0;
+    const { pool: silenced, dropped } = silencedPool();
+    try {
+      expect((await recordProgress(silenced, { ...holder, data: { done: 1 } })).ok).toBe(true);
+      const seq = await flushProgress(silenced, step);
+      expect(seq).toBeGreaterThan(0);
+      expect(local.frames).toEqual([{ instanceId: step.instanceId, generation: 1, seq }]);
+      expect((await recordProgress(silenced, { ...holder, data: { done: 2 } })).ok).toBe(true);
+      await waitFor(async () => ((await silenced.query(`select now() > max(at) as past from progress_reports`)).rows[0].past ? true : undefined), 2_000, 'the report in the past');
+      expect(await flushStaleProgress(silenced, 0)).toBe(1);
+      expect(local.frames.map((b) => b.seq)).toEqual([seq, seq! + 1]);
+      await flushDoorbells(silenced);
+      expect(dropped()).toBeGreaterThan(0);
+      expect(await heardSoFar()).toEqual([]); // the flushes' statements rang nothing themselves
+    } finally {
+      await silenced.end();
+    }
+    // Through a pool that relays, the other node hears the frame's head.
+    heard.length = 0;
+    expect((await recordProgress(db.pool, { ...holder, data: { done: 3 } })).ok).toBe(true);
+    const last = await flushProgress(db.pool, step);
+    const got = await heardSoFar();
+    expect(got.every((h) => readDoorbells(h.payload).fromHere)).toBe(true); // relayed, not sent by the flush
+    expect(bellsOn('baton_frames', got)).toContain(`${step.instanceId} 1 ${last}`);
+    const { rows } = await db.pool.query(`select seq, kind from frames where instance_id = $1 and seq > $2 order by seq`, [step.instanceId, last! - 3]);
+    expect(rows).toEqual([{ seq: last! - 2, kind: 'task:progress' }, { seq: last! - 1, kind: 'task:progress' }, { seq: last, kind: 'task:progress' }]);
   });
 
   it('given no other process listening, then the relay sends nothing; once one listens, within about a second it does', async () => {
