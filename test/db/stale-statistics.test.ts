@@ -10,11 +10,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { emptyEffects } from '../../runtime/engine/advance.ts';
+import { TaskState } from '../../runtime/engine/vocabulary.ts';
 import { applyEffectsStatement } from '../../runtime/store/apply-effects.ts';
 import { currentHolder, failTaskCamunda, lockTokenOf } from '../../runtime/store/camunda-tasks.ts';
 import type { Queryable } from '../../runtime/store/db.ts';
 import { cancelOpenWork } from '../../runtime/store/instances.ts';
-import { OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from '../../runtime/store/live-rows.ts';
+import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TIMER_SQL, READY_TASK_SQL } from '../../runtime/store/live-rows.ts';
 import { recordProgress } from '../../runtime/store/progress.ts';
 import { extendLock, failTask, markTaskDone, markTaskErrored, unlockTask } from '../../runtime/store/tasks.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -126,6 +127,17 @@ describe('guards of a held task with statistics from when few tasks were locked'
       c.release();
     }
   }
+
+  it('given the states the table allows, then HELD_TASK_SQL and READY_TASK_SQL name every state but theirs (a new state must be added to them)', async () => {
+    const { rows: [check] } = await db.pool.query<{ def: string }>(
+      `select pg_get_constraintdef(oid) as def from pg_constraint
+        where conrelid = 'external_tasks'::regclass and contype = 'c' and pg_get_constraintdef(oid) like '%''locked''%'`);
+    const allowed = [...check!.def.matchAll(/'(\w+)'::text/g)].map((m) => m[1]).sort();
+    expect(allowed).toEqual(Object.values(TaskState).sort());
+    const named = (sql: string) => [...sql.matchAll(/'(\w+)'/g)].map((m) => m[1]);
+    expect([...named(HELD_TASK_SQL), 'locked'].sort()).toEqual(allowed);
+    expect([...named(READY_TASK_SQL), 'ready'].sort()).toEqual(allowed);
+  });
 
   it('given 3,000 tasks locked since the analyze, then every guard by task id reads the primary key', async () => {
     const t = await heldTask();
