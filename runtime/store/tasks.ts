@@ -71,29 +71,30 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
   const order = p.order ?? 'priority';
   const topics = p.topics.map((t) => t.name);
   const values = [topics, p.topics.map((t) => t.lockDurationMs), p.maxTasks, p.workerId];
-  const { rows } = await pool.query<LockedTaskRow & { flow_limited: boolean | null; frame_seq: number | null }>({
-    name: `fetch_and_lock_${order}`,
-    text: `with picked as (
-             select t.id from external_tasks t
-              where t.state = 'ready' and t.topic = any($1::text[]) and t.retry_at <= now() and ${NO_FLOW_LIMIT_SQL('$1')}
-              order by ${ORDER_SQL[order]('t')}
-              limit $3
-              for update skip locked),
+  const perTopic = new Set(topics).size * p.maxTasks <= PER_TOPIC_PICK_BUDGET;
+  const pickSql = perTopic ? perTopicPickSql(order) : widePickSql(order);
+  const answerSql = perTopic ? PER_TOPIC_ANSWER_SQL : WIDE_ANSWER_SQL;
+  const { rows } = await pool.query<LockedTaskRow & { flow_limited: boolean | null; released: number; frame_seq: number | null }>({
+    name: `fetch_and_lock_${order}${perTopic ? '' : '_wide'}`,
+    text: `with ${pickSql},
            ${lockPickedSql(FRAMED_HERE_SQL)},
            ${FRAME_LOCKED_SQL}
-           ${ANSWER_OR_COVERED_SQL}`,
+           ${answerSql}`,
     values,
   });
+  const released = rows[0]?.released ?? 0;
   const tasks: LockedTaskRow[] = [];
   const frames = new Map<string, FrameBell>();
   for (const row of rows) {
     if (row.id === null) continue;
     if (row.frame_seq !== null) frames.set(row.instance_id, { instanceId: row.instance_id, generation: row.generation, seq: row.frame_seq });
     delete (row as { flow_limited?: unknown }).flow_limited;
+    delete (row as { released?: unknown }).released;
     delete (row as { frame_seq?: unknown }).frame_seq;
     tasks.push(row);
   }
-  ringAfterCommit(pool, { frames: [...frames.values()] });
+  // Rows the pick locked and did not take were free again at its commit; a poll that found them locked has parked.
+  ringAfterCommit(pool, { frames: [...frames.values()], ...(released > 0 ? { topics } : {}) });
   if (tasks.length > 0 || rows[0]?.flow_limited !== true) return { tasks };
   return fetchWithinFlowLimits(pool, topics, async (tx, resources) => {
     const limited = await tx.query<LockedTaskRow>({
@@ -111,6 +112,40 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
     });
     return limited.rows;
   });
+}
+
+/**
+ * Most rows the per-topic pick may lock (distinct topics × maxTasks); a larger fetch picks
+ * across the topics' whole ready set instead (widePickSql).
+ */
+const PER_TOPIC_PICK_BUDGET = 200;
+
+// The pick: each topic's first maxTasks ready tasks in fetch order, read from its ready index
+// and locked (skipping rows other fetches hold), then the first maxTasks of them all. It reads
+// and locks at most topics × maxTasks rows however many tasks wait; picking across the topics
+// at once read and sorted every waiting task of them (a bitmap scan: 12.8 ms per fetch with
+// 1,500 tasks waiting in the three-step bench, docs/PERFORMANCE.md "Session 12"). The rows it
+// locked and did not take (`released`) stay locked until the commit, and the fetch rings their topics.
+function perTopicPickSql(order: FetchOrder): string {
+  return `cand as (
+             select c.* from (select distinct unnest($1::text[]) as topic) tp
+              cross join lateral (
+                select t.id, t.priority, t.created_at from external_tasks t
+                 where t.state = 'ready' and t.topic = tp.topic and t.retry_at <= now() and ${NO_FLOW_LIMIT_SQL('$1')}
+                 order by ${ORDER_SQL[order]('t')}
+                 limit $3
+                 for update skip locked) c),
+           picked as (select c.id from cand c order by ${ORDER_SQL[order]('c')} limit $3)`;
+}
+
+// The pick across all the topics' ready tasks: locks only what it takes, but reads them all.
+function widePickSql(order: FetchOrder): string {
+  return `picked as (
+             select t.id from external_tasks t
+              where t.state = 'ready' and t.topic = any($1::text[]) and t.retry_at <= now() and ${NO_FLOW_LIMIT_SQL('$1')}
+              order by ${ORDER_SQL[order]('t')}
+              limit $3
+              for update skip locked)`;
 }
 
 // Locks the rows of `picked` (new token, attempt + 1, per-topic expiry) and records task:locked
@@ -179,11 +214,14 @@ const ANSWER_SQL = `select l.*, i.business_key, i.variables || l.local_variables
 // decides). It used to be a second statement (flow_limits_cover) after every empty fetch,
 // that is before every long poll parks: a round trip on the way to parking.
 // Each row also carries its frame head's seq (FRAME_LOCKED_SQL), for the doorbell.
-const ANSWER_OR_COVERED_SQL = `select a.*, c.flow_limited,
+// `released`: how many rows the pick locked and did not take (perTopicPickSql).
+const answerOrCoveredSql = (releasedSql: string): string => `select a.*, c.flow_limited, c.released,
                   (select h.last_seq from head h where h.instance_id = a.instance_id and h.generation = a.generation) as frame_seq
-             from (select exists (select 1 from flow_limit_topics fl where fl.topic = any($1::text[])) as flow_limited) c
+             from (select exists (select 1 from flow_limit_topics fl where fl.topic = any($1::text[])) as flow_limited, (${releasedSql})::int as released) c
              left join (${ANSWER_SQL}) a on true
             order by a.priority desc, a.created_at`;
+const PER_TOPIC_ANSWER_SQL = answerOrCoveredSql('(select count(*) from cand) - (select count(*) from picked)');
+const WIDE_ANSWER_SQL = answerOrCoveredSql('0');
 
 export interface LockHolder {
   taskId: string;

@@ -27,6 +27,8 @@ const REVIEWED: Record<string, RegExp[]> = {
   ],
   'runtime/store/tasks.ts': [
     /^NO_FLOW_LIMIT_SQL\('\$\d'\)$/, /^ORDER_SQL\[order\]\('[a-z]+'\)$/, /^lockPickedSql\(FRAMED_(HERE|BY_TRIGGER)_SQL\)$/, /^framedSql$/,
+    // the per-topic or the wide pick and their answers (perTopicPickSql, widePickSql, answerOrCoveredSql)
+    /^pickSql$/, /^answerSql$/, /^releasedSql$/,
   ],
   // limitedPickSql's options are placeholders ('$1') and fragments its two callers build from constants.
   'runtime/store/flow-limits.ts': [/^topicsParam$/, /^o\.(resources|topics|maxTasks|candidates)$/, /^o\.order\('[a-z]+'\)$/],
