@@ -3,7 +3,8 @@
 import type { Pool } from './db.ts';
 import { fetchWithinFlowLimits, flowLimitsCover, limitedPickSql, NO_FLOW_LIMIT_SQL, SPEND_TOKENS_SQL, TRAFFIC_WAIT_SET_SQL, type FetchOutcome } from './flow-limits.ts';
 import { MATCHING_TYPES_SQL, decodeTypes, type StoredType } from './camunda-variables.ts';
-import type { FetchOrder, LockedTaskRow } from './tasks.ts';
+import { ringAfterCommit } from './doorbells.ts';
+import { PER_TOPIC_PICK_BUDGET, type FetchOrder, type LockedTaskRow } from './tasks.ts';
 
 export interface CamundaTopicFilter {
   topicName: string;
@@ -46,21 +47,21 @@ export async function fetchAndLockCamunda(pool: Pool, p: CamundaFetchParams & { 
   const variant = `${fair ? 'f' : p.usePriority ? 'p' : 'n'}_${p.createTimeOrder}`;
   const topics = p.topics.map((t) => t.topicName);
   const values = [JSON.stringify(p.topics), topics, p.maxTasks, p.workerId];
-  const { rows } = await pool.query<CamundaLockedTask & { types: unknown }>({
-    name: `fetch_and_lock_camunda_${variant}`,
+  // As store/tasks.ts fetchAndLock: each topic's first maxTasks, unless that is more than PER_TOPIC_PICK_BUDGET rows.
+  const perTopic = new Set(topics).size * p.maxTasks <= PER_TOPIC_PICK_BUDGET;
+  const pickSql = perTopic ? perTopicPickSql(order) : widePickSql(order);
+  const releasedSql = perTopic ? PER_TOPIC_RELEASED_SQL : '0';
+  const { rows } = await pool.query<CamundaLockedTask & { types: unknown; released: number }>({
+    name: `fetch_and_lock_camunda_${variant}${perTopic ? '' : '_wide'}`,
     text: `with ${FILTERS_CTE},
-           picked as (
-             select t.id, ${lockMsSql()} as lock_ms
-               from external_tasks t join instances i on i.id = t.instance_id
-              where t.state = 'ready' and t.topic = any($2::text[]) and t.retry_at <= now() and ${NO_FLOW_LIMIT_SQL('$2')}
-                and exists (select 1 from f where f."topicName" = t.topic and ${filterSql('i')})
-              order by ${order('t')}
-              limit $3
-              for update of t skip locked),
+           ${pickSql},
            ${lockPickedSql()}
-           ${answerSql(order)}`,
+           ${answerSql(order, releasedSql)}`,
     values,
   });
+  const released = rows[0]?.released ?? 0;
+  // Rows the pick locked and did not take were free again at its commit; a poll that found them locked has parked.
+  if (released > 0) ringAfterCommit(pool, { topics });
   if (rows.length > 0 || !(await flowLimitsCover(pool, topics))) return { tasks: rows.map(decodeRow) };
   return fetchWithinFlowLimits(pool, topics, async (tx, resources) => {
     const limited = await tx.query<CamundaLockedTask & { types: unknown }>({
@@ -82,6 +83,41 @@ export async function fetchAndLockCamunda(pool: Pool, p: CamundaFetchParams & { 
     return limited.rows.map(decodeRow);
   });
 }
+
+// Each topic's first maxTasks ready tasks whose filters they pass, locked, then the first
+// maxTasks of them all (store/tasks.ts perTopicPickSql). With priority and createTime desc no
+// index has the order: each topic's ready tasks are sorted, but no other topic's. The filters
+// are a subquery per task (`offset 0` keeps it one): joined, PostgreSQL guessed they pass one
+// task in all and read and sorted the whole topic. A lock duration is required (at least 1),
+// so a null one means that no topic entry's filters pass.
+function perTopicPickSql(order: (alias: string) => string): string {
+  return `cand as (
+             select c.* from (select distinct unnest($2::text[]) as topic) tp
+              cross join lateral (
+                select t.id, t.priority, t.created_at, x.lock_ms
+                  from external_tasks t
+                  cross join lateral (select ${lockMsSql()} as lock_ms from instances i where i.id = t.instance_id offset 0) x
+                 where t.state = 'ready' and t.topic = tp.topic and t.retry_at <= now() and ${NO_FLOW_LIMIT_SQL('$2')}
+                   and x.lock_ms is not null
+                 order by ${order('t')}
+                 limit $3
+                 for update of t skip locked) c),
+           picked as (select c.id, c.lock_ms from cand c order by ${order('c')} limit $3)`;
+}
+
+// The pick across all the topics' ready tasks: locks only what it takes, but reads them all.
+function widePickSql(order: (alias: string) => string): string {
+  return `picked as (
+             select t.id, ${lockMsSql()} as lock_ms
+               from external_tasks t join instances i on i.id = t.instance_id
+              where t.state = 'ready' and t.topic = any($2::text[]) and t.retry_at <= now() and ${NO_FLOW_LIMIT_SQL('$2')}
+                and exists (select 1 from f where f."topicName" = t.topic and ${filterSql('i')})
+              order by ${order('t')}
+              limit $3
+              for update of t skip locked)`;
+}
+
+const PER_TOPIC_RELEASED_SQL = '(select count(*) from cand) - (select count(*) from picked)';
 
 const FILTERS_CTE = `f as (
              select * from rows from (jsonb_to_recordset($1::jsonb) as (
@@ -114,14 +150,17 @@ function lockPickedSql(): string {
               order by l.instance_id)`;
 }
 
-function answerSql(order: (alias: string) => string): string {
-  return `select l.*, i.business_key, i.variables || l.local_variables as variables, i.definition_id, i.definition_key, ${MATCHING_TYPES_SQL} as types
+// `released`: how many rows the pick locked and did not take (0 but for perTopicPickSql).
+function answerSql(order: (alias: string) => string, releasedSql = '0'): string {
+  return `select l.*, i.business_key, i.variables || l.local_variables as variables, i.definition_id, i.definition_key, ${MATCHING_TYPES_SQL} as types,
+                  (${releasedSql})::int as released
              from locked l join instances i on i.id = l.instance_id
             order by ${order('l')}`;
 }
 
-function decodeRow(r: CamundaLockedTask & { types: unknown }): CamundaLockedTask {
-  return { ...r, types: decodeTypes(r.types) };
+function decodeRow(r: CamundaLockedTask & { types: unknown; released?: number }): CamundaLockedTask {
+  const { released: _, ...row } = r;
+  return { ...row, types: decodeTypes(r.types) };
 }
 
 // Every filter of a topic entry is optional (null = no filter).

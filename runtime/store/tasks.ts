@@ -118,7 +118,7 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
  * Most rows the per-topic pick may lock (distinct topics × maxTasks); a larger fetch picks
  * across the topics' whole ready set instead (widePickSql).
  */
-const PER_TOPIC_PICK_BUDGET = 200;
+export const PER_TOPIC_PICK_BUDGET = 200;
 
 // The pick: each topic's first maxTasks ready tasks in fetch order, read from its ready index
 // and locked (skipping rows other fetches hold), then the first maxTasks of them all. It reads

@@ -6,6 +6,7 @@
 // that found them locked in the meantime and parked fetches again at once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../runtime/store/db.ts';
+import { fetchAndLockCamunda } from '../../runtime/store/camunda-fetch.ts';
 import { fetchAndLock } from '../../runtime/store/tasks.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
 import { deploy, fetchTasks, start } from '../support/flows.ts';
@@ -62,25 +63,41 @@ function readsOfWaitingTasks(plan: PlanNode): { scan: string; rows: number }[] {
   return out;
 }
 
+/** Runs the captured fetch again (rolled back) under EXPLAIN ANALYZE: it read waiting tasks only through the ready index, at most `max` of them. */
+async function expectReadsPerTopic(statement: { text: string; values: unknown[] }, max: number): Promise<void> {
+  expect(statement.text).toContain('cand as');
+  const c = await t.db.pool.connect();
+  try {
+    await c.query('begin');
+    const { rows } = await c.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (analyze, format json) ${statement.text}`, statement.values);
+    await c.query('rollback');
+    const reads = readsOfWaitingTasks(rows[0]!['QUERY PLAN'][0].Plan);
+    expect(reads.length).toBeGreaterThan(0);
+    for (const r of reads) expect(r.scan).toMatch(/^Index Scan on external_tasks_ready_idx$/);
+    expect(reads.reduce((n, r) => n + r.rows, 0)).toBeLessThanOrEqual(max);
+  } finally {
+    c.release();
+  }
+}
+
 describe('fetch-and-lock with a backlog of ready tasks', () => {
   it(`given ${WAITING} ready tasks over three topics, when a worker fetches 5 of the three, then the statement reads at most 5 per topic from the ready index`, async () => {
     const topics = TOPICS.map((name) => ({ name, lockDurationMs: 30_000 }));
     await fetchAndLock(capturing, { workerId: 'capture', maxTasks: 5, topics });
-    const statement = last!;
-    expect(statement.text).toContain('cand as');
-    const c = await t.db.pool.connect();
-    try {
-      await c.query('begin');
-      const { rows } = await c.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (analyze, format json) ${statement.text}`, statement.values);
-      await c.query('rollback');
-      const reads = readsOfWaitingTasks(rows[0]!['QUERY PLAN'][0].Plan);
-      expect(reads.length).toBeGreaterThan(0);
-      for (const r of reads) expect(r.scan).toMatch(/^Index Scan on external_tasks_ready_idx$/);
-      // The pick across the topics read all 3,000 (a bitmap scan, then a sort).
-      expect(reads.reduce((n, r) => n + r.rows, 0)).toBeLessThanOrEqual(15);
-    } finally {
-      c.release();
-    }
+    // The pick across the topics read all 3,000 (a bitmap scan, then a sort; the Camunda one a sequential scan).
+    await expectReadsPerTopic(last!, 15);
+  });
+
+  it('given the backlog, when a Camunda worker fetches 5 of the three topics by priority, then it reads at most 5 per topic and gets the first 5 of all three', async () => {
+    const { rows: expected } = await t.db.pool.query<{ id: string }>(
+      `select id from external_tasks where state = 'ready' and topic = any($1::text[]) order by priority desc, created_at limit 5`, [TOPICS]);
+    const { tasks } = await fetchAndLockCamunda(capturing, {
+      workerId: 'camunda', maxTasks: 5, usePriority: true, createTimeOrder: 'asc', topics: TOPICS.map((topicName) => ({ topicName, lockDuration: 30_000 })),
+    });
+    expect(tasks.map((x) => x.id)).toEqual(expected.map((r) => r.id));
+    expect(tasks.every((x) => !('released' in x))).toBe(true);
+    // The pick across the topics read all 3,000 (a bitmap scan, then a sort; the Camunda one a sequential scan).
+    await expectReadsPerTopic(last!, 15);
   });
 
   it('given tasks of three topics with mixed priorities, when a worker fetches 5 of them, then it gets the first 5 of all three by priority then age, and the other rows it read stay ready and unlocked', async () => {
@@ -93,7 +110,7 @@ describe('fetch-and-lock with a backlog of ready tasks', () => {
               count(*) filter (where state = 'ready' and (worker_id is not null or lock_token is not null))::int as ready_with_holder,
               count(*) filter (where state = 'ready')::int as ready
          from external_tasks where topic = any($1::text[])`, [TOPICS]);
-    expect(counts).toEqual({ locked: 5 + 5, ready_with_holder: 0, ready: WAITING - 10 }); // 5 more locked by the first test's capture
+    expect(counts).toEqual({ locked: 5 + 5 + 5, ready_with_holder: 0, ready: WAITING - 15 }); // 10 more locked by the tests before
     // Nothing the fetch read and left is still locked: a fetch of one topic takes that topic's next 5 at once.
     const { rows: nextOfTopic } = await t.db.pool.query<{ id: string }>(`${order.replace('any($1::text[])', '$1')} limit 5`, [TOPICS[1]]);
     const { tasks: again } = await fetchAndLock(t.db.pool, { workerId: 'mixed', maxTasks: 5, topics: [{ name: TOPICS[1]!, lockDurationMs: 30_000 }] });

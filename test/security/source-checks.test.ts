@@ -24,6 +24,8 @@ const REVIEWED: Record<string, RegExp[]> = {
   'runtime/store/camunda-fetch.ts': [
     /^filterSql\('[a-z]'\)$/, /^order$/, /^order\.replaceAll\('t\.', 'l\.'\)$/, /^i$/, /^FILTERS_CTE$/, /^lockMsSql\(\)$/,
     /^NO_FLOW_LIMIT_SQL\('\$\d'\)$/, /^order\('[a-z]+'\)$/, /^lockPickedSql\(\)$/, /^answerSql\(order\)$/,
+    // the per-topic or the wide pick, and what the per-topic one released
+    /^pickSql$/, /^releasedSql$/, /^answerSql\(order, releasedSql\)$/,
   ],
   'runtime/store/tasks.ts': [
     /^NO_FLOW_LIMIT_SQL\('\$\d'\)$/, /^ORDER_SQL\[order\]\('[a-z]+'\)$/, /^lockPickedSql\(FRAMED_(HERE|BY_TRIGGER)_SQL\)$/, /^framedSql$/,
