@@ -40,7 +40,7 @@ async function serve(config: Config): Promise<void> {
       host: config.host,
       log,
       sweepIntervalMs: config.sweepIntervalMs,
-      engine: { retryBackoffMs: config.retryBackoffMs, leaseExpiryAllowance: config.leaseExpiryAllowance },
+      engine: { retryBackoffMs: config.retryBackoffMs, leaseExpiryAllowance: config.leaseExpiryAllowance, startLanes: config.startLanes },
       auth: security.auth,
       jsonLimit: security.limits.jsonLimit,
       xmlLimit: security.limits.xmlLimit,

@@ -16,6 +16,8 @@ export interface Config {
   retryBackoffMs: number;
   /** lease expiries a task may have beyond its retries */
   leaseExpiryAllowance: number;
+  /** statements of starts in flight at once; starts arriving meanwhile go together in the next */
+  startLanes: number;
   /** folder whose .bpmn files are deployed at start; empty to deploy none */
   samplesDir: string | undefined;
 }
@@ -39,6 +41,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sweepIntervalMs: intFrom(env, 'BATON_SWEEP_INTERVAL_MS', 1000, 10),
     retryBackoffMs: intFrom(env, 'BATON_RETRY_BACKOFF_MS', 1000, 1),
     leaseExpiryAllowance: intFrom(env, 'BATON_LEASE_EXPIRY_ALLOWANCE', 3, 0),
+    startLanes: intFrom(env, 'BATON_START_LANES', 2, 1),
     samplesDir: env.BATON_SAMPLES_DIR === '' ? undefined : path.resolve(env.BATON_SAMPLES_DIR || 'samples'),
   };
 }

@@ -3,6 +3,7 @@ import type { Plan } from '../compiler/plan.ts';
 import type { TaskHandOff } from './hand-off.ts';
 import type { Pool, Queryable } from '../store/db.ts';
 import { findDefinitionById } from '../store/definitions.ts';
+import { createStartQueue, type StartQueue } from './start-queue.ts';
 
 export interface EngineOptions {
   /** first retry delay after a failure; doubles with each further failure */
@@ -15,9 +16,15 @@ export interface EngineOptions {
    * room of their own; a task that kills every worker still ends in an incident.
    */
   leaseExpiryAllowance: number;
+  /**
+   * Statements of starts in flight at once; starts arriving meanwhile are written together
+   * by the next one (engine/start-queue.ts), at most startBatchMax in one statement.
+   */
+  startLanes: number;
+  startBatchMax: number;
 }
 
-export const defaultEngineOptions: EngineOptions = { retryBackoffMs: 1000, retryBackoffMaxMs: 5 * 60_000, leaseExpiryAllowance: 3 };
+export const defaultEngineOptions: EngineOptions = { retryBackoffMs: 1000, retryBackoffMaxMs: 5 * 60_000, leaseExpiryAllowance: 3, startLanes: 2, startBatchMax: 32 };
 
 export interface Engine {
   pool: Pool;
@@ -32,10 +39,16 @@ export interface Engine {
   startTargets: Map<string, { id: string; key: string; version: number }>;
   /** the long polls parked on this node, to which a start may hand its new tasks (the server's TaskNotifier) */
   handOff?: TaskHandOff;
+  /** where optimistic starts are written, several in one statement under load */
+  starts: StartQueue;
 }
 
 export function createEngine(pool: Pool, log: Logger, options: Partial<EngineOptions> = {}): Engine {
-  return { pool, log, options: { ...defaultEngineOptions, ...options }, plans: new Map(), startTargets: new Map() };
+  const opts = { ...defaultEngineOptions, ...options };
+  return {
+    pool, log, options: opts, plans: new Map(), startTargets: new Map(),
+    starts: createStartQueue(pool, { lanes: opts.startLanes, maxBatch: opts.startBatchMax }),
+  };
 }
 
 /**

@@ -66,7 +66,7 @@ async function startOptimistically(engine: Engine, req: StartInstanceRequest): P
   try {
     const insert = { latestOnly: req.version === undefined };
     let createdAt: Date;
-    if (handOff.length === 0) createdAt = await applyEffects(engine.pool, { instance, effects: fx, status, variables, insert });
+    if (handOff.length === 0) createdAt = await engine.starts.write({ instance, effects: fx, status, variables, insert });
     else {
       const written = await applyEffectsHandingOff(engine.pool, { instance, effects: fx, status, variables, insert, handOff: handOff.map((h) => h.task) });
       createdAt = written.at;

@@ -12,6 +12,7 @@ import { runPipelined, valuesOf } from '../store/pipeline.ts';
 import { claimParkedPolls, deliverHanded, settleUnwritten } from './hand-off.ts';
 import {
   applyEffects,
+  applyEffectsTogether,
   applyEffectsHandingOff,
   frameTransitions,
   cancelOpenWork,
@@ -207,7 +208,11 @@ async function completeInOneTransaction(engine: Engine, workerId: string, items:
         // task of an instance waits for the next round, whose read goes out behind this round's
         // writes and so sees them.
         const last = pending.length === 0 || round === BATCH_ROUNDS - 1;
-        const group: (() => Promise<unknown>)[] = roundWrites.map((write) => () => applyEffects(tx, { ...write, framesAtEnd: true }));
+        // The round's writes as one statement (store/apply-together.ts): one guard for all of
+        // them, so a lost one fails the batch, which then goes one by one.
+        const group: (() => Promise<unknown>)[] = roundWrites.length > 1
+          ? [() => applyEffectsTogether(tx, 'completes', roundWrites)]
+          : roundWrites.map((write) => () => applyEffects(tx, { ...write, framesAtEnd: true }));
         if (last) {
           if (writes.length > 0) group.push(() => frameTransitions(tx, writes));
           group.push(edges.commit);

@@ -439,7 +439,7 @@ export function idempotencyKey(instanceId: string, stepId: string, generation: n
 
 // A step may change twice in one transition (an incident resolved, then completed);
 // one statement may touch a row once, so only the last status is written.
-function lastStatusPerStep(steps: Effects['steps']): Effects['steps'] {
+export function lastStatusPerStep(steps: Effects['steps']): Effects['steps'] {
   const last = new Map<string, Effects['steps'][number]>();
   for (const s of steps) last.set(s.stepId, s);
   return [...last.values()];

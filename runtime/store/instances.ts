@@ -5,6 +5,7 @@ import { isPool, type Queryable } from './db.ts';
 import { ringAfterCommit, type FrameBell } from './doorbells.ts';
 import { OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 import { applyEffectsStatement, framesOf, waitingTimers, type HandOffTask } from './apply-effects.ts';
+import { applyEffectsTogetherStatement, type TogetherKind } from './apply-together.ts';
 import type { LockedTaskRow } from './tasks.ts';
 
 export { idempotencyKey } from './apply-effects.ts';
@@ -281,6 +282,20 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
     alone: isPool(db),
   }));
   ringTransition(db, p, fx.tasks.map((t) => t.topic), rows[0]?.frame_seq);
+  return rows[0]!.created_at;
+}
+
+/**
+ * Writes the transitions of many instances in one statement (store/apply-together.ts):
+ * starts (each with `insert`, the statement alone in its transaction), or guarded completes
+ * inside a batch's transaction (`guard` with `completes`, framed by frameTransitions at its
+ * end). If any one's guard does not hold, nothing is written and it fails with
+ * TRANSITION_GUARD_LOST. Each transition's doorbells ring once committed, as applyEffects'.
+ * Answers the rows' created_at (one transaction, one now()).
+ */
+export async function applyEffectsTogether(db: Queryable, kind: TogetherKind, list: ApplyEffectsParams[]): Promise<Date> {
+  const { rows } = await db.query<{ created_at: Date }>(applyEffectsTogetherStatement(kind, list));
+  for (const p of list) ringTransition(db, p, p.effects.tasks.map((t) => t.topic), kind === 'starts' ? framesOf(p.effects.events).kinds.length : undefined);
   return rows[0]!.created_at;
 }
 

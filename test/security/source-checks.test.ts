@@ -32,6 +32,8 @@ const REVIEWED: Record<string, RegExp[]> = {
     // the per-topic or the wide pick and their answers (perTopicPickSql, widePickSql, answerOrCoveredSql)
     /^pickSql$/, /^answerSql$/, /^releasedSql$/,
   ],
+  // the (instance, step) pairs of a part and the guard: placeholders only
+  'runtime/store/apply-together.ts': [/^pairs$/, /^guard$/],
   // limitedPickSql's options are placeholders ('$1') and fragments its two callers build from constants.
   'runtime/store/flow-limits.ts': [/^topicsParam$/, /^o\.(resources|topics|maxTasks|candidates)$/, /^o\.order\('[a-z]+'\)$/],
 };
