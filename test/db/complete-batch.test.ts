@@ -10,7 +10,7 @@ import { completeTasks } from '../../runtime/engine/tasks.ts';
 import { buildBpmn, parallelBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { complete, deploy, fetchTasks, historyKinds, start, waitForStatus, type LockedTask } from '../support/flows.ts';
 import { countingPool } from '../support/counting-pool.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { startTestServer, waitFor, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
 beforeAll(async () => {
@@ -137,7 +137,7 @@ describe('batch complete', () => {
       const ids = await startSingles(10);
       const ten = await completeCounting('bw-rt', await lockAll('bw-rt', ['batch-single'], 10));
       expect(ten.results).toEqual(Array(10).fill('completed'));
-      expect(ten.roundTrips).toBe(2); // fifteen before: begin, lock, read, ten writes one by one, framing, commit
+      expect(ten.roundTrips).toBe(2); // fifteen before pipelining: begin, lock, read, ten writes one by one, framing, commit (the ten are one statement now)
       for (const id of ids) await waitForStatus(t.api, id, 'completed');
 
       // The join's second task goes in a second round, which reads the instance again after the first's write (in its write).
@@ -196,6 +196,37 @@ describe('batch complete', () => {
     for (const id of ids) await waitForStatus(t.api, id, 'completed');
     // One per task: the batch's own transaction left nothing.
     expect(await completedEvents(tasks.map((x) => x.id))).toMatchObject({ tasks: 4, events: 4, transactions: 4 });
+  });
+
+  it('given a task taken by another worker after the batch read it and before its statement wrote it, then that statement writes nothing and each task is answered alone', async () => {
+    const ids = await startSingles(3);
+    const tasks = await lockAll('bw-4', ['batch-single'], 3);
+    const stolen = tasks[1]!;
+    // Another transaction re-locks one task (its lease expired, another worker fetched it) and holds the row until told.
+    const thief = await t.db.pool.connect();
+    try {
+      await thief.query('begin');
+      await thief.query(`update external_tasks set worker_id = 'thief', lock_token = gen_random_uuid(), attempt = attempt + 1 where id = $1`, [stolen.id]);
+      const pending = batch('bw-4', tasks.map((task) => item(task)));
+      // the batch read the task as bw-4's and its one statement for the three waits for the row
+      await waitFor(async () => {
+        const { rows } = await t.db.pool.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%update external_tasks t set state = ''done''%'`);
+        return rows.length > 0 ? true : undefined;
+      }, 5_000, 'the batch statement waiting for the re-locked task');
+      await thief.query('commit');
+      const res = await pending;
+      expect(res.body.results).toEqual(tasks.map((task) => ({ id: task.id, result: task === stolen ? 'lock_lost' : 'completed' })));
+    } finally {
+      await thief.query('rollback').catch(() => undefined);
+      thief.release();
+    }
+    const mine = tasks.filter((x) => x !== stolen);
+    // the others completed once each, by their own transactions (the batch's wrote nothing); the stolen one not at all
+    expect(await completedEvents(mine.map((x) => x.id))).toMatchObject({ tasks: 2, events: 2, transactions: 2 });
+    expect(await completedEvents([stolen.id])).toMatchObject({ tasks: 0, events: 0 });
+    for (const id of ids.filter((id) => id !== stolen.instanceId)) await waitForStatus(t.api, id, 'completed');
+    const { rows: [task] } = await t.db.pool.query('select state, worker_id from external_tasks where id = $1', [stolen.id]);
+    expect(task).toEqual({ state: 'locked', worker_id: 'thief' });
   });
 
   it('given two workers batch-completing branches of the same instances in opposite orders at once, then every join fires once', async () => {
