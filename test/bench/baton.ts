@@ -163,7 +163,9 @@ async function timed<T>(name: string, fn: () => Promise<T>): Promise<T> {
 }
 
 async function withServer<T>(databaseUrl: string, fn: (server: BatonServer) => Promise<T>): Promise<T> {
-  const server = await startBatonServer({ databaseUrl, port: 0, host: '127.0.0.1', log: pino({ level: process.env.BENCH_LOG ?? 'silent' }) });
+  const server = await startBatonServer({ databaseUrl, port: 0, host: '127.0.0.1', log: pino({ level: process.env.BENCH_LOG ?? 'silent' }),
+    // BENCH_START_LANES: for trying other values of BATON_START_LANES
+    ...(process.env.BENCH_START_LANES ? { engine: { startLanes: Number(process.env.BENCH_START_LANES) } } : {}) });
   try {
     return await fn(server);
   } finally {
