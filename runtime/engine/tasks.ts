@@ -210,9 +210,10 @@ async function completeInOneTransaction(engine: Engine, workerId: string, items:
         const last = pending.length === 0 || round === BATCH_ROUNDS - 1;
         // The round's writes as one statement (store/apply-together.ts): one guard for all of
         // them, so a lost one fails the batch, which then goes one by one.
-        const group: (() => Promise<unknown>)[] = roundWrites.length > 1
-          ? [() => applyEffectsTogether(tx, 'completes', roundWrites)]
-          : roundWrites.map((write) => () => applyEffects(tx, { ...write, framesAtEnd: true }));
+        const framed = roundWrites.map((write) => ({ ...write, framesAtEnd: true }));
+        const group: (() => Promise<unknown>)[] = framed.length > 1
+          ? [() => applyEffectsTogether(tx, 'completes', framed)]
+          : framed.map((write) => () => applyEffects(tx, write));
         if (last) {
           if (writes.length > 0) group.push(() => frameTransitions(tx, writes));
           group.push(edges.commit);

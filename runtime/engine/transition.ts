@@ -7,7 +7,7 @@ import type { Plan } from '../compiler/plan.ts';
 import type { PoolClient, Queryable } from '../store/db.ts';
 import { consumeBufferedMessages } from './inbox.ts';
 import { advanceCompensation, queueCompensations } from '../store/compensations.ts';
-import { applyEffects, cancelOpenWork, type LockedInstance } from '../store/instances.ts';
+import { applyEffects, cancelOpenWork, type ApplyEffectsParams, type LockedInstance } from '../store/instances.ts';
 
 export interface CommitOptions {
   /** forces a status (cancel); otherwise derived from the steps */
@@ -47,6 +47,22 @@ export async function commitTransition(
   });
   if (closing) await cancelOpenWork(tx, instance.id);
   return status;
+}
+
+/**
+ * The one write of a transition that needs no read and no other statement (no message waits,
+ * no compensation, no termination, no forced status): its status derived and its status
+ * event added as commitTransition adds them, written framed by the transaction's last
+ * statement (framesAtEnd). Several such writes of different instances can go together
+ * (store/apply-together.ts).
+ */
+export function plainFramedWrite(instance: LockedInstance, fx: Effects, variables: Variables): ApplyEffectsParams {
+  if (fx.terminated || fx.subscriptions.some((x) => x.kind === 'message') || fx.compensationRuns.length > 0 || fx.compensationMoves.length > 0) {
+    throw new Error(`plainFramedWrite: the transition of instance ${instance.id} needs commitTransition`);
+  }
+  const status = deriveStatus(instance.state, fx);
+  if (status !== instance.status) fx.events.push({ kind: `instance:${status}` });
+  return { instance, effects: fx, status, variables, framesAtEnd: true };
 }
 
 // Terminate and cancel end every open step; tasks this transition was about to create are dropped.

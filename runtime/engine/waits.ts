@@ -3,10 +3,10 @@ import { emptyEffects, fireWait, type Effects, type Variables } from './advance.
 import { planOf, type Engine } from './context.ts';
 import { startOnMessage, startOnSignal } from './event-starts.ts';
 import { fireDueStartTimers } from './start-timers.ts';
-import { commitTransition } from './transition.ts';
+import { commitTransition, plainFramedWrite } from './transition.ts';
 import { withPipelinedTransaction, withTransaction, type PoolClient } from '../store/db.ts';
 import { runPipelined, valuesOf } from '../store/pipeline.ts';
-import { frameTransitions, instanceExists, lockInstance, readHeldInstances, tryLockInstance, type LockedInstance } from '../store/instances.ts';
+import { applyEffects, applyEffectsTogether, frameTransitions, instanceExists, lockInstance, readHeldInstances, tryLockInstance, type ApplyEffectsParams, type LockedInstance } from '../store/instances.ts';
 import {
   deleteSubscription,
   findDueTimers,
@@ -49,6 +49,8 @@ interface TimerTransition {
   commit: () => Promise<unknown>;
   /** its commit reads inside the transaction (the inbox) or sends more than one statement (compensation, terminate) */
   alone: boolean;
+  /** with framesAtEnd and not alone: its one write, which a batch may send together with others' (commit sends it alone) */
+  write?: ApplyEffectsParams;
   /** its instance and effects, for frameTransitions (the events are complete once commit has sent its statement) */
   framed: { instance: LockedInstance; effects: Effects };
 }
@@ -64,6 +66,10 @@ async function timerTransition(engine: Engine, tx: PoolClient, instance: LockedI
   // A boundary whose host already ended consumes its timer and does nothing.
   if (!fireWait(plan, timer.step_id, instance.state, instance.variables, fx, { timerId: timer.id, dueAt: timer.due_at })) return undefined;
   const alone = fx.terminated || fx.subscriptions.some((x) => x.kind === 'message') || fx.compensationRuns.length > 0 || fx.compensationMoves.length > 0;
+  if (framesAtEnd && !alone) {
+    const write = plainFramedWrite(instance, fx, instance.variables);
+    return { alone, write, framed: { instance, effects: fx }, commit: () => applyEffects(tx, write) };
+  }
   return { alone, framed: { instance, effects: fx }, commit: () => commitTransition(tx, instance, fx, instance.variables, { plan, framesAtEnd }) };
 }
 
@@ -128,13 +134,18 @@ async function fireTimerBatch(engine: Engine, candidates: { id: string; instance
         () => lockAndMarkDueTimers(tx, candidates),
         () => readHeldInstances(tx, [...new Set(candidates.map((c) => c.instance_id))]),
       ])) as [void, Awaited<ReturnType<typeof lockAndMarkDueTimers>>, Map<string, LockedInstance>];
-      // The firings' statements go out pipelined, in instance order (the order the locks were
-      // taken in); one that must read first goes alone, after those before it.
+      // The firings' writes go out as one statement (store/apply-together.ts), pipelined with
+      // what follows them, in instance order (the order the locks were taken in); one that
+      // must read first goes alone, after those before it.
+      let writes: ApplyEffectsParams[] = [];
       let pending: (() => Promise<unknown>)[] = [];
       const framed: TimerTransition['framed'][] = [];
       const flush = async () => {
-        if (pending.length > 0) valuesOf(await runPipelined(tx, pending));
+        const together = writes;
+        const calls = [...(together.length > 1 ? [() => applyEffectsTogether(tx, 'locked', together)] : together.map((w) => () => applyEffects(tx, w))), ...pending];
+        writes = [];
         pending = [];
+        if (calls.length > 0) valuesOf(await runPipelined(tx, calls));
       };
       for (const timer of timers) {
         let instance = held.get(timer.instance_id);
@@ -150,7 +161,8 @@ async function fireTimerBatch(engine: Engine, candidates: { id: string; instance
         if (transition.alone) {
           await flush();
           await transition.commit();
-        } else pending.push(transition.commit);
+        } else if (transition.write) writes.push(transition.write);
+        else pending.push(transition.commit);
       }
       if (timers.length > 0) pending.push(() => stampTimersFired(tx, timers.map((t) => t.id)));
       // Every firing's events were written framed (the trigger is not queued for them): one

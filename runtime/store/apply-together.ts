@@ -8,7 +8,9 @@
 //   frames its events itself (a new instance has no frame head yet, no pending progress
 //   and nobody waiting for its head, so its frames are numbered from 1 here);
 // - guarded completes inside a batch's transaction, as applyEffects' `guard` with
-//   `completes` and `framesAtEnd` (frameTransitions frames them at the end).
+//   `completes` and `framesAtEnd` (frameTransitions frames them at the end);
+// - transitions of instances the transaction holds locked (a batch of timer firings), as
+//   applyEffects' plain update with `framesAtEnd`.
 //
 // Every row of every part carries its instance id and generation, so one shape serves any
 // number of instances; a part is present when any transition uses it (the shape names the
@@ -33,17 +35,19 @@ const PART = {
   latestOnly: 512,
 } as const;
 
-export type TogetherKind = 'starts' | 'completes';
+export type TogetherKind = 'starts' | 'completes' | 'locked';
 
 /**
  * Whether a transition can be written by the statement of its kind. A start that raises an
- * incident is framed by the trigger at commit (its single statement does not frame it),
- * and a complete must be a holder's guarded one written inside a batch (framesAtEnd).
+ * incident is framed by the trigger at commit (its single statement does not frame it);
+ * a complete must be a holder's guarded one, and a locked instance's transition unguarded,
+ * both written inside a transaction that frames at its end (framesAtEnd).
  */
 export function writableTogether(kind: TogetherKind, p: ApplyEffectsParams): boolean {
   if (p.effects.events.length === 0) return false;
   if (kind === 'starts') return p.insert !== undefined && p.guard === undefined && p.effects.incidents.length === 0;
-  return p.insert === undefined && p.guard?.completes !== undefined;
+  if (p.insert !== undefined || p.framesAtEnd !== true) return false;
+  return kind === 'completes' ? p.guard?.completes !== undefined : p.guard === undefined;
 }
 
 export interface TogetherStatement {
@@ -85,6 +89,14 @@ export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEff
              order by x.bk, x.id
             on conflict (definition_key, business_key) where business_key is not null do nothing
          returning id, created_at)`);
+  } else if (kind === 'locked') {
+    // The caller's transaction holds every instance's row lock: no guard but their presence.
+    ctes.push(`x as (select * from unnest($${ids}::uuid[], $${status}::text[], $${vars}::jsonb[], $${ended}::boolean[]) as x(id, status, vars, ended))`,
+    `i as (update instances n set status = x.status, variables = x.vars, revision = n.revision + 1, updated_at = now(),
+                   ended_at = case when x.ended then now() end
+              from x
+             where n.id = x.id
+         returning n.id, n.created_at)`);
   } else {
     const gens = $(list.map((p) => p.instance.generation));
     const revs = $(list.map((p) => p.guard!.revision));
@@ -238,9 +250,9 @@ export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEff
             select y.iid, 1, y.seq, y.kind, y.data, now()
               from unnest($${fid}::uuid[], $${seq}::int[], $${fkinds}::text[], $${fdata}::jsonb[]) as y(iid, seq, kind, data))`);
   }
-  const guard = kind === 'starts'
-    ? `(select count(*) from i) = cardinality($${ids}::uuid[])`
-    : `(select count(*) from i) = cardinality($${ids}::uuid[]) and (select count(*) from done) = cardinality($${ids}::uuid[])`;
+  const guard = kind === 'completes'
+    ? `(select count(*) from i) = cardinality($${ids}::uuid[]) and (select count(*) from done) = cardinality($${ids}::uuid[])`
+    : `(select count(*) from i) = cardinality($${ids}::uuid[])`;
   ctes.push(`guarded as (select baton_transition_guard(${guard}) as ok)`);
   const text = 'with\n      ' + ctes.join(',\n      ') + '\n      select (select created_at from i limit 1) as created_at from guarded';
   return { name: `apply_together_${kind}_${shape.toString(36)}`, text, values };
