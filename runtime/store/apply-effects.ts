@@ -14,8 +14,8 @@ import type { InstanceStatus } from '../engine/vocabulary.ts';
 import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 
 
-/** The parts of a transition's statement; a shape is the sum of those present. */
-const PART = {
+/** The parts of a transition's statement; a shape is the sum of those present (also of apply-together.ts' statements). */
+export const PART = {
   steps: 1,
   flows: 2,
   tasks: 4,

@@ -13,27 +13,13 @@
 //   applyEffects' plain update with `framesAtEnd`.
 //
 // Every row of every part carries its instance id and generation, so one shape serves any
-// number of instances; a part is present when any transition uses it (the shape names the
-// prepared statement, as in apply-effects.ts). The guard covers all of them: if one
+// number of instances; a part is present when any transition uses it (the shape, a sum of
+// apply-effects.ts' parts, names the prepared statement with the kind). The guard covers all of them: if one
 // instance's guard does not hold, the statement raises BT409 and writes nothing, and the
 // caller goes one by one. Only placeholders ($${n}) are interpolated.
-import { idempotencyKey, framesOf, lastStatusPerStep, waitingTimers } from './apply-effects.ts';
+import { PART, idempotencyKey, framesOf, lastStatusPerStep, waitingTimers } from './apply-effects.ts';
 import type { ApplyEffectsParams } from './instances.ts';
 import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
-
-const PART = {
-  steps: 1,
-  flows: 2,
-  tasks: 4,
-  incidents: 8,
-  events: 16,
-  timers: 32,
-  subscriptions: 64,
-  endedWaits: 128,
-  canceledTasks: 256,
-  /** starts: some must use the latest version of their definition */
-  latestOnly: 512,
-} as const;
 
 export type TogetherKind = 'starts' | 'completes' | 'locked';
 
