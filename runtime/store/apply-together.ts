@@ -2,7 +2,7 @@
 // instances in one statement. PostgreSQL's cost of a transition is mostly per statement,
 // not per row: the start's statement cost its backend 400-530 µs of CPU one instance at a
 // time, 150-205 µs per instance eight at a time and 113-140 µs sixteen at a time
-// (docs/PERFORMANCE.md, "Session 13"). Two kinds, never mixed in one statement:
+// (docs/PERFORMANCE.md, "Session 13"). Three kinds, never mixed in one statement:
 //
 // - starts: each transition inserts its instance row, as applyEffects' `insert`, and
 //   frames its events itself (a new instance has no frame head yet, no pending progress
@@ -14,9 +14,9 @@
 //
 // Every row of every part carries its instance id and generation, so one shape serves any
 // number of instances; a part is present when any transition uses it (the shape, a sum of
-// apply-effects.ts' parts, names the prepared statement with the kind). The guard covers all of them: if one
-// instance's guard does not hold, the statement raises BT409 and writes nothing, and the
-// caller goes one by one. Only placeholders ($${n}) are interpolated.
+// apply-effects.ts' parts, names the prepared statement with the kind). The guard covers
+// all of them: if one instance's guard does not hold, the statement raises BT409 and writes
+// nothing, and the caller goes one by one. Only placeholders ($${n}) are interpolated.
 import { PART, idempotencyKey, framesOf, lastStatusPerStep, waitingTimers } from './apply-effects.ts';
 import type { ApplyEffectsParams } from './instances.ts';
 import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
