@@ -287,9 +287,10 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
 
 /**
  * Writes the transitions of many instances in one statement (store/apply-together.ts):
- * starts (each with `insert`, the statement alone in its transaction), or guarded completes
- * inside a batch's transaction (`guard` with `completes`, framed by frameTransitions at its
- * end). If any one's guard does not hold, nothing is written and it fails with
+ * starts (each with `insert`, the statement alone in its transaction), guarded completes
+ * inside a batch's transaction (`guard` with `completes`), or transitions of instances the
+ * transaction holds locked (a timer batch); the last two framed by frameTransitions at the
+ * transaction's end. If any one's guard does not hold, nothing is written and it fails with
  * TRANSITION_GUARD_LOST. Each transition's doorbells ring once committed, as applyEffects'.
  * Answers the rows' created_at (one transaction, one now()).
  */
