@@ -97,6 +97,8 @@ describe('starts written together', () => {
       // the business keys differ by construction
       if (reqs[k]!.businessKey) {
         expect((got.instance as { business_key: string }[])[0]!.business_key).toBe(reqs[k]!.businessKey);
+        // a wait without a key of its own waits on the business key, as a lone start's does
+        expect((got.subscriptions as { correlation_key: unknown }[]).map((x) => x.correlation_key)).toEqual([reqs[k]!.businessKey]);
         for (const x of [ref, got]) (x.instance as { business_key: unknown }[])[0]!.business_key = 'BK';
         for (const x of [ref, got]) for (const e of x.events as { data: { businessKey?: unknown } }[]) if (e.data.businessKey) e.data.businessKey = 'BK';
         for (const x of [ref, got]) for (const f of x.frames as { data: { businessKey?: unknown } }[]) if (f.data.businessKey) f.data.businessKey = 'BK';
