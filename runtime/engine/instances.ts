@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { deriveStatus, emptyEffects, startPlan, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { claimParkedPolls, deliverHanded, settleUnwritten } from './hand-off.ts';
-import { commitTransition } from './transition.ts';
+import { commitTransition, needsCommitTransition } from './transition.ts';
 import type { InstanceStatus } from './vocabulary.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
 import { BatonError } from '../shared/errors.ts';
@@ -59,7 +59,7 @@ async function startOptimistically(engine: Engine, req: StartInstanceRequest): P
   const fx = emptyEffects();
   fx.events.push({ kind: 'instance:started', data: { businessKey: instance.business_key, definitionId: instance.definition_id } });
   startPlan(plan, instance.state, variables, fx);
-  if (fx.terminated || fx.subscriptions.some((x) => x.kind === 'message') || fx.compensationRuns.length > 0 || fx.compensationMoves.length > 0) return undefined;
+  if (needsCommitTransition(fx)) return undefined;
   const status = deriveStatus(instance.state, fx);
   if (status !== 'running') fx.events.push({ kind: `instance:${status}` });
   const handOff = claimParkedPolls(engine, fx);

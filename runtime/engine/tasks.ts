@@ -6,7 +6,7 @@
 import type { Plan } from '../compiler/plan.ts';
 import { completeLoopElement, completeStep, deriveStatus, emptyEffects, findErrorBoundary, fireWait, type Effects, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
-import { commitTransition } from './transition.ts';
+import { commitTransition, needsCommitTransition } from './transition.ts';
 import { withPipelinedTransaction, withTransaction, type PoolClient } from '../store/db.ts';
 import { runPipelined, valuesOf } from '../store/pipeline.ts';
 import { claimParkedPolls, deliverHanded, settleUnwritten } from './hand-off.ts';
@@ -119,7 +119,7 @@ async function completionOf(engine: Engine, read: { instance: LockedInstance; ta
   const fx = emptyEffects();
   fx.events.push({ kind: 'task:completed', stepId: task.step_id, taskId: task.id, data: { workerId: req.workerId, attempt: task.attempt } });
   completeStep(plan, task.step_id, instance.state, variables, fx);
-  if (fx.terminated || fx.subscriptions.some((x) => x.kind === 'message') || fx.compensationRuns.length > 0 || fx.compensationMoves.length > 0) return undefined;
+  if (needsCommitTransition(fx)) return undefined;
   const status = deriveStatus(instance.state, fx);
   if (status !== instance.status) fx.events.push({ kind: `instance:${status}` });
   return {

@@ -50,6 +50,15 @@ export async function commitTransition(
 }
 
 /**
+ * Whether a transition's write needs commitTransition: it reads inside the transaction (message
+ * waits look in the inbox first) or sends more statements than its one write (terminate,
+ * compensation). Only the others can be written alone or together with other instances' writes.
+ */
+export function needsCommitTransition(fx: Effects): boolean {
+  return fx.terminated || fx.subscriptions.some((x) => x.kind === 'message') || fx.compensationRuns.length > 0 || fx.compensationMoves.length > 0;
+}
+
+/**
  * The one write of a transition that needs no read and no other statement (no message waits,
  * no compensation, no termination, no forced status): its status derived and its status
  * event added as commitTransition adds them, written framed by the transaction's last
@@ -57,7 +66,7 @@ export async function commitTransition(
  * (store/apply-together.ts).
  */
 export function plainFramedWrite(instance: LockedInstance, fx: Effects, variables: Variables): ApplyEffectsParams {
-  if (fx.terminated || fx.subscriptions.some((x) => x.kind === 'message') || fx.compensationRuns.length > 0 || fx.compensationMoves.length > 0) {
+  if (needsCommitTransition(fx)) {
     throw new Error(`plainFramedWrite: the transition of instance ${instance.id} needs commitTransition`);
   }
   const status = deriveStatus(instance.state, fx);

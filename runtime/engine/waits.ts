@@ -3,7 +3,7 @@ import { emptyEffects, fireWait, type Effects, type Variables } from './advance.
 import { planOf, type Engine } from './context.ts';
 import { startOnMessage, startOnSignal } from './event-starts.ts';
 import { fireDueStartTimers } from './start-timers.ts';
-import { commitTransition, plainFramedWrite } from './transition.ts';
+import { commitTransition, plainFramedWrite, needsCommitTransition } from './transition.ts';
 import { withPipelinedTransaction, withTransaction, type PoolClient } from '../store/db.ts';
 import { runPipelined, valuesOf } from '../store/pipeline.ts';
 import { applyEffects, applyEffectsTogether, frameTransitions, instanceExists, lockInstance, readHeldInstances, tryLockInstance, type ApplyEffectsParams, type LockedInstance } from '../store/instances.ts';
@@ -65,7 +65,7 @@ async function timerTransition(engine: Engine, tx: PoolClient, instance: LockedI
   const fx = emptyEffects();
   // A boundary whose host already ended consumes its timer and does nothing.
   if (!fireWait(plan, timer.step_id, instance.state, instance.variables, fx, { timerId: timer.id, dueAt: timer.due_at })) return undefined;
-  const alone = fx.terminated || fx.subscriptions.some((x) => x.kind === 'message') || fx.compensationRuns.length > 0 || fx.compensationMoves.length > 0;
+  const alone = needsCommitTransition(fx);
   if (framesAtEnd && !alone) {
     const write = plainFramedWrite(instance, fx, instance.variables);
     return { alone, write, framed: { instance, effects: fx }, commit: () => applyEffects(tx, write) };
