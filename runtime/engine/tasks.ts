@@ -15,6 +15,7 @@ import {
   applyEffectsTogether,
   applyEffectsHandingOff,
   frameTransitions,
+  framableInStatement,
   cancelOpenWork,
   lockInstanceOfTask,
   lockInstancesOfTasks,
@@ -209,13 +210,18 @@ async function completeInOneTransaction(engine: Engine, workerId: string, items:
         // writes and so sees them.
         const last = pending.length === 0 || round === BATCH_ROUNDS - 1;
         // The round's writes as one statement (store/apply-together.ts): one guard for all of
-        // them, so a lost one fails the batch, which then goes one by one.
+        // them, so a lost one fails the batch, which then goes one by one. The last round's
+        // statement also frames the whole batch (after its writes, checking for progress as
+        // frameTransitions would) unless a transition raises an incident.
         const framed = roundWrites.map((write) => ({ ...write, framesAtEnd: true }));
-        const group: (() => Promise<unknown>)[] = framed.length > 1
-          ? [() => applyEffectsTogether(tx, 'completes', framed)]
-          : framed.map((write) => () => applyEffects(tx, write));
+        const framesHere = last && framed.length > 0 && framableInStatement(writes);
+        const group: (() => Promise<unknown>)[] = framesHere
+          ? [() => applyEffectsTogether(tx, 'completes', framed, writes)]
+          : framed.length > 1
+            ? [() => applyEffectsTogether(tx, 'completes', framed)]
+            : framed.map((write) => () => applyEffects(tx, write));
         if (last) {
-          if (writes.length > 0) group.push(() => frameTransitions(tx, writes));
+          if (writes.length > 0 && !framesHere) group.push(() => frameTransitions(tx, writes));
           group.push(edges.commit);
         } else group.push(() => readTaskTransitions(tx, ids(pending)));
         const answers = valuesOf(await runPipelined(tx, group));

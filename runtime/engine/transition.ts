@@ -16,8 +16,8 @@ export interface CommitOptions {
   /** needed when the transition may start message waits: they look in the inbox first */
   plan?: Plan;
   /**
-   * The transaction ends with frameTransitions (a batch of timer firings): the events are
-   * written framed; that last statement fails (BT409) with progress pending for the instance.
+   * The transaction frames its transitions at its end (a batch of timer firings): the events
+   * are written framed; that framing fails (BT409) with progress pending for the instance.
    */
   framesAtEnd?: boolean;
 }

@@ -6,7 +6,7 @@ import { fireDueStartTimers } from './start-timers.ts';
 import { commitTransition, plainFramedWrite, needsCommitTransition } from './transition.ts';
 import { withPipelinedTransaction, withTransaction, type PoolClient } from '../store/db.ts';
 import { runPipelined, valuesOf } from '../store/pipeline.ts';
-import { applyEffects, applyEffectsTogether, frameTransitions, instanceExists, lockInstance, readHeldInstances, tryLockInstance, type ApplyEffectsParams, type LockedInstance } from '../store/instances.ts';
+import { applyEffects, applyEffectsTogether, framableInStatement, frameTransitions, instanceExists, lockInstance, readHeldInstances, tryLockInstance, type ApplyEffectsParams, type LockedInstance } from '../store/instances.ts';
 import {
   deleteSubscription,
   findDueTimers,
@@ -116,7 +116,8 @@ export function chunkFor<T>(items: T[], lanes: number, cap: number): T[][] {
  * Fires a batch of due timers in one transaction of two round trips: the first write
  * begins, locks the instances no one else holds (without waiting) and takes their timers
  * in one guarded statement, and reads the held instances (a fresh snapshot, after the
- * locks); the second runs each firing's transition, frames them all, and commits. Timers
+ * locks); the second runs each firing's transition, frames them all (the last write's
+ * statement does), stamps the timers fired, and commits. Timers
  * of busy instances then fire one by one, waiting for their instance like any transition;
  * so does the whole batch if one firing fails, so that one bad instance cannot hold back
  * the others, or if progress is pending for one of its instances (the framing statement
@@ -164,12 +165,18 @@ async function fireTimerBatch(engine: Engine, candidates: { id: string; instance
         } else if (transition.write) writes.push(transition.write);
         else pending.push(transition.commit);
       }
+      // Every firing's events were written framed (the trigger is not queued for them): the
+      // last write frames them all after its other parts (or, when none is left to write or a
+      // firing raised an incident, a statement of its own does), so the frame heads are the
+      // transaction's last locks, taken in instance order as the trigger's were at commit; the
+      // stamp after it updates only timers the batch already holds. It is called after the
+      // statements before it were sent, so every effects list is complete.
+      if (writes.length > 0 && framableInStatement(framed)) {
+        const last = writes;
+        writes = [];
+        pending.push(() => applyEffectsTogether(tx, 'locked', last, framed));
+      } else if (framed.length > 0) pending.push(() => frameTransitions(tx, framed));
       if (timers.length > 0) pending.push(() => stampTimersFired(tx, timers.map((t) => t.id)));
-      // Every firing's events were written framed (the trigger is not queued for them): one
-      // statement frames them all, the last before the commit, so the frame heads are the
-      // transaction's last locks, taken in instance order as the trigger's were at commit.
-      // It is called after the statements before it were sent, so every effects list is complete.
-      if (framed.length > 0) pending.push(() => frameTransitions(tx, framed));
       pending.push(edges.commit);
       await flush();
       return { busy: candidates.filter((c) => !idle.has(c.instance_id)).map((c) => c.id), fired: timers };

@@ -35,7 +35,7 @@ export const PART = {
   latestOnly: 4096,
   /** the statement is its own transaction and writes the frames of its events itself */
   frames: 8192,
-  /** the transaction frames the events in its last statement (frameTransitions) */
+  /** the transaction frames the events at its end (frameTransitions, or its last write with `frame`) */
   framesAtEnd: 16384,
   /** a start or a guarded complete inserts some of its tasks locked for parked polls of this node (engine/hand-off.ts) */
   handOff: 32768,
@@ -58,9 +58,9 @@ export interface ApplyEffectsInput {
    */
   alone?: boolean;
   /**
-   * A write inside a transaction whose last statement frames its transitions
-   * (frameTransitions: a batch of completes, a batch of timer firings): the events are
-   * written framed. Pending progress is checked once, by that last statement.
+   * A write inside a transaction that frames its transitions at its end (a batch of
+   * completes, a batch of timer firings: frameTransitions, or the batch's last write with
+   * `frame`): the events are written framed. Pending progress is checked once, by that framing.
    */
   framesAtEnd?: boolean;
   /**

@@ -5,10 +5,11 @@ import { isPool, type Queryable } from './db.ts';
 import { ringAfterCommit, type FrameBell } from './doorbells.ts';
 import { OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 import { applyEffectsStatement, framesOf, waitingTimers, type HandOffTask } from './apply-effects.ts';
-import { applyEffectsTogetherStatement, type TogetherKind } from './apply-together.ts';
+import { applyEffectsTogetherStatement, framingCtes, type FramedTransition, type TogetherKind } from './apply-together.ts';
 import type { LockedTaskRow } from './tasks.ts';
 
 export { idempotencyKey } from './apply-effects.ts';
+export { framableInStatement } from './apply-together.ts';
 
 export interface InstanceRow {
   id: string;
@@ -250,8 +251,9 @@ export interface ApplyEffectsParams {
    */
   guard?: { revision: number; completes?: { taskId: string; workerId: string; lockToken: string } };
   /**
-   * Inside a transaction that ends with frameTransitions: the events are written framed
-   * (no trigger call); frameTransitions fails (BT409) if progress is pending for the instance.
+   * Inside a transaction that frames its transitions at the end (frameTransitions, or the
+   * batch's last write with `frame`): the events are written framed (no trigger call); that
+   * framing fails (BT409) if progress is pending for the instance.
    */
   framesAtEnd?: boolean;
   /**
@@ -290,13 +292,16 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
  * starts (each with `insert`, the statement alone in its transaction), guarded completes
  * inside a batch's transaction (`guard` with `completes`), or transitions of instances the
  * transaction holds locked (a timer batch); the last two framed by frameTransitions at the
- * transaction's end. If any one's guard does not hold, nothing is written and it fails with
- * TRANSITION_GUARD_LOST. Each transition's doorbells ring once committed, as applyEffects'.
- * Answers the rows' created_at (one transaction, one now()).
+ * transaction's end, or a batch's completes by this statement (`frame`: every transition of
+ * the batch so far, framableInStatement), which must then be the transaction's last. If
+ * any one's guard does not hold, nothing is written and it fails with TRANSITION_GUARD_LOST.
+ * Each transition's doorbells ring once committed, as applyEffects'. Answers the rows'
+ * created_at (one transaction, one now()).
  */
-export async function applyEffectsTogether(db: Queryable, kind: TogetherKind, list: ApplyEffectsParams[]): Promise<Date> {
-  const { rows } = await db.query<{ created_at: Date }>(applyEffectsTogetherStatement(kind, list));
+export async function applyEffectsTogether(db: Queryable, kind: TogetherKind, list: ApplyEffectsParams[], frame?: FramedTransition[]): Promise<Date> {
+  const { rows } = await db.query<{ created_at: Date; instance_id?: string | null; generation?: number | null; last_seq?: number | null }>(applyEffectsTogetherStatement(kind, list, frame));
   for (const p of list) ringTransition(db, p, p.effects.tasks.map((t) => t.topic), kind === 'starts' ? framesOf(p.effects.events).kinds.length : undefined);
+  if (frame) ringHeads(db, rows.map((r) => ({ instance_id: r.instance_id ?? null, generation: r.generation ?? null, last_seq: r.last_seq ?? null })));
   return rows[0]!.created_at;
 }
 
@@ -336,13 +341,11 @@ function ringTransition(db: Queryable, p: ApplyEffectsParams, topics: string[], 
 }
 
 /**
- * The frames of transitions written with framesAtEnd, one statement for all of them: the
- * last statement of their transaction, so the frame heads are its last locks, taken in
- * instance order like the trigger's at commit (migration 0011), with one doorbell per
- * instance. What the trigger would do for those events at commit, without a call per event.
- * Transitions are given in the order they were written: several of one instance (two
- * timers of it in one batch) are framed as one run of events, as the trigger frames all
- * of a transaction's events of an instance (a row may be upserted once per statement).
+ * The frames of transitions written with framesAtEnd, one statement for all of them
+ * (framingCtes, store/apply-together.ts): the last statement of their transaction, so the
+ * frame heads are its last locks, taken in instance order like the trigger's at commit,
+ * with one doorbell per instance. What the trigger would do for those events at commit,
+ * without a call per event. Transitions are given in the order they were written.
  *
  * With progress pending for any of the instances it writes nothing and fails (BT409,
  * TRANSITION_GUARD_LOST): the caller goes one by one, where the trigger flushes the
@@ -351,39 +354,20 @@ function ringTransition(db: Queryable, p: ApplyEffectsParams, topics: string[], 
  * write touched cannot commit meanwhile (recordProgress takes FOR SHARE on the task row,
  * which the write holds), so this check sees every report the writes' own checks would.
  */
-export async function frameTransitions(db: Queryable, transitions: { instance: { id: string; generation: number }; effects: Effects }[]): Promise<void> {
-  // stable: an instance's transitions keep the order they were written in (their seqs' order)
-  const sorted: { instance: { id: string; generation: number }; events: Effects['events'] }[] = [];
-  for (const x of transitions.filter((t) => t.effects.events.length > 0).sort((a, b) => (a.instance.id < b.instance.id ? -1 : a.instance.id > b.instance.id ? 1 : 0))) {
-    const last = sorted.at(-1);
-    if (last?.instance.id === x.instance.id && last.instance.generation === x.instance.generation) last.events = [...last.events, ...x.effects.events];
-    else sorted.push({ instance: x.instance, events: x.effects.events });
-  }
-  if (sorted.length === 0) return;
-  const frames = sorted.map((x) => framesOf(x.events));
+export async function frameTransitions(db: Queryable, transitions: FramedTransition[]): Promise<void> {
+  const values: unknown[] = [];
+  const ctes = framingCtes(transitions, (v) => values.push(v));
+  if (!ctes) return;
   const { rows } = await db.query<{ instance_id: string; generation: number; last_seq: number }>({
     name: 'frame_transitions',
-    text: `with x as (select * from unnest($1::uuid[], $2::int[], $3::int[], $4::boolean[]) with ordinality as x(id, gen, n, ends, k)),
-                quiet as (select baton_transition_guard(not exists (select 1 from progress_reports where instance_id = any($1::uuid[]))) as ok),
-                head as (insert into frame_heads as h (instance_id, generation, last_seq, ended_at)
-                         select id, gen, n, case when ends then now() end from x, quiet where quiet.ok order by k
-                         on conflict (instance_id, generation) do update set last_seq = h.last_seq + excluded.last_seq, ended_at = excluded.ended_at
-                          where h.ended_at is null
-                         returning h.instance_id, h.generation, h.last_seq),
-                fw as (insert into frames (instance_id, generation, seq, kind, data, at)
-                       select x.id, x.gen, head.last_seq - x.n + f.pos, f.kind, f.data, now()
-                         from unnest($5::int[], $6::int[], $7::text[], $8::jsonb[]) as f(k, pos, kind, data)
-                         join x on x.k = f.k
-                         join head on head.instance_id = x.id and head.generation = x.gen)
-           select instance_id, generation, last_seq from head`,
-    values: [
-      sorted.map((x) => x.instance.id), sorted.map((x) => x.instance.generation), frames.map((f) => f.kinds.length),
-      frames.map((f) => f.kinds.at(-1) === 'instance:ended'),
-      frames.flatMap((f, i) => f.kinds.map(() => i + 1)), frames.flatMap((f) => f.kinds.map((_, j) => j + 1)),
-      frames.flatMap((f) => f.kinds), frames.flatMap((f) => f.data),
-    ],
+    text: `with ${ctes.join(',\n           ')}\n           select instance_id, generation, last_seq from head`,
+    values,
   });
-  ringAfterCommit(db, { frames: rows.map((r): FrameBell => ({ instanceId: r.instance_id, generation: r.generation, seq: r.last_seq })) });
+  ringHeads(db, rows);
+}
+
+function ringHeads(db: Queryable, heads: { instance_id: string | null; generation: number | null; last_seq: number | null }[]): void {
+  ringAfterCommit(db, { frames: heads.filter((r) => r.instance_id !== null).map((r): FrameBell => ({ instanceId: r.instance_id!, generation: r.generation!, seq: r.last_seq! })) });
 }
 
 /**

@@ -17,6 +17,11 @@ beforeAll(async () => {
   t = await startTestServer({ limits: { maxVariablesBytes: 2_000 } });
   await deploy(t.api, singleTaskBpmn('batch-single', 'batch-single'));
   await deploy(t.api, parallelBpmn('batch-join', 'batch-a', 'batch-b'));
+  // x > 10 goes on; anything else matches no flow: an incident on the gateway
+  await deploy(t.api, buildBpmn('batch-gate', [
+    { id: 'start', type: 'startEvent' }, { id: 'work', type: 'serviceTask', topic: 'batch-gate' },
+    { id: 'gw', type: 'exclusiveGateway' }, { id: 'end', type: 'endEvent' },
+  ], [{ from: 'start', to: 'work' }, { from: 'work', to: 'gw' }, { from: 'gw', to: 'end', condition: '=x > 10' }]));
   await deploy(t.api, buildBpmn('batch-fan', [
     { id: 'start', type: 'startEvent' }, { id: 'fork', type: 'parallelGateway' },
     ...FAN.map((id) => ({ id, type: 'serviceTask' as const, topic: 'batch-fan' })),
@@ -118,14 +123,14 @@ describe('batch complete', () => {
     }
   });
 
-  it('given a batch of ten tasks of ten instances, then its transaction is two round trips (begin, lock and read; the writes, the framing and the commit), and two tasks of one instance add a round of one', async () => {
+  it('given a batch of ten tasks of ten instances, then its transaction is two round trips of five statements (begin, lock and read; the writes with their framing, and the commit), and two tasks of one instance add a round of one', async () => {
     const counting = countingPool(t.db.url);
     try {
       const engine = createEngine(counting.pool, pino({ level: 'silent' }));
       const completeCounting = async (workerId: string, tasks: LockedTask[]) => {
-        const before = counting.roundTrips();
+        const [before, sent] = [counting.roundTrips(), counting.statements()];
         const results = await completeTasks(engine, workerId, tasks.map((x) => ({ taskId: x.id, lockToken: x.lockToken })));
-        return { results, roundTrips: counting.roundTrips() - before };
+        return { results, roundTrips: counting.roundTrips() - before, statements: counting.statements() - sent };
       };
       const joinTasks = async (workerId: string) => [...await lockAll(workerId, ['batch-a'], 1), ...await lockAll(workerId, ['batch-b'], 1)];
       // First a batch of both definitions: their plans are read once into this engine's cache.
@@ -137,7 +142,8 @@ describe('batch complete', () => {
       const ids = await startSingles(10);
       const ten = await completeCounting('bw-rt', await lockAll('bw-rt', ['batch-single'], 10));
       expect(ten.results).toEqual(Array(10).fill('completed'));
-      expect(ten.roundTrips).toBe(2); // fifteen before pipelining: begin, lock, read, ten writes one by one, framing, commit (the ten are one statement now)
+      expect(ten.roundTrips).toBe(2); // fifteen before pipelining: begin, lock, read, ten writes one by one, framing, commit
+      expect(ten.statements).toBe(5); // the ten writes and their framing are one statement now
       for (const id of ids) await waitForStatus(t.api, id, 'completed');
 
       // The join's second task goes in a second round, which reads the instance again after the first's write (in its write).
@@ -147,11 +153,42 @@ describe('batch complete', () => {
       const rounds = await completeCounting('bw-rt', both);
       expect(rounds.results).toEqual(['completed', 'completed']);
       expect(rounds.roundTrips).toBe(3);
+      expect(rounds.statements).toBe(7); // begin, lock, read; the first write, the second read; the second write with the framing of both, commit
       for (const id of joinIds) {
         const kinds = await historyKinds(t.api, id);
         expect(kinds.filter((k) => k === 'instance:completed')).toHaveLength(1);
         const { rows: frames } = await t.db.pool.query('select seq, kind from frames where instance_id = $1 and generation = 1 order by seq', [id]);
         expect(frames.map((f) => f.kind)).toEqual([...kinds, 'instance:ended']);
+      }
+    } finally {
+      await counting.pool.end();
+    }
+  });
+
+  it('given a batch in which one completion raises an incident, then the batch still commits once, framed by a statement of its own after the writes, and each instance\'s frames are its history', async () => {
+    const counting = countingPool(t.db.url);
+    try {
+      const engine = createEngine(counting.pool, pino({ level: 'silent' }));
+      // first one on its own: the definition's plan is read once into this engine's cache
+      await start(t.api, 'batch-gate', { variables: { x: 11 } });
+      const [warm] = await lockAll('bw-gate', ['batch-gate'], 1);
+      expect(await completeTasks(engine, 'bw-gate', [{ taskId: warm!.id, lockToken: warm!.lockToken }])).toEqual(['completed']);
+      const ids = await Promise.all([1, 20, 30].map((x) => start(t.api, 'batch-gate', { variables: { x } })));
+      const tasks = await lockAll('bw-gate', ['batch-gate'], 3);
+      const sent = counting.statements();
+      const results = await completeTasks(engine, 'bw-gate', tasks.map((x) => ({ taskId: x.id, lockToken: x.lockToken })));
+      expect(results).toEqual(['completed', 'completed', 'completed']);
+      // begin, lock, read, the three writes, frame_transitions, commit
+      expect(counting.statements() - sent).toBe(6);
+      expect(await completedEvents(tasks.map((x) => x.id))).toEqual({ tasks: 3, events: 3, transactions: 1 });
+      for (const [k, id] of ids.entries()) {
+        const detail = (await t.api.get(`/api/instances/${id}`)).body;
+        if (k === 0) expect(detail.incidents).toEqual([expect.objectContaining({ stepId: 'gw', kind: 'no_matching_flow' })]);
+        else expect(detail.status).toBe('completed');
+        const kinds = await historyKinds(t.api, id);
+        const { rows: frames } = await t.db.pool.query('select seq, kind from frames where instance_id = $1 and generation = 1 order by seq', [id]);
+        expect(frames.map((f) => f.seq)).toEqual(frames.map((_, i) => i + 1));
+        expect(frames.map((f) => f.kind)).toEqual(k === 0 ? kinds : [...kinds, 'instance:ended']);
       }
     } finally {
       await counting.pool.end();

@@ -189,6 +189,83 @@ describe('frames written by the optimistic statements (migration 0013)', () => {
     expect(kinds.indexOf('task:progress')).toBe(kinds.indexOf('task:completed') - 1);
   });
 
+  it('given a report that commits while the batch\'s statement waits for the task row, then the batch sees it and goes one by one, and that progress is framed before its task:completed', async () => {
+    const ids = [await start(t.api, 'fis-single'), await start(t.api, 'fis-single')];
+    const mine = (await waitFor(async () => {
+      const got = (await fetchTasks(t.api, 'wr', ['fis-single'], { maxTasks: 10 })).filter((x) => ids.includes(x.instanceId));
+      return got.length === 2 ? got : undefined;
+    }, 5_000, 'both tasks'));
+    const reporter = await t.db.pool.connect();
+    try {
+      // What recordProgress does: FOR SHARE on the holder's task row, then the report.
+      await reporter.query('begin');
+      await reporter.query('select 1 from external_tasks where id = $1 for share', [mine[0]!.id]);
+      await addProgress(mine[0]!.id, mine[0]!.instanceId, reporter, 9);
+      const completing = t.api.post('/api/external-tasks/complete-batch', { workerId: 'wr', tasks: mine.map((x) => ({ id: x.id, lockToken: x.lockToken })) });
+      await waitFor(async () => {
+        const { rows } = await t.db.pool.query(`select 1 from pg_stat_activity
+                                                 where datname = current_database() and wait_event_type = 'Lock' and query like '%update external_tasks t set state = ''done''%'`);
+        return rows.length > 0 ? true : undefined;
+      }, 10_000, 'the batch\'s statement to wait for the task row');
+      // The report commits after that statement's snapshot was taken: only a later look sees it.
+      await reporter.query('commit');
+      expect((await completing).body.results.map((r: { result: string }) => r.result)).toEqual(['completed', 'completed']);
+    } finally {
+      await reporter.query('rollback').catch(() => undefined);
+      reporter.release();
+    }
+    for (const task of mine) {
+      await waitForStatus(t.api, task.instanceId, 'completed');
+      const got = await frames(task.instanceId);
+      expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
+      // (a progress frame is no event of the history)
+      expect(got.map((f) => f.kind).filter((k) => k !== 'task:progress')).toEqual([...(await events(task.instanceId)).map((e) => e.kind), 'instance:ended']);
+    }
+    const kinds = (await frames(mine[0]!.instanceId)).map((f) => f.kind);
+    expect(kinds.indexOf('task:progress')).toBe(kinds.indexOf('task:completed') - 1);
+    expect((await frames(mine[0]!.instanceId))[kinds.indexOf('task:progress')]!.data.reports).toEqual([{ n: 9 }]);
+    const { rows: [pending] } = await t.db.pool.query('select count(*)::int as n from progress_reports where instance_id = $1', [mine[0]!.instanceId]);
+    expect(pending!.n).toBe(0);
+  });
+
+  it('given a transaction holding a step row of one instance of a batch that frames an event at commit, when the batch\'s statement waits for that row, then neither deadlocks: the batch takes the frame heads only after its row locks', async () => {
+    const ids = [await start(t.api, 'fis-single'), await start(t.api, 'fis-single')];
+    const mine = (await waitFor(async () => {
+      const got = (await fetchTasks(t.api, 'wd', ['fis-single'], { maxTasks: 10 })).filter((x) => ids.includes(x.instanceId));
+      return got.length === 2 ? got : undefined;
+    }, 5_000, 'both tasks'));
+    const other = await t.db.pool.connect();
+    try {
+      // the instance whose head the batch would take first (heads go in instance order)
+      const held = [...ids].sort()[0]!;
+      await other.query('begin');
+      await other.query(`select 1 from steps where instance_id = $1 and step_id = 'work' for update`, [held]);
+      await other.query(`insert into events (instance_id, generation, kind) values ($1, 1, 'test:marker')`, [held]);
+      const completing = t.api.post('/api/external-tasks/complete-batch', { workerId: 'wd', tasks: mine.map((x) => ({ id: x.id, lockToken: x.lockToken })) });
+      await waitFor(async () => {
+        const { rows } = await t.db.pool.query(`select 1 from pg_stat_activity
+                                                 where datname = current_database() and wait_event_type = 'Lock' and query like '%update external_tasks t set state = ''done''%'`);
+        return rows.length > 0 ? true : undefined;
+      }, 10_000, 'the batch\'s statement to wait for the step row');
+      // The trigger takes the head at this commit: had the batch taken it first, each would wait for the other.
+      await other.query('commit');
+      const res = await completing;
+      expect(res.body.results.map((r: { result: string }) => r.result)).toEqual(['completed', 'completed']);
+    } finally {
+      await other.query('rollback').catch(() => undefined);
+      other.release();
+    }
+    // one transaction for both: the batch was neither a deadlock victim nor split
+    const { rows: [written] } = await t.db.pool.query(`select count(distinct xmin::text)::int as n from events where kind = 'task:completed' and task_id = any($1::uuid[])`, [mine.map((x) => x.id)]);
+    expect(written!.n).toBe(1);
+    for (const id of ids) {
+      await waitForStatus(t.api, id, 'completed');
+      const got = await frames(id);
+      expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
+      expect(got.map((f) => f.kind)).toEqual([...(await events(id)).map((e) => e.kind), 'instance:ended']);
+    }
+  });
+
   it('given the branches of an instance completed at once while a follower reads its frames, then every read is gap-free and in order, and each event has one frame (15 rounds)', async () => {
     for (let round = 0; round < 15; round++) {
       const id = await start(t.api, 'fis-fan');

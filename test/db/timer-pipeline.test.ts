@@ -130,9 +130,9 @@ describe('pipelined timer firing', () => {
       // 24 timers in 4 lanes: 4 transactions of 6 firings each.
       expect(await fireDueTimers(createEngine(counting.pool, log), 100)).toBe(24);
       // One statement per round trip before pipelining (at most 1 in flight), then the six
-      // firings pipelined (6 and more); now the six are one statement, sent with the stamp,
-      // the framing and the commit: 4 in flight.
-      expect(counting.maxInFlight()).toBe(4);
+      // firings pipelined (6 and more); now the six and their framing are one statement, sent
+      // with the stamp and the commit: 3 in flight.
+      expect(counting.maxInFlight()).toBe(3);
       // Every client is back in its ordinary mode.
       for (const client of counting.clients) expect((client as unknown as { pipeline: boolean }).pipeline).toBe(false);
     } finally {

@@ -1,4 +1,4 @@
-// A pool that counts what its clients send: how many statements were in flight at most
+// A pool that counts what its clients send: statements, how many were in flight at most
 // (pipelining), and round trips (statements sent while none of that client's was answered yet).
 // The doorbell relay's statements (store/doorbells.ts) are counted apart: they follow commits,
 // off any caller's path, one per turn of the event loop however many commits rang.
@@ -10,11 +10,12 @@ import { LISTENERS_STATEMENT, RELAY_STATEMENT } from '../../runtime/store/doorbe
  * A pool whose clients record the most statements they had sent and not yet seen answered,
  * and the round trips: statements sent while none of that client's was in flight.
  */
-export function countingPool(url: string): { pool: Pool; maxInFlight: () => number; roundTrips: () => number; relays: () => number; clients: pg.PoolClient[] } {
+export function countingPool(url: string): { pool: Pool; maxInFlight: () => number; roundTrips: () => number; statements: () => number; relays: () => number; clients: pg.PoolClient[] } {
   const pool = createPool({ connectionString: url });
   const clients: pg.PoolClient[] = [];
   let max = 0;
   let roundTrips = 0;
+  let statements = 0;
   let relays = 0;
   pool.on('connect', (client) => {
     clients.push(client);
@@ -27,6 +28,7 @@ export function countingPool(url: string): { pool: Pool; maxInFlight: () => numb
         return query(...args);
       }
       if (inFlight === 0) roundTrips++;
+      statements++;
       inFlight++;
       max = Math.max(max, inFlight);
       const done = args.findIndex((a) => typeof a === 'function');
@@ -43,5 +45,5 @@ export function countingPool(url: string): { pool: Pool; maxInFlight: () => numb
       return result;
     };
   });
-  return { pool, maxInFlight: () => max, roundTrips: () => roundTrips, relays: () => relays, clients };
+  return { pool, maxInFlight: () => max, roundTrips: () => roundTrips, statements: () => statements, relays: () => relays, clients };
 }
