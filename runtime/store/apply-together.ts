@@ -322,7 +322,7 @@ export function framingCtes(transitions: FramedTransition[], $: (v: unknown) => 
   // `locks` is materialized and its column used: a CTE referenced once is otherwise inlined,
   // and a column nobody reads is never computed, which would leave those parts to the end.
   const quiet = after
-    ? ['locks as materialized (select ' + after.map((name) => `(select count(*) from ${name})`).join(' + ') + ' as n)',
+    ? ['locks as materialized (select ' + after.map((name) => '(select count(*) from ' + name + ')').join(' + ') + ' as n)',
       `quiet as materialized (select baton_transition_guard(not coalesce(bool_or(baton_progress_pending(q.id)), false)) as ok
                                 from locks, unnest($${ids}::uuid[]) as q(id) where locks.n >= 0)`]
     : [`quiet as (select baton_transition_guard(not exists (select 1 from progress_reports where instance_id = any($${ids}::uuid[]))) as ok)`];

@@ -360,7 +360,7 @@ export async function frameTransitions(db: Queryable, transitions: FramedTransit
   if (!ctes) return;
   const { rows } = await db.query<{ instance_id: string; generation: number; last_seq: number }>({
     name: 'frame_transitions',
-    text: `with ${ctes.join(',\n           ')}\n           select instance_id, generation, last_seq from head`,
+    text: 'with ' + ctes.join(',\n           ') + '\n           select instance_id, generation, last_seq from head',
     values,
   });
   ringHeads(db, rows);
