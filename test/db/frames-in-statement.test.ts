@@ -8,7 +8,7 @@ import pg from 'pg';
 import { announceListener, readDoorbells } from '../../runtime/store/doorbells.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBpmn, singleTaskBpmn } from '../support/bpmn.ts';
-import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus } from '../support/flows.ts';
+import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus, type LockedTask } from '../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
@@ -49,6 +49,17 @@ async function events(instanceId: string): Promise<{ kind: string; framed: boole
 
 async function addProgress(taskId: string, instanceId: string, db: pg.ClientBase | pg.Pool = t.db.pool, n = 1): Promise<void> {
   await db.query(`insert into progress_reports (task_id, instance_id, generation, step_id, data, bytes) values ($1, $2, 1, 'work', $3, 10)`, [taskId, instanceId, { n }]);
+}
+
+/** Starts two one-task instances and locks both their tasks for `workerId`. */
+async function twoLockedSingles(workerId: string): Promise<{ ids: string[]; mine: LockedTask[] }> {
+  const ids = [await start(t.api, 'fis-single'), await start(t.api, 'fis-single')];
+  const mine: LockedTask[] = [];
+  await waitFor(async () => {
+    mine.push(...(await fetchTasks(t.api, workerId, ['fis-single'], { maxTasks: 10 })).filter((x) => ids.includes(x.instanceId)));
+    return mine.length === 2 ? true : undefined;
+  }, 5_000, 'both tasks');
+  return { ids, mine };
 }
 
 describe('frames written by the optimistic statements (migration 0013)', () => {
@@ -190,11 +201,7 @@ describe('frames written by the optimistic statements (migration 0013)', () => {
   });
 
   it('given a report that commits while the batch\'s statement waits for the task row, then the batch sees it and goes one by one, and that progress is framed before its task:completed', async () => {
-    const ids = [await start(t.api, 'fis-single'), await start(t.api, 'fis-single')];
-    const mine = (await waitFor(async () => {
-      const got = (await fetchTasks(t.api, 'wr', ['fis-single'], { maxTasks: 10 })).filter((x) => ids.includes(x.instanceId));
-      return got.length === 2 ? got : undefined;
-    }, 5_000, 'both tasks'));
+    const { mine } = await twoLockedSingles('wr');
     const reporter = await t.db.pool.connect();
     try {
       // What recordProgress does: FOR SHARE on the holder's task row, then the report.
@@ -229,11 +236,7 @@ describe('frames written by the optimistic statements (migration 0013)', () => {
   });
 
   it('given a transaction holding a step row of one instance of a batch that frames an event at commit, when the batch\'s statement waits for that row, then neither deadlocks: the batch takes the frame heads only after its row locks', async () => {
-    const ids = [await start(t.api, 'fis-single'), await start(t.api, 'fis-single')];
-    const mine = (await waitFor(async () => {
-      const got = (await fetchTasks(t.api, 'wd', ['fis-single'], { maxTasks: 10 })).filter((x) => ids.includes(x.instanceId));
-      return got.length === 2 ? got : undefined;
-    }, 5_000, 'both tasks'));
+    const { ids, mine } = await twoLockedSingles('wd');
     const other = await t.db.pool.connect();
     try {
       // the instance whose head the batch would take first (heads go in instance order)
