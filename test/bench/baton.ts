@@ -1,12 +1,13 @@
 // Baton under the bench: a real HTTP server (startBatonServer) and its native
 // /api, clients over loopback HTTP in this same process. Workloads 1-6 of issue 8;
-// started by run.ts with BENCH_DB_URL (workloads 1-5), BENCH_SCALE_DB_URL (6).
+// started by run.ts once per round with BENCH_DB_URL and BENCH_ROUNDS (workloads 1-5),
+// then once with BENCH_SCALE_DB_URL and BENCH_SCALE_EMPTY_DB_URL (6).
 import pg from 'pg';
 import { pino } from 'pino';
 import { startBatonServer, type BatonServer } from '../../runtime/server.ts';
 import { createHttpClient, type HttpClient } from '../../runtime/worker/http.ts';
 import {
-  FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, check, costMark, costSince, env, idleQueriesPerSec, median, partial, pct, pool, quickMode, report, sizes, sleep,
+  FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, benchRounds, check, costMark, costSince, env, idleQueriesPerSec, median, partial, pct, pool, quickMode, report, roundsInDatabase, sizes, sleep,
   type SystemResult, type ThroughputRound,
 } from './common.ts';
 
@@ -49,11 +50,11 @@ interface Task { id: string; lockToken: string; topic?: string }
 // The clients speak HTTP through the worker SDK's client (node:http, kept-alive connections),
 // as a Node worker built on the SDK does; one client per server.
 const clients = new Map<string, HttpClient>();
-async function post<T>(url: string, body: unknown): Promise<T> {
+async function post<T>(url: string, body: unknown, signal?: AbortSignal): Promise<T> {
   const { origin, pathname } = new URL(url);
   let client = clients.get(origin);
   if (!client) clients.set(origin, client = createHttpClient(origin));
-  const outcome = await client.post<T>(pathname, body, { timeoutMs: 60_000 });
+  const outcome = await client.post<T>(pathname, body, { timeoutMs: 60_000, ...(signal ? { signal } : {}) });
   if (outcome.kind === 'ok') return outcome.body;
   throw new Error(`${url} -> ${outcome.kind === 'refused' ? `${outcome.status} ${outcome.type}: ${outcome.message}` : outcome.error.message}`);
 }
@@ -66,6 +67,8 @@ async function throughput(url: string, admin: pg.Client, key: string, topics: st
   const target = instances * tasksPerInstance;
   let done = 0;
   let tEnd = 0;
+  // once every task is done the polls still parked hang up (the server unparks them) instead of waiting out their second
+  const finished = new AbortController();
   const mark = await costMark(admin);
   const t0 = performance.now();
   const producers = pool(instances, PRODUCERS, async () => { await start(url, key); });
@@ -73,12 +76,18 @@ async function throughput(url: string, admin: pg.Client, key: string, topics: st
     while (done < target) {
       const tasks = await post<Task[]>(`${url}/api/external-tasks/fetch-and-lock`, {
         workerId: `bench-${w}`, maxTasks: 10, waitMs: 1000, topics: topics.map((name) => ({ name, lockDurationMs: 300_000 })),
+      }, finished.signal).catch((err: Error) => {
+        if (finished.signal.aborted) return [];
+        throw err;
       });
       if (tasks.length === 0) continue;
       // what one fetch brought is completed with one call and one commit (complete-batch)
       await post(`${url}/api/external-tasks/complete-batch`, { workerId: `bench-${w}`, tasks: tasks.map((t) => ({ id: t.id, lockToken: t.lockToken })) });
       done += tasks.length;
-      if (done >= target && tEnd === 0) tEnd = performance.now();
+      if (done >= target && tEnd === 0) {
+        tEnd = performance.now();
+        finished.abort();
+      }
     }
   }));
   await Promise.all([producers, workers]);
@@ -289,7 +298,6 @@ async function scale(emptyUrl: string, loadedUrl: string, result: SystemResult):
 
 async function main(): Promise<void> {
   const dbUrl = env('BENCH_DB_URL');
-  const scaleUrl = env('BENCH_SCALE_DB_URL');
   const admin = new pg.Client({ connectionString: env('BENCH_ADMIN_URL') });
   await admin.connect();
   const db = new pg.Client({ connectionString: dbUrl });
@@ -298,20 +306,22 @@ async function main(): Promise<void> {
     system: 'Baton', version, settings: `HTTP /api on loopback, same process as the clients (the worker SDK's HTTP client); pool 20; fetch maxTasks 10, long poll 1 s; what a fetch brings is completed by one complete-batch call`,
     single: [], chain: [], fanout: [], pickup: [], timers: [], checks: [], notes: [],
   };
-  // Round 1 of workloads 1-5, then workload 6, then rounds 2 and 3: a run stopped at a
-  // --deadline still has every workload once. One server at a time (each polls on its own).
-  const rounds = (from: number, to: number) => withServer(dbUrl, async (server) => {
+  // Workloads 1-5 in each of this child's rounds, then workload 6 (run.ts runs it in a
+  // child of its own after every round: its million-row preload and the vacuum after it
+  // would otherwise fall on the rounds that follow). One server at a time (each polls on its own).
+  const rounds = benchRounds();
+  const runRounds = () => withServer(dbUrl, async (server) => {
     for (const xml of [singleXml, chainXml, fanoutXml]) await post(`${server.url}/api/definitions`, { xml });
     // BENCH_SETUP_SQL: a statement run once the definitions are in, for experiments (e.g. disabling a trigger)
     if (process.env.BENCH_SETUP_SQL) await db.query(process.env.BENCH_SETUP_SQL);
-    if (from === 0 && process.env.BENCH_PARK_TIMER === '1') {
+    if (rounds.includes(0) && process.env.BENCH_PARK_TIMER === '1') {
       // With no waiting timer the scheduler re-polls at once (see docs/PERFORMANCE.md); one far timer stops that.
       await post(`${server.url}/api/definitions`, { xml: farTimerXml });
       await start(server.url, 'bench-far-timer');
       result.notes.push('BENCH_PARK_TIMER=1: one instance waits on a 30-day timer throughout');
     }
-    if (from === 0) result.idleQueriesPerSec = await idleQueriesPerSec();
-    for (let round = from; round < to; round++) {
+    if (rounds.includes(0)) result.idleQueriesPerSec = await idleQueriesPerSec();
+    for (const round of rounds) {
       if (roundParts.has('single')) result.single!.push(await timed('single', () => throughput(server.url, admin, 'bench-single', ['single'], size.single, 1)));
       partial(result);
       if (roundParts.has('chain')) result.chain!.push(await timed('chain', () => throughput(server.url, admin, 'bench-chain', ['chain-1', 'chain-2', 'chain-3'], size.chain, 3)));
@@ -331,19 +341,21 @@ async function main(): Promise<void> {
   });
   try {
     await db.connect();
-    if (workloads.has('throughput')) await rounds(0, 1);
-    if (workloads.has('scale')) await scale(env('BENCH_SCALE_EMPTY_DB_URL'), scaleUrl, result);
     if (workloads.has('throughput')) {
-      await rounds(1, RUNS);
-      const singles = result.single!.length * size.single + result.pickup!.length * size.pickups;
+      await runRounds();
+      // The database holds every round so far (earlier ones ran in earlier children), each with the same parts.
+      const n = roundsInDatabase(rounds);
+      const has = (part: string) => (roundParts.has(part) ? n : 0);
+      const singles = has('single') * size.single + has('pickup') * size.pickups;
       await checkExactlyOnce(result, db, 'bench-single', singles, singles);
-      await checkExactlyOnce(result, db, 'bench-chain', result.chain!.length * size.chain, result.chain!.length * size.chain * 3);
-      await checkExactlyOnce(result, db, 'bench-fanout', result.fanout!.length * size.fanout, result.fanout!.length * size.fanout * FANOUT_BRANCHES);
-      const timers = result.timers!.length * size.timers;
+      await checkExactlyOnce(result, db, 'bench-chain', has('chain') * size.chain, has('chain') * size.chain * 3);
+      await checkExactlyOnce(result, db, 'bench-fanout', has('fanout') * size.fanout, has('fanout') * size.fanout * FANOUT_BRANCHES);
+      const timers = has('timers') * size.timers;
       const { rows: [t] } = await db.query<{ n: number }>(
         `select count(*)::int as n from instances where definition_key like 'bench-timer-%' and status = 'completed'`);
       check(result, `timers: ${timers} instances completed`, t!.n === timers, `${t!.n} completed`);
     }
+    if (workloads.has('scale')) await scale(env('BENCH_SCALE_EMPTY_DB_URL'), env('BENCH_SCALE_DB_URL'), result);
   } finally {
     await db.end().catch(() => undefined);
     await admin.end();

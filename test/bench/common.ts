@@ -6,6 +6,24 @@ import pg from 'pg';
 
 export const RUNS = 3;
 
+/**
+ * The rounds (0-based) this child runs. run.ts gives each round of each system its own
+ * child (BENCH_ROUNDS=2 is the second round) and lets the systems take turns, round 1 of
+ * each, then round 2 of each …, so that the shared machine speeding up or slowing down
+ * during the run falls on every system alike; the system's database keeps the earlier
+ * rounds' work. A child started by hand without it runs all RUNS rounds.
+ */
+export function benchRounds(): number[] {
+  const given = process.env.BENCH_ROUNDS;
+  if (!given) return Array.from({ length: RUNS }, (_, i) => i);
+  const rounds = given.split(',').map((r) => Number(r) - 1);
+  if (rounds.some((r) => !Number.isInteger(r) || r < 0 || r >= RUNS)) throw new Error(`BENCH_ROUNDS=${given}: rounds are 1-${RUNS}`);
+  return rounds;
+}
+
+/** How many rounds the system's database holds once this child's last round is done (what its end checks count). */
+export const roundsInDatabase = (rounds: number[]): number => Math.max(-1, ...rounds) + 1;
+
 export interface Sizes {
   /** workload 1: one-task instances (jobs for the peers) */
   single: number;
@@ -103,7 +121,7 @@ const traced = process.env.BENCH_TRACE_QUERIES === '1' ? new Map<string, number>
 };
 
 /** Statements a system sends per second while it has nothing to do (measured over `ms`). */
-export async function idleQueriesPerSec(ms = 2000): Promise<number> {
+export async function idleQueriesPerSec(ms = idleWindowMs(quickMode())): Promise<number> {
   const before = queries;
   await sleep(ms);
   return ((queries - before) * 1000) / ms;
@@ -189,6 +207,9 @@ export function env(name: string): string {
 }
 
 export const quickMode = (): boolean => process.env.BENCH_QUICK === '1';
+
+/** How long the idle statements are counted (--quick only checks that the figure comes out). */
+export const idleWindowMs = (quick: boolean): number => (quick ? 500 : 2000);
 
 /** Fails the child (and so the suite) when a system lost or repeated work. */
 export function check(result: SystemResult, name: string, ok: boolean, detail: string): void {

@@ -7,7 +7,7 @@
 import { Logger, run, type Runner, type Task } from 'graphile-worker';
 import pg from 'pg';
 import {
-  PRODUCERS, RUNS, WORKERS, check, costMark, costSince, env, idleQueriesPerSec, partial, pct, pool, quickMode, report, sizes,
+  PRODUCERS, WORKERS, benchRounds, check, costMark, costSince, env, idleQueriesPerSec, partial, pct, pool, quickMode, report, sizes,
   packageVersion, type SystemResult, type ThroughputRound,
 } from './common.ts';
 
@@ -97,8 +97,9 @@ async function main(): Promise<void> {
     ...(batched ? { preset: { worker: { localQueue: { size: WORKERS + 1 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } } : {}),
   });
   try {
-    result.idleQueriesPerSec = await idleQueriesPerSec();
-    for (let round = 0; round < RUNS; round++) {
+    const rounds = benchRounds();
+    if (rounds.includes(0)) result.idleQueriesPerSec = await idleQueriesPerSec();
+    for (const round of rounds) {
       result.single!.push(await throughput(runner, admin, single, 'single', size.single, 1, result, `round ${round + 1} single`));
       partial(result);
       result.chain!.push(await throughput(runner, admin, chain, 'chain1', size.chain, 3, result, `round ${round + 1} chain`));

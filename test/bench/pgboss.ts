@@ -7,7 +7,7 @@
 import PgBoss from 'pg-boss';
 import pg from 'pg';
 import {
-  PRODUCERS, RUNS, WORKERS, check, costMark, costSince, env, idleQueriesPerSec, partial, pct, pool, quickMode, report, sizes, sleep,
+  PRODUCERS, WORKERS, benchRounds, check, costMark, costSince, env, idleQueriesPerSec, partial, pct, pool, quickMode, report, sizes, sleep,
   packageVersion, type SystemResult, type ThroughputRound,
 } from './common.ts';
 
@@ -58,8 +58,9 @@ async function main(): Promise<void> {
   for (const q of ['single', 'chain', 'pickup']) await boss.createQueue(q);
   const db = new pg.Client({ connectionString });
   await db.connect();
-  await db.query(`create function bench_notify() returns trigger language plpgsql as $$ begin perform pg_notify('${CHANNEL}', ''); return null; end $$;
-                  create trigger bench_notify after insert on pgboss.job for each statement execute function bench_notify()`);
+  // or replace: each round's child runs this again on the same database
+  await db.query(`create or replace function bench_notify() returns trigger language plpgsql as $$ begin perform pg_notify('${CHANNEL}', ''); return null; end $$;
+                  create or replace trigger bench_notify after insert on pgboss.job for each statement execute function bench_notify()`);
   const workerIds: string[] = [];
   const listener = new pg.Client({ connectionString });
   await listener.connect();
@@ -91,8 +92,9 @@ async function main(): Promise<void> {
     return { perSec: n / seconds, stepsPerSec: (n * steps) / seconds, seconds, cost: await costSince(admin, mark, n * steps) };
   };
   try {
-    result.idleQueriesPerSec = await idleQueriesPerSec();
-    for (let round = 0; round < RUNS; round++) {
+    const rounds = benchRounds();
+    if (rounds.includes(0)) result.idleQueriesPerSec = await idleQueriesPerSec();
+    for (const round of rounds) {
       result.single!.push(await throughput(single, 'single', 1, size.single, `round ${round + 1} single jobs`));
       partial(result);
       result.chain!.push(await throughput(chain, 'chain', 3, size.chain, `round ${round + 1} chains`));

@@ -1,8 +1,9 @@
 // `npm run bench [-- --quick]`: Baton side by side with graphile-worker (default and
 // batched), pg-boss, DBOS Transact and the pgbench ceiling, on one PostgreSQL
-// (embedded, or DATABASE_URL's server), one database per system, each system in its
-// own child process one after the other. Prints one table; every figure is the
-// median of RUNS rounds, ratios are between medians of this same run.
+// (embedded, or DATABASE_URL's server), one database per system. Each round of each
+// system runs in a child process of its own, one at a time, the systems taking turns
+// round by round. Prints one table; every figure is the median of RUNS rounds, ratios
+// are between medians of this same run.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -14,22 +15,26 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { startBatonServer } from '../../runtime/server.ts';
 import { startEmbeddedPostgres } from '../../runtime/store/embedded.ts';
-import { FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, median, sizes, type SystemResult, type ThroughputRound } from './common.ts';
+import { FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, idleWindowMs, median, sizes, type SystemResult, type ThroughputRound } from './common.ts';
 import { runPgbench, type PgbenchResult } from './pgbench.ts';
 
 const quick = process.argv.includes('--quick');
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
 const size = sizes(quick);
-// --deadline=HH:MM (UTC): the time left is shared among the systems still to run (Baton
-// weighs 4, each peer 1, leftovers carry over); a system past its share is stopped and the
-// workloads it finished are shown.
+// --deadline=HH:MM (UTC): the time left is shared among the children still to run, by
+// their weights (about how long each takes; leftovers carry over); a child past its share is
+// stopped, its system runs no further round, and the workloads it finished are shown.
 const deadlineArg = process.argv.find((a) => a.startsWith('--deadline='))?.slice('--deadline='.length);
 const deadline = deadlineArg ? new Date(`${new Date().toISOString().slice(0, 10)}T${deadlineArg}:00Z`).getTime() : undefined;
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-interface SystemRun { id: string; label: string; script: string; args: string[]; weight: number }
+interface SystemRun {
+  id: string; label: string; script: string; args: string[];
+  /** one round's share of a --deadline, against the others' (a peer's round takes about a minute and a quarter) */
+  weight: number;
+}
 const SYSTEMS: SystemRun[] = [
-  { id: 'baton', label: 'Baton', script: 'baton.ts', args: [], weight: 4 },
+  { id: 'baton', label: 'Baton', script: 'baton.ts', args: [], weight: 2.5 },
   { id: 'graphile', label: 'graphile-worker', script: 'graphile.ts', args: ['default'], weight: 1 },
   { id: 'graphile_batched', label: 'graphile-worker batched', script: 'graphile.ts', args: ['batched'], weight: 1 },
   { id: 'pgboss', label: 'pg-boss', script: 'pgboss.ts', args: [], weight: 1 },
@@ -57,8 +62,52 @@ async function freshDatabase(admin: pg.Client, adminUrl: string, name: string): 
   return dbUrl(adminUrl, name);
 }
 
-/** Runs one system's script; resolves with its BENCH_RESULT, rejects when it fails. */
-function runChild(system: SystemRun, env: Record<string, string>, stopAt: number | undefined): Promise<SystemResult> {
+/** Baton's workload 6 (a million-row preload, then alternating samples) runs once, after every round. */
+const SCALE_WEIGHT = 2;
+
+/** One child process: a round of one system, or (no round) Baton's workload 6. */
+interface Turn { system: SystemRun; round?: number; weight: number }
+
+/**
+ * Round 1 of every system, then round 2 of every system, and so on: a machine that speeds
+ * up or slows down during the run (this one shares its cores) moves every system's median
+ * alike. Each round the order turns by one, so no system always runs right after the same
+ * other one (whose autovacuum and checkpoints then fall on its round).
+ */
+function plan(systems: SystemRun[], batonWorkloads: Set<string>): Turn[] {
+  const turns: Turn[] = [];
+  for (let round = 0; round < RUNS; round++) {
+    for (let k = 0; k < systems.length; k++) {
+      const system = systems[(k + round) % systems.length]!;
+      if (system.id !== 'baton' || batonWorkloads.has('throughput')) turns.push({ system, round, weight: system.weight });
+    }
+  }
+  const baton = systems.find((s) => s.id === 'baton');
+  if (baton && batonWorkloads.has('scale')) turns.push({ system: baton, weight: SCALE_WEIGHT });
+  return turns;
+}
+
+const ROUND_PARTS = ['single', 'chain', 'fanout', 'pickup', 'timers'] as const;
+
+/** A system's result so far with one more child's added: rounds appended, checks kept, notes once. */
+function merge(into: SystemResult | undefined, part: SystemResult): SystemResult {
+  if (!into) return part;
+  for (const k of ROUND_PARTS) {
+    const more = part[k] as unknown[] | undefined;
+    if (more?.length) (into as unknown as Record<string, unknown[]>)[k] = [...(into[k] ?? []), ...more];
+  }
+  into.checks.push(...part.checks);
+  for (const n of part.notes) if (!into.notes.includes(n)) into.notes.push(n);
+  into.idleQueriesPerSec ??= part.idleQueriesPerSec;
+  into.scale ??= part.scale;
+  return into;
+}
+
+/**
+ * Runs one child; resolves with its BENCH_RESULT (or, when stopped at its share of the
+ * --deadline, its last BENCH_PARTIAL), rejects when it fails.
+ */
+function runChild(system: SystemRun, env: Record<string, string>, stopAt: number | undefined): Promise<{ result: SystemResult; stopped: boolean }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, system.script), ...system.args], {
       env: { ...process.env, ...env, BENCH_QUICK: quick ? '1' : '0' },
@@ -79,13 +128,9 @@ function runChild(system: SystemRun, env: Record<string, string>, stopAt: number
       const last = lines.find((l) => l.startsWith('BENCH_RESULT ')) ?? (stopped ? lines.filter((l) => l.startsWith('BENCH_PARTIAL ')).at(-1) : undefined);
       if (!last) return reject(new Error(`${system.label}: exited ${code} without a result\n${out.slice(-2000)}`));
       const result = JSON.parse(last.slice(last.indexOf(' ') + 1)) as SystemResult;
-      if (stopped) {
-        const rounds = (['single', 'chain', 'fanout', 'pickup', 'timers'] as const).map((k) => `${k} ${result[k]?.length ?? 0}`).join(', ');
-        result.notes.push(`STOPPED at ${new Date(stopAt!).toISOString().slice(11, 19)} (its share of --deadline): rounds finished: ${rounds}, scale ${result.scale?.loaded.fetch.length ?? 0}`);
-        return resolve(result);
-      }
+      if (stopped) return resolve({ result, stopped });
       if (code !== 0) return reject(new Error(`${system.label}: exited ${code}; checks: ${result.checks.join('; ')}`));
-      resolve(result);
+      resolve({ result, stopped });
     });
   });
 }
@@ -134,26 +179,44 @@ async function main(): Promise<void> {
       process.stderr.write('bench: pgbench…\n');
       pgbench = await runPgbench(await freshDatabase(admin, adminUrl, 'bench_pgbench'), quick ? 1 : 8);
     }
-    const order = [...SYSTEMS.slice(1), SYSTEMS[0]!].filter((s) => !only || only.includes(s.id));
-    for (const [i, system] of order.entries()) {
-      const weightLeft = order.slice(i).reduce((sum, s) => sum + s.weight, 0);
-      const stopAt = deadline === undefined ? undefined : Date.now() + ((deadline - Date.now()) * system.weight) / weightLeft;
+    const systems = [...SYSTEMS.slice(1), SYSTEMS[0]!].filter((s) => !only || only.includes(s.id));
+    const turns = plan(systems, new Set((process.env.BENCH_BATON_WORKLOADS ?? 'throughput,scale').split(',')));
+    const databases = new Map<string, string>(); // per system, made fresh before its first round, kept for the later ones
+    const ended = new Set<string>(); // systems stopped at their share of --deadline, or failed: no further round
+    const runs = (turn: Turn) => turn.round === undefined || !ended.has(turn.system.id);
+    for (const [i, turn] of turns.entries()) {
+      const { system, round } = turn;
+      if (!runs(turn)) continue;
+      const weightLeft = turns.slice(i).filter(runs).reduce((sum, t) => sum + t.weight, 0);
+      const stopAt = deadline === undefined ? undefined : Date.now() + ((deadline - Date.now()) * turn.weight) / weightLeft;
+      const what = `${system.label} ${round === undefined ? 'workload 6' : `round ${round + 1}`}`;
       const t0 = Date.now();
-      process.stderr.write(`bench: ${system.label}…\n`);
-      const env: Record<string, string> = {
-        BENCH_ADMIN_URL: adminUrl,
-        BENCH_DB_URL: await freshDatabase(admin, adminUrl, `bench_${system.id}`),
-      };
-      if (system.id === 'baton') {
+      process.stderr.write(`bench: ${what}…\n`);
+      if (!databases.has(system.id)) databases.set(system.id, await freshDatabase(admin, adminUrl, `bench_${system.id}`));
+      const env: Record<string, string> = { BENCH_ADMIN_URL: adminUrl, BENCH_DB_URL: databases.get(system.id)! };
+      if (round !== undefined) {
+        env.BENCH_ROUNDS = String(round + 1);
+        if (system.id === 'baton') env.BENCH_BATON_WORKLOADS = 'throughput';
+      } else {
+        env.BENCH_BATON_WORKLOADS = 'scale';
         env.BENCH_SCALE_DB_URL = await freshDatabase(admin, adminUrl, 'bench_baton_scale');
         env.BENCH_SCALE_EMPTY_DB_URL = await freshDatabase(admin, adminUrl, 'bench_baton_scale_empty');
       }
       try {
-        results.set(system.id, await runChild(system, env, stopAt));
+        const { result, stopped } = await runChild(system, env, stopAt);
+        const merged = merge(results.get(system.id), result);
+        results.set(system.id, merged);
+        if (stopped) {
+          if (round !== undefined) ended.add(system.id);
+          const finished = ROUND_PARTS.map((k) => `${k} ${merged[k]?.length ?? 0}`).join(', ');
+          merged.notes.push(`STOPPED in ${round === undefined ? 'workload 6' : `round ${round + 1}`} at ${new Date(stopAt!).toISOString().slice(11, 19)} `
+            + `(its share of --deadline): rounds finished: ${finished}, scale ${merged.scale?.loaded.fetch.length ?? 0}`);
+        }
       } catch (err) {
-        failures.push((err as Error).message);
+        if (round !== undefined) ended.add(system.id);
+        failures.push(`${what}: ${(err as Error).message}`);
       }
-      process.stderr.write(`bench: ${system.label} took ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
+      process.stderr.write(`bench: ${what} took ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
     }
     if (deadline !== undefined && deadline - Date.now() < 120_000) {
       progress = 'skipped: less than 2 minutes left before --deadline';
@@ -217,7 +280,7 @@ function printTable(t: TableInput): void {
   row(`5. timer lateness p50 (ms), ${fmt(size.timers)} timers`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.p50)) : undefined), 1);
   row(`5. timer lateness p99 (ms)`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.p99)) : undefined), 1);
   row(`5. timer lateness max (ms)`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.max)) : undefined), 1);
-  row('idle statements/s (2 s after start-up)', (r) => r.idleQueriesPerSec, 0);
+  row(`idle statements/s (${idleWindowMs(quick) / 1000} s after start-up)`, (r) => r.idleQueriesPerSec, 0);
   const scale = baton?.scale;
   if (scale) {
     const ef = median(scale.empty.fetch), ec = median(scale.empty.complete), lf = median(scale.loaded.fetch), lc = median(scale.loaded.complete);
@@ -233,6 +296,7 @@ function printTable(t: TableInput): void {
     + `load average before ${t.loadBefore.map((x) => x.toFixed(2)).join(' ')}, after ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   console.log(`PostgreSQL ${t.pgVersion} (${t.embedded ? 'embedded' : 'DATABASE_URL'}), one database per system: ${t.settingText}`);
   console.log(`each figure: median of ${RUNS} rounds; ratios between medians of this run; ${PRODUCERS} producers + ${WORKERS} workers run together in 1-3`);
+  console.log('the systems take turns: round 1 of each, then round 2 of each (the order turned by one), then round 3; a round is a fresh process on the system\'s database; Baton\'s workload 6 last');
   for (const s of columns) {
     const r = t.results.get(s.id)!;
     console.log(`- ${s.label} ${r.version}: ${r.settings}`);
