@@ -192,7 +192,10 @@ export function report(result: SystemResult): void {
     const top = [...traced.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25);
     process.stderr.write(`${result.system}: ${queries} queries; most frequent:\n${top.map(([k, n]) => `  ${String(n).padStart(8)}  ${k}`).join('\n')}\n`);
   }
-  process.stdout.write(`BENCH_RESULT ${JSON.stringify(result)}\n`);
+  // The child's last word: it exits once the line is out, whatever a library left running
+  // (pg-boss 10 at times keeps the process alive after stop(); run.ts then waited for it
+  // until the round's share of --deadline ran out).
+  process.stdout.write(`BENCH_RESULT ${JSON.stringify(result)}\n`, () => process.exit());
 }
 
 /** After each round: what is measured so far, which run.ts keeps if it has to stop the child (--deadline). */
