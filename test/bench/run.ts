@@ -68,17 +68,31 @@ const SCALE_WEIGHT = 2;
 /** One child process: a round of one system, or (no round) Baton's workload 6. */
 interface Turn { system: SystemRun; round?: number; weight: number }
 
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+
+/**
+ * The order of the systems in a round: every `step`-th of them, the step growing with the
+ * round (1, 2, 3 … skipping those that share a factor with their count). Five systems run
+ * in the orders 0 1 2 3 4, 0 2 4 1 3, 0 3 1 4 2: each follows a different one each round
+ * (turning the list by one would keep every neighbour).
+ */
+function roundOrder(count: number, round: number): number[] {
+  let step = round + 1;
+  while (gcd(step, count) !== 1) step++;
+  return Array.from({ length: count }, (_, k) => (k * step) % count);
+}
+
 /**
  * Round 1 of every system, then round 2 of every system, and so on: a machine that speeds
  * up or slows down during the run (this one shares its cores) moves every system's median
- * alike. Each round the order turns by one, so no system always runs right after the same
- * other one (whose autovacuum and checkpoints then fall on its round).
+ * alike; and no system always runs right after the same other one (whose autovacuum, and
+ * its WAL in the cost counters, fall on the next round).
  */
 function plan(systems: SystemRun[], batonWorkloads: Set<string>): Turn[] {
   const turns: Turn[] = [];
   for (let round = 0; round < RUNS; round++) {
-    for (let k = 0; k < systems.length; k++) {
-      const system = systems[(k + round) % systems.length]!;
+    for (const k of roundOrder(systems.length, round)) {
+      const system = systems[k]!;
       if (system.id !== 'baton' || batonWorkloads.has('throughput')) turns.push({ system, round, weight: system.weight });
     }
   }
@@ -101,6 +115,22 @@ function merge(into: SystemResult | undefined, part: SystemResult): SystemResult
   into.idleQueriesPerSec ??= part.idleQueriesPerSec;
   into.scale ??= part.scale;
   return into;
+}
+
+/**
+ * Before each child: the autovacuum workers still cleaning up after the child before it
+ * finish (waited for up to 30 s), then a checkpoint, so that a round starts with neither
+ * the last system's vacuum running beside it nor its WAL's page images to pay for.
+ */
+async function settle(admin: pg.Client): Promise<number> {
+  const t0 = Date.now();
+  while (Date.now() - t0 < 30_000) {
+    const { rows } = await admin.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where backend_type = 'autovacuum worker'`);
+    if (rows[0]!.n === 0) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await admin.query('checkpoint').catch(() => undefined); // a role without pg_checkpoint goes on without it
+  return (Date.now() - t0) / 1000;
 }
 
 /**
@@ -171,6 +201,7 @@ async function main(): Promise<void> {
 
   const results = new Map<string, SystemResult>();
   const failures: string[] = [];
+  const ran: string[][] = []; // per round, the systems in the order they ran
   let pgbench: PgbenchResult | string = 'not run';
   let progress: Record<string, number | string> | string = 'not run';
   try {
@@ -187,11 +218,13 @@ async function main(): Promise<void> {
     for (const [i, turn] of turns.entries()) {
       const { system, round } = turn;
       if (!runs(turn)) continue;
+      const settled = await settle(admin);
       const weightLeft = turns.slice(i).filter(runs).reduce((sum, t) => sum + t.weight, 0);
       const stopAt = deadline === undefined ? undefined : Date.now() + ((deadline - Date.now()) * turn.weight) / weightLeft;
       const what = `${system.label} ${round === undefined ? 'workload 6' : `round ${round + 1}`}`;
+      if (round !== undefined) (ran[round] ??= []).push(system.label);
       const t0 = Date.now();
-      process.stderr.write(`bench: ${what}…\n`);
+      process.stderr.write(`bench: ${what}… (settled in ${settled.toFixed(1)} s)\n`);
       if (!databases.has(system.id)) databases.set(system.id, await freshDatabase(admin, adminUrl, `bench_${system.id}`));
       const env: Record<string, string> = { BENCH_ADMIN_URL: adminUrl, BENCH_DB_URL: databases.get(system.id)! };
       if (round !== undefined) {
@@ -231,7 +264,7 @@ async function main(): Promise<void> {
     }
   }
 
-  printTable({ pgVersion, settingText: settingText.join(', '), embedded: !!embedded, results, pgbench, progress, loadBefore, seconds: (Date.now() - began) / 1000 });
+  printTable({ ran, pgVersion, settingText: settingText.join(', '), embedded: !!embedded, results, pgbench, progress, loadBefore, seconds: (Date.now() - began) / 1000 });
   for (const f of failures) console.error(`FAILED: ${f}`);
   if (failures.length > 0 || [...results.values()].some((r) => r.checks.some((c) => c.includes('FAILED')))) process.exitCode = 1;
 }
@@ -245,6 +278,8 @@ interface TableInput {
   progress: Record<string, number | string> | string;
   loadBefore: number[];
   seconds: number;
+  /** each round's systems in the order they ran */
+  ran: string[][];
 }
 
 function printTable(t: TableInput): void {
@@ -296,7 +331,7 @@ function printTable(t: TableInput): void {
     + `load average before ${t.loadBefore.map((x) => x.toFixed(2)).join(' ')}, after ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   console.log(`PostgreSQL ${t.pgVersion} (${t.embedded ? 'embedded' : 'DATABASE_URL'}), one database per system: ${t.settingText}`);
   console.log(`each figure: median of ${RUNS} rounds; ratios between medians of this run; ${PRODUCERS} producers + ${WORKERS} workers run together in 1-3`);
-  console.log('the systems take turns: round 1 of each, then round 2 of each (the order turned by one), then round 3; a round is a fresh process on the system\'s database; Baton\'s workload 6 last');
+  console.log('the systems take turns: round 1 of each, then round 2 of each, then round 3, in another order each round (below); a round is a fresh process on the system\'s database; Baton\'s workload 6 last');
   for (const s of columns) {
     const r = t.results.get(s.id)!;
     console.log(`- ${s.label} ${r.version}: ${r.settings}`);
@@ -324,6 +359,17 @@ function printTable(t: TableInput): void {
     }
   }
   console.log(`7. progress: ${typeof t.progress === 'string' ? t.progress : Object.entries(t.progress).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  // The rounds behind each median, in the order they ran: how far this machine moved during the run.
+  console.log(`rounds as run: ${t.ran.map((systems, i) => `${i + 1}: ${systems.join(', ')}`).join('; ')}`);
+  const perRound = <T>(xs: T[] | undefined, pick: (x: T) => number, digits = 0) => (xs?.length ? xs.map((x) => fmt(pick(x), digits)).join(' / ') : undefined);
+  for (const s of columns) {
+    const r = t.results.get(s.id)!;
+    const parts = [
+      ['single/s', perRound(r.single, (x) => x.perSec)], ['chains/s', perRound(r.chain, (x) => x.perSec)], ['fan-out/s', perRound(r.fanout, (x) => x.perSec)],
+      ['pickup p99 ms', perRound(r.pickup, (x) => x.p99, 1)], ['timer p50 ms', perRound(r.timers, (x) => x.p50, 1)], ['timer p99 ms', perRound(r.timers, (x) => x.p99, 1)],
+    ].filter(([, v]) => v !== undefined);
+    console.log(`per round, ${s.label}: ${parts.map(([k, v]) => `${k} ${v}`).join('; ')}`);
+  }
   for (const r of t.results.values()) for (const c of r.checks) console.log(`check ${r.system}: ${c}`);
   console.log(`total ${(t.seconds / 60).toFixed(1)} min`);
 }
