@@ -62,6 +62,15 @@ async function twoLockedSingles(workerId: string): Promise<{ ids: string[]; mine
   return { ids, mine };
 }
 
+/** Until a batch's completes statement waits for a row lock (pg_stat_activity says so). */
+async function batchStatementWaitsForLock(row: string): Promise<void> {
+  await waitFor(async () => {
+    const { rows } = await t.db.pool.query(`select 1 from pg_stat_activity
+                                             where datname = current_database() and wait_event_type = 'Lock' and query like '%update external_tasks t set state = ''done''%'`);
+    return rows.length > 0 ? true : undefined;
+  }, 10_000, `the batch's statement to wait for the ${row}`);
+}
+
 describe('frames written by the optimistic statements (migration 0013)', () => {
   it('given a start, a fetch and a complete, then each statement frames its own events, and the frames are the history in order with one doorbell per statement', async () => {
     bells.length = 0;
@@ -209,11 +218,7 @@ describe('frames written by the optimistic statements (migration 0013)', () => {
       await reporter.query('select 1 from external_tasks where id = $1 for share', [mine[0]!.id]);
       await addProgress(mine[0]!.id, mine[0]!.instanceId, reporter, 9);
       const completing = t.api.post('/api/external-tasks/complete-batch', { workerId: 'wr', tasks: mine.map((x) => ({ id: x.id, lockToken: x.lockToken })) });
-      await waitFor(async () => {
-        const { rows } = await t.db.pool.query(`select 1 from pg_stat_activity
-                                                 where datname = current_database() and wait_event_type = 'Lock' and query like '%update external_tasks t set state = ''done''%'`);
-        return rows.length > 0 ? true : undefined;
-      }, 10_000, 'the batch\'s statement to wait for the task row');
+      await batchStatementWaitsForLock('task row');
       // The report commits after that statement's snapshot was taken: only a later look sees it.
       await reporter.query('commit');
       expect((await completing).body.results.map((r: { result: string }) => r.result)).toEqual(['completed', 'completed']);
@@ -245,11 +250,7 @@ describe('frames written by the optimistic statements (migration 0013)', () => {
       await other.query(`select 1 from steps where instance_id = $1 and step_id = 'work' for update`, [held]);
       await other.query(`insert into events (instance_id, generation, kind) values ($1, 1, 'test:marker')`, [held]);
       const completing = t.api.post('/api/external-tasks/complete-batch', { workerId: 'wd', tasks: mine.map((x) => ({ id: x.id, lockToken: x.lockToken })) });
-      await waitFor(async () => {
-        const { rows } = await t.db.pool.query(`select 1 from pg_stat_activity
-                                                 where datname = current_database() and wait_event_type = 'Lock' and query like '%update external_tasks t set state = ''done''%'`);
-        return rows.length > 0 ? true : undefined;
-      }, 10_000, 'the batch\'s statement to wait for the step row');
+      await batchStatementWaitsForLock('step row');
       // The trigger takes the head at this commit: had the batch taken it first, each would wait for the other.
       await other.query('commit');
       const res = await completing;
