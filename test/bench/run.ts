@@ -21,11 +21,17 @@ import { runPgbench, type PgbenchResult } from './pgbench.ts';
 const quick = process.argv.includes('--quick');
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
 const size = sizes(quick);
+/** The next time the UTC clock reads HH:MM: today, or tomorrow when that has passed (a run across midnight). */
+function nextTime(hhmm: string): number {
+  const today = new Date(`${new Date().toISOString().slice(0, 10)}T${hhmm}:00Z`).getTime();
+  if (Number.isNaN(today)) throw new Error(`--deadline=${hhmm}: expected HH:MM (UTC)`);
+  return today > Date.now() ? today : today + 24 * 3600_000;
+}
 // --deadline=HH:MM (UTC): the time left is shared among the children still to run, by
 // their weights (about how long each takes; leftovers carry over); a child past its share is
 // stopped, its system runs no further round, and the workloads it finished are shown.
 const deadlineArg = process.argv.find((a) => a.startsWith('--deadline='))?.slice('--deadline='.length);
-const deadline = deadlineArg ? new Date(`${new Date().toISOString().slice(0, 10)}T${deadlineArg}:00Z`).getTime() : undefined;
+const deadline = deadlineArg ? nextTime(deadlineArg) : undefined;
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 interface SystemRun {
