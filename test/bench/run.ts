@@ -260,6 +260,8 @@ async function main(): Promise<void> {
     if (deadline !== undefined && deadline - Date.now() < 120_000) {
       progress = 'skipped: less than 2 minutes left before --deadline';
     } else if (!only || only.includes('progress')) {
+      // settled too: right after workload 6 its million-row preload's checkpoint is still being written
+      process.stderr.write(`bench: progress… (settled in ${(await settle(admin)).toFixed(1)} s)\n`);
       progress = await runProgress(admin, adminUrl).catch((err: Error) => `failed: ${err.message}`);
     }
   } finally {
