@@ -15,7 +15,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { startBatonServer } from '../../runtime/server.ts';
 import { startEmbeddedPostgres } from '../../runtime/store/embedded.ts';
-import { FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, idleWindowMs, median, sizes, type SystemResult, type ThroughputRound } from './common.ts';
+import { FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, idleWindowMs, median, sizes, sleep, type SystemResult, type ThroughputRound } from './common.ts';
 import { runPgbench, type PgbenchResult } from './pgbench.ts';
 
 const quick = process.argv.includes('--quick');
@@ -133,7 +133,7 @@ async function settle(admin: pg.Client): Promise<number> {
   while (Date.now() - t0 < 30_000) {
     const { rows } = await admin.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where backend_type = 'autovacuum worker'`);
     if (rows[0]!.n === 0) break;
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
   await admin.query('checkpoint').catch(() => undefined); // a role without pg_checkpoint goes on without it
   return (Date.now() - t0) / 1000;
@@ -260,7 +260,7 @@ async function main(): Promise<void> {
     if (deadline !== undefined && deadline - Date.now() < 120_000) {
       progress = 'skipped: less than 2 minutes left before --deadline';
     } else if (!only || only.includes('progress')) {
-      // settled too: right after workload 6 its million-row preload's checkpoint is still being written
+      // settled as every round is: workload 6's million-row preload comes right before it
       process.stderr.write(`bench: progress… (settled in ${(await settle(admin)).toFixed(1)} s)\n`);
       progress = await runProgress(admin, adminUrl).catch((err: Error) => `failed: ${err.message}`);
     }
