@@ -33,7 +33,7 @@ export async function fireTimer(engine: Engine, timerId: string): Promise<boolea
     const instanceId = await findTimerInstance(tx, timerId);
     const instance = instanceId ? await lockInstance(tx, instanceId) : undefined;
     if (!instance) return false;
-    const timer = await markTimerFired(tx, timerId, instance.generation);
+    const timer = await markTimerFired(tx, timerId, instance.id, instance.generation);
     if (!timer) return false;
     await advanceOnTimer(engine, tx, instance, timer);
     timerLatenessSeconds.observe(Math.max(0, Date.now() - timer.due_at.getTime()) / 1000);

@@ -1,5 +1,6 @@
 // Timer rows, message inbox and subscriptions: the rows behind every wait.
 import type { Queryable } from './db.ts';
+import { OPEN_TIMER_SQL } from './live-rows.ts';
 
 export interface TimerRow {
   id: string;
@@ -40,7 +41,12 @@ export async function msUntilNextTimer(db: Queryable): Promise<number | undefine
  * sees what a statement after the lock would. Answers the instances locked (busy ones are
  * left to fire one by one) and the timers fired, ordered by instance, then due time: an
  * instance's timers fire in due order, and the frame heads are locked at commit in instance
- * order, like every statement that writes events of several instances.
+ * order, like every statement that writes events of several instances. The timers are
+ * read by instance: with `state = 'waiting'` and `due_at <= now()` the guard matched
+ * timers_due_idx, and statistics from when no timer waited made that index look empty, so
+ * every batch read every due timer (docs/PERFORMANCE.md, "Session 16"). OPEN_TIMER_SQL rules
+ * that index out, and the instances' ids give timers_instance_idx, which it matches, a
+ * condition to search by instead of a whole scan.
  */
 export async function lockAndMarkDueTimers(db: Queryable, candidates: { id: string; instance_id: string }[]): Promise<{ idle: Set<string>; fired: TimerRow[] }> {
   const { rows } = await db.query<{ instance_id: string; id: string | null; step_id: string; generation: number; due_at: Date }>({
@@ -48,8 +54,8 @@ export async function lockAndMarkDueTimers(db: Queryable, candidates: { id: stri
     text: `with idle as (select id, generation from instances where id = any($1::uuid[]) for no key update skip locked),
                 fired as (update timers t set state = 'fired', fired_at = clock_timestamp()
                             from idle i
-                           where t.id = any($2::uuid[]) and i.id = t.instance_id
-                             and t.state = 'waiting' and t.due_at <= now() and t.generation = i.generation
+                           where t.id = any($2::uuid[]) and t.instance_id = any($1::uuid[]) and i.id = t.instance_id
+                             and t.${OPEN_TIMER_SQL} and t.due_at <= now() and t.generation = i.generation
                        returning t.id, t.instance_id, t.step_id, t.generation, t.due_at)
            select i.id as instance_id, f.id, f.step_id, f.generation, f.due_at
              from idle i left join fired f on f.instance_id = i.id
@@ -75,14 +81,17 @@ export async function findTimerInstance(db: Queryable, timerId: string): Promise
   return rows[0]?.instance_id;
 }
 
-/** Fires a due timer once: the guard on state and due_at means a second sweeper, or an early call, changes nothing. */
-export async function markTimerFired(db: Queryable, timerId: string, generation: number): Promise<TimerRow | undefined> {
+/**
+ * Fires a due timer once: the guard on state and due_at means a second sweeper, or an early
+ * call, changes nothing. Named by its instance too, for the same reason as lockAndMarkDueTimers.
+ */
+export async function markTimerFired(db: Queryable, timerId: string, instanceId: string, generation: number): Promise<TimerRow | undefined> {
   const { rows } = await db.query<TimerRow>({
     name: 'mark_timer_fired',
     text: `update timers set state = 'fired', fired_at = now()
-            where id = $1 and state = 'waiting' and due_at <= now() and generation = $2
+            where id = $1 and instance_id = $3 and ${OPEN_TIMER_SQL} and due_at <= now() and generation = $2
         returning id, instance_id, step_id, generation, due_at`,
-    values: [timerId, generation],
+    values: [timerId, generation, instanceId],
   });
   return rows[0];
 }

@@ -12,12 +12,14 @@ import { randomUUID } from 'node:crypto';
 import { emptyEffects } from '../../runtime/engine/advance.ts';
 import { TaskState } from '../../runtime/engine/vocabulary.ts';
 import { applyEffectsStatement } from '../../runtime/store/apply-effects.ts';
+import { applyEffectsTogetherStatement } from '../../runtime/store/apply-together.ts';
 import { currentHolder, failTaskCamunda, lockTokenOf } from '../../runtime/store/camunda-tasks.ts';
 import type { Queryable } from '../../runtime/store/db.ts';
-import { cancelOpenWork } from '../../runtime/store/instances.ts';
+import { cancelOpenWork, type ApplyEffectsParams } from '../../runtime/store/instances.ts';
 import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TIMER_SQL, READY_TASK_SQL } from '../../runtime/store/live-rows.ts';
 import { recordProgress } from '../../runtime/store/progress.ts';
 import { extendLock, failTask, markTaskDone, markTaskErrored, unlockTask } from '../../runtime/store/tasks.ts';
+import { lockAndMarkDueTimers, markTimerFired } from '../../runtime/store/waits.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 let db: TestDatabase;
@@ -103,6 +105,72 @@ describe('look-ups by instance with statistics from when no row was live', () =>
     } finally {
       c.release();
     }
+  });
+});
+
+describe('firings of due timers with statistics from when none waited', () => {
+  // `state = 'waiting' and due_at <= now()` matched timers_due_idx, which such statistics
+  // make look empty: every batch of firings read every due timer (docs/PERFORMANCE.md,
+  // "Session 16"); written as the states a waiting timer is not, the guard matched
+  // timers_instance_idx instead and read all of that. The plans are read with the timers
+  // not yet due, so nothing fires.
+  interface IndexedNode { 'Node Type': string; 'Index Name'?: string; 'Index Cond'?: string; Plans?: IndexedNode[] }
+
+  /** Each index search of timers in the plan of `execute name(literals)`: the index and its condition. */
+  async function timerSearches(name: string, literals: string, prepare: (c: Queryable) => Promise<unknown>): Promise<{ index: string; cond: string }[]> {
+    const c = await db.pool.connect();
+    try {
+      await c.query('begin');
+      await prepare(c);
+      const { rows } = await c.query<{ 'QUERY PLAN': [{ Plan: IndexedNode }] }>(`explain (format json) execute ${name}(${literals})`);
+      await c.query('rollback');
+      const out: { index: string; cond: string }[] = [];
+      const walk = (n: IndexedNode) => {
+        if (n['Index Name']?.startsWith('timers_')) out.push({ index: n['Index Name'], cond: n['Index Cond'] ?? '' });
+        (n.Plans ?? []).forEach(walk);
+      };
+      walk(rows[0]!['QUERY PLAN'][0].Plan);
+      return out;
+    } finally {
+      c.release();
+    }
+  }
+  /** A search by the timer's id or its instance's, not a walk through a whole index. */
+  const byIdOrInstance = { index: expect.stringMatching(/^timers_(pkey|instance_idx)$/), cond: expect.stringMatching(/\b(id|instance_id) = /) };
+
+  it('given 3,000 timers waiting since the analyze, then a batch\'s lock and mark searches timers by id or by instance', async () => {
+    const { rows } = await db.pool.query<{ id: string; instance_id: string }>(`select id, instance_id from timers where state = 'waiting' order by id limit 21`);
+    const searches = await timerSearches('lock_and_mark_due_timers', `'{${rows.map((r) => r.instance_id).join(',')}}', '{${rows.map((r) => r.id).join(',')}}'`,
+      (c) => lockAndMarkDueTimers(c, rows));
+    expect(searches).toEqual([byIdOrInstance]);
+  });
+
+  it('given the same, then a batch of firings written together cancels their instances\' waits through timers_instance_idx by instance', async () => {
+    const { rows } = await db.pool.query<{ instance_id: string }>(`select instance_id from timers where state = 'waiting' order by id limit 21`);
+    const list: ApplyEffectsParams[] = rows.map((r) => {
+      const fx = emptyEffects();
+      fx.endedWaits.push('wait');
+      fx.events.push({ kind: 'step:completed', stepId: 'wait' });
+      return {
+        instance: { id: r.instance_id, definition_id: randomUUID(), definition_key: 'stale', definition_version: 1, business_key: null,
+          status: 'running', variables: {}, generation: 1, revision: 1, created_at: new Date(), updated_at: new Date(), ended_at: null },
+        effects: fx, status: 'completed', variables: {}, incidentTaskIds: [], framesAtEnd: true,
+      };
+    });
+    const st = applyEffectsTogetherStatement('locked', list);
+    const { rows: plan } = await db.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode & { 'Index Cond'?: string } }] }>({ text: `explain (format json) ${st.text}`, values: st.values });
+    const searches: { index: string; cond: string }[] = [];
+    const walk = (n: PlanNode & { 'Index Cond'?: string; Plans?: PlanNode[] }) => {
+      if (n['Relation Name'] === 'timers' || n['Index Name']?.startsWith('timers_')) searches.push({ index: n['Index Name'] ?? n['Node Type'], cond: n['Index Cond'] ?? '' });
+      (n.Plans ?? []).forEach(walk);
+    };
+    walk(plan[0]!['QUERY PLAN'][0].Plan);
+    expect(searches.filter((x) => x.index !== 'ModifyTable')).toEqual([{ index: 'timers_instance_idx', cond: expect.stringMatching(/\binstance_id = /) }]);
+  });
+
+  it('given the same, then one timer\'s firing (markTimerFired) searches it by id or by instance', async () => {
+    const { rows: [t] } = await db.pool.query<{ id: string; instance_id: string }>(`select id, instance_id from timers where state = 'waiting' order by id desc limit 1`);
+    expect(await timerSearches('mark_timer_fired', `'${t!.id}', 1, '${t!.instance_id}'`, (c) => markTimerFired(c, t!.id, t!.instance_id, 1))).toEqual([byIdOrInstance]);
   });
 });
 
