@@ -72,6 +72,17 @@ describe('batched timer firing', () => {
     expect(rows[0].n).toBe(120);
   });
 
+  it('given 200 timers due at one instant and a page of 200, then each of the 4 lanes fires 50 in one transaction, every timer once', async () => {
+    const ids = await startMany('later', 200);
+    await makeDue(ids);
+    expect(await fireDueTimers(nodeA, 200)).toBe(200);
+    expect(await firings(ids)).toEqual({ fired: 200, timers: 200, completed: 200 });
+    // A firing transaction stamps its timers in one statement: one transaction id per transaction.
+    const { rows } = await db.pool.query<{ n: number }>(
+      `select count(*)::int as n from timers where instance_id = any($1::uuid[]) and state = 'fired' and fired_at >= due_at group by xmin`, [ids]);
+    expect(rows.map((r) => r.n)).toEqual([50, 50, 50, 50]);
+  });
+
   it('given a due timer whose instance another transaction holds, then the rest of its batch fires at once and it fires once when the lock is released', async () => {
     const ids = await startMany('later', 10);
     await makeDue(ids);
