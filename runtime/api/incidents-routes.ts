@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import type { Engine } from '../engine/context.ts';
 import { retryIncident, type RetryIncidentRequest } from '../engine/incidents.ts';
+import { withPlannerDefaults } from '../store/db.ts';
 import { listIncidents } from '../store/incidents.ts';
 import { BatonError } from '../shared/errors.ts';
 import { requireUuid, validateBody, validateQuery } from './validate.ts';
@@ -11,7 +12,7 @@ export function incidentsRouter(engine: Engine): Router {
 
   router.get('/', async (req, res) => {
     const q = validateQuery<{ status?: 'open' | 'resolved'; instanceId?: string; limit?: number }>('list-incidents-query', req.query);
-    const items = await listIncidents(engine.pool, { ...q, status: q.status ?? 'open', limit: q.limit ?? 100 });
+    const items = await withPlannerDefaults(engine.pool, (db) => listIncidents(db, { ...q, status: q.status ?? 'open', limit: q.limit ?? 100 }));
     res.json({ items: items.map(incidentView) });
   });
 

@@ -3,6 +3,7 @@ import type { Engine } from '../engine/context.ts';
 import { cancelInstance, startInstance, type StartInstanceRequest } from '../engine/instances.ts';
 import { REPLAYABLE, replayInstance } from '../engine/replay.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
+import { withPlannerDefaults } from '../store/db.ts';
 import { getInstanceDetail, listHistory, listInstances } from '../store/queries.ts';
 import { BatonError } from '../shared/errors.ts';
 import { isUuid, requireUuid, validateBody, validateQuery } from './validate.ts';
@@ -32,13 +33,13 @@ export function instancesRouter(engine: Engine): Router {
   router.get('/', async (req, res) => {
     const q = validateQuery<ListQuery>('list-instances-query', req.query);
     const limit = q.limit ?? 50;
-    const items = await listInstances(engine.pool, {
+    const items = await withPlannerDefaults(engine.pool, (db) => listInstances(db, {
       ...(q.status ? { status: q.status } : {}),
       ...(q.definitionKey ? { definitionKey: q.definitionKey } : {}),
       ...(q.businessKey ? { businessKey: q.businessKey } : {}),
       ...(q.cursor ? { after: decodeCursor(q.cursor) } : {}),
       limit,
-    });
+    }));
     const last = items[items.length - 1];
     res.json({ items: items.map(instanceSummaryView), nextCursor: items.length === limit && last ? encodeCursor(last) : null });
   });

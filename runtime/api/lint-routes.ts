@@ -3,6 +3,7 @@
 import { Router } from 'express';
 import { compileBpmn } from '../compiler/index.ts';
 import type { Engine } from '../engine/context.ts';
+import { withPlannerDefaults } from '../store/db.ts';
 import { countInstancesByStatus, countStepsByStatus } from '../store/diagrams.ts';
 import { findDefinition } from '../store/definitions.ts';
 import { BatonError } from '../shared/errors.ts';
@@ -26,7 +27,7 @@ export function lintRouter(engine: Engine): Router {
     if (!(await findDefinition(engine.pool, key, version))) {
       throw new BatonError('not_found', version ? `No version ${version} of definition "${key}"` : `No definition with key "${key}"`);
     }
-    const [steps, instances] = await Promise.all([countStepsByStatus(engine.pool, key, version), countInstancesByStatus(engine.pool, key, version)]);
+    const [steps, instances] = await withPlannerDefaults(engine.pool, async (db) => [await countStepsByStatus(db, key, version), await countInstancesByStatus(db, key, version)] as const);
     const elements: Record<string, Record<string, number>> = {};
     for (const row of steps) (elements[row.step_id] ??= {})[row.status] = row.count;
     res.json({

@@ -21,8 +21,39 @@ export interface PoolOptions {
  */
 export const POOL_IDLE_MS = 300_000;
 
+/**
+ * The planner settings of every connection of Baton's pools, set before the pool hands the
+ * new connection out (docs/PERFORMANCE.md, "Session 19"). They are for the hot path:
+ * statements prepared once per connection and run thousands of times a minute, each finding
+ * its rows by an index.
+ *
+ * - `plan_cache_mode = force_generic_plan`: with the default PostgreSQL kept making custom
+ *   plans for some of them (about 2 ms a plan for the fetch) and made them again on every
+ *   connection after each analyze.
+ * - `enable_seqscan = off`: a plan made while a table was nearly empty (a new database, the
+ *   first minute of a deployment) scanned it whole, and kept doing so as the table grew,
+ *   until the next analyze.
+ * - `jit = off`: a scan the planner cannot avoid (a small table without a fitting index)
+ *   still costs 10^10 with sequential scans off, far above the JIT thresholds: PostgreSQL
+ *   builds with LLVM then spent 100-300 ms compiling such statements. Baton's statements
+ *   are short; JIT does not pay for them anyway.
+ *
+ * Reads whose best plan depends on their parameters' values (the API's lists, where one
+ * status may be rare and another common) or that read whole tables (metrics) run with
+ * PostgreSQL's defaults instead: withPlannerDefaults.
+ */
+export const PLANNER_SETTINGS_SQL = 'set plan_cache_mode = force_generic_plan; set enable_seqscan = off; set jit = off';
+
+// `default`: the server's (or the role's) setting, whatever the connection's SET said.
+const PLANNER_DEFAULTS_SQL = 'set local plan_cache_mode = default; set local enable_seqscan = default; set local jit = default';
+
 export function createPool(opts: PoolOptions): pg.Pool {
-  const pool = new pg.Pool({ connectionString: opts.connectionString, max: opts.max ?? 20, idleTimeoutMillis: POOL_IDLE_MS });
+  const config: pg.PoolConfig & { onConnect: (client: pg.PoolClient) => Promise<unknown> } = {
+    connectionString: opts.connectionString, max: opts.max ?? 20, idleTimeoutMillis: POOL_IDLE_MS,
+    // pg-pool awaits this before the first statement; if it fails, that statement gets the error.
+    onConnect: (client) => client.query(PLANNER_SETTINGS_SQL),
+  };
+  const pool = new pg.Pool(config);
   // An idle client that loses its server (Postgres restart) must not crash the process.
   pool.on('error', () => undefined);
   return pool;
@@ -69,6 +100,17 @@ export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) =
     client.removeListener('error', onError);
     client.release(broken);
   }
+}
+
+/**
+ * Runs reads in one transaction planned with the server's own settings, not the pool's
+ * hot-path ones (PLANNER_SETTINGS_SQL): a plan made for the values given, sequential scans allowed.
+ */
+export function withPlannerDefaults<T>(pool: pg.Pool, fn: (db: Queryable) => Promise<T>): Promise<T> {
+  return withTransaction(pool, async (tx) => {
+    await tx.query(PLANNER_DEFAULTS_SQL);
+    return fn(tx);
+  });
 }
 
 /** Runs fn inside one transaction; rolls back when it throws. */

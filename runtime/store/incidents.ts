@@ -54,12 +54,16 @@ export interface ListIncidentsParams {
   limit: number;
 }
 
+/** Newest first. Names only the filters given (see listInstances). */
 export async function listIncidents(db: Queryable, p: ListIncidentsParams): Promise<IncidentRow[]> {
+  const values: unknown[] = [];
+  const clauses = ['true'];
+  if (p.status !== undefined) clauses.push(`status = $${values.push(p.status)}`);
+  if (p.instanceId !== undefined) clauses.push(`instance_id = $${values.push(p.instanceId)}::uuid`);
+  const w = { sql: clauses.join(' and ') };
   const { rows } = await db.query<IncidentRow>(
-    `select * from incidents
-      where ($1::text is null or status = $1) and ($2::uuid is null or instance_id = $2)
-      order by created_at desc, id limit $3`,
-    [p.status ?? null, p.instanceId ?? null, p.limit],
+    `select * from incidents where ${w.sql} order by created_at desc, id limit $${values.length + 1}`,
+    [...values, p.limit],
   );
   return rows;
 }

@@ -1,5 +1,5 @@
 // Read-only statements of /readyz and /metrics, and the retention batch delete.
-import type { Queryable } from './db.ts';
+import { withPlannerDefaults, type Pool, type Queryable } from './db.ts';
 
 export async function listAppliedMigrations(db: Queryable): Promise<string[]> {
   const { rows } = await db.query<{ name: string }>({ name: 'list_applied_migrations', text: `select name from schema_migrations` });
@@ -15,8 +15,15 @@ export interface GaugeRows {
   inserted: { frames: number; incidents: number };
 }
 
-/** One snapshot of the gauges /metrics reports; low-cardinality groups only. */
-export async function readGauges(db: Queryable): Promise<GaugeRows> {
+/**
+ * One snapshot of the gauges /metrics reports; low-cardinality groups only. The instance
+ * counts read the whole table: planned with PostgreSQL's defaults, not the hot path's.
+ */
+export function readGauges(pool: Pool): Promise<GaugeRows> {
+  return withPlannerDefaults(pool, readGaugesIn);
+}
+
+async function readGaugesIn(db: Queryable): Promise<GaugeRows> {
   const instances = await db.query<GaugeRows['instances'][number]>({
     name: 'metrics_instances',
     text: `select definition_key, status, count(*)::int as count from instances group by definition_key, status`,

@@ -15,20 +15,34 @@ export interface ListInstancesParams {
   after?: { createdAt: string; id: string };
 }
 
-/** Newest first; keyset paging on (created_at, id) so pages stay stable while instances start. */
+/**
+ * Newest first; keyset paging on (created_at, id) so pages stay stable while instances start.
+ * The statement names only the filters given, so that a generic plan (the pool's, db.ts) has
+ * an index to go by too; `($1 is null or status = $1)` leaves it none. The API runs it with
+ * PostgreSQL's defaults (withPlannerDefaults): a plan for the values given.
+ */
 export async function listInstances(db: Queryable, p: ListInstancesParams): Promise<(InstanceRow & { cursor_at: string })[]> {
+  const w = where(p);
   // cursor_at keeps the microseconds a JS Date would drop.
   const { rows } = await db.query<InstanceRow & { cursor_at: string }>(
     `select *, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at from instances
-      where ($1::text is null or status = $1)
-        and ($2::text is null or definition_key = $2)
-        and ($3::text is null or business_key = $3)
-        and ($4::timestamptz is null or (created_at, id) < ($4::timestamptz, $5::uuid))
+      where ${w.sql}
       order by created_at desc, id desc
-      limit $6`,
-    [p.status ?? null, p.definitionKey ?? null, p.businessKey ?? null, p.after?.createdAt ?? null, p.after?.id ?? null, p.limit],
+      limit $${w.values.length + 1}`,
+    [...w.values, p.limit],
   );
   return rows;
+}
+
+/** The filters given, as conditions on placeholders $1, $2, … and their values. */
+function where(p: ListInstancesParams): { sql: string; values: unknown[] } {
+  const values: unknown[] = [];
+  const clauses = ['true'];
+  if (p.status !== undefined) clauses.push(`status = $${values.push(p.status)}`);
+  if (p.definitionKey !== undefined) clauses.push(`definition_key = $${values.push(p.definitionKey)}`);
+  if (p.businessKey !== undefined) clauses.push(`business_key = $${values.push(p.businessKey)}`);
+  if (p.after !== undefined) clauses.push(`(created_at, id) < ($${values.push(p.after.createdAt)}::timestamptz, $${values.push(p.after.id)}::uuid)`);
+  return { sql: clauses.join(' and '), values };
 }
 
 export interface StepView {

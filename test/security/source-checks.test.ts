@@ -36,6 +36,8 @@ const REVIEWED: Record<string, RegExp[]> = {
   'runtime/store/apply-together.ts': [/^pairs$/, /^guard$/],
   // limitedPickSql's options are placeholders ('$1') and fragments its two callers build from constants.
   'runtime/store/flow-limits.ts': [/^topicsParam$/, /^o\.(resources|topics|maxTasks|candidates)$/, /^o\.order\('[a-z]+'\)$/],
+  // the next pages' cursor condition (AFTER_CURSOR_SQL) or nothing
+  'runtime/store/retention.ts': [/^cursorSql$/],
 };
 
 describe('SQL', () => {

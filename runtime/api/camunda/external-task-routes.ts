@@ -7,6 +7,7 @@ import { completeCamundaTask, failCamundaTask, reportCamundaBpmnError, type Camu
 import type { TaskNotifier } from '../../engine/task-notifier.ts';
 import type { CamundaTopicFilter } from '../../store/camunda-fetch.ts';
 import { countCamundaTasks, findCamundaTask, listCamundaTasks } from '../../store/camunda-queries.ts';
+import { withPlannerDefaults } from '../../store/db.ts';
 import { isUuid } from '../validate.ts';
 import { CamundaError, invalidRequest, sendJson, sendNoContent } from './errors.ts';
 import { readTaskQuery } from './task-query.ts';
@@ -113,7 +114,8 @@ export function externalTaskRouter(engine: Engine, notifier: TaskNotifier): Rout
   });
 
   router.get('/count', async (req, res) => {
-    sendJson(res, 200, { count: await countCamundaTasks(engine.pool, readTaskQuery(req.query)) });
+    const query = readTaskQuery(req.query);
+    sendJson(res, 200, { count: await withPlannerDefaults(engine.pool, (db) => countCamundaTasks(db, query)) });
   });
 
   router.get('/:id', async (req, res) => {
@@ -124,7 +126,8 @@ export function externalTaskRouter(engine: Engine, notifier: TaskNotifier): Rout
   });
 
   router.get('/', async (req, res) => {
-    sendJson(res, 200, (await listCamundaTasks(engine.pool, readTaskQuery(req.query))).map(externalTaskView));
+    const query = readTaskQuery(req.query);
+    sendJson(res, 200, (await withPlannerDefaults(engine.pool, (db) => listCamundaTasks(db, query))).map(externalTaskView));
   });
 
   return router;
