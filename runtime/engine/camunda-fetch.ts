@@ -16,6 +16,8 @@ export function fetchCamundaTasks(engine: Engine, notifier: TaskNotifier, p: Cam
   return pollForTasks(engine, notifier, {
     workerId: p.workerId,
     topics: p.topics.map((t) => t.topicName),
+    // its topics' filters (business key, definition, variables…) may pass a new task by: woken by every doorbell
+    capacity: 0,
     waitMs: p.waitMs,
     ...(p.signal ? { signal: p.signal } : {}),
     fetchOnce: (order) => fetchAndLockCamunda(engine.pool, { ...p, order }),

@@ -34,6 +34,8 @@ export function nextFetchOrder(topics: string[]): FetchOrder {
 export interface LongPoll<T> {
   workerId: string;
   topics: string[];
+  /** the most tasks one fetch takes when it may take any ready task of its topics (maxTasks); 0 when it may pass some by (filters) */
+  capacity: number;
   waitMs: number;
   /** aborted when the caller went away: nothing is left locked for it */
   signal?: AbortSignal;
@@ -47,9 +49,10 @@ export interface LongPoll<T> {
 export async function pollForTasks<T extends { id: string; lock_token: string | null; topic: string; retry_at: Date }>(engine: Engine, notifier: TaskNotifier, p: LongPoll<T>): Promise<T[]> {
   const deadline = Date.now() + p.waitMs;
   // Subscribe before the first fetch, so a notification during it is not missed.
-  const subscription = p.waitMs > 0 ? notifier.subscribe(p.topics) : undefined;
+  const subscription = p.waitMs > 0 ? notifier.subscribe(p.topics, p.capacity) : undefined;
   try {
     for (;;) {
+      subscription?.fetching();
       const { tasks, retryInMs, limited } = await faultAfter('fetch:after-lock', p.fetchOnce(nextFetchOrder(p.topics)), (locked) => locked.tasks.length > 0);
       if (p.signal?.aborted) {
         await releaseTasks(engine, p.workerId, tasks);
@@ -89,6 +92,7 @@ export function fetchAndWait(engine: Engine, notifier: TaskNotifier, p: FetchAnd
   return pollForTasks(engine, notifier, {
     workerId: p.workerId,
     topics: p.topics.map((t) => t.name),
+    capacity: p.maxTasks,
     waitMs: p.waitMs,
     ...(p.signal ? { signal: p.signal } : {}),
     fetchOnce: (order) => fetchAndLock(engine.pool, { ...p, order }),

@@ -26,12 +26,19 @@ export interface TopicSubscription {
   takeHanded(): LockedTaskRow[];
   /** lets starts and completes of this process hand a task to the poll while it is parked; undefined withdraws it */
   offer(offer: PollOffer | undefined): void;
+  /** the poll fetches now: the tasks it was woken for are this fetch's to take */
+  fetching(): void;
+  /** the poll is done; if it was woken for tasks and leaves without fetching, the other parked polls of its topics wake for them */
   close(): void;
 }
 
 interface Waiter {
   topics: Set<string>;
+  /** how many of any ready tasks of its topics its fetch takes at most; 0: unknown (it may pass some by) */
+  capacity: number;
   rung: boolean;
+  /** woken for a count of tasks (ring) and not fetched since */
+  counted: boolean;
   /** ends the park, or with a claim pending marks it due */
   wake?: () => void;
   /** ends the park at once */
@@ -59,7 +66,7 @@ export class TaskNotifier implements TaskHandOff {
 
   async start(): Promise<void> {
     this.unsubscribeLocal ??= onDoorbells({
-      tasks: (topics) => topics.forEach((topic) => this.ring(topic)),
+      tasks: (topics, counts) => topics.forEach((topic, i) => this.ring(topic, counts?.[i])),
       timers: () => this.timerListeners.forEach((fn) => fn()),
     });
     const client = new pg.Client({ connectionString: this.connectionString });
@@ -85,9 +92,14 @@ export class TaskNotifier implements TaskHandOff {
     await this.client?.end().catch(() => undefined);
   }
 
-  /** Subscribe before fetching, so a notification that lands during the fetch is not missed. */
-  subscribe(topics: string[]): TopicSubscription {
-    const waiter: Waiter = { topics: new Set(topics), rung: false, claimed: false, due: false, handed: [] };
+  /**
+   * Subscribe before fetching, so a notification that lands during the fetch is not missed.
+   * `capacity`: the most tasks one fetch of the poll takes, when it takes any ready task of
+   * its topics (its maxTasks); 0 when it may pass some by (a Camunda poll's filters): such a
+   * poll wakes for every doorbell of its topics.
+   */
+  subscribe(topics: string[], capacity = 0): TopicSubscription {
+    const waiter: Waiter = { topics: new Set(topics), capacity, rung: false, counted: false, claimed: false, due: false, handed: [] };
     this.waiters.add(waiter);
     return {
       wait: (ms, signal) => this.park(waiter, ms, signal),
@@ -96,9 +108,13 @@ export class TaskNotifier implements TaskHandOff {
         if (offer) waiter.offer = offer;
         else delete waiter.offer;
       },
+      fetching: () => {
+        waiter.counted = false;
+      },
       close: () => {
         this.waiters.delete(waiter);
         waiter.wake?.();
+        if (waiter.counted) for (const topic of waiter.topics) this.ring(topic);
       },
     };
   }
@@ -177,11 +193,32 @@ export class TaskNotifier implements TaskHandOff {
     });
   }
 
-  private ring(topic: string | undefined): void {
+  /**
+   * Wakes the polls of the topic. With `count` (how many ready tasks it got, when the
+   * committing statement knows) only that many parked polls wake, oldest first, counted by
+   * how many tasks each fetch takes: waking every parked poll for one task cost a fetch
+   * statement per poll, all but one of them finding nothing. A poll that is not parked (its
+   * fetch in flight, or claimed for a hand-off) is marked rung whatever the count: its
+   * fetch may have begun before the commit, so it fetches again instead of parking, and it
+   * does not count toward the tasks, since it may leave with others. A woken poll that
+   * finds the tasks taken parks again; one that leaves without fetching (its caller gone)
+   * wakes every parked poll of its topics when it closes; a poll of several topics that
+   * locks more rows than it takes frees them with a doorbell of its own (fetch-and-lock).
+   * What no woken poll takes waits for the next fetch, and at most for the parked polls'
+   * re-check (SAFETY_RECHECK_MS).
+   */
+  private ring(topic: string | undefined, count?: number): void {
+    let uncovered = count ?? Infinity;
     for (const w of this.waiters) {
       if (topic !== undefined && !w.topics.has(topic)) continue;
+      const parked = w.wake !== undefined && !w.claimed && !w.signal?.aborted;
+      if (parked && uncovered <= 0 && w.capacity > 0) continue;
       w.rung = true;
       w.wake?.();
+      if (parked && count !== undefined) {
+        w.counted = true;
+        uncovered -= w.capacity;
+      }
     }
   }
 

@@ -68,7 +68,7 @@ export async function failTaskCamunda(db: Queryable, p: CamundaFailParams): Prom
   });
   const task = rows[0];
   if (!task) return { ok: false, reason: 'lock_lost' };
-  if (task.due_now) ringAfterCommit(db, { topics: [task.topic] });
+  if (task.due_now) ringAfterCommit(db, { topics: [task.topic], counts: [1] });
   delete (task as { due_now?: unknown }).due_now;
   return { ok: true, task };
 }

@@ -46,6 +46,12 @@ export interface FrameBell {
 export interface Doorbells {
   /** topics that got ready tasks */
   topics?: readonly string[];
+  /**
+   * How many ready tasks each of `topics` got, in the same order, where the statement
+   * knows; without it a listener wakes every poll of the topics (a relayed doorbell, an
+   * unlock). In-process only: the relay sends the topics.
+   */
+  counts?: readonly number[];
   /** a timer was created */
   timers?: boolean;
   frames?: readonly FrameBell[];
@@ -53,9 +59,16 @@ export interface Doorbells {
 
 /** Told about the doorbells of this process's commits, after each commit. */
 export interface DoorbellListener {
-  tasks?(topics: readonly string[]): void;
+  tasks?(topics: readonly string[], counts?: readonly number[]): void;
   timers?(): void;
   frames?(bells: readonly FrameBell[]): void;
+}
+
+/** The task doorbells of new ready tasks, given each one's topic: the topics and how many each got. */
+export function readyTaskBells(topicOfEach: readonly string[]): Pick<Doorbells, 'topics' | 'counts'> {
+  const perTopic = new Map<string, number>();
+  for (const t of topicOfEach) perTopic.set(t, (perTopic.get(t) ?? 0) + 1);
+  return { topics: [...perTopic.keys()], counts: [...perTopic.values()] };
 }
 
 /** Marks the payloads this process relays (a listener skips them: it heard them in-process). */
@@ -85,7 +98,7 @@ export function ringAfterCommit(db: Queryable, bells: Doorbells): void {
   afterCommit(db, () => {
     for (const l of listeners) {
       try {
-        if (bells.topics?.length) l.tasks?.(bells.topics);
+        if (bells.topics?.length) l.tasks?.(bells.topics, bells.counts);
         if (bells.timers) l.timers?.();
         if (bells.frames?.length) l.frames?.(bells.frames);
       } catch {

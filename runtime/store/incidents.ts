@@ -44,7 +44,7 @@ export async function requeueFailedTask(db: Queryable, taskId: string, retries: 
      select topic from t`,
     [taskId, retries],
   );
-  if (rows[0]) ringAfterCommit(db, { topics: [rows[0].topic] });
+  if (rows[0]) ringAfterCommit(db, { topics: [rows[0].topic], counts: [1] });
   return rows.length > 0;
 }
 

@@ -2,7 +2,7 @@
 import type { Effects, InstanceState, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
 import { isPool, type Queryable } from './db.ts';
-import { ringAfterCommit, type FrameBell } from './doorbells.ts';
+import { readyTaskBells, ringAfterCommit, type FrameBell } from './doorbells.ts';
 import { OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 import { applyEffectsStatement, framesOf, waitingTimers, type HandOffTask } from './apply-effects.ts';
 import { applyEffectsTogetherStatement, framingCtes, type FramedTransition, type TogetherKind } from './apply-together.ts';
@@ -283,7 +283,7 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
     ...(p.framesAtEnd ? { framesAtEnd: true } : {}),
     alone: isPool(db),
   }));
-  ringTransition(db, p, fx.tasks.map((t) => t.topic), rows[0]?.frame_seq);
+  ringTransitions(db, [{ p, topics: fx.tasks.map((t) => t.topic), frameSeq: rows[0]?.frame_seq }]);
   return rows[0]!.created_at;
 }
 
@@ -300,7 +300,7 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
  */
 export async function applyEffectsTogether(db: Queryable, kind: TogetherKind, list: ApplyEffectsParams[], frame?: FramedTransition[]): Promise<Date> {
   const { rows } = await db.query<{ created_at: Date; instance_id?: string | null; generation?: number | null; last_seq?: number | null }>(applyEffectsTogetherStatement(kind, list, frame));
-  for (const p of list) ringTransition(db, p, p.effects.tasks.map((t) => t.topic), kind === 'starts' ? framesOf(p.effects.events).kinds.length : undefined);
+  ringTransitions(db, list.map((p) => ({ p, topics: p.effects.tasks.map((t) => t.topic), frameSeq: kind === 'starts' ? framesOf(p.effects.events).kinds.length : undefined })));
   if (frame) ringHeads(db, rows.map((r) => ({ instance_id: r.instance_id ?? null, generation: r.generation ?? null, last_seq: r.last_seq ?? null })));
   return rows[0]!.created_at;
 }
@@ -324,19 +324,31 @@ export async function applyEffectsHandingOff(db: Queryable, p: ApplyEffectsParam
   }));
   // Handed tasks ring nobody: their poll is answered by the caller, and no one else may take them.
   const handedAt = new Set(p.handOff.map((h) => h.index));
-  ringTransition(db, p, fx.tasks.filter((_, i) => !handedAt.has(i)).map((t) => t.topic), (rows[0] as { frame_seq?: number | null } | undefined)?.frame_seq);
+  ringTransitions(db, [{ p, topics: fx.tasks.filter((_, i) => !handedAt.has(i)).map((t) => t.topic), frameSeq: (rows[0] as { frame_seq?: number | null } | undefined)?.frame_seq }]);
   // created_at of a handed task row is the transaction's now(), as the instance's of a start
   const handed = rows.filter((r) => r.id !== null);
   for (const r of handed) delete (r as { frame_seq?: unknown }).frame_seq;
   return { at: rows[0]!.created_at, handed };
 }
 
-/** What a written transition rings once committed: its tasks' topics, a created timer, its frames (when it wrote them). */
-function ringTransition(db: Queryable, p: ApplyEffectsParams, topics: string[], frameSeq: number | null | undefined): void {
+interface WrittenTransition {
+  p: ApplyEffectsParams;
+  /** the topic of each ready task it created (and did not hand to a poll) */
+  topics: string[];
+  /** its last frame's seq, when the statement framed it */
+  frameSeq: number | null | undefined;
+}
+
+/**
+ * What written transitions ring once committed, together: how many ready tasks each topic
+ * got (so that only that many parked polls wake, engine/task-notifier.ts), whether a timer
+ * was created, their frames.
+ */
+function ringTransitions(db: Queryable, written: WrittenTransition[]): void {
   ringAfterCommit(db, {
-    topics: [...new Set(topics)],
-    timers: waitingTimers(p.effects).length > 0,
-    frames: frameSeq != null ? [{ instanceId: p.instance.id, generation: p.instance.generation, seq: frameSeq }] : [],
+    ...readyTaskBells(written.flatMap((w) => w.topics)),
+    timers: written.some((w) => waitingTimers(w.p.effects).length > 0),
+    frames: written.filter((w) => w.frameSeq != null).map((w) => ({ instanceId: w.p.instance.id, generation: w.p.instance.generation, seq: w.frameSeq! })),
   });
 }
 

@@ -11,7 +11,7 @@ import {
   TRAFFIC_WAIT_SET_SQL,
   type FetchOutcome,
 } from './flow-limits.ts';
-import { ringAfterCommit, type FrameBell } from './doorbells.ts';
+import { readyTaskBells, ringAfterCommit, type FrameBell } from './doorbells.ts';
 
 export interface ExternalTaskRow {
   id: string;
@@ -316,7 +316,7 @@ export async function unlockTask(db: Queryable, p: LockHolder): Promise<GuardedT
            select u.* from u`,
     values: [p.taskId, p.workerId, p.lockToken],
   });
-  if (rows[0]) ringAfterCommit(db, { topics: [rows[0].topic] });
+  if (rows[0]) ringAfterCommit(db, { topics: [rows[0].topic], counts: [1] });
   return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p) };
 }
 
@@ -344,7 +344,7 @@ export async function expireLocks(db: Queryable, limit: number, allowance: numbe
            select u.id, u.topic from u`,
     values: [limit, allowance],
   });
-  ringAfterCommit(db, { topics: [...new Set(rows.map((r) => r.topic))] });
+  ringAfterCommit(db, readyTaskBells(rows.map((r) => r.topic)));
   return rows.length;
 }
 
