@@ -48,8 +48,8 @@ export interface Doorbells {
   topics?: readonly string[];
   /**
    * How many ready tasks each of `topics` got, in the same order, where the statement
-   * knows; without it a listener wakes every poll of the topics (a relayed doorbell, an
-   * unlock). In-process only: the relay sends the topics.
+   * knows; without it a listener wakes every poll of the topics (a relayed doorbell, the
+   * rows a fetch locked and did not take). In-process only: the relay sends the topics.
    */
   counts?: readonly number[];
   /** a timer was created */
