@@ -24,17 +24,22 @@ let elsewhere: TestDatabase;
 let counting: Pool;
 let engine: Engine;
 let notifier: TaskNotifier;
-/** names of the statements sent through the engine's pool, in order */
+/** names of the statements sent through the engine's pool, in order, and of those answered */
 const sent: string[] = [];
+const answered: string[] = [];
 const fetches = () => sent.filter((n) => n.startsWith('fetch_and_lock')).length;
+const fetchesAnswered = () => answered.filter((n) => n.startsWith('fetch_and_lock')).length;
 
 beforeAll(async () => {
   [db, elsewhere] = await Promise.all([createTestDatabase(), createTestDatabase()]);
   counting = createPool({ connectionString: db.url });
   const query = counting.query.bind(counting) as (...args: unknown[]) => unknown;
   (counting as { query: unknown }).query = (...args: unknown[]) => {
-    sent.push((args[0] as { name?: string }).name ?? '?');
-    return query(...args);
+    const name = (args[0] as { name?: string }).name ?? '?';
+    sent.push(name);
+    const result = query(...args) as Promise<unknown> | undefined;
+    void result?.then(() => answered.push(name), () => answered.push(name));
+    return result;
   };
   // No handOff: every new task rings, none is handed to a parked poll.
   engine = createEngine(counting, log);
@@ -51,17 +56,20 @@ afterAll(async () => {
 });
 beforeEach(() => {
   sent.length = 0;
+  answered.length = 0;
 });
 
-/** Parks polls one after the other (the first parked is the oldest); resolves once each made its first, empty fetch. */
+/**
+ * Parks polls one after the other (the first parked is the oldest); resolves once each has
+ * had the answer to its first, empty fetch, and so parked: a poll parks in the microtasks
+ * that follow the answer, and waitFor looks again only in a later turn of the event loop.
+ */
 async function parkAll(topic: string, maxTasks: number[]): Promise<Poll[]> {
   const polls: Poll[] = [];
   for (const [i, n] of maxTasks.entries()) {
     polls.push(parkPoll({ engine, notifier }, `w${i}`, topic, { maxTasks: n }));
-    await waitFor(async () => (fetches() === i + 1 ? true : undefined), 5000, `poll ${i}'s first fetch`);
+    await waitFor(async () => (fetchesAnswered() === i + 1 ? true : undefined), 5000, `poll ${i}'s first fetch to answer`);
   }
-  // each parks in the turn its empty fetch answers; one more round trip makes sure
-  await counting.query('select 1');
   return polls;
 }
 
