@@ -74,8 +74,8 @@ async function parkAll(topic: string, maxTasks: number[]): Promise<Poll[]> {
 }
 
 /** Which polls answered within ms, and how many fetches ran; the rest are aborted (they answer []). */
-async function outcome(polls: Poll[], answered: number, ms = SAFETY_RECHECK_MS / 2): Promise<{ answered: number[]; fetches: number }> {
-  await waitFor(async () => (polls.filter((p) => p.settled()).length >= answered ? true : undefined), ms, `${answered} polls to answer`);
+async function outcome(polls: Poll[], expected: number, ms = SAFETY_RECHECK_MS / 2): Promise<{ answered: number[]; fetches: number }> {
+  await waitFor(async () => (polls.filter((p) => p.settled()).length >= expected ? true : undefined), ms, `${expected} polls to answer`);
   // a poll woken for nothing would fetch at once: give any such fetch the time to show
   await new Promise((r) => setTimeout(r, 100));
   const result = { answered: polls.flatMap((p, i) => (p.settled() ? [i] : [])), fetches: fetches() - polls.length };
