@@ -2,6 +2,7 @@
 import type { IncidentKind } from '../engine/vocabulary.ts';
 import type { Queryable } from './db.ts';
 import { ringAfterCommit } from './doorbells.ts';
+import { whereGiven } from './filters.ts';
 
 export interface IncidentRow {
   id: string;
@@ -54,16 +55,15 @@ export interface ListIncidentsParams {
   limit: number;
 }
 
-/** Newest first. Names only the filters given (see listInstances). */
+/** Newest first. Names only the filters given (whereGiven). */
 export async function listIncidents(db: Queryable, p: ListIncidentsParams): Promise<IncidentRow[]> {
-  const values: unknown[] = [];
-  const clauses = ['true'];
-  if (p.status !== undefined) clauses.push(`status = $${values.push(p.status)}`);
-  if (p.instanceId !== undefined) clauses.push(`instance_id = $${values.push(p.instanceId)}::uuid`);
-  const w = { sql: clauses.join(' and ') };
+  const w = whereGiven((param) => [
+    p.status !== undefined && `status = ${param(p.status)}`,
+    p.instanceId !== undefined && `instance_id = ${param(p.instanceId)}::uuid`,
+  ]);
   const { rows } = await db.query<IncidentRow>(
-    `select * from incidents where ${w.sql} order by created_at desc, id limit $${values.length + 1}`,
-    [...values, p.limit],
+    `select * from incidents where ${w.sql} order by created_at desc, id limit $${w.values.length + 1}`,
+    [...w.values, p.limit],
   );
   return rows;
 }

@@ -4,6 +4,7 @@ import type { Queryable } from './db.ts';
 import type { IncidentRow } from './incidents.ts';
 import type { InstanceRow } from './instances.ts';
 import type { ExternalTaskRow } from './tasks.ts';
+import { whereGiven } from './filters.ts';
 import { OPEN_INCIDENT_SQL } from './live-rows.ts';
 
 export interface ListInstancesParams {
@@ -22,7 +23,12 @@ export interface ListInstancesParams {
  * PostgreSQL's defaults (withPlannerDefaults): a plan for the values given.
  */
 export async function listInstances(db: Queryable, p: ListInstancesParams): Promise<(InstanceRow & { cursor_at: string })[]> {
-  const w = where(p);
+  const w = whereGiven((param) => [
+    p.status !== undefined && `status = ${param(p.status)}`,
+    p.definitionKey !== undefined && `definition_key = ${param(p.definitionKey)}`,
+    p.businessKey !== undefined && `business_key = ${param(p.businessKey)}`,
+    p.after !== undefined && `(created_at, id) < (${param(p.after.createdAt)}::timestamptz, ${param(p.after.id)}::uuid)`,
+  ]);
   // cursor_at keeps the microseconds a JS Date would drop.
   const { rows } = await db.query<InstanceRow & { cursor_at: string }>(
     `select *, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at from instances
@@ -32,17 +38,6 @@ export async function listInstances(db: Queryable, p: ListInstancesParams): Prom
     [...w.values, p.limit],
   );
   return rows;
-}
-
-/** The filters given, as conditions on placeholders $1, $2, … and their values. */
-function where(p: ListInstancesParams): { sql: string; values: unknown[] } {
-  const values: unknown[] = [];
-  const clauses = ['true'];
-  if (p.status !== undefined) clauses.push(`status = $${values.push(p.status)}`);
-  if (p.definitionKey !== undefined) clauses.push(`definition_key = $${values.push(p.definitionKey)}`);
-  if (p.businessKey !== undefined) clauses.push(`business_key = $${values.push(p.businessKey)}`);
-  if (p.after !== undefined) clauses.push(`(created_at, id) < ($${values.push(p.after.createdAt)}::timestamptz, $${values.push(p.after.id)}::uuid)`);
-  return { sql: clauses.join(' and '), values };
 }
 
 export interface StepView {
