@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { startBatonServer, type BatonServer } from '../../runtime/server.ts';
 import { createHttpClient, type HttpClient } from '../../runtime/worker/http.ts';
 import {
-  FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, benchRounds, check, costMark, costSince, env, idleQueriesPerSec, median, partial, pct, pool, quickMode, report, roundsInDatabase, sizes, sleep,
+  FANOUT_BRANCHES, PICKUP_IDLE_MS, PRODUCERS, RUNS, WORKERS, benchRounds, check, costMark, costSince, env, idleQueriesPerSec, median, partial, pct, pool, quickMode, report, roundsInDatabase, sizes, sleep,
   type SystemResult, type ThroughputRound,
 } from './common.ts';
 
@@ -103,7 +103,7 @@ async function pickupLatency(url: string, n: number): Promise<{ p50: number; p99
     const parked = post<Task[]>(`${url}/api/external-tasks/fetch-and-lock`, {
       workerId: 'poller', maxTasks: 1, waitMs: 10_000, topics: [{ name: 'single', lockDurationMs: 60_000 }],
     }).then((tasks) => ({ tasks, at: performance.now() }));
-    await sleep(5); // let the poll park
+    await sleep(PICKUP_IDLE_MS); // the poll parks, the system goes quiet
     const t0 = performance.now();
     await start(url, 'bench-single');
     const { tasks: [t], at } = await parked;

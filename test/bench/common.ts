@@ -66,6 +66,12 @@ export const sizes = (quick: boolean): Sizes => {
 export const PRODUCERS = 16;
 export const WORKERS = 8;
 export const FANOUT_BRANCHES = 10;
+/**
+ * Workload 4: the quiet time before each start, the same for every system, so that each
+ * pickup starts from an idle system (a parked long poll, a worker waiting on LISTEN) and
+ * not while the worker is still finishing the previous one.
+ */
+export const PICKUP_IDLE_MS = 5;
 
 export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 export const pct = (xs: number[], p: number): number =>

@@ -7,7 +7,7 @@
 import { Logger, run, type Runner, type Task } from 'graphile-worker';
 import pg from 'pg';
 import {
-  PRODUCERS, WORKERS, benchRounds, check, costMark, costSince, env, idleQueriesPerSec, partial, pct, pool, quickMode, report, sizes,
+  PICKUP_IDLE_MS, PRODUCERS, WORKERS, benchRounds, check, costMark, costSince, env, idleQueriesPerSec, partial, pct, pool, quickMode, report, sizes, sleep,
   packageVersion, type SystemResult, type ThroughputRound,
 } from './common.ts';
 
@@ -67,6 +67,7 @@ async function throughput(runner: Runner, admin: pg.Client, tally: Tally, task: 
 async function pickupLatency(runner: Runner, n: number): Promise<{ p50: number; p99: number }> {
   const latencies: number[] = [];
   for (let i = 0; i < n; i++) {
+    await sleep(PICKUP_IDLE_MS); // the worker completes the previous job and waits for the next
     const got = new Promise<number>((resolve) => { pickedUp = resolve; });
     const t0 = performance.now();
     await runner.addJob('pickup', { i });

@@ -1,6 +1,7 @@
 // The ceiling of the same PostgreSQL: pgbench with a one-row UPDATE + one INSERT per
 // transaction, at 1 and 8 clients. pgbench comes from the Debian PostgreSQL packages;
-// without it the suite prints why and goes on.
+// without it the suite prints why and goes on. And the floor under workload 4: what one
+// committed statement takes from a Node client on this machine and server when idle.
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -8,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { RUNS, median } from './common.ts';
+import { PICKUP_IDLE_MS, RUNS, median, pct, sleep } from './common.ts';
 
 const run = promisify(execFile);
 
@@ -64,5 +65,40 @@ export async function runPgbench(dbUrl: string, seconds: number): Promise<Pgbenc
     return { version, seconds, tps1: median(ones), tps8: median(eights) };
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+export interface CommitFloor { n: number; p50: number; p99: number }
+
+/**
+ * A pickup is at least one commit. This times the least a commit can be here: one pg client,
+ * a one-row INSERT (its own transaction) after the quiet time workload 4 leaves before each
+ * start, `n` times; p50 and p99, each the median of RUNS rounds. A pickup's p99 next to this
+ * p99 says how much of it is the machine (its disk flush, its processes waking) and how much
+ * the system's own work.
+ */
+export async function measureCommitFloor(dbUrl: string, n: number): Promise<CommitFloor> {
+  const db = new pg.Client({ connectionString: dbUrl });
+  await db.connect();
+  try {
+    await db.query('create table commit_floor (n bigserial primary key, at timestamptz not null default now())');
+    const insert = { name: 'commit_floor', text: 'insert into commit_floor default values' };
+    await db.query(insert); // prepared before the timing
+    const p50s: number[] = [];
+    const p99s: number[] = [];
+    for (let r = 0; r < RUNS; r++) {
+      const latencies: number[] = [];
+      for (let i = 0; i < n; i++) {
+        await sleep(PICKUP_IDLE_MS);
+        const t0 = performance.now();
+        await db.query(insert);
+        latencies.push(performance.now() - t0);
+      }
+      p50s.push(pct(latencies, 50));
+      p99s.push(pct(latencies, 99));
+    }
+    return { n, p50: median(p50s), p99: median(p99s) };
+  } finally {
+    await db.end();
   }
 }

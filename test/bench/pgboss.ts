@@ -7,7 +7,7 @@
 import PgBoss from 'pg-boss';
 import pg from 'pg';
 import {
-  PRODUCERS, WORKERS, benchRounds, check, costMark, costSince, env, idleQueriesPerSec, partial, pct, pool, quickMode, report, sizes, sleep,
+  PICKUP_IDLE_MS, PRODUCERS, WORKERS, benchRounds, check, costMark, costSince, env, idleQueriesPerSec, partial, pct, pool, quickMode, report, sizes, sleep,
   packageVersion, type SystemResult, type ThroughputRound,
 } from './common.ts';
 
@@ -101,6 +101,7 @@ async function main(): Promise<void> {
       partial(result);
       const latencies: number[] = [];
       for (let i = 0; i < size.pickups; i++) {
+        await sleep(PICKUP_IDLE_MS); // the worker finishes the previous job and waits
         const got = new Promise<number>((resolve) => { pickedUp = resolve; });
         const t0 = performance.now();
         await boss.send('pickup', { i });

@@ -15,8 +15,8 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { startBatonServer } from '../../runtime/server.ts';
 import { startEmbeddedPostgres } from '../../runtime/store/embedded.ts';
-import { FANOUT_BRANCHES, PRODUCERS, RUNS, WORKERS, idleWindowMs, median, sizes, sleep, type SystemResult, type ThroughputRound } from './common.ts';
-import { runPgbench, type PgbenchResult } from './pgbench.ts';
+import { FANOUT_BRANCHES, PICKUP_IDLE_MS, PRODUCERS, RUNS, WORKERS, idleWindowMs, median, sizes, sleep, type SystemResult, type ThroughputRound } from './common.ts';
+import { measureCommitFloor, runPgbench, type CommitFloor, type PgbenchResult } from './pgbench.ts';
 
 const quick = process.argv.includes('--quick');
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
@@ -209,12 +209,15 @@ async function main(): Promise<void> {
   const failures: string[] = [];
   const ran: string[][] = []; // per round, the systems in the order they ran
   let pgbench: PgbenchResult | string = 'not run';
+  let floor: CommitFloor | string = 'not run';
   let progress: Record<string, number | string> | string = 'not run';
   try {
     // The ceiling and the peers first: they are quick, and Baton's rounds survive a --deadline.
     if (!only || only.includes('pgbench')) {
       process.stderr.write('bench: pgbench…\n');
       pgbench = await runPgbench(await freshDatabase(admin, adminUrl, 'bench_pgbench'), quick ? 1 : 8);
+      process.stderr.write('bench: commit floor…\n');
+      floor = await measureCommitFloor(await freshDatabase(admin, adminUrl, 'bench_commit_floor'), size.pickups).catch((err: Error) => `failed: ${err.message}`);
     }
     const systems = [...SYSTEMS.slice(1), SYSTEMS[0]!].filter((s) => !only || only.includes(s.id));
     const turns = plan(systems, new Set((process.env.BENCH_BATON_WORKLOADS ?? 'throughput,scale').split(',')));
@@ -272,7 +275,7 @@ async function main(): Promise<void> {
     }
   }
 
-  printTable({ ran, pgVersion, settingText: settingText.join(', '), embedded: !!embedded, results, pgbench, progress, loadBefore, seconds: (Date.now() - began) / 1000 });
+  printTable({ ran, pgVersion, settingText: settingText.join(', '), embedded: !!embedded, results, pgbench, floor, progress, loadBefore, seconds: (Date.now() - began) / 1000 });
   for (const f of failures) console.error(`FAILED: ${f}`);
   if (failures.length > 0 || [...results.values()].some((r) => r.checks.some((c) => c.includes('FAILED')))) process.exitCode = 1;
 }
@@ -283,6 +286,7 @@ interface TableInput {
   embedded: boolean;
   results: Map<string, SystemResult>;
   pgbench: PgbenchResult | string;
+  floor: CommitFloor | string;
   progress: Record<string, number | string> | string;
   loadBefore: number[];
   seconds: number;
@@ -365,6 +369,17 @@ function printTable(t: TableInput): void {
     if (single !== undefined && chain !== undefined) {
       console.log(`Baton steps/s as a fraction of the 8-client ceiling: single ${(single / b.tps8).toFixed(2)}, three steps ${(chain / b.tps8).toFixed(2)}`);
     }
+  }
+  if (typeof t.floor === 'string') {
+    console.log(`commit floor: ${t.floor}`);
+  } else {
+    const f = t.floor;
+    const over = columns.flatMap((s) => {
+      const p99 = t.results.get(s.id)!.pickup?.length ? median(t.results.get(s.id)!.pickup!.map((x) => x.p99)) : undefined;
+      return p99 === undefined ? [] : [`${s.label} ${(p99 / f.p99).toFixed(1)}×`];
+    });
+    console.log(`commit floor (one pg client: a one-row INSERT and its commit after ${PICKUP_IDLE_MS} ms idle, ${f.n} times, median of ${RUNS}): `
+      + `p50 ${fmt(f.p50, 2)} ms, p99 ${fmt(f.p99, 2)} ms${over.length ? `; pickup p99 ÷ floor p99: ${over.join(', ')}` : ''}`);
   }
   console.log(`7. progress: ${typeof t.progress === 'string' ? t.progress : Object.entries(t.progress).map(([k, v]) => `${k} ${v}`).join(', ')}`);
   // The rounds behind each median, in the order they ran: how far this machine moved during the run.
