@@ -187,6 +187,8 @@ async function runProgress(admin: pg.Client, adminUrl: string): Promise<Record<s
   }
 }
 
+/** a system's workload 4 p99: the median of its rounds' */
+const pickupP99 = (r: SystemResult): number | undefined => (r.pickup?.length ? median(r.pickup.map((x) => x.p99)) : undefined);
 const fmt = (n: number | undefined, digits = 0) =>
   n === undefined || Number.isNaN(n) ? '—' : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
@@ -323,7 +325,7 @@ function printTable(t: TableInput): void {
   throughputRows(`2. three steps, ${fmt(size.chain)}:`, 'chain', 'instances (chains)', 3);
   throughputRows(`3. fan-out ${FANOUT_BRANCHES}, ${fmt(size.fanout)}:`, 'fanout', 'instances', FANOUT_BRANCHES);
   row(`4. pickup p50 (ms), ${size.pickups} starts`, (r) => (r.pickup?.length ? median(r.pickup.map((x) => x.p50)) : undefined), 1);
-  row(`4. pickup p99 (ms)`, (r) => (r.pickup?.length ? median(r.pickup.map((x) => x.p99)) : undefined), 1);
+  row(`4. pickup p99 (ms)`, pickupP99, 1);
   row(`5. timer lateness p50 (ms), ${fmt(size.timers)} timers`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.p50)) : undefined), 1);
   row(`5. timer lateness p99 (ms)`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.p99)) : undefined), 1);
   row(`5. timer lateness max (ms)`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.max)) : undefined), 1);
@@ -375,7 +377,7 @@ function printTable(t: TableInput): void {
   } else {
     const f = t.floor;
     const over = columns.flatMap((s) => {
-      const p99 = t.results.get(s.id)!.pickup?.length ? median(t.results.get(s.id)!.pickup!.map((x) => x.p99)) : undefined;
+      const p99 = pickupP99(t.results.get(s.id)!);
       return p99 === undefined ? [] : [`${s.label} ${(p99 / f.p99).toFixed(1)}×`];
     });
     console.log(`commit floor (one pg client: a one-row INSERT and its commit after ${PICKUP_IDLE_MS} ms idle, ${f.n} times, median of ${RUNS}): `
