@@ -105,6 +105,9 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use('/engine-rest', camundaRouter(engine, notifier)); // before the native JSON parser: parses its own bodies
   app.use(express.json({ limit: opts.jsonLimit ?? '1mb' }));
   app.use(express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit ?? '5mb' }));
+  // The workers' and starters' routes first: a request walks every layer mounted before its own.
+  app.use('/api/instances', instancesRouter(engine));
+  app.use('/api/external-tasks', tasksRouter(engine, notifier), progressRouter(progress));
   app.get('/healthz', async (_req, res) => {
     try {
       await pool.query('select 1');
@@ -115,9 +118,6 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   });
   app.use(opsRouter(pool, notifier));
   app.use('/api/definitions', definitionsRouter(engine));
-  app.use('/api/instances', instancesRouter(engine));
-  app.use('/api/external-tasks', progressRouter(progress));
-  app.use('/api/external-tasks', tasksRouter(engine, notifier));
   app.use('/api/incidents', incidentsRouter(engine));
   app.use('/api/flow-limits', flowLimitsRouter(engine));
   app.use('/api', eventsRouter(engine));

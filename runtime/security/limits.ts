@@ -224,6 +224,29 @@ export function limitsRouter(opts: LimitOptions, notifier: TaskNotifier, log: Lo
   });
   router.use('/engine-rest', onlyWrites(parseJson(camunda, camundaErrorHandler(log))), onlyWrites(checkLimits(opts, notifier)));
   const passOn: ErrorRequestHandler = (err, _req, _res, next) => next(err);
-  router.use('/api', onlyWrites(parseJson(native, passOn)), onlyWrites(parseJson(xml, passOn)), onlyWrites(checkLimits(opts, notifier)), onlyWrites(checkMergedVariables(opts, pool)));
+  // One layer, not four: every /api request walks the router's layers, and each costs a path match and closures.
+  router.use('/api', onlyWrites(inSeries([parseJson(native, passOn), parseJson(xml, passOn), checkLimits(opts, notifier), checkMergedVariables(opts, pool)])));
   return router;
+}
+
+/**
+ * Middlewares run one after another as one: the first error, or a refusal that answers
+ * without calling next, ends the series. A handler that throws passes its error on, as
+ * the router would have done for a layer of its own.
+ */
+function inSeries(handlers: RequestHandler[]): RequestHandler {
+  return (req, res, next) => {
+    let at = 0;
+    const step = (err?: unknown): void => {
+      if (err) return next(err);
+      const handler = handlers[at++];
+      if (!handler) return next();
+      try {
+        void handler(req, res, step);
+      } catch (thrown) {
+        next(thrown);
+      }
+    };
+    step();
+  };
 }
