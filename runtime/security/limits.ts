@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { camundaErrorHandler } from '../api/camunda/errors.ts';
 import type { TaskNotifier } from '../engine/task-notifier.ts';
 import { isUuid } from '../api/validate.ts';
+import { BatonError } from '../shared/errors.ts';
 import type { Pool } from '../store/db.ts';
 import { measureMergedVariablesOfTasks } from '../store/ops.ts';
 
@@ -21,6 +22,8 @@ export interface LimitOptions {
   maxVariablesBytes: number;
   /** long polls one node keeps parked at most */
   maxParkedPolls: number;
+  /** levels of arrays and objects a JSON body may nest (the checks and the store walk bodies recursively) */
+  maxJsonDepth: number;
 }
 
 export const DEFAULT_LIMITS: LimitOptions = {
@@ -30,7 +33,11 @@ export const DEFAULT_LIMITS: LimitOptions = {
   maxBpmnElements: 20_000,
   maxVariablesBytes: 1_048_576,
   maxParkedPolls: 1000,
+  maxJsonDepth: 64,
 };
+
+/** BATON_MAX_JSON_DEPTH can go no higher: deeper values would overflow the stack of the walks below and of PostgreSQL's jsonb parser. */
+export const MAX_JSON_DEPTH_CEILING = 1000;
 
 /** Fields that carry process variables, native and Camunda. */
 const VARIABLE_FIELDS = ['variables', 'processVariables', 'processVariablesLocal', 'localVariables'];
@@ -94,12 +101,15 @@ export function bpmnElementsRefusal(xml: string, max: number, resource?: string)
   };
 }
 
-/** PostgreSQL text and jsonb cannot hold U+0000: such input would fail in SQL (a 500), so it is refused here. */
-function holdsNul(value: unknown, depth = 0): boolean {
+/**
+ * PostgreSQL text and jsonb cannot hold U+0000: such input would fail in SQL (a 500), so it is
+ * refused here. The body's nesting was bounded when it was parsed (maxJsonDepth).
+ */
+function holdsNul(value: unknown): boolean {
   if (typeof value === 'string') return value.includes('\u0000');
-  if (!value || typeof value !== 'object' || depth > 64) return false;
-  if (Array.isArray(value)) return value.some((v) => holdsNul(v, depth + 1));
-  return Object.entries(value).some(([k, v]) => k.includes('\u0000') || holdsNul(v, depth + 1));
+  if (!value || typeof value !== 'object') return false;
+  if (Array.isArray(value)) return value.some((v) => holdsNul(v));
+  return Object.entries(value).some(([k, v]) => k.includes('\u0000') || holdsNul(v));
 }
 
 function decodedHoldsNul(raw: string): boolean {
@@ -167,15 +177,52 @@ function checkMergedVariables(opts: LimitOptions, pool: Pool): RequestHandler {
   };
 }
 
-// Parses like the router behind it would, so its own parser then finds the body read.
-function parseJson(parser: RequestHandler, onError: ErrorRequestHandler): RequestHandler {
+// Parses like the router behind it would, so its own parser then finds the body read. The
+// checks run in the parser's callback, outside any router layer: one that threw there would
+// be an uncaught exception, so a throw is passed on as the request's error.
+function parseJson(parser: RequestHandler, onError: ErrorRequestHandler, maxDepth: number): RequestHandler {
   return (req, res, next: NextFunction) => {
     parser(req, res, (err?: unknown) => {
-      const refused = err ?? refuseLoneSurrogates(req);
+      let refused: unknown;
+      try {
+        // Depth first: the surrogate walk recurses.
+        refused = err ?? refuseDeepNesting(req, maxDepth) ?? refuseLoneSurrogates(req);
+      } catch (thrown) {
+        refused = thrown;
+      }
       if (refused) onError(refused, req, res, next);
       else next();
     });
   };
+}
+
+// A body of 20,000 nested arrays is 40 KB, well inside the size limits, and every recursive
+// walk of it (these checks, JSON.stringify, the store) overflows the stack: a 500, or with a
+// lone surrogate escape in it an uncaught exception that stopped the process. Bodies whose
+// text opens more arrays and objects than the limit allows are measured after parsing.
+const mayNestDeep = new WeakSet<object>();
+
+function openedContainers(body: Buffer): number {
+  let n = 0;
+  for (let i = 0; i < body.length; i++) if (body[i] === 0x5b || body[i] === 0x7b) n++; // [ {
+  return n;
+}
+
+/** Whether the value nests arrays and objects more than `max` levels deep; a loop, not a recursion. */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const pending: [unknown, number][] = [[value, 1]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [inner, depth] = next;
+    if (!inner || typeof inner !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(inner) ? inner : Object.values(inner)) pending.push([child, depth + 1]);
+  }
+  return false;
+}
+
+function refuseDeepNesting(req: Request, max: number): BatonError | undefined {
+  if (!mayNestDeep.has(req) || !nestsDeeperThan(req.body as unknown, max)) return undefined;
+  return new BatonError('validation', `The request body nests arrays and objects more than ${max} levels deep (BATON_MAX_JSON_DEPTH)`, { limit: 'maxJsonDepth', max });
 }
 
 // JSON.parse turns an escape such as "\ud800" into a lone UTF-16 surrogate, which no UTF-8
@@ -185,8 +232,12 @@ function parseJson(parser: RequestHandler, onError: ErrorRequestHandler): Reques
 const withSurrogateEscapes = new WeakSet<object>();
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-function noteSurrogateEscapes(req: object, _res: unknown, body: Buffer): void {
-  if (body.includes('\\ud') || body.includes('\\uD')) withSurrogateEscapes.add(req);
+/** The parsers' verify: marks the bodies the checks after parsing must walk. */
+function noteRawBody(maxDepth: number): (req: object, res: unknown, body: Buffer) => void {
+  return (req, _res, body) => {
+    if (body.includes('\\ud') || body.includes('\\uD')) withSurrogateEscapes.add(req);
+    if (openedContainers(body) > maxDepth) mayNestDeep.add(req);
+  };
 }
 
 function refuseLoneSurrogates(req: Request): Error | undefined {
@@ -214,18 +265,18 @@ const WRITES = new Set(['POST', 'PUT', 'PATCH']);
 export function limitsRouter(opts: LimitOptions, notifier: TaskNotifier, log: Logger, pool: Pool): Router {
   const router = Router();
   const onlyWrites = (handler: RequestHandler): RequestHandler => (req, res, next) => (WRITES.has(req.method) ? handler(req, res, next) : next());
-  const camunda = express.json({ limit: opts.camundaJsonLimit, type: ['application/json', 'application/*+json'], verify: noteSurrogateEscapes });
-  const native = express.json({ limit: opts.jsonLimit, verify: noteSurrogateEscapes });
+  const camunda = express.json({ limit: opts.camundaJsonLimit, type: ['application/json', 'application/*+json'], verify: noteRawBody(opts.maxJsonDepth) });
+  const native = express.json({ limit: opts.jsonLimit, verify: noteRawBody(opts.maxJsonDepth) });
   const xml = express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit });
   router.use(['/engine-rest', '/api'], refuseNulInUrl);
   router.use('/engine-rest', (_req, res, next) => {
     res.locals[BPMN_ELEMENT_LIMIT] = opts.maxBpmnElements;
     next();
   });
-  router.use('/engine-rest', onlyWrites(parseJson(camunda, camundaErrorHandler(log))), onlyWrites(checkLimits(opts, notifier)));
+  router.use('/engine-rest', onlyWrites(parseJson(camunda, camundaErrorHandler(log), opts.maxJsonDepth)), onlyWrites(checkLimits(opts, notifier)));
   const passOn: ErrorRequestHandler = (err, _req, _res, next) => next(err);
   // One layer, not four: every /api request walks the router's layers, and each costs a path match and closures.
-  router.use('/api', onlyWrites(inSeries([parseJson(native, passOn), parseJson(xml, passOn), checkLimits(opts, notifier), checkMergedVariables(opts, pool)])));
+  router.use('/api', onlyWrites(inSeries([parseJson(native, passOn, opts.maxJsonDepth), parseJson(xml, passOn, opts.maxJsonDepth), checkLimits(opts, notifier), checkMergedVariables(opts, pool)])));
   return router;
 }
 

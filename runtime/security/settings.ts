@@ -1,6 +1,6 @@
 // Security and operations settings from the environment (docs/operations.md lists each).
 import type { AuthOptions } from './auth.ts';
-import { DEFAULT_LIMITS, type LimitOptions } from './limits.ts';
+import { DEFAULT_LIMITS, MAX_JSON_DEPTH_CEILING, type LimitOptions } from './limits.ts';
 import { parseTokens } from './tokens.ts';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../ops/shutdown.ts';
 import { DEFAULT_FEEL_BUDGET, type FeelBudget } from '../shared/feel-budget.ts';
@@ -20,11 +20,13 @@ export interface SecuritySettings {
   feel: FeelBudget;
 }
 
-function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer of at least ${min}, got "${raw}"`);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new Error(`${name} must be an integer of at least ${min}${max < Number.MAX_SAFE_INTEGER ? ` and at most ${max}` : ''}, got "${raw}"`);
+  }
   return n;
 }
 
@@ -48,6 +50,7 @@ export function readSecuritySettings(env: NodeJS.ProcessEnv = process.env): Secu
       maxParkedPolls: int(env, 'BATON_MAX_PARKED_POLLS', DEFAULT_LIMITS.maxParkedPolls, 0),
       xmlLimit: size(env, 'BATON_XML_LIMIT', DEFAULT_LIMITS.xmlLimit),
       maxBpmnElements: int(env, 'BATON_MAX_BPMN_ELEMENTS', DEFAULT_LIMITS.maxBpmnElements, 1),
+      maxJsonDepth: int(env, 'BATON_MAX_JSON_DEPTH', DEFAULT_LIMITS.maxJsonDepth, 2, MAX_JSON_DEPTH_CEILING),
     },
     retentionDays: int(env, 'BATON_RETENTION_DAYS', 0, 0),
     retentionIntervalMs: int(env, 'BATON_RETENTION_INTERVAL_MS', 3_600_000, 1000),

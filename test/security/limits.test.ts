@@ -18,6 +18,8 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 const bigVars = { blob: 'x'.repeat(MAX_VARS) };
+/** JSON text of `levels` nested arrays around `inner` (built as text: JSON.stringify of such a value would overflow this test's own stack) */
+const nested = (levels: number, inner = '1') => `${'['.repeat(levels)}${inner}${']'.repeat(levels)}`;
 
 describe('limits', () => {
   const cases: [string, string, () => unknown, number, string, string?][] = [
@@ -111,3 +113,42 @@ describe('limits', () => {
     expect(res.headers.get('x-frame-options')).toBe('SAMEORIGIN');
   });
 });
+
+// A body of 20,000 nested arrays is 40 KB: inside the default size limits, deep enough to overflow
+// every recursive walk of it. This server keeps those defaults.
+describe('JSON nesting (BATON_MAX_JSON_DEPTH, default 64)', () => {
+  let d: TestServer;
+  beforeAll(async () => {
+    d = await startTestServer();
+    await deploy(d.api, singleTaskBpmn('nested', 'nested-task'));
+  });
+  afterAll(async () => d?.close());
+
+  const cases: [string, string, () => unknown, number, string][] = [
+    // the body, its variables and 63 arrays: 65 levels
+    ['one level past the limit', '/api/instances', () => `{"definitionKey":"nested","variables":{"a":${nested(63)}}}`, 400, 'BATON_MAX_JSON_DEPTH'],
+    // used to end in a 500 (a stack overflow measuring the variables)
+    ['20,000 levels', '/api/instances', () => `{"definitionKey":"nested","variables":{"a":${nested(20_000)}}}`, 400, 'BATON_MAX_JSON_DEPTH'],
+    // the surrogate check's walk overflowed outside any router layer: an uncaught exception that stopped the process
+    ['20,000 levels around a lone surrogate escape', '/api/instances', () => `{"definitionKey":"nested","variables":{"a":${nested(20_000, '"\\ud800"')}}}`, 400, 'BATON_MAX_JSON_DEPTH'],
+    ['20,000 levels, Camunda', '/engine-rest/process-definition/key/nested/start', () => `{"variables":{"a":{"value":${nested(20_000)},"type":"Json"}}}`, 400, 'BATON_MAX_JSON_DEPTH'],
+    // JSON text inside a string is parsed by the variable reader, past the body's check
+    ['a Camunda Json variable whose text nests 20,000 levels', '/engine-rest/process-definition/key/nested/start', () => JSON.stringify({ variables: { a: { value: nested(20_000), type: 'Json' } } }), 400, 'more than 1000 levels deep'],
+  ];
+  for (const [label, route, body, status, names] of cases) {
+    it(`${label}: ${status} naming ${names}, nothing changed`, async () => {
+      const before = await databaseDigest(d.db.pool);
+      const res = await d.api.post(route, body(), { contentType: 'application/json' });
+      expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(status);
+      expect(JSON.stringify(res.body)).toContain(names);
+      expect(await databaseDigest(d.db.pool)).toBe(before);
+    });
+  }
+
+  it('a body nested exactly to the limit (64 levels) starts its instance, and the server still answers after the refusals', async () => {
+    const res = await d.api.post('/api/instances', `{"definitionKey":"nested","variables":{"a":${nested(62)}}}`, { contentType: 'application/json' });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect((await d.api.get(`/api/instances/${res.body.id as string}`)).status).toBe(200);
+  });
+});
+

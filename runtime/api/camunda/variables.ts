@@ -6,6 +6,7 @@ import type { CamundaVariables } from '../../engine/camunda-tasks.ts';
 import { CamundaType, type StoredType, type TypedWrite } from '../../store/camunda-variables.ts';
 import { formatCamundaDate, parseCamundaDate } from './dates.ts';
 import { invalidRequest } from './errors.ts';
+import { MAX_JSON_DEPTH_CEILING, nestsDeeperThan } from '../../security/limits.ts';
 
 export interface WireVariable {
   value?: unknown;
@@ -100,12 +101,16 @@ function readInteger(value: unknown, type: 'Integer' | 'Short' | 'Long', fail: (
 }
 
 function readJson(value: unknown, fail: (why: string) => Error): unknown {
-  if (typeof value !== 'string') return value; // already structured: kept as is
+  if (typeof value !== 'string') return value; // already structured: the body's nesting limit covered it
+  let parsed: unknown;
   try {
-    return JSON.parse(value);
+    parsed = JSON.parse(value);
   } catch (err) {
     throw fail(`not valid JSON (${(err as Error).message})`);
   }
+  // JSON text inside a string escapes the body's limit; past this depth storing it overflows the stack.
+  if (nestsDeeperThan(parsed, MAX_JSON_DEPTH_CEILING)) throw fail(`its JSON nests arrays and objects more than ${MAX_JSON_DEPTH_CEILING} levels deep`);
+  return parsed;
 }
 
 function readBinary(name: string, type: 'Bytes' | 'File', value: unknown, info: Record<string, unknown>, fail: (why: string) => Error): TypedWrite {
