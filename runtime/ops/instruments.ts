@@ -1,8 +1,9 @@
 // Counters and histograms fed by the code paths that already do the work (fetch,
-// sweeper, failure, timer firing): one observe per event, no extra SQL. They count
+// sweeper, failure, timer firing, committed transitions): one observe per event, no extra SQL. They count
 // for this process; Prometheus sums the nodes. Each server's registry (metrics.ts)
 // registers these same objects.
 import { Counter, Histogram, type Metric } from 'prom-client';
+import { onInstanceLifecycle } from '../store/instances.ts';
 
 export const fetchToLockSeconds = new Histogram({
   name: 'baton_task_fetch_to_lock_seconds',
@@ -32,7 +33,30 @@ export const timerLatenessSeconds = new Histogram({
   registers: [],
 });
 
-export const processInstruments: Metric[] = [fetchToLockSeconds, lockExpiries, taskRetries, timerLatenessSeconds];
+// Instances counted as they start and end rather than by status in the table: finished
+// instances pile up, live ones do not (the baton_instances gauge counts live statuses only).
+export const instancesStarted = new Counter({
+  name: 'baton_instances_started_total',
+  help: 'Instances this node started',
+  labelNames: ['definition_key'],
+  registers: [],
+});
+
+export const instancesEnded = new Counter({
+  name: 'baton_instances_ended_total',
+  help: 'Instances that ended (completed, canceled, compensated) in this node\'s transitions',
+  labelNames: ['definition_key', 'status'],
+  registers: [],
+});
+
+onInstanceLifecycle((events) => {
+  for (const e of events) {
+    if (e.kind === 'started') instancesStarted.inc({ definition_key: e.definitionKey });
+    else instancesEnded.inc({ definition_key: e.definitionKey, status: e.kind });
+  }
+});
+
+export const processInstruments: Metric[] = [fetchToLockSeconds, lockExpiries, taskRetries, timerLatenessSeconds, instancesStarted, instancesEnded];
 
 /** Called with the tasks a fetch just locked. */
 export function observeLocked(tasks: readonly { topic: string; retry_at: Date }[]): void {

@@ -36,7 +36,7 @@ export function createMetricsRegistry(pool: Pool, notifier: TaskNotifier): Regis
         fill(this, rows);
       },
     });
-  sqlGauge('baton_instances', 'Instances by definition key and status', ['definition_key', 'status'], (g, r) => {
+  sqlGauge('baton_instances', 'Live instances (running, incident, compensating) by definition key and status; finished ones: baton_instances_ended_total', ['definition_key', 'status'], (g, r) => {
     for (const row of r.instances) g.set({ definition_key: row.definition_key, status: row.status }, row.count);
   });
   sqlGauge('baton_tasks', 'Open external tasks by topic and state (ready, locked)', ['topic', 'state'], (g, r) => {

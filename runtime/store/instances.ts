@@ -1,7 +1,7 @@
 // Instance rows: start, lock-with-state, apply a transition's effects, cancel, read.
 import type { Effects, InstanceState, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
-import { isPool, type Queryable } from './db.ts';
+import { afterCommit, isPool, type Queryable } from './db.ts';
 import { readyTaskBells, ringAfterCommit, type FrameBell } from './doorbells.ts';
 import { OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 import { applyEffectsStatement, framesOf, waitingTimers, type HandOffTask } from './apply-effects.ts';
@@ -345,10 +345,51 @@ interface WrittenTransition {
  * was created, their frames.
  */
 function ringTransitions(db: Queryable, written: WrittenTransition[]): void {
+  noteLifecycle(db, written);
   ringAfterCommit(db, {
     ...readyTaskBells(written.flatMap((w) => w.topics)),
     timers: written.some((w) => waitingTimers(w.p.effects).length > 0),
     frames: written.filter((w) => w.frameSeq != null).map((w) => ({ instanceId: w.p.instance.id, generation: w.p.instance.generation, seq: w.frameSeq! })),
+  });
+}
+
+/** A committed transition started its instance, or ended it (ops/instruments.ts counts them). */
+export interface InstanceLifecycleEvent {
+  definitionKey: string;
+  kind: 'started' | 'completed' | 'canceled' | 'compensated';
+}
+
+const LIFECYCLE_KINDS = new Map<string, InstanceLifecycleEvent['kind']>([
+  ['instance:started', 'started'], ['instance:completed', 'completed'], ['instance:canceled', 'canceled'], ['instance:compensated', 'compensated'],
+]);
+const lifecycleListeners = new Set<(events: readonly InstanceLifecycleEvent[]) => void>();
+
+/** Told, after each commit, which instances its transitions started or ended; answers an unsubscribe. */
+export function onInstanceLifecycle(listener: (events: readonly InstanceLifecycleEvent[]) => void): () => void {
+  lifecycleListeners.add(listener);
+  return () => lifecycleListeners.delete(listener);
+}
+
+// Read off the transitions' own history events (instance:started, and instance:<status> at
+// every change of status), once their transaction has committed: a rolled-back write is not counted.
+function noteLifecycle(db: Queryable, written: WrittenTransition[]): void {
+  if (lifecycleListeners.size === 0) return;
+  const events: InstanceLifecycleEvent[] = [];
+  for (const w of written) {
+    for (const e of w.p.effects.events) {
+      const kind = LIFECYCLE_KINDS.get(e.kind);
+      if (kind) events.push({ definitionKey: w.p.instance.definition_key, kind });
+    }
+  }
+  if (events.length === 0) return;
+  afterCommit(db, () => {
+    for (const l of lifecycleListeners) {
+      try {
+        l(events);
+      } catch {
+        // a listener's failure is its own
+      }
+    }
   });
 }
 

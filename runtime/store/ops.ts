@@ -16,17 +16,21 @@ export interface GaugeRows {
 }
 
 /**
- * One snapshot of the gauges /metrics reports; low-cardinality groups only. The instance
- * counts read the whole table: planned with PostgreSQL's defaults, not the hot path's.
+ * One snapshot of the gauges /metrics reports; low-cardinality groups only, planned with
+ * PostgreSQL's defaults, not the hot path's. The instance counts read the live statuses
+ * only, through their partial index: finished instances are counted as they end
+ * (ops/instruments.ts), so a scrape costs what is live, not what history holds.
  */
 export function readGauges(pool: Pool): Promise<GaugeRows> {
   return withPlannerDefaults(pool, readGaugesIn);
 }
 
-async function readGaugesIn(db: Queryable): Promise<GaugeRows> {
+/** readGauges' statements, on a connection planning with the defaults (withPlannerDefaults). */
+export async function readGaugesIn(db: Queryable): Promise<GaugeRows> {
   const instances = await db.query<GaugeRows['instances'][number]>({
     name: 'metrics_instances',
-    text: `select definition_key, status, count(*)::int as count from instances group by definition_key, status`,
+    text: `select definition_key, status, count(*)::int as count from instances
+            where status in ('running', 'incident', 'compensating') group by definition_key, status`,
   });
   const tasks = await db.query<GaugeRows['tasks'][number]>({
     name: 'metrics_tasks',

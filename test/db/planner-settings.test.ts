@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, withPlannerDefaults, type Queryable } from '../../runtime/store/db.ts';
 import { listIncidents } from '../../runtime/store/incidents.ts';
 import { lockInstancesOfTasks, readTaskTransitions } from '../../runtime/store/instances.ts';
+import { readGauges, readGaugesIn } from '../../runtime/store/ops.ts';
 import { listInstances } from '../../runtime/store/queries.ts';
 import { listEndedInstancesWithHistory } from '../../runtime/store/retention.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -131,6 +132,17 @@ describe('planner settings of the pool', () => {
       expect(running.map((r) => r.business_key).sort()).toEqual(['bk-1', 'bk-2', 'bk-3', 'bk-4', 'bk-5']);
       const plan = await withPlannerDefaults(db.pool, (c) => explainUnnamed(c, 'list_by_status', `'running', 50`, (q) => listInstances(q, { status: 'running', limit: 50 })));
       expect(scans(plan, 'instances')).toEqual([expect.stringMatching(/^Index Scan on instances_status_idx \(status = /)]);
+    });
+
+    it('then /metrics counts the live instances through instances_status_idx, not the ended ones', async () => {
+      expect((await readGauges(db.pool)).instances.filter((r) => r.definition_key === 'listed')).toEqual([{ definition_key: 'listed', status: 'running', count: RUNNING }]);
+      const texts: string[] = [];
+      const plan = await withPlannerDefaults(db.pool, async (c) => {
+        await readGaugesIn({ query: ((config: { text: string }) => { texts.push(config.text); return c.query(config); }) as Queryable['query'] });
+        return (await c.query<Explained>(`explain (format json) ${texts[0]}`)).rows;
+      });
+      expect(texts[0]).toMatch(/from instances/);
+      expect(scans(plan, 'instances')).toEqual([expect.stringMatching(/^(Index|Bitmap Index) Scan on instances_status_idx/)]);
     });
 
     it('then the incidents of one instance, planned with the defaults, are searched by incidents_instance_idx', async () => {

@@ -2,7 +2,7 @@
 // histograms with low-cardinality labels.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBpmn, singleTaskBpmn } from '../support/bpmn.ts';
-import { deploy, fetchOne, start, waitForStatus } from '../support/flows.ts';
+import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus } from '../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
@@ -99,6 +99,37 @@ describe('/metrics', () => {
       return counted(now, 'baton_incidents_created_total') >= 1 && counted(now, 'baton_frames_written_total') > counted(before, 'baton_frames_written_total') ? true : undefined;
     }, 30_000, 'the insert statistics of incidents and frames');
   }, 60_000);
+
+  it('counts instances as they start and end; the instance gauge holds the live statuses only', async () => {
+    const before = (await scrape()).samples;
+    const delta = (after: Sample[], name: string, labels: Record<string, string>) => (value(after, name, labels) ?? 0) - (value(before, name, labels) ?? 0);
+    await deploy(t.api, singleTaskBpmn('lifecycle', 'lifecycle-task'));
+    await deploy(t.api, buildBpmn('instant', [{ id: 's', type: 'startEvent' }, { id: 'e', type: 'endEvent' }], [{ from: 's', to: 'e' }]));
+    await deploy(t.api, buildBpmn('timed-end', [{ id: 's', type: 'startEvent' }, { id: 'wait', type: 'catchEvent', timer: { duration: 'PT0.1S' } }, { id: 'e', type: 'endEvent' }], [{ from: 's', to: 'wait' }, { from: 'wait', to: 'e' }]));
+    const [done, batched, canceled] = [await start(t.api, 'lifecycle', { businessKey: 'lc-1' }), await start(t.api, 'lifecycle'), await start(t.api, 'lifecycle')];
+    // The same business key again answers the existing instance: no second start.
+    expect((await t.api.post('/api/instances', { definitionKey: 'lifecycle', businessKey: 'lc-1' })).status).toBe(200);
+    const instant = await start(t.api, 'instant'); // started and completed in one statement
+    const timed = await start(t.api, 'timed-end'); // completed by the timer batch
+    const [one, two] = await fetchTasks(t.api, 'w', ['lifecycle-task'], { maxTasks: 2 });
+    expect((await complete(t.api, one!, 'w')).status).toBe(204);
+    expect((await t.api.post('/api/external-tasks/complete-batch', { workerId: 'w', tasks: [{ id: two!.id, lockToken: two!.lockToken }] })).status).toBe(200);
+    expect((await t.api.post(`/api/instances/${canceled}/cancel`, {})).status).toBe(200);
+    for (const id of [done, batched, instant, timed]) await waitForStatus(t.api, id, 'completed');
+
+    const after = (await scrape()).samples;
+    expect(delta(after, 'baton_instances_started_total', { definition_key: 'lifecycle' })).toBe(3);
+    expect(delta(after, 'baton_instances_started_total', { definition_key: 'instant' })).toBe(1);
+    expect(delta(after, 'baton_instances_started_total', { definition_key: 'timed-end' })).toBe(1);
+    expect(delta(after, 'baton_instances_ended_total', { definition_key: 'lifecycle', status: 'completed' })).toBe(2);
+    expect(delta(after, 'baton_instances_ended_total', { definition_key: 'lifecycle', status: 'canceled' })).toBe(1);
+    expect(delta(after, 'baton_instances_ended_total', { definition_key: 'instant', status: 'completed' })).toBe(1);
+    expect(delta(after, 'baton_instances_ended_total', { definition_key: 'timed-end', status: 'completed' })).toBe(1);
+    // Finished instances are no gauge series: a scrape reads what is live, however long the history.
+    expect(after.filter((s) => s.name === 'baton_instances' && !['running', 'incident', 'compensating'].includes(s.labels.status ?? ''))).toEqual([]);
+    expect(after.some((s) => s.name === 'baton_instances' && s.labels.definition_key === 'lifecycle')).toBe(false);
+    expect(value(after, 'baton_instances', { definition_key: 'counted', status: 'incident' })).toBe(1);
+  });
 
   it('two scrapes in a row agree (the second may come from the one-second cache)', async () => {
     const a = await scrape();

@@ -51,11 +51,12 @@ describe('two nodes', () => {
     expect((await adminB.post('/api/instances', { definitionKey: 'shared', businessKey: 'one' })).body.id).toBe(started.body.id);
   });
 
-  it('both are ready and report the same instances in /metrics', async () => {
+  it('both are ready and report the same live instances in /metrics', async () => {
+    expect((await adminA.post('/api/instances', { definitionKey: 'shared', businessKey: 'two' })).status).toBe(201);
     for (const client of [adminA, adminB]) {
       expect((await client.get('/readyz')).status).toBe(200);
       const res = await fetch(`${client === adminA ? nodes[0]!.url : nodes[1]!.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } });
-      expect(await res.text()).toContain('baton_instances{definition_key="shared",status="completed"} 1');
+      expect(await res.text()).toContain('baton_instances{definition_key="shared",status="running"} 1');
     }
   });
 });
