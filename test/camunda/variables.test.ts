@@ -73,6 +73,20 @@ describe('readVariables', () => {
     expect(() => readVariables({ v: 'bare' })).toThrow(CamundaError);
     expect(() => readVariables(JSON.parse('{"__proto__": {"value": 1}}'))).toThrow(CamundaError);
   });
+
+  it('quotes the start of a refused value, not all of it', () => {
+    const message = (input: Record<string, unknown>) => {
+      try {
+        readVariables(input);
+      } catch (err) {
+        return (err as Error).message;
+      }
+      throw new Error('accepted');
+    };
+    expect(message({ n: { value: 'abc', type: 'Integer' } })).toBe("Cannot convert value 'abc' of variable 'n' to type Integer: expected an integer");
+    const long = message({ ['v'.repeat(100)]: { value: 'x'.repeat(40_000), type: 'Integer' } });
+    expect(long).toBe(`Cannot convert value '${'x'.repeat(80)}… (40000 characters)' of variable '${'v'.repeat(80)}… (100 characters)' to type Integer: expected an integer`);
+  });
 });
 
 describe('renderVariables', () => {

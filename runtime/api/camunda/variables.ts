@@ -41,7 +41,7 @@ function readVariable(name: string, v: WireVariable): TypedWrite {
   if (!type) throw invalidRequest(`Unsupported value type '${String(v.type)}' of variable '${name}'`);
   const info = { ...(v.valueInfo ?? {}) };
   delete info.transient;
-  const fail = (why: string) => invalidRequest(`Cannot convert value '${String(v.value)}' of variable '${name}' to type ${type}: ${why}`);
+  const fail = (why: string) => invalidRequest(`Cannot convert value '${excerpt(String(v.value))}' of variable '${excerpt(name)}' to type ${type}: ${why}`);
   const value = v.value;
   const write = (nativeValue: unknown, content: Buffer | null = null, valueInfo: Record<string, unknown> = {}): TypedWrite =>
     ({ name, nativeValue, type, valueInfo, content });
@@ -80,6 +80,12 @@ function readVariable(name: string, v: WireVariable): TypedWrite {
     case 'File':
       return readBinary(name, type, value, info, fail);
   }
+}
+
+/** How much of a refused value an error message quotes: the message names the value, it does not carry it back. */
+const EXCERPT_CHARS = 80;
+function excerpt(text: string): string {
+  return text.length <= EXCERPT_CHARS ? text : `${text.slice(0, EXCERPT_CHARS)}… (${text.length} characters)`;
 }
 
 function inferType(value: unknown): CamundaType {
