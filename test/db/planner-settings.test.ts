@@ -120,8 +120,15 @@ describe('planner settings of the pool', () => {
                          from generate_series(1, $2::int) n`, [RUNNING, RUNNING + ENDED]);
         await c.query(`insert into incidents (instance_id, step_id, generation, kind, message, status, resolved_at)
                        select id, 'work', 1, 'task_failed', 'boom', 'resolved', now() from instances where definition_key = 'listed'`);
+        // a done task and its history per ended instance; a ready task per running one, one of them locked
+        await c.query(`insert into external_tasks (instance_id, step_id, generation, topic, state, retries, retries_left, idempotency_key, worker_id, lock_token, lock_expires_at)
+                       select id, 'work', 1, 'listed-task', case when status = 'running' then 'ready' else 'done' end, 3, 3, id::text, 'w', gen_random_uuid(), now()
+                         from instances where definition_key = 'listed'`);
+        await c.query(`update external_tasks set state = 'locked', lock_expires_at = now() + interval '1 hour'
+                        where id = (select id from external_tasks where topic = 'listed-task' and state = 'ready' limit 1)`);
+        await c.query(`insert into events (instance_id, generation, kind, step_id) select instance_id, 1, 'task:completed', 'work' from external_tasks where state = 'done'`);
         await c.query('set session_replication_role = origin');
-        await c.query('analyze instances; analyze incidents');
+        await c.query('analyze instances; analyze incidents; analyze external_tasks; analyze events');
       } finally {
         c.release();
       }
@@ -134,15 +141,24 @@ describe('planner settings of the pool', () => {
       expect(scans(plan, 'instances')).toEqual([expect.stringMatching(/^Index Scan on instances_status_idx \(status = /)]);
     });
 
-    it('then /metrics counts the live instances through instances_status_idx, not the ended ones', async () => {
-      expect((await readGauges(db.pool)).instances.filter((r) => r.definition_key === 'listed')).toEqual([{ definition_key: 'listed', status: 'running', count: RUNNING }]);
+    it('then /metrics counts live instances and open tasks through their partial indexes, never the ended ones', async () => {
+      const gauges = await readGauges(db.pool);
+      expect(gauges.instances.filter((r) => r.definition_key === 'listed')).toEqual([{ definition_key: 'listed', status: 'running', count: RUNNING }]);
+      expect(gauges.tasks.filter((r) => r.topic === 'listed-task').map(({ state, count }) => ({ state, count })).sort((a, b) => a.state.localeCompare(b.state)))
+        .toEqual([{ state: 'locked', count: 1 }, { state: 'ready', count: RUNNING - 1 }]);
       const texts: string[] = [];
-      const plan = await withPlannerDefaults(db.pool, async (c) => {
+      const plans = await withPlannerDefaults(db.pool, async (c) => {
         await readGaugesIn({ query: ((config: { text: string }) => { texts.push(config.text); return c.query(config); }) as Queryable['query'] });
-        return (await c.query<Explained>(`explain (format json) ${texts[0]}`)).rows;
+        return Promise.all(texts.map(async (text) => (await c.query<Explained>(`explain (format json) ${text}`)).rows));
       });
-      expect(texts[0]).toMatch(/from instances/);
-      expect(scans(plan, 'instances')).toEqual([expect.stringMatching(/^(Index|Bitmap Index) Scan on instances_status_idx/)]);
+      const scansOf = (table: string) => plans.flatMap((plan) => scans(plan, table));
+      expect(scansOf('instances')).toEqual([expect.stringMatching(/^(Index|Bitmap Index) Scan on instances_status_idx/)]);
+      expect(scansOf('external_tasks')).toEqual([
+        expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on external_tasks_ready(_age)?_idx/),
+        expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on external_tasks_locked_topic_idx/),
+      ]);
+      expect(scansOf('events')).toEqual([expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on events_lock_expired_idx/)]);
+      expect(scansOf('incidents')).toEqual([expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on incidents_open_idx/)]);
     });
 
     it('then the incidents of one instance, planned with the defaults, are searched by incidents_instance_idx', async () => {
