@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsPlugin from 'ajv-formats';
 import { BatonError } from '../shared/errors.ts';
+import { isUuid } from '../shared/uuid.ts';
 
 const schemaDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../schemas/api');
 const BASE_ID = 'https://baton.dev/schemas/api/';
@@ -66,11 +67,7 @@ export function validateQuery<T>(name: string, query: unknown): T {
   return value as T;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(id: string): boolean {
-  return UUID.test(id);
-}
+export { isUuid };
 
 /** Ids in paths are uuids; anything else cannot exist. */
 export function requireUuid(id: string | undefined, what: string): string {

@@ -1,5 +1,6 @@
 // Read models of the Camunda API: external tasks as Camunda lists them (open ones only:
 // Camunda deletes a task when it completes).
+import { isUuid } from '../shared/uuid.ts';
 import type { Queryable } from './db.ts';
 import type { ExternalTaskRow } from './tasks.ts';
 
@@ -36,15 +37,18 @@ function where(q: CamundaTaskQuery): { sql: string; values: unknown[] } {
     values.push(value);
     clauses.push(sql.replace('?', `$${values.length}`));
   };
-  if (q.externalTaskId !== undefined) add('t.id::text = ?', q.externalTaskId);
+  // Ids compare as uuids, so that the primary key and the instance's task index serve them
+  // (compared as text, a look-up by id read every task ever created); other text names no row.
+  const addId = (column: string, id: string) => (isUuid(id) ? add(`${column} = ?::uuid`, id) : clauses.push('false'));
+  if (q.externalTaskId !== undefined) addId('t.id', q.externalTaskId);
   if (q.topicName !== undefined) add('t.topic = ?', q.topicName);
   if (q.workerId !== undefined) add(`t.state = 'locked' and t.worker_id = ?`, q.workerId);
   if (q.locked) clauses.push(`t.state = 'locked'`);
   if (q.notLocked) clauses.push(`t.state <> 'locked'`);
   if (q.withRetriesLeft) clauses.push(`t.state <> 'failed'`);
   if (q.noRetriesLeft) clauses.push(`t.state = 'failed'`);
-  if (q.processInstanceId !== undefined) add('t.instance_id::text = ?', q.processInstanceId);
-  if (q.processDefinitionId !== undefined) add('i.definition_id::text = ?', q.processDefinitionId);
+  if (q.processInstanceId !== undefined) addId('t.instance_id', q.processInstanceId);
+  if (q.processDefinitionId !== undefined) addId('i.definition_id', q.processDefinitionId);
   if (q.processDefinitionKey !== undefined) add('i.definition_key = ?', q.processDefinitionKey);
   if (q.activityId !== undefined) add('t.step_id = ?', q.activityId);
   if (q.priorityHigherThanOrEquals !== undefined) add('t.priority >= ?', q.priorityHigherThanOrEquals);

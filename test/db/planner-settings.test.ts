@@ -7,6 +7,7 @@
 // status is searched by its index; planned once for any value, the instance list by status
 // walked the whole of instances_list_idx.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findCamundaTask, listCamundaTasks } from '../../runtime/store/camunda-queries.ts';
 import { createPool, withPlannerDefaults, type Queryable } from '../../runtime/store/db.ts';
 import { listIncidents } from '../../runtime/store/incidents.ts';
 import { lockInstancesOfTasks, readTaskTransitions } from '../../runtime/store/instances.ts';
@@ -159,6 +160,19 @@ describe('planner settings of the pool', () => {
       ]);
       expect(scansOf('events')).toEqual([expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on events_lock_expired_idx/)]);
       expect(scansOf('incidents')).toEqual([expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on incidents_open_idx/)]);
+    });
+
+    it('then a Camunda look-up of a task by id, or of an instance\'s tasks, reads them by index, not every task', async () => {
+      const { rows: [one] } = await db.pool.query<{ id: string; instance_id: string }>(`select id, instance_id from external_tasks where state = 'ready' limit 1`);
+      expect((await findCamundaTask(db.pool, one!.id.toUpperCase()))?.id).toBe(one!.id);
+      expect(await findCamundaTask(db.pool, 'not-a-uuid')).toBeUndefined();
+      const c = await db.pool.connect(); // the pool's settings, as findCamundaTask runs
+      const byId = await explainUnnamed(c, 'camunda_task_by_id', `'${one!.id}', 0, 1`, // an id read back from the table
+        (q) => listCamundaTasks(q, { externalTaskId: one!.id, firstResult: 0, maxResults: 1 })).finally(() => c.release());
+      expect(scans(byId, 'external_tasks')).toEqual([expect.stringMatching(/^Index Scan on external_tasks_pkey/)]);
+      const ofInstance = await withPlannerDefaults(db.pool, (c) => explainUnnamed(c, 'camunda_tasks_of_instance', `'${one!.instance_id}', 0, 10`,
+        (q) => listCamundaTasks(q, { processInstanceId: one!.instance_id, firstResult: 0, maxResults: 10 })));
+      expect(scans(ofInstance, 'external_tasks')).toEqual([expect.stringMatching(/^(Index|Bitmap Index) Scan on external_tasks_element_key/)]);
     });
 
     it('then the incidents of one instance, planned with the defaults, are searched by incidents_instance_idx', async () => {
