@@ -7,7 +7,7 @@
 // status is searched by its index; planned once for any value, the instance list by status
 // walked the whole of instances_list_idx.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findCamundaTask, listCamundaTasks } from '../../runtime/store/camunda-queries.ts';
+import { countCamundaTasks, findCamundaTask, listCamundaTasks } from '../../runtime/store/camunda-queries.ts';
 import { createPool, withPlannerDefaults, type Queryable } from '../../runtime/store/db.ts';
 import { listIncidents } from '../../runtime/store/incidents.ts';
 import { lockInstancesOfTasks, readTaskTransitions } from '../../runtime/store/instances.ts';
@@ -127,6 +127,8 @@ describe('planner settings of the pool', () => {
                          from instances where definition_key = 'listed'`);
         await c.query(`update external_tasks set state = 'locked', lock_expires_at = now() + interval '1 hour'
                         where id = (select id from external_tasks where topic = 'listed-task' and state = 'ready' limit 1)`);
+        await c.query(`update external_tasks set state = 'failed', retries_left = 0
+                        where id = (select id from external_tasks where topic = 'listed-task' and state = 'done' limit 1)`);
         await c.query(`insert into events (instance_id, generation, kind, step_id) select instance_id, 1, 'task:completed', 'work' from external_tasks where state = 'done'`);
         await c.query('set session_replication_role = origin');
         await c.query('analyze instances; analyze incidents; analyze external_tasks; analyze events');
@@ -173,6 +175,31 @@ describe('planner settings of the pool', () => {
       const ofInstance = await withPlannerDefaults(db.pool, (c) => explainUnnamed(c, 'camunda_tasks_of_instance', `'${one!.instance_id}', 0, 10`,
         (q) => listCamundaTasks(q, { processInstanceId: one!.instance_id, firstResult: 0, maxResults: 10 })));
       expect(scans(ofInstance, 'external_tasks')).toEqual([expect.stringMatching(/^(Index|Bitmap Index) Scan on external_tasks_element_key/)]);
+    });
+
+    it('then the Camunda list and count of open tasks read the ready, locked and failed tasks by their indexes, not the done ones', async () => {
+      const all = { topicName: 'listed-task', firstResult: 0, maxResults: 100 };
+      const listed = await withPlannerDefaults(db.pool, (q) => listCamundaTasks(q, all));
+      expect(listed.map((t) => t.state).sort()).toEqual(['failed', 'locked', 'ready', 'ready', 'ready', 'ready']);
+      expect(listed.map((t) => t.created_at.getTime())).toEqual(listed.map((t) => t.created_at.getTime()).sort((a, b) => a - b));
+      expect(await withPlannerDefaults(db.pool, (q) => countCamundaTasks(q, all))).toBe(RUNNING + 1);
+      const texts: string[] = [];
+      const plans = await withPlannerDefaults(db.pool, async (c) => {
+        const capture = { query: ((text: string, values: unknown[]) => { texts.push(text); return c.query(text, values); }) as Queryable['query'] };
+        await listCamundaTasks(capture, all);
+        await countCamundaTasks(capture, all);
+        return [
+          (await c.query<Explained>(`explain (format json) ${texts[0]!.replaceAll('$1', `'listed-task'`).replace('$2', '0').replace('$3', '100')}`)).rows,
+          (await c.query<Explained>(`explain (format json) ${texts[1]!.replaceAll('$1', `'listed-task'`)}`)).rows,
+        ];
+      });
+      for (const plan of plans) {
+        expect(scans(plan, 'external_tasks')).toEqual([
+          expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on external_tasks_ready(_age)?_idx/),
+          expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on external_tasks_(lock_expiry|locked_topic)_idx/),
+          expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on external_tasks_failed_idx/),
+        ]);
+      }
     });
 
     it('then the incidents of one instance, planned with the defaults, are searched by incidents_instance_idx', async () => {
