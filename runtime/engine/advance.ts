@@ -88,7 +88,7 @@ export interface Effects {
   subscriptions: NewSubscription[];
   /** steps whose waits end (their timer rows are canceled, subscriptions deleted) */
   endedWaits: string[];
-  /** steps whose open external task is canceled (an interrupting boundary fired) */
+  /** steps whose open external task (ready, locked or failed) is canceled and open incident resolved (an interrupting boundary fired) */
   canceledTasks: string[];
   /** compensation runs to queue (hosts newest first); null throwStepId: an onExhausted saga */
   compensationRuns: { throwStepId: string | null; hosts: CompensationTarget[] }[];
@@ -142,7 +142,9 @@ export function fireWait(plan: Plan, stepId: string, state: InstanceState, vars:
   if (state.steps[step.id] !== 'active' || (step.kind !== 'catchEvent' && step.kind !== 'boundaryEvent')) return false;
   const host = step.boundary ? stepById(plan, step.boundary.attachedTo) : undefined;
   if (host && step.boundary?.interrupting) {
-    if (state.steps[host.id] !== 'active') return false;
+    // A host in an incident is still open: its boundaries still fire (its failed task is
+    // canceled, its incident resolved), as they would in Camunda; a deadline does not wait for an operator.
+    if (state.steps[host.id] !== 'active' && state.steps[host.id] !== 'incident') return false;
     setStep(state, fx, host.id, 'canceled');
     fx.canceledTasks.push(host.id);
     fx.events.push({ kind: 'step:canceled', stepId: host.id, data: { by: step.id } });

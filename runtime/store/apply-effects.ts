@@ -272,7 +272,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   if (fx.canceledTasks.length > 0) {
     const ids = $(fx.canceledTasks);
     ctes.push(`kc as (update external_tasks set state = 'canceled', ended_at = now()
-              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and state in ('ready', 'locked')` + hold('kc') + ')',
+              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and state in ('ready', 'locked', 'failed')` + hold('kc') + ')',
     `ki as (update incidents set status = 'resolved', resolved_at = now()
               where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_INCIDENT_SQL}` + hold('ki') + ')');
   }

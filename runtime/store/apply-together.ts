@@ -248,7 +248,7 @@ export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEff
     shape += PART.canceledTasks;
     const pairs = `(select * from unnest($${idsOf(canceled)}::uuid[], $${$(canceled.map((c) => c.item))}::text[]))`;
     ctes.push(`kc as (update external_tasks set state = 'canceled', ended_at = now()
-              where (instance_id, step_id) in ${pairs} and state in ('ready', 'locked')` + hold('kc') + ')',
+              where (instance_id, step_id) in ${pairs} and state in ('ready', 'locked', 'failed')` + hold('kc') + ')',
     `ki as (update incidents set status = 'resolved', resolved_at = now()
               where (instance_id, step_id) in ${pairs} and ${OPEN_INCIDENT_SQL}` + hold('ki') + ')');
   }

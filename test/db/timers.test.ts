@@ -25,6 +25,13 @@ beforeAll(async () => {
     { from: 'remind', to: 'reminder' }, { from: 'reminder', to: 'reminded' },
     { from: 'timeout', to: 'escalate' }, { from: 'escalate', to: 'escalated' },
   ]));
+  // Retries run out at once: the task fails into an incident before its 0.5 s timeout.
+  await deploy(t.api, buildBpmn('stuck', [
+    { id: 's', type: 'startEvent' },
+    { id: 'work', type: 'serviceTask', topic: 'stuck-work', retries: 0 },
+    { id: 'timeout', type: 'boundaryEvent', attachedTo: 'work', timer: { duration: 'PT0.5S' } },
+    { id: 'e', type: 'endEvent' }, { id: 'gave-up', type: 'endEvent' },
+  ], [{ from: 's', to: 'work' }, { from: 'work', to: 'e' }, { from: 'timeout', to: 'gave-up' }]));
   await deploy(t.api, buildBpmn('race-timer', [
     { id: 's', type: 'startEvent' },
     { id: 'work', type: 'serviceTask', topic: 'race-work' },
@@ -85,6 +92,23 @@ describe('timers', () => {
     expect((await timerRows(id)).map((r) => r.state)).toEqual(['canceled', 'canceled']);
     await t.server.timers.tick();
     expect(await fetchTasks(t.api, 'w', ['send-reminder', 'escalate'])).toEqual([]);
+  });
+
+  it('given a task in an incident when its interrupting timer falls due, then the timer cancels it, resolves the incident and takes its path', async () => {
+    const id = await start(t.api, 'stuck');
+    const task = await fetchOne(t.api, 'w', 'stuck-work');
+    expect((await t.api.post(`/api/external-tasks/${task.id}/failure`, { workerId: 'w', lockToken: task.lockToken, errorMessage: 'down' })).status).toBe(204);
+    await waitForStatus(t.api, id, 'incident');
+    const done = await waitForStatus(t.api, id, 'completed');
+    const status = Object.fromEntries(done.steps.map((s: { stepId: string; status: string }) => [s.stepId, s.status]));
+    expect(status).toMatchObject({ work: 'canceled', timeout: 'completed', 'gave-up': 'completed', e: 'skipped' });
+    expect((await timerRows(id)).map((r) => r.state)).toEqual(['fired']);
+    const { rows: [row] } = await t.db.pool.query(`select state from external_tasks where id = $1`, [task.id]);
+    expect(row.state).toBe('canceled');
+    expect((await t.api.get(`/api/incidents?instanceId=${id}&status=open`)).body.items).toEqual([]);
+    expect((await t.api.get(`/api/incidents?instanceId=${id}&status=resolved`)).body.items).toHaveLength(1);
+    // Canceled, the task is no longer Camunda's to show or to retry.
+    expect((await t.api.get(`/engine-rest/external-task/${task.id}`)).status).toBe(404);
   });
 
   it('given a boundary timer due while the worker completes the task, then exactly one wins (50 rounds)', async () => {
