@@ -1,10 +1,6 @@
 // Acceptance: handleBpmnError from the official client caught by an error boundary event.
-// Error boundaries are being added to the compiler and the engine; until both have them
-// this file reports the test as skipped (it runs as soon as they land).
 import { Variables } from 'camunda-external-task-client-js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { compileBpmn } from '../../runtime/compiler/index.ts';
-import * as advance from '../../runtime/engine/advance.ts';
 import { deploy, waitForStatus } from '../support/flows.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { clientPool, deferred, startByKey } from './support.ts';
@@ -27,13 +23,10 @@ const xml = `<?xml version="1.0" encoding="UTF-8"?>
 </bpmn:definitions>
 `;
 
-// The engine catches BPMN errors once advance.ts can find an error boundary.
-const boundariesSupported = 'findErrorBoundary' in advance && (await compileBpmn(xml)).ok;
 let t: TestServer;
 const clients = clientPool();
 
 beforeAll(async () => {
-  if (!boundariesSupported) return;
   t = await startTestServer();
   await deploy(t.api, xml);
 });
@@ -42,7 +35,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-it.runIf(boundariesSupported)('handleBpmnError is caught by the error boundary and the process takes its path', async () => {
+it('handleBpmnError is caught by the error boundary and the process takes its path', async () => {
   const client = clients.create(t.url);
   const notified = deferred<unknown>();
   client.subscribe('cam-charge', async ({ task, taskService }: any) => {
