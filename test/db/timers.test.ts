@@ -25,11 +25,11 @@ beforeAll(async () => {
     { from: 'remind', to: 'reminder' }, { from: 'reminder', to: 'reminded' },
     { from: 'timeout', to: 'escalate' }, { from: 'escalate', to: 'escalated' },
   ]));
-  // Retries run out at once: the task fails into an incident before its 0.5 s timeout.
+  // Retries run out at once: the task fails into an incident well before its 2 s timeout.
   await deploy(t.api, buildBpmn('stuck', [
     { id: 's', type: 'startEvent' },
     { id: 'work', type: 'serviceTask', topic: 'stuck-work', retries: 0 },
-    { id: 'timeout', type: 'boundaryEvent', attachedTo: 'work', timer: { duration: 'PT0.5S' } },
+    { id: 'timeout', type: 'boundaryEvent', attachedTo: 'work', timer: { duration: 'PT2S' } },
     { id: 'e', type: 'endEvent' }, { id: 'gave-up', type: 'endEvent' },
   ], [{ from: 's', to: 'work' }, { from: 'work', to: 'e' }, { from: 'timeout', to: 'gave-up' }]));
   await deploy(t.api, buildBpmn('race-timer', [
