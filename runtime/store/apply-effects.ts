@@ -11,7 +11,7 @@
 // only placeholders ($${n}); the parts are joined as plain strings.
 import type { Effects, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
-import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
+import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TASK_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 
 
 /** The parts of a transition's statement; a shape is the sum of those present (also of apply-together.ts' statements). */
@@ -272,7 +272,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   if (fx.canceledTasks.length > 0) {
     const ids = $(fx.canceledTasks);
     ctes.push(`kc as (update external_tasks set state = 'canceled', ended_at = now()
-              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and state in ('ready', 'locked', 'failed')` + hold('kc') + ')',
+              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_TASK_SQL}` + hold('kc') + ')',
     `ki as (update incidents set status = 'resolved', resolved_at = now()
               where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_INCIDENT_SQL}` + hold('ki') + ')');
   }

@@ -25,7 +25,7 @@
 import type { Effects } from '../engine/advance.ts';
 import { PART, idempotencyKey, framesOf, lastStatusPerStep, waitingTimers } from './apply-effects.ts';
 import type { ApplyEffectsParams } from './instances.ts';
-import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
+import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TASK_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 
 export type TogetherKind = 'starts' | 'completes' | 'locked';
 
@@ -248,7 +248,7 @@ export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEff
     shape += PART.canceledTasks;
     const pairs = `(select * from unnest($${idsOf(canceled)}::uuid[], $${$(canceled.map((c) => c.item))}::text[]))`;
     ctes.push(`kc as (update external_tasks set state = 'canceled', ended_at = now()
-              where (instance_id, step_id) in ${pairs} and state in ('ready', 'locked', 'failed')` + hold('kc') + ')',
+              where (instance_id, step_id) in ${pairs} and ${OPEN_TASK_SQL}` + hold('kc') + ')',
     `ki as (update incidents set status = 'resolved', resolved_at = now()
               where (instance_id, step_id) in ${pairs} and ${OPEN_INCIDENT_SQL}` + hold('ki') + ')');
   }

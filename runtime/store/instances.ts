@@ -3,7 +3,7 @@ import type { Effects, InstanceState, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
 import { afterCommit, isPool, type Queryable } from './db.ts';
 import { readyTaskBells, ringAfterCommit, type FrameBell } from './doorbells.ts';
-import { OPEN_INCIDENT_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
+import { OPEN_INCIDENT_SQL, OPEN_TASK_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 import { applyEffectsStatement, framesOf, waitingTimers, type HandOffTask } from './apply-effects.ts';
 import { applyEffectsTogetherStatement, framingCtes, type FramedTransition, type TogetherKind } from './apply-together.ts';
 import type { LockedTaskRow } from './tasks.ts';
@@ -431,7 +431,7 @@ export async function cancelOpenWork(db: Queryable, instanceId: string, keepTask
   await db.query({
     name: 'cancel_open_work',
     text: `with t as (update external_tasks set state = 'canceled', ended_at = now()
-                       where instance_id = $1 and state in ('ready', 'locked', 'failed') and id is distinct from $2::uuid),
+                       where instance_id = $1 and ${OPEN_TASK_SQL} and id is distinct from $2::uuid),
                 tm as (update timers set state = 'canceled' where instance_id = $1 and ${OPEN_TIMER_SQL}),
                 sb as (delete from subscriptions where instance_id = $1)
            update incidents set status = 'resolved', resolved_at = now()

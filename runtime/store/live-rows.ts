@@ -24,5 +24,5 @@ export const HELD_TASK_SQL = "state not in ('ready', 'done', 'failed', 'canceled
 /** A task waiting to be fetched, in a look-up by its id (the ready indexes are by topic). */
 export const READY_TASK_SQL = "state not in ('locked', 'done', 'failed', 'canceled')";
 
-/** An open task (ready, locked or failed: Camunda's open tasks), in look-ups by task or instance id. */
+/** An open task (ready, locked or failed), in look-ups by task or instance id: what a cancel cancels, what Camunda lists. */
 export const OPEN_TASK_SQL = "state not in ('done', 'canceled')";

@@ -5,7 +5,7 @@ import type { IncidentRow } from './incidents.ts';
 import type { InstanceRow } from './instances.ts';
 import type { ExternalTaskRow } from './tasks.ts';
 import { whereGiven } from './filters.ts';
-import { OPEN_INCIDENT_SQL } from './live-rows.ts';
+import { OPEN_INCIDENT_SQL, OPEN_TASK_SQL } from './live-rows.ts';
 
 export interface ListInstancesParams {
   status?: InstanceStatus;
@@ -68,7 +68,7 @@ export async function getInstanceDetail(db: Queryable, instanceId: string): Prom
       [instanceId],
     ),
     db.query<ExternalTaskRow>(
-      `select * from external_tasks where instance_id = $1 and state in ('ready', 'locked', 'failed') order by created_at`,
+      `select * from external_tasks where instance_id = $1 and ${OPEN_TASK_SQL} order by created_at`,
       [instanceId],
     ),
     db.query<IncidentRow>(`select * from incidents where instance_id = $1 and ${OPEN_INCIDENT_SQL} order by created_at`, [instanceId]),
