@@ -120,4 +120,6 @@ export interface Heatmap {
   version: number | null;
   instances: Partial<Record<InstanceStatus, number>>;
   elements: Record<string, Partial<Record<StepState['status'], number>>>;
+  /** the newest `limit` instances are counted; `size` of them were (all, when below the limit) */
+  sample: { limit: number; size: number; since: string | null };
 }

@@ -66,6 +66,9 @@ export class BatonDefinitionView extends LightElement {
   override render() {
     const d = this.definition;
     const counts = Object.entries(this.heatmap?.instances ?? {});
+    // A definition with more instances than the heatmap counts: say which ones it shows.
+    const sample = this.heatmap?.sample;
+    const sampled = sample && sample.size >= sample.limit ? sample.size : 0;
     return html`<section class="page definition-view">
       <div class="page-head">
         <h1>${this.definitionKey} ${d ? html`<small>version ${d.version}${d.version === this.latestVersion ? ' (latest)' : ''}</small>` : nothing}</h1>
@@ -73,7 +76,7 @@ export class BatonDefinitionView extends LightElement {
       </div>
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
       ${d ? html`<p class="meta">fingerprint <code title=${d.fingerprint}>${d.fingerprint.slice(0, 12)}</code> · deployed ${formatTime(d.deployedAt)}
-        · instances: ${counts.length ? counts.map(([s, n]) => html`<span class="status status-${s}">${s} ${n}</span> `) : 'none yet'}</p>` : nothing}
+        · ${sampled ? `the newest ${sampled.toLocaleString('en-US')} instances` : 'instances'}: ${counts.length ? counts.map(([s, n]) => html`<span class="status status-${s}">${s} ${n}</span> `) : 'none yet'}</p>` : nothing}
       ${this.latestVersion > 1 ? html`<nav class="versions" aria-label="Versions">Versions:
         ${Array.from({ length: this.latestVersion }, (_, i) => i + 1).map((v) => v === d?.version
           ? html`<strong>v${v}</strong>`

@@ -3,11 +3,13 @@
 import { Router } from 'express';
 import { compileBpmn } from '../compiler/index.ts';
 import type { Engine } from '../engine/context.ts';
-import { withPlannerDefaults } from '../store/db.ts';
-import { countInstancesByStatus, countStepsByStatus } from '../store/diagrams.ts';
+import { sampleHeatmap } from '../store/diagrams.ts';
 import { findDefinition } from '../store/definitions.ts';
 import { BatonError } from '../shared/errors.ts';
 import { validateBody, validateQuery } from './validate.ts';
+
+/** Instances a heatmap counts unless asked for another number (at most 100,000: the schema). */
+export const HEATMAP_LIMIT = 1_000;
 
 export function lintRouter(engine: Engine): Router {
   const router = Router();
@@ -21,20 +23,21 @@ export function lintRouter(engine: Engine): Router {
       : { ok: false, diagnostics: result.diagnostics, warnings: [] });
   });
 
+  // Over the definition's newest instances (`limit`, default HEATMAP_LIMIT): `sample` says
+  // how many were counted and since when, so a client can tell a sample from the whole.
   router.get('/:key/heatmap', async (req, res) => {
-    const { version } = validateQuery<{ version?: number }>('diagram-heatmap-query', req.query);
+    const { version, limit = HEATMAP_LIMIT } = validateQuery<{ version?: number; limit?: number }>('diagram-heatmap-query', req.query);
     const key = req.params.key;
     if (!(await findDefinition(engine.pool, key, version))) {
       throw new BatonError('not_found', version ? `No version ${version} of definition "${key}"` : `No definition with key "${key}"`);
     }
-    const [steps, instances] = await withPlannerDefaults(engine.pool, async (db) => [await countStepsByStatus(db, key, version), await countInstancesByStatus(db, key, version)] as const);
-    const elements: Record<string, Record<string, number>> = {};
-    for (const row of steps) (elements[row.step_id] ??= {})[row.status] = row.count;
+    const heat = await sampleHeatmap(engine.pool, key, version, limit);
     res.json({
       key,
       version: version ?? null,
-      instances: Object.fromEntries(instances.map((r) => [r.status, r.count])),
-      elements,
+      instances: heat.instances,
+      elements: heat.elements,
+      sample: { limit, size: heat.size, since: heat.since },
     });
   });
 

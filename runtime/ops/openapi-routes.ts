@@ -26,7 +26,7 @@ export const OPERATIONS: Operation[] = [
   { method: 'get', path: '/api/definitions/{key}', summary: 'Latest version with xml and plan', roles: 'admin, viewer', success: [200, 'definition'] },
   { method: 'get', path: '/api/definitions/{key}/versions/{version}', summary: 'One version', roles: 'admin, viewer', success: [200, 'definition'] },
   { method: 'post', path: '/api/definitions/lint', summary: 'Compile without deploying', roles: 'admin, viewer', body: 'diagram-lint-request', success: [200, '{ok, diagnostics, warnings}'] },
-  { method: 'get', path: '/api/definitions/{key}/heatmap', summary: 'Step counts per element', roles: 'admin, viewer', query: 'diagram-heatmap-query', success: [200, '{key, version, instances, elements}'] },
+  { method: 'get', path: '/api/definitions/{key}/heatmap', summary: 'Step counts per element', roles: 'admin, viewer', query: 'diagram-heatmap-query', success: [200, '{key, version, instances, elements, sample}'] },
   { method: 'post', path: '/api/instances', summary: 'Start an instance', roles: 'admin', body: 'start-instance-request', success: [201, 'started (200: business key already used)'] },
   { method: 'get', path: '/api/instances', summary: 'List instances, newest first', roles: 'admin, viewer', query: 'list-instances-query', success: [200, '{items, nextCursor}'] },
   { method: 'get', path: '/api/instances/{id}', summary: 'Instance detail', roles: 'admin, viewer', success: [200, 'detail'] },

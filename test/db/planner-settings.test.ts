@@ -12,6 +12,7 @@ import { createPool, withPlannerDefaults, type Queryable } from '../../runtime/s
 import { listIncidents } from '../../runtime/store/incidents.ts';
 import { lockInstancesOfTasks, readTaskTransitions } from '../../runtime/store/instances.ts';
 import { readGauges, readGaugesIn } from '../../runtime/store/ops.ts';
+import { sampleHeatmap } from '../../runtime/store/diagrams.ts';
 import { listInstances } from '../../runtime/store/queries.ts';
 import { listEndedInstancesWithHistory } from '../../runtime/store/retention.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -209,6 +210,54 @@ describe('planner settings of the pool', () => {
       const plan = await withPlannerDefaults(db.pool, (c) => explainUnnamed(c, 'list_incidents_of', `'resolved', '${id}', 10`, // an id read back from the table
         (q) => listIncidents(q, { status: 'resolved', instanceId: id, limit: 10 })));
       expect(scans(plan, 'incidents')).toEqual([expect.stringMatching(/incidents_instance_idx/)]);
+    });
+
+    it('then the instance list by definition key, by business key alone or by a rare ended status reads an index of its own, not the whole list', async () => {
+      const c = await db.pool.connect();
+      try {
+        // a definition whose few instances are older than every other one, and an ended status no other instance has
+        await c.query('set session_replication_role = replica');
+        await c.query(`insert into instances (id, definition_id, definition_key, definition_version, status, revision, created_at, ended_at)
+                       select gen_random_uuid(), gen_random_uuid(), 'old-key', 1, case when n = 1 then 'compensated' else 'completed' end, 1,
+                              now() - interval '1 day' - n * interval '1 second', now() - interval '1 day'
+                         from generate_series(1, 10) n`);
+        await c.query('set session_replication_role = origin');
+        await c.query('analyze instances');
+      } finally {
+        c.release();
+      }
+      const list = (p: Omit<Parameters<typeof listInstances>[1], 'limit'>) => withPlannerDefaults(db.pool, (q) => listInstances(q, { ...p, limit: 50 }));
+      expect(await list({ definitionKey: 'old-key' })).toHaveLength(10);
+      expect((await list({ businessKey: 'bk-77' })).map((r) => r.definition_key)).toEqual(['listed']);
+      expect((await list({ status: 'compensated' })).map((r) => r.definition_key)).toEqual(['old-key']);
+      const explain = (name: string, literals: string, p: Omit<Parameters<typeof listInstances>[1], 'limit'>) =>
+        withPlannerDefaults(db.pool, (c) => explainUnnamed(c, name, literals, (q) => listInstances(q, { ...p, limit: 50 })));
+      expect(scans(await explain('list_by_key', `'old-key', 50`, { definitionKey: 'old-key' }), 'instances'))
+        .toEqual([expect.stringMatching(/^Index Scan on instances_definition_idx \(definition_key = /)]);
+      expect(scans(await explain('list_by_business_key', `'bk-77', 50`, { businessKey: 'bk-77' }), 'instances'))
+        .toEqual([expect.stringMatching(/^(Index|Bitmap Index) Scan on instances_business_key_uq \(business_key = /)]);
+      expect(scans(await explain('list_compensated', `'compensated', 50`, { status: 'compensated' }), 'instances'))
+        .toEqual([expect.stringMatching(/^Index Scan on instances_rare_status_idx \(status = /)]);
+    });
+
+    it('then the heatmap counts the newest instances of the key, found by index, and reads only their steps', async () => {
+      const c = await db.pool.connect(); // the pool's settings, as the route runs it
+      try {
+        await c.query(`insert into steps (instance_id, step_id, generation, status)
+                       select id, s, 1, case when s = 'work' and status = 'running' then 'active' else 'completed' end
+                         from instances, unnest(array['start', 'work']) s where definition_key = 'listed'`);
+        await c.query('analyze steps');
+        const newest = await sampleHeatmap(c, 'listed', 1, 10);
+        expect(newest).toMatchObject({ size: 10, instances: { running: RUNNING, completed: 10 - RUNNING }, elements: { start: { completed: 10 }, work: { active: RUNNING, completed: 10 - RUNNING } } });
+        const { rows: [tenth] } = await c.query<{ created_at: Date }>(`select created_at from instances where definition_key = 'listed' order by created_at desc offset 9 limit 1`);
+        expect(newest.since).toEqual(tenth!.created_at);
+        expect(await sampleHeatmap(c, 'listed', 2, 10)).toEqual({ size: 0, instances: {}, elements: {}, since: null });
+        const plan = await explainUnnamed(c, 'heatmap', `'listed', 1, 10000`, (q) => sampleHeatmap(q, 'listed', 1, 10));
+        expect(scans(plan, 'instances')).toEqual([expect.stringMatching(/^Index Scan on instances_definition_idx \(definition_key = /)]);
+        expect(scans(plan, 'steps')).toEqual([expect.stringMatching(/^Index Scan on steps_pkey \(instance_id = /)]);
+      } finally {
+        c.release();
+      }
     });
 
     it('then an export page after a cursor starts its search of instances_retention_idx at the cursor', async () => {

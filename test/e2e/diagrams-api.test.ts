@@ -69,6 +69,9 @@ describe('diagrams API', () => {
       ['POST', '/api/definitions/lint', { xml: '' }, 400, 'ValidationError'],
       ['POST', '/api/definitions/lint', { source: '<a/>' }, 400, 'ValidationError'],
       ['GET', '/api/definitions/kept/heatmap?version=0', undefined, 400, 'ValidationError'],
+      ['GET', '/api/definitions/kept/heatmap?limit=0', undefined, 400, 'ValidationError'],
+      ['GET', '/api/definitions/kept/heatmap?limit=100001', undefined, 400, 'ValidationError'],
+      ['GET', '/api/definitions/kept/heatmap?limit=all', undefined, 400, 'ValidationError'],
       ['GET', '/api/definitions/nope/heatmap', undefined, 404, 'NotFound'],
     ];
     for (const [method, path, body, status, type] of bad) {
@@ -129,6 +132,16 @@ describe('heatmap API', () => {
     expect(heat.elements.start).toEqual({ completed: 3 });
     expect(heat.elements.end).toEqual({ completed: 1 });
     expect(heat.instances).toEqual({ running: 2, completed: 1 });
+    expect(heat.sample).toMatchObject({ limit: 1000, size: 3 });
+    // the newest two only, as the instance list pages them
+    const { body: { items } } = await t.api.get('/api/instances?definitionKey=heat&limit=2');
+    const statuses = (items as { status: string }[]).map((i) => i.status);
+    const newest = (await t.api.get('/api/definitions/heat/heatmap?limit=2')).body;
+    expect(newest.sample).toEqual({ limit: 2, size: 2, since: expect.any(String) });
+    expect(new Date(newest.sample.since).getTime()).toBe(new Date(items[1].createdAt).getTime());
+    const running = statuses.filter((st) => st === 'running').length;
+    expect(newest.instances).toEqual(Object.fromEntries([['running', running], ['completed', 2 - running]].filter(([, n]) => n)));
+    expect(newest.elements.start).toEqual({ completed: 2 });
     expect((await t.api.get('/api/definitions/heat/heatmap?version=1')).body.version).toBe(1);
     expect((await t.api.get('/api/definitions/heat/heatmap?version=2')).status).toBe(404);
   });
