@@ -1,5 +1,4 @@
 // Instance-level transitions: start (or find by business key) and cancel.
-import { randomUUID } from 'node:crypto';
 import { deriveStatus, emptyEffects, startPlan, type Variables } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { claimParkedPolls, deliverHanded, settleUnwritten } from './hand-off.ts';
@@ -7,6 +6,7 @@ import { commitTransition, needsCommitTransition } from './transition.ts';
 import type { InstanceStatus } from './vocabulary.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
 import { BatonError } from '../shared/errors.ts';
+import { newInstanceId } from '../shared/uuid.ts';
 import { findDefinition } from '../store/definitions.ts';
 import { applyEffects, applyEffectsHandingOff, insertInstance, lockInstance, TRANSITION_GUARD_LOST, type InstanceRow, type LockedInstance } from '../store/instances.ts';
 
@@ -51,7 +51,7 @@ async function startOptimistically(engine: Engine, req: StartInstanceRequest): P
   if (!plan.steps.some((s) => s.kind === 'startEvent' && s.wait === undefined && s.scope === undefined)) return undefined;
   const variables = req.variables ?? {};
   const instance: LockedInstance = {
-    id: randomUUID(), definition_id: target.id, definition_key: target.key, definition_version: target.version,
+    id: newInstanceId(), definition_id: target.id, definition_key: target.key, definition_version: target.version,
     business_key: req.businessKey ?? null, status: 'running', variables, generation: 1, revision: 0,
     created_at: new Date(0), updated_at: new Date(0), ended_at: null,
     state: { flows: {}, steps: {} },

@@ -3,6 +3,7 @@ import type { Effects, InstanceState, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
 import { afterCommit, isPool, type Queryable } from './db.ts';
 import { readyTaskBells, ringAfterCommit, type FrameBell } from './doorbells.ts';
+import { newInstanceId } from '../shared/uuid.ts';
 import { OPEN_INCIDENT_SQL, OPEN_TASK_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 import { applyEffectsStatement, framesOf, waitingTimers, type HandOffTask } from './apply-effects.ts';
 import { applyEffectsTogetherStatement, framingCtes, type FramedTransition, type TogetherKind } from './apply-together.ts';
@@ -47,13 +48,13 @@ export interface InsertInstanceParams {
 export async function insertInstance(db: Queryable, p: InsertInstanceParams): Promise<InsertInstanceResult> {
   const { rows } = await db.query<InstanceRow>({
     name: 'insert_instance',
-    text: `insert into instances (definition_id, definition_key, definition_version, business_key, variables, revision)
-           select d.id, d.key, d.version, $2, $3, 0 from definitions d
+    text: `insert into instances (id, definition_id, definition_key, definition_version, business_key, variables, revision)
+           select $5, d.id, d.key, d.version, $2, $3, 0 from definitions d
             where d.key = $1 and ($4::int is null or d.version = $4)
             order by d.version desc limit 1
            on conflict (definition_key, business_key) where business_key is not null do nothing
            returning *`,
-    values: [p.definitionKey, p.businessKey, p.variables, p.version ?? null],
+    values: [p.definitionKey, p.businessKey, p.variables, p.version ?? null, newInstanceId()],
   });
   if (rows[0]) return { ok: true, created: true, instance: rows[0] };
   // Miss path: either the business key is taken (the caller gets that instance) or no definition.

@@ -99,4 +99,15 @@ describe('instances API', () => {
     const task = await fetchOne(t.api, 'w', 'big-task');
     expect(task.variables).toEqual({ amount: 500 });
   });
+
+  it('given starts one after another, by the native API and the Camunda one, then each id is a version 7 uuid and they sort as they started', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      ids.push((await t.api.post('/api/instances', { definitionKey: 'listed' })).body.id);
+      ids.push((await t.api.post('/engine-rest/process-definition/key/listed/start', {})).body.id);
+      ids.push((await t.api.post('/api/instances', { definitionKey: 'listed', businessKey: `v7-${i}` })).body.id);
+    }
+    expect(ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id)), ids.join(' ')).toBe(true);
+    expect([...ids].sort()).toEqual(ids);
+  });
 });
