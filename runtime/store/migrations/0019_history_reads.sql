@@ -15,8 +15,11 @@
 -- - by a rare ended status (canceled, compensated): no index, so a page of them read the
 --   list index until it had found enough, or to its end. Only instances that end so
 --   enter this one: nothing on the hot path.
+--
+-- The builds take a lock that lets reads go on; the drop at the end blocks them, so it comes
+-- last, just before the commit.
 create index instances_definition_idx on instances (definition_key, created_at desc, id desc);
+create index instances_rare_status_idx on instances (status, created_at desc, id desc) where status in ('canceled', 'compensated');
 create unique index instances_business_key_uq_new on instances (business_key, definition_key) where business_key is not null;
 drop index instances_business_key_uq;
 alter index instances_business_key_uq_new rename to instances_business_key_uq;
-create index instances_rare_status_idx on instances (status, created_at desc, id desc) where status in ('canceled', 'compensated');
