@@ -11,6 +11,7 @@ import { errorMiddleware, notFoundRoute } from './api/errors.ts';
 import { flowLimitsRouter } from './api/flow-limits-routes.ts';
 import { incidentsRouter } from './api/incidents-routes.ts';
 import { instancesRouter } from './api/instances-routes.ts';
+import { leanLane } from './api/lean-lane.ts';
 import { progressRouter } from './api/progress-routes.ts';
 import { tasksRouter } from './api/tasks-routes.ts';
 import { createEngine, type Engine, type EngineOptions } from './engine/context.ts';
@@ -27,7 +28,7 @@ import { eventsRouter } from './api/events-routes.ts';
 import { createPool } from './store/db.ts';
 import { flushDoorbells } from './store/doorbells.ts';
 import { applyMigrations } from './store/migrate.ts';
-import { checkAuthBeforeListening, designerHeaders, securityLayer, type AuthOptions, type LimitOptions } from './security/index.ts';
+import { checkAuthBeforeListening, createAuthorizer, DEFAULT_LIMITS, designerHeaders, securityLayer, type AuthOptions, type LimitOptions } from './security/index.ts';
 import { opsRouter, startRetention, type RetentionOptions } from './ops/index.ts';
 import { closeHttp, createDrain, DEFAULT_SHUTDOWN_GRACE_MS, trackSockets } from './ops/shutdown.ts';
 
@@ -101,7 +102,9 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.set('etag', false);
   const drain = createDrain();
   app.use(drain.guard);
-  app.use(securityLayer({ pool, log: opts.log, notifier, ...(opts.auth ? { auth: opts.auth } : {}), limits: { jsonLimit: opts.jsonLimit ?? '1mb', xmlLimit: opts.xmlLimit ?? '5mb', ...opts.limits } }));
+  const authorize = createAuthorizer(pool, opts.log, opts.auth);
+  const limits: LimitOptions = { ...DEFAULT_LIMITS, jsonLimit: opts.jsonLimit ?? '1mb', xmlLimit: opts.xmlLimit ?? '5mb', ...opts.limits };
+  app.use(securityLayer({ authorize, pool, log: opts.log, notifier, limits }));
   app.use('/engine-rest', camundaRouter(engine, notifier)); // before the native JSON parser: parses its own bodies
   app.use(express.json({ limit: opts.jsonLimit ?? '1mb' }));
   app.use(express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit ?? '5mb' }));
@@ -126,7 +129,11 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use(notFoundRoute);
   app.use(errorMiddleware(opts.log));
 
-  const http = createServer(app);
+  // The hot routes' plain requests skip express; it serves the rest (api/lean-lane.ts).
+  const lean = leanLane({ engine, notifier, authorize, limits, drain, log: opts.log });
+  const http = createServer((req, res) => {
+    if (!lean(req, res)) app(req, res);
+  });
   const sockets = trackSockets(http);
   http.keepAliveTimeout = CAMUNDA_KEEP_ALIVE_TIMEOUT_MS;
   // Same origin only (no cors option); the designer is served by this server.

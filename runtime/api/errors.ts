@@ -29,16 +29,21 @@ function fromBodyParser(err: { type?: string; limit?: number; message?: string }
   }
 }
 
+/** The answer to an error a route threw or passed on: a known one as { type, message, details }, anything else a logged 500. */
+export function errorAnswer(err: unknown, log: Logger, method: string, path: string): { status: number; body: { type: string; message: string; details?: unknown } } {
+  const known = err instanceof BatonError ? err : fromBodyParser(err as { type?: string });
+  if (!known) {
+    log.error({ err, method, path }, 'api:error');
+    return { status: 500, body: { type: 'InternalError', message: 'Internal error; the server log has the details' } };
+  }
+  const { status, type } = HTTP[known.code];
+  return { status, body: { type, message: known.message, ...(known.details !== undefined ? { details: known.details } : {}) } };
+}
+
 export function errorMiddleware(log: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
-    const known = err instanceof BatonError ? err : fromBodyParser(err as { type?: string });
-    if (!known) {
-      log.error({ err, method: req.method, path: req.path }, 'api:error');
-      res.status(500).json({ type: 'InternalError', message: 'Internal error; the server log has the details' });
-      return;
-    }
-    const { status, type } = HTTP[known.code];
-    res.status(status).json({ type, message: known.message, ...(known.details !== undefined ? { details: known.details } : {}) });
+    const { status, body } = errorAnswer(err, log, req.method, req.path);
+    res.status(status).json(body);
   };
 }
 

@@ -16,6 +16,7 @@ import {
 import { extendLock, recordLateResult, unlockTask, type GuardedTaskResult, type LockHolder } from '../store/tasks.ts';
 import { BatonError } from '../shared/errors.ts';
 import { faultAfter } from '../shared/faults.ts';
+import { abortedByHangUp, sendAnswer, type JsonAnswer } from './answer.ts';
 import { requireUuid, validateBody } from './validate.ts';
 import { lockedTaskView } from './views.ts';
 
@@ -31,33 +32,46 @@ interface FetchBody {
   topics: { name: string; lockDurationMs: number }[];
 }
 
+// The fetch, the batch complete and the single complete are served by express's router
+// and by the lean lane (lean-lane.ts) alike.
+
+/** POST /api/external-tasks/fetch-and-lock; no answer once the caller has hung up. */
+export async function fetchRoute(engine: Engine, notifier: TaskNotifier, raw: unknown, gone: AbortSignal): Promise<JsonAnswer | undefined> {
+  const body = validateBody<FetchBody>('fetch-and-lock-request', raw);
+  const tasks = await fetchAndWait(engine, notifier, { ...body, waitMs: body.waitMs ?? 0, signal: gone });
+  return gone.aborted ? undefined : { status: 200, body: tasks.map(lockedTaskView) };
+}
+
+/** POST /api/external-tasks/complete-batch: many completes of one worker with one commit; the answer lists each task's result. */
+export async function completeBatchRoute(engine: Engine, raw: unknown): Promise<JsonAnswer> {
+  const body = validateBody<CompleteBatchBody>('complete-batch-request', raw);
+  const ids = body.tasks.map((t) => t.id.toLowerCase());
+  const twice = ids.find((id, i) => ids.indexOf(id) !== i);
+  if (twice) throw new BatonError('validation', `Task ${twice} appears more than once in the batch`, [{ path: '/tasks', message: `duplicate id ${twice}` }]);
+  const results = await completeTasks(engine, body.workerId, body.tasks.map((t, i) => ({ taskId: ids[i]!, lockToken: t.lockToken, ...(t.variables ? { variables: t.variables } : {}) })));
+  return { status: 200, body: { results: body.tasks.map((t, i) => ({ id: t.id, result: results[i] })) } };
+}
+
+/** POST /api/external-tasks/:id/complete */
+export async function completeRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
+  const body = validateBody<Omit<CompleteTaskRequest, 'taskId'>>('complete-request', raw);
+  return answerOf(await faultAfter('api:after-complete-commit', completeTask(engine, { ...body, taskId: taskIdOf(id) })), id);
+}
+
 export function tasksRouter(engine: Engine, notifier: TaskNotifier): Router {
   const router = Router();
 
   router.post('/fetch-and-lock', async (req, res) => {
-    const body = validateBody<FetchBody>('fetch-and-lock-request', req.body);
-    // A caller that hangs up while parked must not be left holding locks.
-    const gone = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) gone.abort();
-    });
-    const tasks = await fetchAndWait(engine, notifier, { ...body, waitMs: body.waitMs ?? 0, signal: gone.signal });
-    if (!gone.signal.aborted) res.json(tasks.map(lockedTaskView));
+    const answer = await fetchRoute(engine, notifier, req.body, abortedByHangUp(res));
+    if (answer) sendAnswer(res, answer);
   });
 
-  // Many completes of one worker with one commit; the answer lists each task's result.
   router.post('/complete-batch', async (req, res) => {
-    const body = validateBody<CompleteBatchBody>('complete-batch-request', req.body);
-    const ids = body.tasks.map((t) => t.id.toLowerCase());
-    const twice = ids.find((id, i) => ids.indexOf(id) !== i);
-    if (twice) throw new BatonError('validation', `Task ${twice} appears more than once in the batch`, [{ path: '/tasks', message: `duplicate id ${twice}` }]);
-    const results = await completeTasks(engine, body.workerId, body.tasks.map((t, i) => ({ taskId: ids[i]!, lockToken: t.lockToken, ...(t.variables ? { variables: t.variables } : {}) })));
-    res.json({ results: body.tasks.map((t, i) => ({ id: t.id, result: results[i] })) });
+    sendAnswer(res, await completeBatchRoute(engine, req.body));
   });
 
   router.post('/:id/complete', async (req, res) => {
-    const body = validateBody<Omit<CompleteTaskRequest, 'taskId'>>('complete-request', req.body);
-    answer(res, await faultAfter('api:after-complete-commit', completeTask(engine, { ...body, taskId: taskIdOf(req.params.id) })), req.params.id);
+    sendAnswer(res, await completeRoute(engine, req.params.id, req.body));
   });
 
   router.post('/:id/failure', async (req, res) => {
@@ -98,10 +112,11 @@ async function leaseCall(engine: Engine, holder: LockHolder, kind: 'extend-lock'
 }
 
 function answer(res: Response, result: TaskCallResult, taskId: string | undefined): void {
-  if (result.ok) {
-    res.status(204).end();
-    return;
-  }
+  sendAnswer(res, answerOf(result, taskId));
+}
+
+function answerOf(result: TaskCallResult, taskId: string | undefined): JsonAnswer {
+  if (result.ok) return { status: 204 };
   if (result.reason === 'not_found') throw new BatonError('not_found', `No external task with id "${taskId ?? ''}"`);
   throw new BatonError('lock_lost', `The lock on task ${taskId ?? ''} is not held by this worker and token: it expired and was taken by another worker, the task was canceled, or it already finished. Nothing was changed; the call is kept in the history as a late result.`);
 }

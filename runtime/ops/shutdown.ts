@@ -5,25 +5,33 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { RequestHandler } from 'express';
+import { sendAnswer, type JsonAnswer } from '../api/answer.ts';
 
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 
 export interface Drain {
   /** first middleware: while draining, answers 503 and closes the connection */
   guard: RequestHandler;
+  /** that answer, for the lean lane (api/lean-lane.ts) */
+  readonly answer: JsonAnswer;
   begin(): void;
   readonly draining: boolean;
 }
+
+const SHUTTING_DOWN: JsonAnswer = {
+  status: 503,
+  headers: { connection: 'close', 'retry-after': '1' },
+  body: { type: 'ShuttingDown', message: 'This node is shutting down; send the request to another node or retry shortly' },
+};
 
 export function createDrain(): Drain {
   let draining = false;
   return {
     guard(_req, res, next) {
       if (!draining) return next();
-      res.setHeader('connection', 'close');
-      res.setHeader('retry-after', '1');
-      res.status(503).json({ type: 'ShuttingDown', message: 'This node is shutting down; send the request to another node or retry shortly' });
+      sendAnswer(res, SHUTTING_DOWN);
     },
+    answer: SHUTTING_DOWN,
     begin() {
       draining = true;
     },

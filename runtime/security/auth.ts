@@ -2,7 +2,7 @@
 // Bearer tokens everywhere; Basic (the password is the token) for clients that only
 // speak Basic, such as the Camunda client's BasicAuthInterceptor.
 import { timingSafeEqual } from 'node:crypto';
-import type { Request, RequestHandler, Response } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { Pool } from '../store/db.ts';
 import { countActiveTokens, findActiveToken } from '../store/tokens.ts';
@@ -30,8 +30,20 @@ export interface Caller {
  */
 const STORED_COUNT_TTL_MS = 1000;
 
-function presentedSecret(req: Request): string | undefined {
-  const header = req.headers.authorization;
+/** What the check reads of a request: the same for express's and the lean lane's (api/lean-lane.ts). */
+export interface AuthRequest {
+  method: string;
+  path: string;
+  authorization: string | undefined;
+  client: string;
+}
+
+/** A refusal is answered as JSON { type, message } with its status and headers. */
+export type AuthVerdict = { pass: true; caller?: Caller } | { pass: false; status: number; type: string; message: string; headers: Record<string, string> };
+
+export type Authorizer = (req: AuthRequest) => Promise<AuthVerdict>;
+
+function presentedSecret(header: string | undefined): string | undefined {
   if (!header) return undefined;
   const [scheme, value = ''] = header.trim().split(/\s+/, 2);
   if (scheme?.toLowerCase() === 'bearer') return value || undefined;
@@ -47,12 +59,13 @@ function sameHash(a: string, b: string): boolean {
   return timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'));
 }
 
-function deny(res: Response, status: number, type: string, message: string, extra: Record<string, string> = {}): void {
-  for (const [k, v] of Object.entries(extra)) res.setHeader(k, v);
-  res.status(status).json({ type, message });
-}
+const refuse = (status: number, type: string, message: string, headers: Record<string, string> = {}): AuthVerdict => ({ pass: false, status, type, message, headers });
 
-export function authMiddleware(pool: Pool, log: Logger, opts: AuthOptions = {}): RequestHandler {
+/** The unavailable answer, when the tokens cannot be read. */
+export const AUTH_UNAVAILABLE = refuse(503, 'Unavailable', 'Tokens cannot be checked: the database does not answer') as Extract<AuthVerdict, { pass: false }>;
+
+/** One per server: the failure limiter and the stored-token count are shared by every route that checks. */
+export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}): Authorizer {
   const configured = opts.tokens ?? [];
   const limiter = new FailureLimiter(opts.failures ?? { burst: 20, perMinute: 60 });
   let stored = { count: 0, at: -Infinity };
@@ -79,19 +92,18 @@ export function authMiddleware(pool: Pool, log: Logger, opts: AuthOptions = {}):
     return row ? { name: row.name, role: row.role } : undefined;
   };
 
-  const check = async (req: Request, res: Response): Promise<boolean> => {
+  return async (req) => {
     const access = accessFor(req.method, req.path);
-    if (access === 'open' || !(await authEnabled())) return true;
-    const client = req.socket.remoteAddress ?? 'unknown';
+    if (access === 'open' || !(await authEnabled())) return { pass: true };
+    const client = req.client;
     const waitMs = limiter.retryAfterMs(client);
     const denied = (reason: string, caller?: Caller) =>
       log.warn({ method: req.method, path: req.path, client, reason, ...(caller ? { caller: caller.name, role: caller.role } : {}) }, 'auth:denied');
     if (waitMs > 0) {
       denied('rate_limited');
-      deny(res, 429, 'TooManyRequests', `Too many requests without a valid token from this address (limit: auth failures, ${limiter.describe()}); retry in ${Math.ceil(waitMs / 1000)} s`, { 'retry-after': String(Math.ceil(waitMs / 1000)) });
-      return false;
+      return refuse(429, 'TooManyRequests', `Too many requests without a valid token from this address (limit: auth failures, ${limiter.describe()}); retry in ${Math.ceil(waitMs / 1000)} s`, { 'retry-after': String(Math.ceil(waitMs / 1000)) });
     }
-    const secret = presentedSecret(req);
+    const secret = presentedSecret(req.authorization);
     const caller = secret ? await identify(secret) : undefined;
     if (!caller) {
       limiter.recordFailure(client);
@@ -99,25 +111,36 @@ export function authMiddleware(pool: Pool, log: Logger, opts: AuthOptions = {}):
       const message = secret ? 'The token is not valid (unknown or revoked)' : 'This route needs a token: send "Authorization: Bearer <token>"';
       // Basic is offered on /engine-rest only (the Camunda client): on /api a browser would answer it with its own password prompt.
       const challenge = normalizePath(req.path).startsWith('/engine-rest') ? 'Bearer realm="baton", Basic realm="baton"' : 'Bearer realm="baton"';
-      deny(res, 401, 'Unauthorized', message, { 'www-authenticate': challenge });
-      return false;
+      return refuse(401, 'Unauthorized', message, { 'www-authenticate': challenge });
     }
     if (!access.includes(caller.role)) {
       denied('wrong_role', caller);
-      deny(res, 403, 'Forbidden', `The ${caller.role} role may not ${req.method} ${req.path}; it needs one of: ${access.join(', ')}`);
-      return false;
+      return refuse(403, 'Forbidden', `The ${caller.role} role may not ${req.method} ${req.path}; it needs one of: ${access.join(', ')}`);
     }
-    res.locals.caller = caller;
-    return true;
+    return { pass: true, caller };
   };
+}
 
+/** Express's side of the authorizer: a refusal answers, a pass goes on with res.locals.caller set. */
+export function authMiddleware(authorize: Authorizer, log: Logger): RequestHandler {
   return (req, res, next) => {
-    check(req, res).then(
-      (pass) => (pass ? next() : undefined),
+    authorize({ method: req.method, path: req.path, authorization: req.headers.authorization, client: req.socket.remoteAddress ?? 'unknown' }).then(
+      (verdict) => {
+        if (verdict.pass) {
+          if (verdict.caller) res.locals.caller = verdict.caller;
+          return next();
+        }
+        answerRefusal(res, verdict);
+      },
       (err: Error) => {
         log.error({ err: err.message, method: req.method, path: req.path }, 'auth:unavailable');
-        deny(res, 503, 'Unavailable', 'Tokens cannot be checked: the database does not answer');
+        answerRefusal(res, AUTH_UNAVAILABLE);
       },
     );
   };
+}
+
+function answerRefusal(res: Response, verdict: Extract<AuthVerdict, { pass: false }>): void {
+  for (const [k, v] of Object.entries(verdict.headers)) res.setHeader(k, v);
+  res.status(verdict.status).json({ type: verdict.type, message: verdict.message });
 }

@@ -4,12 +4,12 @@ import type { Logger } from 'pino';
 import type { TaskNotifier } from '../engine/task-notifier.ts';
 import type { Pool } from '../store/db.ts';
 import { countActiveTokens } from '../store/tokens.ts';
-import { authMiddleware, type AuthOptions } from './auth.ts';
-import { DEFAULT_LIMITS, limitsRouter, type LimitOptions } from './limits.ts';
+import { authMiddleware, type AuthOptions, type Authorizer } from './auth.ts';
+import { limitsRouter, type LimitOptions } from './limits.ts';
 import { assertSafeToServe } from './tokens.ts';
 
-export type { AuthOptions } from './auth.ts';
-export type { LimitOptions } from './limits.ts';
+export { createAuthorizer, type AuthOptions, type Authorizer } from './auth.ts';
+export { DEFAULT_LIMITS, type LimitOptions } from './limits.ts';
 export { designerHeaders } from './headers.ts';
 
 /** Throws when the server would be reachable from other hosts without any token. */
@@ -18,6 +18,6 @@ export async function checkAuthBeforeListening(pool: Pool, host: string, auth: A
 }
 
 /** Auth first (nothing is parsed for a caller without a valid token), then the limits. */
-export function securityLayer(p: { pool: Pool; log: Logger; notifier: TaskNotifier; auth?: AuthOptions; limits?: Partial<LimitOptions> }): (RequestHandler | Router)[] {
-  return [authMiddleware(p.pool, p.log, p.auth), limitsRouter({ ...DEFAULT_LIMITS, ...p.limits }, p.notifier, p.log, p.pool)];
+export function securityLayer(p: { authorize: Authorizer; pool: Pool; log: Logger; notifier: TaskNotifier; limits: LimitOptions }): (RequestHandler | Router)[] {
+  return [authMiddleware(p.authorize, p.log), limitsRouter(p.limits, p.notifier, p.log, p.pool)];
 }

@@ -59,8 +59,9 @@ function batchItems(body: object): unknown[] {
 }
 
 /** The long-poll wait a fetch asks for, native or Camunda; 0 for anything else. */
-function requestedWaitMs(req: Request): number {
-  const path = req.path.toLowerCase();
+function requestedWaitMs(req: WriteRequest): number {
+  // The routes take a trailing slash too (express routes are not strict).
+  const path = req.path.toLowerCase().replace(/\/+$/, '');
   if (!path.endsWith('/fetch-and-lock') && !path.endsWith('/fetchandlock')) return 0;
   const body = req.body as { waitMs?: unknown; asyncResponseTimeout?: unknown } | undefined;
   const wait = body?.waitMs ?? body?.asyncResponseTimeout;
@@ -68,7 +69,7 @@ function requestedWaitMs(req: Request): number {
 }
 
 /** The BPMN text of a deploy or lint, JSON or raw XML; undefined for other requests. */
-function bpmnText(req: Request): string | undefined {
+function bpmnText(req: WriteRequest): string | undefined {
   const body: unknown = req.body;
   if (typeof body === 'string') return body;
   const xml = body && typeof body === 'object' ? (body as { xml?: unknown }).xml : undefined;
@@ -122,58 +123,97 @@ function decodedHoldsNul(raw: string): boolean {
 
 const refuseNulInUrl: RequestHandler = (req, res, next) => {
   if (!decodedHoldsNul(req.originalUrl.replace(/\+/g, ' '))) return next();
-  refuse(res, 400, 'ValidationError', 'The URL holds a NUL character (%00), which no name, key or id may contain', { limit: 'noNulCharacters' });
+  answerRefusal(res, { status: 400, type: 'ValidationError', message: 'The URL holds a NUL character (%00), which no name, key or id may contain', details: { limit: 'noNulCharacters' } });
 };
 
-function refuse(res: Response, status: number, type: string, message: string, details: Record<string, unknown>): void {
-  res.status(status).json({ type, message, details });
+/** A request refused by a limit: answered as JSON { type, message, details } with its status (and headers). */
+export interface Refusal {
+  status: number;
+  type: string;
+  message: string;
+  details: Record<string, unknown>;
+  headers?: Record<string, string>;
+}
+
+export function answerRefusal(res: Response, refusal: Refusal): void {
+  for (const [k, v] of Object.entries(refusal.headers ?? {})) res.setHeader(k, v);
+  res.status(refusal.status).json({ type: refusal.type, message: refusal.message, details: refusal.details });
+}
+
+/** What the limit checks read of a write: its path below the mount (/api, /engine-rest), its whole URL, its parsed body. */
+export interface WriteRequest {
+  path: string;
+  originalUrl: string;
+  body: unknown;
+}
+
+/** The first limit a parsed write body breaks, or undefined. */
+export function writeLimitRefusal(opts: LimitOptions, notifier: TaskNotifier, req: WriteRequest): Refusal | undefined {
+  if (holdsNul(req.body)) {
+    return { status: 400, type: 'ValidationError', message: 'The request body holds a NUL character (\\u0000) in a string or name; PostgreSQL cannot store it', details: { limit: 'noNulCharacters' } };
+  }
+  const bytes = variablesBytes(req.body);
+  if (bytes > opts.maxVariablesBytes) {
+    return { status: 413, type: 'PayloadTooLarge', message: `The variables of this request are ${bytes} bytes of JSON, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`, details: { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes } };
+  }
+  const xml = bpmnText(req);
+  const tooMany = xml === undefined ? undefined : bpmnElementsRefusal(xml, opts.maxBpmnElements);
+  if (tooMany) return { status: 413, ...tooMany };
+  if (requestedWaitMs(req) > 0 && notifier.parked >= opts.maxParkedPolls) {
+    return {
+      status: 503, type: 'TooManyParkedPolls', headers: { 'retry-after': '1' },
+      message: `This node already holds ${notifier.parked} parked long polls, the limit (BATON_MAX_PARKED_POLLS=${opts.maxParkedPolls}); retry shortly, or on another node`,
+      details: { limit: 'maxParkedPolls', max: opts.maxParkedPolls },
+    };
+  }
+  return undefined;
 }
 
 function checkLimits(opts: LimitOptions, notifier: TaskNotifier): RequestHandler {
   return (req, res, next) => {
-    if (holdsNul(req.body)) {
-      return refuse(res, 400, 'ValidationError', 'The request body holds a NUL character (\\u0000) in a string or name; PostgreSQL cannot store it', { limit: 'noNulCharacters' });
-    }
-    const bytes = variablesBytes(req.body);
-    if (bytes > opts.maxVariablesBytes) {
-      return refuse(res, 413, 'PayloadTooLarge', `The variables of this request are ${bytes} bytes of JSON, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`, { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes });
-    }
-    const xml = bpmnText(req);
-    const tooMany = xml === undefined ? undefined : bpmnElementsRefusal(xml, opts.maxBpmnElements);
-    if (tooMany) return refuse(res, 413, tooMany.type, tooMany.message, tooMany.details);
-    if (requestedWaitMs(req) > 0 && notifier.parked >= opts.maxParkedPolls) {
-      res.setHeader('retry-after', '1');
-      return refuse(res, 503, 'TooManyParkedPolls', `This node already holds ${notifier.parked} parked long polls, the limit (BATON_MAX_PARKED_POLLS=${opts.maxParkedPolls}); retry shortly, or on another node`, { limit: 'maxParkedPolls', max: opts.maxParkedPolls });
-    }
-    next();
+    const refusal = writeLimitRefusal(opts, notifier, req);
+    if (refusal) answerRefusal(res, refusal);
+    else next();
   };
 }
 
 const TASK_RESULT = /^\/external-tasks\/([^/]+)\/(complete|bpmn-error)\/?$/i;
 const BATCH_COMPLETE = /^\/external-tasks\/complete-batch\/?$/i;
 
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+
 /** The (task, variables) pairs of a native complete, bpmn-error or batch complete that carry variables. */
-function resultVariables(req: Request): [string, Record<string, unknown>][] {
-  const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+function resultVariables(req: WriteRequest): [string, Record<string, unknown>][] {
   const single = TASK_RESULT.exec(req.path)?.[1];
   const items = single ? [{ id: single, variables: (req.body as { variables?: unknown } | undefined)?.variables }]
     : BATCH_COMPLETE.test(req.path) && isObject(req.body) ? batchItems(req.body).filter(isObject) : [];
   return items.flatMap((item) => (typeof item.id === 'string' && isUuid(item.id) && isObject(item.variables) ? [[item.id, item.variables] as [string, Record<string, unknown>]] : []));
 }
 
-/** A native complete or bpmn-error (each task of a batch) must not grow its instance's variables past the limit. */
+/**
+ * A native complete or bpmn-error (each task of a batch) must not grow its instance's variables
+ * past the limit. Resolves at once, without a query, for a result without variables.
+ */
+export async function mergedVariablesRefusal(opts: LimitOptions, pool: Pool, req: WriteRequest): Promise<Refusal | undefined> {
+  const pairs = resultVariables(req);
+  if (pairs.length === 0) return undefined;
+  const sizes = await measureMergedVariablesOfTasks(pool, pairs);
+  const over = sizes.findIndex((bytes) => bytes !== undefined && bytes > opts.maxVariablesBytes);
+  if (over < 0) return undefined;
+  const [taskId] = pairs[over]!;
+  const bytes = sizes[over]!;
+  const batch = BATCH_COMPLETE.test(req.path);
+  return {
+    status: 413, type: 'PayloadTooLarge',
+    message: `With ${batch ? `the variables of task ${taskId}` : 'these variables'} the instance would hold ${bytes} bytes of variables, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`,
+    details: { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes, ...(batch ? { taskId } : {}) },
+  };
+}
+
 function checkMergedVariables(opts: LimitOptions, pool: Pool): RequestHandler {
   return (req, res, next) => {
-    const pairs = resultVariables(req);
-    if (pairs.length === 0) return next();
-    measureMergedVariablesOfTasks(pool, pairs).then((sizes) => {
-      const over = sizes.findIndex((bytes) => bytes !== undefined && bytes > opts.maxVariablesBytes);
-      if (over < 0) return next();
-      const [taskId] = pairs[over]!;
-      const bytes = sizes[over]!;
-      const batch = BATCH_COMPLETE.test(req.path);
-      refuse(res, 413, 'PayloadTooLarge', `With ${batch ? `the variables of task ${taskId}` : 'these variables'} the instance would hold ${bytes} bytes of variables, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`, { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes, ...(batch ? { taskId } : {}) });
-    }, next);
+    if (resultVariables(req).length === 0) return next();
+    mergedVariablesRefusal(opts, pool, req).then((refusal) => (refusal ? answerRefusal(res, refusal) : next()), next);
   };
 }
 
@@ -221,7 +261,11 @@ export function nestsDeeperThan(value: unknown, max: number): boolean {
 }
 
 function refuseDeepNesting(req: Request, max: number): BatonError | undefined {
-  if (!mayNestDeep.has(req) || !nestsDeeperThan(req.body as unknown, max)) return undefined;
+  return mayNestDeep.has(req) ? deepNestingError(req.body, max) : undefined;
+}
+
+function deepNestingError(body: unknown, max: number): BatonError | undefined {
+  if (!nestsDeeperThan(body, max)) return undefined;
   return new BatonError('validation', `The request body nests arrays and objects more than ${max} levels deep (BATON_MAX_JSON_DEPTH)`, { limit: 'maxJsonDepth', max });
 }
 
@@ -241,8 +285,20 @@ function noteRawBody(maxDepth: number): (req: object, res: unknown, body: Buffer
 }
 
 function refuseLoneSurrogates(req: Request): Error | undefined {
-  if (!withSurrogateEscapes.has(req)) return undefined;
-  const at = loneSurrogateAt(req.body as unknown, '');
+  return withSurrogateEscapes.has(req) ? loneSurrogateError(req.body) : undefined;
+}
+
+/**
+ * The checks after parsing, for a parser that has the raw body at hand (api/lean-lane.ts):
+ * the error a parsed body is refused with, or undefined. Depth first: the surrogate walk recurses.
+ */
+export function parsedBodyError(raw: Buffer, body: unknown, maxDepth: number): Error | undefined {
+  return (openedContainers(raw) > maxDepth ? deepNestingError(body, maxDepth) : undefined)
+    ?? (raw.includes('\\ud') || raw.includes('\\uD') ? loneSurrogateError(body) : undefined);
+}
+
+function loneSurrogateError(body: unknown): Error | undefined {
+  const at = loneSurrogateAt(body, '');
   if (at === undefined) return undefined;
   return Object.assign(new Error(`the string at ${at || 'the top level'} has a lone UTF-16 surrogate (a \\uD800-\\uDFFF escape without its pair)`), { type: 'entity.parse.failed', status: 400 });
 }

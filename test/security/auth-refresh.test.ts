@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authMiddleware } from '../../runtime/security/auth.ts';
+import { authMiddleware, createAuthorizer } from '../../runtime/security/auth.ts';
 import { hashToken } from '../../runtime/security/tokens.ts';
 import { createPool, type Pool } from '../../runtime/store/db.ts';
 import { insertToken } from '../../runtime/store/tokens.ts';
@@ -28,7 +28,8 @@ beforeAll(async () => {
     return result;
   };
   const app = express();
-  app.use(authMiddleware(slow, pino({ level: 'silent' })));
+  const log = pino({ level: 'silent' });
+  app.use(authMiddleware(createAuthorizer(slow, log), log));
   app.get('/api/instances', (_req, res) => res.json([]));
   server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));

@@ -75,6 +75,12 @@ describe('limits', () => {
     expect(refused.body.message).toContain('BATON_MAX_PARKED_POLLS');
     const camunda = await t.api.post('/engine-rest/external-task/fetchAndLock', { workerId: 'w', maxTasks: 1, asyncResponseTimeout: 1000, topics: [{ topicName: 'idle', lockDuration: 1000 }] });
     expect(camunda.status).toBe(503);
+    // The routes answer a trailing slash or another case as well; the limit must too.
+    for (const path of ['/api/external-tasks/fetch-and-lock/', '/API/External-Tasks/Fetch-And-Lock', '/engine-rest/external-task/fetchAndLock/']) {
+      const body = path.startsWith('/engine-rest') ? { workerId: 'w', maxTasks: 1, asyncResponseTimeout: 1000, topics: [{ topicName: 'idle', lockDuration: 1000 }] }
+        : { workerId: 'w', maxTasks: 1, waitMs: 1000, topics: [{ name: 'idle', lockDurationMs: 1000 }] };
+      expect((await t.api.post(path, body)).status, path).toBe(503);
+    }
     expect((await t.api.post('/api/external-tasks/fetch-and-lock', { workerId: 'w', maxTasks: 1, topics: [{ name: 'idle', lockDurationMs: 1000 }] })).status).toBe(200);
     // Wake the parked poll: a task on its topic.
     await deploy(t.api, singleTaskBpmn('idle', 'idle'));

@@ -1,0 +1,31 @@
+// A route's answer as a value, so that express's routers and the lean lane (lean-lane.ts)
+// can serve the same route functions and write the same bytes.
+import type { ServerResponse } from 'node:http';
+
+/** A JSON answer; without a body, an empty one (204). */
+export interface JsonAnswer {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** Writes the answer as express's res.json would: the same status, content type and JSON text. */
+export function sendAnswer(res: ServerResponse, answer: JsonAnswer): void {
+  if (answer.body === undefined) {
+    res.writeHead(answer.status, answer.headers);
+    res.end();
+    return;
+  }
+  const text = JSON.stringify(answer.body);
+  res.writeHead(answer.status, { ...answer.headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** Aborted when the caller hangs up before the answer is written: a parked poll must not keep holding locks for nobody. */
+export function abortedByHangUp(res: ServerResponse): AbortSignal {
+  const gone = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) gone.abort();
+  });
+  return gone.signal;
+}

@@ -1,0 +1,165 @@
+// The starters' and workers' hot routes served straight from node:http, in front of express.
+//
+// Why: issue 8. Express and its parts (the router's layers, body-parser and the small
+// modules around it, res.json's header handling) cost about a fifth of Node's CPU per
+// request in the one-task round: about as much as the store and the engine together
+// (docs/PERFORMANCE.md, "Session 25"). The lane serves only requests whose every part is
+// plain (POST, the exact path and no query, a JSON body of a known length within the limit,
+// no content encoding) and hands everything else to express, so an unusual request gets
+// express's answer. What a served request goes through is what express's layers do, in their
+// order, with the same functions: the drain guard, the authorizer, the body's parse and its
+// checks, the limits, the route, the error table.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import bytes from 'bytes';
+import type { Logger } from 'pino';
+import type { Engine } from '../engine/context.ts';
+import type { TaskNotifier } from '../engine/task-notifier.ts';
+import type { Drain } from '../ops/shutdown.ts';
+import { AUTH_UNAVAILABLE, type Authorizer } from '../security/auth.ts';
+import { mergedVariablesRefusal, parsedBodyError, writeLimitRefusal, type LimitOptions, type Refusal } from '../security/limits.ts';
+import { abortedByHangUp, sendAnswer, type JsonAnswer } from './answer.ts';
+import { errorAnswer } from './errors.ts';
+import { startRoute } from './instances-routes.ts';
+import { completeBatchRoute, completeRoute, fetchRoute } from './tasks-routes.ts';
+
+export interface LeanLaneDeps {
+  engine: Engine;
+  notifier: TaskNotifier;
+  authorize: Authorizer;
+  limits: LimitOptions;
+  drain: Drain;
+  log: Logger;
+}
+
+type LeanRoute = (body: unknown, res: ServerResponse, id?: string) => Promise<JsonAnswer | undefined>;
+
+/** The single complete's path; its id is checked by the route (a non-uuid is a 404 there). */
+const SINGLE_COMPLETE = /^\/api\/external-tasks\/([^/?]+)\/complete$/;
+/** What body-parser's JSON parser reads without a conversion: no charset, or UTF-8. */
+const PLAIN_JSON = /^application\/json\s*(?:;\s*charset="?utf-8"?\s*)?$/i;
+const DIGITS = /^\d+$/;
+
+/**
+ * The lane: a request handler that answers the hot routes and returns true, or returns false
+ * without touching the request, which then goes to express.
+ */
+export function leanLane(deps: LeanLaneDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const { engine, notifier } = deps;
+  const jsonLimit = bytes.parse(deps.limits.jsonLimit) ?? 0;
+  const routes = new Map<string, LeanRoute>([
+    ['/api/instances', (body) => startRoute(engine, body)],
+    ['/api/external-tasks/fetch-and-lock', (body, res) => fetchRoute(engine, notifier, body, abortedByHangUp(res))],
+    ['/api/external-tasks/complete-batch', (body) => completeBatchRoute(engine, body)],
+  ]);
+  const completeOne: LeanRoute = (body, _res, id) => completeRoute(engine, id, body);
+
+  return (req, res) => {
+    if (req.method !== 'POST') return false;
+    const url = req.url ?? '';
+    let route = routes.get(url);
+    let id: string | undefined;
+    if (!route) {
+      id = SINGLE_COMPLETE.exec(url)?.[1];
+      if (id === undefined) return false;
+      route = completeOne;
+    }
+    const length = plainJsonLength(req, jsonLimit);
+    if (length === undefined) return false;
+    serve(deps, req, res, url, length, route, id).catch((err: unknown) => {
+      // Only a failure to write an answer gets here; the socket is of no more use.
+      deps.log.error({ err, method: req.method, path: url }, 'api:error');
+      res.destroy();
+    });
+    return true;
+  };
+}
+
+/** The body's length when the request is one body-parser would read as it is; undefined for any other. */
+function plainJsonLength(req: IncomingMessage, limit: number): number | undefined {
+  const { headers } = req;
+  if (headers['content-encoding'] !== undefined || headers['transfer-encoding'] !== undefined) return undefined;
+  if (!PLAIN_JSON.test(headers['content-type'] ?? '')) return undefined;
+  const declared = headers['content-length'] ?? '';
+  if (!DIGITS.test(declared)) return undefined;
+  const length = Number(declared);
+  return length > 0 && length <= limit ? length : undefined;
+}
+
+async function serve(deps: LeanLaneDeps, req: IncomingMessage, res: ServerResponse, url: string, length: number, route: LeanRoute, id: string | undefined): Promise<void> {
+  if (deps.drain.draining) return sendAnswer(res, deps.drain.answer);
+  const client = req.socket.remoteAddress ?? 'unknown';
+  let verdict;
+  try {
+    verdict = await deps.authorize({ method: 'POST', path: url, authorization: req.headers.authorization, client });
+  } catch (err) {
+    deps.log.error({ err: (err as Error).message, method: 'POST', path: url }, 'auth:unavailable');
+    verdict = AUTH_UNAVAILABLE;
+  }
+  if (!verdict.pass) return sendAnswer(res, { status: verdict.status, headers: verdict.headers, body: { type: verdict.type, message: verdict.message } });
+  const raw = await readBody(req, length);
+  if (raw === undefined) return; // the caller hung up mid-body: nobody to answer
+  try {
+    const body = parseJson(raw);
+    const shapeError = parsedBodyError(raw, body, deps.limits.maxJsonDepth);
+    if (shapeError) throw shapeError;
+    const write = { path: url.slice('/api'.length), originalUrl: url, body };
+    const refused = writeLimitRefusal(deps.limits, deps.notifier, write) ?? await mergedVariablesRefusal(deps.limits, deps.engine.pool, write);
+    if (refused) return sendAnswer(res, refusalAnswer(refused));
+    const answer = await route(body, res, id);
+    if (answer) sendAnswer(res, answer);
+  } catch (err) {
+    sendAnswer(res, errorAnswer(err, deps.log, 'POST', url));
+  }
+}
+
+function refusalAnswer(r: Refusal): JsonAnswer {
+  return { status: r.status, body: { type: r.type, message: r.message, details: r.details }, ...(r.headers ? { headers: r.headers } : {}) };
+}
+
+/** The body, or undefined when the request ends early (node:http has already checked the length). */
+function readBody(req: IncomingMessage, length: number): Promise<Buffer | undefined> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    req.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      received += chunk.length;
+    });
+    req.once('end', () => resolve(received === length ? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)) : undefined));
+    req.once('aborted', () => resolve(undefined));
+    req.once('error', () => resolve(undefined));
+  });
+}
+
+/**
+ * JSON.parse as body-parser's strict parser does it: an empty body is {}, a leading byte-order
+ * mark is dropped, and the text must open an object or an array. Its errors carry body-parser's
+ * type, so the error table answers them alike.
+ */
+export function parseJson(raw: Buffer): unknown {
+  let text = raw.toString('utf8');
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  if (text.length === 0) return {};
+  const first = /\S/.exec(text);
+  if (first && first[0] !== '{' && first[0] !== '[') throw strictViolation(text, first.index);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw Object.assign(err as Error, { type: 'entity.parse.failed', status: 400 });
+  }
+}
+
+/**
+ * A top-level value that is neither an object nor an array, reported as JSON.parse reports an
+ * unexpected token: the text is parsed with everything from that value on hidden behind '#',
+ * and each '#' run in the message is given back the characters it hid, as body-parser does.
+ */
+function strictViolation(text: string, at: number): Error {
+  let message = 'Unexpected token';
+  try {
+    JSON.parse(text.slice(0, at) + '#'.repeat(text.length - at));
+  } catch (err) {
+    message = (err as Error).message.replace(/#+/g, (run) => text.slice(at, at + run.length));
+  }
+  return Object.assign(new SyntaxError(message), { type: 'entity.parse.failed', status: 400 });
+}
