@@ -9,6 +9,22 @@ export interface JsonAnswer {
   headers?: Record<string, string>;
 }
 
+/**
+ * A request refused before its route (by the drain guard, the authorizer or a limit):
+ * answered as JSON { type, message, details? } with its status and headers.
+ */
+export interface Refusal {
+  status: number;
+  type: string;
+  message: string;
+  details?: Record<string, unknown>;
+  headers?: Record<string, string>;
+}
+
+export function refusalAnswer(r: Refusal): JsonAnswer {
+  return { status: r.status, headers: r.headers, body: { type: r.type, message: r.message, details: r.details } };
+}
+
 /** Writes the answer as express's res.json would: the same status, content type and JSON text. */
 export function sendAnswer(res: ServerResponse, answer: JsonAnswer): void {
   if (answer.body === undefined) {

@@ -16,8 +16,8 @@ import type { Engine } from '../engine/context.ts';
 import type { TaskNotifier } from '../engine/task-notifier.ts';
 import type { Drain } from '../ops/shutdown.ts';
 import { AUTH_UNAVAILABLE, type Authorizer } from '../security/auth.ts';
-import { mergedVariablesRefusal, parsedBodyError, writeLimitRefusal, type LimitOptions, type Refusal } from '../security/limits.ts';
-import { abortedByHangUp, sendAnswer, type JsonAnswer } from './answer.ts';
+import { mergedVariablesRefusal, parsedBodyError, writeLimitRefusal, type LimitOptions } from '../security/limits.ts';
+import { abortedByHangUp, refusalAnswer, sendAnswer, type JsonAnswer } from './answer.ts';
 import { errorAnswer } from './errors.ts';
 import { startRoute } from './instances-routes.ts';
 import { completeBatchRoute, completeRoute, fetchRoute } from './tasks-routes.ts';
@@ -95,7 +95,7 @@ async function serve(deps: LeanLaneDeps, req: IncomingMessage, res: ServerRespon
     deps.log.error({ err: (err as Error).message, method: 'POST', path: url }, 'auth:unavailable');
     verdict = AUTH_UNAVAILABLE;
   }
-  if (!verdict.pass) return sendAnswer(res, { status: verdict.status, headers: verdict.headers, body: { type: verdict.type, message: verdict.message } });
+  if (!verdict.pass) return sendAnswer(res, refusalAnswer(verdict));
   const raw = await readBody(req, length);
   if (raw === undefined) return; // the caller hung up mid-body: nobody to answer
   try {
@@ -110,10 +110,6 @@ async function serve(deps: LeanLaneDeps, req: IncomingMessage, res: ServerRespon
   } catch (err) {
     sendAnswer(res, errorAnswer(err, deps.log, 'POST', url));
   }
-}
-
-function refusalAnswer(r: Refusal): JsonAnswer {
-  return { status: r.status, body: { type: r.type, message: r.message, details: r.details }, ...(r.headers ? { headers: r.headers } : {}) };
 }
 
 /** The body, or undefined when the request ends early (node:http has already checked the length). */

@@ -2,7 +2,8 @@
 // Bearer tokens everywhere; Basic (the password is the token) for clients that only
 // speak Basic, such as the Camunda client's BasicAuthInterceptor.
 import { timingSafeEqual } from 'node:crypto';
-import type { RequestHandler, Response } from 'express';
+import type { RequestHandler } from 'express';
+import { refusalAnswer, sendAnswer, type Refusal } from '../api/answer.ts';
 import type { Logger } from 'pino';
 import type { Pool } from '../store/db.ts';
 import { countActiveTokens, findActiveToken } from '../store/tokens.ts';
@@ -39,7 +40,7 @@ export interface AuthRequest {
 }
 
 /** A refusal is answered as JSON { type, message } with its status and headers. */
-export type AuthVerdict = { pass: true; caller?: Caller } | { pass: false; status: number; type: string; message: string; headers: Record<string, string> };
+export type AuthVerdict = { pass: true; caller?: Caller } | ({ pass: false } & Refusal);
 
 export type Authorizer = (req: AuthRequest) => Promise<AuthVerdict>;
 
@@ -130,17 +131,12 @@ export function authMiddleware(authorize: Authorizer, log: Logger): RequestHandl
           if (verdict.caller) res.locals.caller = verdict.caller;
           return next();
         }
-        answerRefusal(res, verdict);
+        sendAnswer(res, refusalAnswer(verdict));
       },
       (err: Error) => {
         log.error({ err: err.message, method: req.method, path: req.path }, 'auth:unavailable');
-        answerRefusal(res, AUTH_UNAVAILABLE);
+        sendAnswer(res, refusalAnswer(AUTH_UNAVAILABLE));
       },
     );
   };
-}
-
-function answerRefusal(res: Response, verdict: Extract<AuthVerdict, { pass: false }>): void {
-  for (const [k, v] of Object.entries(verdict.headers)) res.setHeader(k, v);
-  res.status(verdict.status).json({ type: verdict.type, message: verdict.message });
 }

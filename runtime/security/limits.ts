@@ -1,7 +1,9 @@
 // Request limits checked before the routers run: JSON body size, variables size, and
 // parked long polls per node. Each refusal is JSON naming the limit and its setting.
-import express, { Router, type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { ServerResponse } from 'node:http';
+import express, { Router, type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { refusalAnswer, sendAnswer, type Refusal } from '../api/answer.ts';
 import { camundaErrorHandler } from '../api/camunda/errors.ts';
 import type { TaskNotifier } from '../engine/task-notifier.ts';
 import { isUuid } from '../api/validate.ts';
@@ -126,18 +128,10 @@ const refuseNulInUrl: RequestHandler = (req, res, next) => {
   answerRefusal(res, { status: 400, type: 'ValidationError', message: 'The URL holds a NUL character (%00), which no name, key or id may contain', details: { limit: 'noNulCharacters' } });
 };
 
-/** A request refused by a limit: answered as JSON { type, message, details } with its status (and headers). */
-export interface Refusal {
-  status: number;
-  type: string;
-  message: string;
-  details: Record<string, unknown>;
-  headers?: Record<string, string>;
-}
+export type { Refusal };
 
-export function answerRefusal(res: Response, refusal: Refusal): void {
-  for (const [k, v] of Object.entries(refusal.headers ?? {})) res.setHeader(k, v);
-  res.status(refusal.status).json({ type: refusal.type, message: refusal.message, details: refusal.details });
+export function answerRefusal(res: ServerResponse, refusal: Refusal): void {
+  sendAnswer(res, refusalAnswer(refusal));
 }
 
 /** What the limit checks read of a write: its path below the mount (/api, /engine-rest), its whole URL, its parsed body. */
@@ -212,7 +206,6 @@ export async function mergedVariablesRefusal(opts: LimitOptions, pool: Pool, req
 
 function checkMergedVariables(opts: LimitOptions, pool: Pool): RequestHandler {
   return (req, res, next) => {
-    if (resultVariables(req).length === 0) return next();
     mergedVariablesRefusal(opts, pool, req).then((refusal) => (refusal ? answerRefusal(res, refusal) : next()), next);
   };
 }
