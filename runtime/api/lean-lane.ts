@@ -1,4 +1,4 @@
-// The starters' and workers' hot routes served straight from node:http, in front of express.
+// The starters' and workers' routes served straight from node:http, in front of express.
 //
 // Why: issue 8. Express and its parts (the router's layers, body-parser and the small
 // modules around it, res.json's header handling) cost about a fifth of Node's CPU per
@@ -20,7 +20,7 @@ import { mergedVariablesRefusal, parsedBodyError, writeLimitRefusal, type LimitO
 import { abortedByHangUp, refusalAnswer, sendAnswer, type JsonAnswer } from './answer.ts';
 import { errorAnswer } from './errors.ts';
 import { startRoute } from './instances-routes.ts';
-import { completeBatchRoute, completeRoute, fetchRoute } from './tasks-routes.ts';
+import { completeBatchRoute, fetchRoute, TASK_CALL_ROUTES } from './tasks-routes.ts';
 
 export interface LeanLaneDeps {
   engine: Engine;
@@ -33,8 +33,11 @@ export interface LeanLaneDeps {
 
 type LeanRoute = (body: unknown, res: ServerResponse, id?: string) => Promise<JsonAnswer | undefined>;
 
-/** The single complete's path; its id is checked by the route (a non-uuid is a 404 there). */
-const SINGLE_COMPLETE = /^\/api\/external-tasks\/([^/?]+)\/complete$/;
+/**
+ * A lock holder's call on one task; its id is checked by the route (a non-uuid is a 404
+ * there). An id with a percent-escape is left to express, which decodes it.
+ */
+const TASK_CALL = /^\/api\/external-tasks\/([^/?%]+)\/(complete|failure|bpmn-error|extend-lock|unlock)$/;
 /** What body-parser's JSON parser reads without a conversion: no charset, or UTF-8. */
 const PLAIN_JSON = /^application\/json\s*(?:;\s*charset="?utf-8"?\s*)?$/i;
 const DIGITS = /^\d+$/;
@@ -51,7 +54,7 @@ export function leanLane(deps: LeanLaneDeps): (req: IncomingMessage, res: Server
     ['/api/external-tasks/fetch-and-lock', (body, res) => fetchRoute(engine, notifier, body, abortedByHangUp(res))],
     ['/api/external-tasks/complete-batch', (body) => completeBatchRoute(engine, body)],
   ]);
-  const completeOne: LeanRoute = (body, _res, id) => completeRoute(engine, id, body);
+  const taskCalls = new Map<string, LeanRoute>(Object.entries(TASK_CALL_ROUTES).map(([call, route]) => [call, (body, _res, id) => route(engine, id, body)]));
 
   return (req, res) => {
     if (req.method !== 'POST') return false;
@@ -59,9 +62,10 @@ export function leanLane(deps: LeanLaneDeps): (req: IncomingMessage, res: Server
     let route = routes.get(url);
     let id: string | undefined;
     if (!route) {
-      id = SINGLE_COMPLETE.exec(url)?.[1];
-      if (id === undefined) return false;
-      route = completeOne;
+      const call = TASK_CALL.exec(url);
+      if (!call) return false;
+      id = call[1];
+      route = taskCalls.get(call[2]!)!;
     }
     const length = plainJsonLength(req, jsonLimit);
     if (length === undefined) return false;

@@ -1,4 +1,4 @@
-import { Router, type Response } from 'express';
+import { Router } from 'express';
 import type { Engine } from '../engine/context.ts';
 import { fetchAndWait } from '../engine/fetch.ts';
 import type { TaskNotifier } from '../engine/task-notifier.ts';
@@ -32,8 +32,7 @@ interface FetchBody {
   topics: { name: string; lockDurationMs: number }[];
 }
 
-// The fetch, the batch complete and the single complete are served by express's router
-// and by the lean lane (lean-lane.ts) alike.
+// Every route here is served by express's router and by the lean lane (lean-lane.ts) alike.
 
 /** POST /api/external-tasks/fetch-and-lock; no answer once the caller has hung up. */
 export async function fetchRoute(engine: Engine, notifier: TaskNotifier, raw: unknown, gone: AbortSignal): Promise<JsonAnswer | undefined> {
@@ -53,10 +52,47 @@ export async function completeBatchRoute(engine: Engine, raw: unknown): Promise<
 }
 
 /** POST /api/external-tasks/:id/complete */
-export async function completeRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
+async function completeRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
   const body = validateBody<Omit<CompleteTaskRequest, 'taskId'>>('complete-request', raw);
   return answerOf(await faultAfter('api:after-complete-commit', completeTask(engine, { ...body, taskId: taskIdOf(id) })), id);
 }
+
+/** POST /api/external-tasks/:id/failure */
+async function failureRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
+  const body = validateBody<Omit<FailTaskRequest, 'taskId'>>('failure-request', raw);
+  return answerOf(await failTask(engine, { ...body, taskId: taskIdOf(id) }), id);
+}
+
+/** POST /api/external-tasks/:id/bpmn-error */
+async function bpmnErrorRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
+  const body = validateBody<Omit<BpmnErrorRequest, 'taskId'>>('bpmn-error-request', raw);
+  return answerOf(await reportBpmnError(engine, { ...body, taskId: taskIdOf(id) }), id);
+}
+
+/** POST /api/external-tasks/:id/extend-lock */
+async function extendLockRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
+  const body = validateBody<Omit<LockHolder, 'taskId'> & { lockDurationMs: number }>('extend-lock-request', raw);
+  const holder = { ...body, taskId: taskIdOf(id) };
+  return answerOf(await leaseCall(engine, holder, 'extend-lock', extendLock(engine.pool, holder)), id);
+}
+
+/** POST /api/external-tasks/:id/unlock */
+async function unlockRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
+  const body = validateBody<Omit<LockHolder, 'taskId'>>('unlock-request', raw);
+  const holder = { ...body, taskId: taskIdOf(id) };
+  return answerOf(await leaseCall(engine, holder, 'unlock', unlockTask(engine.pool, holder)), id);
+}
+
+export type TaskCall = 'complete' | 'failure' | 'bpmn-error' | 'extend-lock' | 'unlock';
+
+/** The calls a lock holder makes on one task, POST /api/external-tasks/:id/<call>, by call. */
+export const TASK_CALL_ROUTES: Record<TaskCall, (engine: Engine, id: string | undefined, raw: unknown) => Promise<JsonAnswer>> = {
+  complete: completeRoute,
+  failure: failureRoute,
+  'bpmn-error': bpmnErrorRoute,
+  'extend-lock': extendLockRoute,
+  unlock: unlockRoute,
+};
 
 export function tasksRouter(engine: Engine, notifier: TaskNotifier): Router {
   const router = Router();
@@ -70,31 +106,11 @@ export function tasksRouter(engine: Engine, notifier: TaskNotifier): Router {
     sendAnswer(res, await completeBatchRoute(engine, req.body));
   });
 
-  router.post('/:id/complete', async (req, res) => {
-    sendAnswer(res, await completeRoute(engine, req.params.id, req.body));
-  });
-
-  router.post('/:id/failure', async (req, res) => {
-    const body = validateBody<Omit<FailTaskRequest, 'taskId'>>('failure-request', req.body);
-    answer(res, await failTask(engine, { ...body, taskId: taskIdOf(req.params.id) }), req.params.id);
-  });
-
-  router.post('/:id/bpmn-error', async (req, res) => {
-    const body = validateBody<Omit<BpmnErrorRequest, 'taskId'>>('bpmn-error-request', req.body);
-    answer(res, await reportBpmnError(engine, { ...body, taskId: taskIdOf(req.params.id) }), req.params.id);
-  });
-
-  router.post('/:id/extend-lock', async (req, res) => {
-    const body = validateBody<Omit<LockHolder, 'taskId'> & { lockDurationMs: number }>('extend-lock-request', req.body);
-    const holder = { ...body, taskId: taskIdOf(req.params.id) };
-    answer(res, await leaseCall(engine, holder, 'extend-lock', extendLock(engine.pool, holder)), req.params.id);
-  });
-
-  router.post('/:id/unlock', async (req, res) => {
-    const body = validateBody<Omit<LockHolder, 'taskId'>>('unlock-request', req.body);
-    const holder = { ...body, taskId: taskIdOf(req.params.id) };
-    answer(res, await leaseCall(engine, holder, 'unlock', unlockTask(engine.pool, holder)), req.params.id);
-  });
+  for (const [call, route] of Object.entries(TASK_CALL_ROUTES)) {
+    router.post(`/:id/${call}`, async (req, res) => {
+      sendAnswer(res, await route(engine, req.params.id, req.body));
+    });
+  }
 
   return router;
 }
@@ -109,10 +125,6 @@ async function leaseCall(engine: Engine, holder: LockHolder, kind: 'extend-lock'
   if (result.ok) return { ok: true, duplicate: false };
   if (result.reason === 'lock_lost') await recordLateResult(engine.pool, { ...holder, kind, payloadBytes: 0 });
   return { ok: false, reason: result.reason === 'already_applied' ? 'lock_lost' : result.reason };
-}
-
-function answer(res: Response, result: TaskCallResult, taskId: string | undefined): void {
-  sendAnswer(res, answerOf(result, taskId));
 }
 
 function answerOf(result: TaskCallResult, taskId: string | undefined): JsonAnswer {

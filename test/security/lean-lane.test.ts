@@ -102,6 +102,19 @@ describe('given a server with tokens and tight limits', () => {
     { label: 'complete with the wrong lock token', path: () => `/api/external-tasks/${held.id}/complete`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: spare.lockToken }), lateResult: true },
     { label: 'complete that would grow an instance past the variables limit', path: () => `/api/external-tasks/${held.id}/complete`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: held.lockToken, variables: { second: 'b'.repeat(1200) } }) },
     { label: 'complete without a token', path: () => `/api/external-tasks/${held.id}/complete`, body: () => JSON.stringify({ workerId: 'holder', lockToken: held.lockToken }) },
+    { label: 'complete of an id with a percent-escape (express decodes it)', path: () => `/api/external-tasks/${held.id.replace('-', '%2D')}/complete`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: spare.lockToken }), lateResult: true },
+    { label: 'failure of an unknown task', path: () => '/api/external-tasks/00000000-0000-4000-8000-000000000000/failure', token: WORKER, body: () => '{"workerId":"holder","lockToken":"00000000-0000-4000-8000-000000000000","errorMessage":"boom"}' },
+    { label: 'failure without an error message', path: () => `/api/external-tasks/${held.id}/failure`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: held.lockToken }) },
+    { label: 'failure with the wrong lock token', path: () => `/api/external-tasks/${held.id}/failure`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: spare.lockToken, errorMessage: 'boom' }), lateResult: true },
+    { label: 'failure by a viewer', path: () => `/api/external-tasks/${held.id}/failure`, token: VIEWER, body: () => JSON.stringify({ workerId: 'holder', lockToken: held.lockToken, errorMessage: 'boom' }) },
+    { label: 'bpmn-error of an id that is no uuid', path: () => '/api/external-tasks/not-a-uuid/bpmn-error', token: WORKER, body: () => '{"workerId":"holder","lockToken":"x","errorCode":"E"}' },
+    { label: 'bpmn-error with the wrong lock token', path: () => `/api/external-tasks/${held.id}/bpmn-error`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: spare.lockToken, errorCode: 'E' }), lateResult: true },
+    { label: 'bpmn-error that would grow an instance past the variables limit', path: () => `/api/external-tasks/${held.id}/bpmn-error`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: held.lockToken, errorCode: 'E', variables: { second: 'b'.repeat(1200) } }) },
+    { label: 'extend-lock with a negative duration', path: () => `/api/external-tasks/${held.id}/extend-lock`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: held.lockToken, lockDurationMs: -1 }) },
+    { label: 'extend-lock with the wrong lock token', path: () => `/api/external-tasks/${held.id}/extend-lock`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: spare.lockToken, lockDurationMs: 1000 }), lateResult: true },
+    { label: 'unlock of an unknown task', path: () => '/api/external-tasks/00000000-0000-4000-8000-000000000000/unlock', token: WORKER, body: () => '{"workerId":"holder","lockToken":"00000000-0000-4000-8000-000000000000"}' },
+    { label: 'unlock with the wrong lock token', path: () => `/api/external-tasks/${held.id}/unlock`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: spare.lockToken }), lateResult: true },
+    { label: 'unlock without a token', path: () => `/api/external-tasks/${held.id}/unlock`, body: () => JSON.stringify({ workerId: 'holder', lockToken: held.lockToken }) },
     { label: 'start with a byte-order mark and a charset', path: () => '/api/instances', token: ADMIN, body: () => Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"definitionKey":"nope"}')]), contentType: 'application/json; charset=UTF-8' },
   ];
 
@@ -123,8 +136,13 @@ describe('given a server with tokens and tight limits', () => {
     expect([viaLane.status, viaExpress.status]).toEqual([201, 201]);
     expect(Object.keys(JSON.parse(viaLane.text) as object).sort()).toEqual(Object.keys(JSON.parse(viaExpress.text) as object).sort());
     expect(viaLane.headers['content-type']).toBe(viaExpress.headers['content-type']);
-    const done = [await send(t.url, `/api/external-tasks/${spare.id}/complete`, { headers: json(WORKER), body: JSON.stringify({ workerId: 'holder', lockToken: spare.lockToken }) })];
-    expect(done.map((a) => [a.status, a.text, a.headers['content-type']])).toEqual([[204, '', undefined]]);
+    const extend = JSON.stringify({ workerId: 'holder', lockToken: held.lockToken, lockDurationMs: 60_000 });
+    const done = [
+      await send(t.url, `/api/external-tasks/${held.id}/extend-lock`, { headers: json(WORKER), body: extend }),
+      await send(t.url, `/api/external-tasks/${held.id}/extend-lock?via=express`, { headers: json(WORKER), body: extend }),
+      await send(t.url, `/api/external-tasks/${spare.id}/complete`, { headers: json(WORKER), body: JSON.stringify({ workerId: 'holder', lockToken: spare.lockToken }) }),
+    ];
+    expect(done.map((a) => [a.status, a.text, a.headers['content-type']])).toEqual([[204, '', undefined], [204, '', undefined], [204, '', undefined]]);
   });
 });
 
@@ -163,6 +181,7 @@ describe('which requests the lane takes', () => {
     ['a fetch', '/api/external-tasks/fetch-and-lock', { headers: json(), body: '{"workerId":"w","maxTasks":1,"topics":[{"name":"none","lockDurationMs":1000}]}' }],
     ['a batch complete', '/api/external-tasks/complete-batch', { headers: json(), body: '{"workerId":"w","tasks":[]}' }],
     ['a complete', '/api/external-tasks/not-a-uuid/complete', { headers: json(), body: '{"workerId":"w","lockToken":"x"}' }],
+    ...['failure', 'bpmn-error', 'extend-lock', 'unlock'].map((call): [string, string, Parameters<typeof send>[2]] => [`a ${call}`, `/api/external-tasks/not-a-uuid/${call}`, { headers: json(), body: '{"workerId":"w","lockToken":"x"}' }]),
     ['a start of exactly the limit', '/api/instances', { headers: json(), body: `{"definitionKey":"taken","businessKey":"${'k'.repeat(1024 - 44)}"}` }],
   ];
   const left: [string, string, Parameters<typeof send>[2]][] = [
@@ -178,6 +197,8 @@ describe('which requests the lane takes', () => {
     ['an empty body', '/api/instances', { headers: { ...json(), 'content-length': '0' } }],
     ['a body past the JSON limit', '/api/instances', { headers: json(), body: `{"definitionKey":"taken","businessKey":"${'k'.repeat(1024)}"}` }],
     ['another route', '/api/instances/00000000-0000-4000-8000-000000000000/cancel', { headers: json(), body: '{}' }],
+    ['a task id with a percent-escape', '/api/external-tasks/00000000%2D0000-4000-8000-000000000000/complete', { headers: json(), body: '{"workerId":"w","lockToken":"x"}' }],
+    ['a call on a task the lane does not serve', '/api/external-tasks/00000000-0000-4000-8000-000000000000/progress', { headers: json(), body: '{}' }],
   ];
   for (const [label, path, opts] of taken) {
     it(`takes ${label}`, async () => {
