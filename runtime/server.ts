@@ -130,7 +130,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use(errorMiddleware(opts.log));
 
   // The hot routes' plain requests skip express; it serves the rest (api/lean-lane.ts).
-  const lean = leanLane({ engine, notifier, authorize, limits, drain, log: opts.log });
+  const lean = leanLane({ engine, notifier, progress, authorize, limits, drain, log: opts.log });
   const http = createServer((req, res) => {
     if (!lean(req, res)) app(req, res);
   });

@@ -13,6 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import bytes from 'bytes';
 import type { Logger } from 'pino';
 import type { Engine } from '../engine/context.ts';
+import type { ProgressCoalescer } from '../engine/progress.ts';
 import type { TaskNotifier } from '../engine/task-notifier.ts';
 import type { Drain } from '../ops/shutdown.ts';
 import { AUTH_UNAVAILABLE, type Authorizer } from '../security/auth.ts';
@@ -20,11 +21,13 @@ import { mergedVariablesRefusal, parsedBodyError, writeLimitRefusal, type LimitO
 import { abortedByHangUp, refusalAnswer, sendAnswer, type JsonAnswer } from './answer.ts';
 import { errorAnswer } from './errors.ts';
 import { startRoute } from './instances-routes.ts';
+import { progressRoute } from './progress-routes.ts';
 import { completeBatchRoute, fetchRoute, TASK_CALL_ROUTES } from './tasks-routes.ts';
 
 export interface LeanLaneDeps {
   engine: Engine;
   notifier: TaskNotifier;
+  progress: ProgressCoalescer;
   authorize: Authorizer;
   limits: LimitOptions;
   drain: Drain;
@@ -37,7 +40,7 @@ type LeanRoute = (body: unknown, res: ServerResponse, id?: string) => Promise<Js
  * A lock holder's call on one task; its id is checked by the route (a non-uuid is a 404
  * there). An id with a percent-escape is left to express, which decodes it.
  */
-const TASK_CALL = /^\/api\/external-tasks\/([^/?%]+)\/(complete|failure|bpmn-error|extend-lock|unlock)$/;
+const TASK_CALL = /^\/api\/external-tasks\/([^/?%]+)\/(complete|failure|bpmn-error|extend-lock|unlock|progress)$/;
 /** What body-parser's JSON parser reads without a conversion: no charset, or UTF-8. */
 const PLAIN_JSON = /^application\/json\s*(?:;\s*charset="?utf-8"?\s*)?$/i;
 const DIGITS = /^\d+$/;
@@ -55,6 +58,7 @@ export function leanLane(deps: LeanLaneDeps): (req: IncomingMessage, res: Server
     ['/api/external-tasks/complete-batch', (body) => completeBatchRoute(engine, body)],
   ]);
   const taskCalls = new Map<string, LeanRoute>(Object.entries(TASK_CALL_ROUTES).map(([call, route]) => [call, (body, _res, id) => route(engine, id, body)]));
+  taskCalls.set('progress', (body, _res, id) => progressRoute(deps.progress, id, body));
 
   return (req, res) => {
     if (req.method !== 'POST') return false;

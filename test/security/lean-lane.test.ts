@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leanLane, parseJson } from '../../runtime/api/lean-lane.ts';
+import { ProgressCoalescer } from '../../runtime/engine/progress.ts';
 import { createDrain } from '../../runtime/ops/shutdown.ts';
 import { createAuthorizer } from '../../runtime/security/auth.ts';
 import { DEFAULT_LIMITS } from '../../runtime/security/limits.ts';
@@ -115,6 +116,10 @@ describe('given a server with tokens and tight limits', () => {
     { label: 'unlock of an unknown task', path: () => '/api/external-tasks/00000000-0000-4000-8000-000000000000/unlock', token: WORKER, body: () => '{"workerId":"holder","lockToken":"00000000-0000-4000-8000-000000000000"}' },
     { label: 'unlock with the wrong lock token', path: () => `/api/external-tasks/${held.id}/unlock`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: spare.lockToken }), lateResult: true },
     { label: 'unlock without a token', path: () => `/api/external-tasks/${held.id}/unlock`, body: () => JSON.stringify({ workerId: 'holder', lockToken: held.lockToken }) },
+    { label: 'progress of an unknown task', path: () => '/api/external-tasks/00000000-0000-4000-8000-000000000000/progress', token: WORKER, body: () => '{"workerId":"holder","lockToken":"00000000-0000-4000-8000-000000000000","data":{"done":1}}' },
+    { label: 'progress with the wrong lock token', path: () => `/api/external-tasks/${held.id}/progress`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: spare.lockToken, data: { done: 1 } }) },
+    { label: 'progress without data', path: () => `/api/external-tasks/${held.id}/progress`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: held.lockToken }) },
+    { label: 'progress by a viewer', path: () => `/api/external-tasks/${held.id}/progress`, token: VIEWER, body: () => JSON.stringify({ workerId: 'holder', lockToken: held.lockToken, data: { done: 1 } }) },
     { label: 'start with a byte-order mark and a charset', path: () => '/api/instances', token: ADMIN, body: () => Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"definitionKey":"nope"}')]), contentType: 'application/json; charset=UTF-8' },
   ];
 
@@ -137,6 +142,12 @@ describe('given a server with tokens and tight limits', () => {
     expect(Object.keys(JSON.parse(viaLane.text) as object).sort()).toEqual(Object.keys(JSON.parse(viaExpress.text) as object).sort());
     expect(viaLane.headers['content-type']).toBe(viaExpress.headers['content-type']);
     const extend = JSON.stringify({ workerId: 'holder', lockToken: held.lockToken, lockDurationMs: 60_000 });
+    const report = JSON.stringify({ workerId: 'holder', lockToken: held.lockToken, data: { done: 1 } });
+    const reports = [
+      await send(t.url, `/api/external-tasks/${held.id}/progress`, { headers: json(WORKER), body: report }),
+      await send(t.url, `/api/external-tasks/${held.id}/progress?via=express`, { headers: json(WORKER), body: report }),
+    ];
+    expect(reports.map((a) => [a.status, a.text, a.headers['content-type']])).toEqual([[202, '{"accepted":true}', 'application/json; charset=utf-8'], [202, '{"accepted":true}', 'application/json; charset=utf-8']]);
     const done = [
       await send(t.url, `/api/external-tasks/${held.id}/extend-lock`, { headers: json(WORKER), body: extend }),
       await send(t.url, `/api/external-tasks/${held.id}/extend-lock?via=express`, { headers: json(WORKER), body: extend }),
@@ -150,14 +161,16 @@ describe('which requests the lane takes', () => {
   let t: TestServer;
   let lane: Server;
   let base: string;
+  let progress: ProgressCoalescer;
   const drain = createDrain();
 
   beforeAll(async () => {
     t = await startTestServer();
     await deploy(t.api, singleTaskBpmn('taken', 'taken-task'));
     const log = pino({ level: 'silent' });
+    progress = new ProgressCoalescer(t.server.engine.pool, log);
     const serve = leanLane({
-      engine: t.server.engine, notifier: t.server.notifier, drain, log,
+      engine: t.server.engine, notifier: t.server.notifier, progress, drain, log,
       authorize: createAuthorizer(t.server.engine.pool, log), limits: { ...DEFAULT_LIMITS, jsonLimit: '1kb' },
     });
     // What the lane leaves alone is answered 599, standing in for express.
@@ -171,6 +184,7 @@ describe('which requests the lane takes', () => {
   });
   afterAll(async () => {
     await new Promise((resolve) => lane?.close(resolve));
+    await progress?.close();
     await t?.close();
   });
 
@@ -181,7 +195,7 @@ describe('which requests the lane takes', () => {
     ['a fetch', '/api/external-tasks/fetch-and-lock', { headers: json(), body: '{"workerId":"w","maxTasks":1,"topics":[{"name":"none","lockDurationMs":1000}]}' }],
     ['a batch complete', '/api/external-tasks/complete-batch', { headers: json(), body: '{"workerId":"w","tasks":[]}' }],
     ['a complete', '/api/external-tasks/not-a-uuid/complete', { headers: json(), body: '{"workerId":"w","lockToken":"x"}' }],
-    ...['failure', 'bpmn-error', 'extend-lock', 'unlock'].map((call): [string, string, Parameters<typeof send>[2]] => [`a ${call}`, `/api/external-tasks/not-a-uuid/${call}`, { headers: json(), body: '{"workerId":"w","lockToken":"x"}' }]),
+    ...['failure', 'bpmn-error', 'extend-lock', 'unlock', 'progress'].map((call): [string, string, Parameters<typeof send>[2]] => [`a ${call}`, `/api/external-tasks/not-a-uuid/${call}`, { headers: json(), body: '{"workerId":"w","lockToken":"x"}' }]),
     ['a start of exactly the limit', '/api/instances', { headers: json(), body: `{"definitionKey":"taken","businessKey":"${'k'.repeat(1024 - 44)}"}` }],
   ];
   const left: [string, string, Parameters<typeof send>[2]][] = [
@@ -198,7 +212,7 @@ describe('which requests the lane takes', () => {
     ['a body past the JSON limit', '/api/instances', { headers: json(), body: `{"definitionKey":"taken","businessKey":"${'k'.repeat(1024)}"}` }],
     ['another route', '/api/instances/00000000-0000-4000-8000-000000000000/cancel', { headers: json(), body: '{}' }],
     ['a task id with a percent-escape', '/api/external-tasks/00000000%2D0000-4000-8000-000000000000/complete', { headers: json(), body: '{"workerId":"w","lockToken":"x"}' }],
-    ['a call on a task the lane does not serve', '/api/external-tasks/00000000-0000-4000-8000-000000000000/progress', { headers: json(), body: '{}' }],
+    ['a call on a task the lane does not serve', '/api/external-tasks/00000000-0000-4000-8000-000000000000/variables', { headers: json(), body: '{}' }],
   ];
   for (const [label, path, opts] of taken) {
     it(`takes ${label}`, async () => {
