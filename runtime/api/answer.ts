@@ -2,10 +2,11 @@
 // can serve the same route functions and write the same bytes.
 import type { ServerResponse } from 'node:http';
 
-/** A JSON answer; without a body, an empty one (204). */
+/** A JSON answer; without a body, an empty one (204). Header names in lower case. */
 export interface JsonAnswer {
   status: number;
   body?: unknown;
+  /** a `content-type` here replaces the default (Camunda's answers say exactly `application/json`) */
   headers?: Record<string, string>;
 }
 
@@ -25,7 +26,7 @@ export function refusalAnswer(r: Refusal): JsonAnswer {
   return { status: r.status, headers: r.headers, body: { type: r.type, message: r.message, details: r.details } };
 }
 
-/** Writes the answer as express's res.json would: the same status, content type and JSON text. */
+/** Writes the answer as express's res.json would: the same status, content type (unless the answer names its own) and JSON text. */
 export function sendAnswer(res: ServerResponse, answer: JsonAnswer): void {
   if (answer.body === undefined) {
     res.writeHead(answer.status, answer.headers);
@@ -33,7 +34,7 @@ export function sendAnswer(res: ServerResponse, answer: JsonAnswer): void {
     return;
   }
   const text = JSON.stringify(answer.body);
-  res.writeHead(answer.status, { ...answer.headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8', ...answer.headers, 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
 

@@ -1,4 +1,5 @@
-// The starters' and workers' routes served straight from node:http, in front of express.
+// The starters' and workers' routes, native and Camunda's external-task calls, served
+// straight from node:http, in front of express.
 //
 // Why: issue 8. Express and its parts (the router's layers, body-parser and the small
 // modules around it, res.json's header handling) cost about a fifth of Node's CPU per
@@ -8,7 +9,7 @@
 // no content encoding) and hands everything else to express, so an unusual request gets
 // express's answer. What a served request goes through is what express's layers do, in their
 // order, with the same functions: the drain guard, the authorizer, the body's parse and its
-// checks, the limits, the route, the error table.
+// checks, the limits, the route, the error table (Camunda's under /engine-rest).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import bytes from 'bytes';
 import type { Logger } from 'pino';
@@ -19,6 +20,8 @@ import type { Drain } from '../ops/shutdown.ts';
 import { AUTH_UNAVAILABLE, type Authorizer } from '../security/auth.ts';
 import { mergedVariablesRefusal, parsedBodyError, writeLimitRefusal, type LimitOptions } from '../security/limits.ts';
 import { abortedByHangUp, refusalAnswer, sendAnswer, type JsonAnswer } from './answer.ts';
+import { camundaErrorAnswer } from './camunda/errors.ts';
+import { CAMUNDA_TASK_CALL_ROUTES, camundaFetchRoute } from './camunda/external-task-routes.ts';
 import { errorAnswer } from './errors.ts';
 import { startRoute } from './instances-routes.ts';
 import { progressRoute } from './progress-routes.ts';
@@ -36,11 +39,30 @@ export interface LeanLaneDeps {
 
 type LeanRoute = (body: unknown, res: ServerResponse, id?: string) => Promise<JsonAnswer | undefined>;
 
+/** What differs between the native API and the Camunda one in express's layers in front of their routes. */
+interface Mount {
+  /** the mount path: the limits see the path below it, as express's do */
+  prefix: string;
+  /** the body limit of the mount's JSON parser */
+  jsonLimit: number;
+  /** the mount's error table */
+  errorAnswer: (err: unknown, log: Logger, method: string, path: string) => JsonAnswer;
+  /** a native result may not grow its instance's variables past the limit (only /api checks it) */
+  checksMergedVariables: boolean;
+}
+
+interface Served {
+  route: LeanRoute;
+  mount: Mount;
+  id?: string;
+}
+
 /**
- * A lock holder's call on one task; its id is checked by the route (a non-uuid is a 404
- * there). An id with a percent-escape is left to express, which decodes it.
+ * A lock holder's call on one task, native and Camunda; its id is checked by the route (a
+ * non-uuid is a 404 there). An id with a percent-escape is left to express, which decodes it.
  */
 const TASK_CALL = /^\/api\/external-tasks\/([^/?%]+)\/(complete|failure|bpmn-error|extend-lock|unlock|progress)$/;
+const CAMUNDA_TASK_CALL = /^\/engine-rest\/external-task\/([^/?%]+)\/(complete|failure|bpmnError|extendLock|lock|unlock)$/;
 /** What body-parser's JSON parser reads without a conversion: no charset, or UTF-8. */
 const PLAIN_JSON = /^application\/json\s*(?:;\s*charset="?utf-8"?\s*)?$/i;
 const DIGITS = /^\d+$/;
@@ -51,29 +73,35 @@ const DIGITS = /^\d+$/;
  */
 export function leanLane(deps: LeanLaneDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
   const { engine, notifier } = deps;
-  const jsonLimit = bytes.parse(deps.limits.jsonLimit) ?? 0;
-  const routes = new Map<string, LeanRoute>([
-    ['/api/instances', (body) => startRoute(engine, body)],
-    ['/api/external-tasks/fetch-and-lock', (body, res) => fetchRoute(engine, notifier, body, abortedByHangUp(res))],
-    ['/api/external-tasks/complete-batch', (body) => completeBatchRoute(engine, body)],
+  const api: Mount = { prefix: '/api', jsonLimit: bytes.parse(deps.limits.jsonLimit) ?? 0, errorAnswer, checksMergedVariables: true };
+  const camunda: Mount = { prefix: '/engine-rest', jsonLimit: bytes.parse(deps.limits.camundaJsonLimit) ?? 0, errorAnswer: camundaErrorAnswer, checksMergedVariables: false };
+  const routes = new Map<string, Served>([
+    ['/api/instances', { mount: api, route: (body) => startRoute(engine, body) }],
+    ['/api/external-tasks/fetch-and-lock', { mount: api, route: (body, res) => fetchRoute(engine, notifier, body, abortedByHangUp(res)) }],
+    ['/api/external-tasks/complete-batch', { mount: api, route: (body) => completeBatchRoute(engine, body) }],
+    ['/engine-rest/external-task/fetchAndLock', { mount: camunda, route: (body, res) => camundaFetchRoute(engine, notifier, body, abortedByHangUp(res)) }],
   ]);
   const taskCalls = new Map<string, LeanRoute>(Object.entries(TASK_CALL_ROUTES).map(([call, route]) => [call, (body, _res, id) => route(engine, id, body)]));
   taskCalls.set('progress', (body, _res, id) => progressRoute(deps.progress, id, body));
+  const camundaTaskCalls = new Map<string, LeanRoute>(Object.entries(CAMUNDA_TASK_CALL_ROUTES).map(([call, route]) => [call, (body, _res, id) => route(engine, id, body)]));
+
+  const servedAt = (url: string): Served | undefined => {
+    const fixed = routes.get(url);
+    if (fixed) return fixed;
+    const native = TASK_CALL.exec(url);
+    if (native) return { mount: api, route: taskCalls.get(native[2]!)!, id: native[1]! };
+    const call = CAMUNDA_TASK_CALL.exec(url);
+    return call ? { mount: camunda, route: camundaTaskCalls.get(call[2]!)!, id: call[1]! } : undefined;
+  };
 
   return (req, res) => {
     if (req.method !== 'POST') return false;
     const url = req.url ?? '';
-    let route = routes.get(url);
-    let id: string | undefined;
-    if (!route) {
-      const call = TASK_CALL.exec(url);
-      if (!call) return false;
-      id = call[1];
-      route = taskCalls.get(call[2]!)!;
-    }
-    const length = plainJsonLength(req, jsonLimit);
+    const served = servedAt(url);
+    if (!served) return false;
+    const length = plainJsonLength(req, served.mount.jsonLimit);
     if (length === undefined) return false;
-    serve(deps, req, res, url, length, route, id).catch((err: unknown) => {
+    serve(deps, req, res, url, length, served).catch((err: unknown) => {
       // Only a failure to write an answer gets here; the socket is of no more use.
       deps.log.error({ err, method: req.method, path: url }, 'api:error');
       res.destroy();
@@ -93,7 +121,7 @@ function plainJsonLength(req: IncomingMessage, limit: number): number | undefine
   return length > 0 && length <= limit ? length : undefined;
 }
 
-async function serve(deps: LeanLaneDeps, req: IncomingMessage, res: ServerResponse, url: string, length: number, route: LeanRoute, id: string | undefined): Promise<void> {
+async function serve(deps: LeanLaneDeps, req: IncomingMessage, res: ServerResponse, url: string, length: number, { route, mount, id }: Served): Promise<void> {
   if (deps.drain.draining) return sendAnswer(res, deps.drain.answer);
   const client = req.socket.remoteAddress ?? 'unknown';
   let verdict;
@@ -110,13 +138,14 @@ async function serve(deps: LeanLaneDeps, req: IncomingMessage, res: ServerRespon
     const body = parseJson(raw);
     const shapeError = parsedBodyError(raw, body, deps.limits.maxJsonDepth);
     if (shapeError) throw shapeError;
-    const write = { path: url.slice('/api'.length), originalUrl: url, body };
-    const refused = writeLimitRefusal(deps.limits, deps.notifier, write) ?? await mergedVariablesRefusal(deps.limits, deps.engine.pool, write);
+    const write = { path: url.slice(mount.prefix.length), originalUrl: url, body };
+    const refused = writeLimitRefusal(deps.limits, deps.notifier, write)
+      ?? (mount.checksMergedVariables ? await mergedVariablesRefusal(deps.limits, deps.engine.pool, write) : undefined);
     if (refused) return sendAnswer(res, refusalAnswer(refused));
     const answer = await route(body, res, id);
     if (answer) sendAnswer(res, answer);
   } catch (err) {
-    sendAnswer(res, errorAnswer(err, deps.log, 'POST', url));
+    sendAnswer(res, mount.errorAnswer(err, deps.log, 'POST', url));
   }
 }
 

@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import type { Engine } from '../engine/context.ts';
 import { fetchAndWait } from '../engine/fetch.ts';
 import type { TaskNotifier } from '../engine/task-notifier.ts';
@@ -106,11 +106,14 @@ export function tasksRouter(engine: Engine, notifier: TaskNotifier): Router {
     sendAnswer(res, await completeBatchRoute(engine, req.body));
   });
 
-  for (const [call, route] of Object.entries(TASK_CALL_ROUTES)) {
-    router.post(`/:id/${call}`, async (req, res) => {
-      sendAnswer(res, await route(engine, req.params.id, req.body));
-    });
-  }
+  const call = (route: (typeof TASK_CALL_ROUTES)[TaskCall]): RequestHandler<{ id: string }> => async (req, res) => {
+    sendAnswer(res, await route(engine, req.params.id, req.body));
+  };
+  router.post('/:id/complete', call(TASK_CALL_ROUTES.complete));
+  router.post('/:id/failure', call(TASK_CALL_ROUTES.failure));
+  router.post('/:id/bpmn-error', call(TASK_CALL_ROUTES['bpmn-error']));
+  router.post('/:id/extend-lock', call(TASK_CALL_ROUTES['extend-lock']));
+  router.post('/:id/unlock', call(TASK_CALL_ROUTES.unlock));
 
   return router;
 }

@@ -73,7 +73,7 @@ describe('given a server with tokens and tight limits', () => {
 
   const deep = `{"definitionKey":"lane","variables":{"a":${'['.repeat(70)}1${']'.repeat(70)}}}`;
   // lateResult: a refused complete is kept in the history as a late result, through either path
-  const cases: { label: string; path: () => string; token?: string; body: () => string | Buffer; contentType?: string; lateResult?: true }[] = [
+  const cases: { label: string; path: () => string; token?: string; basic?: string; body: () => string | Buffer; contentType?: string; lateResult?: true }[] = [
     { label: 'start of an unknown definition', path: () => '/api/instances', token: ADMIN, body: () => '{"definitionKey":"nope"}' },
     { label: 'start with an empty object', path: () => '/api/instances', token: ADMIN, body: () => '{}' },
     { label: 'start with an array', path: () => '/api/instances', token: ADMIN, body: () => '[]' },
@@ -120,14 +120,40 @@ describe('given a server with tokens and tight limits', () => {
     { label: 'progress with the wrong lock token', path: () => `/api/external-tasks/${held.id}/progress`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: spare.lockToken, data: { done: 1 } }) },
     { label: 'progress without data', path: () => `/api/external-tasks/${held.id}/progress`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', lockToken: held.lockToken }) },
     { label: 'progress by a viewer', path: () => `/api/external-tasks/${held.id}/progress`, token: VIEWER, body: () => JSON.stringify({ workerId: 'holder', lockToken: held.lockToken, data: { done: 1 } }) },
+    { label: 'Camunda fetchAndLock without topics', path: () => '/engine-rest/external-task/fetchAndLock', token: WORKER, body: () => '{"workerId":"c","maxTasks":1}' },
+    { label: 'Camunda fetchAndLock without a workerId', path: () => '/engine-rest/external-task/fetchAndLock', token: WORKER, body: () => '{"maxTasks":1,"topics":[{"topicName":"none","lockDuration":1000}]}' },
+    { label: 'Camunda fetchAndLock waiting longer than Camunda allows', path: () => '/engine-rest/external-task/fetchAndLock', token: WORKER, body: () => '{"workerId":"c","maxTasks":1,"asyncResponseTimeout":1800001,"topics":[{"topicName":"none","lockDuration":1000}]}' },
+    { label: 'Camunda fetchAndLock that would park past the parked-poll limit', path: () => '/engine-rest/external-task/fetchAndLock', token: WORKER, body: () => '{"workerId":"c","maxTasks":1,"asyncResponseTimeout":500,"topics":[{"topicName":"none","lockDuration":1000}]}' },
+    { label: 'Camunda fetchAndLock of a topic with nothing ready', path: () => '/engine-rest/external-task/fetchAndLock', token: WORKER, body: () => '{"workerId":"c","maxTasks":1,"topics":[{"topicName":"none","lockDuration":1000}]}' },
+    { label: 'Camunda fetchAndLock by a viewer', path: () => '/engine-rest/external-task/fetchAndLock', token: VIEWER, body: () => '{"workerId":"c","maxTasks":1,"topics":[]}' },
+    { label: 'Camunda fetchAndLock with an unknown Basic password', path: () => '/engine-rest/external-task/fetchAndLock', basic: 'w:not-a-token-at-all-0000', body: () => '{"workerId":"c","maxTasks":1,"topics":[]}' },
+    { label: 'Camunda fetchAndLock with truncated JSON', path: () => '/engine-rest/external-task/fetchAndLock', token: WORKER, body: () => '{"workerId":' },
+    { label: 'Camunda fetchAndLock with a number for a body', path: () => '/engine-rest/external-task/fetchAndLock', token: WORKER, body: () => '7' },
+    { label: 'Camunda fetchAndLock nesting past the depth limit', path: () => '/engine-rest/external-task/fetchAndLock', token: WORKER, body: () => `{"workerId":"c","maxTasks":1,"topics":${'['.repeat(70)}${']'.repeat(70)}}` },
+    { label: 'Camunda fetchAndLock with a lone surrogate', path: () => '/engine-rest/external-task/fetchAndLock', token: WORKER, body: () => '{"workerId":"\\udc00","maxTasks":1,"topics":[]}' },
+    { label: 'Camunda complete of an unknown task', path: () => '/engine-rest/external-task/00000000-0000-4000-8000-000000000000/complete', token: WORKER, body: () => '{"workerId":"holder"}' },
+    { label: 'Camunda complete of an id that is no uuid', path: () => '/engine-rest/external-task/not-a-uuid/complete', token: WORKER, body: () => '{"workerId":"holder"}' },
+    { label: 'Camunda complete by another worker', path: () => `/engine-rest/external-task/${held.id}/complete`, token: WORKER, body: () => '{"workerId":"other"}', lateResult: true },
+    { label: 'Camunda complete by another worker, its id with a percent-escape', path: () => `/engine-rest/external-task/${held.id.replace('-', '%2d')}/complete`, token: WORKER, body: () => '{"workerId":"other"}', lateResult: true },
+    { label: 'Camunda complete with a variable of an unknown type', path: () => `/engine-rest/external-task/${held.id}/complete`, token: WORKER, body: () => '{"workerId":"holder","variables":{"v":{"value":1,"type":"Nonsense"}}}' },
+    { label: 'Camunda complete with variables past the limit', path: () => `/engine-rest/external-task/${held.id}/complete`, token: WORKER, body: () => JSON.stringify({ workerId: 'holder', variables: { v: { value: 'x'.repeat(MAX_VARS), type: 'String' } } }) },
+    { label: 'Camunda complete with a NUL in a variable', path: () => `/engine-rest/external-task/${held.id}/complete`, token: WORKER, body: () => '{"workerId":"holder","variables":{"v":{"value":"a\\u0000b","type":"String"}}}' },
+    { label: 'Camunda complete with a raw NUL byte in its JSON', path: () => `/engine-rest/external-task/${held.id}/complete`, token: WORKER, body: () => '{"workerId":"holder","variables":{"v":{"value":"a\u0000b","type":"String"}}}' },
+    { label: 'Camunda complete without a token', path: () => `/engine-rest/external-task/${held.id}/complete`, body: () => '{"workerId":"holder"}' },
+    { label: 'Camunda failure by another worker', path: () => `/engine-rest/external-task/${held.id}/failure`, token: WORKER, body: () => '{"workerId":"other","errorMessage":"boom","retries":1,"retryTimeout":0}', lateResult: true },
+    { label: 'Camunda bpmnError without an errorCode', path: () => `/engine-rest/external-task/${held.id}/bpmnError`, token: WORKER, body: () => '{"workerId":"holder"}' },
+    { label: 'Camunda extendLock by another worker', path: () => `/engine-rest/external-task/${held.id}/extendLock`, token: WORKER, body: () => '{"workerId":"other","newDuration":1000}', lateResult: true },
+    { label: 'Camunda lock of an unknown task', path: () => '/engine-rest/external-task/00000000-0000-4000-8000-000000000000/lock', token: WORKER, body: () => '{"workerId":"holder","lockDuration":1000}' },
+    { label: 'Camunda unlock of an unknown task', path: () => '/engine-rest/external-task/00000000-0000-4000-8000-000000000000/unlock', token: WORKER, body: () => '{}' },
     { label: 'start with a byte-order mark and a charset', path: () => '/api/instances', token: ADMIN, body: () => Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"definitionKey":"nope"}')]), contentType: 'application/json; charset=UTF-8' },
   ];
 
   for (const c of cases) {
     it(`${c.label}: the lane answers as express does, and nothing changes`, async () => {
       const before = await databaseDigest(t.db.pool);
-      const viaLane = await send(t.url, c.path(), { headers: json(c.token, c.contentType), body: c.body() });
-      const viaExpress = await send(t.url, `${c.path()}?via=express`, { headers: json(c.token, c.contentType), body: c.body() });
+      const headers = c.basic ? { ...json(undefined, c.contentType), authorization: `Basic ${Buffer.from(c.basic).toString('base64')}` } : json(c.token, c.contentType);
+      const viaLane = await send(t.url, c.path(), { headers, body: c.body() });
+      const viaExpress = await send(t.url, `${c.path()}?via=express`, { headers, body: c.body() });
       expect(viaLane.status, viaLane.text).toBeGreaterThanOrEqual(200);
       expect({ status: viaLane.status, text: viaLane.text }).toEqual({ status: viaExpress.status, text: viaExpress.text });
       for (const header of ['content-type', 'retry-after', 'www-authenticate']) expect(viaLane.headers[header], header).toEqual(viaExpress.headers[header]);
@@ -142,6 +168,12 @@ describe('given a server with tokens and tight limits', () => {
     expect(Object.keys(JSON.parse(viaLane.text) as object).sort()).toEqual(Object.keys(JSON.parse(viaExpress.text) as object).sort());
     expect(viaLane.headers['content-type']).toBe(viaExpress.headers['content-type']);
     const extend = JSON.stringify({ workerId: 'holder', lockToken: held.lockToken, lockDurationMs: 60_000 });
+    const camundaExtend = '{"workerId":"holder","newDuration":60000}';
+    const camunda = [
+      await send(t.url, `/engine-rest/external-task/${held.id}/extendLock`, { headers: json(WORKER), body: camundaExtend }),
+      await send(t.url, `/engine-rest/external-task/${held.id}/extendLock?via=express`, { headers: json(WORKER), body: camundaExtend }),
+    ];
+    expect(camunda.map((a) => [a.status, a.text])).toEqual([[204, ''], [204, '']]);
     const report = JSON.stringify({ workerId: 'holder', lockToken: held.lockToken, data: { done: 1 } });
     const reports = [
       await send(t.url, `/api/external-tasks/${held.id}/progress`, { headers: json(WORKER), body: report }),
@@ -171,7 +203,7 @@ describe('which requests the lane takes', () => {
     progress = new ProgressCoalescer(t.server.engine.pool, log);
     const serve = leanLane({
       engine: t.server.engine, notifier: t.server.notifier, progress, drain, log,
-      authorize: createAuthorizer(t.server.engine.pool, log), limits: { ...DEFAULT_LIMITS, jsonLimit: '1kb' },
+      authorize: createAuthorizer(t.server.engine.pool, log), limits: { ...DEFAULT_LIMITS, jsonLimit: '1kb', camundaJsonLimit: '2kb' },
     });
     // What the lane leaves alone is answered 599, standing in for express.
     lane = createServer((req, res) => {
@@ -196,6 +228,9 @@ describe('which requests the lane takes', () => {
     ['a batch complete', '/api/external-tasks/complete-batch', { headers: json(), body: '{"workerId":"w","tasks":[]}' }],
     ['a complete', '/api/external-tasks/not-a-uuid/complete', { headers: json(), body: '{"workerId":"w","lockToken":"x"}' }],
     ...['failure', 'bpmn-error', 'extend-lock', 'unlock', 'progress'].map((call): [string, string, Parameters<typeof send>[2]] => [`a ${call}`, `/api/external-tasks/not-a-uuid/${call}`, { headers: json(), body: '{"workerId":"w","lockToken":"x"}' }]),
+    ['a Camunda fetchAndLock', '/engine-rest/external-task/fetchAndLock', { headers: json(), body: '{"workerId":"w","maxTasks":1,"topics":[{"topicName":"none","lockDuration":1000}]}' }],
+    ...['complete', 'failure', 'bpmnError', 'extendLock', 'lock', 'unlock'].map((call): [string, string, Parameters<typeof send>[2]] => [`a Camunda ${call}`, `/engine-rest/external-task/not-a-uuid/${call}`, { headers: json(), body: '{"workerId":"w"}' }]),
+    ['a Camunda body past the native limit, within its own', '/engine-rest/external-task/fetchAndLock', { headers: json(), body: `{"workerId":"${'w'.repeat(1500)}","maxTasks":1,"topics":[]}` }],
     ['a start of exactly the limit', '/api/instances', { headers: json(), body: `{"definitionKey":"taken","businessKey":"${'k'.repeat(1024 - 44)}"}` }],
   ];
   const left: [string, string, Parameters<typeof send>[2]][] = [
@@ -211,6 +246,11 @@ describe('which requests the lane takes', () => {
     ['an empty body', '/api/instances', { headers: { ...json(), 'content-length': '0' } }],
     ['a body past the JSON limit', '/api/instances', { headers: json(), body: `{"definitionKey":"taken","businessKey":"${'k'.repeat(1024)}"}` }],
     ['another route', '/api/instances/00000000-0000-4000-8000-000000000000/cancel', { headers: json(), body: '{}' }],
+    ['a Camunda body past its limit', '/engine-rest/external-task/fetchAndLock', { headers: json(), body: `{"workerId":"${'w'.repeat(2100)}","maxTasks":1,"topics":[]}` }],
+    ['a Camunda fetchAndLock with a trailing slash', '/engine-rest/external-task/fetchAndLock/', { headers: json(), body: '{"workerId":"w","maxTasks":1,"topics":[]}' }],
+    ['a Camunda task id with a percent-escape', '/engine-rest/external-task/00000000%2D0000-4000-8000-000000000000/complete', { headers: json(), body: '{"workerId":"w"}' }],
+    ['a Camunda call the lane does not serve', '/engine-rest/external-task/00000000-0000-4000-8000-000000000000/retries', { method: 'PUT', headers: json(), body: '{"retries":1}' }],
+    ['a Camunda body as application/*+json', '/engine-rest/external-task/fetchAndLock', { headers: json(undefined, 'application/vnd.api+json'), body: '{"workerId":"w","maxTasks":1,"topics":[]}' }],
     ['a task id with a percent-escape', '/api/external-tasks/00000000%2D0000-4000-8000-000000000000/complete', { headers: json(), body: '{"workerId":"w","lockToken":"x"}' }],
     ['a call on a task the lane does not serve', '/api/external-tasks/00000000-0000-4000-8000-000000000000/variables', { headers: json(), body: '{}' }],
   ];

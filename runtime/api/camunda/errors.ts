@@ -4,6 +4,7 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { BatonError } from '../../shared/errors.ts';
+import { sendAnswer, type JsonAnswer } from '../answer.ts';
 
 /** Exception names as Camunda 7's REST API reports them in `type`. */
 export const CamundaErrorType = {
@@ -33,13 +34,15 @@ export class CamundaError extends Error {
 export const invalidRequest = (message: string) => new CamundaError(400, 'InvalidRequestException', message);
 export const notFound = (message: string) => new CamundaError(404, 'InvalidRequestException', message);
 
-/** JSON with exactly `Content-Type: application/json`. */
+const CAMUNDA_JSON = { 'content-type': 'application/json' };
+
+/** An answer of JSON with exactly `Content-Type: application/json`. */
+export function camundaJson(status: number, body: unknown): JsonAnswer {
+  return { status, headers: CAMUNDA_JSON, body };
+}
+
 export function sendJson(res: Response, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.status(status);
-  res.setHeader('Content-Type', 'application/json');
-  res.setHeader('Content-Length', Buffer.byteLength(text));
-  res.end(text);
+  sendAnswer(res, camundaJson(status, body));
 }
 
 export function sendNoContent(res: Response): void {
@@ -79,15 +82,19 @@ function fromBatonError(err: BatonError): CamundaError {
   }
 }
 
+/** The answer to an error below the Camunda routes (or in their body's parse), in Camunda's shape. */
+export function camundaErrorAnswer(err: unknown, log: Logger, method: string, path: string): JsonAnswer {
+  const known = err instanceof CamundaError ? err : err instanceof BatonError ? fromBatonError(err) : fromBodyParser(err as { type?: string });
+  if (!known) {
+    log.error({ err, method, path }, 'api:error');
+    return camundaJson(500, { type: CamundaErrorType.ProcessEngineException, message: 'Internal error; the server log has the details', code: 0 });
+  }
+  return camundaJson(known.status, { type: known.type, message: known.message, ...known.extra });
+}
+
 export function camundaErrorHandler(log: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
-    const known = err instanceof CamundaError ? err : err instanceof BatonError ? fromBatonError(err) : fromBodyParser(err as { type?: string });
-    if (!known) {
-      log.error({ err, method: req.method, path: req.path }, 'api:error');
-      sendJson(res, 500, { type: CamundaErrorType.ProcessEngineException, message: 'Internal error; the server log has the details', code: 0 });
-      return;
-    }
-    sendJson(res, known.status, { type: known.type, message: known.message, ...known.extra });
+    sendAnswer(res, camundaErrorAnswer(err, log, req.method, req.path));
   };
 }
 
