@@ -126,4 +126,22 @@ describe('designer: lint, deploy, start, watch', () => {
     await h.page.locator('.baton-heat-badge[data-element-id="work"]').waitFor();
     expect(h.consoleErrors).toEqual([]);
   });
+
+  it('given more instances of a version than the heatmap counts, then its view says it shows the newest 1,000; a version with fewer says nothing of it', async () => {
+    // The heatmap counts a version's newest 1,000 instances (GET /heatmap without ?limit=).
+    for (let i = 0; i < 1001; i += 77) {
+      const starts = Array.from({ length: Math.min(77, 1001 - i) }, () => h.t.api.post('/api/instances', { definitionKey: 'e2e-order' }));
+      expect((await Promise.all(starts)).filter((r) => r.status !== 201)).toEqual([]);
+    }
+    await h.page.goto(`${h.t.url}/#/definitions/e2e-order?version=2`);
+    await h.page.locator('.definition-view .meta', { hasText: 'the newest 1,000 instances' }).waitFor();
+    await expect(h.page.locator('.definition-view .meta').textContent()).resolves.toMatch(/the newest 1,000 instances: running 1000/);
+    await h.page.locator('.versions').getByRole('link', { name: 'v1' }).click();
+    await h.page.locator('.versions strong', { hasText: 'v1' }).waitFor();
+    await h.page.locator('.baton-heat-badge[data-element-id="work"]').waitFor();
+    const v1Meta = await h.page.locator('.definition-view .meta').textContent();
+    expect(v1Meta).toMatch(/· instances: completed 1/);
+    expect(v1Meta).not.toContain('newest');
+    expect(h.consoleErrors).toEqual([]);
+  });
 });
