@@ -3,8 +3,8 @@
 // speak Basic, such as the Camunda client's BasicAuthInterceptor.
 import { timingSafeEqual } from 'node:crypto';
 import type { RequestHandler } from 'express';
-import { refusalAnswer, sendAnswer, type Refusal } from '../api/answer.ts';
 import type { Logger } from 'pino';
+import { refusalAnswer, sendAnswer, type Refusal } from '../api/answer.ts';
 import type { Pool } from '../store/db.ts';
 import { countActiveTokens, findActiveToken } from '../store/tokens.ts';
 import { FailureLimiter, type FailureLimiterOptions } from './failure-limiter.ts';

@@ -128,8 +128,6 @@ const refuseNulInUrl: RequestHandler = (req, res, next) => {
   answerRefusal(res, { status: 400, type: 'ValidationError', message: 'The URL holds a NUL character (%00), which no name, key or id may contain', details: { limit: 'noNulCharacters' } });
 };
 
-export type { Refusal };
-
 export function answerRefusal(res: ServerResponse, refusal: Refusal): void {
   sendAnswer(res, refusalAnswer(refusal));
 }
