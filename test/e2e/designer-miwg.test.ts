@@ -1,4 +1,4 @@
-// Every BPMN MIWG reference file (../shared/corpus/miwg) opens in the designer without an
+// Every BPMN MIWG reference file (test/fixtures/miwg) opens in the designer without an
 // import error, and the problems the designer lists are the server compiler's verdict on it.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileBpmn } from '../../runtime/compiler/index.ts';
 import { openDesigner, type BrowserHarness } from './support/browser.ts';
 
-const corpusDir = path.resolve('../shared/corpus/miwg');
+const corpusDir = path.resolve('test/fixtures/miwg');
 // A missing corpus fails the suite (the first test), it does not skip silently.
 const files = existsSync(corpusDir) ? readdirSync(corpusDir).filter((f) => f.endsWith('.bpmn')).sort() : [];
 
@@ -33,7 +33,7 @@ async function readProblems(): Promise<Problem[]> {
 const byKey = (a: Problem, b: Problem) => `${a.severity}/${a.elementId}`.localeCompare(`${b.severity}/${b.elementId}`);
 
 describe('MIWG corpus in the designer', () => {
-  it('is present next to the repository', () => {
+  it('is vendored in the repository', () => {
     expect(files.length, `no .bpmn files in ${corpusDir}`).toBeGreaterThanOrEqual(21);
   });
 

@@ -11,7 +11,7 @@ import { databaseDigest } from '../security/digest.ts';
 import { mutatedXml, runs, timeoutFor } from './mutate.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
-const miwg = path.resolve(root, '../shared/corpus/miwg');
+const miwg = path.resolve(root, 'test/fixtures/miwg');
 
 function bpmnFiles(dir: string): string[] {
   return readdirSync(dir).filter((f) => f.endsWith('.bpmn')).sort().map((f) => readFileSync(path.join(dir, f), 'utf8'));
@@ -20,7 +20,7 @@ function bpmnFiles(dir: string): string[] {
 let files: string[] = [];
 let t: TestServer;
 beforeAll(async () => {
-  if (!existsSync(miwg)) throw new Error(`The MIWG corpus is missing at ${miwg} (../shared/corpus/miwg from the repository root)`);
+  if (!existsSync(miwg)) throw new Error(`The MIWG corpus is missing at ${miwg} (test/fixtures/miwg)`);
   files = [...bpmnFiles(path.join(root, 'samples')), ...bpmnFiles(miwg)];
   t = await startTestServer();
 });

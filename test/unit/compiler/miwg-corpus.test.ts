@@ -1,4 +1,4 @@
-// The BPMN MIWG reference models (/work/shared/corpus/miwg, next to the repository):
+// The BPMN MIWG reference models (test/fixtures/miwg, CC BY 3.0):
 // real files from many tools. Most are not executable; the compiler must never
 // throw on them and must point every diagnostic at an element that exists.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -8,7 +8,7 @@ import { compileBpmn } from '../../../runtime/compiler/index.ts';
 import type { CompileResult, Diagnostic } from '../../../runtime/compiler/plan.ts';
 import { repoRoot } from './bpmn-helpers.ts';
 
-const corpusDir = path.resolve(repoRoot, '../shared/corpus/miwg');
+const corpusDir = path.resolve(repoRoot, 'test/fixtures/miwg');
 
 function corpusFiles(): string[] {
   // A missing corpus must fail the suite, not skip it silently.
@@ -32,7 +32,7 @@ function expectLocatable(result: CompileResult, xml: string, label: string): voi
 const files = corpusFiles();
 
 describe('MIWG reference corpus', () => {
-  it('is present next to the repository', () => {
+  it('is vendored in the repository', () => {
     expect(existsSync(corpusDir), `missing corpus folder ${corpusDir}`).toBe(true);
     expect(files.length).toBeGreaterThanOrEqual(21);
   });
