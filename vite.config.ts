@@ -4,13 +4,15 @@ import { defineConfig } from 'vitest/config';
 // designer/ for `vite build` and `vite` (dev server); vitest runs in mode "test"
 // and keeps the repository root, so test paths stay as they are.
 export default defineConfig(({ mode }) => ({
-  ...(mode === 'test' ? {} : {
-    root: 'designer',
-    base: './',
-    build: { outDir: 'dist', emptyOutDir: true, chunkSizeWarningLimit: 2000 },
-    // The dev server proxies the API to a running `npm start`.
-    server: { proxy: { '/api': 'http://127.0.0.1:8080', '/healthz': 'http://127.0.0.1:8080' } },
-  }),
+  ...(mode === 'test'
+    ? {}
+    : {
+        root: 'designer',
+        base: './',
+        build: { outDir: 'dist', emptyOutDir: true, chunkSizeWarningLimit: 2000 },
+        // The dev server proxies the API to a running `npm start`.
+        server: { proxy: { '/api': 'http://127.0.0.1:8080', '/healthz': 'http://127.0.0.1:8080' } },
+      }),
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],

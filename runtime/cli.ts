@@ -40,7 +40,11 @@ async function serve(config: Config): Promise<void> {
       host: config.host,
       log,
       sweepIntervalMs: config.sweepIntervalMs,
-      engine: { retryBackoffMs: config.retryBackoffMs, leaseExpiryAllowance: config.leaseExpiryAllowance, startLanes: config.startLanes },
+      engine: {
+        retryBackoffMs: config.retryBackoffMs,
+        leaseExpiryAllowance: config.leaseExpiryAllowance,
+        startLanes: config.startLanes,
+      },
       auth: security.auth,
       jsonLimit: security.limits.jsonLimit,
       xmlLimit: security.limits.xmlLimit,
@@ -64,7 +68,9 @@ async function serve(config: Config): Promise<void> {
     const graceMs = security.shutdownGraceMs;
     log.info({ signal, graceMs }, 'server:stopping');
     const drained = await within(
-      starting.catch(() => undefined).then(() => server?.close().catch((err: Error) => log.error({ err: err.message }, 'server:close_failed'))),
+      starting
+        .catch(() => undefined)
+        .then(() => server?.close().catch((err: Error) => log.error({ err: err.message }, 'server:close_failed'))),
       graceMs,
     );
     if (drained === 'late') log.error({ graceMs }, 'server:grace_exceeded');
@@ -99,12 +105,21 @@ async function deploySamples(engine: Parameters<typeof deployDefinition>[0], dir
   }
 }
 
-async function callApi(config: Config, method: string, route: string, body: unknown, contentType = 'application/json'): Promise<void> {
+async function callApi(
+  config: Config,
+  method: string,
+  route: string,
+  body: unknown,
+  contentType = 'application/json',
+): Promise<void> {
   const base = process.env.BATON_URL || `http://${config.host}:${config.port}`;
   const res = await fetch(`${base}${route}`, {
     method,
     // BATON_TOKEN: a token of a role allowed to deploy and start (admin), sent as Bearer.
-    headers: { 'content-type': contentType, ...(process.env.BATON_TOKEN ? { authorization: `Bearer ${process.env.BATON_TOKEN}` } : {}) },
+    headers: {
+      'content-type': contentType,
+      ...(process.env.BATON_TOKEN ? { authorization: `Bearer ${process.env.BATON_TOKEN}` } : {}),
+    },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   console.log(JSON.stringify(await res.json(), null, 2));
@@ -121,7 +136,8 @@ async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
   if (command === 'serve') return serve(config);
   if (command === 'token' || command === 'export') return void (process.exitCode = await runOpsCommand(config, command, args));
-  if (command === 'deploy' && args[0]) return callApi(config, 'POST', '/api/definitions', await readFile(args[0], 'utf8'), 'application/xml');
+  if (command === 'deploy' && args[0])
+    return callApi(config, 'POST', '/api/definitions', await readFile(args[0], 'utf8'), 'application/xml');
   if (command === 'start' && args[0]) {
     return callApi(config, 'POST', '/api/instances', {
       definitionKey: args[0],

@@ -6,4 +6,13 @@ export { startEmbeddedPostgres } from './store/embedded.ts';
 export { applyMigrations } from './store/migrate.ts';
 export { readConfig, type Config } from './config.ts';
 export { createWorker, BpmnError, LockLostError, WorkerStoppingError } from './worker/index.ts';
-export type { Worker, WorkerOptions, WorkerTask, TaskContext, TaskHandler, SubscribeOptions, WorkerAuth, WorkerLogger } from './worker/index.ts';
+export type {
+  Worker,
+  WorkerOptions,
+  WorkerTask,
+  TaskContext,
+  TaskHandler,
+  SubscribeOptions,
+  WorkerAuth,
+  WorkerLogger,
+} from './worker/index.ts';

@@ -28,7 +28,15 @@ import { eventsRouter } from './api/events-routes.ts';
 import { createPool } from './store/db.ts';
 import { flushDoorbells } from './store/doorbells.ts';
 import { applyMigrations } from './store/migrate.ts';
-import { checkAuthBeforeListening, createAuthorizer, DEFAULT_LIMITS, designerHeaders, securityLayer, type AuthOptions, type LimitOptions } from './security/index.ts';
+import {
+  checkAuthBeforeListening,
+  createAuthorizer,
+  DEFAULT_LIMITS,
+  designerHeaders,
+  securityLayer,
+  type AuthOptions,
+  type LimitOptions,
+} from './security/index.ts';
 import { opsRouter, startRetention, type RetentionOptions } from './ops/index.ts';
 import { closeHttp, createDrain, DEFAULT_SHUTDOWN_GRACE_MS, trackSockets } from './ops/shutdown.ts';
 
@@ -87,8 +95,11 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   await frameHub.start();
   const progress = new ProgressCoalescer(pool, opts.log);
   const sweeper = startSweeper(pool, opts.log, {
-    intervalMs: opts.sweepIntervalMs ?? 1000, batchSize: 500, frameRetentionMs: opts.frameRetentionMs ?? 24 * 3_600_000,
-    leaseExpiryAllowance: engine.options.leaseExpiryAllowance, exhaustLease: (taskId) => exhaustExpiredLease(engine, taskId),
+    intervalMs: opts.sweepIntervalMs ?? 1000,
+    batchSize: 500,
+    frameRetentionMs: opts.frameRetentionMs ?? 24 * 3_600_000,
+    leaseExpiryAllowance: engine.options.leaseExpiryAllowance,
+    exhaustLease: (taskId) => exhaustExpiredLease(engine, taskId),
   });
   // Sleeps no longer than a poll waits between re-checks: a doorbell lost with a node that died before relaying it costs at most that.
   const timers = startTimerScheduler(engine, opts.log, { maxSleepMs: SAFETY_RECHECK_MS, batchSize: 500 });
@@ -103,7 +114,12 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   const drain = createDrain();
   app.use(drain.guard);
   const authorize = createAuthorizer(pool, opts.log, opts.auth);
-  const limits: LimitOptions = { ...DEFAULT_LIMITS, jsonLimit: opts.jsonLimit ?? '1mb', xmlLimit: opts.xmlLimit ?? '5mb', ...opts.limits };
+  const limits: LimitOptions = {
+    ...DEFAULT_LIMITS,
+    jsonLimit: opts.jsonLimit ?? '1mb',
+    xmlLimit: opts.xmlLimit ?? '5mb',
+    ...opts.limits,
+  };
   app.use(securityLayer({ authorize, pool, log: opts.log, notifier, limits }));
   app.use('/engine-rest', camundaRouter(engine, notifier)); // before the native JSON parser: parses its own bodies
   app.use(express.json({ limit: opts.jsonLimit ?? '1mb' }));
@@ -166,7 +182,12 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
       io.disconnectSockets(true); // progress clients reconnect to another node and resume from their last seq
       io.engine.close();
       // Requests in flight finish; the background loops finish their current transaction.
-      await Promise.all([closeHttp(http, sockets, (opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS) / 2), sweeper.stop(), timers.stop(), retention.stop()]);
+      await Promise.all([
+        closeHttp(http, sockets, (opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS) / 2),
+        sweeper.stop(),
+        timers.stop(),
+        retention.stop(),
+      ]);
       await Promise.all([frameHub.stop(), progress.close()]);
       await flushDoorbells(pool); // the other nodes hear the last commits' doorbells
       await pool.end(); // waits for clients still checked out

@@ -51,44 +51,83 @@ async function waitForEnd(id: string): Promise<string> {
   }
 }
 
-const samples: Record<string, { key: string; variables: Record<string, unknown>; subscribe(): void; afterStart?(id: string, vars: Record<string, unknown>): Promise<void> }> = {
+const samples: Record<
+  string,
+  {
+    key: string;
+    variables: Record<string, unknown>;
+    subscribe(): void;
+    afterStart?(id: string, vars: Record<string, unknown>): Promise<void>;
+  }
+> = {
   saga: {
     key: 'order-saga',
     variables: { total: 120 },
     subscribe() {
-      worker.subscribe('saga-reserve-stock', say('reserve stock', async () => ({ reserved: true })));
-      worker.subscribe('saga-charge-card', say('charge card', async () => ({ charged: 120 })));
+      worker.subscribe(
+        'saga-reserve-stock',
+        say('reserve stock', async () => ({ reserved: true })),
+      );
+      worker.subscribe(
+        'saga-charge-card',
+        say('charge card', async () => ({ charged: 120 })),
+      );
       worker.subscribe('saga-ship-order', async () => {
         console.log('ship order: carrier unreachable');
         throw new Error('carrier unreachable');
       });
-      worker.subscribe('saga-refund-card', say('compensate: refund card', async () => ({ refunded: 120 })));
-      worker.subscribe('saga-release-stock', say('compensate: release stock', async () => ({ released: true })));
+      worker.subscribe(
+        'saga-refund-card',
+        say('compensate: refund card', async () => ({ refunded: 120 })),
+      );
+      worker.subscribe(
+        'saga-release-stock',
+        say('compensate: release stock', async () => ({ released: true })),
+      );
     },
   },
   approval: {
     key: 'approval',
     variables: { request: 'new laptop' },
     subscribe() {
-      worker.subscribe('approve-request', say('approve request', async (_task, ctx) => {
-        await new Promise((r) => setTimeout(r, approveAfterMs));
-        ctx.signal.throwIfAborted();
-        return { approved: true };
-      }));
-      worker.subscribe('send-reminder', say('send reminder (timer fired)', async () => ({ reminded: true })));
-      worker.subscribe('escalate-request', say('escalate (timeout fired)', async () => ({ escalated: true })));
+      worker.subscribe(
+        'approve-request',
+        say('approve request', async (_task, ctx) => {
+          await new Promise((r) => setTimeout(r, approveAfterMs));
+          ctx.signal.throwIfAborted();
+          return { approved: true };
+        }),
+      );
+      worker.subscribe(
+        'send-reminder',
+        say('send reminder (timer fired)', async () => ({ reminded: true })),
+      );
+      worker.subscribe(
+        'escalate-request',
+        say('escalate (timeout fired)', async () => ({ escalated: true })),
+      );
     },
   },
   payment: {
     key: 'payment',
     variables: { orderId: `order-${Date.now()}` },
     subscribe() {
-      worker.subscribe('send-invoice', say('send invoice', async () => ({ invoiced: true })));
-      worker.subscribe('fulfil-order', say('fulfil order (message matched)', async (task) => ({ fulfilled: task.variables.paidAmount })));
+      worker.subscribe(
+        'send-invoice',
+        say('send invoice', async () => ({ invoiced: true })),
+      );
+      worker.subscribe(
+        'fulfil-order',
+        say('fulfil order (message matched)', async (task) => ({ fulfilled: task.variables.paidAmount })),
+      );
     },
     async afterStart(_id, vars) {
       await new Promise((r) => setTimeout(r, 500));
-      const answer = await call<{ status: string }>('POST', '/api/messages', { name: 'payment-received', correlationKey: vars.orderId, variables: { paidAmount: 120 } });
+      const answer = await call<{ status: string }>('POST', '/api/messages', {
+        name: 'payment-received',
+        correlationKey: vars.orderId,
+        variables: { paidAmount: 120 },
+      });
       console.log(`message payment-received: ${answer.status}`);
     },
   },

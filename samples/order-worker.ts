@@ -30,20 +30,29 @@ function printed(handler: TaskHandler): TaskHandler {
   };
 }
 
-worker.subscribe('reserve-stock', printed(async () => ({ stockReserved: true })));
+worker.subscribe(
+  'reserve-stock',
+  printed(async () => ({ stockReserved: true })),
+);
 
-worker.subscribe('charge-card', printed(async (task, ctx) => {
-  const total = Number(task.variables.total ?? 0);
-  // A business outcome, not a technical error: the process decides (error boundary or incident).
-  if (total > 10_000) throw new BpmnError('CARD_DECLINED', `A charge of ${total} needs a manual check`);
-  // A real payment API would get the idempotency key, so a repeated attempt charges once,
-  // and the signal, so the call stops when the lock is lost.
-  await pretendToCharge(total, task.idempotencyKey, ctx.signal);
-  await ctx.progress({ message: `charged ${total}` });
-  return { charged: total };
-}));
+worker.subscribe(
+  'charge-card',
+  printed(async (task, ctx) => {
+    const total = Number(task.variables.total ?? 0);
+    // A business outcome, not a technical error: the process decides (error boundary or incident).
+    if (total > 10_000) throw new BpmnError('CARD_DECLINED', `A charge of ${total} needs a manual check`);
+    // A real payment API would get the idempotency key, so a repeated attempt charges once,
+    // and the signal, so the call stops when the lock is lost.
+    await pretendToCharge(total, task.idempotencyKey, ctx.signal);
+    await ctx.progress({ message: `charged ${total}` });
+    return { charged: total };
+  }),
+);
 
-worker.subscribe('review-order', printed(async () => ({ reviewed: true })));
+worker.subscribe(
+  'review-order',
+  printed(async () => ({ reviewed: true })),
+);
 
 async function pretendToCharge(_total: number, _idempotencyKey: string, signal: AbortSignal): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 50));
@@ -63,7 +72,11 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
 
 async function startDemoOrder(): Promise<string> {
   const total = Math.round(20 + Math.random() * 200);
-  const started = await call<{ id: string }>('POST', '/api/instances', { definitionKey: 'order', businessKey: `demo-${Date.now()}`, variables: { total } });
+  const started = await call<{ id: string }>('POST', '/api/instances', {
+    definitionKey: 'order',
+    businessKey: `demo-${Date.now()}`,
+    variables: { total },
+  });
   console.log(`started order ${started.id} with total ${total}`);
   return started.id;
 }

@@ -53,7 +53,11 @@ worker.subscribe('call-warehouse', async () => {
 async function main(): Promise<void> {
   worker.start();
   const businessKey = `shipment-${Date.now()}`;
-  const answer = await call<{ status: string; instanceId: string }>('POST', '/api/messages', { name: 'shipment-requested', businessKey, variables: { items } });
+  const answer = await call<{ status: string; instanceId: string }>('POST', '/api/messages', {
+    name: 'shipment-requested',
+    businessKey,
+    variables: { items },
+  });
   console.log(`message shipment-requested: ${answer.status} ${answer.instanceId}`);
   let status = 'running';
   while (status === 'running') {

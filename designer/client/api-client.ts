@@ -1,7 +1,16 @@
 // The one typed client of the designer: it alone knows the URLs of the REST API.
 import type {
-  Definition, DefinitionSummary, DeployResult, Diagram, DiagramSummary, Heatmap, HistoryEvent,
-  InstanceDetail, InstanceFilter, InstanceSummary, LintResult,
+  Definition,
+  DefinitionSummary,
+  DeployResult,
+  Diagram,
+  DiagramSummary,
+  Heatmap,
+  HistoryEvent,
+  InstanceDetail,
+  InstanceFilter,
+  InstanceSummary,
+  LintResult,
 } from './types.ts';
 import { askForToken, authHeaders, currentToken } from './auth.ts';
 
@@ -30,7 +39,12 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
     // while this one was in flight): send it again with the new one instead of asking again.
     if (currentToken() !== sentWith) continue;
     const token = await askForToken(refused.message);
-    if (token === undefined) throw new ApiError(401, 'Unauthorized', `${refused.message}. Set a token (the token button at the top right) and try again`);
+    if (token === undefined)
+      throw new ApiError(
+        401,
+        'Unauthorized',
+        `${refused.message}. Set a token (the token button at the top right) and try again`,
+      );
   }
 }
 
@@ -83,7 +97,8 @@ export const api = {
   listDefinitions: () => request<{ items: DefinitionSummary[] }>('GET', '/api/definitions').then((r) => r.items),
   getDefinition: (key: string, version?: number) =>
     request<Definition>('GET', version ? `/api/definitions/${enc(key)}/versions/${version}` : `/api/definitions/${enc(key)}`),
-  getHeatmap: (key: string, version?: number) => request<Heatmap>('GET', `/api/definitions/${enc(key)}/heatmap${query({ version })}`),
+  getHeatmap: (key: string, version?: number) =>
+    request<Heatmap>('GET', `/api/definitions/${enc(key)}/heatmap${query({ version })}`),
 
   startInstance: (body: { definitionKey: string; businessKey?: string; variables?: Record<string, unknown> }) =>
     request<InstanceSummary>('POST', '/api/instances', body),

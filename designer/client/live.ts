@@ -45,7 +45,12 @@ export const POLL_INTERVAL_MS = 1000;
  * Calls read() now and then every interval until the returned stop is called; errors go to
  * onError. For the lists and the heatmap, which summarize many instances: no stream covers them.
  */
-export function pollEvery<T>(read: () => Promise<T>, onValue: (v: T) => void, onError: (e: ApiError) => void, intervalMs = POLL_INTERVAL_MS): () => void {
+export function pollEvery<T>(
+  read: () => Promise<T>,
+  onValue: (v: T) => void,
+  onError: (e: ApiError) => void,
+  intervalMs = POLL_INTERVAL_MS,
+): () => void {
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const tick = async () => {
@@ -72,13 +77,15 @@ type SubscribeAck = { ok: true; generation: number; lastSeq: number } | { ok: fa
 /** The text a task:progress frame carries: each report's text, message, or JSON. */
 export function progressText(frame: LiveFrame): string {
   const reports = Array.isArray(frame.data.reports) ? (frame.data.reports as unknown[]) : [];
-  return reports.map((r) => {
-    if (typeof r === 'string') return r;
-    const o = (r ?? {}) as { text?: unknown; message?: unknown };
-    if (typeof o.text === 'string') return o.text;
-    if (typeof o.message === 'string') return o.message;
-    return JSON.stringify(r);
-  }).join('');
+  return reports
+    .map((r) => {
+      if (typeof r === 'string') return r;
+      const o = (r ?? {}) as { text?: unknown; message?: unknown };
+      if (typeof o.text === 'string') return o.text;
+      if (typeof o.message === 'string') return o.message;
+      return JSON.stringify(r);
+    })
+    .join('');
 }
 
 export function watchInstance(id: string, handlers: InstanceWatchHandlers): () => void {
@@ -110,7 +117,11 @@ export function watchInstance(id: string, handlers: InstanceWatchHandlers): () =
   });
 
   const subscribe = async (afterSeq: number) => {
-    const ack = (await socket.emitWithAck('subscribe', { instanceId: id, ...(generation !== undefined ? { generation } : {}), afterSeq })) as SubscribeAck;
+    const ack = (await socket.emitWithAck('subscribe', {
+      instanceId: id,
+      ...(generation !== undefined ? { generation } : {}),
+      afterSeq,
+    })) as SubscribeAck;
     if (stopped) return;
     if (!ack.ok) {
       handlers.onState('refused', ack.error.message);
@@ -171,7 +182,9 @@ export function watchInstance(id: string, handlers: InstanceWatchHandlers): () =
         return;
       }
       handlers.onState('refused', err.data.message);
-      void askForToken(err.data.message ?? 'Progress needs a token').then((token) => token !== undefined && !stopped && socket.connect());
+      void askForToken(err.data.message ?? 'Progress needs a token').then(
+        (token) => token !== undefined && !stopped && socket.connect(),
+      );
     } else if (err.data?.type === 'Forbidden') {
       handlers.onState('refused', err.data.message);
     } else {

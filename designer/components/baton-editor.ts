@@ -158,7 +158,9 @@ export class BatonEditor extends LightElement {
     const found = host.get<ElementRegistry>('elementRegistry').get(elementId);
     // The process is the canvas root: nothing to select or scroll to.
     const element = found === host.get<Canvas>('canvas').getRootElement() ? undefined : found;
-    this.notice = element ? '' : `${elementId} is not drawn on the canvas: the problem concerns the process or the file as a whole`;
+    this.notice = element
+      ? ''
+      : `${elementId} is not drawn on the canvas: the problem concerns the process or the file as a whole`;
     if (!element) return;
     host.get<Selection>('selection').select(element);
     host.get<Canvas>('canvas').scrollToElement(element);
@@ -209,22 +211,32 @@ export class BatonEditor extends LightElement {
     const d = this.deployed;
     if (!d) return nothing;
     return html`<div class="deploy-result" role="status">
-      ${d.created
-        ? html`Deployed <strong>${d.key}</strong> as <strong class="deploy-version">version ${d.version}</strong>`
-        : html`Unchanged: <strong>${d.key}</strong> is already <strong class="deploy-version">version ${d.version}</strong>`}
-      · fingerprint <code class="deploy-fingerprint" title=${d.fingerprint}>${d.fingerprint.slice(0, 12)}</code>
-      · <a href="#/definitions/${encodeURIComponent(d.key)}">heatmap</a>
+      ${
+        d.created
+          ? html`Deployed <strong>${d.key}</strong> as <strong class="deploy-version">version ${d.version}</strong>`
+          : html`Unchanged: <strong>${d.key}</strong> is already <strong class="deploy-version">version ${d.version}</strong>`
+      }
+      · fingerprint <code class="deploy-fingerprint" title=${d.fingerprint}>${d.fingerprint.slice(0, 12)}</code> ·
+      <a href="#/definitions/${encodeURIComponent(d.key)}">heatmap</a>
     </div>`;
   }
 
   override render() {
-    const stateText = { saved: 'All changes saved', unsaved: 'Unsaved changes', saving: 'Saving…', failed: 'Not saved' }[this.saveState];
+    const stateText = { saved: 'All changes saved', unsaved: 'Unsaved changes', saving: 'Saving…', failed: 'Not saved' }[
+      this.saveState
+    ];
     const problems = this.lint ? [...this.lint.diagnostics, ...this.lint.warnings] : [];
     return html`
       <div class="editor">
         <div class="toolbar" role="toolbar" aria-label="Diagram">
           <a href="#/diagrams" class="back">← Diagrams</a>
-          <input class="diagram-name" aria-label="Diagram name" .value=${this.name} maxlength="255" @change=${(e: Event) => this.rename(e)} />
+          <input
+            class="diagram-name"
+            aria-label="Diagram name"
+            .value=${this.name}
+            maxlength="255"
+            @change=${(e: Event) => this.rename(e)}
+          />
           <span class="save-state save-${this.saveState}" role="status">${stateText}</span>
           <span class="spacer"></span>
           <button @click=${() => this.command('undo')} title="Undo (Ctrl+Z)">Undo</button>
@@ -236,8 +248,16 @@ export class BatonEditor extends LightElement {
         </div>
         ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
         ${this.notice ? html`<p class="notice" role="status">${this.notice}</p>` : nothing}
-        ${this.importWarnings.length ? html`<details class="warning"><summary>${this.importWarnings.length} import warning(s)</summary>
-          <ul>${this.importWarnings.map((w) => html`<li>${w}</li>`)}</ul></details>` : nothing}
+        ${
+          this.importWarnings.length
+            ? html`<details class="warning">
+                <summary>${this.importWarnings.length} import warning(s)</summary>
+                <ul>
+                  ${this.importWarnings.map((w) => html`<li>${w}</li>`)}
+                </ul>
+              </details>`
+            : nothing
+        }
         ${this.renderDeployResult()}
         <div class="editor-body">
           <div class="canvas" tabindex="0" aria-label="BPMN canvas"></div>
@@ -246,8 +266,12 @@ export class BatonEditor extends LightElement {
             ${this.deployed ? html`<baton-start-form .definitionKey=${this.deployed.key}></baton-start-form>` : nothing}
           </aside>
         </div>
-        <baton-problems-panel .problems=${problems} .checking=${this.linting} .ok=${this.lint?.ok ?? null}
-          @baton-select-element=${(e: CustomEvent<{ elementId: string }>) => this.selectElement(e.detail.elementId)}></baton-problems-panel>
+        <baton-problems-panel
+          .problems=${problems}
+          .checking=${this.linting}
+          .ok=${this.lint?.ok ?? null}
+          @baton-select-element=${(e: CustomEvent<{ elementId: string }>) => this.selectElement(e.detail.elementId)}
+        ></baton-problems-panel>
       </div>
     `;
   }

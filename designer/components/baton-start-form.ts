@@ -47,7 +47,11 @@ export class BatonStartForm extends LightElement {
       return;
     }
     try {
-      this.started = await api.startInstance({ definitionKey: this.definitionKey, ...(businessKey ? { businessKey } : {}), variables: variables.value });
+      this.started = await api.startInstance({
+        definitionKey: this.definitionKey,
+        ...(businessKey ? { businessKey } : {}),
+        variables: variables.value,
+      });
       this.error = '';
       this.emit('baton-started', this.started);
     } catch (err) {
@@ -64,8 +68,15 @@ export class BatonStartForm extends LightElement {
       <textarea id="start-variables" name="variables" rows="4" spellcheck="false">{}</textarea>
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
       <button class="primary" type="submit">Start instance</button>
-      ${this.started ? html`<p class="started" role="status">Started
-        <a href="#/instances/${this.started.id}">${this.started.businessKey ?? this.started.id.slice(0, 8)}</a> (${this.started.status})</p>` : nothing}
+      ${
+        this.started
+          ? html`<p class="started" role="status">
+              Started
+              <a href="#/instances/${this.started.id}">${this.started.businessKey ?? this.started.id.slice(0, 8)}</a>
+              (${this.started.status})
+            </p>`
+          : nothing
+      }
     </form>`;
   }
 }

@@ -44,7 +44,7 @@ async function takeLock(): Promise<void> {
 /** Resolves when designer/dist is up to date; `rebuildStale: false` builds only when it is missing. */
 export async function ensureDesignerBuilt(opts: { rebuildStale?: boolean; log?: (m: string) => void } = {}): Promise<void> {
   const log = opts.log ?? (() => undefined);
-  const ready = async () => (opts.rebuildStale ?? true) ? isFresh() : Boolean(await stat(builtIndex).catch(() => undefined));
+  const ready = async () => ((opts.rebuildStale ?? true) ? isFresh() : Boolean(await stat(builtIndex).catch(() => undefined)));
   // Checked under the lock only: a caller must never see a dist that another one is rewriting.
   await takeLock();
   try {

@@ -34,7 +34,11 @@ export function sendAnswer(res: ServerResponse, answer: JsonAnswer): void {
     return;
   }
   const text = JSON.stringify(answer.body);
-  res.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8', ...answer.headers, 'content-length': Buffer.byteLength(text) });
+  res.writeHead(answer.status, {
+    'content-type': 'application/json; charset=utf-8',
+    ...answer.headers,
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 

@@ -37,9 +37,10 @@ export function definitionsRouter(engine: Engine): Router {
 
   router.get('/:key/versions/:version', async (req, res) => {
     const version = Number(req.params.version);
-    const definition = Number.isInteger(version) && version > 0 && version < 2 ** 31
-      ? await findDefinition(engine.pool, req.params.key, version)
-      : undefined;
+    const definition =
+      Number.isInteger(version) && version > 0 && version < 2 ** 31
+        ? await findDefinition(engine.pool, req.params.key, version)
+        : undefined;
     if (!definition) throw new BatonError('not_found', `No version "${req.params.version}" of definition "${req.params.key}"`);
     res.json(definitionView(definition));
   });

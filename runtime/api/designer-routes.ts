@@ -23,12 +23,18 @@ export function designerStatic(distDir = designerDistDir): Router {
   const serveFiles = express.static(distDir, {
     index: 'index.html',
     setHeaders(res, file) {
-      res.setHeader('cache-control', file.includes(`${path.sep}assets${path.sep}`) ? 'public, max-age=31536000, immutable' : 'no-cache');
+      res.setHeader(
+        'cache-control',
+        file.includes(`${path.sep}assets${path.sep}`) ? 'public, max-age=31536000, immutable' : 'no-cache',
+      );
     },
   });
   const notBuilt: RequestHandler = (req, res, next) => {
     if (req.method !== 'GET' || req.path !== '/' || existsSync(path.join(distDir, 'index.html'))) return next();
-    res.status(503).type('text/plain').send('The designer is not built yet: run `npm run build:designer` (npm start does it when designer/dist is missing).\n');
+    res
+      .status(503)
+      .type('text/plain')
+      .send('The designer is not built yet: run `npm run build:designer` (npm start does it when designer/dist is missing).\n');
   };
   router.use(notBuilt, serveFiles);
   return router;

@@ -1,7 +1,15 @@
 // Designer drafts: a diagram is a name and its current XML, saved without deploying.
 import { Router } from 'express';
 import type { Engine } from '../engine/context.ts';
-import { deleteDiagram, findDiagram, insertDiagram, listDiagrams, updateDiagram, type DiagramRow, type DiagramSummaryRow } from '../store/diagrams.ts';
+import {
+  deleteDiagram,
+  findDiagram,
+  insertDiagram,
+  listDiagrams,
+  updateDiagram,
+  type DiagramRow,
+  type DiagramSummaryRow,
+} from '../store/diagrams.ts';
 import { BatonError } from '../shared/errors.ts';
 import { requireUuid, validateBody } from './validate.ts';
 

@@ -20,7 +20,9 @@ function fromBodyParser(err: { type?: string; limit?: number; message?: string }
     case 'entity.parse.failed':
       return new BatonError('validation', `Request body is not valid JSON: ${err.message ?? ''}`);
     case 'entity.too.large':
-      return new BatonError('payload_too_large', `Request body is larger than the limit of ${err.limit ?? '?'} bytes`, { limit: err.limit });
+      return new BatonError('payload_too_large', `Request body is larger than the limit of ${err.limit ?? '?'} bytes`, {
+        limit: err.limit,
+      });
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return new BatonError('unsupported_media_type', err.message ?? 'Unsupported body encoding');
@@ -30,7 +32,12 @@ function fromBodyParser(err: { type?: string; limit?: number; message?: string }
 }
 
 /** The answer to an error a route threw or passed on: a known one as { type, message, details }, anything else a logged 500. */
-export function errorAnswer(err: unknown, log: Logger, method: string, path: string): { status: number; body: { type: string; message: string; details?: unknown } } {
+export function errorAnswer(
+  err: unknown,
+  log: Logger,
+  method: string,
+  path: string,
+): { status: number; body: { type: string; message: string; details?: unknown } } {
   const known = err instanceof BatonError ? err : fromBodyParser(err as { type?: string });
   if (!known) {
     log.error({ err, method, path }, 'api:error');

@@ -2,7 +2,14 @@
 // Reads for admin and viewer, writes for admin (runtime/security/roles.ts).
 import { Router } from 'express';
 import type { Engine } from '../engine/context.ts';
-import { deleteFlowLimit, findFlowLimit, listFlowLimits, putFlowLimit, type FlowLimitRow, type PutFlowLimitParams } from '../store/flow-limits.ts';
+import {
+  deleteFlowLimit,
+  findFlowLimit,
+  listFlowLimits,
+  putFlowLimit,
+  type FlowLimitRow,
+  type PutFlowLimitParams,
+} from '../store/flow-limits.ts';
 import { BatonError } from '../shared/errors.ts';
 import { validateBody } from './validate.ts';
 
@@ -26,7 +33,11 @@ export function flowLimitsRouter(engine: Engine): Router {
     const result = await putFlowLimit(engine.pool, { ...body, resource });
     if (!result.ok) {
       const list = result.taken.map((x) => `"${x.topic}" (resource "${x.resource}")`).join(', ');
-      throw new BatonError('conflict', `A topic belongs to at most one resource: ${list} already covered. Remove it from that limit first; nothing was changed.`, result.taken);
+      throw new BatonError(
+        'conflict',
+        `A topic belongs to at most one resource: ${list} already covered. Remove it from that limit first; nothing was changed.`,
+        result.taken,
+      );
     }
     res.status(result.created ? 201 : 200).json(flowLimitView(result.limit));
   });
@@ -42,7 +53,10 @@ export function flowLimitsRouter(engine: Engine): Router {
 
 // Same bounds as a topic name (common.schema.json key): anything else cannot exist.
 function resourceOf(resource: string | undefined): string {
-  if (!resource || resource.length > 255) throw new BatonError('validation', 'A resource name is 1 to 255 characters', [{ path: '/resource', message: 'must be 1 to 255 characters' }]);
+  if (!resource || resource.length > 255)
+    throw new BatonError('validation', 'A resource name is 1 to 255 characters', [
+      { path: '/resource', message: 'must be 1 to 255 characters' },
+    ]);
   return resource;
 }
 

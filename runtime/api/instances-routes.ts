@@ -39,13 +39,15 @@ export function instancesRouter(engine: Engine): Router {
   router.get('/', async (req, res) => {
     const q = validateQuery<ListQuery>('list-instances-query', req.query);
     const limit = q.limit ?? 50;
-    const items = await withPlannerDefaults(engine.pool, (db) => listInstances(db, {
-      ...(q.status ? { status: q.status } : {}),
-      ...(q.definitionKey ? { definitionKey: q.definitionKey } : {}),
-      ...(q.businessKey ? { businessKey: q.businessKey } : {}),
-      ...(q.cursor ? { after: decodeCursor(q.cursor) } : {}),
-      limit,
-    }));
+    const items = await withPlannerDefaults(engine.pool, (db) =>
+      listInstances(db, {
+        ...(q.status ? { status: q.status } : {}),
+        ...(q.definitionKey ? { definitionKey: q.definitionKey } : {}),
+        ...(q.businessKey ? { businessKey: q.businessKey } : {}),
+        ...(q.cursor ? { after: decodeCursor(q.cursor) } : {}),
+        limit,
+      }),
+    );
     const last = items[items.length - 1];
     res.json({ items: items.map(instanceSummaryView), nextCursor: items.length === limit && last ? encodeCursor(last) : null });
   });
@@ -69,7 +71,10 @@ export function instancesRouter(engine: Engine): Router {
   router.post('/:id/cancel', async (req, res) => {
     const result = await cancelInstance(engine, requireUuid(req.params.id, 'instance'));
     if (!result.ok && result.reason === 'not_found') throw new BatonError('not_found', `No instance with id "${req.params.id}"`);
-    if (!result.ok) throw new BatonError('conflict', `Instance ${req.params.id} already ended (${result.status ?? ''}); nothing to cancel`, { status: result.status });
+    if (!result.ok)
+      throw new BatonError('conflict', `Instance ${req.params.id} already ended (${result.status ?? ''}); nothing to cancel`, {
+        status: result.status,
+      });
     res.json({ id: req.params.id, status: result.status });
   });
 
@@ -77,7 +82,11 @@ export function instancesRouter(engine: Engine): Router {
     const result = await replayInstance(engine, requireUuid(req.params.id, 'instance'));
     if (!result.ok && result.reason === 'not_found') throw new BatonError('not_found', `No instance with id "${req.params.id}"`);
     if (!result.ok) {
-      throw new BatonError('conflict', `Instance ${req.params.id} is ${result.status}; only an instance in ${REPLAYABLE.join(', ')} can be replayed`, { status: result.status });
+      throw new BatonError(
+        'conflict',
+        `Instance ${req.params.id} is ${result.status}; only an instance in ${REPLAYABLE.join(', ')} can be replayed`,
+        { status: result.status },
+      );
     }
     res.json({ instanceId: req.params.id, generation: result.generation, status: result.status });
   });

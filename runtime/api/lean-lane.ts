@@ -73,17 +73,37 @@ const DIGITS = /^\d+$/;
  */
 export function leanLane(deps: LeanLaneDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
   const { engine, notifier } = deps;
-  const api: Mount = { prefix: '/api', jsonLimit: bytes.parse(deps.limits.jsonLimit) ?? 0, errorAnswer, checksMergedVariables: true };
-  const camunda: Mount = { prefix: '/engine-rest', jsonLimit: bytes.parse(deps.limits.camundaJsonLimit) ?? 0, errorAnswer: camundaErrorAnswer, checksMergedVariables: false };
+  const api: Mount = {
+    prefix: '/api',
+    jsonLimit: bytes.parse(deps.limits.jsonLimit) ?? 0,
+    errorAnswer,
+    checksMergedVariables: true,
+  };
+  const camunda: Mount = {
+    prefix: '/engine-rest',
+    jsonLimit: bytes.parse(deps.limits.camundaJsonLimit) ?? 0,
+    errorAnswer: camundaErrorAnswer,
+    checksMergedVariables: false,
+  };
   const routes = new Map<string, Served>([
     ['/api/instances', { mount: api, route: (body) => startRoute(engine, body) }],
-    ['/api/external-tasks/fetch-and-lock', { mount: api, route: (body, res) => fetchRoute(engine, notifier, body, abortedByHangUp(res)) }],
+    [
+      '/api/external-tasks/fetch-and-lock',
+      { mount: api, route: (body, res) => fetchRoute(engine, notifier, body, abortedByHangUp(res)) },
+    ],
     ['/api/external-tasks/complete-batch', { mount: api, route: (body) => completeBatchRoute(engine, body) }],
-    ['/engine-rest/external-task/fetchAndLock', { mount: camunda, route: (body, res) => camundaFetchRoute(engine, notifier, body, abortedByHangUp(res)) }],
+    [
+      '/engine-rest/external-task/fetchAndLock',
+      { mount: camunda, route: (body, res) => camundaFetchRoute(engine, notifier, body, abortedByHangUp(res)) },
+    ],
   ]);
-  const taskCalls = new Map<string, LeanRoute>(Object.entries(TASK_CALL_ROUTES).map(([call, route]) => [call, (body, _res, id) => route(engine, id, body)]));
+  const taskCalls = new Map<string, LeanRoute>(
+    Object.entries(TASK_CALL_ROUTES).map(([call, route]) => [call, (body, _res, id) => route(engine, id, body)]),
+  );
   taskCalls.set('progress', (body, _res, id) => progressRoute(deps.progress, id, body));
-  const camundaTaskCalls = new Map<string, LeanRoute>(Object.entries(CAMUNDA_TASK_CALL_ROUTES).map(([call, route]) => [call, (body, _res, id) => route(engine, id, body)]));
+  const camundaTaskCalls = new Map<string, LeanRoute>(
+    Object.entries(CAMUNDA_TASK_CALL_ROUTES).map(([call, route]) => [call, (body, _res, id) => route(engine, id, body)]),
+  );
 
   const servedAt = (url: string): Served | undefined => {
     const fixed = routes.get(url);
@@ -121,7 +141,14 @@ function plainJsonLength(req: IncomingMessage, limit: number): number | undefine
   return length > 0 && length <= limit ? length : undefined;
 }
 
-async function serve(deps: LeanLaneDeps, req: IncomingMessage, res: ServerResponse, url: string, length: number, { route, mount, id }: Served): Promise<void> {
+async function serve(
+  deps: LeanLaneDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: string,
+  length: number,
+  { route, mount, id }: Served,
+): Promise<void> {
   if (deps.drain.draining) return sendAnswer(res, deps.drain.answer);
   const client = req.socket.remoteAddress ?? 'unknown';
   let verdict;
@@ -139,8 +166,9 @@ async function serve(deps: LeanLaneDeps, req: IncomingMessage, res: ServerRespon
     const shapeError = parsedBodyError(raw, body, deps.limits.maxJsonDepth);
     if (shapeError) throw shapeError;
     const write = { path: url.slice(mount.prefix.length), originalUrl: url, body };
-    const refused = writeLimitRefusal(deps.limits, deps.notifier, write)
-      ?? (mount.checksMergedVariables ? await mergedVariablesRefusal(deps.limits, deps.engine.pool, write) : undefined);
+    const refused =
+      writeLimitRefusal(deps.limits, deps.notifier, write) ??
+      (mount.checksMergedVariables ? await mergedVariablesRefusal(deps.limits, deps.engine.pool, write) : undefined);
     if (refused) return sendAnswer(res, refusalAnswer(refused));
     const answer = await route(body, res, id);
     if (answer) sendAnswer(res, answer);
@@ -158,7 +186,9 @@ function readBody(req: IncomingMessage, length: number): Promise<Buffer | undefi
       chunks.push(chunk);
       received += chunk.length;
     });
-    req.once('end', () => resolve(received === length ? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)) : undefined));
+    req.once('end', () =>
+      resolve(received === length ? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)) : undefined),
+    );
     req.once('aborted', () => resolve(undefined));
     req.once('error', () => resolve(undefined));
   });

@@ -18,18 +18,32 @@ export function lintRouter(engine: Engine): Router {
   router.post('/lint', async (req, res) => {
     const { xml, processId } = validateBody<{ xml: string; processId?: string }>('diagram-lint-request', req.body);
     const result = await compileBpmn(xml, processId ? { processId } : {});
-    res.json(result.ok
-      ? { ok: true, processKey: result.plan.processKey, fingerprint: result.fingerprint, diagnostics: [], warnings: result.warnings }
-      : { ok: false, diagnostics: result.diagnostics, warnings: [] });
+    res.json(
+      result.ok
+        ? {
+            ok: true,
+            processKey: result.plan.processKey,
+            fingerprint: result.fingerprint,
+            diagnostics: [],
+            warnings: result.warnings,
+          }
+        : { ok: false, diagnostics: result.diagnostics, warnings: [] },
+    );
   });
 
   // Over the definition's newest instances (`limit`, default HEATMAP_LIMIT): `sample` says
   // how many were counted and since when, so a client can tell a sample from the whole.
   router.get('/:key/heatmap', async (req, res) => {
-    const { version, limit = HEATMAP_LIMIT } = validateQuery<{ version?: number; limit?: number }>('diagram-heatmap-query', req.query);
+    const { version, limit = HEATMAP_LIMIT } = validateQuery<{ version?: number; limit?: number }>(
+      'diagram-heatmap-query',
+      req.query,
+    );
     const key = req.params.key;
     if (!(await findDefinition(engine.pool, key, version))) {
-      throw new BatonError('not_found', version ? `No version ${version} of definition "${key}"` : `No definition with key "${key}"`);
+      throw new BatonError(
+        'not_found',
+        version ? `No version ${version} of definition "${key}"` : `No definition with key "${key}"`,
+      );
     }
     const heat = await sampleHeatmap(engine.pool, key, version, limit);
     res.json({

@@ -13,7 +13,10 @@ export async function progressRoute(progress: ProgressCoalescer, id: string | un
   const result = await progress.report({ ...body, taskId });
   if (result.ok) return { status: 202, body: { accepted: true } };
   if (result.reason === 'not_found') throw new BatonError('not_found', `No external task with id "${taskId}"`);
-  throw new BatonError('lock_lost', `Task ${taskId} is not locked by this worker and token (the lock expired, the task ended, or the instance was replayed): the report was not kept`);
+  throw new BatonError(
+    'lock_lost',
+    `Task ${taskId} is not locked by this worker and token (the lock expired, the task ended, or the instance was replayed): the report was not kept`,
+  );
 }
 
 export function progressRouter(progress: ProgressCoalescer): Router {

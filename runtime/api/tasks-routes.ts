@@ -35,7 +35,12 @@ interface FetchBody {
 // Every route here is served by express's router and by the lean lane (lean-lane.ts) alike.
 
 /** POST /api/external-tasks/fetch-and-lock; no answer once the caller has hung up. */
-export async function fetchRoute(engine: Engine, notifier: TaskNotifier, raw: unknown, gone: AbortSignal): Promise<JsonAnswer | undefined> {
+export async function fetchRoute(
+  engine: Engine,
+  notifier: TaskNotifier,
+  raw: unknown,
+  gone: AbortSignal,
+): Promise<JsonAnswer | undefined> {
   const body = validateBody<FetchBody>('fetch-and-lock-request', raw);
   const tasks = await fetchAndWait(engine, notifier, { ...body, waitMs: body.waitMs ?? 0, signal: gone });
   return gone.aborted ? undefined : { status: 200, body: tasks.map(lockedTaskView) };
@@ -46,8 +51,15 @@ export async function completeBatchRoute(engine: Engine, raw: unknown): Promise<
   const body = validateBody<CompleteBatchBody>('complete-batch-request', raw);
   const ids = body.tasks.map((t) => t.id.toLowerCase());
   const twice = ids.find((id, i) => ids.indexOf(id) !== i);
-  if (twice) throw new BatonError('validation', `Task ${twice} appears more than once in the batch`, [{ path: '/tasks', message: `duplicate id ${twice}` }]);
-  const results = await completeTasks(engine, body.workerId, body.tasks.map((t, i) => ({ taskId: ids[i]!, lockToken: t.lockToken, ...(t.variables ? { variables: t.variables } : {}) })));
+  if (twice)
+    throw new BatonError('validation', `Task ${twice} appears more than once in the batch`, [
+      { path: '/tasks', message: `duplicate id ${twice}` },
+    ]);
+  const results = await completeTasks(
+    engine,
+    body.workerId,
+    body.tasks.map((t, i) => ({ taskId: ids[i]!, lockToken: t.lockToken, ...(t.variables ? { variables: t.variables } : {}) })),
+  );
   return { status: 200, body: { results: body.tasks.map((t, i) => ({ id: t.id, result: results[i] })) } };
 }
 
@@ -106,9 +118,11 @@ export function tasksRouter(engine: Engine, notifier: TaskNotifier): Router {
     sendAnswer(res, await completeBatchRoute(engine, req.body));
   });
 
-  const call = (route: (typeof TASK_CALL_ROUTES)[TaskCall]): RequestHandler<{ id: string }> => async (req, res) => {
-    sendAnswer(res, await route(engine, req.params.id, req.body));
-  };
+  const call =
+    (route: (typeof TASK_CALL_ROUTES)[TaskCall]): RequestHandler<{ id: string }> =>
+    async (req, res) => {
+      sendAnswer(res, await route(engine, req.params.id, req.body));
+    };
   router.post('/:id/complete', call(TASK_CALL_ROUTES.complete));
   router.post('/:id/failure', call(TASK_CALL_ROUTES.failure));
   router.post('/:id/bpmn-error', call(TASK_CALL_ROUTES['bpmn-error']));
@@ -123,7 +137,12 @@ function taskIdOf(id: string | undefined): string {
 }
 
 // Lease calls touch only the task row; a refused one is kept like a late result.
-async function leaseCall(engine: Engine, holder: LockHolder, kind: 'extend-lock' | 'unlock', call: Promise<GuardedTaskResult>): Promise<TaskCallResult> {
+async function leaseCall(
+  engine: Engine,
+  holder: LockHolder,
+  kind: 'extend-lock' | 'unlock',
+  call: Promise<GuardedTaskResult>,
+): Promise<TaskCallResult> {
   const result = await call;
   if (result.ok) return { ok: true, duplicate: false };
   if (result.reason === 'lock_lost') await recordLateResult(engine.pool, { ...holder, kind, payloadBytes: 0 });
@@ -133,5 +152,8 @@ async function leaseCall(engine: Engine, holder: LockHolder, kind: 'extend-lock'
 function answerOf(result: TaskCallResult, taskId: string | undefined): JsonAnswer {
   if (result.ok) return { status: 204 };
   if (result.reason === 'not_found') throw new BatonError('not_found', `No external task with id "${taskId ?? ''}"`);
-  throw new BatonError('lock_lost', `The lock on task ${taskId ?? ''} is not held by this worker and token: it expired and was taken by another worker, the task was canceled, or it already finished. Nothing was changed; the call is kept in the history as a late result.`);
+  throw new BatonError(
+    'lock_lost',
+    `The lock on task ${taskId ?? ''} is not held by this worker and token: it expired and was taken by another worker, the task was canceled, or it already finished. Nothing was changed; the call is kept in the history as a late result.`,
+  );
 }

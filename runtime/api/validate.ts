@@ -35,9 +35,10 @@ function validator(ajv: Ajv, name: string): ValidateFunction {
 function describe(errors: ErrorObject[] | null | undefined): { path: string; message: string }[] {
   return (errors ?? []).map((e) => ({
     path: e.instancePath || '/',
-    message: e.keyword === 'additionalProperties'
-      ? `unknown property "${String((e.params as { additionalProperty: string }).additionalProperty)}"`
-      : (e.message ?? 'is invalid'),
+    message:
+      e.keyword === 'additionalProperties'
+        ? `unknown property "${String((e.params as { additionalProperty: string }).additionalProperty)}"`
+        : (e.message ?? 'is invalid'),
   }));
 }
 
@@ -63,7 +64,10 @@ export function validateQuery<T>(name: string, query: unknown): T {
   const value = check<Record<string, unknown>>(queries, name, { ...(query as object) }, 'query');
   // Coercion reads "1e309" as Infinity, which integer checks let through.
   const infinite = Object.entries(value).find(([, v]) => typeof v === 'number' && !Number.isFinite(v));
-  if (infinite) throw new BatonError('validation', `Invalid query: ${infinite[0]} must be a finite number`, [{ path: `/${infinite[0]}`, message: 'must be finite' }]);
+  if (infinite)
+    throw new BatonError('validation', `Invalid query: ${infinite[0]} must be a finite number`, [
+      { path: `/${infinite[0]}`, message: 'must be finite' },
+    ]);
   return value as T;
 }
 

@@ -34,7 +34,13 @@ export function instanceDetailView(d: InstanceDetail) {
     revision: i.revision,
     updatedAt: i.updated_at,
     variables: i.variables,
-    steps: d.steps.map((s) => ({ stepId: s.step_id, status: s.status, attempts: s.attempts, activatedAt: s.activated_at, endedAt: s.ended_at })),
+    steps: d.steps.map((s) => ({
+      stepId: s.step_id,
+      status: s.status,
+      attempts: s.attempts,
+      activatedAt: s.activated_at,
+      endedAt: s.ended_at,
+    })),
     tasks: d.openTasks.map(taskView),
     incidents: d.openIncidents.map(incidentView),
   };

@@ -68,7 +68,10 @@ export function buildPlan(
   return { processKey: graph.processId, ...nameOf(processName), steps, flows };
 }
 
-function eventFields(id: string, events: EventSpecs): Pick<PlanStep, 'wait' | 'boundary' | 'boundaries' | 'compensation' | 'compensationHandler' | 'throwCompensation'> {
+function eventFields(
+  id: string,
+  events: EventSpecs,
+): Pick<PlanStep, 'wait' | 'boundary' | 'boundaries' | 'compensation' | 'compensationHandler' | 'throwCompensation'> {
   const wait = events.waits.get(id);
   const boundary = events.boundaries.get(id);
   const boundaries = events.attached.get(id);

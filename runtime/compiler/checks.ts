@@ -18,11 +18,19 @@ function checkStartEvents(graph: ProcessGraph): Diagnostic[] {
   const all = [...graph.nodes.values()].filter((node) => node.kind === 'startEvent' && node.scope === undefined);
   const starts = all.filter((node) => (node.element.eventDefinitions ?? []).length === 0);
   if (all.length === 0) {
-    return [errorAt(graph.processId, `Process ${graph.processId} has no start event: add one start event without a trigger (or a timer start event) where instances begin`)];
+    return [
+      errorAt(
+        graph.processId,
+        `Process ${graph.processId} has no start event: add one start event without a trigger (or a timer start event) where instances begin`,
+      ),
+    ];
   }
   const [first, ...extra] = starts;
   return extra.map((node) =>
-    errorAt(node.id, `Start event ${describeElement(node.element)} is a second none start event (the first is ${first?.id ?? '?'}): keep exactly one`),
+    errorAt(
+      node.id,
+      `Start event ${describeElement(node.element)} is a second none start event (the first is ${first?.id ?? '?'}): keep exactly one`,
+    ),
   );
 }
 
@@ -32,13 +40,22 @@ function checkConnections(node: GraphNode): Diagnostic[] {
   const diagnostics: Diagnostic[] = [];
   if (kind === undefined) return diagnostics;
   if (kind === 'startEvent' && node.incoming.length > 0) {
-    diagnostics.push(errorAt(id, `Start event ${label} has incoming sequence flows (${node.incoming.join(', ')}): a start event only begins the flow`));
+    diagnostics.push(
+      errorAt(
+        id,
+        `Start event ${label} has incoming sequence flows (${node.incoming.join(', ')}): a start event only begins the flow`,
+      ),
+    );
   }
   if (kind !== 'startEvent' && kind !== 'boundaryEvent' && !node.element.isForCompensation && node.incoming.length === 0) {
-    diagnostics.push(errorAt(id, `${describeKind(kind)} ${label} has no incoming sequence flow, so it can never run: connect it or delete it`));
+    diagnostics.push(
+      errorAt(id, `${describeKind(kind)} ${label} has no incoming sequence flow, so it can never run: connect it or delete it`),
+    );
   }
   if ((kind === 'endEvent' || kind === 'terminateEndEvent' || kind === 'errorEndEvent') && node.outgoing.length > 0) {
-    diagnostics.push(errorAt(id, `End event ${label} has outgoing sequence flows (${node.outgoing.join(', ')}): an end event ends the flow`));
+    diagnostics.push(
+      errorAt(id, `End event ${label} has outgoing sequence flows (${node.outgoing.join(', ')}): an end event ends the flow`),
+    );
   }
   if (isGateway(kind) && node.outgoing.length === 0) {
     diagnostics.push(errorAt(id, `Gateway ${id} has no outgoing sequence flow: connect it to the next step or an end event`));
@@ -50,11 +67,21 @@ function checkDefaultFlow(node: GraphNode, unresolved: UnresolvedReference[]): D
   if (node.kind !== 'exclusiveGateway' && node.kind !== 'inclusiveGateway') return [];
   const missing = unresolved.find((u) => u.elementId === node.id && u.property === 'bpmn:default');
   if (missing) {
-    return [errorAt(node.id, `Gateway ${node.id} names default flow ${missing.reference}, which does not exist: pick one of its outgoing flows (${node.outgoing.join(', ') || 'none'})`)];
+    return [
+      errorAt(
+        node.id,
+        `Gateway ${node.id} names default flow ${missing.reference}, which does not exist: pick one of its outgoing flows (${node.outgoing.join(', ') || 'none'})`,
+      ),
+    ];
   }
   const defaultId = node.element.default?.id;
   if (defaultId === undefined || node.outgoing.includes(defaultId)) return [];
-  return [errorAt(node.id, `Default flow ${defaultId} of gateway ${node.id} is not one of its outgoing flows (${node.outgoing.join(', ') || 'none'}): pick one of them`)];
+  return [
+    errorAt(
+      node.id,
+      `Default flow ${defaultId} of gateway ${node.id} is not one of its outgoing flows (${node.outgoing.join(', ') || 'none'}): pick one of them`,
+    ),
+  ];
 }
 
 const KIND_LABELS: Record<string, string> = {
@@ -83,10 +110,24 @@ function checkSubProcessStarts(graph: ProcessGraph): Diagnostic[] {
     if (sub.kind !== 'subProcess') continue;
     const starts = [...graph.nodes.values()].filter((n) => n.scope === sub.id && n.kind === 'startEvent');
     for (const start of starts.filter((n) => (n.element.eventDefinitions ?? []).length > 0)) {
-      diagnostics.push(errorAt(start.id, `Start event ${describeElement(start.element)} of subprocess ${sub.id} has a trigger: an embedded subprocess starts at a none start event`));
+      diagnostics.push(
+        errorAt(
+          start.id,
+          `Start event ${describeElement(start.element)} of subprocess ${sub.id} has a trigger: an embedded subprocess starts at a none start event`,
+        ),
+      );
     }
-    if (starts.length === 0) diagnostics.push(errorAt(sub.id, `Subprocess ${describeElement(sub.element)} has no start event: add one none start event inside it`));
-    for (const extra of starts.slice(1)) diagnostics.push(errorAt(extra.id, `Start event ${describeElement(extra.element)} is a second start event of subprocess ${sub.id} (the first is ${starts[0]?.id ?? '?'}): keep exactly one`));
+    if (starts.length === 0)
+      diagnostics.push(
+        errorAt(sub.id, `Subprocess ${describeElement(sub.element)} has no start event: add one none start event inside it`),
+      );
+    for (const extra of starts.slice(1))
+      diagnostics.push(
+        errorAt(
+          extra.id,
+          `Start event ${describeElement(extra.element)} is a second start event of subprocess ${sub.id} (the first is ${starts[0]?.id ?? '?'}): keep exactly one`,
+        ),
+      );
   }
   return diagnostics;
 }

@@ -10,7 +10,8 @@ const GATEWAY_KINDS: Record<string, StepKind> = {
   'bpmn:InclusiveGateway': StepKind.inclusiveGateway,
 };
 
-const SUPPORTED = 'Baton runs none, timer, message and signal start events, none, terminate and error end events, embedded subprocesses, external service tasks, exclusive, inclusive and parallel gateways, timer/message/signal intermediate catch events and timer/message/signal/error/compensation boundary events on service tasks and subprocesses, compensation handlers and compensation throw and end events';
+const SUPPORTED =
+  'Baton runs none, timer, message and signal start events, none, terminate and error end events, embedded subprocesses, external service tasks, exclusive, inclusive and parallel gateways, timer/message/signal intermediate catch events and timer/message/signal/error/compensation boundary events on service tasks and subprocesses, compensation handlers and compensation throw and end events';
 
 const CATCH_TRIGGERS = ['bpmn:TimerEventDefinition', 'bpmn:MessageEventDefinition', 'bpmn:SignalEventDefinition'];
 const START_TRIGGERS = CATCH_TRIGGERS;
@@ -29,13 +30,17 @@ export function classifyNode(node: BpmnFlowNode): Classification {
   if (gateway) return { supported: true, kind: gateway };
   switch (node.$type) {
     case 'bpmn:StartEvent':
-      if (definitions.length === 0 || (definitions.length === 1 && START_TRIGGERS.includes(definitions[0] as string))) return { supported: true, kind: StepKind.startEvent };
+      if (definitions.length === 0 || (definitions.length === 1 && START_TRIGGERS.includes(definitions[0] as string)))
+        return { supported: true, kind: StepKind.startEvent };
       return refuse(node, 'start events are none, timer, message or signal start events with at most one trigger');
     case 'bpmn:EndEvent':
       if (definitions.length === 0) return { supported: true, kind: StepKind.endEvent };
-      if (definitions.length === 1 && definitions[0] === 'bpmn:TerminateEventDefinition') return { supported: true, kind: StepKind.terminateEndEvent };
-      if (definitions.length === 1 && definitions[0] === 'bpmn:CompensateEventDefinition') return { supported: true, kind: StepKind.compensationThrow };
-      if (definitions.length === 1 && definitions[0] === 'bpmn:ErrorEventDefinition') return { supported: true, kind: StepKind.errorEndEvent };
+      if (definitions.length === 1 && definitions[0] === 'bpmn:TerminateEventDefinition')
+        return { supported: true, kind: StepKind.terminateEndEvent };
+      if (definitions.length === 1 && definitions[0] === 'bpmn:CompensateEventDefinition')
+        return { supported: true, kind: StepKind.compensationThrow };
+      if (definitions.length === 1 && definitions[0] === 'bpmn:ErrorEventDefinition')
+        return { supported: true, kind: StepKind.errorEndEvent };
       return refuse(node, 'only none, terminate, error and compensation end events are supported');
     case 'bpmn:IntermediateThrowEvent':
       return definitions.length === 1 && definitions[0] === 'bpmn:CompensateEventDefinition'
@@ -44,11 +49,19 @@ export function classifyNode(node: BpmnFlowNode): Classification {
     case 'bpmn:ServiceTask':
       return classifyServiceTask(node);
     case 'bpmn:SubProcess':
-      if (node.triggeredByEvent) return refuse(node, 'event subprocesses are not supported; use a boundary event on an embedded subprocess or task');
-      if (node.loopCharacteristics) return refuse(node, 'loops and multi-instance subprocesses are not supported; make the inner service task multi-instance');
+      if (node.triggeredByEvent)
+        return refuse(node, 'event subprocesses are not supported; use a boundary event on an embedded subprocess or task');
+      if (node.loopCharacteristics)
+        return refuse(
+          node,
+          'loops and multi-instance subprocesses are not supported; make the inner service task multi-instance',
+        );
       return { supported: true, kind: StepKind.subProcess };
     case 'bpmn:Transaction':
-      return refuse(node, 'transaction subprocesses (cancel semantics) are not supported; use an embedded subprocess with compensation');
+      return refuse(
+        node,
+        'transaction subprocesses (cancel semantics) are not supported; use an embedded subprocess with compensation',
+      );
     case 'bpmn:IntermediateCatchEvent':
       return definitions.length === 1 && CATCH_TRIGGERS.includes(definitions[0] as string)
         ? { supported: true, kind: StepKind.catchEvent }
@@ -76,5 +89,8 @@ export function describeType(node: BpmnFlowNode): string {
 }
 
 function refuse(node: BpmnFlowNode, why: string): Classification {
-  return { supported: false, message: `Unsupported element ${describeType(node)} ${labelOf(node)} (id ${node.id ?? '?'}): ${why}` };
+  return {
+    supported: false,
+    message: `Unsupported element ${describeType(node)} ${labelOf(node)} (id ${node.id ?? '?'}): ${why}`,
+  };
 }

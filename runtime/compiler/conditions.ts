@@ -35,25 +35,50 @@ export function compileConditions(graph: ProcessGraph): ConditionsResult {
   return { conditions, diagnostics };
 }
 
-function compileCondition(flow: GraphFlow, source: GraphNode, expression: BpmnExpression): { condition: FlowCondition } | { diagnostic: Diagnostic } {
+function compileCondition(
+  flow: GraphFlow,
+  source: GraphNode,
+  expression: BpmnExpression,
+): { condition: FlowCondition } | { diagnostic: Diagnostic } {
   const text = (expression.body ?? '').trim();
   const from = describeElement(source.element);
   if (source.kind === 'parallelGateway') {
-    return { diagnostic: warningAt(flow.id, `Sequence flow ${flow.id} leaves parallel gateway ${from}, which takes every outgoing flow: its condition "${text}" is ignored; remove it or use an inclusive gateway`) };
+    return {
+      diagnostic: warningAt(
+        flow.id,
+        `Sequence flow ${flow.id} leaves parallel gateway ${from}, which takes every outgoing flow: its condition "${text}" is ignored; remove it or use an inclusive gateway`,
+      ),
+    };
   }
   const gateway = source.kind === 'exclusiveGateway' || source.kind === 'inclusiveGateway';
   if (gateway && source.element.default?.id === flow.id) {
-    return { diagnostic: warningAt(flow.id, `Default flow ${flow.id} of gateway ${from} has a condition "${text}", which is ignored: the default flow is taken when no other condition holds`) };
+    return {
+      diagnostic: warningAt(
+        flow.id,
+        `Default flow ${flow.id} of gateway ${from} has a condition "${text}", which is ignored: the default flow is taken when no other condition holds`,
+      ),
+    };
   }
   if (source.kind !== undefined && !gateway) {
-    return { diagnostic: errorAt(flow.id, `Sequence flow ${flow.id} leaving ${from} has a condition, but only exclusive and inclusive gateways choose flows: put a gateway after ${source.id} and move the condition to its outgoing flow`) };
+    return {
+      diagnostic: errorAt(
+        flow.id,
+        `Sequence flow ${flow.id} leaving ${from} has a condition, but only exclusive and inclusive gateways choose flows: put a gateway after ${source.id} and move the condition to its outgoing flow`,
+      ),
+    };
   }
   const language = expression.language?.trim() ?? '';
   if (SCRIPT_LANGUAGES.test(language)) {
-    return { diagnostic: errorAt(flow.id, `Condition of sequence flow ${flow.id} is a ${language} script, which Baton does not run: write it in FEEL ("= total > 100") or JUEL ("\${total > 100}")`) };
+    return {
+      diagnostic: errorAt(
+        flow.id,
+        `Condition of sequence flow ${flow.id} is a ${language} script, which Baton does not run: write it in FEEL ("= total > 100") or JUEL ("\${total > 100}")`,
+      ),
+    };
   }
   const translated = toFeel(text);
-  if (!translated.ok) return { diagnostic: errorAt(flow.id, `Condition of sequence flow ${flow.id} cannot be used: ${translated.message}`) };
+  if (!translated.ok)
+    return { diagnostic: errorAt(flow.id, `Condition of sequence flow ${flow.id} cannot be used: ${translated.message}`) };
   return { condition: { feel: translated.feel, source: text } };
 }
 
@@ -61,5 +86,8 @@ function compileCondition(flow: GraphFlow, source: GraphNode, expression: BpmnEx
 function warnUnconditional(flow: GraphFlow, source: GraphNode): Diagnostic | undefined {
   const choosing = source.kind === 'exclusiveGateway' || source.kind === 'inclusiveGateway';
   if (!choosing || source.outgoing.length < 2 || source.element.default?.id === flow.id) return undefined;
-  return warningAt(flow.id, `Sequence flow ${flow.id} leaves gateway ${describeElement(source.element)} without a condition, so it is always taken: add a condition or make it the default flow`);
+  return warningAt(
+    flow.id,
+    `Sequence flow ${flow.id} leaves gateway ${describeElement(source.element)} without a condition, so it is always taken: add a condition or make it the default flow`,
+  );
 }

@@ -59,5 +59,10 @@ export function checkCycles(graph: ProcessGraph): Diagnostic[] {
   const [first] = closing;
   if (first === undefined) return [];
   const list = closing.join(', ');
-  return [errorAt(first, `Process ${graph.processId} loops: sequence flow${closing.length > 1 ? 's' : ''} ${list} lead${closing.length > 1 ? '' : 's'} back to an earlier step. Baton runs acyclic processes: remove the loop (repeat inside a worker, or start a new instance)`)];
+  return [
+    errorAt(
+      first,
+      `Process ${graph.processId} loops: sequence flow${closing.length > 1 ? 's' : ''} ${list} lead${closing.length > 1 ? '' : 's'} back to an earlier step. Baton runs acyclic processes: remove the loop (repeat inside a worker, or start a new instance)`,
+    ),
+  ];
 }

@@ -1,7 +1,14 @@
 // Catch and boundary events -> what each waits for, and how boundaries attach.
 import { errorAt } from './diagnostics.ts';
 import type { GraphNode, ProcessGraph } from './graph.ts';
-import { BPMN_NAMESPACE, describeElement, type BpmnAssociation, type BpmnElement, type BpmnEventDefinition, type BpmnExpression } from './model.ts';
+import {
+  BPMN_NAMESPACE,
+  describeElement,
+  type BpmnAssociation,
+  type BpmnElement,
+  type BpmnEventDefinition,
+  type BpmnExpression,
+} from './model.ts';
 import type { BoundarySpec, Diagnostic, TimerSpec, WaitSpec } from './plan.ts';
 import { checkFeel, toFeel } from '../shared/feel.ts';
 import { firstDue } from '../shared/timers.ts';
@@ -21,7 +28,15 @@ export interface EventSpecs {
 }
 
 export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = []): EventSpecs {
-  const specs: EventSpecs = { waits: new Map(), boundaries: new Map(), attached: new Map(), compensations: new Map(), throws: new Map(), errors: new Map(), diagnostics: [] };
+  const specs: EventSpecs = {
+    waits: new Map(),
+    boundaries: new Map(),
+    attached: new Map(),
+    compensations: new Map(),
+    throws: new Map(),
+    errors: new Map(),
+    diagnostics: [],
+  };
   const associations = associationTargets(artifacts);
   for (const node of graph.nodes.values()) {
     if (node.kind === 'errorEndEvent') {
@@ -33,7 +48,12 @@ export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = [
     if (!definition) continue;
     const wait = readWait(node, definition, specs.diagnostics);
     if (node.kind === 'startEvent' && wait?.trigger === 'timer' && wait.timer.kind === 'duration') {
-      specs.diagnostics.push(errorAt(node.id, `Timer start event ${describeElement(node.element)} has a timeDuration: a start event needs a timeDate or a timeCycle (when should instances start?)`));
+      specs.diagnostics.push(
+        errorAt(
+          node.id,
+          `Timer start event ${describeElement(node.element)} has a timeDuration: a start event needs a timeDate or a timeCycle (when should instances start?)`,
+        ),
+      );
     }
     if (wait) specs.waits.set(node.id, wait);
     if (node.kind === 'boundaryEvent') attachBoundary(graph, node, wait, specs);
@@ -58,7 +78,12 @@ function linkHandler(graph: ProcessGraph, boundary: GraphNode, targets: string[]
   const handler = targets.map((id) => graph.nodes.get(id)).find((n) => n?.element.isForCompensation);
   const host = specs.boundaries.get(boundary.id)?.attachedTo;
   if (!handler) {
-    specs.diagnostics.push(errorAt(boundary.id, `Compensation boundary ${describeElement(boundary.element)} is not associated with a compensation handler: draw an association to a service task marked isForCompensation`));
+    specs.diagnostics.push(
+      errorAt(
+        boundary.id,
+        `Compensation boundary ${describeElement(boundary.element)} is not associated with a compensation handler: draw an association to a service task marked isForCompensation`,
+      ),
+    );
     return;
   }
   if (host) specs.compensations.set(host, handler.id);
@@ -69,21 +94,41 @@ function checkCompensation(graph: ProcessGraph, specs: EventSpecs): void {
   for (const node of graph.nodes.values()) {
     const label = describeElement(node.element);
     if (node.element.isForCompensation) {
-      if (node.kind !== 'serviceTask') specs.diagnostics.push(errorAt(node.id, `Compensation handler ${label} must be an external service task`));
+      if (node.kind !== 'serviceTask')
+        specs.diagnostics.push(errorAt(node.id, `Compensation handler ${label} must be an external service task`));
       if (node.incoming.length > 0 || node.outgoing.length > 0) {
-        specs.diagnostics.push(errorAt(node.id, `Compensation handler ${label} has sequence flows: a handler runs only through compensation, so remove its flows`));
+        specs.diagnostics.push(
+          errorAt(
+            node.id,
+            `Compensation handler ${label} has sequence flows: a handler runs only through compensation, so remove its flows`,
+          ),
+        );
       }
-      if (!linked.has(node.id)) specs.diagnostics.push(errorAt(node.id, `Compensation handler ${label} is not associated with any compensation boundary event`));
+      if (!linked.has(node.id))
+        specs.diagnostics.push(
+          errorAt(node.id, `Compensation handler ${label} is not associated with any compensation boundary event`),
+        );
     }
     if (node.kind !== 'compensationThrow') continue;
     const definition = node.element.eventDefinitions?.[0] as BpmnEventDefinition | undefined;
     if (definition?.waitForCompletion === false) {
-      specs.diagnostics.push(errorAt(node.id, `Compensation event ${label} has waitForCompletion="false": Baton always waits for the handlers; remove the attribute`));
+      specs.diagnostics.push(
+        errorAt(
+          node.id,
+          `Compensation event ${label} has waitForCompletion="false": Baton always waits for the handlers; remove the attribute`,
+        ),
+      );
     }
     const activityRef = definition?.activityRef?.id;
     const compensableInside = (scope: string) => [...specs.compensations.keys()].some((host) => isInside(graph, host, scope));
-    if (activityRef !== undefined && !specs.compensations.has(activityRef) && !(graph.nodes.get(activityRef)?.kind === 'subProcess' && compensableInside(activityRef))) {
-      specs.diagnostics.push(errorAt(node.id, `Compensation event ${label} names activity ${activityRef}, which has no compensation handler`));
+    if (
+      activityRef !== undefined &&
+      !specs.compensations.has(activityRef) &&
+      !(graph.nodes.get(activityRef)?.kind === 'subProcess' && compensableInside(activityRef))
+    ) {
+      specs.diagnostics.push(
+        errorAt(node.id, `Compensation event ${label} names activity ${activityRef}, which has no compensation handler`),
+      );
     }
     specs.throws.set(node.id, activityRef !== undefined ? { activityRef } : {});
   }
@@ -108,7 +153,9 @@ function readWait(node: GraphNode, definition: BpmnEventDefinition, diagnostics:
     case 'bpmn:MessageEventDefinition': {
       const name = definition.messageRef?.name?.trim();
       if (!name) {
-        diagnostics.push(errorAt(node.id, `Message event ${label} has no message with a name: reference a bpmn:message and name it`));
+        diagnostics.push(
+          errorAt(node.id, `Message event ${label} has no message with a name: reference a bpmn:message and name it`),
+        );
         return undefined;
       }
       const correlationKey = readCorrelationKey(node, diagnostics);
@@ -117,7 +164,9 @@ function readWait(node: GraphNode, definition: BpmnEventDefinition, diagnostics:
     case 'bpmn:SignalEventDefinition': {
       const name = definition.signalRef?.name?.trim();
       if (!name) {
-        diagnostics.push(errorAt(node.id, `Signal event ${label} has no signal with a name: reference a bpmn:signal and name it`));
+        diagnostics.push(
+          errorAt(node.id, `Signal event ${label} has no signal with a name: reference a bpmn:signal and name it`),
+        );
         return undefined;
       }
       return { trigger: 'signal', name };
@@ -139,20 +188,29 @@ function readWait(node: GraphNode, definition: BpmnEventDefinition, diagnostics:
 }
 
 function readTimer(definition: BpmnEventDefinition): TimerSpec | undefined {
-  const pick = (kind: TimerSpec['kind'], e: BpmnExpression | undefined) => (e?.body?.trim() ? { kind, expression: e.body.trim() } : undefined);
+  const pick = (kind: TimerSpec['kind'], e: BpmnExpression | undefined) =>
+    e?.body?.trim() ? { kind, expression: e.body.trim() } : undefined;
   return pick('duration', definition.timeDuration) ?? pick('date', definition.timeDate) ?? pick('cycle', definition.timeCycle);
 }
 
 // `baton:correlationKey="= orderId"` (FEEL, or ${...}); without it the business key correlates.
 function readCorrelationKey(node: GraphNode, diagnostics: Diagnostic[]): string | undefined {
   const attrs = node.element.$attrs ?? {};
-  const prefix = Object.entries(attrs).find(([k, v]) => k.startsWith('xmlns:') && v === BPMN_NAMESPACE.baton)?.[0].slice(6) ?? 'baton';
+  const prefix =
+    Object.entries(attrs)
+      .find(([k, v]) => k.startsWith('xmlns:') && v === BPMN_NAMESPACE.baton)?.[0]
+      .slice(6) ?? 'baton';
   const source = attrs[`${prefix}:correlationKey`]?.trim();
   if (!source) return undefined;
   const feel = toFeel(source.startsWith('=') || source.startsWith('${') || source.startsWith('#{') ? source : `=${source}`);
   const problem = feel.ok ? checkFeel(feel.feel) : feel.message;
   if (problem !== undefined || !feel.ok) {
-    diagnostics.push(errorAt(node.id, `Correlation key "${source}" of ${describeElement(node.element)} is not a valid expression: ${problem ?? ''}`));
+    diagnostics.push(
+      errorAt(
+        node.id,
+        `Correlation key "${source}" of ${describeElement(node.element)} is not a valid expression: ${problem ?? ''}`,
+      ),
+    );
     return undefined;
   }
   return feel.feel;
@@ -164,11 +222,21 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
   const host = hostId ? graph.nodes.get(hostId) : undefined;
   const interrupting = node.element.cancelActivity !== false;
   if (!host || (host.kind !== 'serviceTask' && host.kind !== 'subProcess')) {
-    specs.diagnostics.push(errorAt(node.id, `Boundary event ${label} must be attached to a service task or an embedded subprocess${hostId ? ` (it sits on ${hostId})` : ''}`));
+    specs.diagnostics.push(
+      errorAt(
+        node.id,
+        `Boundary event ${label} must be attached to a service task or an embedded subprocess${hostId ? ` (it sits on ${hostId})` : ''}`,
+      ),
+    );
     return;
   }
   if (host.kind === 'subProcess' && wait?.trigger === 'compensation') {
-    specs.diagnostics.push(errorAt(node.id, `Compensation boundary ${label} sits on subprocess ${host.id}: attach compensation handlers to the tasks inside it (compensating the subprocess compensates them)`));
+    specs.diagnostics.push(
+      errorAt(
+        node.id,
+        `Compensation boundary ${label} sits on subprocess ${host.id}: attach compensation handlers to the tasks inside it (compensating the subprocess compensates them)`,
+      ),
+    );
     return;
   }
   if (host.scope !== node.scope) {
@@ -176,18 +244,35 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
     return;
   }
   if (node.incoming.length > 0) {
-    specs.diagnostics.push(errorAt(node.id, `Boundary event ${label} has incoming sequence flows (${node.incoming.join(', ')}): it starts a path, nothing flows into it`));
+    specs.diagnostics.push(
+      errorAt(
+        node.id,
+        `Boundary event ${label} has incoming sequence flows (${node.incoming.join(', ')}): it starts a path, nothing flows into it`,
+      ),
+    );
   }
   if (wait?.trigger === 'compensation' && node.outgoing.length > 0) {
-    specs.diagnostics.push(errorAt(node.id, `Compensation boundary ${label} has outgoing sequence flows: it only links its handler by an association`));
+    specs.diagnostics.push(
+      errorAt(node.id, `Compensation boundary ${label} has outgoing sequence flows: it only links its handler by an association`),
+    );
   } else if (wait?.trigger !== 'compensation' && node.outgoing.length === 0) {
     specs.diagnostics.push(errorAt(node.id, `Boundary event ${label} has no outgoing sequence flow: connect the path it starts`));
   }
   if (wait?.trigger === 'error' && !interrupting) {
-    specs.diagnostics.push(errorAt(node.id, `Error boundary event ${label} is non-interrupting: an error always ends its task, so make it interrupting`));
+    specs.diagnostics.push(
+      errorAt(
+        node.id,
+        `Error boundary event ${label} is non-interrupting: an error always ends its task, so make it interrupting`,
+      ),
+    );
   }
   if (wait?.trigger === 'timer' && wait.timer.kind === 'cycle' && !interrupting) {
-    specs.diagnostics.push(errorAt(node.id, `Non-interrupting timer ${label} has a timeCycle: repeated activations are not supported yet; use a timeDuration or timeDate`));
+    specs.diagnostics.push(
+      errorAt(
+        node.id,
+        `Non-interrupting timer ${label} has a timeCycle: repeated activations are not supported yet; use a timeDuration or timeDate`,
+      ),
+    );
   }
   specs.boundaries.set(node.id, { attachedTo: host.id, interrupting });
   specs.attached.set(host.id, [...(specs.attached.get(host.id) ?? []), node.id]);

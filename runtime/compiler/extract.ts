@@ -3,7 +3,14 @@
 import { classifyNode, isFlowNode } from './classify.ts';
 import { errorAt } from './diagnostics.ts';
 import type { GraphFlow, GraphNode, ProcessGraph } from './graph.ts';
-import { describeElement, type BpmnElement, type BpmnFlowNode, type BpmnProcess, type BpmnSequenceFlow, type BpmnSubProcess } from './model.ts';
+import {
+  describeElement,
+  type BpmnElement,
+  type BpmnFlowNode,
+  type BpmnProcess,
+  type BpmnSequenceFlow,
+  type BpmnSubProcess,
+} from './model.ts';
 import type { UnresolvedReference } from './parse.ts';
 import type { Diagnostic } from './plan.ts';
 
@@ -33,7 +40,12 @@ export function extractGraph(process: BpmnProcess, processId: string, unresolved
     if (!flow) continue;
     const [source, target] = [nodes.get(flow.source), nodes.get(flow.target)];
     if (source && target && source.scope !== target.scope) {
-      diagnostics.push(errorAt(flow.id, `Sequence flow ${flow.id} crosses the border of subprocess ${source.scope ?? target.scope ?? '?'} (from ${describeElement(source.element)} to ${describeElement(target.element)}): connect the subprocess itself, or its inner start and end events`));
+      diagnostics.push(
+        errorAt(
+          flow.id,
+          `Sequence flow ${flow.id} crosses the border of subprocess ${source.scope ?? target.scope ?? '?'} (from ${describeElement(source.element)} to ${describeElement(target.element)}): connect the subprocess itself, or its inner start and end events`,
+        ),
+      );
       continue;
     }
     flows.push(flow);
@@ -43,7 +55,13 @@ export function extractGraph(process: BpmnProcess, processId: string, unresolved
   return { graph: { processId, nodes, flows }, diagnostics };
 }
 
-function addNode(nodes: Map<string, GraphNode>, element: BpmnFlowNode, processId: string, diagnostics: Diagnostic[], scope: string | undefined): GraphNode | undefined {
+function addNode(
+  nodes: Map<string, GraphNode>,
+  element: BpmnFlowNode,
+  processId: string,
+  diagnostics: Diagnostic[],
+  scope: string | undefined,
+): GraphNode | undefined {
   if (!element.id) {
     diagnostics.push(errorAt(processId, `A ${element.$type} in process ${processId} has no id: give every element an id`));
     return undefined;
@@ -51,7 +69,14 @@ function addNode(nodes: Map<string, GraphNode>, element: BpmnFlowNode, processId
   const classification = classifyNode(element);
   if (!classification.supported) diagnostics.push(errorAt(element.id, classification.message));
   const kind = classification.supported ? classification.kind : undefined;
-  const node: GraphNode = { id: element.id, element, ...(kind ? { kind } : {}), ...(scope ? { scope } : {}), incoming: [], outgoing: [] };
+  const node: GraphNode = {
+    id: element.id,
+    element,
+    ...(kind ? { kind } : {}),
+    ...(scope ? { scope } : {}),
+    incoming: [],
+    outgoing: [],
+  };
   nodes.set(element.id, node);
   return node;
 }
@@ -72,7 +97,9 @@ function connectFlow(
   const target = describeEnd(element.targetRef?.id, 'targetRef', id, nodes, unresolved);
   if ('problem' in source || 'problem' in target) {
     const problems = [source, target].flatMap((end) => ('problem' in end ? [end.problem] : []));
-    diagnostics.push(errorAt(id, `Sequence flow ${id} ${problems.join(' and ')}: connect both ends to elements of process ${processId}`));
+    diagnostics.push(
+      errorAt(id, `Sequence flow ${id} ${problems.join(' and ')}: connect both ends to elements of process ${processId}`),
+    );
     return undefined;
   }
   return { id, element, source: source.id, target: target.id };
@@ -95,6 +122,8 @@ function describeEnd(
 export function allArtifacts(container: { flowElements?: BpmnElement[]; artifacts?: BpmnElement[] }): BpmnElement[] {
   return [
     ...(container.artifacts ?? []),
-    ...(container.flowElements ?? []).filter((e) => e.$type === 'bpmn:SubProcess').flatMap((e) => allArtifacts(e as BpmnSubProcess)),
+    ...(container.flowElements ?? [])
+      .filter((e) => e.$type === 'bpmn:SubProcess')
+      .flatMap((e) => allArtifacts(e as BpmnSubProcess)),
   ];
 }

@@ -36,7 +36,11 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   if (!selected.ok) return { ok: false, diagnostics: [...parsed.diagnostics, selected.diagnostic] };
   const { process } = selected;
   const processId = process.id;
-  if (!processId) return { ok: false, diagnostics: [errorAt(document.definitionsId, 'The process has no id: give it one, it becomes the definition key')] };
+  if (!processId)
+    return {
+      ok: false,
+      diagnostics: [errorAt(document.definitionsId, 'The process has no id: give it one, it becomes the definition key')],
+    };
 
   const { graph, diagnostics: extractDiagnostics } = extractGraph(process, processId, document.unresolved);
   const tasks = readTaskSpecs(graph, document, process);

@@ -117,5 +117,5 @@ export function labelOf(element: BpmnElement): string {
 /** For messages: `Task_1 "Charge card"`, or just `Task_1` when the element has no name. */
 export function describeElement(element: BpmnElement): string {
   const name = nameOf(element);
-  return name ? `${element.id ?? '?'} "${name}"` : element.id ?? '?';
+  return name ? `${element.id ?? '?'} "${name}"` : (element.id ?? '?');
 }

@@ -12,7 +12,10 @@ import { readBatonAttribute } from './task-spec.ts';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-export function readMultiInstances(graph: ProcessGraph, scopes: BpmnElement[]): { loops: Map<string, MultiInstanceSpec>; diagnostics: Diagnostic[] } {
+export function readMultiInstances(
+  graph: ProcessGraph,
+  scopes: BpmnElement[],
+): { loops: Map<string, MultiInstanceSpec>; diagnostics: Diagnostic[] } {
   const loops = new Map<string, MultiInstanceSpec>();
   const diagnostics: Diagnostic[] = [];
   for (const node of graph.nodes.values()) {
@@ -22,16 +25,24 @@ export function readMultiInstances(graph: ProcessGraph, scopes: BpmnElement[]): 
     const problems: string[] = [];
     const collection = readCollection(loop.collection, problems);
     const elementVariable = loop.elementVariable?.trim();
-    if (elementVariable !== undefined && elementVariable !== '' && !NAME.test(elementVariable)) problems.push(`camunda:elementVariable "${elementVariable}" is not a variable name`);
+    if (elementVariable !== undefined && elementVariable !== '' && !NAME.test(elementVariable))
+      problems.push(`camunda:elementVariable "${elementVariable}" is not a variable name`);
     const completion = readExpression(loop.completionCondition?.body, 'completionCondition', problems);
-    const batonOf = (name: string) => readBatonAttribute(loop as never, [...scopes, node.element], name) ?? readBatonAttribute(node.element, scopes, name);
+    const batonOf = (name: string) =>
+      readBatonAttribute(loop as never, [...scopes, node.element], name) ?? readBatonAttribute(node.element, scopes, name);
     const outputCollection = batonOf('outputCollection')?.trim();
-    if (outputCollection !== undefined && !NAME.test(outputCollection)) problems.push(`baton:outputCollection "${outputCollection}" is not a variable name`);
+    if (outputCollection !== undefined && !NAME.test(outputCollection))
+      problems.push(`baton:outputCollection "${outputCollection}" is not a variable name`);
     const outputElementSource = batonOf('outputElement');
     const outputElement = readExpression(outputElementSource, 'baton:outputElement', problems, true);
     if (node.element.isForCompensation) problems.push('a compensation handler cannot be multi-instance');
     if (problems.length > 0 || collection === undefined) {
-      diagnostics.push(errorAt(node.id, `Multi-instance service task ${label}: ${problems.join('; ') || 'set camunda:collection to the list variable (loopCardinality is not supported)'}`));
+      diagnostics.push(
+        errorAt(
+          node.id,
+          `Multi-instance service task ${label}: ${problems.join('; ') || 'set camunda:collection to the list variable (loopCardinality is not supported)'}`,
+        ),
+      );
       continue;
     }
     loops.set(node.id, {
@@ -55,7 +66,12 @@ function readCollection(source: string | undefined, problems: string[]): string 
   return feel?.feel;
 }
 
-function readExpression(source: string | undefined, what: string, problems: string[], noLoops = false): { feel: string; source: string } | undefined {
+function readExpression(
+  source: string | undefined,
+  what: string,
+  problems: string[],
+  noLoops = false,
+): { feel: string; source: string } | undefined {
   const text = source?.trim();
   if (!text) return undefined;
   const feel = toFeel(text.startsWith('=') || text.startsWith('${') || text.startsWith('#{') ? text : `=${text}`);

@@ -27,8 +27,7 @@ export interface ParsedDocument {
 }
 
 export type ParseOutcome =
-  | { ok: true; document: ParsedDocument; diagnostics: Diagnostic[] }
-  | { ok: false; diagnostics: Diagnostic[] };
+  { ok: true; document: ParsedDocument; diagnostics: Diagnostic[] } | { ok: false; diagnostics: Diagnostic[] };
 
 const DEFINITIONS = 'definitions';
 let camundaModdle: BpmnModdle | undefined;
@@ -37,7 +36,10 @@ let zeebeModdle: BpmnModdle | undefined;
 export async function parseBpmn(xml: string): Promise<ParseOutcome> {
   // A DOCTYPE can declare entities (billion laughs, external files); BPMN never needs one.
   if (/<!DOCTYPE/i.test(xml)) {
-    return { ok: false, diagnostics: [errorAt(DEFINITIONS, 'DOCTYPE declarations are not allowed: remove the <!DOCTYPE ...> line from the file')] };
+    return {
+      ok: false,
+      diagnostics: [errorAt(DEFINITIONS, 'DOCTYPE declarations are not allowed: remove the <!DOCTYPE ...> line from the file')],
+    };
   }
   camundaModdle ??= new BpmnModdle({ camunda: camundaPackage });
   let result: ParseResult;
@@ -64,7 +66,11 @@ function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, '; ').trim();
 }
 
-function readWarnings(warnings: ModdleWarning[], xml: string, definitionsId: string): { diagnostics: Diagnostic[]; unresolved: UnresolvedReference[] } {
+function readWarnings(
+  warnings: ModdleWarning[],
+  xml: string,
+  definitionsId: string,
+): { diagnostics: Diagnostic[]; unresolved: UnresolvedReference[] } {
   const diagnostics: Diagnostic[] = [];
   const unresolved: UnresolvedReference[] = [];
   for (const warning of warnings) {
@@ -88,12 +94,16 @@ function describeUnparsable(warning: ModdleWarning, xml: string, definitionsId: 
   const where = Number.isFinite(line) ? ` (line ${line + 1})` : '';
   const tag = /<[^>]*>/.exec(warning.message)?.[0] ?? 'content';
   const duplicate = /^duplicate ID <(.*)>$/.exec(nested)?.[1];
-  if (duplicate) return errorAt(duplicate, `Id ${duplicate} is used by more than one element${where}: give each element its own id`);
+  if (duplicate)
+    return errorAt(duplicate, `Id ${duplicate} is used by more than one element${where}: give each element its own id`);
   const elementId = findIdAt(xml, line, column) ?? definitionsId;
   if (nested.startsWith('unknown type <bpmn:')) {
     return errorAt(elementId, `Unknown BPMN element ${tag}${where}: check its spelling against BPMN 2.0`);
   }
-  return warningAt(elementId, `Ignored content ${tag}${where} that the BPMN and Camunda schemas do not define (${oneLine(nested)})`);
+  return warningAt(
+    elementId,
+    `Ignored content ${tag}${where} that the BPMN and Camunda schemas do not define (${oneLine(nested)})`,
+  );
 }
 
 /** The id attribute of the tag starting at (line, column), both 0-based as moddle reports them. */

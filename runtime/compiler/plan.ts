@@ -153,8 +153,7 @@ export interface Diagnostic {
 }
 
 export type CompileResult =
-  | { ok: true; plan: Plan; fingerprint: string; warnings: Diagnostic[] }
-  | { ok: false; diagnostics: Diagnostic[] };
+  { ok: true; plan: Plan; fingerprint: string; warnings: Diagnostic[] } | { ok: false; diagnostics: Diagnostic[] };
 
 export interface CompileOptions {
   /** which process to compile when the file holds several executable processes */

@@ -53,7 +53,7 @@ export class ScenarioAlgebra {
    */
   private simplify(input: readonly Term[]): Scenarios {
     let terms = absorb(input);
-    for (let changed = true; changed; ) {
+    for (let changed = true; changed;) {
       changed = false;
       for (const variable of this.domains.keys()) {
         const folded = this.fold(terms, variable);

@@ -20,7 +20,10 @@ export function selectProcess(definitions: BpmnDefinitions, definitionsId: strin
   const [firstDisabled] = withElements;
   if (firstDisabled?.id) {
     const ids = withElements.map((p) => p.id ?? '?').join(', ');
-    return fail(firstDisabled.id, `No executable process: ${ids} ${withElements.length > 1 ? 'are' : 'is'} marked isExecutable="false"; set isExecutable="true" on the process to deploy`);
+    return fail(
+      firstDisabled.id,
+      `No executable process: ${ids} ${withElements.length > 1 ? 'are' : 'is'} marked isExecutable="false"; set isExecutable="true" on the process to deploy`,
+    );
   }
   return fail(definitionsId, 'File holds no process with flow elements: draw at least a start event in a process');
 }

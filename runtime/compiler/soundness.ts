@@ -20,7 +20,12 @@ export function checkSoundness(graph: ProcessGraph): Diagnostic[] {
     return [...graph.nodes.values()].flatMap((node) => checkIncoming(node, taken.scenarios, taken.algebra));
   } catch (cause) {
     if (!(cause instanceof TooManyScenarios)) throw cause;
-    return [warningAt(graph.processId, `Process ${graph.processId} branches too much to check its joins at deploy; a parallel join that sees a skipped flow at run time stops the instance with an incident`)];
+    return [
+      warningAt(
+        graph.processId,
+        `Process ${graph.processId} branches too much to check its joins at deploy; a parallel join that sees a skipped flow at run time stops the instance with an incident`,
+      ),
+    ];
   }
 }
 
@@ -42,10 +47,16 @@ function computeTakenScenarios(graph: ProcessGraph): TakenScenarios {
   // A subprocess's inner start runs whenever the subprocess does.
   const subActivation = new Map<string, Scenarios>();
   for (const node of orderTopologically(graph, attached)) {
-    let activation = node.kind === 'startEvent' && node.scope !== undefined ? (subActivation.get(node.scope) ?? [])
-      : node.kind === 'startEvent' ? (starts.length > 1 ? algebra.restrict(ALWAYS, '#start', node.id) : ALWAYS)
-      : node.kind === 'boundaryEvent' ? (boundaryActivation.get(node.id) ?? [])
-      : algebra.either(node.incoming.map((id) => scenarios.get(id) ?? []));
+    let activation =
+      node.kind === 'startEvent' && node.scope !== undefined
+        ? (subActivation.get(node.scope) ?? [])
+        : node.kind === 'startEvent'
+          ? starts.length > 1
+            ? algebra.restrict(ALWAYS, '#start', node.id)
+            : ALWAYS
+          : node.kind === 'boundaryEvent'
+            ? (boundaryActivation.get(node.id) ?? [])
+            : algebra.either(node.incoming.map((id) => scenarios.get(id) ?? []));
     if (node.kind === 'subProcess') subActivation.set(node.id, activation);
     activation = splitBoundaries(node, attached.get(node.id) ?? [], activation, algebra, boundaryActivation);
     for (const [flowId, taken] of leave(node, activation, algebra)) scenarios.set(flowId, taken);
@@ -56,7 +67,13 @@ function computeTakenScenarios(graph: ProcessGraph): TakenScenarios {
 // Interrupting boundaries and the host's normal end exclude each other (one outcome
 // variable per host); a non-interrupting boundary fires or not, independently.
 // Answers the scenarios in which the host leaves through its own outgoing flows.
-function splitBoundaries(host: GraphNode, boundaries: GraphNode[], activation: Scenarios, algebra: ScenarioAlgebra, out: Map<string, Scenarios>): Scenarios {
+function splitBoundaries(
+  host: GraphNode,
+  boundaries: GraphNode[],
+  activation: Scenarios,
+  algebra: ScenarioAlgebra,
+  out: Map<string, Scenarios>,
+): Scenarios {
   const interrupting = boundaries.filter((b) => b.element.cancelActivity !== false);
   for (const b of boundaries.filter((x) => x.element.cancelActivity === false)) {
     algebra.declare(b.id, [TAKEN, SKIPPED]);
@@ -92,7 +109,10 @@ function leave(node: GraphNode, activation: Scenarios, algebra: ScenarioAlgebra)
   const defaultFlow = node.element.default?.id;
   const choices = outgoing.filter((id) => id !== defaultFlow);
   for (const id of choices) algebra.declare(choiceVariable(node.id, id), [TAKEN, SKIPPED]);
-  const result: [string, Scenarios][] = choices.map((id) => [id, algebra.restrict(activation, choiceVariable(node.id, id), TAKEN)]);
+  const result: [string, Scenarios][] = choices.map((id) => [
+    id,
+    algebra.restrict(activation, choiceVariable(node.id, id), TAKEN),
+  ]);
   if (defaultFlow !== undefined) {
     const none = choices.reduce((s, id) => algebra.restrict(s, choiceVariable(node.id, id), SKIPPED), activation);
     result.push([defaultFlow, none]);
@@ -119,7 +139,9 @@ function orderTopologically(graph: ProcessGraph, attached: Map<string, GraphNode
   }
   const waitsForScope = (n: GraphNode) => (n.kind === 'startEvent' && n.scope !== undefined && graph.nodes.has(n.scope) ? 1 : 0);
   // A boundary waits for its host as if a flow led from the host to it.
-  const waiting = new Map([...graph.nodes.values()].map((n) => [n.id, n.incoming.length + (hosted.has(n.id) ? 1 : 0) + waitsForScope(n)]));
+  const waiting = new Map(
+    [...graph.nodes.values()].map((n) => [n.id, n.incoming.length + (hosted.has(n.id) ? 1 : 0) + waitsForScope(n)]),
+  );
   const ready = [...graph.nodes.values()].filter((n) => waiting.get(n.id) === 0);
   const order: GraphNode[] = [];
   const release = (target: GraphNode | undefined) => {
@@ -145,15 +167,30 @@ function checkIncoming(node: GraphNode, taken: Map<string, Scenarios>, algebra: 
     for (const [a, b] of pairs) {
       const conflict = firstConflict(taken.get(a) ?? [], taken.get(b) ?? []);
       if (conflict === undefined) continue;
-      return [errorAt(node.id, `Parallel gateway ${label} joins flows ${a} and ${b}, which are never taken together (gateway ${gatewayOf(conflict)} chooses between them): BPMN would wait here forever. Merge them with an exclusive or inclusive gateway instead`)];
+      return [
+        errorAt(
+          node.id,
+          `Parallel gateway ${label} joins flows ${a} and ${b}, which are never taken together (gateway ${gatewayOf(conflict)} chooses between them): BPMN would wait here forever. Merge them with an exclusive or inclusive gateway instead`,
+        ),
+      ];
     }
     const all = node.incoming.reduce((s, id) => algebra.both(s, taken.get(id) ?? []), ALWAYS);
     if (all.length > 0) return [];
-    return [errorAt(node.id, `Parallel gateway ${label} joins flows ${node.incoming.join(', ')}, which are never all taken together: BPMN would wait here forever. Merge them with an inclusive gateway instead`)];
+    return [
+      errorAt(
+        node.id,
+        `Parallel gateway ${label} joins flows ${node.incoming.join(', ')}, which are never all taken together: BPMN would wait here forever. Merge them with an inclusive gateway instead`,
+      ),
+    ];
   }
   for (const [a, b] of pairs) {
     if (algebra.both(taken.get(a) ?? [], taken.get(b) ?? []).length === 0) continue;
-    return [errorAt(node.id, `${describeKind(node.kind ?? '')} ${label} can receive flows ${a} and ${b} at the same time: BPMN would run it once for each, Baton once. Join them first with a parallel or inclusive gateway`)];
+    return [
+      errorAt(
+        node.id,
+        `${describeKind(node.kind ?? '')} ${label} can receive flows ${a} and ${b} at the same time: BPMN would run it once for each, Baton once. Join them first with a parallel or inclusive gateway`,
+      ),
+    ];
   }
   return [];
 }

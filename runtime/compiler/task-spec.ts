@@ -24,14 +24,29 @@ export function readTaskSpec(node: BpmnFlowNode, context: TaskContext): ReadTask
   if ('error' in topic) diagnostics.push(errorAt(id, topic.error));
   if ('error' in retries) diagnostics.push(errorAt(id, retries.error));
   if (priority === undefined) {
-    diagnostics.push(errorAt(id, `Service task ${id} has invalid camunda:taskPriority "${node.taskPriority ?? ''}": use a whole number (expressions are not supported)`));
+    diagnostics.push(
+      errorAt(
+        id,
+        `Service task ${id} has invalid camunda:taskPriority "${node.taskPriority ?? ''}": use a whole number (expressions are not supported)`,
+      ),
+    );
   }
   const onExhausted = readBatonAttribute(node, context.scopes, 'onExhausted')?.trim();
   if (onExhausted !== undefined && onExhausted !== 'compensate' && onExhausted !== 'incident') {
-    diagnostics.push(errorAt(id, `Service task ${id} has baton:onExhausted "${onExhausted}": use "compensate" or "incident" (the default)`));
+    diagnostics.push(
+      errorAt(id, `Service task ${id} has baton:onExhausted "${onExhausted}": use "compensate" or "incident" (the default)`),
+    );
   }
   if (diagnostics.length === 0 && 'topic' in topic && 'retries' in retries && priority !== undefined) {
-    return { ok: true, task: { topic: topic.topic, retries: retries.retries, priority, ...(onExhausted === 'compensate' ? { onExhausted: 'compensate' as const } : {}) } };
+    return {
+      ok: true,
+      task: {
+        topic: topic.topic,
+        retries: retries.retries,
+        priority,
+        ...(onExhausted === 'compensate' ? { onExhausted: 'compensate' as const } : {}),
+      },
+    };
   }
   return { ok: false, diagnostics };
 }
@@ -41,15 +56,20 @@ function readTopic(node: BpmnFlowNode, zeebe: ZeebeTaskDefinition | undefined): 
   if (camundaTopic) return { topic: camundaTopic };
   const zeebeType = zeebe?.type?.trim();
   if (zeebeType?.startsWith('=')) {
-    return { error: `Service task ${describeElement(node)} computes its zeebe:taskDefinition type with an expression: Baton needs a fixed topic` };
+    return {
+      error: `Service task ${describeElement(node)} computes its zeebe:taskDefinition type with an expression: Baton needs a fixed topic`,
+    };
   }
   if (zeebeType) return { topic: zeebeType };
-  return { error: `Service task ${node.id ?? '?'} has no topic: set camunda:topic (with camunda:type=external) or a zeebe:taskDefinition type` };
+  return {
+    error: `Service task ${node.id ?? '?'} has no topic: set camunda:topic (with camunda:type=external) or a zeebe:taskDefinition type`,
+  };
 }
 
 function readRetries(node: BpmnFlowNode, context: TaskContext): { retries: number } | { error: string } {
   const baton = readBatonAttribute(node, context.scopes, 'retries');
-  const [text, source] = baton !== undefined ? [baton, 'baton:retries'] : [context.zeebe?.retries, 'zeebe:taskDefinition retries'];
+  const [text, source] =
+    baton !== undefined ? [baton, 'baton:retries'] : [context.zeebe?.retries, 'zeebe:taskDefinition retries'];
   const retries = readInteger(text, TASK_DEFAULTS.retries);
   if (retries !== undefined && retries >= 0) return { retries };
   return { error: `Service task ${node.id ?? '?'} has invalid ${source} "${text ?? ''}": use a whole number of 0 or more` };

@@ -102,8 +102,19 @@ export interface Effects {
 
 export function emptyEffects(): Effects {
   return {
-    steps: [], flows: [], tasks: [], events: [], incidents: [], timers: [], subscriptions: [],
-    endedWaits: [], canceledTasks: [], compensationRuns: [], compensationMoves: [], terminated: false, loops: {},
+    steps: [],
+    flows: [],
+    tasks: [],
+    events: [],
+    incidents: [],
+    timers: [],
+    subscriptions: [],
+    endedWaits: [],
+    canceledTasks: [],
+    compensationRuns: [],
+    compensationMoves: [],
+    terminated: false,
+    loops: {},
   };
 }
 
@@ -137,7 +148,14 @@ export function completeStep(plan: Plan, stepId: string, state: InstanceState, v
  * host's task, its other boundaries and its outgoing flows. Answers false when
  * the step is no longer waiting (it already fired, or its host ended).
  */
-export function fireWait(plan: Plan, stepId: string, state: InstanceState, vars: Variables, fx: Effects, data?: Record<string, unknown>): boolean {
+export function fireWait(
+  plan: Plan,
+  stepId: string,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  data?: Record<string, unknown>,
+): boolean {
   const step = stepById(plan, stepId);
   if (state.steps[step.id] !== 'active' || (step.kind !== 'catchEvent' && step.kind !== 'boundaryEvent')) return false;
   const host = step.boundary ? stepById(plan, step.boundary.attachedTo) : undefined;
@@ -166,13 +184,19 @@ export function fireWait(plan: Plan, stepId: string, state: InstanceState, vars:
  * itself, else on its enclosing subprocesses, innermost first. On each, an exact
  * code match first, then a catch-all.
  */
-export function findErrorBoundary(plan: Plan, hostId: string | undefined, code: string | undefined, state: InstanceState): PlanStep | undefined {
+export function findErrorBoundary(
+  plan: Plan,
+  hostId: string | undefined,
+  code: string | undefined,
+  state: InstanceState,
+): PlanStep | undefined {
   for (let at = hostId; at !== undefined; at = stepById(plan, at).scope) {
     const open = (stepById(plan, at).boundaries ?? [])
       .map((id) => stepById(plan, id))
       .filter((b) => b.wait?.trigger === 'error' && state.steps[b.id] === 'active');
-    const found = open.find((b) => b.wait?.trigger === 'error' && code !== undefined && b.wait.errorCode === code)
-      ?? open.find((b) => b.wait?.trigger === 'error' && b.wait.errorCode === undefined);
+    const found =
+      open.find((b) => b.wait?.trigger === 'error' && code !== undefined && b.wait.errorCode === code) ??
+      open.find((b) => b.wait?.trigger === 'error' && b.wait.errorCode === undefined);
     if (found) return found;
   }
   return undefined;
@@ -184,7 +208,10 @@ export function resumeStep(plan: Plan, stepId: string, state: InstanceState, var
 }
 
 /** The instance status implied by its step statuses after the transition. */
-export function deriveStatus(state: InstanceState, fx: Effects): 'running' | 'incident' | 'completed' | 'compensating' | 'compensated' {
+export function deriveStatus(
+  state: InstanceState,
+  fx: Effects,
+): 'running' | 'incident' | 'completed' | 'compensating' | 'compensated' {
   if (fx.terminated) return 'completed';
   const statuses = Object.values(state.steps);
   if (statuses.includes('incident')) return 'incident';
@@ -249,9 +276,14 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   if (step.kind === 'parallelGateway' && !resumed) {
     const skipped = step.incoming.filter((f) => state.flows[f] === 'skipped');
     if (skipped.length > 0) {
-      raiseIncident(state, fx, step.id, 'join_skipped',
+      raiseIncident(
+        state,
+        fx,
+        step.id,
+        'join_skipped',
         `Parallel join ${step.id} can never fire: incoming flow(s) ${skipped.join(', ')} were skipped. Check the gateways upstream of it.`,
-        { skippedFlows: skipped });
+        { skippedFlows: skipped },
+      );
       return;
     }
   }
@@ -287,7 +319,14 @@ function startWait(step: PlanStep, state: InstanceState, vars: Variables, fx: Ef
   if (wait.trigger === 'message' && wait.correlationKey) {
     const key = evaluateKey(wait.correlationKey, vars);
     if (!key.ok) {
-      raiseIncident(state, fx, step.id, 'condition_error', `Correlation key of ${step.id}: ${key.message}. Set the variable, then retry the incident.`, { correlationKey: wait.correlationKey });
+      raiseIncident(
+        state,
+        fx,
+        step.id,
+        'condition_error',
+        `Correlation key of ${step.id}: ${key.message}. Set the variable, then retry the incident.`,
+        { correlationKey: wait.correlationKey },
+      );
       return;
     }
     fx.subscriptions.push({ stepId: step.id, kind: 'message', name: wait.name, correlationKey: key.value });
@@ -310,11 +349,22 @@ function startLoop(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
   const mi = step.multiInstance as MultiInstanceSpec;
   const items = evaluateList(mi.collection, vars);
   if (!items.ok) {
-    raiseIncident(state, fx, step.id, 'condition_error', `Collection of multi-instance task ${step.id}: ${items.message}. Set it to a list, then retry the incident.`, { collection: mi.collection });
+    raiseIncident(
+      state,
+      fx,
+      step.id,
+      'condition_error',
+      `Collection of multi-instance task ${step.id}: ${items.message}. Set it to a list, then retry the incident.`,
+      { collection: mi.collection },
+    );
     return;
   }
   setStep(state, fx, step.id, 'active');
-  fx.events.push({ kind: 'step:activated', stepId: step.id, data: { nrOfInstances: items.value.length, sequential: mi.sequential } });
+  fx.events.push({
+    kind: 'step:activated',
+    stepId: step.id,
+    data: { nrOfInstances: items.value.length, sequential: mi.sequential },
+  });
   for (const boundaryId of step.boundaries ?? []) startWait(stepById(plan, boundaryId), state, vars, fx);
   const loop: LoopState = { items: items.value, created: 0, completed: [], results: items.value.map(() => null) };
   (state.loops ??= {})[step.id] = loop;
@@ -339,30 +389,59 @@ function createElement(step: PlanStep, loop: LoopState, fx: Effects): void {
  * when every element did or the completion condition holds (open elements are
  * canceled); a sequential step starts its next element.
  */
-export function completeLoopElement(plan: Plan, stepId: string, index: number, output: Variables, state: InstanceState, vars: Variables, fx: Effects): void {
+export function completeLoopElement(
+  plan: Plan,
+  stepId: string,
+  index: number,
+  output: Variables,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+): void {
   const step = stepById(plan, stepId);
   const loop = state.loops?.[stepId];
   if (!step.multiInstance || !loop || loop.completed.includes(index)) return;
   loop.completed.push(index);
   const elementVariable = step.multiInstance.elementVariable;
   const scope = { ...vars, ...(elementVariable ? { [elementVariable]: loop.items[index] } : {}), loopCounter: index, ...output };
-  const result = step.multiInstance.outputElement ? evaluateValue(step.multiInstance.outputElement, scope) : { ok: true as const, value: output };
+  const result = step.multiInstance.outputElement
+    ? evaluateValue(step.multiInstance.outputElement, scope)
+    : { ok: true as const, value: output };
   loop.results[index] = result.ok ? result.value : null;
   fx.loops[stepId] = loop;
   fx.steps.push({ stepId, status: state.steps[stepId] as StepStatus }); // carries the new progress
-  fx.events.push({ kind: 'loop:element_completed', stepId, data: { loopCounter: index, nrOfCompletedInstances: loop.completed.length, ...(result.ok ? {} : { outputError: result.message }) } });
+  fx.events.push({
+    kind: 'loop:element_completed',
+    stepId,
+    data: {
+      loopCounter: index,
+      nrOfCompletedInstances: loop.completed.length,
+      ...(result.ok ? {} : { outputError: result.message }),
+    },
+  });
   if (state.steps[stepId] === 'active') settleLoop(plan, step, loop, state, vars, fx);
 }
 
 function settleLoop(plan: Plan, step: PlanStep, loop: LoopState, state: InstanceState, vars: Variables, fx: Effects): void {
   const mi = step.multiInstance as MultiInstanceSpec;
   const total = loop.items.length;
-  const counts = { nrOfInstances: total, nrOfCompletedInstances: loop.completed.length, nrOfActiveInstances: loop.created - loop.completed.length };
+  const counts = {
+    nrOfInstances: total,
+    nrOfCompletedInstances: loop.completed.length,
+    nrOfActiveInstances: loop.created - loop.completed.length,
+  };
   let done = loop.completed.length === total;
   if (!done && mi.completionCondition) {
     const holds = evaluateCondition(mi.completionCondition.feel, { ...vars, ...counts });
     if (!holds.ok) {
-      raiseIncident(state, fx, step.id, 'condition_error', `Completion condition of multi-instance task ${step.id}: ${holds.message}. Fix the variables, then retry the incident.`, { completionCondition: mi.completionCondition.source });
+      raiseIncident(
+        state,
+        fx,
+        step.id,
+        'condition_error',
+        `Completion condition of multi-instance task ${step.id}: ${holds.message}. Fix the variables, then retry the incident.`,
+        { completionCondition: mi.completionCondition.source },
+      );
       return;
     }
     done = holds.value;
@@ -374,7 +453,11 @@ function settleLoop(plan: Plan, step: PlanStep, loop: LoopState, state: Instance
   if (mi.outputCollection) vars[mi.outputCollection] = loop.results;
   // Elements still open when the condition holds are canceled: their workers get LockLost.
   if (loop.completed.length < loop.created) fx.canceledTasks.push(step.id);
-  fx.events.push({ kind: 'loop:completed', stepId: step.id, data: { ...counts, canceled: loop.created - loop.completed.length } });
+  fx.events.push({
+    kind: 'loop:completed',
+    stepId: step.id,
+    data: { ...counts, canceled: loop.created - loop.completed.length },
+  });
   completeStep(plan, step.id, state, vars, fx);
 }
 
@@ -387,9 +470,14 @@ function throwError(plan: Plan, step: PlanStep, state: InstanceState, vars: Vari
   const code = step.throwError?.errorCode;
   const boundary = findErrorBoundary(plan, step.scope, code, state);
   if (boundary?.wait?.trigger !== 'error') {
-    raiseIncident(state, fx, step.id, 'bpmn_error',
+    raiseIncident(
+      state,
+      fx,
+      step.id,
+      'bpmn_error',
       `Error end event ${step.id} threw ${code !== undefined ? `error ${code}` : 'an error without a code'} and no error boundary of an enclosing subprocess catches it`,
-      { errorCode: code ?? null });
+      { errorCode: code ?? null },
+    );
     return;
   }
   setStep(state, fx, step.id, 'completed');
@@ -433,7 +521,14 @@ function skipOpenBoundaries(plan: Plan, host: PlanStep, state: InstanceState, va
   }
 }
 
-function raiseIncident(state: InstanceState, fx: Effects, stepId: string, kind: IncidentKind, message: string, details?: Record<string, unknown>): void {
+function raiseIncident(
+  state: InstanceState,
+  fx: Effects,
+  stepId: string,
+  kind: IncidentKind,
+  message: string,
+  details?: Record<string, unknown>,
+): void {
   setStep(state, fx, stepId, 'incident');
   fx.incidents.push({ stepId, kind, message, ...(details ? { details } : {}) });
   fx.events.push({ kind: 'incident:created', stepId, data: { kind, message } });
@@ -444,8 +539,7 @@ function isGateway(step: PlanStep): boolean {
 }
 
 type Decision =
-  | { ok: true; taken: string[] }
-  | { ok: false; kind: IncidentKind; message: string; details?: Record<string, unknown> };
+  { ok: true; taken: string[] } | { ok: false; kind: IncidentKind; message: string; details?: Record<string, unknown> };
 
 /** Which outgoing flows a step takes when it completes. */
 function decideOutgoing(plan: Plan, step: PlanStep, vars: Variables): Decision {
@@ -458,7 +552,12 @@ function decideOutgoing(plan: Plan, step: PlanStep, vars: Variables): Decision {
     if (flow?.condition) {
       const result = evaluateCondition(flow.condition.feel, vars);
       if (!result.ok) {
-        return { ok: false, kind: 'condition_error', message: `Condition of flow ${flowId} at ${step.id} failed: ${result.message}`, details: { flowId, condition: flow.condition.source } };
+        return {
+          ok: false,
+          kind: 'condition_error',
+          message: `Condition of flow ${flowId} at ${step.id} failed: ${result.message}`,
+          details: { flowId, condition: flow.condition.source },
+        };
       }
       holds = result.value;
     }

@@ -12,7 +12,11 @@ export interface CamundaFetchAndWaitParams extends CamundaFetchParams {
   signal?: AbortSignal;
 }
 
-export function fetchCamundaTasks(engine: Engine, notifier: TaskNotifier, p: CamundaFetchAndWaitParams): Promise<CamundaLockedTask[]> {
+export function fetchCamundaTasks(
+  engine: Engine,
+  notifier: TaskNotifier,
+  p: CamundaFetchAndWaitParams,
+): Promise<CamundaLockedTask[]> {
   return pollForTasks(engine, notifier, {
     workerId: p.workerId,
     topics: p.topics.map((t) => t.topicName),

@@ -29,7 +29,10 @@ export async function startCamundaInstance(engine: Engine, req: CamundaStartRequ
     const instance = { ...inserted.instance, state: { flows: {}, steps: {} } };
     const plan = await planOf(engine, instance.definition_id, tx);
     const fx = emptyEffects();
-    fx.events.push({ kind: 'instance:started', data: { businessKey: instance.business_key, definitionId: instance.definition_id } });
+    fx.events.push({
+      kind: 'instance:started',
+      data: { businessKey: instance.business_key, definitionId: instance.definition_id },
+    });
     startPlan(plan, instance.state, { ...variables, ...req.variables.transient }, fx);
     // The row was inserted as 'running'; only a change (an instant end or incident) is an event.
     const status = await commitWithPlan(tx, { ...instance, status: 'running' }, fx, variables, plan);

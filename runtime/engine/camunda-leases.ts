@@ -77,7 +77,9 @@ async function exhaustRetries(engine: Engine, taskId: string): Promise<boolean> 
     const task = await exhaustTaskRetries(tx, taskId);
     if (!task) return false;
     const fx = emptyEffects();
-    raiseTaskIncident(instance, task, fx, `Task ${task.step_id}: retries set to 0 through the Camunda API`, { errorMessage: task.error_message });
+    raiseTaskIncident(instance, task, fx, `Task ${task.step_id}: retries set to 0 through the Camunda API`, {
+      errorMessage: task.error_message,
+    });
     await commitTransition(tx, instance, fx, instance.variables, { incidentTaskIds: [task.id] });
     return true;
   });

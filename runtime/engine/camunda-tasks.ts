@@ -14,7 +14,14 @@ import { glanceAtTask, isRepeat, lockTokenOf, failTaskCamunda, type TaskGlance }
 import { writeVariableTypes, type TypedWrite } from '../store/camunda-variables.ts';
 import { taskRetries } from '../ops/instruments.ts';
 import { lockInstanceOfTask, type LockedInstance } from '../store/instances.ts';
-import { markTaskDone, recordLateResult, type ExternalTaskRow, type GuardedTaskResult, type LateResult, type TaskResultCall } from '../store/tasks.ts';
+import {
+  markTaskDone,
+  recordLateResult,
+  type ExternalTaskRow,
+  type GuardedTaskResult,
+  type LateResult,
+  type TaskResultCall,
+} from '../store/tasks.ts';
 
 /** Variables of one Camunda call, already turned into native values. */
 export interface CamundaVariables {
@@ -28,8 +35,7 @@ export interface CamundaVariables {
 export const noVariables = (): CamundaVariables => ({ values: {}, transient: {}, types: [] });
 
 export type CamundaCallResult =
-  | { ok: true; duplicate: boolean }
-  | { ok: false; reason: 'not_found' | 'not_holder'; task?: TaskGlance };
+  { ok: true; duplicate: boolean } | { ok: false; reason: 'not_found' | 'not_holder'; task?: TaskGlance };
 
 export interface CamundaCompleteRequest {
   taskId: string;
@@ -46,7 +52,8 @@ export interface CamundaCompleteRequest {
 export async function completeCamundaTask(engine: Engine, req: CamundaCompleteRequest): Promise<CamundaCallResult> {
   if (Object.keys(req.variables.transient).length > 0) return completeWithTransient(engine, req);
   return throughEngine(engine, req, 'complete', req.variables, (lockToken) =>
-    completeTask(engine, { taskId: req.taskId, workerId: req.workerId, lockToken, variables: req.variables.values }));
+    completeTask(engine, { taskId: req.taskId, workerId: req.workerId, lockToken, variables: req.variables.values }),
+  );
 }
 
 // Same shape as engine/tasks.ts completeTask; conditions see the transient values, the instance stores the rest.
@@ -57,7 +64,12 @@ async function completeWithTransient(engine: Engine, req: CamundaCompleteRequest
     const plan = await planOf(engine, instance.definition_id, tx);
     const stored = { ...instance.variables, ...req.variables.values };
     const fx = emptyEffects();
-    fx.events.push({ kind: 'task:completed', stepId: result.task.step_id, taskId: result.task.id, data: { workerId: req.workerId, attempt: result.task.attempt } });
+    fx.events.push({
+      kind: 'task:completed',
+      stepId: result.task.step_id,
+      taskId: result.task.id,
+      data: { workerId: req.workerId, attempt: result.task.attempt },
+    });
     completeStep(plan, result.task.step_id, instance.state, { ...stored, ...req.variables.transient }, fx);
     await commitWithPlan(tx, instance, fx, stored, plan);
     await writeVariableTypes(tx, instance.id, req.variables.types);
@@ -87,12 +99,25 @@ export async function failCamundaTask(engine: Engine, req: CamundaFailureRequest
       kind: 'task:failed',
       stepId: task.step_id,
       taskId: task.id,
-      data: { workerId: req.workerId, attempt: task.attempt, errorMessage: req.errorMessage, retriesLeft: task.retries_left, retryAt: task.state === 'ready' ? task.retry_at : null },
+      data: {
+        workerId: req.workerId,
+        attempt: task.attempt,
+        errorMessage: req.errorMessage,
+        retriesLeft: task.retries_left,
+        retryAt: task.state === 'ready' ? task.retry_at : null,
+      },
     });
     const plan = await planOf(engine, instance.definition_id, tx);
     if (task.state === 'failed') {
-      await settleExhaustedTask(tx, instance, plan, task, fx, `Task ${task.step_id} failed and its worker set retries to 0: ${req.errorMessage ?? '(no message)'}`,
-        { errorMessage: req.errorMessage, errorDetails: req.errorDetails });
+      await settleExhaustedTask(
+        tx,
+        instance,
+        plan,
+        task,
+        fx,
+        `Task ${task.step_id} failed and its worker set retries to 0: ${req.errorMessage ?? '(no message)'}`,
+        { errorMessage: req.errorMessage, errorDetails: req.errorDetails },
+      );
     }
     await commitWithPlan(tx, instance, fx, stored, plan, { incidentTaskIds: fx.incidents.map(() => task.id) });
     await writeVariableTypes(tx, instance.id, req.variables.types);
@@ -111,10 +136,16 @@ export interface CamundaBpmnErrorRequest {
 
 /** Through the engine's reportBpmnError: error boundaries apply exactly as on the native API. */
 export async function reportCamundaBpmnError(engine: Engine, req: CamundaBpmnErrorRequest): Promise<CamundaCallResult> {
-  return throughEngine(engine, req, 'bpmn-error', req.variables, (lockToken) => reportBpmnError(engine, {
-    taskId: req.taskId, workerId: req.workerId, lockToken, errorCode: req.errorCode,
-    ...(req.errorMessage !== null ? { errorMessage: req.errorMessage } : {}), variables: req.variables.values,
-  }));
+  return throughEngine(engine, req, 'bpmn-error', req.variables, (lockToken) =>
+    reportBpmnError(engine, {
+      taskId: req.taskId,
+      workerId: req.workerId,
+      lockToken,
+      errorCode: req.errorCode,
+      ...(req.errorMessage !== null ? { errorMessage: req.errorMessage } : {}),
+      variables: req.variables.values,
+    }),
+  );
 }
 
 /**
@@ -123,7 +154,13 @@ export async function reportCamundaBpmnError(engine: Engine, req: CamundaBpmnErr
  * value it names (md5), so it is harmless if the call is then refused, and the value
  * is never visible without its type.
  */
-async function throughEngine(engine: Engine, req: { taskId: string; workerId: string }, call: TaskResultCall, variables: CamundaVariables, run: (lockToken: string) => Promise<TaskCallResult>): Promise<CamundaCallResult> {
+async function throughEngine(
+  engine: Engine,
+  req: { taskId: string; workerId: string },
+  call: TaskResultCall,
+  variables: CamundaVariables,
+  run: (lockToken: string) => Promise<TaskCallResult>,
+): Promise<CamundaCallResult> {
   const lease = await lockTokenOf(engine.pool, req.taskId, req.workerId);
   if (lease) {
     await writeVariableTypes(engine.pool, lease.instanceId, variables.types);
@@ -136,11 +173,24 @@ async function throughEngine(engine: Engine, req: { taskId: string; workerId: st
 }
 
 /** commitTransition with the instance's plan: message waits reached by this transition look in the inbox at commit. */
-export function commitWithPlan(tx: PoolClient, instance: LockedInstance, fx: Effects, variables: Variables, plan: Plan, opts: CommitOptions = {}): Promise<InstanceStatus> {
+export function commitWithPlan(
+  tx: PoolClient,
+  instance: LockedInstance,
+  fx: Effects,
+  variables: Variables,
+  plan: Plan,
+  opts: CommitOptions = {},
+): Promise<InstanceStatus> {
   return commitTransition(tx, instance, fx, variables, { ...opts, plan });
 }
 
-export function raiseTaskIncident(instance: LockedInstance, task: ExternalTaskRow, fx: Effects, message: string, details: Record<string, unknown>): void {
+export function raiseTaskIncident(
+  instance: LockedInstance,
+  task: ExternalTaskRow,
+  fx: Effects,
+  message: string,
+  details: Record<string, unknown>,
+): void {
   instance.state.steps[task.step_id] = 'incident';
   fx.steps.push({ stepId: task.step_id, status: 'incident' });
   fx.incidents.push({ stepId: task.step_id, kind: 'task_failed', message, details });
@@ -150,7 +200,13 @@ export function raiseTaskIncident(instance: LockedInstance, task: ExternalTaskRo
 type HolderWork = (tx: PoolClient, instance: LockedInstance, lockToken: string) => Promise<GuardedTaskResult>;
 
 // Instance lock first (lock order of docs/ARCHITECTURE.md), then the worker's lease.
-async function byWorker(engine: Engine, req: { taskId: string; workerId: string }, call: TaskResultCall, payload: unknown, work: HolderWork): Promise<CamundaCallResult> {
+async function byWorker(
+  engine: Engine,
+  req: { taskId: string; workerId: string },
+  call: TaskResultCall,
+  payload: unknown,
+  work: HolderWork,
+): Promise<CamundaCallResult> {
   return withTransaction(engine.pool, async (tx) => {
     const instance = await lockInstanceOfTask(tx, req.taskId);
     if (!instance) return { ok: false, reason: 'not_found' };
@@ -164,7 +220,14 @@ async function byWorker(engine: Engine, req: { taskId: string; workerId: string 
  * Miss path: a repeat of the call this worker already applied is a success; anything
  * else is refused and kept as a late result (native records one on its own miss).
  */
-export async function explainRefusal(engine: Engine, tx: PoolClient, req: { taskId: string; workerId: string }, call: LateResult['kind'], payload: unknown, record: boolean): Promise<CamundaCallResult> {
+export async function explainRefusal(
+  engine: Engine,
+  tx: PoolClient,
+  req: { taskId: string; workerId: string },
+  call: LateResult['kind'],
+  payload: unknown,
+  record: boolean,
+): Promise<CamundaCallResult> {
   const task = await glanceAtTask(tx, req.taskId);
   if (!task) return { ok: false, reason: 'not_found' };
   if (call !== 'extend-lock' && call !== 'unlock' && isRepeat(task, req.workerId, call)) return { ok: true, duplicate: true };

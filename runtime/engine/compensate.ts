@@ -20,7 +20,8 @@ export interface QueuedCompensation {
  */
 export function compensableHosts(plan: Plan, state: InstanceState, only?: string, scope?: string): CompensationTarget[] {
   const steps = indexPlan(plan).steps;
-  const named = (id: string) => only === undefined || only === id || (steps.get(only)?.kind === 'subProcess' && isInsideScope(plan, id, only));
+  const named = (id: string) =>
+    only === undefined || only === id || (steps.get(only)?.kind === 'subProcess' && isInsideScope(plan, id, only));
   const inScope = (id: string) => scope === undefined || isInsideScope(plan, id, scope);
   return [...(state.completedOrder ?? [])].reverse().flatMap((id) => {
     const handler = steps.get(id)?.compensation?.handler;
@@ -65,7 +66,14 @@ export function startSaga(plan: Plan, failedStepId: string, state: InstanceState
 }
 
 /** A handler's task completed: its host is compensated; the next handler of the run starts, or the run ends. */
-export function finishHandler(plan: Plan, handlerStepId: string, queue: QueuedCompensation[], state: InstanceState, vars: Variables, fx: Effects): void {
+export function finishHandler(
+  plan: Plan,
+  handlerStepId: string,
+  queue: QueuedCompensation[],
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+): void {
   const row = queue.find((q) => q.handler_step_id === handlerStepId && q.state === 'running');
   if (!row) throw new Error(`Handler ${handlerStepId} finished but no compensation of it is running`);
   setStatus(state, fx, handlerStepId, 'completed');

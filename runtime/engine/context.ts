@@ -24,7 +24,13 @@ export interface EngineOptions {
   startBatchMax: number;
 }
 
-export const defaultEngineOptions: EngineOptions = { retryBackoffMs: 1000, retryBackoffMaxMs: 5 * 60_000, leaseExpiryAllowance: 3, startLanes: 2, startBatchMax: 32 };
+export const defaultEngineOptions: EngineOptions = {
+  retryBackoffMs: 1000,
+  retryBackoffMaxMs: 5 * 60_000,
+  leaseExpiryAllowance: 3,
+  startLanes: 2,
+  startBatchMax: 32,
+};
 
 export interface Engine {
   pool: Pool;
@@ -46,7 +52,11 @@ export interface Engine {
 export function createEngine(pool: Pool, log: Logger, options: Partial<EngineOptions> = {}): Engine {
   const opts = { ...defaultEngineOptions, ...options };
   return {
-    pool, log, options: opts, plans: new Map(), startTargets: new Map(),
+    pool,
+    log,
+    options: opts,
+    plans: new Map(),
+    startTargets: new Map(),
     starts: createStartQueue(pool, { lanes: opts.startLanes, maxBatch: opts.startBatchMax }),
   };
 }

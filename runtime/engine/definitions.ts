@@ -21,7 +21,11 @@ export async function deployDefinition(engine: Engine, xml: string, processId?: 
   const compiled = await compileBpmn(xml, processId ? { processId } : {});
   if (!compiled.ok) {
     const details = compiled.diagnostics.map((d) => ({ elementId: d.elementId, message: d.message, severity: d.severity }));
-    throw new BatonError('compile', `The BPMN does not compile: ${details.map((d) => `${d.elementId}: ${d.message}`).join('; ')}`, details);
+    throw new BatonError(
+      'compile',
+      `The BPMN does not compile: ${details.map((d) => `${d.elementId}: ${d.message}`).join('; ')}`,
+      details,
+    );
   }
   const schemaErrors = planSchemaErrors(compiled.plan);
   if (schemaErrors.length > 0) {
@@ -31,12 +35,23 @@ export async function deployDefinition(engine: Engine, xml: string, processId?: 
   const xmlSha256 = createHash('sha256').update(xml).digest('hex');
   const { created, definition } = await withTransaction(engine.pool, async (tx) => {
     await refuseTakenMessageStarts(tx, compiled.plan);
-    const inserted = await insertDefinition(tx, { key: compiled.plan.processKey, fingerprint: compiled.fingerprint, xmlSha256, xml, plan: compiled.plan });
+    const inserted = await insertDefinition(tx, {
+      key: compiled.plan.processKey,
+      fingerprint: compiled.fingerprint,
+      xmlSha256,
+      xml,
+      plan: compiled.plan,
+    });
     // The new version's timer start events replace the old version's schedule.
-    if (inserted.created) await replaceStartTimers(tx, inserted.definition.id, inserted.definition.key, startTimersOf(compiled.plan));
+    if (inserted.created)
+      await replaceStartTimers(tx, inserted.definition.id, inserted.definition.key, startTimersOf(compiled.plan));
     return inserted;
   });
   engine.plans.set(definition.id, definition.plan);
-  if (created) engine.log.info({ definitionKey: definition.key, version: definition.version, fingerprint: definition.fingerprint }, 'definition:deployed');
+  if (created)
+    engine.log.info(
+      { definitionKey: definition.key, version: definition.version, fingerprint: definition.fingerprint },
+      'definition:deployed',
+    );
   return { created, definition, warnings: compiled.warnings };
 }

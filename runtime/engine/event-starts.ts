@@ -17,23 +17,42 @@ import { BatonError } from '../shared/errors.ts';
  * message with the same key answers `duplicate` with the instance it started.
  * Undefined when no definition starts on this message.
  */
-export async function startOnMessage(engine: Engine, tx: PoolClient, req: PublishMessageRequest, stored: { id: string; messageId: string }): Promise<PublishMessageResult | undefined> {
+export async function startOnMessage(
+  engine: Engine,
+  tx: PoolClient,
+  req: PublishMessageRequest,
+  stored: { id: string; messageId: string },
+): Promise<PublishMessageResult | undefined> {
   // Deploy refuses a message start name that another key's latest version uses, so there is at most one.
   const [start] = await findEventStarts(tx, 'message', req.name);
   if (!start) return undefined;
   const businessKey = req.businessKey ?? req.correlationKey ?? null;
-  const started = await startInTransaction(engine, tx, { definitionKey: start.key, version: start.version, businessKey, variables: req.variables ?? {} }, start.step_id);
+  const started = await startInTransaction(
+    engine,
+    tx,
+    { definitionKey: start.key, version: start.version, businessKey, variables: req.variables ?? {} },
+    start.step_id,
+  );
   if (!started.ok) return undefined;
   const instanceId = started.instance.id;
   await markMessageMatched(tx, stored.id, instanceId, start.step_id);
-  return started.created ? { status: 'started', instanceId, messageId: stored.messageId } : { status: 'duplicate', instanceId, messageId: stored.messageId };
+  return started.created
+    ? { status: 'started', instanceId, messageId: stored.messageId }
+    : { status: 'duplicate', instanceId, messageId: stored.messageId };
 }
 
 /** One new instance per definition whose signal start event names this signal, each in its own transaction. */
 export async function startOnSignal(engine: Engine, name: string, variables: Variables): Promise<string[]> {
   const started: string[] = [];
   for (const start of await findEventStarts(engine.pool, 'signal', name)) {
-    const result = await withTransaction(engine.pool, (tx) => startInTransaction(engine, tx, { definitionKey: start.key, version: start.version, variables: { ...variables } }, start.step_id));
+    const result = await withTransaction(engine.pool, (tx) =>
+      startInTransaction(
+        engine,
+        tx,
+        { definitionKey: start.key, version: start.version, variables: { ...variables } },
+        start.step_id,
+      ),
+    );
     if (result.ok) started.push(result.instance.id);
   }
   return started;
@@ -51,7 +70,9 @@ export async function refuseTakenMessageStarts(tx: PoolClient, plan: Plan): Prom
     const taken = (await findEventStarts(tx, 'message', step.wait.name)).find((s) => s.key !== plan.processKey);
     if (taken) {
       const message = `Message start event ${step.id} starts on message "${step.wait.name}", which already starts process ${taken.key} (version ${taken.version}): one message name starts one process`;
-      throw new BatonError('compile', `The BPMN does not compile: ${step.id}: ${message}`, [{ elementId: step.id, message, severity: 'error' }]);
+      throw new BatonError('compile', `The BPMN does not compile: ${step.id}: ${message}`, [
+        { elementId: step.id, message, severity: 'error' },
+      ]);
     }
   }
 }

@@ -46,14 +46,22 @@ export interface LongPoll<T> {
 }
 
 /** The long-poll loop shared by the native and the Camunda fetch-and-lock. */
-export async function pollForTasks<T extends { id: string; lock_token: string | null; topic: string; retry_at: Date }>(engine: Engine, notifier: TaskNotifier, p: LongPoll<T>): Promise<T[]> {
+export async function pollForTasks<T extends { id: string; lock_token: string | null; topic: string; retry_at: Date }>(
+  engine: Engine,
+  notifier: TaskNotifier,
+  p: LongPoll<T>,
+): Promise<T[]> {
   const deadline = Date.now() + p.waitMs;
   // Subscribe before the first fetch, so a notification during it is not missed.
   const subscription = p.waitMs > 0 ? notifier.subscribe(p.topics, p.capacity) : undefined;
   try {
     for (;;) {
       subscription?.fetching();
-      const { tasks, retryInMs, limited } = await faultAfter('fetch:after-lock', p.fetchOnce(nextFetchOrder(p.topics)), (locked) => locked.tasks.length > 0);
+      const { tasks, retryInMs, limited } = await faultAfter(
+        'fetch:after-lock',
+        p.fetchOnce(nextFetchOrder(p.topics)),
+        (locked) => locked.tasks.length > 0,
+      );
       if (p.signal?.aborted) {
         await releaseTasks(engine, p.workerId, tasks);
         return [];

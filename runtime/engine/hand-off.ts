@@ -47,7 +47,17 @@ export function claimParkedPolls(engine: Engine, fx: Effects): ClaimedPoll[] {
   if (!engine.handOff) return claimed;
   fx.tasks.forEach((task, index) => {
     const claim = engine.handOff?.claimPoll(task.topic);
-    if (claim) claimed.push({ claim, task: { index, taskId: randomUUID(), workerId: claim.workerId, lockToken: randomUUID(), lockDurationMs: claim.lockDurationMs } });
+    if (claim)
+      claimed.push({
+        claim,
+        task: {
+          index,
+          taskId: randomUUID(),
+          workerId: claim.workerId,
+          lockToken: randomUUID(),
+          lockDurationMs: claim.lockDurationMs,
+        },
+      });
   });
   return claimed;
 }
@@ -74,7 +84,9 @@ export async function settleUnwritten(engine: Engine, claimed: ClaimedPoll[], er
 // Frees the poll and unlocks the task through the holder's unlock (a no-op if it was never written).
 async function giveBack(engine: Engine, h: ClaimedPoll): Promise<void> {
   h.claim.release();
-  await unlockTask(engine.pool, { taskId: h.task.taskId, workerId: h.task.workerId, lockToken: h.task.lockToken }).catch((err: Error) => {
-    engine.log.warn({ taskId: h.task.taskId, err: err.message }, 'task:hand-off-unlock-failed');
-  });
+  await unlockTask(engine.pool, { taskId: h.task.taskId, workerId: h.task.workerId, lockToken: h.task.lockToken }).catch(
+    (err: Error) => {
+      engine.log.warn({ taskId: h.task.taskId, err: err.message }, 'task:hand-off-unlock-failed');
+    },
+  );
 }

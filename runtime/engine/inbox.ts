@@ -9,7 +9,13 @@ import { lockMessageName, takeBufferedMessage } from '../store/waits.ts';
  * New message subscriptions of this transition first look in the inbox: a
  * message that arrived before its catch is consumed now, exactly once.
  */
-export async function consumeBufferedMessages(tx: PoolClient, instance: LockedInstance, plan: Plan, fx: Effects, variables: Variables): Promise<void> {
+export async function consumeBufferedMessages(
+  tx: PoolClient,
+  instance: LockedInstance,
+  plan: Plan,
+  fx: Effects,
+  variables: Variables,
+): Promise<void> {
   const checked = new Set<string>();
   for (;;) {
     const sub = fx.subscriptions.find((s) => s.kind === 'message' && !checked.has(s.stepId) && !fx.endedWaits.includes(s.stepId));

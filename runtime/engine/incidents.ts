@@ -15,9 +15,7 @@ export interface RetryIncidentRequest {
   variables?: Variables;
 }
 
-export type RetryIncidentResult =
-  | { ok: true; status: InstanceStatus }
-  | { ok: false; reason: 'not_found' | 'not_open' };
+export type RetryIncidentResult = { ok: true; status: InstanceStatus } | { ok: false; reason: 'not_found' | 'not_open' };
 
 export async function retryIncident(engine: Engine, req: RetryIncidentRequest): Promise<RetryIncidentResult> {
   return withTransaction(engine.pool, async (tx) => {
@@ -25,12 +23,22 @@ export async function retryIncident(engine: Engine, req: RetryIncidentRequest): 
     if (!found) return { ok: false, reason: 'not_found' };
     const instance = await lockInstance(tx, found.instance_id);
     const incident = await resolveIncident(tx, req.incidentId);
-    if (!instance || !incident || instance.status === 'canceled' || instance.status === 'completed' || instance.status === 'compensated') {
+    if (
+      !instance ||
+      !incident ||
+      instance.status === 'canceled' ||
+      instance.status === 'completed' ||
+      instance.status === 'compensated'
+    ) {
       return { ok: false, reason: 'not_open' };
     }
     const variables = { ...instance.variables, ...req.variables };
     const fx = emptyEffects();
-    fx.events.push({ kind: 'incident:resolved', stepId: incident.step_id, data: { incidentId: incident.id, kind: incident.kind } });
+    fx.events.push({
+      kind: 'incident:resolved',
+      stepId: incident.step_id,
+      data: { incidentId: incident.id, kind: incident.kind },
+    });
     if (incident.task_id) {
       await requeueFailedTask(tx, incident.task_id, req.retries ?? null);
       instance.state.steps[incident.step_id] = 'active';

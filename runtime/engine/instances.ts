@@ -8,7 +8,15 @@ import { withTransaction, type PoolClient } from '../store/db.ts';
 import { BatonError } from '../shared/errors.ts';
 import { newInstanceId } from '../shared/uuid.ts';
 import { findDefinition } from '../store/definitions.ts';
-import { applyEffects, applyEffectsHandingOff, insertInstance, lockInstance, TRANSITION_GUARD_LOST, type InstanceRow, type LockedInstance } from '../store/instances.ts';
+import {
+  applyEffects,
+  applyEffectsHandingOff,
+  insertInstance,
+  lockInstance,
+  TRANSITION_GUARD_LOST,
+  type InstanceRow,
+  type LockedInstance,
+} from '../store/instances.ts';
 
 export interface StartInstanceRequest {
   definitionKey: string;
@@ -18,8 +26,7 @@ export interface StartInstanceRequest {
 }
 
 export type StartInstanceResult =
-  | { ok: true; created: boolean; instance: InstanceRow }
-  | { ok: false; reason: 'definition_not_found' };
+  { ok: true; created: boolean; instance: InstanceRow } | { ok: false; reason: 'definition_not_found' };
 
 /**
  * Starts an instance of the latest version, or answers the instance that already
@@ -51,13 +58,25 @@ async function startOptimistically(engine: Engine, req: StartInstanceRequest): P
   if (!plan.steps.some((s) => s.kind === 'startEvent' && s.wait === undefined && s.scope === undefined)) return undefined;
   const variables = req.variables ?? {};
   const instance: LockedInstance = {
-    id: newInstanceId(), definition_id: target.id, definition_key: target.key, definition_version: target.version,
-    business_key: req.businessKey ?? null, status: 'running', variables, generation: 1, revision: 0,
-    created_at: new Date(0), updated_at: new Date(0), ended_at: null,
+    id: newInstanceId(),
+    definition_id: target.id,
+    definition_key: target.key,
+    definition_version: target.version,
+    business_key: req.businessKey ?? null,
+    status: 'running',
+    variables,
+    generation: 1,
+    revision: 0,
+    created_at: new Date(0),
+    updated_at: new Date(0),
+    ended_at: null,
     state: { flows: {}, steps: {} },
   };
   const fx = emptyEffects();
-  fx.events.push({ kind: 'instance:started', data: { businessKey: instance.business_key, definitionId: instance.definition_id } });
+  fx.events.push({
+    kind: 'instance:started',
+    data: { businessKey: instance.business_key, definitionId: instance.definition_id },
+  });
   startPlan(plan, instance.state, variables, fx);
   if (needsCommitTransition(fx)) return undefined;
   const status = deriveStatus(instance.state, fx);
@@ -68,12 +87,30 @@ async function startOptimistically(engine: Engine, req: StartInstanceRequest): P
     let createdAt: Date;
     if (handOff.length === 0) createdAt = await engine.starts.write({ instance, effects: fx, status, variables, insert });
     else {
-      const written = await applyEffectsHandingOff(engine.pool, { instance, effects: fx, status, variables, insert, handOff: handOff.map((h) => h.task) });
+      const written = await applyEffectsHandingOff(engine.pool, {
+        instance,
+        effects: fx,
+        status,
+        variables,
+        insert,
+        handOff: handOff.map((h) => h.task),
+      });
       createdAt = written.at;
       await deliverHanded(engine, handOff, written.handed);
     }
     const ended = status === 'completed' || status === 'compensated';
-    return { ok: true, created: true, instance: { ...instance, status, revision: 1, created_at: createdAt, updated_at: createdAt, ended_at: ended ? createdAt : null } };
+    return {
+      ok: true,
+      created: true,
+      instance: {
+        ...instance,
+        status,
+        revision: 1,
+        created_at: createdAt,
+        updated_at: createdAt,
+        ended_at: ended ? createdAt : null,
+      },
+    };
   } catch (err) {
     await settleUnwritten(engine, handOff, err);
     if ((err as { code?: string }).code !== TRANSITION_GUARD_LOST) throw err;
@@ -83,7 +120,12 @@ async function startOptimistically(engine: Engine, req: StartInstanceRequest): P
 }
 
 /** The start transition inside the caller's transaction; `startEventId` picks a timer start event. */
-export async function startInTransaction(engine: Engine, tx: PoolClient, req: StartInstanceRequest, startEventId?: string): Promise<StartInstanceResult> {
+export async function startInTransaction(
+  engine: Engine,
+  tx: PoolClient,
+  req: StartInstanceRequest,
+  startEventId?: string,
+): Promise<StartInstanceResult> {
   const variables = req.variables ?? {};
   const inserted = await insertInstance(tx, {
     definitionKey: req.definitionKey,
@@ -96,10 +138,20 @@ export async function startInTransaction(engine: Engine, tx: PoolClient, req: St
   const plan = await planOf(engine, instance.definition_id, tx);
   if (!startEventId && !plan.steps.some((s) => s.kind === 'startEvent' && s.wait === undefined && s.scope === undefined)) {
     // Thrown, so the transaction rolls back the inserted row.
-    throw new BatonError('conflict', `Process ${plan.processKey} has no none start event: it starts only when its timer start event fires, or on its message or signal`);
+    throw new BatonError(
+      'conflict',
+      `Process ${plan.processKey} has no none start event: it starts only when its timer start event fires, or on its message or signal`,
+    );
   }
   const fx = emptyEffects();
-  fx.events.push({ kind: 'instance:started', data: { businessKey: instance.business_key, definitionId: instance.definition_id, ...(startEventId ? { startEvent: startEventId } : {}) } });
+  fx.events.push({
+    kind: 'instance:started',
+    data: {
+      businessKey: instance.business_key,
+      definitionId: instance.definition_id,
+      ...(startEventId ? { startEvent: startEventId } : {}),
+    },
+  });
   startPlan(plan, instance.state, variables, fx, startEventId);
   // The row was inserted as 'running'; only a change (an instant end or incident) is an event.
   const status = await commitTransition(tx, { ...instance, status: 'running' }, fx, variables, { plan });
@@ -107,8 +159,7 @@ export async function startInTransaction(engine: Engine, tx: PoolClient, req: St
 }
 
 export type CancelInstanceResult =
-  | { ok: true; status: InstanceStatus }
-  | { ok: false; reason: 'not_found' | 'already_ended'; status?: InstanceStatus };
+  { ok: true; status: InstanceStatus } | { ok: false; reason: 'not_found' | 'already_ended'; status?: InstanceStatus };
 
 /** Cancels a running instance: its open tasks become unfetchable and late results get a conflict. */
 export async function cancelInstance(engine: Engine, instanceId: string): Promise<CancelInstanceResult> {

@@ -15,10 +15,14 @@ export function evaluateValue(feel: string, variables: Variables): ValueResult {
 }
 
 /** The collection must be a list; null (an unset variable) is refused too, not read as empty. */
-export function evaluateList(feel: string, variables: Variables): { ok: true; value: unknown[] } | { ok: false; message: string } {
+export function evaluateList(
+  feel: string,
+  variables: Variables,
+): { ok: true; value: unknown[] } | { ok: false; message: string } {
   const result = evaluateValue(feel, variables);
   if (!result.ok) return result;
-  if (!Array.isArray(result.value)) return { ok: false, message: `"${feel}" is ${result.value === null ? 'null' : typeof result.value}, not a list` };
+  if (!Array.isArray(result.value))
+    return { ok: false, message: `"${feel}" is ${result.value === null ? 'null' : typeof result.value}, not a list` };
   return { ok: true, value: result.value };
 }
 

@@ -41,12 +41,22 @@ export async function replayInstance(engine: Engine, instanceId: string): Promis
       compensation: { active: false, saga: false },
     };
     const fx = emptyEffects();
-    fx.events.push({ kind: 'instance:replayed', data: { fromGeneration: instance.generation, fromStatus: instance.status, kept: [...kept.steps] } });
+    fx.events.push({
+      kind: 'instance:replayed',
+      data: { fromGeneration: instance.generation, fromStatus: instance.status, kept: [...kept.steps] },
+    });
     reachFrontier(plan, state, instance.variables, fx);
     // The new generation starts with no status of its own, so its first status is always announced.
     const unannounced = '' as InstanceStatus;
-    const status = await commitTransition(tx, { ...instance, generation, state, status: unannounced }, fx, instance.variables, { plan });
-    await endFrameGeneration(tx, { instanceId: instance.id, generation: instance.generation, status: instance.status, nextGeneration: generation });
+    const status = await commitTransition(tx, { ...instance, generation, state, status: unannounced }, fx, instance.variables, {
+      plan,
+    });
+    await endFrameGeneration(tx, {
+      instanceId: instance.id,
+      generation: instance.generation,
+      status: instance.status,
+      nextGeneration: generation,
+    });
     return { ok: true, generation, status };
   });
 }
@@ -96,7 +106,7 @@ export function keptByReplay(plan: Plan, state: InstanceState): { steps: Set<str
  * skipped and skips its outputs. Repeats until nothing more can be reached.
  */
 function reachFrontier(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): void {
-  for (let changed = true; changed && !fx.terminated; ) {
+  for (let changed = true; changed && !fx.terminated;) {
     changed = false;
     for (const step of plan.steps) {
       if (state.steps[step.id] !== undefined || step.incoming.length === 0) continue;

@@ -46,7 +46,11 @@ export function createStartQueue(pool: Pool, opts: StartQueueOptions): StartQueu
   async function send(batch: Waiting[]): Promise<void> {
     if (batch.length === 1) return alone(batch[0]!);
     try {
-      const createdAt = await applyEffectsTogether(pool, 'starts', batch.map((w) => w.p));
+      const createdAt = await applyEffectsTogether(
+        pool,
+        'starts',
+        batch.map((w) => w.p),
+      );
       for (const w of batch) w.resolve(createdAt);
     } catch (err) {
       // One start's guard (or bad input) fails the statement for all: each goes alone.

@@ -4,7 +4,13 @@ import type { Engine } from './context.ts';
 import { startInTransaction } from './instances.ts';
 import { withTransaction } from '../store/db.ts';
 import { findDefinitionById } from '../store/definitions.ts';
-import { findDueStartTimers, lockStartScheduleOfTimer, markStartTimerFired, scheduleNextStartTimer, type StartTimerSpec } from '../store/start-timers.ts';
+import {
+  findDueStartTimers,
+  lockStartScheduleOfTimer,
+  markStartTimerFired,
+  scheduleNextStartTimer,
+  type StartTimerSpec,
+} from '../store/start-timers.ts';
 import { cycleOf, firstDue } from '../shared/timers.ts';
 
 /** The start timers a newly deployed plan needs. */
@@ -14,13 +20,15 @@ export function startTimersOf(plan: Plan): StartTimerSpec[] {
     const due = firstDue(step.wait.timer);
     if (!due.ok) return [];
     const cycle = cycleOf(step.wait.timer);
-    return [{
-      stepId: step.id,
-      at: 'at' in due.due ? due.due.at : null,
-      delay: 'interval' in due.due ? due.due.interval : null,
-      cycleInterval: cycle?.interval ?? null,
-      repeatsLeft: cycle && cycle.repeats !== null ? cycle.repeats - 1 : null,
-    }];
+    return [
+      {
+        stepId: step.id,
+        at: 'at' in due.due ? due.due.at : null,
+        delay: 'interval' in due.due ? due.due.interval : null,
+        cycleInterval: cycle?.interval ?? null,
+        repeatsLeft: cycle && cycle.repeats !== null ? cycle.repeats - 1 : null,
+      },
+    ];
   });
 }
 

@@ -99,7 +99,15 @@ export class TaskNotifier implements TaskHandOff {
    * poll wakes for every doorbell of its topics.
    */
   subscribe(topics: string[], capacity = 0): TopicSubscription {
-    const waiter: Waiter = { topics: new Set(topics), capacity, rung: false, counted: false, claimed: false, due: false, handed: [] };
+    const waiter: Waiter = {
+      topics: new Set(topics),
+      capacity,
+      rung: false,
+      counted: false,
+      claimed: false,
+      due: false,
+      handed: [],
+    };
     this.waiters.add(waiter);
     return {
       wait: (ms, signal) => this.park(waiter, ms, signal),

@@ -4,7 +4,16 @@
 // path (an unlocked read, one guarded write) and falls back to that. A batch of completes
 // (completeTasks) writes the optimistic path's statements in one locked transaction.
 import type { Plan } from '../compiler/plan.ts';
-import { completeLoopElement, completeStep, deriveStatus, emptyEffects, findErrorBoundary, fireWait, type Effects, type Variables } from './advance.ts';
+import {
+  completeLoopElement,
+  completeStep,
+  deriveStatus,
+  emptyEffects,
+  findErrorBoundary,
+  fireWait,
+  type Effects,
+  type Variables,
+} from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition, needsCommitTransition } from './transition.ts';
 import { withPipelinedTransaction, withTransaction, type PoolClient } from '../store/db.ts';
@@ -44,9 +53,7 @@ import {
   type LockHolder,
 } from '../store/tasks.ts';
 
-export type TaskCallResult =
-  | { ok: true; duplicate: boolean }
-  | { ok: false; reason: 'not_found' | 'lock_lost' };
+export type TaskCallResult = { ok: true; duplicate: boolean } | { ok: false; reason: 'not_found' | 'lock_lost' };
 
 export interface CompleteTaskRequest extends LockHolder {
   variables?: Variables;
@@ -62,11 +69,31 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest): Pr
     // A multi-instance element's completion variables stay local: they make its result, not instance variables.
     const variables = step?.multiInstance ? { ...instance.variables } : { ...instance.variables, ...req.variables };
     const fx = emptyEffects();
-    fx.events.push({ kind: 'task:completed', stepId: result.task.step_id, taskId: result.task.id, data: { workerId: req.workerId, attempt: result.task.attempt } });
+    fx.events.push({
+      kind: 'task:completed',
+      stepId: result.task.step_id,
+      taskId: result.task.id,
+      data: { workerId: req.workerId, attempt: result.task.attempt },
+    });
     if (step?.multiInstance) {
-      completeLoopElement(plan, step.id, (result.task as { loop_index?: number }).loop_index ?? 0, req.variables ?? {}, instance.state, variables, fx);
+      completeLoopElement(
+        plan,
+        step.id,
+        (result.task as { loop_index?: number }).loop_index ?? 0,
+        req.variables ?? {},
+        instance.state,
+        variables,
+        fx,
+      );
     } else if (step?.compensationHandler) {
-      finishHandler(plan, result.task.step_id, await listCompensations(tx, instance.id, instance.generation), instance.state, variables, fx);
+      finishHandler(
+        plan,
+        result.task.step_id,
+        await listCompensations(tx, instance.id, instance.generation),
+        instance.state,
+        variables,
+        fx,
+      );
       await fault('compensation:mid-saga');
     } else {
       completeStep(plan, result.task.step_id, instance.state, variables, fx);
@@ -89,13 +116,18 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest): Pr
  */
 async function completeOptimistically(engine: Engine, req: CompleteTaskRequest): Promise<boolean> {
   const read = await readTaskTransition(engine.pool, req.taskId);
-  const write = read && await completionOf(engine, read, req);
+  const write = read && (await completionOf(engine, read, req));
   if (!write) return false;
   // A chain's next task goes to a poll parked for its topic, locked in this statement (engine/hand-off.ts).
   const handOff = claimParkedPolls(engine, write.effects);
   try {
     if (handOff.length === 0) await applyEffects(engine.pool, write);
-    else await deliverHanded(engine, handOff, (await applyEffectsHandingOff(engine.pool, { ...write, handOff: handOff.map((h) => h.task) })).handed);
+    else
+      await deliverHanded(
+        engine,
+        handOff,
+        (await applyEffectsHandingOff(engine.pool, { ...write, handOff: handOff.map((h) => h.task) })).handed,
+      );
     return true;
   } catch (err) {
     // a lost guard wrote nothing: the polls park on, and the locked path rings the topics it commits
@@ -109,22 +141,41 @@ async function completeOptimistically(engine: Engine, req: CompleteTaskRequest):
  * The guarded write that completes a step for its holder, computed from a read of the
  * task and its instance; undefined when the locked path must decide (see completeOptimistically).
  */
-async function completionOf(engine: Engine, read: { instance: LockedInstance; task: TaskSnapshot }, req: CompleteTaskRequest, tx?: PoolClient): Promise<ApplyEffectsParams | undefined> {
+async function completionOf(
+  engine: Engine,
+  read: { instance: LockedInstance; task: TaskSnapshot },
+  req: CompleteTaskRequest,
+  tx?: PoolClient,
+): Promise<ApplyEffectsParams | undefined> {
   const { instance, task } = read;
-  if (task.state !== 'locked' || task.worker_id !== req.workerId || task.lock_token !== req.lockToken || task.generation !== instance.generation) return undefined;
+  if (
+    task.state !== 'locked' ||
+    task.worker_id !== req.workerId ||
+    task.lock_token !== req.lockToken ||
+    task.generation !== instance.generation
+  )
+    return undefined;
   // Inside a transaction a cold plan cache must be read through it, not a second connection.
   const plan = await planOf(engine, instance.definition_id, tx);
   const step = indexPlan(plan).steps.get(task.step_id);
   if (!step || step.multiInstance || step.compensationHandler) return undefined;
   const variables = { ...instance.variables, ...req.variables };
   const fx = emptyEffects();
-  fx.events.push({ kind: 'task:completed', stepId: task.step_id, taskId: task.id, data: { workerId: req.workerId, attempt: task.attempt } });
+  fx.events.push({
+    kind: 'task:completed',
+    stepId: task.step_id,
+    taskId: task.id,
+    data: { workerId: req.workerId, attempt: task.attempt },
+  });
   completeStep(plan, task.step_id, instance.state, variables, fx);
   if (needsCommitTransition(fx)) return undefined;
   const status = deriveStatus(instance.state, fx);
   if (status !== instance.status) fx.events.push({ kind: `instance:${status}` });
   return {
-    instance, effects: fx, status, variables,
+    instance,
+    effects: fx,
+    status,
+    variables,
     guard: { revision: instance.revision, completes: { taskId: task.id, workerId: req.workerId, lockToken: req.lockToken } },
   };
 }
@@ -140,7 +191,11 @@ export type BatchCompleteResult = 'completed' | 'repeated' | 'lock_lost' | 'not_
  * multi-instance, compensation, message waits, termination) is completed on its own
  * afterwards, as are all of them if the transaction fails. Answers per task, in the order asked.
  */
-export async function completeTasks(engine: Engine, workerId: string, items: Omit<CompleteTaskRequest, 'workerId'>[]): Promise<BatchCompleteResult[]> {
+export async function completeTasks(
+  engine: Engine,
+  workerId: string,
+  items: Omit<CompleteTaskRequest, 'workerId'>[],
+): Promise<BatchCompleteResult[]> {
   // One task: the optimistic single complete is two round trips, a transaction five.
   const completed = items.length > 1 ? await completeInOneTransaction(engine, workerId, items) : new Set<string>();
   const answers: BatchCompleteResult[] = [];
@@ -169,15 +224,21 @@ const BATCH_ROUNDS = 10;
  * the framing and the commit. A batch of one round is two round trips, whatever its size;
  * each further round one more.
  */
-async function completeInOneTransaction(engine: Engine, workerId: string, items: Omit<CompleteTaskRequest, 'workerId'>[]): Promise<Set<string>> {
+async function completeInOneTransaction(
+  engine: Engine,
+  workerId: string,
+  items: Omit<CompleteTaskRequest, 'workerId'>[],
+): Promise<Set<string>> {
   try {
     return await withPipelinedTransaction(engine.pool, async (tx, edges) => {
       const ids = (list: typeof items) => list.map((i) => i.taskId);
-      const [, , firstReads] = valuesOf(await runPipelined<unknown>(tx, [
-        edges.begin,
-        () => lockInstancesOfTasks(tx, ids(items)),
-        () => readTaskTransitions(tx, ids(items)),
-      ])) as [void, string[], Awaited<ReturnType<typeof readTaskTransitions>>];
+      const [, , firstReads] = valuesOf(
+        await runPipelined<unknown>(tx, [
+          edges.begin,
+          () => lockInstancesOfTasks(tx, ids(items)),
+          () => readTaskTransitions(tx, ids(items)),
+        ]),
+      ) as [void, string[], Awaited<ReturnType<typeof readTaskTransitions>>];
       const writes: ApplyEffectsParams[] = [];
       let pending = items;
       let reads = firstReads;
@@ -258,11 +319,25 @@ export async function failTask(engine: Engine, req: FailTaskRequest): Promise<Ta
       kind: 'task:failed',
       stepId: task.step_id,
       taskId: task.id,
-      data: { workerId: req.workerId, attempt: task.attempt, errorMessage: req.errorMessage, retriesLeft: task.retries_left, retryAt: task.state === 'ready' ? task.retry_at : null },
+      data: {
+        workerId: req.workerId,
+        attempt: task.attempt,
+        errorMessage: req.errorMessage,
+        retriesLeft: task.retries_left,
+        retryAt: task.state === 'ready' ? task.retry_at : null,
+      },
     });
     const plan = await planOf(engine, instance.definition_id, tx);
     if (task.state === 'failed') {
-      await settleExhaustedTask(tx, instance, plan, task, fx, `Task ${task.step_id} failed with no retries left: ${req.errorMessage}`, { errorMessage: req.errorMessage, errorDetails: req.errorDetails ?? null });
+      await settleExhaustedTask(
+        tx,
+        instance,
+        plan,
+        task,
+        fx,
+        `Task ${task.step_id} failed with no retries left: ${req.errorMessage}`,
+        { errorMessage: req.errorMessage, errorDetails: req.errorDetails ?? null },
+      );
     }
     await commitTransition(tx, instance, fx, instance.variables, { plan, incidentTaskIds: fx.incidents.map(() => task.id) });
     if (task.state === 'ready') taskRetries.inc({ topic: task.topic });
@@ -288,7 +363,12 @@ export async function reportBpmnError(engine: Engine, req: BpmnErrorRequest): Pr
     const plan = await planOf(engine, instance.definition_id, tx);
     const variables = { ...instance.variables, ...req.variables };
     const fx = emptyEffects();
-    fx.events.push({ kind: 'task:bpmn_error', stepId: task.step_id, taskId: task.id, data: { workerId: req.workerId, attempt: task.attempt, errorCode: req.errorCode } });
+    fx.events.push({
+      kind: 'task:bpmn_error',
+      stepId: task.step_id,
+      taskId: task.id,
+      data: { workerId: req.workerId, attempt: task.attempt, errorCode: req.errorCode },
+    });
     const boundary = findErrorBoundary(plan, task.step_id, req.errorCode, instance.state);
     if (boundary?.wait?.trigger === 'error') {
       await markTaskCaught(tx, task.id);
@@ -298,15 +378,27 @@ export async function reportBpmnError(engine: Engine, req: BpmnErrorRequest): Pr
       await commitTransition(tx, instance, fx, variables, { plan });
       return result;
     }
-    raiseTaskIncident(instance, task, fx, 'bpmn_error',
+    raiseTaskIncident(
+      instance,
+      task,
+      fx,
+      'bpmn_error',
       `Task ${task.step_id} reported BPMN error ${req.errorCode} and no error boundary catches it`,
-      { errorCode: req.errorCode, errorMessage: req.errorMessage ?? null });
+      { errorCode: req.errorCode, errorMessage: req.errorMessage ?? null },
+    );
     await commitTransition(tx, instance, fx, variables, { incidentTaskIds: [task.id] });
     return result;
   });
 }
 
-function raiseTaskIncident(instance: LockedInstance, task: ExternalTaskRow, fx: Effects, kind: 'task_failed' | 'bpmn_error', message: string, details: Record<string, unknown>): void {
+function raiseTaskIncident(
+  instance: LockedInstance,
+  task: ExternalTaskRow,
+  fx: Effects,
+  kind: 'task_failed' | 'bpmn_error',
+  message: string,
+  details: Record<string, unknown>,
+): void {
   instance.state.steps[task.step_id] = 'incident';
   fx.steps.push({ stepId: task.step_id, status: 'incident' });
   fx.incidents.push({ stepId: task.step_id, kind, message, details });
@@ -317,7 +409,15 @@ function raiseTaskIncident(instance: LockedInstance, task: ExternalTaskRow, fx: 
  * A task out of retries: with onExhausted compensate the saga starts (everything
  * else stops, completed steps are undone newest first); otherwise an incident.
  */
-export async function settleExhaustedTask(tx: PoolClient, instance: LockedInstance, plan: Plan, task: ExternalTaskRow, fx: Effects, message: string, details: Record<string, unknown>): Promise<void> {
+export async function settleExhaustedTask(
+  tx: PoolClient,
+  instance: LockedInstance,
+  plan: Plan,
+  task: ExternalTaskRow,
+  fx: Effects,
+  message: string,
+  details: Record<string, unknown>,
+): Promise<void> {
   if (indexPlan(plan).steps.get(task.step_id)?.task?.onExhausted === 'compensate') {
     await cancelOpenWork(tx, instance.id, task.id);
     startSaga(plan, task.step_id, instance.state, fx);
@@ -340,9 +440,15 @@ export async function exhaustExpiredLease(engine: Engine, taskId: string): Promi
     if (!task) return false;
     const plan = await planOf(engine, instance.definition_id, tx);
     const fx = emptyEffects();
-    await settleExhaustedTask(tx, instance, plan, task, fx,
+    await settleExhaustedTask(
+      tx,
+      instance,
+      plan,
+      task,
+      fx,
       `Task ${task.step_id}: its lease expired ${task.lease_expiries} times without a result (retries ${task.retries} + ${allowance} allowed); the last holder was ${task.previous_worker ?? 'unknown'}`,
-      { leaseExpiries: task.lease_expiries, lastWorkerId: task.previous_worker });
+      { leaseExpiries: task.lease_expiries, lastWorkerId: task.previous_worker },
+    );
     await commitTransition(tx, instance, fx, instance.variables, { plan, incidentTaskIds: fx.incidents.map(() => task.id) });
     return true;
   });

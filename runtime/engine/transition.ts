@@ -55,7 +55,12 @@ export async function commitTransition(
  * compensation). Only the others can be written alone or together with other instances' writes.
  */
 export function needsCommitTransition(fx: Effects): boolean {
-  return fx.terminated || fx.subscriptions.some((x) => x.kind === 'message') || fx.compensationRuns.length > 0 || fx.compensationMoves.length > 0;
+  return (
+    fx.terminated ||
+    fx.subscriptions.some((x) => x.kind === 'message') ||
+    fx.compensationRuns.length > 0 ||
+    fx.compensationMoves.length > 0
+  );
 }
 
 /**
@@ -90,9 +95,20 @@ function closeOpenSteps(instance: LockedInstance, fx: Effects): void {
 
 async function storeCompensationQueue(tx: Queryable, instance: LockedInstance, fx: Effects): Promise<void> {
   for (const run of fx.compensationRuns) {
-    await queueCompensations(tx, { instanceId: instance.id, generation: instance.generation, hosts: run.hosts, throwStepId: run.throwStepId });
+    await queueCompensations(tx, {
+      instanceId: instance.id,
+      generation: instance.generation,
+      hosts: run.hosts,
+      throwStepId: run.throwStepId,
+    });
   }
   for (const move of fx.compensationMoves) {
-    await advanceCompensation(tx, { instanceId: instance.id, generation: instance.generation, host: move.host, from: move.to === 'running' ? 'pending' : 'running', to: move.to });
+    await advanceCompensation(tx, {
+      instanceId: instance.id,
+      generation: instance.generation,
+      host: move.host,
+      from: move.to === 'running' ? 'pending' : 'running',
+      to: move.to,
+    });
   }
 }

@@ -6,7 +6,18 @@ import { fireDueStartTimers } from './start-timers.ts';
 import { commitTransition, plainFramedWrite, needsCommitTransition } from './transition.ts';
 import { withPipelinedTransaction, withTransaction, type PoolClient } from '../store/db.ts';
 import { runPipelined, valuesOf } from '../store/pipeline.ts';
-import { applyEffects, applyEffectsTogether, framableInStatement, frameTransitions, instanceExists, lockInstance, readHeldInstances, tryLockInstance, type ApplyEffectsParams, type LockedInstance } from '../store/instances.ts';
+import {
+  applyEffects,
+  applyEffectsTogether,
+  framableInStatement,
+  frameTransitions,
+  instanceExists,
+  lockInstance,
+  readHeldInstances,
+  tryLockInstance,
+  type ApplyEffectsParams,
+  type LockedInstance,
+} from '../store/instances.ts';
 import {
   deleteSubscription,
   findDueTimers,
@@ -60,17 +71,28 @@ interface TimerTransition {
  * waits. With framesAtEnd its events are written framed, for frameTransitions at the end
  * of the transaction.
  */
-async function timerTransition(engine: Engine, tx: PoolClient, instance: LockedInstance, timer: TimerRow, framesAtEnd = false): Promise<TimerTransition | undefined> {
+async function timerTransition(
+  engine: Engine,
+  tx: PoolClient,
+  instance: LockedInstance,
+  timer: TimerRow,
+  framesAtEnd = false,
+): Promise<TimerTransition | undefined> {
   const plan = await planOf(engine, instance.definition_id, tx);
   const fx = emptyEffects();
   // A boundary whose host already ended consumes its timer and does nothing.
-  if (!fireWait(plan, timer.step_id, instance.state, instance.variables, fx, { timerId: timer.id, dueAt: timer.due_at })) return undefined;
+  if (!fireWait(plan, timer.step_id, instance.state, instance.variables, fx, { timerId: timer.id, dueAt: timer.due_at }))
+    return undefined;
   const alone = needsCommitTransition(fx);
   if (framesAtEnd && !alone) {
     const write = plainFramedWrite(instance, fx, instance.variables);
     return { alone, write, framed: { instance, effects: fx }, commit: () => applyEffects(tx, write) };
   }
-  return { alone, framed: { instance, effects: fx }, commit: () => commitTransition(tx, instance, fx, instance.variables, { plan, framesAtEnd }) };
+  return {
+    alone,
+    framed: { instance, effects: fx },
+    commit: () => commitTransition(tx, instance, fx, instance.variables, { plan, framesAtEnd }),
+  };
 }
 
 /** Batches fire side by side, one connection each; one instance's timers still serialize on its row lock. */
@@ -96,12 +118,14 @@ export async function fireDueTimers(engine: Engine, batch: number): Promise<numb
   const chunks = chunkFor(due, FIRING_LANES, FIRINGS_PER_TRANSACTION);
   let next = 0;
   let fired = 0;
-  await Promise.all(Array.from({ length: Math.min(FIRING_LANES, chunks.length) }, async () => {
-    for (let chunk = chunks[next++]; chunk; chunk = chunks[next++]) {
-      const n = await fireTimerBatch(engine, chunk); // not `fired += await …`: that reads fired before the wait
-      fired += n;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(FIRING_LANES, chunks.length) }, async () => {
+      for (let chunk = chunks[next++]; chunk; chunk = chunks[next++]) {
+        const n = await fireTimerBatch(engine, chunk); // not `fired += await …`: that reads fired before the wait
+        fired += n;
+      }
+    }),
+  );
   return fired + (await fireDueStartTimers(engine, batch));
 }
 
@@ -132,11 +156,13 @@ async function fireTimerBatch(engine: Engine, candidates: { id: string; instance
   try {
     ({ busy, fired } = await withPipelinedTransaction(engine.pool, async (tx, edges) => {
       // An instance whose timer the guard refused, or that another transaction holds, is read for nothing.
-      const [, { idle, fired: timers }, held] = valuesOf(await runPipelined<unknown>(tx, [
-        edges.begin,
-        () => lockAndMarkDueTimers(tx, candidates),
-        () => readHeldInstances(tx, [...new Set(candidates.map((c) => c.instance_id))]),
-      ])) as [void, Awaited<ReturnType<typeof lockAndMarkDueTimers>>, Map<string, LockedInstance>];
+      const [, { idle, fired: timers }, held] = valuesOf(
+        await runPipelined<unknown>(tx, [
+          edges.begin,
+          () => lockAndMarkDueTimers(tx, candidates),
+          () => readHeldInstances(tx, [...new Set(candidates.map((c) => c.instance_id))]),
+        ]),
+      ) as [void, Awaited<ReturnType<typeof lockAndMarkDueTimers>>, Map<string, LockedInstance>];
       // The firings' writes go out as one statement (store/apply-together.ts), pipelined with
       // what follows them, in instance order (the order the locks were taken in); one that
       // must read first goes alone, after those before it.
@@ -145,7 +171,12 @@ async function fireTimerBatch(engine: Engine, candidates: { id: string; instance
       const framed: TimerTransition['framed'][] = [];
       const flush = async () => {
         const together = writes;
-        const calls = [...(together.length > 1 ? [() => applyEffectsTogether(tx, 'locked', together)] : together.map((w) => () => applyEffects(tx, w))), ...pending];
+        const calls = [
+          ...(together.length > 1
+            ? [() => applyEffectsTogether(tx, 'locked', together)]
+            : together.map((w) => () => applyEffects(tx, w))),
+          ...pending,
+        ];
         writes = [];
         pending = [];
         if (calls.length > 0) valuesOf(await runPipelined(tx, calls));
@@ -178,14 +209,23 @@ async function fireTimerBatch(engine: Engine, candidates: { id: string; instance
         writes = [];
         pending.push(() => applyEffectsTogether(tx, 'locked', last, framed));
       } else if (framed.length > 0) pending.push(() => frameTransitions(tx, framed));
-      if (timers.length > 0) pending.push(() => stampTimersFired(tx, timers.map((t) => t.id)));
+      if (timers.length > 0)
+        pending.push(() =>
+          stampTimersFired(
+            tx,
+            timers.map((t) => t.id),
+          ),
+        );
       pending.push(edges.commit);
       await flush();
       return { busy: candidates.filter((c) => !idle.has(c.instance_id)).map((c) => c.id), fired: timers };
     }));
   } catch (err) {
     engine.log.warn({ err: (err as Error).message, count: candidates.length }, 'timers:batch_failed');
-    return fireOneByOne(engine, candidates.map((c) => c.id));
+    return fireOneByOne(
+      engine,
+      candidates.map((c) => c.id),
+    );
   }
   const now = Date.now();
   for (const t of fired) timerLatenessSeconds.observe(Math.max(0, now - t.due_at.getTime()) / 1000);
@@ -235,7 +275,12 @@ export async function publishMessage(engine: Engine, req: PublishMessageRequest)
   }
 }
 
-async function tryPublish(engine: Engine, tx: PoolClient, req: PublishMessageRequest, messageId: string): Promise<PublishMessageResult | 'busy'> {
+async function tryPublish(
+  engine: Engine,
+  tx: PoolClient,
+  req: PublishMessageRequest,
+  messageId: string,
+): Promise<PublishMessageResult | 'busy'> {
   await lockMessageName(tx, req.name);
   if (req.instanceId && !(await instanceExists(tx, req.instanceId))) {
     throw new BatonError('not_found', `No instance with id "${req.instanceId}" to address message "${req.name}" to`);
@@ -269,13 +314,23 @@ async function tryPublish(engine: Engine, tx: PoolClient, req: PublishMessageReq
   const started = req.instanceId ? undefined : await startOnMessage(engine, tx, req, { id: stored.id, messageId });
   if (started) return started;
   if (req.ttlMs === 0) {
-    throw new BatonError('no_match', `No instance waits for message "${req.name}"${correlationKey ? ` with correlation key "${correlationKey}"` : ''}, and ttlMs 0 forbids keeping it`);
+    throw new BatonError(
+      'no_match',
+      `No instance waits for message "${req.name}"${correlationKey ? ` with correlation key "${correlationKey}"` : ''}, and ttlMs 0 forbids keeping it`,
+    );
   }
   return { status: 'buffered', messageId };
 }
 
 /** Takes a subscription of a locked instance and fires its step; false when the step no longer waits. */
-async function deliverToSubscription(engine: Engine, tx: PoolClient, instance: LockedInstance, sub: SubscriptionRow, payload: Variables, data: Record<string, unknown>): Promise<boolean> {
+async function deliverToSubscription(
+  engine: Engine,
+  tx: PoolClient,
+  instance: LockedInstance,
+  sub: SubscriptionRow,
+  payload: Variables,
+  data: Record<string, unknown>,
+): Promise<boolean> {
   if (sub.generation !== instance.generation || !(await deleteSubscription(tx, sub.id))) return false;
   const plan = await planOf(engine, instance.definition_id, tx);
   const variables = { ...instance.variables, ...payload };
@@ -289,7 +344,11 @@ async function deliverToSubscription(engine: Engine, tx: PoolClient, instance: L
  * Delivers a signal to every subscription waiting at this moment (signals are not
  * kept), then starts every definition with a signal start event of that name.
  */
-export async function broadcastSignal(engine: Engine, name: string, variables: Variables = {}): Promise<{ delivered: number; started: string[] }> {
+export async function broadcastSignal(
+  engine: Engine,
+  name: string,
+  variables: Variables = {},
+): Promise<{ delivered: number; started: string[] }> {
   let delivered = 0;
   for (const sub of await listSignalSubscriptions(engine.pool, name)) {
     const ok = await withTransaction(engine.pool, async (tx) => {

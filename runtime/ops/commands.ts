@@ -32,7 +32,9 @@ async function withPool<T>(config: Config, fn: (pool: Pool) => Promise<T>): Prom
   const pool = createPool({ connectionString: databaseUrl(config), max: 2 });
   try {
     await applyMigrations(pool).catch((err: Error) => {
-      throw new Error(`Cannot reach the database (${err.message}): set DATABASE_URL, or start \`baton serve\` first for the embedded one`);
+      throw new Error(
+        `Cannot reach the database (${err.message}): set DATABASE_URL, or start \`baton serve\` first for the embedded one`,
+      );
     });
     return await fn(pool);
   } finally {
@@ -61,7 +63,10 @@ async function tokenCommand(config: Config, args: string[], out: (line: string) 
   }
   if (sub === 'list') {
     const rows = await withPool(config, listTokens);
-    for (const r of rows) out(`${r.name}\t${r.role}\tcreated ${new Date(r.created_at).toISOString()}${r.revoked_at ? `\trevoked ${new Date(r.revoked_at).toISOString()}` : ''}`);
+    for (const r of rows)
+      out(
+        `${r.name}\t${r.role}\tcreated ${new Date(r.created_at).toISOString()}${r.revoked_at ? `\trevoked ${new Date(r.revoked_at).toISOString()}` : ''}`,
+      );
     return 0;
   }
   if (sub === 'revoke' && arg) {
@@ -88,6 +93,11 @@ async function exportCommand(config: Config, args: string[], out: (line: string)
 }
 
 /** Runs `token …` or `export …`; answers the exit code. */
-export async function runOpsCommand(config: Config, command: string, args: string[], out = (line: string) => console.log(line)): Promise<number> {
+export async function runOpsCommand(
+  config: Config,
+  command: string,
+  args: string[],
+  out = (line: string) => console.log(line),
+): Promise<number> {
   return command === 'token' ? tokenCommand(config, args, out) : exportCommand(config, args, out);
 }

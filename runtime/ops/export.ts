@@ -14,8 +14,15 @@ export async function exportHistory(db: Queryable, before: Date, out: Writable):
     const rows = await listEndedInstancesWithHistory(db, { before, limit: PAGE, ...(after ? { after } : {}) });
     for (const { cursor_at: _c, ...row } of rows) {
       const line = JSON.stringify({
-        id: row.id, definitionKey: row.definition_key, version: row.definition_version, businessKey: row.business_key,
-        status: row.status, variables: row.variables, createdAt: row.created_at, endedAt: row.ended_at, events: row.events,
+        id: row.id,
+        definitionKey: row.definition_key,
+        version: row.definition_version,
+        businessKey: row.business_key,
+        status: row.status,
+        variables: row.variables,
+        createdAt: row.created_at,
+        endedAt: row.ended_at,
+        events: row.events,
       });
       if (!out.write(`${line}\n`)) await new Promise((r) => out.once('drain', r));
     }

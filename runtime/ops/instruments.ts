@@ -15,7 +15,7 @@ export const fetchToLockSeconds = new Histogram({
 
 export const lockExpiries = new Counter({
   name: 'baton_task_lock_expiries_total',
-  help: 'Task leases this node\'s sweeper returned to ready because they expired',
+  help: "Task leases this node's sweeper returned to ready because they expired",
   registers: [],
 });
 
@@ -44,7 +44,7 @@ export const instancesStarted = new Counter({
 
 export const instancesEnded = new Counter({
   name: 'baton_instances_ended_total',
-  help: 'Instances that ended (completed, canceled, compensated) in this node\'s transitions',
+  help: "Instances that ended (completed, canceled, compensated) in this node's transitions",
   labelNames: ['definition_key', 'status'],
   registers: [],
 });
@@ -56,7 +56,14 @@ onInstanceLifecycle((events) => {
   }
 });
 
-export const processInstruments: Metric[] = [fetchToLockSeconds, lockExpiries, taskRetries, timerLatenessSeconds, instancesStarted, instancesEnded];
+export const processInstruments: Metric[] = [
+  fetchToLockSeconds,
+  lockExpiries,
+  taskRetries,
+  timerLatenessSeconds,
+  instancesStarted,
+  instancesEnded,
+];
 
 /** Called with the tasks a fetch just locked. */
 export function observeLocked(tasks: readonly { topic: string; retry_at: Date }[]): void {

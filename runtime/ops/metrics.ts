@@ -29,53 +29,86 @@ export function createMetricsRegistry(pool: Pool, notifier: TaskNotifier): Regis
   const gauges = cachedGauges(pool);
   const sqlGauge = (name: string, help: string, labelNames: string[], fill: (g: Gauge, rows: GaugeRows) => void) =>
     new Gauge({
-      name, help, labelNames, registers: [register],
+      name,
+      help,
+      labelNames,
+      registers: [register],
       async collect() {
         const rows = await gauges();
         this.reset();
         fill(this, rows);
       },
     });
-  sqlGauge('baton_instances', 'Live instances (running, incident, compensating) by definition key and status; finished ones: baton_instances_ended_total', ['definition_key', 'status'], (g, r) => {
-    for (const row of r.instances) g.set({ definition_key: row.definition_key, status: row.status }, row.count);
-  });
+  sqlGauge(
+    'baton_instances',
+    'Live instances (running, incident, compensating) by definition key and status; finished ones: baton_instances_ended_total',
+    ['definition_key', 'status'],
+    (g, r) => {
+      for (const row of r.instances) g.set({ definition_key: row.definition_key, status: row.status }, row.count);
+    },
+  );
   sqlGauge('baton_tasks', 'Open external tasks by topic and state (ready, locked)', ['topic', 'state'], (g, r) => {
     for (const row of r.tasks) g.set({ topic: row.topic, state: row.state }, row.count);
   });
   sqlGauge('baton_task_oldest_ready_seconds', 'Age of the oldest fetchable ready task per topic', ['topic'], (g, r) => {
-    for (const row of r.tasks) if (row.state === 'ready' && row.oldest_seconds !== null) g.set({ topic: row.topic }, row.oldest_seconds);
+    for (const row of r.tasks)
+      if (row.state === 'ready' && row.oldest_seconds !== null) g.set({ topic: row.topic }, row.oldest_seconds);
   });
   sqlGauge('baton_incidents_open', 'Open incidents by kind', ['kind'], (g, r) => {
     for (const row of r.incidents) g.set({ kind: row.kind }, row.count);
   });
-  sqlGauge('baton_task_lock_expiries_5m', 'Task leases that expired (returned by a sweeper) in the last 5 minutes, all nodes', [], (g, r) => {
-    g.set(r.lockExpiries);
-  });
+  sqlGauge(
+    'baton_task_lock_expiries_5m',
+    'Task leases that expired (returned by a sweeper) in the last 5 minutes, all nodes',
+    [],
+    (g, r) => {
+      g.set(r.lockExpiries);
+    },
+  );
   const sqlCounter = (name: string, help: string, read: (rows: GaugeRows) => number) =>
     new Counter({
-      name, help, registers: [register],
+      name,
+      help,
+      registers: [register],
       async collect() {
         const rows = await gauges();
         this.reset();
         this.inc(read(rows));
       },
     });
-  sqlCounter('baton_frames_written_total', 'Progress frames written, all nodes (PostgreSQL insert statistics of the frames table)', (r) => r.inserted.frames);
-  sqlCounter('baton_incidents_created_total', 'Incidents created, all nodes (PostgreSQL insert statistics of the incidents table)', (r) => r.inserted.incidents);
+  sqlCounter(
+    'baton_frames_written_total',
+    'Progress frames written, all nodes (PostgreSQL insert statistics of the frames table)',
+    (r) => r.inserted.frames,
+  );
+  sqlCounter(
+    'baton_incidents_created_total',
+    'Incidents created, all nodes (PostgreSQL insert statistics of the incidents table)',
+    (r) => r.inserted.incidents,
+  );
   for (const metric of processInstruments) register.registerMetric(metric);
   new Counter({
-    name: 'baton_doorbell_relay_failures_total', help: 'Relay statements of this process that failed; their doorbells reach the other nodes only by their re-checks', registers: [register],
+    name: 'baton_doorbell_relay_failures_total',
+    help: 'Relay statements of this process that failed; their doorbells reach the other nodes only by their re-checks',
+    registers: [register],
     collect() {
       this.reset();
       this.inc(relayFailures());
     },
   });
   new Gauge({
-    name: 'baton_parked_long_polls', help: 'Long polls parked on this node', registers: [register],
-    collect() { this.set(notifier.parked); },
+    name: 'baton_parked_long_polls',
+    help: 'Long polls parked on this node',
+    registers: [register],
+    collect() {
+      this.set(notifier.parked);
+    },
   });
   new Gauge({
-    name: 'baton_db_pool_connections', help: 'Connections of this node\'s pool by state', labelNames: ['state'], registers: [register],
+    name: 'baton_db_pool_connections',
+    help: "Connections of this node's pool by state",
+    labelNames: ['state'],
+    registers: [register],
     collect() {
       this.set({ state: 'total' }, pool.totalCount);
       this.set({ state: 'idle' }, pool.idleCount);

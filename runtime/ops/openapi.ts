@@ -27,10 +27,13 @@ function rewriteRefs(node: unknown, file: string): unknown {
 
 export function loadComponentSchemas(): Record<string, Json> {
   const schemas: Record<string, Json> = {};
-  for (const file of readdirSync(schemaDir).filter((f) => f.endsWith('.schema.json')).sort()) {
+  for (const file of readdirSync(schemaDir)
+    .filter((f) => f.endsWith('.schema.json'))
+    .sort()) {
     const name = file.replace(/\.schema\.json$/, '');
     const { $schema: _s, $id: _i, definitions, ...body } = JSON.parse(readFileSync(path.join(schemaDir, file), 'utf8')) as Json;
-    for (const [def, schema] of Object.entries((definitions ?? {}) as Json)) schemas[`${name}.${def}`] = rewriteRefs(schema, name) as Json;
+    for (const [def, schema] of Object.entries((definitions ?? {}) as Json))
+      schemas[`${name}.${def}`] = rewriteRefs(schema, name) as Json;
     if (body.type || body.properties || body.anyOf || body.oneOf) schemas[name] = rewriteRefs(body, name) as Json;
   }
   return schemas;
@@ -42,10 +45,18 @@ function queryParameters(schema: Json | undefined): Json[] {
 }
 
 function describeOperation(op: Operation, schemas: Record<string, Json>): Json {
-  const pathParams = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+  const pathParams = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => ({
+    name: m[1],
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+  }));
   const content: Json = op.body ? { 'application/json': { schema: { $ref: `#/components/schemas/${op.body}` } } } : {};
   if (op.xmlBody) content['application/xml'] = { schema: { type: 'string', description: 'the BPMN file' } };
-  const error = { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/common.error' } } } };
+  const error = {
+    description: 'Error',
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/common.error' } } },
+  };
   return {
     summary: op.summary,
     description: `Roles: ${op.roles}.`,
@@ -69,7 +80,9 @@ export function buildOpenApiDocument(): Json {
     paths,
     components: {
       schemas,
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A token from BATON_TOKENS or `baton token create`' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'A token from BATON_TOKENS or `baton token create`' },
+      },
     },
   };
 }

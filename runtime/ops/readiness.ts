@@ -28,7 +28,9 @@ export function readinessRouter(pool: Pool): Router {
     try {
       const missing = await withTimeout(checkReady(pool), PROBE_TIMEOUT_MS);
       if (missing.length > 0) {
-        res.status(503).json({ type: 'Unavailable', message: `Migrations not applied yet: ${missing.join(', ')}`, details: { missing } });
+        res
+          .status(503)
+          .json({ type: 'Unavailable', message: `Migrations not applied yet: ${missing.join(', ')}`, details: { missing } });
         return;
       }
       res.json({ status: 'ready' });

@@ -60,10 +60,19 @@ function sameHash(a: string, b: string): boolean {
   return timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'));
 }
 
-const refuse = (status: number, type: string, message: string, headers: Record<string, string> = {}): AuthVerdict => ({ pass: false, status, type, message, headers });
+const refuse = (status: number, type: string, message: string, headers: Record<string, string> = {}): AuthVerdict => ({
+  pass: false,
+  status,
+  type,
+  message,
+  headers,
+});
 
 /** The unavailable answer, when the tokens cannot be read. */
-export const AUTH_UNAVAILABLE = refuse(503, 'Unavailable', 'Tokens cannot be checked: the database does not answer') as Extract<AuthVerdict, { pass: false }>;
+export const AUTH_UNAVAILABLE = refuse(503, 'Unavailable', 'Tokens cannot be checked: the database does not answer') as Extract<
+  AuthVerdict,
+  { pass: false }
+>;
 
 /** One per server: the failure limiter and the stored-token count are shared by every route that checks. */
 export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}): Authorizer {
@@ -71,9 +80,14 @@ export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}
   const limiter = new FailureLimiter(opts.failures ?? { burst: 20, perMinute: 60 });
   let stored = { count: 0, at: -Infinity };
   let counting: Promise<void> | undefined;
-  const recount = (): Promise<void> => (counting ??= countActiveTokens(pool)
-    .then((count) => { stored = { count, at: Date.now() }; })
-    .finally(() => { counting = undefined; }));
+  const recount = (): Promise<void> =>
+    (counting ??= countActiveTokens(pool)
+      .then((count) => {
+        stored = { count, at: Date.now() };
+      })
+      .finally(() => {
+        counting = undefined;
+      }));
 
   const authEnabled = async (): Promise<boolean> => {
     if (configured.length > 0) return true;
@@ -99,24 +113,40 @@ export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}
     const client = req.client;
     const waitMs = limiter.retryAfterMs(client);
     const denied = (reason: string, caller?: Caller) =>
-      log.warn({ method: req.method, path: req.path, client, reason, ...(caller ? { caller: caller.name, role: caller.role } : {}) }, 'auth:denied');
+      log.warn(
+        { method: req.method, path: req.path, client, reason, ...(caller ? { caller: caller.name, role: caller.role } : {}) },
+        'auth:denied',
+      );
     if (waitMs > 0) {
       denied('rate_limited');
-      return refuse(429, 'TooManyRequests', `Too many requests without a valid token from this address (limit: auth failures, ${limiter.describe()}); retry in ${Math.ceil(waitMs / 1000)} s`, { 'retry-after': String(Math.ceil(waitMs / 1000)) });
+      return refuse(
+        429,
+        'TooManyRequests',
+        `Too many requests without a valid token from this address (limit: auth failures, ${limiter.describe()}); retry in ${Math.ceil(waitMs / 1000)} s`,
+        { 'retry-after': String(Math.ceil(waitMs / 1000)) },
+      );
     }
     const secret = presentedSecret(req.authorization);
     const caller = secret ? await identify(secret) : undefined;
     if (!caller) {
       limiter.recordFailure(client);
       denied(secret ? 'unknown_token' : 'no_token');
-      const message = secret ? 'The token is not valid (unknown or revoked)' : 'This route needs a token: send "Authorization: Bearer <token>"';
+      const message = secret
+        ? 'The token is not valid (unknown or revoked)'
+        : 'This route needs a token: send "Authorization: Bearer <token>"';
       // Basic is offered on /engine-rest only (the Camunda client): on /api a browser would answer it with its own password prompt.
-      const challenge = normalizePath(req.path).startsWith('/engine-rest') ? 'Bearer realm="baton", Basic realm="baton"' : 'Bearer realm="baton"';
+      const challenge = normalizePath(req.path).startsWith('/engine-rest')
+        ? 'Bearer realm="baton", Basic realm="baton"'
+        : 'Bearer realm="baton"';
       return refuse(401, 'Unauthorized', message, { 'www-authenticate': challenge });
     }
     if (!access.includes(caller.role)) {
       denied('wrong_role', caller);
-      return refuse(403, 'Forbidden', `The ${caller.role} role may not ${req.method} ${req.path}; it needs one of: ${access.join(', ')}`);
+      return refuse(
+        403,
+        'Forbidden',
+        `The ${caller.role} role may not ${req.method} ${req.path}; it needs one of: ${access.join(', ')}`,
+      );
     }
     return { pass: true, caller };
   };
@@ -125,7 +155,12 @@ export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}
 /** Express's side of the authorizer: a refusal answers, a pass goes on with res.locals.caller set. */
 export function authMiddleware(authorize: Authorizer, log: Logger): RequestHandler {
   return (req, res, next) => {
-    authorize({ method: req.method, path: req.path, authorization: req.headers.authorization, client: req.socket.remoteAddress ?? 'unknown' }).then(
+    authorize({
+      method: req.method,
+      path: req.path,
+      authorization: req.headers.authorization,
+      client: req.socket.remoteAddress ?? 'unknown',
+    }).then(
       (verdict) => {
         if (verdict.pass) {
           if (verdict.caller) res.locals.caller = verdict.caller;

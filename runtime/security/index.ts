@@ -18,6 +18,12 @@ export async function checkAuthBeforeListening(pool: Pool, host: string, auth: A
 }
 
 /** Auth first (nothing is parsed for a caller without a valid token), then the limits. */
-export function securityLayer(p: { authorize: Authorizer; pool: Pool; log: Logger; notifier: TaskNotifier; limits: LimitOptions }): (RequestHandler | Router)[] {
+export function securityLayer(p: {
+  authorize: Authorizer;
+  pool: Pool;
+  log: Logger;
+  notifier: TaskNotifier;
+  limits: LimitOptions;
+}): (RequestHandler | Router)[] {
   return [authMiddleware(p.authorize, p.log), limitsRouter(p.limits, p.notifier, p.log, p.pool)];
 }

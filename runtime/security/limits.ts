@@ -75,7 +75,9 @@ function bpmnText(req: WriteRequest): string | undefined {
   const body: unknown = req.body;
   if (typeof body === 'string') return body;
   const xml = body && typeof body === 'object' ? (body as { xml?: unknown }).xml : undefined;
-  return typeof xml === 'string' && /^\/api\/definitions(\/lint)?\/?$/i.test(req.originalUrl.split('?')[0] ?? '') ? xml : undefined;
+  return typeof xml === 'string' && /^\/api\/definitions(\/lint)?\/?$/i.test(req.originalUrl.split('?')[0] ?? '')
+    ? xml
+    : undefined;
 }
 
 /** Start tags, counted without parsing: the compiler never sees a file past the limit. */
@@ -125,7 +127,12 @@ function decodedHoldsNul(raw: string): boolean {
 
 const refuseNulInUrl: RequestHandler = (req, res, next) => {
   if (!decodedHoldsNul(req.originalUrl.replace(/\+/g, ' '))) return next();
-  answerRefusal(res, { status: 400, type: 'ValidationError', message: 'The URL holds a NUL character (%00), which no name, key or id may contain', details: { limit: 'noNulCharacters' } });
+  answerRefusal(res, {
+    status: 400,
+    type: 'ValidationError',
+    message: 'The URL holds a NUL character (%00), which no name, key or id may contain',
+    details: { limit: 'noNulCharacters' },
+  });
 };
 
 export function answerRefusal(res: ServerResponse, refusal: Refusal): void {
@@ -142,18 +149,30 @@ export interface WriteRequest {
 /** The first limit a parsed write body breaks, or undefined. */
 export function writeLimitRefusal(opts: LimitOptions, notifier: TaskNotifier, req: WriteRequest): Refusal | undefined {
   if (holdsNul(req.body)) {
-    return { status: 400, type: 'ValidationError', message: 'The request body holds a NUL character (\\u0000) in a string or name; PostgreSQL cannot store it', details: { limit: 'noNulCharacters' } };
+    return {
+      status: 400,
+      type: 'ValidationError',
+      message: 'The request body holds a NUL character (\\u0000) in a string or name; PostgreSQL cannot store it',
+      details: { limit: 'noNulCharacters' },
+    };
   }
   const bytes = variablesBytes(req.body);
   if (bytes > opts.maxVariablesBytes) {
-    return { status: 413, type: 'PayloadTooLarge', message: `The variables of this request are ${bytes} bytes of JSON, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`, details: { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes } };
+    return {
+      status: 413,
+      type: 'PayloadTooLarge',
+      message: `The variables of this request are ${bytes} bytes of JSON, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`,
+      details: { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes },
+    };
   }
   const xml = bpmnText(req);
   const tooMany = xml === undefined ? undefined : bpmnElementsRefusal(xml, opts.maxBpmnElements);
   if (tooMany) return { status: 413, ...tooMany };
   if (requestedWaitMs(req) > 0 && notifier.parked >= opts.maxParkedPolls) {
     return {
-      status: 503, type: 'TooManyParkedPolls', headers: { 'retry-after': '1' },
+      status: 503,
+      type: 'TooManyParkedPolls',
+      headers: { 'retry-after': '1' },
       message: `This node already holds ${notifier.parked} parked long polls, the limit (BATON_MAX_PARKED_POLLS=${opts.maxParkedPolls}); retry shortly, or on another node`,
       details: { limit: 'maxParkedPolls', max: opts.maxParkedPolls },
     };
@@ -177,9 +196,16 @@ const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v =
 /** The (task, variables) pairs of a native complete, bpmn-error or batch complete that carry variables. */
 function resultVariables(req: WriteRequest): [string, Record<string, unknown>][] {
   const single = TASK_RESULT.exec(req.path)?.[1];
-  const items = single ? [{ id: single, variables: (req.body as { variables?: unknown } | undefined)?.variables }]
-    : BATCH_COMPLETE.test(req.path) && isObject(req.body) ? batchItems(req.body).filter(isObject) : [];
-  return items.flatMap((item) => (typeof item.id === 'string' && isUuid(item.id) && isObject(item.variables) ? [[item.id, item.variables] as [string, Record<string, unknown>]] : []));
+  const items = single
+    ? [{ id: single, variables: (req.body as { variables?: unknown } | undefined)?.variables }]
+    : BATCH_COMPLETE.test(req.path) && isObject(req.body)
+      ? batchItems(req.body).filter(isObject)
+      : [];
+  return items.flatMap((item) =>
+    typeof item.id === 'string' && isUuid(item.id) && isObject(item.variables)
+      ? [[item.id, item.variables] as [string, Record<string, unknown>]]
+      : [],
+  );
 }
 
 /**
@@ -196,7 +222,8 @@ export async function mergedVariablesRefusal(opts: LimitOptions, pool: Pool, req
   const bytes = sizes[over]!;
   const batch = BATCH_COMPLETE.test(req.path);
   return {
-    status: 413, type: 'PayloadTooLarge',
+    status: 413,
+    type: 'PayloadTooLarge',
     message: `With ${batch ? `the variables of task ${taskId}` : 'these variables'} the instance would hold ${bytes} bytes of variables, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`,
     details: { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes, ...(batch ? { taskId } : {}) },
   };
@@ -257,7 +284,11 @@ function refuseDeepNesting(req: Request, max: number): BatonError | undefined {
 
 function deepNestingError(body: unknown, max: number): BatonError | undefined {
   if (!nestsDeeperThan(body, max)) return undefined;
-  return new BatonError('validation', `The request body nests arrays and objects more than ${max} levels deep (BATON_MAX_JSON_DEPTH)`, { limit: 'maxJsonDepth', max });
+  return new BatonError(
+    'validation',
+    `The request body nests arrays and objects more than ${max} levels deep (BATON_MAX_JSON_DEPTH)`,
+    { limit: 'maxJsonDepth', max },
+  );
 }
 
 // JSON.parse turns an escape such as "\ud800" into a lone UTF-16 surrogate, which no UTF-8
@@ -284,14 +315,19 @@ function refuseLoneSurrogates(req: Request): Error | undefined {
  * the error a parsed body is refused with, or undefined. Depth first: the surrogate walk recurses.
  */
 export function parsedBodyError(raw: Buffer, body: unknown, maxDepth: number): Error | undefined {
-  return (openedContainers(raw) > maxDepth ? deepNestingError(body, maxDepth) : undefined)
-    ?? (raw.includes('\\ud') || raw.includes('\\uD') ? loneSurrogateError(body) : undefined);
+  return (
+    (openedContainers(raw) > maxDepth ? deepNestingError(body, maxDepth) : undefined) ??
+    (raw.includes('\\ud') || raw.includes('\\uD') ? loneSurrogateError(body) : undefined)
+  );
 }
 
 function loneSurrogateError(body: unknown): Error | undefined {
   const at = loneSurrogateAt(body, '');
   if (at === undefined) return undefined;
-  return Object.assign(new Error(`the string at ${at || 'the top level'} has a lone UTF-16 surrogate (a \\uD800-\\uDFFF escape without its pair)`), { type: 'entity.parse.failed', status: 400 });
+  return Object.assign(
+    new Error(`the string at ${at || 'the top level'} has a lone UTF-16 surrogate (a \\uD800-\\uDFFF escape without its pair)`),
+    { type: 'entity.parse.failed', status: 400 },
+  );
 }
 
 /** The path of the first key or string holding a lone surrogate, or undefined. */
@@ -311,8 +347,15 @@ const WRITES = new Set(['POST', 'PUT', 'PATCH']);
 
 export function limitsRouter(opts: LimitOptions, notifier: TaskNotifier, log: Logger, pool: Pool): Router {
   const router = Router();
-  const onlyWrites = (handler: RequestHandler): RequestHandler => (req, res, next) => (WRITES.has(req.method) ? handler(req, res, next) : next());
-  const camunda = express.json({ limit: opts.camundaJsonLimit, type: ['application/json', 'application/*+json'], verify: noteRawBody(opts.maxJsonDepth) });
+  const onlyWrites =
+    (handler: RequestHandler): RequestHandler =>
+    (req, res, next) =>
+      WRITES.has(req.method) ? handler(req, res, next) : next();
+  const camunda = express.json({
+    limit: opts.camundaJsonLimit,
+    type: ['application/json', 'application/*+json'],
+    verify: noteRawBody(opts.maxJsonDepth),
+  });
   const native = express.json({ limit: opts.jsonLimit, verify: noteRawBody(opts.maxJsonDepth) });
   const xml = express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit });
   router.use(['/engine-rest', '/api'], refuseNulInUrl);
@@ -320,10 +363,24 @@ export function limitsRouter(opts: LimitOptions, notifier: TaskNotifier, log: Lo
     res.locals[BPMN_ELEMENT_LIMIT] = opts.maxBpmnElements;
     next();
   });
-  router.use('/engine-rest', onlyWrites(parseJson(camunda, camundaErrorHandler(log), opts.maxJsonDepth)), onlyWrites(checkLimits(opts, notifier)));
+  router.use(
+    '/engine-rest',
+    onlyWrites(parseJson(camunda, camundaErrorHandler(log), opts.maxJsonDepth)),
+    onlyWrites(checkLimits(opts, notifier)),
+  );
   const passOn: ErrorRequestHandler = (err, _req, _res, next) => next(err);
   // One layer, not four: every /api request walks the router's layers, and each costs a path match and closures.
-  router.use('/api', onlyWrites(inSeries([parseJson(native, passOn, opts.maxJsonDepth), parseJson(xml, passOn, opts.maxJsonDepth), checkLimits(opts, notifier), checkMergedVariables(opts, pool)])));
+  router.use(
+    '/api',
+    onlyWrites(
+      inSeries([
+        parseJson(native, passOn, opts.maxJsonDepth),
+        parseJson(xml, passOn, opts.maxJsonDepth),
+        checkLimits(opts, notifier),
+        checkMergedVariables(opts, pool),
+      ]),
+    ),
+  );
   return router;
 }
 

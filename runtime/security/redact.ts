@@ -4,9 +4,23 @@ import type { LoggerOptions } from 'pino';
 
 export const LOG_REDACTION: NonNullable<LoggerOptions['redact']> = {
   paths: [
-    'authorization', '*.authorization', 'headers.authorization', '*.headers.authorization', '*.*.headers.authorization',
-    'token', '*.token', 'secret', '*.secret', 'lockToken', '*.lockToken',
-    'variables', '*.variables', 'processVariables', '*.processVariables', 'localVariables', '*.localVariables',
+    'authorization',
+    '*.authorization',
+    'headers.authorization',
+    '*.headers.authorization',
+    '*.*.headers.authorization',
+    'token',
+    '*.token',
+    'secret',
+    '*.secret',
+    'lockToken',
+    '*.lockToken',
+    'variables',
+    '*.variables',
+    'processVariables',
+    '*.processVariables',
+    'localVariables',
+    '*.localVariables',
   ],
   censor: '[redacted]',
 };

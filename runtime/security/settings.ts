@@ -25,7 +25,9 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min || n > max) {
-    throw new Error(`${name} must be an integer of at least ${min}${max < Number.MAX_SAFE_INTEGER ? ` and at most ${max}` : ''}, got "${raw}"`);
+    throw new Error(
+      `${name} must be an integer of at least ${min}${max < Number.MAX_SAFE_INTEGER ? ` and at most ${max}` : ''}, got "${raw}"`,
+    );
   }
   return n;
 }
@@ -41,7 +43,10 @@ export function readSecuritySettings(env: NodeJS.ProcessEnv = process.env): Secu
   return {
     auth: {
       tokens: parseTokens(env.BATON_TOKENS),
-      failures: { burst: int(env, 'BATON_AUTH_FAILURE_BURST', 20, 1), perMinute: int(env, 'BATON_AUTH_FAILURE_PER_MINUTE', 60, 1) },
+      failures: {
+        burst: int(env, 'BATON_AUTH_FAILURE_BURST', 20, 1),
+        perMinute: int(env, 'BATON_AUTH_FAILURE_PER_MINUTE', 60, 1),
+      },
     },
     limits: {
       jsonLimit: size(env, 'BATON_JSON_LIMIT', DEFAULT_LIMITS.jsonLimit),

@@ -31,9 +31,13 @@ export function parseTokens(raw: string | undefined): ConfiguredToken[] {
     const parts = entry.trim().split(':');
     const role = parts[0] as Role;
     const [name, secret] = parts.length >= 3 ? [parts[1] ?? '', parts.slice(2).join(':')] : [`${role}-${i + 1}`, parts[1] ?? ''];
-    if (!ROLES.includes(role)) throw new Error(`BATON_TOKENS entry ${i + 1}: role must be one of ${ROLES.join(', ')}, got "${parts[0] ?? ''}" (format: role:secret or role:name:secret)`);
+    if (!ROLES.includes(role))
+      throw new Error(
+        `BATON_TOKENS entry ${i + 1}: role must be one of ${ROLES.join(', ')}, got "${parts[0] ?? ''}" (format: role:secret or role:name:secret)`,
+      );
     if (!name) throw new Error(`BATON_TOKENS entry ${i + 1}: empty name (format: role:secret or role:name:secret)`);
-    if (secret.length < MIN_SECRET_LENGTH) throw new Error(`BATON_TOKENS entry ${i + 1} (${name}): the secret must be at least ${MIN_SECRET_LENGTH} characters`);
+    if (secret.length < MIN_SECRET_LENGTH)
+      throw new Error(`BATON_TOKENS entry ${i + 1} (${name}): the secret must be at least ${MIN_SECRET_LENGTH} characters`);
     return { name, role, hash: hashToken(secret) };
   });
 }

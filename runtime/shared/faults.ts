@@ -40,11 +40,15 @@ const KNOWN = new Set<string>(Object.values(FaultPoint));
 /** Parses a BATON_FAULTS value; throws on anything it does not understand (a typo must not silently disable a drill). */
 export function parseFaults(spec: string | undefined): ReadonlyMap<FaultPoint, FaultRule> {
   const rules = new Map<FaultPoint, FaultRule>();
-  for (const entry of (spec ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of (spec ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const parts = entry.split(':');
     // Point names contain one colon; what follows them is the action and its modifiers.
     const point = parts.slice(0, 2).join(':');
-    if (!KNOWN.has(point)) throw new Error(`BATON_FAULTS: unknown fault point "${point}" in "${entry}"; known: ${[...KNOWN].join(', ')}`);
+    if (!KNOWN.has(point))
+      throw new Error(`BATON_FAULTS: unknown fault point "${point}" in "${entry}"; known: ${[...KNOWN].join(', ')}`);
     const rule: FaultRule = { point: point as FaultPoint, action: { kind: 'crash' }, once: false, chance: 1 };
     const rest = parts.slice(2);
     for (let i = 0; i < rest.length; i++) {
@@ -54,7 +58,10 @@ export function parseFaults(spec: string | undefined): ReadonlyMap<FaultPoint, F
       else if (word === 'delay' || word === 'chance') {
         const n = Number(rest[++i]);
         const ok = word === 'delay' ? Number.isInteger(n) && n >= 0 : n >= 0 && n <= 1;
-        if (!ok) throw new Error(`BATON_FAULTS: "${word}" in "${entry}" needs ${word === 'delay' ? 'milliseconds' : 'a probability from 0 to 1'}`);
+        if (!ok)
+          throw new Error(
+            `BATON_FAULTS: "${word}" in "${entry}" needs ${word === 'delay' ? 'milliseconds' : 'a probability from 0 to 1'}`,
+          );
         if (word === 'delay') rule.action = { kind: 'delay', ms: n };
         else rule.chance = n;
       } else throw new Error(`BATON_FAULTS: unknown action "${word ?? ''}" in "${entry}"`);

@@ -132,7 +132,10 @@ function startThread(): EvaluationThread {
   const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(THREAD_SOURCE)}`), {
     workerData: { flags: flags.buffer, port: port2, feelin: FEELIN_URL },
     transferList: [port2],
-    resourceLimits: { maxOldGenerationSizeMb: budget.heapMb, maxYoungGenerationSizeMb: Math.max(4, Math.floor(budget.heapMb / 8)) },
+    resourceLimits: {
+      maxOldGenerationSizeMb: budget.heapMb,
+      maxYoungGenerationSizeMb: Math.max(4, Math.floor(budget.heapMb / 8)),
+    },
     execArgv: [],
     stdout: true,
     stderr: true,
@@ -167,7 +170,10 @@ export function evaluateInThread(feel: string, variables: Record<string, unknown
   if (waited === 'timed-out' && message === undefined) {
     thread = undefined;
     void current.worker.terminate();
-    return { ok: false, message: `evaluation did not finish within the budget of ${budget.timeMs} ms and ${budget.heapMb} MB (BATON_FEEL_TIME_BUDGET_MS, BATON_FEEL_HEAP_MB); it was stopped` };
+    return {
+      ok: false,
+      message: `evaluation did not finish within the budget of ${budget.timeMs} ms and ${budget.heapMb} MB (BATON_FEEL_TIME_BUDGET_MS, BATON_FEEL_HEAP_MB); it was stopped`,
+    };
   }
   if (message === undefined) return { ok: false, message: 'the FEEL evaluation thread gave no answer' };
   return message;

@@ -26,8 +26,13 @@ export function toFeel(source: string): ToFeelResult {
   }
   // The JUEL parser recurses per parenthesis: bound the input before it runs.
   const { maxLength, maxDepth } = feelBudget();
-  if (body.length > maxLength) return { ok: false, message: `JUEL expression of ${body.length} characters is longer than the limit of ${maxLength} (BATON_FEEL_MAX_LENGTH)` };
-  if (parenthesisDepth(body) > maxDepth) return { ok: false, message: `JUEL expression nests parentheses more than ${maxDepth} deep (BATON_FEEL_MAX_DEPTH)` };
+  if (body.length > maxLength)
+    return {
+      ok: false,
+      message: `JUEL expression of ${body.length} characters is longer than the limit of ${maxLength} (BATON_FEEL_MAX_LENGTH)`,
+    };
+  if (parenthesisDepth(body) > maxDepth)
+    return { ok: false, message: `JUEL expression nests parentheses more than ${maxDepth} deep (BATON_FEEL_MAX_DEPTH)` };
   return translateJuel(body);
 }
 
@@ -41,9 +46,10 @@ export function checkFeel(feel: string): string | undefined {
       enter(node) {
         if (error !== undefined) return false;
         if (!node.type.isError) return undefined;
-        error = node.from >= feel.trimEnd().length
-          ? `FEEL expression "${feel}" is incomplete`
-          : `FEEL expression "${feel}" cannot be parsed near "${feel.slice(node.from, node.from + 12)}" (position ${node.from})`;
+        error =
+          node.from >= feel.trimEnd().length
+            ? `FEEL expression "${feel}" is incomplete`
+            : `FEEL expression "${feel}" cannot be parsed near "${feel.slice(node.from, node.from + 12)}" (position ${node.from})`;
         return false;
       },
     });
@@ -61,14 +67,21 @@ export function evaluateCondition(feel: string, variables: Record<string, unknow
 }
 
 /** Evaluates a FEEL expression to a correlation key: a string or number becomes its text; anything else is refused. */
-export function evaluateKey(feel: string, variables: Record<string, unknown>): { ok: true; value: string } | { ok: false; message: string } {
+export function evaluateKey(
+  feel: string,
+  variables: Record<string, unknown>,
+): { ok: true; value: string } | { ok: false; message: string } {
   const result = evaluateBudgeted(feel, variables);
   if (!result.ok) return { ok: false, message: `expression "${feel}" failed: ${result.message}` };
   const { value } = result;
   if (typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))) {
     const text = String(value);
     const max = feelBudget().maxResultLength;
-    if (text.length > max) return { ok: false, message: `expression "${feel}" gave a key of ${text.length} characters, longer than the limit of ${max} (BATON_FEEL_MAX_RESULT_LENGTH)` };
+    if (text.length > max)
+      return {
+        ok: false,
+        message: `expression "${feel}" gave a key of ${text.length} characters, longer than the limit of ${max} (BATON_FEEL_MAX_RESULT_LENGTH)`,
+      };
     return { ok: true, value: text };
   }
   return { ok: false, message: `expression "${feel}" gave ${result.type}, not a string or number` };
@@ -80,7 +93,8 @@ function evaluateBudgeted(feel: string, variables: Record<string, unknown>): Thr
     if (needsThread(feel)) return evaluateInThread(feel, variables);
     const value: unknown = evaluate(feel, variables).value;
     if (value === null || value === undefined) return { ok: true, value: null, type: 'null' };
-    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return { ok: true, value, type: typeof value };
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+      return { ok: true, value, type: typeof value };
     return { ok: true, value: null, type: Array.isArray(value) ? 'list' : typeof value };
   } catch (cause) {
     return { ok: false, message: messageOf(cause) };
@@ -130,32 +144,68 @@ class UnsupportedJuel extends Error {}
 const SYMBOLS = ['&&', '||', '==', '!=', '<=', '>=', '<', '>', '!', '(', ')', '.', '-'] as const;
 /** Symbols JUEL knows but the subset does not, with what to tell the author. */
 const UNSUPPORTED_SYMBOLS: Record<string, string> = {
-  '+': 'arithmetic (+) is not supported', '*': 'arithmetic (*) is not supported',
-  '/': 'arithmetic (/) is not supported', '%': 'arithmetic (%) is not supported',
-  '?': 'the ternary operator (? :) is not supported', ':': 'the ternary operator (? :) is not supported',
-  '[': 'index access ([...]) is not supported', ']': 'index access ([...]) is not supported',
-  ',': 'argument lists are not supported', '=': 'assignment (=) is not supported; compare with ==',
+  '+': 'arithmetic (+) is not supported',
+  '*': 'arithmetic (*) is not supported',
+  '/': 'arithmetic (/) is not supported',
+  '%': 'arithmetic (%) is not supported',
+  '?': 'the ternary operator (? :) is not supported',
+  ':': 'the ternary operator (? :) is not supported',
+  '[': 'index access ([...]) is not supported',
+  ']': 'index access ([...]) is not supported',
+  ',': 'argument lists are not supported',
+  '=': 'assignment (=) is not supported; compare with ==',
   ';': 'statement lists (;) are not supported',
-  '{': 'only one ${...} expression is supported', '}': 'only one ${...} expression is supported',
+  '{': 'only one ${...} expression is supported',
+  '}': 'only one ${...} expression is supported',
 };
 const COMPARISONS: Record<string, string> = {
-  '==': '=', eq: '=', '!=': '!=', ne: '!=', '<': '<', lt: '<', '<=': '<=', le: '<=', '>': '>', gt: '>', '>=': '>=', ge: '>=',
+  '==': '=',
+  eq: '=',
+  '!=': '!=',
+  ne: '!=',
+  '<': '<',
+  lt: '<',
+  '<=': '<=',
+  le: '<=',
+  '>': '>',
+  gt: '>',
+  '>=': '>=',
+  ge: '>=',
 };
 const LITERALS = ['true', 'false', 'null'] as const;
 const UNSUPPORTED_KEYWORDS = ['div', 'mod', 'instanceof', 'new'] as const;
 /** Words FEEL reserves: a JUEL variable with such a name cannot be written in FEEL. */
-const FEEL_KEYWORDS = ['for', 'return', 'if', 'then', 'else', 'some', 'every', 'satisfies', 'in', 'instance', 'of', 'between', 'function', 'external'] as const;
+const FEEL_KEYWORDS = [
+  'for',
+  'return',
+  'if',
+  'then',
+  'else',
+  'some',
+  'every',
+  'satisfies',
+  'in',
+  'instance',
+  'of',
+  'between',
+  'function',
+  'external',
+] as const;
 
 function translateJuel(body: string): ToFeelResult {
   try {
     const parser = new JuelParser(tokenize(body));
     const feel = printFeel(parser.parseAll());
     const error = checkFeel(feel);
-    if (error !== undefined) return { ok: false, message: `JUEL "${body.trim()}" translates to FEEL that does not parse: ${error}` };
+    if (error !== undefined)
+      return { ok: false, message: `JUEL "${body.trim()}" translates to FEEL that does not parse: ${error}` };
     return { ok: true, feel };
   } catch (cause) {
     if (!(cause instanceof UnsupportedJuel)) throw cause;
-    return { ok: false, message: `JUEL condition "${body.trim()}": ${cause.message}; Baton supports names, a.b, numbers, strings, true/false/null, comparisons, && || ! (and/or/not), eq ne lt gt le ge, parentheses and empty` };
+    return {
+      ok: false,
+      message: `JUEL condition "${body.trim()}": ${cause.message}; Baton supports names, a.b, numbers, strings, true/false/null, comparisons, && || ! (and/or/not), eq ne lt gt le ge, parentheses and empty`,
+    };
   }
 }
 
@@ -221,19 +271,31 @@ class JuelParser {
   }
 
   private parseOr(): Ast {
-    return this.parseChain(() => this.parseAnd(), (t) => (isWord(t, '||', 'or') ? 'or' : undefined));
+    return this.parseChain(
+      () => this.parseAnd(),
+      (t) => (isWord(t, '||', 'or') ? 'or' : undefined),
+    );
   }
 
   private parseAnd(): Ast {
-    return this.parseChain(() => this.parseEquality(), (t) => (isWord(t, '&&', 'and') ? 'and' : undefined));
+    return this.parseChain(
+      () => this.parseEquality(),
+      (t) => (isWord(t, '&&', 'and') ? 'and' : undefined),
+    );
   }
 
   private parseEquality(): Ast {
-    return this.parseChain(() => this.parseRelational(), (t) => comparisonOf(t, ['==', '!=', 'eq', 'ne']));
+    return this.parseChain(
+      () => this.parseRelational(),
+      (t) => comparisonOf(t, ['==', '!=', 'eq', 'ne']),
+    );
   }
 
   private parseRelational(): Ast {
-    return this.parseChain(() => this.parseUnary(), (t) => comparisonOf(t, ['<', '<=', '>', '>=', 'lt', 'le', 'gt', 'ge']));
+    return this.parseChain(
+      () => this.parseUnary(),
+      (t) => comparisonOf(t, ['<', '<=', '>', '>=', 'lt', 'le', 'gt', 'ge']),
+    );
   }
 
   /** Left-associative binary chain; `operatorOf` names the FEEL operator a token stands for. */
@@ -249,7 +311,13 @@ class JuelParser {
 
   private parseUnary(): Ast {
     const token = this.peek();
-    const type = isWord(token, '!', 'not') ? 'not' : isWord(token, '-', '-') ? 'negate' : isWord(token, 'empty', 'empty') ? 'empty' : undefined;
+    const type = isWord(token, '!', 'not')
+      ? 'not'
+      : isWord(token, '-', '-')
+        ? 'negate'
+        : isWord(token, 'empty', 'empty')
+          ? 'empty'
+          : undefined;
     if (type === undefined) return this.parsePrimary();
     this.index++;
     return { type, operand: this.parseUnary() };
@@ -279,14 +347,16 @@ class JuelParser {
       names.push(checkName(name.text));
     }
     const after = this.peek();
-    if (after.kind === 'symbol' && after.text === '(') throw new UnsupportedJuel(`method and function calls (${names.join('.')}(...)) are not supported`);
+    if (after.kind === 'symbol' && after.text === '(')
+      throw new UnsupportedJuel(`method and function calls (${names.join('.')}(...)) are not supported`);
     return { type: 'path', names };
   }
 
   private describe(token: Token): string {
     if (token.kind === 'end') return 'the expression ends too early';
     if (token.kind === 'name') {
-      if ((UNSUPPORTED_KEYWORDS as readonly string[]).includes(token.text)) return `the operator "${token.text}" is not supported`;
+      if ((UNSUPPORTED_KEYWORDS as readonly string[]).includes(token.text))
+        return `the operator "${token.text}" is not supported`;
       return `"${token.text}" is not expected at position ${token.at}`;
     }
     if (token.kind === 'symbol' && token.text === '-') return 'arithmetic (-) is not supported';
@@ -321,12 +391,18 @@ function isReserved(name: string): boolean {
 
 function checkName(name: string): string {
   if (name.includes('$')) throw new UnsupportedJuel(`the name "${name}" contains "$", which FEEL names cannot`);
-  if ((FEEL_KEYWORDS as readonly string[]).includes(name)) throw new UnsupportedJuel(`the name "${name}" is a FEEL keyword; rename the variable`);
+  if ((FEEL_KEYWORDS as readonly string[]).includes(name))
+    throw new UnsupportedJuel(`the name "${name}" is a FEEL keyword; rename the variable`);
   return name;
 }
 
 function quoteFeel(value: string): string {
-  const escaped = value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n').replace(/\r/g, '\\r').replace(/\t/g, '\\t');
+  const escaped = value
+    .replace(/\\/g, '\\\\')
+    .replace(/"/g, '\\"')
+    .replace(/\n/g, '\\n')
+    .replace(/\r/g, '\\r')
+    .replace(/\t/g, '\\t');
   return `"${escaped}"`;
 }
 
@@ -340,14 +416,21 @@ function precedenceOf(ast: Ast): number {
 
 function printFeel(ast: Ast): string {
   switch (ast.type) {
-    case 'literal': return ast.feel;
-    case 'path': return ast.names.join('.');
-    case 'not': return `not(${printFeel(ast.operand)})`;
-    case 'negate': return `-${wrap(ast.operand, 4)}`;
-    case 'empty': return printEmpty(wrap(ast.operand, 4));
+    case 'literal':
+      return ast.feel;
+    case 'path':
+      return ast.names.join('.');
+    case 'not':
+      return `not(${printFeel(ast.operand)})`;
+    case 'negate':
+      return `-${wrap(ast.operand, 4)}`;
+    case 'empty':
+      return printEmpty(wrap(ast.operand, 4));
     // FEEL comparisons do not chain, so a comparison inside a comparison gets parentheses.
-    case 'compare': return `${wrap(ast.left, 3)} ${ast.op} ${wrap(ast.right, 3)}`;
-    case 'logic': return `${wrap(ast.left, precedenceOf(ast) - 1)} ${ast.op} ${wrap(ast.right, precedenceOf(ast) - 1)}`;
+    case 'compare':
+      return `${wrap(ast.left, 3)} ${ast.op} ${wrap(ast.right, 3)}`;
+    case 'logic':
+      return `${wrap(ast.left, precedenceOf(ast) - 1)} ${ast.op} ${wrap(ast.right, precedenceOf(ast) - 1)}`;
   }
 }
 
@@ -359,7 +442,9 @@ function wrap(ast: Ast, limit: number): string {
 
 /** JUEL `empty x`: null, "", an empty list or an empty map. Each test is false (never null) for other types. */
 function printEmpty(x: string): string {
-  return `(${x} = null or (${x} instance of string and string length(${x}) = 0)` +
+  return (
+    `(${x} = null or (${x} instance of string and string length(${x}) = 0)` +
     ` or (${x} instance of list and count(${x}) = 0)` +
-    ` or (${x} instance of context and count(get entries(${x})) = 0))`;
+    ` or (${x} instance of context and count(get entries(${x})) = 0))`
+  );
 }

@@ -40,7 +40,10 @@ export function firstDue(timer: TimerSpec): TimerCheck {
 
 function checkDate(text: string, what: string): TimerCheck {
   if (!DATE.test(text) || Number.isNaN(Date.parse(text))) {
-    return { ok: false, message: `${what} "${text}" must be an ISO-8601 date and time with a zone, such as 2026-12-01T09:00:00Z or 2026-12-01T10:00:00+01:00` };
+    return {
+      ok: false,
+      message: `${what} "${text}" must be an ISO-8601 date and time with a zone, such as 2026-12-01T09:00:00Z or 2026-12-01T10:00:00+01:00`,
+    };
   }
   return { ok: true, due: { at: text } };
 }

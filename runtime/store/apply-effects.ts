@@ -13,7 +13,6 @@ import type { Effects, Variables } from '../engine/advance.ts';
 import type { InstanceStatus } from '../engine/vocabulary.ts';
 import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TASK_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
 
-
 /** The parts of a transition's statement; a shape is the sum of those present (also of apply-together.ts' statements). */
 export const PART = {
   steps: 1,
@@ -93,7 +92,8 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   const fx = p.effects;
   const handOff = p.handOff && p.handOff.length > 0 ? handOffColumns(fx, p.handOff) : undefined;
   // The guard decides whether the handed tasks are written: a start's, or an optimistic complete's (revision, generation, the holder's lock).
-  if (handOff && !p.insert && !p.guard?.completes) throw new Error('applyEffectsStatement: only a start or a guarded complete hands its tasks to parked polls');
+  if (handOff && !p.insert && !p.guard?.completes)
+    throw new Error('applyEffectsStatement: only a start or a guarded complete hands its tasks to parked polls');
   // the handed tasks' task:locked events follow the transition's own (as a fetch after the commit would)
   const allEvents = handOff ? [...fx.events, ...handOff.events] : fx.events;
   const steps = lastStatusPerStep(fx.steps);
@@ -102,12 +102,21 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   const timers = waitingTimers(fx);
   const subscriptions = fx.subscriptions.filter((x) => !fx.endedWaits.includes(x.stepId));
   const has = (part: number, on: boolean) => (on ? part : 0);
-  const shape = has(PART.steps, steps.length > 0) + has(PART.flows, fx.flows.length > 0) + has(PART.tasks, fx.tasks.length > 0)
-    + has(PART.incidents, fx.incidents.length > 0) + has(PART.events, fx.events.length > 0) + has(PART.timers, timers.length > 0)
-    + has(PART.subscriptions, subscriptions.length > 0) + has(PART.endedWaits, fx.endedWaits.length > 0)
-    + has(PART.canceledTasks, fx.canceledTasks.length > 0) + has(PART.guard, p.guard !== undefined)
-    + has(PART.completes, p.guard?.completes !== undefined) + has(PART.insert, p.insert !== undefined)
-    + has(PART.latestOnly, p.insert?.latestOnly === true) + has(PART.handOff, handOff !== undefined);
+  const shape =
+    has(PART.steps, steps.length > 0) +
+    has(PART.flows, fx.flows.length > 0) +
+    has(PART.tasks, fx.tasks.length > 0) +
+    has(PART.incidents, fx.incidents.length > 0) +
+    has(PART.events, fx.events.length > 0) +
+    has(PART.timers, timers.length > 0) +
+    has(PART.subscriptions, subscriptions.length > 0) +
+    has(PART.endedWaits, fx.endedWaits.length > 0) +
+    has(PART.canceledTasks, fx.canceledTasks.length > 0) +
+    has(PART.guard, p.guard !== undefined) +
+    has(PART.completes, p.guard?.completes !== undefined) +
+    has(PART.insert, p.insert !== undefined) +
+    has(PART.latestOnly, p.insert?.latestOnly === true) +
+    has(PART.handOff, handOff !== undefined);
   // A statement that is its own transaction frames its events itself. Inside a transaction
   // (a batch of completes) the head would be locked before the transaction's later locks,
   // so the trigger does it at commit. An incident may name a task, whose key lock its
@@ -144,22 +153,32 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     const bk = $(p.instance.business_key);
     bkParam = bk;
     const def = $(p.instance.definition_id);
-    ctes.push(`i as (insert into instances (id, definition_id, definition_key, definition_version, business_key, variables, status, revision, ended_at)
+    ctes.push(
+      `i as (insert into instances (id, definition_id, definition_key, definition_version, business_key, variables, status, revision, ended_at)
             select $${id}::uuid, d.id, d.key, d.version, $${bk}::text, $${vars}::jsonb, $${status}::text, 1, case when $${end}::boolean then now() end
               from definitions d
-             where d.id = $${def}::uuid` + (p.insert.latestOnly ? ' and not exists (select 1 from definitions n where n.key = d.key and n.version > d.version)' : '') + `
+             where d.id = $${def}::uuid` +
+        (p.insert.latestOnly
+          ? ' and not exists (select 1 from definitions n where n.key = d.key and n.version > d.version)'
+          : '') +
+        `
             on conflict (definition_key, business_key) where business_key is not null do nothing
-         returning id, created_at)`);
+         returning id, created_at)`,
+    );
     // the new row is not visible to its own statement
     correlationKey = `$${bk}::text`;
     // A start's guard: its row was inserted (business key free, definition still the latest).
     guard = (p.guard ? 'false and ' : '') + 'exists (select 1 from i)';
   } else {
     const rev = p.guard ? $(p.guard.revision) : 0;
-    ctes.push(`i as (update instances set status = $${status}::text, variables = $${vars}::jsonb, revision = revision + 1, updated_at = now(),
+    ctes.push(
+      `i as (update instances set status = $${status}::text, variables = $${vars}::jsonb, revision = revision + 1, updated_at = now(),
                    ended_at = case when $${end}::boolean then now() end
-             where id = $${id}::uuid` + (p.guard ? ` and revision = $${rev}::int and generation = $${gen()}::int` : '') + `
-         returning id, created_at)`);
+             where id = $${id}::uuid` +
+        (p.guard ? ` and revision = $${rev}::int and generation = $${gen()}::int` : '') +
+        `
+         returning id, created_at)`,
+    );
     correlationKey = `(select business_key from instances where id = $${id}::uuid)`;
     if (p.guard) guard = 'exists (select 1 from i)';
     // the handed rows' business key, as read (it never changes)
@@ -170,7 +189,8 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     const ids = $(steps.map((s) => s.stepId));
     const sts = $(steps.map((s) => s.status));
     const loops = $(steps.map((s) => fx.loops[s.stepId] ?? null));
-    ctes.push(`s as (insert into steps (instance_id, step_id, generation, status, ended_at, completed_seq, loop)
+    ctes.push(
+      `s as (insert into steps (instance_id, step_id, generation, status, ended_at, completed_seq, loop)
             select $${id}::uuid, x.step_id, $${gen()}::int, x.status,
                    case when x.status in ('completed', 'skipped', 'canceled', 'failed', 'compensated') then now() end,
                    case when x.status = 'completed' then nextval('events_seq') end,
@@ -180,13 +200,20 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
             on conflict (instance_id, step_id)
             do update set status = excluded.status, ended_at = excluded.ended_at,
                           completed_seq = coalesce(excluded.completed_seq, steps.completed_seq),
-                          loop = coalesce(excluded.loop, steps.loop)` + hold('s') + ')');
+                          loop = coalesce(excluded.loop, steps.loop)` +
+        hold('s') +
+        ')',
+    );
   }
   if (fx.flows.length > 0) {
     const ids = $(fx.flows.map((f) => f.flowId));
     const sts = $(fx.flows.map((f) => f.state));
-    ctes.push(`f as (insert into flows (instance_id, flow_id, generation, state)
-            select $${id}::uuid, x.flow_id, $${gen()}::int, x.state from unnest($${ids}::text[], $${sts}::text[]) as x(flow_id, state)` + hold('f') + ')');
+    ctes.push(
+      `f as (insert into flows (instance_id, flow_id, generation, state)
+            select $${id}::uuid, x.flow_id, $${gen()}::int, x.state from unnest($${ids}::text[], $${sts}::text[]) as x(flow_id, state)` +
+        hold('f') +
+        ')',
+    );
   }
   let topics = 0;
   let tokens = 0;
@@ -207,23 +234,38 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
       tokens = $(handOff.tokens);
       const lockMs = $(handOff.lockMs);
       // A handed task is locked as fetch-and-lock locks it (store/tasks.ts lockPickedSql): attempt 1, expiry on the database clock.
-      ctes.push(`t as (insert into external_tasks (id, instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables,
+      ctes.push(
+        `t as (insert into external_tasks (id, instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables,
                                          state, worker_id, lock_token, lock_expires_at, attempt)
             select coalesce(x.id, gen_random_uuid()), $${id}::uuid, x.step_id, $${gen()}::int, x.topic, x.priority, x.retries, x.retries, x.idempotency_key, x.loop_index, x.local_variables,
                    case when x.lock_token is null then 'ready' else 'locked' end, x.worker_id, x.lock_token,
                    statement_timestamp() + x.lock_ms * interval '1 millisecond', case when x.lock_token is null then 0 else 1 end
-              from ` + unnested + `, $${taskIds}::uuid[], $${workers}::text[], $${tokens}::uuid[], $${lockMs}::int[])
-                   ` + named + `, id, worker_id, lock_token, lock_ms)
-         returning *)`);
+              from ` +
+          unnested +
+          `, $${taskIds}::uuid[], $${workers}::text[], $${tokens}::uuid[], $${lockMs}::int[])
+                   ` +
+          named +
+          `, id, worker_id, lock_token, lock_ms)
+         returning *)`,
+      );
       // a complete's statement checks pending progress after this insert too (its rows are answered, so no hold('t'))
       if (checksProgress) held.push('t');
       // No fetch may lock beyond a flow limit, and this insert counts no capacity: a limited topic is never handed.
       const handedTopics = $(handOff.topics);
-      guard = (guard ?? 'true') + ` and not exists (select 1 from flow_limit_topics fl where fl.topic = any($${handedTopics}::text[]))`;
+      guard =
+        (guard ?? 'true') + ` and not exists (select 1 from flow_limit_topics fl where fl.topic = any($${handedTopics}::text[]))`;
     } else {
-      ctes.push(`t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables)
+      ctes.push(
+        `t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables)
             select $${id}::uuid, x.step_id, $${gen()}::int, x.topic, x.priority, x.retries, x.retries, x.idempotency_key, x.loop_index, x.local_variables
-              from ` + unnested + ')\n                   ' + named + ')' + hold('t') + ')');
+              from ` +
+          unnested +
+          ')\n                   ' +
+          named +
+          ')' +
+          hold('t') +
+          ')',
+      );
     }
   }
   if (fx.incidents.length > 0) {
@@ -250,31 +292,51 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     const ids = $(timers.map((t) => t.stepId));
     const delays = $(timers.map((t) => ('interval' in t.due ? t.due.interval : null)));
     const ats = $(timers.map((t) => ('at' in t.due ? t.due.at : null)));
-    ctes.push(`tm as (insert into timers (instance_id, step_id, generation, due_at)
+    ctes.push(
+      `tm as (insert into timers (instance_id, step_id, generation, due_at)
             select $${id}::uuid, x.step_id, $${gen()}::int,
                    case when x.at is not null then greatest(x.at::timestamptz, now()) else now() + x.delay::interval end
-              from unnest($${ids}::text[], $${delays}::text[], $${ats}::text[]) as x(step_id, delay, at)` + hold('tm') + ')');
+              from unnest($${ids}::text[], $${delays}::text[], $${ats}::text[]) as x(step_id, delay, at)` +
+        hold('tm') +
+        ')',
+    );
   }
   if (subscriptions.length > 0) {
     const ids = $(subscriptions.map((x) => x.stepId));
     const kinds = $(subscriptions.map((x) => x.kind));
     const names = $(subscriptions.map((x) => x.name));
     const keys = $(subscriptions.map((x) => x.correlationKey));
-    ctes.push(`sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key)
-            select $${id}::uuid, x.step_id, $${gen()}::int, x.kind, x.name, coalesce(x.correlation_key, ` + correlationKey + `)
-              from unnest($${ids}::text[], $${kinds}::text[], $${names}::text[], $${keys}::text[]) as x(step_id, kind, name, correlation_key)` + hold('sb') + ')');
+    ctes.push(
+      `sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key)
+            select $${id}::uuid, x.step_id, $${gen()}::int, x.kind, x.name, coalesce(x.correlation_key, ` +
+        correlationKey +
+        `)
+              from unnest($${ids}::text[], $${kinds}::text[], $${names}::text[], $${keys}::text[]) as x(step_id, kind, name, correlation_key)` +
+        hold('sb') +
+        ')',
+    );
   }
   if (fx.endedWaits.length > 0) {
     const ids = $(fx.endedWaits);
-    ctes.push(`tc as (update timers set state = 'canceled' where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_TIMER_SQL}` + hold('tc') + ')',
-      `sd as (delete from subscriptions where instance_id = $${id}::uuid and step_id = any($${ids}::text[])` + hold('sd') + ')');
+    ctes.push(
+      `tc as (update timers set state = 'canceled' where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_TIMER_SQL}` +
+        hold('tc') +
+        ')',
+      `sd as (delete from subscriptions where instance_id = $${id}::uuid and step_id = any($${ids}::text[])` + hold('sd') + ')',
+    );
   }
   if (fx.canceledTasks.length > 0) {
     const ids = $(fx.canceledTasks);
-    ctes.push(`kc as (update external_tasks set state = 'canceled', ended_at = now()
-              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_TASK_SQL}` + hold('kc') + ')',
-    `ki as (update incidents set status = 'resolved', resolved_at = now()
-              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_INCIDENT_SQL}` + hold('ki') + ')');
+    ctes.push(
+      `kc as (update external_tasks set state = 'canceled', ended_at = now()
+              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_TASK_SQL}` +
+        hold('kc') +
+        ')',
+      `ki as (update incidents set status = 'resolved', resolved_at = now()
+              where instance_id = $${id}::uuid and step_id = any($${ids}::text[]) and ${OPEN_INCIDENT_SQL}` +
+        hold('ki') +
+        ')',
+    );
   }
   if (p.guard?.completes) {
     const task = $(p.guard.completes.taskId);
@@ -293,7 +355,15 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
       // the trigger's frame of a task:locked event carries its attempt (migration 0011)
       for (let k = fx.events.length; k < frames.data.length; k++) frames.data[k] = { ...frames.data[k], attempt: 1 };
     }
-    ctes.push(...frameParts(id, gen(), events, { kinds: $(frames.kinds), data: $(frames.data), ...(handOff ? { lockMs: $(handOff.eventLockMs) } : {}) }, checksProgress ? held : undefined));
+    ctes.push(
+      ...frameParts(
+        id,
+        gen(),
+        events,
+        { kinds: $(frames.kinds), data: $(frames.data), ...(handOff ? { lockMs: $(handOff.eventLockMs) } : {}) },
+        checksProgress ? held : undefined,
+      ),
+    );
   } else if (events && framesAtEnd) {
     ctes.push(eventsPart(id, gen(), events, 'true'));
   } else if (events) {
@@ -308,7 +378,10 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   // The handed rows as fetch-and-lock answers them (store/tasks.ts ANSWER_SQL): the task row, the
   // business key, the instance's variables under the task's local ones. A row of nulls if none.
   if (handOff) answers.push(`l.*, $${bkParam}::text as business_key, $${vars}::jsonb || l.local_variables as variables`);
-  const from = !handOff ? (guard ? ' from guarded' : '')
+  const from = !handOff
+    ? guard
+      ? ' from guarded'
+      : ''
     : `
         from guarded left join (select * from t where t.lock_token is not null) l on true
        order by l.priority desc, l.created_at`;
@@ -331,7 +404,11 @@ export function framesOf(events: Effects['events']): { kinds: string[]; data: Re
   const data: Record<string, unknown>[] = [];
   for (const e of events) {
     kinds.push(e.kind);
-    data.push({ ...(e.stepId != null ? { stepId: e.stepId } : {}), ...(e.taskId != null ? { taskId: e.taskId } : {}), ...e.data });
+    data.push({
+      ...(e.stepId != null ? { stepId: e.stepId } : {}),
+      ...(e.taskId != null ? { taskId: e.taskId } : {}),
+      ...e.data,
+    });
     if (ENDING_KINDS.has(e.kind)) {
       kinds.push('instance:ended');
       data.push({ status: e.kind.slice('instance:'.length) });
@@ -351,16 +428,29 @@ const LOCK_EXPIRY_DATA = `case when x.lock_ms is null then '{}'::jsonb
 // The history rows, in order (their seqs follow it). `framed`: an SQL expression for the column.
 function eventsPart(id: number, gen: number, ev: EventParams, framed: string): string {
   if (ev.attempts !== undefined && ev.lockMs !== undefined) {
-    return `e as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data` + (framed ? ', framed' : '') + `)
-            select $${id}::uuid, $${gen}::int, x.kind, x.step_id, x.task_id, x.attempt, x.data || ` + LOCK_EXPIRY_DATA + (framed ? ', ' + framed : '') + `
+    return (
+      `e as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data` +
+      (framed ? ', framed' : '') +
+      `)
+            select $${id}::uuid, $${gen}::int, x.kind, x.step_id, x.task_id, x.attempt, x.data || ` +
+      LOCK_EXPIRY_DATA +
+      (framed ? ', ' + framed : '') +
+      `
               from unnest($${ev.kinds}::text[], $${ev.ids}::text[], $${ev.data}::jsonb[], $${ev.tasks}::uuid[], $${ev.attempts}::int[], $${ev.lockMs}::int[])
                    with ordinality as x(kind, step_id, data, task_id, attempt, lock_ms, n)
-             order by x.n)`;
+             order by x.n)`
+    );
   }
-  return `e as (insert into events (instance_id, generation, kind, step_id, task_id, data` + (framed ? ', framed' : '') + `)
-            select $${id}::uuid, $${gen}::int, x.kind, x.step_id, x.task_id, x.data` + (framed ? ', ' + framed : '') + `
+  return (
+    `e as (insert into events (instance_id, generation, kind, step_id, task_id, data` +
+    (framed ? ', framed' : '') +
+    `)
+            select $${id}::uuid, $${gen}::int, x.kind, x.step_id, x.task_id, x.data` +
+    (framed ? ', ' + framed : '') +
+    `
               from unnest($${ev.kinds}::text[], $${ev.ids}::text[], $${ev.data}::jsonb[], $${ev.tasks}::uuid[]) with ordinality as x(kind, step_id, data, task_id, n)
-             order by x.n)`;
+             order by x.n)`
+  );
 }
 
 // The events and their frames, written by the statement (migration 0013): what the trigger
@@ -369,19 +459,32 @@ function eventsPart(id: number, gen: number, ev: EventParams, framed: string): s
 // commit, which follows at once) is the last lock taken, and with progress pending the
 // events are left to the trigger (framed null), which flushes it before the frame that
 // ends its step. A start passes none: nothing can be pending or waiting for a new instance.
-function frameParts(id: number, gen: number, ev: EventParams, fr: { kinds: number; data: number; lockMs?: number }, held: string[] | undefined): string[] {
+function frameParts(
+  id: number,
+  gen: number,
+  ev: EventParams,
+  fr: { kinds: number; data: number; lockMs?: number },
+  held: string[] | undefined,
+): string[] {
   return [
     ...(held ? progressParts(id, held) : []),
     eventsPart(id, gen, ev, held ? '(select case when pending then null else true end from pend)' : 'true'),
     `head as (insert into frame_heads as h (instance_id, generation, last_seq, ended_at)
             select $${id}::uuid, $${gen}::int, cardinality($${fr.kinds}::text[]), case when 'instance:ended' = any($${fr.kinds}::text[]) then now() end
-              ` + (held ? 'from pend where not pending' : '') + `
+              ` +
+      (held ? 'from pend where not pending' : '') +
+      `
             on conflict (instance_id, generation) do update set last_seq = h.last_seq + excluded.last_seq, ended_at = excluded.ended_at
              where h.ended_at is null
          returning h.last_seq)`,
     `fw as (insert into frames (instance_id, generation, seq, kind, data, at)
-            select $${id}::uuid, $${gen}::int, head.last_seq - cardinality($${fr.kinds}::text[]) + x.n::int, x.kind, x.data` + (fr.lockMs ? ' || ' + LOCK_EXPIRY_DATA : '') + `, now()
-              from head, unnest($${fr.kinds}::text[], $${fr.data}::jsonb[]` + (fr.lockMs ? `, $${fr.lockMs}::int[]) with ordinality as x(kind, data, lock_ms, n))` : ') with ordinality as x(kind, data, n))'),
+            select $${id}::uuid, $${gen}::int, head.last_seq - cardinality($${fr.kinds}::text[]) + x.n::int, x.kind, x.data` +
+      (fr.lockMs ? ' || ' + LOCK_EXPIRY_DATA : '') +
+      `, now()
+              from head, unnest($${fr.kinds}::text[], $${fr.data}::jsonb[]` +
+      (fr.lockMs
+        ? `, $${fr.lockMs}::int[]) with ordinality as x(kind, data, lock_ms, n))`
+        : ') with ordinality as x(kind, data, n))'),
   ];
 }
 
@@ -414,8 +517,14 @@ interface HandOffColumns {
 function handOffColumns(fx: Effects, handOff: HandOffTask[]): HandOffColumns {
   const n = fx.tasks.length;
   const c: HandOffColumns = {
-    taskIds: Array(n).fill(null), workers: Array(n).fill(null), tokens: Array(n).fill(null), lockMs: Array(n).fill(null),
-    topics: [], events: [], eventAttempts: fx.events.map(() => null), eventLockMs: fx.events.map(() => null),
+    taskIds: Array(n).fill(null),
+    workers: Array(n).fill(null),
+    tokens: Array(n).fill(null),
+    lockMs: Array(n).fill(null),
+    topics: [],
+    events: [],
+    eventAttempts: fx.events.map(() => null),
+    eventLockMs: fx.events.map(() => null),
   };
   for (const h of handOff) {
     const task = fx.tasks[h.index];
@@ -425,7 +534,12 @@ function handOffColumns(fx: Effects, handOff: HandOffTask[]): HandOffColumns {
     c.tokens[h.index] = h.lockToken;
     c.lockMs[h.index] = h.lockDurationMs;
     c.topics.push(task.topic);
-    c.events.push({ kind: 'task:locked', stepId: task.stepId, taskId: h.taskId, data: { workerId: h.workerId, trafficWaitMs: 0 } });
+    c.events.push({
+      kind: 'task:locked',
+      stepId: task.stepId,
+      taskId: h.taskId,
+      data: { workerId: h.workerId, trafficWaitMs: 0 },
+    });
     c.eventAttempts.push(1);
     c.eventLockMs.push(h.lockDurationMs);
   }

@@ -66,9 +66,16 @@ export function framableInStatement(transitions: FramedTransition[]): boolean {
  * batch's frameTransitions would, and answers their heads; it must be the batch's last
  * statement that may lock a row.
  */
-export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEffectsParams[], frame?: FramedTransition[]): TogetherStatement {
-  for (const p of list) if (!writableTogether(kind, p)) throw new Error(`applyEffectsTogetherStatement: instance ${p.instance.id} cannot be written with the ${kind}`);
-  if (frame && (kind === 'starts' || !framableInStatement(frame))) throw new Error('applyEffectsTogetherStatement: only a batch\'s transitions without incidents frame in their statement');
+export function applyEffectsTogetherStatement(
+  kind: TogetherKind,
+  list: ApplyEffectsParams[],
+  frame?: FramedTransition[],
+): TogetherStatement {
+  for (const p of list)
+    if (!writableTogether(kind, p))
+      throw new Error(`applyEffectsTogetherStatement: instance ${p.instance.id} cannot be written with the ${kind}`);
+  if (frame && (kind === 'starts' || !framableInStatement(frame)))
+    throw new Error("applyEffectsTogetherStatement: only a batch's transitions without incidents frame in their statement");
   // Framing here, the frame heads must be the statement's last locks (they are held until the
   // commit that follows): every part that may lock a row or wait for one answers a row, and
   // the framing runs after all of them (framingCtes).
@@ -95,41 +102,52 @@ export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEff
     if (latest) shape += PART.latestOnly;
     // Inserted in business-key order: two statements inserting the same keys wait for each
     // other in one order, never in a cycle.
-    ctes.push(`x as (select * from unnest($${ids}::uuid[], $${status}::text[], $${vars}::jsonb[], $${ended}::boolean[], $${bks}::text[], $${defs}::uuid[]`
-      + (latest ? `, $${latestOnly}::boolean[]) as x(id, status, vars, ended, bk, def, latest))` : ') as x(id, status, vars, ended, bk, def))'),
-    `i as (insert into instances (id, definition_id, definition_key, definition_version, business_key, variables, status, revision, ended_at)
+    ctes.push(
+      `x as (select * from unnest($${ids}::uuid[], $${status}::text[], $${vars}::jsonb[], $${ended}::boolean[], $${bks}::text[], $${defs}::uuid[]` +
+        (latest
+          ? `, $${latestOnly}::boolean[]) as x(id, status, vars, ended, bk, def, latest))`
+          : ') as x(id, status, vars, ended, bk, def))'),
+      `i as (insert into instances (id, definition_id, definition_key, definition_version, business_key, variables, status, revision, ended_at)
             select x.id, d.id, d.key, d.version, x.bk, x.vars, x.status, 1, case when x.ended then now() end
-              from x join definitions d on d.id = x.def`
-      + (latest ? '\n             where not x.latest or not exists (select 1 from definitions n where n.key = d.key and n.version > d.version)' : '') + `
+              from x join definitions d on d.id = x.def` +
+        (latest
+          ? '\n             where not x.latest or not exists (select 1 from definitions n where n.key = d.key and n.version > d.version)'
+          : '') +
+        `
              order by x.bk, x.id
             on conflict (definition_key, business_key) where business_key is not null do nothing
-         returning id, created_at)`);
+         returning id, created_at)`,
+    );
   } else if (kind === 'locked') {
     // The caller's transaction holds every instance's row lock: no guard but their presence.
-    ctes.push(`x as (select * from unnest($${ids}::uuid[], $${status}::text[], $${vars}::jsonb[], $${ended}::boolean[]) as x(id, status, vars, ended))`,
-    `i as (update instances n set status = x.status, variables = x.vars, revision = n.revision + 1, updated_at = now(),
+    ctes.push(
+      `x as (select * from unnest($${ids}::uuid[], $${status}::text[], $${vars}::jsonb[], $${ended}::boolean[]) as x(id, status, vars, ended))`,
+      `i as (update instances n set status = x.status, variables = x.vars, revision = n.revision + 1, updated_at = now(),
                    ended_at = case when x.ended then now() end
               from x
              where n.id = x.id
-         returning n.id, n.created_at)`);
+         returning n.id, n.created_at)`,
+    );
   } else {
     const gens = $(list.map((p) => p.instance.generation));
     const revs = $(list.map((p) => p.guard!.revision));
     const tasks = $(list.map((p) => p.guard!.completes!.taskId));
     const workers = $(list.map((p) => p.guard!.completes!.workerId));
     const tokens = $(list.map((p) => p.guard!.completes!.lockToken));
-    ctes.push(`x as (select * from unnest($${ids}::uuid[], $${status}::text[], $${vars}::jsonb[], $${ended}::boolean[], $${gens}::int[], $${revs}::int[],
+    ctes.push(
+      `x as (select * from unnest($${ids}::uuid[], $${status}::text[], $${vars}::jsonb[], $${ended}::boolean[], $${gens}::int[], $${revs}::int[],
                                    $${tasks}::uuid[], $${workers}::text[], $${tokens}::uuid[]) as x(id, status, vars, ended, gen, rev, task, worker, token))`,
-    `i as (update instances n set status = x.status, variables = x.vars, revision = n.revision + 1, updated_at = now(),
+      `i as (update instances n set status = x.status, variables = x.vars, revision = n.revision + 1, updated_at = now(),
                    ended_at = case when x.ended then now() end
               from x
              where n.id = x.id and n.revision = x.rev and n.generation = x.gen
          returning n.id, n.created_at)`,
-    `done as (update external_tasks t set state = 'done', ended_at = now(), last_result = 'complete'
+      `done as (update external_tasks t set state = 'done', ended_at = now(), last_result = 'complete'
                 from x
                where t.id = x.task and ${HELD_TASK_SQL} and t.worker_id = x.worker and t.lock_token = x.token and t.generation = x.gen
                  and exists (select 1 from i where i.id = x.id)
-            returning t.id)`);
+            returning t.id)`,
+    );
   }
 
   const steps = rows((p) => lastStatusPerStep(p.effects.steps));
@@ -139,7 +157,8 @@ export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEff
     const sid = $(steps.map((s) => s.item.stepId));
     const st = $(steps.map((s) => s.item.status));
     const loop = $(steps.map((s) => s.p.effects.loops[s.item.stepId] ?? null));
-    ctes.push(`s as (insert into steps (instance_id, step_id, generation, status, ended_at, completed_seq, loop)
+    ctes.push(
+      `s as (insert into steps (instance_id, step_id, generation, status, ended_at, completed_seq, loop)
             select y.iid, y.step_id, y.gen, y.status,
                    case when y.status in ('completed', 'skipped', 'canceled', 'failed', 'compensated') then now() end,
                    case when y.status = 'completed' then nextval('events_seq') end,
@@ -149,7 +168,10 @@ export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEff
             on conflict (instance_id, step_id)
             do update set status = excluded.status, ended_at = excluded.ended_at,
                           completed_seq = coalesce(excluded.completed_seq, steps.completed_seq),
-                          loop = coalesce(excluded.loop, steps.loop)` + hold('s') + ')');
+                          loop = coalesce(excluded.loop, steps.loop)` +
+        hold('s') +
+        ')',
+    );
   }
   const flows = rows((p) => p.effects.flows);
   if (flows.length > 0) {
@@ -157,8 +179,12 @@ export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEff
     const [iid, gen] = [idsOf(flows), gensOf(flows)];
     const fid = $(flows.map((f) => f.item.flowId));
     const st = $(flows.map((f) => f.item.state));
-    ctes.push(`f as (insert into flows (instance_id, flow_id, generation, state)
-            select y.iid, y.flow_id, y.gen, y.state from unnest($${iid}::uuid[], $${gen}::int[], $${fid}::text[], $${st}::text[]) as y(iid, gen, flow_id, state)` + hold('f') + ')');
+    ctes.push(
+      `f as (insert into flows (instance_id, flow_id, generation, state)
+            select y.iid, y.flow_id, y.gen, y.state from unnest($${iid}::uuid[], $${gen}::int[], $${fid}::text[], $${st}::text[]) as y(iid, gen, flow_id, state)` +
+        hold('f') +
+        ')',
+    );
   }
   const tasks = rows((p) => p.effects.tasks);
   if (tasks.length > 0) {
@@ -171,10 +197,14 @@ export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEff
     const keys = $(tasks.map((t) => idempotencyKey(t.p.instance.id, t.item.stepId, t.p.instance.generation, t.item.loopIndex)));
     const loopIdx = $(tasks.map((t) => t.item.loopIndex ?? 0));
     const locals = $(tasks.map((t) => t.item.localVariables ?? {}));
-    ctes.push(`t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables)
+    ctes.push(
+      `t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables)
             select y.iid, y.step_id, y.gen, y.topic, y.priority, y.retries, y.retries, y.idempotency_key, y.loop_index, y.local_variables
               from unnest($${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${topic}::text[], $${prio}::int[], $${retries}::int[], $${keys}::text[], $${loopIdx}::int[], $${locals}::jsonb[])
-                   as y(iid, gen, step_id, topic, priority, retries, idempotency_key, loop_index, local_variables)` + hold('t') + ')');
+                   as y(iid, gen, step_id, topic, priority, retries, idempotency_key, loop_index, local_variables)` +
+        hold('t') +
+        ')',
+    );
   }
   const incidents = rows((p) => p.effects.incidents.map((x, k) => ({ ...x, taskId: p.incidentTaskIds?.[k] ?? null })));
   if (incidents.length > 0) {
@@ -185,10 +215,14 @@ export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEff
     const msgs = $(incidents.map((x) => x.item.message));
     const details = $(incidents.map((x) => x.item.details ?? null));
     const taskIds = $(incidents.map((x) => x.item.taskId));
-    ctes.push(`inc as (insert into incidents (instance_id, step_id, generation, kind, message, details, task_id)
+    ctes.push(
+      `inc as (insert into incidents (instance_id, step_id, generation, kind, message, details, task_id)
             select y.iid, y.step_id, y.gen, y.kind, y.message, y.details, y.task_id
               from unnest($${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${kinds}::text[], $${msgs}::text[], $${details}::jsonb[], $${taskIds}::uuid[])
-                   as y(iid, gen, step_id, kind, message, details, task_id)` + hold('inc') + ')');
+                   as y(iid, gen, step_id, kind, message, details, task_id)` +
+        hold('inc') +
+        ')',
+    );
   }
   // Every transition has events (writableTogether); their seqs follow this order, instance by instance.
   shape += PART.events;
@@ -212,14 +246,21 @@ export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEff
     const sid = $(timers.map((t) => t.item.stepId));
     const delays = $(timers.map((t) => ('interval' in t.item.due ? t.item.due.interval : null)));
     const ats = $(timers.map((t) => ('at' in t.item.due ? t.item.due.at : null)));
-    ctes.push(`tm as (insert into timers (instance_id, step_id, generation, due_at)
+    ctes.push(
+      `tm as (insert into timers (instance_id, step_id, generation, due_at)
             select y.iid, y.step_id, y.gen,
                    case when y.at is not null then greatest(y.at::timestamptz, now()) else now() + y.delay::interval end
-              from unnest($${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${delays}::text[], $${ats}::text[]) as y(iid, gen, step_id, delay, at)` + hold('tm') + ')');
+              from unnest($${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${delays}::text[], $${ats}::text[]) as y(iid, gen, step_id, delay, at)` +
+        hold('tm') +
+        ')',
+    );
   }
   // The correlation key defaults to the business key, as read (it never changes).
-  const subscriptions = rows((p) => p.effects.subscriptions.filter((x) => !p.effects.endedWaits.includes(x.stepId))
-    .map((x) => ({ ...x, correlationKey: x.correlationKey ?? p.instance.business_key })));
+  const subscriptions = rows((p) =>
+    p.effects.subscriptions
+      .filter((x) => !p.effects.endedWaits.includes(x.stepId))
+      .map((x) => ({ ...x, correlationKey: x.correlationKey ?? p.instance.business_key })),
+  );
   if (subscriptions.length > 0) {
     shape += PART.subscriptions;
     const [iid, gen] = [idsOf(subscriptions), gensOf(subscriptions)];
@@ -227,10 +268,14 @@ export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEff
     const kinds = $(subscriptions.map((x) => x.item.kind));
     const names = $(subscriptions.map((x) => x.item.name));
     const keys = $(subscriptions.map((x) => x.item.correlationKey));
-    ctes.push(`sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key)
+    ctes.push(
+      `sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key)
             select y.iid, y.step_id, y.gen, y.kind, y.name, y.correlation_key
               from unnest($${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${kinds}::text[], $${names}::text[], $${keys}::text[])
-                   as y(iid, gen, step_id, kind, name, correlation_key)` + hold('sb') + ')');
+                   as y(iid, gen, step_id, kind, name, correlation_key)` +
+        hold('sb') +
+        ')',
+    );
   }
   const endedWaits = rows((p) => p.effects.endedWaits);
   if (endedWaits.length > 0) {
@@ -240,17 +285,27 @@ export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEff
     // `instance_id = any(…)` gives timers_instance_idx a condition to search by: statistics
     // from when no timer waited made that index look empty, and the planner read all of it
     // for each batch, the pairs joined to every waiting timer (docs/PERFORMANCE.md, "Session 16").
-    ctes.push(`tc as (update timers set state = 'canceled' where instance_id = any($${waitIds}::uuid[]) and (instance_id, step_id) in ${pairs} and ${OPEN_TIMER_SQL}` + hold('tc') + ')',
-      `sd as (delete from subscriptions where (instance_id, step_id) in ${pairs}` + hold('sd') + ')');
+    ctes.push(
+      `tc as (update timers set state = 'canceled' where instance_id = any($${waitIds}::uuid[]) and (instance_id, step_id) in ${pairs} and ${OPEN_TIMER_SQL}` +
+        hold('tc') +
+        ')',
+      `sd as (delete from subscriptions where (instance_id, step_id) in ${pairs}` + hold('sd') + ')',
+    );
   }
   const canceled = rows((p) => p.effects.canceledTasks);
   if (canceled.length > 0) {
     shape += PART.canceledTasks;
     const pairs = `(select * from unnest($${idsOf(canceled)}::uuid[], $${$(canceled.map((c) => c.item))}::text[]))`;
-    ctes.push(`kc as (update external_tasks set state = 'canceled', ended_at = now()
-              where (instance_id, step_id) in ${pairs} and ${OPEN_TASK_SQL}` + hold('kc') + ')',
-    `ki as (update incidents set status = 'resolved', resolved_at = now()
-              where (instance_id, step_id) in ${pairs} and ${OPEN_INCIDENT_SQL}` + hold('ki') + ')');
+    ctes.push(
+      `kc as (update external_tasks set state = 'canceled', ended_at = now()
+              where (instance_id, step_id) in ${pairs} and ${OPEN_TASK_SQL}` +
+        hold('kc') +
+        ')',
+      `ki as (update incidents set status = 'resolved', resolved_at = now()
+              where (instance_id, step_id) in ${pairs} and ${OPEN_INCIDENT_SQL}` +
+        hold('ki') +
+        ')',
+    );
   }
   if (kind === 'starts') {
     // New instances: their heads are new, their frames numbered from 1 (framesOf, as the trigger would).
@@ -262,25 +317,31 @@ export function applyEffectsTogetherStatement(kind: TogetherKind, list: ApplyEff
     const seq = $(frames.flatMap((f) => f.kinds.map((_, j) => j + 1)));
     const fkinds = $(frames.flatMap((f) => f.kinds));
     const fdata = $(frames.flatMap((f) => f.data));
-    ctes.push(`head as (insert into frame_heads (instance_id, generation, last_seq, ended_at)
+    ctes.push(
+      `head as (insert into frame_heads (instance_id, generation, last_seq, ended_at)
             select y.iid, 1, y.n, case when y.ends then now() end
               from unnest($${hid}::uuid[], $${hn}::int[], $${hends}::boolean[]) as y(iid, n, ends))`,
-    `fw as (insert into frames (instance_id, generation, seq, kind, data, at)
+      `fw as (insert into frames (instance_id, generation, seq, kind, data, at)
             select y.iid, 1, y.seq, y.kind, y.data, now()
-              from unnest($${fid}::uuid[], $${seq}::int[], $${fkinds}::text[], $${fdata}::jsonb[]) as y(iid, seq, kind, data))`);
+              from unnest($${fid}::uuid[], $${seq}::int[], $${fkinds}::text[], $${fdata}::jsonb[]) as y(iid, seq, kind, data))`,
+    );
   }
-  const guard = kind === 'completes'
-    ? `(select count(*) from i) = cardinality($${ids}::uuid[]) and (select count(*) from done) = cardinality($${ids}::uuid[])`
-    : `(select count(*) from i) = cardinality($${ids}::uuid[])`;
+  const guard =
+    kind === 'completes'
+      ? `(select count(*) from i) = cardinality($${ids}::uuid[]) and (select count(*) from done) = cardinality($${ids}::uuid[])`
+      : `(select count(*) from i) = cardinality($${ids}::uuid[])`;
   ctes.push(`guarded as (select baton_transition_guard(${guard}) as ok)`);
   const framing = frame ? framingCtes(frame, $, ['guarded', 'i', ...(kind === 'completes' ? ['done'] : []), ...held]) : undefined;
   if (!framing) {
-    const text = 'with\n      ' + ctes.join(',\n      ') + '\n      select (select created_at from i limit 1) as created_at from guarded';
+    const text =
+      'with\n      ' + ctes.join(',\n      ') + '\n      select (select created_at from i limit 1) as created_at from guarded';
     return { name: `apply_together_${kind}_${shape.toString(36)}`, text, values };
   }
   // One row per head framed (at least one row: the guard's); the heads after the guard.
-  const text = 'with\n      ' + [...ctes, ...framing].join(',\n      ')
-    + '\n      select (select created_at from i limit 1) as created_at, head.instance_id, head.generation, head.last_seq from guarded left join head on true';
+  const text =
+    'with\n      ' +
+    [...ctes, ...framing].join(',\n      ') +
+    '\n      select (select created_at from i limit 1) as created_at, head.instance_id, head.generation, head.last_seq from guarded left join head on true';
   return { name: `apply_together_${kind}_framed_${shape.toString(36)}`, text, values };
 }
 
@@ -308,9 +369,12 @@ export interface FramedTransition {
 export function framingCtes(transitions: FramedTransition[], $: (v: unknown) => number, after?: string[]): string[] | undefined {
   // stable: an instance's transitions keep the order they were written in (their seqs' order)
   const runs: { instance: { id: string; generation: number }; events: Effects['events'] }[] = [];
-  for (const x of transitions.filter((t) => t.effects.events.length > 0).sort((a, b) => (a.instance.id < b.instance.id ? -1 : a.instance.id > b.instance.id ? 1 : 0))) {
+  for (const x of transitions
+    .filter((t) => t.effects.events.length > 0)
+    .sort((a, b) => (a.instance.id < b.instance.id ? -1 : a.instance.id > b.instance.id ? 1 : 0))) {
     const last = runs.at(-1);
-    if (last?.instance.id === x.instance.id && last.instance.generation === x.instance.generation) last.events = [...last.events, ...x.effects.events];
+    if (last?.instance.id === x.instance.id && last.instance.generation === x.instance.generation)
+      last.events = [...last.events, ...x.effects.events];
     else runs.push({ instance: x.instance, events: x.effects.events });
   }
   if (runs.length === 0) return undefined;
@@ -326,10 +390,14 @@ export function framingCtes(transitions: FramedTransition[], $: (v: unknown) => 
   // `locks` is materialized and its column used: a CTE referenced once is otherwise inlined,
   // and a column nobody reads is never computed, which would leave those parts to the end.
   const quiet = after
-    ? ['locks as materialized (select ' + after.map((name) => '(select count(*) from ' + name + ')').join(' + ') + ' as n)',
-      `quiet as materialized (select baton_transition_guard(not coalesce(bool_or(baton_progress_pending(q.id)), false)) as ok
-                                from locks, unnest($${ids}::uuid[]) as q(id) where locks.n >= 0)`]
-    : [`quiet as (select baton_transition_guard(not exists (select 1 from progress_reports where instance_id = any($${ids}::uuid[]))) as ok)`];
+    ? [
+        'locks as materialized (select ' + after.map((name) => '(select count(*) from ' + name + ')').join(' + ') + ' as n)',
+        `quiet as materialized (select baton_transition_guard(not coalesce(bool_or(baton_progress_pending(q.id)), false)) as ok
+                                from locks, unnest($${ids}::uuid[]) as q(id) where locks.n >= 0)`,
+      ]
+    : [
+        `quiet as (select baton_transition_guard(not exists (select 1 from progress_reports where instance_id = any($${ids}::uuid[]))) as ok)`,
+      ];
   return [
     `hx as (select * from unnest($${ids}::uuid[], $${gens}::int[], $${counts}::int[], $${ends}::boolean[]) with ordinality as y(id, gen, n, ends, k))`,
     ...quiet,

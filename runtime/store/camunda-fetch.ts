@@ -1,7 +1,15 @@
 // Fetch-and-lock with Camunda's per-topic filters, priority switch and createTime sorting.
 // Same lease effects and flow limits as store/tasks.ts fetchAndLock (new token, attempt + 1, task:locked).
 import type { Pool } from './db.ts';
-import { fetchWithinFlowLimits, flowLimitsCover, limitedPickSql, NO_FLOW_LIMIT_SQL, SPEND_TOKENS_SQL, TRAFFIC_WAIT_SET_SQL, type FetchOutcome } from './flow-limits.ts';
+import {
+  fetchWithinFlowLimits,
+  flowLimitsCover,
+  limitedPickSql,
+  NO_FLOW_LIMIT_SQL,
+  SPEND_TOKENS_SQL,
+  TRAFFIC_WAIT_SET_SQL,
+  type FetchOutcome,
+} from './flow-limits.ts';
 import { MATCHING_TYPES_SQL, decodeTypes, type StoredType } from './camunda-variables.ts';
 import { ringAfterCommit } from './doorbells.ts';
 import { PER_TOPIC_PICK_BUDGET, type FetchOrder, type LockedTaskRow } from './tasks.ts';
@@ -41,9 +49,15 @@ export interface CamundaLockedTask extends LockedTaskRow {
  * variables and their types are read with the same snapshot. Else a limited fetch
  * (store/flow-limits.ts). order 'oldest' (a fair turn) drops priority for this fetch.
  */
-export async function fetchAndLockCamunda(pool: Pool, p: CamundaFetchParams & { order?: FetchOrder }): Promise<FetchOutcome<CamundaLockedTask>> {
+export async function fetchAndLockCamunda(
+  pool: Pool,
+  p: CamundaFetchParams & { order?: FetchOrder },
+): Promise<FetchOutcome<CamundaLockedTask>> {
   const fair = p.usePriority && p.order === 'oldest';
-  const order = (a: string) => (fair ? `${a}.created_at` : `${p.usePriority ? `${a}.priority desc, ` : ''}${a}.created_at ${p.createTimeOrder === 'desc' ? 'desc' : 'asc'}`);
+  const order = (a: string) =>
+    fair
+      ? `${a}.created_at`
+      : `${p.usePriority ? `${a}.priority desc, ` : ''}${a}.created_at ${p.createTimeOrder === 'desc' ? 'desc' : 'asc'}`;
   const variant = `${fair ? 'f' : p.usePriority ? 'p' : 'n'}_${p.createTimeOrder}`;
   const topics = p.topics.map((t) => t.topicName);
   const values = [JSON.stringify(p.topics), topics, p.maxTasks, p.workerId];
@@ -68,7 +82,10 @@ export async function fetchAndLockCamunda(pool: Pool, p: CamundaFetchParams & { 
       name: `fetch_and_lock_camunda_limited_${variant}`,
       text: `with ${FILTERS_CTE},
            ${limitedPickSql({
-             topics: '$2', maxTasks: '$3', resources: '$5', order,
+             topics: '$2',
+             maxTasks: '$3',
+             resources: '$5',
+             order,
              candidates: `select t.id, t.priority, t.created_at, ${lockMsSql()} as lock_ms
                             from external_tasks t join instances i on i.id = t.instance_id
                            where t.state = 'ready' and t.topic = any(g.topics) and t.retry_at <= statement_timestamp()

@@ -65,8 +65,11 @@ function where(q: CamundaTaskQuery): { sql: string; values: unknown[] } {
 const OPEN_STATES = ['ready', 'locked', 'failed'];
 function openTasksSql(q: CamundaTaskQuery, columns: string, whereSql: string): string {
   const from = 'from external_tasks t join instances i on i.id = t.instance_id';
-  if (q.externalTaskId !== undefined || q.processInstanceId !== undefined) return `select ${columns} ${from} where t.${OPEN_TASK_SQL} and ${whereSql}`;
-  return OPEN_STATES.map((state) => `select ${columns} ${from} where t.state = '${state}' and ${whereSql}`).join('\n      union all ');
+  if (q.externalTaskId !== undefined || q.processInstanceId !== undefined)
+    return `select ${columns} ${from} where t.${OPEN_TASK_SQL} and ${whereSql}`;
+  return OPEN_STATES.map((state) => `select ${columns} ${from} where t.state = '${state}' and ${whereSql}`).join(
+    '\n      union all ',
+  );
 }
 
 export async function listCamundaTasks(db: Queryable, q: CamundaTaskQuery): Promise<CamundaTaskRow[]> {
@@ -81,7 +84,10 @@ export async function listCamundaTasks(db: Queryable, q: CamundaTaskQuery): Prom
 
 export async function countCamundaTasks(db: Queryable, q: CamundaTaskQuery): Promise<number> {
   const w = where(q);
-  const { rows } = await db.query<{ count: number }>(`select count(*)::int as count from (${openTasksSql(q, 't.id', w.sql)}) x`, w.values);
+  const { rows } = await db.query<{ count: number }>(
+    `select count(*)::int as count from (${openTasksSql(q, 't.id', w.sql)}) x`,
+    w.values,
+  );
   return rows[0]?.count ?? 0;
 }
 

@@ -8,7 +8,11 @@ import { ringAfterCommit } from './doorbells.ts';
 import type { ExternalTaskRow, GuardedTaskResult, TaskResultCall } from './tasks.ts';
 
 /** The lock token of the worker's current lease on the task, if it holds one. */
-export async function lockTokenOf(db: Queryable, taskId: string, workerId: string): Promise<{ lockToken: string; instanceId: string } | undefined> {
+export async function lockTokenOf(
+  db: Queryable,
+  taskId: string,
+  workerId: string,
+): Promise<{ lockToken: string; instanceId: string } | undefined> {
   const { rows } = await db.query<{ lock_token: string; instance_id: string }>({
     name: 'camunda_lock_token_of',
     text: `select lock_token, instance_id from external_tasks where id = $1 and ${HELD_TASK_SQL} and worker_id = $2`,
@@ -82,7 +86,10 @@ export type LockByIdResult =
  * task explicitly), or one whose lease expired before the sweeper returned it, gets a
  * new lease; the worker's own live lease is renewed (same token).
  */
-export async function lockTaskById(db: Pool, p: { taskId: string; workerId: string; lockDurationMs: number }): Promise<LockByIdResult> {
+export async function lockTaskById(
+  db: Pool,
+  p: { taskId: string; workerId: string; lockDurationMs: number },
+): Promise<LockByIdResult> {
   const { rows } = await db.query<ExternalTaskRow>({
     name: 'camunda_lock_task_by_id',
     text: `with old as (
@@ -118,15 +125,21 @@ export async function lockTaskById(db: Pool, p: { taskId: string; workerId: stri
 }
 
 // A ready task of a flow-limited topic: locked only if its resource has capacity now (no capacity: not_lockable).
-async function lockTaskByIdWithinFlowLimits(pool: Pool, p: { taskId: string; workerId: string; lockDurationMs: number; topic: string }): Promise<ExternalTaskRow | undefined> {
+async function lockTaskByIdWithinFlowLimits(
+  pool: Pool,
+  p: { taskId: string; workerId: string; lockDurationMs: number; topic: string },
+): Promise<ExternalTaskRow | undefined> {
   const { tasks } = await fetchWithinFlowLimits(pool, [p.topic], async (tx, resources) => {
     const { rows } = await tx.query<ExternalTaskRow>({
       name: 'camunda_lock_task_by_id_limited',
       text: `with ${limitedPickSql({
-               topics: '$4', maxTasks: '1', resources: '$5', order: (a) => `${a}.created_at`,
-               candidates: `select t.id, t.priority, t.created_at from external_tasks t
+        topics: '$4',
+        maxTasks: '1',
+        resources: '$5',
+        order: (a) => `${a}.created_at`,
+        candidates: `select t.id, t.priority, t.created_at from external_tasks t
                              where t.id = $1 and t.topic = any(g.topics) and t.${READY_TASK_SQL}`,
-             })},
+      })},
            locked as (
              update external_tasks t
                 set state = 'locked', lock_expires_at = statement_timestamp() + $3::bigint * interval '1 millisecond', worker_id = $2,

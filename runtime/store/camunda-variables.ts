@@ -71,7 +71,12 @@ export const MATCHING_TYPES_SQL = `coalesce((select jsonb_agg(jsonb_build_object
     from camunda_variables cv
    where cv.instance_id = i.id and cv.value_md5 = md5((i.variables -> cv.name)::text)), '[]'::jsonb)`;
 
-interface RawType { name: string; type: CamundaType; value_info: Record<string, unknown>; content: string | null }
+interface RawType {
+  name: string;
+  type: CamundaType;
+  value_info: Record<string, unknown>;
+  content: string | null;
+}
 
 /** Turns the jsonb of MATCHING_TYPES_SQL into rows. */
 export function decodeTypes(raw: unknown): StoredType[] {

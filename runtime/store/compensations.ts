@@ -10,7 +10,10 @@ export interface CompensationRow {
 }
 
 /** Queues handlers for the given hosts (most recently completed first); a host already queued in this generation is skipped. */
-export async function queueCompensations(db: Queryable, p: { instanceId: string; generation: number; hosts: { host: string; handler: string }[]; throwStepId: string | null }): Promise<void> {
+export async function queueCompensations(
+  db: Queryable,
+  p: { instanceId: string; generation: number; hosts: { host: string; handler: string }[]; throwStepId: string | null },
+): Promise<void> {
   const next = await db.query<{ n: number }>(
     'select coalesce(max(position), 0)::int as n from compensations where instance_id = $1 and generation = $2',
     [p.instanceId, p.generation],
@@ -33,7 +36,10 @@ export async function listCompensations(db: Queryable, instanceId: string, gener
 }
 
 /** Moves a queue row forward (pending -> running -> done); the guard makes a repeat a no-op. */
-export async function advanceCompensation(db: Queryable, p: { instanceId: string; generation: number; host: string; from: 'pending' | 'running'; to: 'running' | 'done' }): Promise<boolean> {
+export async function advanceCompensation(
+  db: Queryable,
+  p: { instanceId: string; generation: number; host: string; from: 'pending' | 'running'; to: 'running' | 'done' },
+): Promise<boolean> {
   const { rowCount } = await db.query(
     `update compensations set state = $5, done_at = case when $5 = 'done' then now() end
       where instance_id = $1 and generation = $2 and host_step_id = $3 and state = $4`,

@@ -49,7 +49,9 @@ const PLANNER_DEFAULTS_SQL = 'set local plan_cache_mode = default; set local ena
 
 export function createPool(opts: PoolOptions): pg.Pool {
   const config: pg.PoolConfig & { onConnect: (client: pg.PoolClient) => Promise<unknown> } = {
-    connectionString: opts.connectionString, max: opts.max ?? 20, idleTimeoutMillis: POOL_IDLE_MS,
+    connectionString: opts.connectionString,
+    max: opts.max ?? 20,
+    idleTimeoutMillis: POOL_IDLE_MS,
     // pg-pool awaits this before the first statement; if it fails, that statement gets the error.
     onConnect: (client) => client.query(PLANNER_SETTINGS_SQL),
   };
@@ -134,7 +136,10 @@ export interface TransactionEdges {
  * edges.commit last in its last group; a transaction fn did not commit is committed when fn
  * returns, rolled back when it throws. Commit hooks run once the commit has answered.
  */
-export async function withPipelinedTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient, edges: TransactionEdges) => Promise<T>): Promise<T> {
+export async function withPipelinedTransaction<T>(
+  pool: pg.Pool,
+  fn: (tx: pg.PoolClient, edges: TransactionEdges) => Promise<T>,
+): Promise<T> {
   return withClient(pool, async (client) => {
     const hooks: (() => void)[] = [];
     commitHooks.set(client, hooks);

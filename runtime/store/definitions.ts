@@ -28,12 +28,15 @@ export interface InsertDefinitionParams {
  * this exact XML. The caller runs it in a transaction; the advisory lock per key
  * makes concurrent deploys of one key take versions one after another.
  */
-export async function insertDefinition(db: Queryable, p: InsertDefinitionParams): Promise<{ created: boolean; definition: DefinitionRow }> {
+export async function insertDefinition(
+  db: Queryable,
+  p: InsertDefinitionParams,
+): Promise<{ created: boolean; definition: DefinitionRow }> {
   await db.query("select pg_advisory_xact_lock(hashtext('definition:' || $1))", [p.key]);
-  const existing = await db.query<DefinitionRow>(
-    'select * from definitions where key = $1 and xml_sha256 = $2',
-    [p.key, p.xmlSha256],
-  );
+  const existing = await db.query<DefinitionRow>('select * from definitions where key = $1 and xml_sha256 = $2', [
+    p.key,
+    p.xmlSha256,
+  ]);
   if (existing.rows[0]) return { created: false, definition: existing.rows[0] };
   const { rows } = await db.query<DefinitionRow>(
     `insert into definitions (key, version, fingerprint, xml_sha256, xml, plan)
@@ -45,7 +48,11 @@ export async function insertDefinition(db: Queryable, p: InsertDefinitionParams)
 }
 
 export async function findDefinitionById(db: Queryable, id: string): Promise<DefinitionRow | undefined> {
-  const { rows } = await db.query<DefinitionRow>({ name: 'find_definition_by_id', text: 'select * from definitions where id = $1', values: [id] });
+  const { rows } = await db.query<DefinitionRow>({
+    name: 'find_definition_by_id',
+    text: 'select * from definitions where id = $1',
+    values: [id],
+  });
   return rows[0];
 }
 

@@ -12,10 +12,7 @@ export interface DiagramRow {
 export type DiagramSummaryRow = Omit<DiagramRow, 'xml'>;
 
 export async function insertDiagram(db: Queryable, p: { name: string; xml: string }): Promise<DiagramRow> {
-  const { rows } = await db.query<DiagramRow>(
-    'insert into diagrams (name, xml) values ($1, $2) returning *',
-    [p.name, p.xml],
-  );
+  const { rows } = await db.query<DiagramRow>('insert into diagrams (name, xml) values ($1, $2) returning *', [p.name, p.xml]);
   return rows[0] as DiagramRow;
 }
 
@@ -33,7 +30,11 @@ export async function findDiagram(db: Queryable, id: string): Promise<DiagramRow
 }
 
 /** Renames and/or replaces the XML; a missing field keeps its value. Undefined when no such diagram. */
-export async function updateDiagram(db: Queryable, id: string, p: { name?: string; xml?: string }): Promise<DiagramRow | undefined> {
+export async function updateDiagram(
+  db: Queryable,
+  id: string,
+  p: { name?: string; xml?: string },
+): Promise<DiagramRow | undefined> {
   const { rows } = await db.query<DiagramRow>(
     `update diagrams set name = coalesce($2, name), xml = coalesce($3, xml), updated_at = now()
       where id = $1 returning *`,
@@ -68,7 +69,12 @@ export interface HeatmapSample {
  * the defaults read every step (a hash join, 780 ms) rather than those of the instances
  * counted (290 ms, and 20-40 ms for 1,000).
  */
-export async function sampleHeatmap(db: Queryable, key: string, version: number | undefined, limit: number): Promise<HeatmapSample> {
+export async function sampleHeatmap(
+  db: Queryable,
+  key: string,
+  version: number | undefined,
+  limit: number,
+): Promise<HeatmapSample> {
   const { rows } = await db.query<HeatmapSample>(
     `with recent as materialized (
        select id, status, created_at from instances

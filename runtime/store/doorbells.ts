@@ -222,7 +222,11 @@ class Relay {
   private async anyoneElseListens(): Promise<boolean> {
     if (performance.now() - this.lookedAt < LISTENERS_SEEN_FOR_MS) return this.othersListen;
     try {
-      const { rows } = await this.sender.query<{ listening: boolean }>({ name: LISTENERS_STATEMENT, text: OTHER_LISTENERS_SQL, values: [LISTENER_PREFIX, LISTENER_PREFIX + PROCESS_TAG] });
+      const { rows } = await this.sender.query<{ listening: boolean }>({
+        name: LISTENERS_STATEMENT,
+        text: OTHER_LISTENERS_SQL,
+        values: [LISTENER_PREFIX, LISTENER_PREFIX + PROCESS_TAG],
+      });
       this.othersListen = rows[0]?.listening !== false;
       this.lookedAt = performance.now();
     } catch {
@@ -266,7 +270,11 @@ class Relay {
     pack(FRAMES_CHANNEL, taken.frames.map(frameBellText));
     if (channels.length === 0) return;
     try {
-      await this.sender.query(this.direct ? { text: DIRECT_SQL, values: [channels, payloads] } : { name: RELAY_STATEMENT, text: RELAY_SQL, values: [channels, payloads] });
+      await this.sender.query(
+        this.direct
+          ? { text: DIRECT_SQL, values: [channels, payloads] }
+          : { name: RELAY_STATEMENT, text: RELAY_SQL, values: [channels, payloads] },
+      );
     } catch {
       failures++;
     }

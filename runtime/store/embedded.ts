@@ -62,9 +62,12 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     // PostgreSQL refuses to run as root; the package then runs it as a 'postgres' user.
     createPostgresUser: true,
     postgresFlags: [
-      '-c', 'listen_addresses=127.0.0.1',
-      '-c', 'unix_socket_directories=',
-      '-c', `max_connections=${opts.maxConnections ?? 100}`,
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      `max_connections=${opts.maxConnections ?? 100}`,
     ],
     onLog: log,
     onError: (e) => log(String(e)),
@@ -73,7 +76,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await server.initialise();
   await stopStalePostmaster(clusterDir);
   await server.start().catch((err: unknown) => {
-    throw new Error(`Embedded PostgreSQL did not start on port ${opts.port} (data in ${clusterDir}); is the port taken?`, { cause: err });
+    throw new Error(`Embedded PostgreSQL did not start on port ${opts.port} (data in ${clusterDir}); is the port taken?`, {
+      cause: err,
+    });
   });
   const url = `postgres://postgres:${PASSWORD}@127.0.0.1:${opts.port}/${opts.database}`;
   await ensureDatabase(`postgres://postgres:${PASSWORD}@127.0.0.1:${opts.port}/postgres`, opts.database);

@@ -7,7 +7,10 @@
  * takes its values through `param`, which answers the next placeholder ($1, $2, …); call it
  * only for a condition that is kept (`given && \`col = ${param(value)}\``).
  */
-export function whereGiven(conditions: (param: (value: unknown) => string) => (string | false | undefined)[]): { sql: string; values: unknown[] } {
+export function whereGiven(conditions: (param: (value: unknown) => string) => (string | false | undefined)[]): {
+  sql: string;
+  values: unknown[];
+} {
   const values: unknown[] = [];
   const kept = conditions((value) => `$${values.push(value)}`).filter((c): c is string => typeof c === 'string');
   return { sql: kept.length > 0 ? kept.join(' and ') : 'true', values };

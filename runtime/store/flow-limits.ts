@@ -87,7 +87,11 @@ export async function putFlowLimit(pool: Pool, p: PutFlowLimitParams): Promise<P
 }
 
 export async function findFlowLimit(db: Queryable, resource: string): Promise<FlowLimitRow | undefined> {
-  const { rows } = await db.query<FlowLimitRow>({ name: 'find_flow_limit', text: `${SELECT_LIMIT} where l.resource = $1`, values: [resource] });
+  const { rows } = await db.query<FlowLimitRow>({
+    name: 'find_flow_limit',
+    text: `${SELECT_LIMIT} where l.resource = $1`,
+    values: [resource],
+  });
   return rows[0];
 }
 
@@ -98,7 +102,11 @@ export async function listFlowLimits(db: Queryable): Promise<FlowLimitRow[]> {
 
 /** Removes a limit (its topics become unlimited); answers whether it existed. */
 export async function deleteFlowLimit(db: Queryable, resource: string): Promise<boolean> {
-  const { rowCount } = await db.query({ name: 'delete_flow_limit', text: 'delete from flow_limits where resource = $1', values: [resource] });
+  const { rowCount } = await db.query({
+    name: 'delete_flow_limit',
+    text: 'delete from flow_limits where resource = $1',
+    values: [resource],
+  });
   return (rowCount ?? 0) > 0;
 }
 
@@ -113,7 +121,8 @@ export async function flowLimitsCover(db: Queryable, topics: string[]): Promise<
 }
 
 /** The guard of the unlimited fetch statements: they lock nothing when a limit covers a topic ($param). */
-export const NO_FLOW_LIMIT_SQL = (topicsParam: string) => `not exists (select 1 from flow_limit_topics fl where fl.topic = any(${topicsParam}::text[]))`;
+export const NO_FLOW_LIMIT_SQL = (topicsParam: string) =>
+  `not exists (select 1 from flow_limit_topics fl where fl.topic = any(${topicsParam}::text[]))`;
 
 /** Columns set on each newly locked row: the wait for capacity of this attempt. */
 // Capped at the int range (24.8 days) rather than failing the fetch.
@@ -132,7 +141,11 @@ export interface FetchOutcome<T> {
  * Runs a limited fetch: locks the limit rows of the topics (resource order), then
  * runs fetch in the same transaction with their resource names.
  */
-export async function fetchWithinFlowLimits<T>(pool: Pool, topics: string[], fetch: (tx: PoolClient, resources: string[]) => Promise<T[]>): Promise<FetchOutcome<T>> {
+export async function fetchWithinFlowLimits<T>(
+  pool: Pool,
+  topics: string[],
+  fetch: (tx: PoolClient, resources: string[]) => Promise<T[]>,
+): Promise<FetchOutcome<T>> {
   return withTransaction(pool, async (tx) => {
     const { rows } = await tx.query<{ resource: string; rate: number; available: number }>({
       name: 'lock_flow_limits',
@@ -145,7 +158,10 @@ export async function fetchWithinFlowLimits<T>(pool: Pool, topics: string[], fet
                 for no key update`,
       values: [topics],
     });
-    const tasks = await fetch(tx, rows.map((r) => r.resource));
+    const tasks = await fetch(
+      tx,
+      rows.map((r) => r.resource),
+    );
     if (tasks.length > 0) return { tasks, limited: true };
     // An empty bucket refills on the clock, not on a notification: say when its next token is due.
     const waits = rows.filter((r) => r.rate > 0 && r.available < 1).map((r) => Math.ceil(((1 - r.available) / r.rate) * 1000));

@@ -65,7 +65,10 @@ export async function readFrameBells(db: Queryable, instanceIds: string[]): Prom
   return rows.map((r) => ({ instanceId: r.instance_id, generation: r.generation, seq: r.last_seq }));
 }
 
-export async function readFrames(db: Queryable, p: { instanceId: string; generation: number; afterSeq: number; limit: number }): Promise<FrameRow[]> {
+export async function readFrames(
+  db: Queryable,
+  p: { instanceId: string; generation: number; afterSeq: number; limit: number },
+): Promise<FrameRow[]> {
   const { rows } = await db.query<FrameRow>({
     name: 'read_frames',
     text: `select instance_id, generation, seq, kind, data, at from frames
@@ -80,7 +83,10 @@ export async function readFrames(db: Queryable, p: { instanceId: string; generat
  * Closes a generation that did not end by itself (a replay of an instance in
  * incident): its last frame says so, and nothing more is written to it.
  */
-export async function endFrameGeneration(db: Queryable, p: { instanceId: string; generation: number; status: string; nextGeneration: number }): Promise<void> {
+export async function endFrameGeneration(
+  db: Queryable,
+  p: { instanceId: string; generation: number; status: string; nextGeneration: number },
+): Promise<void> {
   await db.query({
     name: 'end_frame_generation',
     text: `select append_frame($1, $2, 'instance:ended', jsonb_build_object('status', $3::text, 'nextGeneration', $4::int), now())`,

@@ -59,10 +59,10 @@ export async function insertInstance(db: Queryable, p: InsertInstanceParams): Pr
   if (rows[0]) return { ok: true, created: true, instance: rows[0] };
   // Miss path: either the business key is taken (the caller gets that instance) or no definition.
   if (p.businessKey !== null) {
-    const existing = await db.query<InstanceRow>(
-      'select * from instances where definition_key = $1 and business_key = $2',
-      [p.definitionKey, p.businessKey],
-    );
+    const existing = await db.query<InstanceRow>('select * from instances where definition_key = $1 and business_key = $2', [
+      p.definitionKey,
+      p.businessKey,
+    ]);
     if (existing.rows[0]) return { ok: true, created: false, instance: existing.rows[0] };
   }
   return { ok: false, reason: 'definition_not_found' };
@@ -76,7 +76,11 @@ export async function insertInstance(db: Queryable, p: InsertInstanceParams): Pr
  */
 /** Whether an instance with this id exists (a message addressed to it must name a real one). */
 export async function instanceExists(db: Queryable, instanceId: string): Promise<boolean> {
-  const { rows } = await db.query({ name: 'instance_exists', text: 'select 1 from instances where id = $1', values: [instanceId] });
+  const { rows } = await db.query({
+    name: 'instance_exists',
+    text: 'select 1 from instances where id = $1',
+    values: [instanceId],
+  });
   return rows.length > 0;
 }
 
@@ -112,7 +116,14 @@ export async function lockInstanceOfTask(db: Queryable, taskId: string): Promise
   return rows[0] ? loadState(db, rows[0]) : undefined;
 }
 
-type StateColumns = { flows: InstanceState['flows']; steps: InstanceState['steps']; completed: string[]; compensating: boolean; saga: boolean; loops: NonNullable<InstanceState['loops']> };
+type StateColumns = {
+  flows: InstanceState['flows'];
+  steps: InstanceState['steps'];
+  completed: string[];
+  compensating: boolean;
+  saga: boolean;
+  loops: NonNullable<InstanceState['loops']>;
+};
 
 // The DAG state of an instance: `:id` and `:generation` stand for SQL expressions.
 const STATE_COLUMNS = `
@@ -162,8 +173,12 @@ export async function readHeldInstances(db: Queryable, instanceIds: string[]): P
     text: `select i.*, ${STATE_OF_ROW_SQL} from instances i where i.id = any($1::uuid[])`,
     values: [instanceIds],
   });
-  return new Map(rows.map(({ flows, steps, completed, compensating, saga, loops, ...row }) =>
-    [row.id, withState(row, { flows, steps, completed, compensating, saga, loops })]));
+  return new Map(
+    rows.map(({ flows, steps, completed, compensating, saga, loops, ...row }) => [
+      row.id,
+      withState(row, { flows, steps, completed, compensating, saga, loops }),
+    ]),
+  );
 }
 
 /** The fields of a task that the optimistic complete checks and uses. */
@@ -187,7 +202,10 @@ const TASK_SNAPSHOT_SQL = `jsonb_build_object('id', t.id, 'step_id', t.step_id, 
  * snapshot) and without locks: the optimistic complete computes its transition from
  * this and writes it with applyEffects' guard, which fails if anything moved meanwhile.
  */
-export async function readTaskTransition(db: Queryable, taskId: string): Promise<{ instance: LockedInstance; task: TaskSnapshot } | undefined> {
+export async function readTaskTransition(
+  db: Queryable,
+  taskId: string,
+): Promise<{ instance: LockedInstance; task: TaskSnapshot } | undefined> {
   const { rows } = await db.query<InstanceRow & StateColumns & { task: TaskSnapshot }>({
     name: 'read_task_transition',
     text: `select i.*, ${STATE_OF_ROW_SQL},
@@ -225,7 +243,10 @@ export async function lockInstancesOfTasks(db: Queryable, taskIds: string[]): Pr
  * cheaper than the generic one and was made afresh on every call, costing as much as
  * running it (test/db/generic-plans.test.ts).
  */
-export async function readTaskTransitions(db: Queryable, taskIds: string[]): Promise<Map<string, { instance: LockedInstance; task: TaskSnapshot }>> {
+export async function readTaskTransitions(
+  db: Queryable,
+  taskIds: string[],
+): Promise<Map<string, { instance: LockedInstance; task: TaskSnapshot }>> {
   const { rows } = await db.query<InstanceRow & StateColumns & { task: TaskSnapshot }>({
     name: 'read_task_transitions',
     text: `select i.*, ${STATE_OF_ROW_SQL}, ${TASK_SNAPSHOT_SQL} as task
@@ -233,8 +254,12 @@ export async function readTaskTransitions(db: Queryable, taskIds: string[]): Pro
             where t.id = any(array(select unnest($1::uuid[])))`,
     values: [taskIds],
   });
-  return new Map(rows.map(({ flows, steps, completed, compensating, saga, loops, task, ...instance }) =>
-    [task.id, { instance: withState(instance, { flows, steps, completed, compensating, saga, loops }), task }]));
+  return new Map(
+    rows.map(({ flows, steps, completed, compensating, saga, loops, task, ...instance }) => [
+      task.id,
+      { instance: withState(instance, { flows, steps, completed, compensating, saga, loops }), task },
+    ]),
+  );
 }
 
 export interface ApplyEffectsParams {
@@ -276,14 +301,19 @@ export const TRANSITION_GUARD_LOST = 'BT409';
  */
 export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promise<Date> {
   const fx = p.effects;
-  const { rows } = await db.query<{ created_at: Date; frame_seq?: number | null }>(applyEffectsStatement({
-    instance: p.instance, effects: fx, status: p.status, variables: p.variables,
-    incidentTaskIds: p.incidentTaskIds ?? fx.incidents.map(() => null),
-    ...(p.guard ? { guard: p.guard } : {}),
-    ...(p.insert ? { insert: p.insert } : {}),
-    ...(p.framesAtEnd ? { framesAtEnd: true } : {}),
-    alone: isPool(db),
-  }));
+  const { rows } = await db.query<{ created_at: Date; frame_seq?: number | null }>(
+    applyEffectsStatement({
+      instance: p.instance,
+      effects: fx,
+      status: p.status,
+      variables: p.variables,
+      incidentTaskIds: p.incidentTaskIds ?? fx.incidents.map(() => null),
+      ...(p.guard ? { guard: p.guard } : {}),
+      ...(p.insert ? { insert: p.insert } : {}),
+      ...(p.framesAtEnd ? { framesAtEnd: true } : {}),
+      alone: isPool(db),
+    }),
+  );
   ringTransitions(db, [{ p, topics: fx.tasks.map((t) => t.topic), frameSeq: rows[0]?.frame_seq }]);
   return rows[0]!.created_at;
 }
@@ -299,10 +329,31 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
  * Each transition's doorbells ring once committed, as applyEffects'. Answers the rows'
  * created_at (one transaction, one now()).
  */
-export async function applyEffectsTogether(db: Queryable, kind: TogetherKind, list: ApplyEffectsParams[], frame?: FramedTransition[]): Promise<Date> {
-  const { rows } = await db.query<{ created_at: Date; instance_id?: string | null; generation?: number | null; last_seq?: number | null }>(applyEffectsTogetherStatement(kind, list, frame));
-  ringTransitions(db, list.map((p) => ({ p, topics: p.effects.tasks.map((t) => t.topic), frameSeq: kind === 'starts' ? framesOf(p.effects.events).kinds.length : undefined })));
-  if (frame) ringHeads(db, rows.map((r) => ({ instance_id: r.instance_id ?? null, generation: r.generation ?? null, last_seq: r.last_seq ?? null })));
+export async function applyEffectsTogether(
+  db: Queryable,
+  kind: TogetherKind,
+  list: ApplyEffectsParams[],
+  frame?: FramedTransition[],
+): Promise<Date> {
+  const { rows } = await db.query<{
+    created_at: Date;
+    instance_id?: string | null;
+    generation?: number | null;
+    last_seq?: number | null;
+  }>(applyEffectsTogetherStatement(kind, list, frame));
+  ringTransitions(
+    db,
+    list.map((p) => ({
+      p,
+      topics: p.effects.tasks.map((t) => t.topic),
+      frameSeq: kind === 'starts' ? framesOf(p.effects.events).kinds.length : undefined,
+    })),
+  );
+  if (frame)
+    ringHeads(
+      db,
+      rows.map((r) => ({ instance_id: r.instance_id ?? null, generation: r.generation ?? null, last_seq: r.last_seq ?? null })),
+    );
   return rows[0]!.created_at;
 }
 
@@ -314,18 +365,33 @@ export async function applyEffectsTogether(db: Queryable, kind: TogetherKind, li
  * applyEffects would, and when a flow limit covers a handed task's topic. `at`: the
  * transaction's now() (a start's created_at).
  */
-export async function applyEffectsHandingOff(db: Queryable, p: ApplyEffectsParams & { handOff: HandOffTask[] }): Promise<{ at: Date; handed: LockedTaskRow[] }> {
+export async function applyEffectsHandingOff(
+  db: Queryable,
+  p: ApplyEffectsParams & { handOff: HandOffTask[] },
+): Promise<{ at: Date; handed: LockedTaskRow[] }> {
   const fx = p.effects;
-  const { rows } = await db.query<LockedTaskRow>(applyEffectsStatement({
-    instance: p.instance, effects: fx, status: p.status, variables: p.variables,
-    incidentTaskIds: p.incidentTaskIds ?? fx.incidents.map(() => null),
-    ...(p.guard ? { guard: p.guard } : {}),
-    ...(p.insert ? { insert: p.insert } : {}),
-    handOff: p.handOff, alone: isPool(db),
-  }));
+  const { rows } = await db.query<LockedTaskRow>(
+    applyEffectsStatement({
+      instance: p.instance,
+      effects: fx,
+      status: p.status,
+      variables: p.variables,
+      incidentTaskIds: p.incidentTaskIds ?? fx.incidents.map(() => null),
+      ...(p.guard ? { guard: p.guard } : {}),
+      ...(p.insert ? { insert: p.insert } : {}),
+      handOff: p.handOff,
+      alone: isPool(db),
+    }),
+  );
   // Handed tasks ring nobody: their poll is answered by the caller, and no one else may take them.
   const handedAt = new Set(p.handOff.map((h) => h.index));
-  ringTransitions(db, [{ p, topics: fx.tasks.filter((_, i) => !handedAt.has(i)).map((t) => t.topic), frameSeq: (rows[0] as { frame_seq?: number | null } | undefined)?.frame_seq }]);
+  ringTransitions(db, [
+    {
+      p,
+      topics: fx.tasks.filter((_, i) => !handedAt.has(i)).map((t) => t.topic),
+      frameSeq: (rows[0] as { frame_seq?: number | null } | undefined)?.frame_seq,
+    },
+  ]);
   // created_at of a handed task row is the transaction's now(), as the instance's of a start
   const handed = rows.filter((r) => r.id !== null);
   for (const r of handed) delete (r as { frame_seq?: unknown }).frame_seq;
@@ -350,7 +416,9 @@ function ringTransitions(db: Queryable, written: WrittenTransition[]): void {
   ringAfterCommit(db, {
     ...readyTaskBells(written.flatMap((w) => w.topics)),
     timers: written.some((w) => waitingTimers(w.p.effects).length > 0),
-    frames: written.filter((w) => w.frameSeq != null).map((w) => ({ instanceId: w.p.instance.id, generation: w.p.instance.generation, seq: w.frameSeq! })),
+    frames: written
+      .filter((w) => w.frameSeq != null)
+      .map((w) => ({ instanceId: w.p.instance.id, generation: w.p.instance.generation, seq: w.frameSeq! })),
   });
 }
 
@@ -361,7 +429,10 @@ export interface InstanceLifecycleEvent {
 }
 
 const LIFECYCLE_KINDS = new Map<string, InstanceLifecycleEvent['kind']>([
-  ['instance:started', 'started'], ['instance:completed', 'completed'], ['instance:canceled', 'canceled'], ['instance:compensated', 'compensated'],
+  ['instance:started', 'started'],
+  ['instance:completed', 'completed'],
+  ['instance:canceled', 'canceled'],
+  ['instance:compensated', 'compensated'],
 ]);
 const lifecycleListeners = new Set<(events: readonly InstanceLifecycleEvent[]) => void>();
 
@@ -420,8 +491,15 @@ export async function frameTransitions(db: Queryable, transitions: FramedTransit
   ringHeads(db, rows);
 }
 
-function ringHeads(db: Queryable, heads: { instance_id: string | null; generation: number | null; last_seq: number | null }[]): void {
-  ringAfterCommit(db, { frames: heads.filter((r) => r.instance_id !== null).map((r): FrameBell => ({ instanceId: r.instance_id!, generation: r.generation!, seq: r.last_seq! })) });
+function ringHeads(
+  db: Queryable,
+  heads: { instance_id: string | null; generation: number | null; last_seq: number | null }[],
+): void {
+  ringAfterCommit(db, {
+    frames: heads
+      .filter((r) => r.instance_id !== null)
+      .map((r): FrameBell => ({ instanceId: r.instance_id!, generation: r.generation!, seq: r.last_seq! })),
+  });
 }
 
 /**

@@ -2,7 +2,10 @@
 import { withPlannerDefaults, type Pool, type Queryable } from './db.ts';
 
 export async function listAppliedMigrations(db: Queryable): Promise<string[]> {
-  const { rows } = await db.query<{ name: string }>({ name: 'list_applied_migrations', text: `select name from schema_migrations` });
+  const { rows } = await db.query<{ name: string }>({
+    name: 'list_applied_migrations',
+    text: `select name from schema_migrations`,
+  });
   return rows.map((r) => r.name);
 }
 
@@ -58,7 +61,10 @@ export async function readGaugesIn(db: Queryable): Promise<GaugeRows> {
   });
   const insertedInto = (table: string) => inserted.rows.find((r) => r.relname === table)?.n ?? 0;
   return {
-    instances: instances.rows, tasks: tasks.rows, incidents: incidents.rows, lockExpiries: expiries.rows[0]?.count ?? 0,
+    instances: instances.rows,
+    tasks: tasks.rows,
+    incidents: incidents.rows,
+    lockExpiries: expiries.rows[0]?.count ?? 0,
     inserted: { frames: insertedInto('frames'), incidents: insertedInto('incidents') },
   };
 }
@@ -68,7 +74,10 @@ export async function readGaugesIn(db: Queryable): Promise<GaugeRows> {
  * a complete merges them), as PostgreSQL prints jsonb, in the order given; undefined for an
  * unknown task. One statement for a whole batch complete.
  */
-export async function measureMergedVariablesOfTasks(db: Queryable, pairs: [string, Record<string, unknown>][]): Promise<(number | undefined)[]> {
+export async function measureMergedVariablesOfTasks(
+  db: Queryable,
+  pairs: [string, Record<string, unknown>][],
+): Promise<(number | undefined)[]> {
   const { rows } = await db.query<{ n: number; bytes: number }>({
     name: 'measure_merged_variables',
     text: `select x.n::int, octet_length((i.variables || x.variables)::text)::int as bytes

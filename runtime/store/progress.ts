@@ -36,7 +36,14 @@ export async function recordProgress(db: Queryable, r: ProgressReport): Promise<
     values: [r.taskId, r.workerId, r.lockToken, JSON.stringify(r.data ?? null)],
   });
   const row = rows[0];
-  if (row) return { ok: true, instanceId: row.instance_id, generation: row.generation, stepId: row.step_id, pendingBytes: row.pending_bytes };
+  if (row)
+    return {
+      ok: true,
+      instanceId: row.instance_id,
+      generation: row.generation,
+      stepId: row.step_id,
+      pendingBytes: row.pending_bytes,
+    };
   const { rows: exists } = await db.query('select 1 from external_tasks where id = $1', [r.taskId]);
   return { ok: false, reason: exists.length > 0 ? 'lock_lost' : 'not_found' };
 }
@@ -50,7 +57,10 @@ const QUIET_FRAMES_SQL = "(select set_config('baton.ring_after_commit', 'on', tr
  * Turns the step's pending reports into one frame; answers its seq, or null when nothing
  * was pending. Its own transaction (a pool): the frame's doorbell rings after its commit.
  */
-export async function flushProgress(pool: Pool, p: { instanceId: string; generation: number; stepId: string }): Promise<number | null> {
+export async function flushProgress(
+  pool: Pool,
+  p: { instanceId: string; generation: number; stepId: string },
+): Promise<number | null> {
   const { rows } = await pool.query<{ seq: number | null }>({
     name: 'flush_progress',
     text: `select flush_progress($1, $2, $3) as seq from ${QUIET_FRAMES_SQL}`,
@@ -78,7 +88,9 @@ export async function flushStaleProgress(pool: Pool, olderThanMs: number): Promi
                                   order by instance_id, step_id) s`,
     values: [olderThanMs],
   });
-  const frames = rows.filter((r) => r.seq !== null).map((r) => ({ instanceId: r.instance_id, generation: r.generation, seq: r.seq! }));
+  const frames = rows
+    .filter((r) => r.seq !== null)
+    .map((r) => ({ instanceId: r.instance_id, generation: r.generation, seq: r.seq! }));
   ringAfterCommit(pool, { frames });
   return frames.length;
 }

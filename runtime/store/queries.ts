@@ -67,11 +67,12 @@ export async function getInstanceDetail(db: Queryable, instanceId: string): Prom
         where s.instance_id = $1 order by s.activated_at, s.step_id`,
       [instanceId],
     ),
-    db.query<ExternalTaskRow>(
-      `select * from external_tasks where instance_id = $1 and ${OPEN_TASK_SQL} order by created_at`,
-      [instanceId],
-    ),
-    db.query<IncidentRow>(`select * from incidents where instance_id = $1 and ${OPEN_INCIDENT_SQL} order by created_at`, [instanceId]),
+    db.query<ExternalTaskRow>(`select * from external_tasks where instance_id = $1 and ${OPEN_TASK_SQL} order by created_at`, [
+      instanceId,
+    ]),
+    db.query<IncidentRow>(`select * from incidents where instance_id = $1 and ${OPEN_INCIDENT_SQL} order by created_at`, [
+      instanceId,
+    ]),
   ]);
   return { instance, steps: steps.rows, openTasks: tasks.rows, openIncidents: incidents.rows };
 }

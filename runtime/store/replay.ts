@@ -6,7 +6,10 @@ import type { Queryable } from './db.ts';
  * Deletes the rows of every step and flow not kept, so the replay reaches them
  * again; kept rows (and their completion order) stay as they are.
  */
-export async function resetForReplay(db: Queryable, p: { instanceId: string; keepSteps: string[]; keepFlows: string[] }): Promise<void> {
+export async function resetForReplay(
+  db: Queryable,
+  p: { instanceId: string; keepSteps: string[]; keepFlows: string[] },
+): Promise<void> {
   await db.query({
     name: 'reset_for_replay',
     text: `with s as (delete from steps where instance_id = $1 and step_id <> all($2::text[]))

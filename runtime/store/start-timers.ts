@@ -28,7 +28,11 @@ export interface StartTimerRow {
  * insert an old version's next timer that the deploy's cancel cannot see.
  */
 async function lockStartSchedule(db: Queryable, key: string): Promise<void> {
-  await db.query({ name: 'lock_start_schedule', text: `select pg_advisory_xact_lock(hashtext('baton:start-schedule:' || $1::text))`, values: [key] });
+  await db.query({
+    name: 'lock_start_schedule',
+    text: `select pg_advisory_xact_lock(hashtext('baton:start-schedule:' || $1::text))`,
+    values: [key],
+  });
 }
 
 /** The same lock, taken by a firing before it touches the timer row (deploys take it before theirs). */
@@ -42,7 +46,12 @@ export async function lockStartScheduleOfTimer(db: Queryable, timerId: string): 
 }
 
 /** A new version replaces the old schedule: waiting start timers of other versions of the key are canceled. */
-export async function replaceStartTimers(db: Queryable, definitionId: string, key: string, timers: StartTimerSpec[]): Promise<void> {
+export async function replaceStartTimers(
+  db: Queryable,
+  definitionId: string,
+  key: string,
+  timers: StartTimerSpec[],
+): Promise<void> {
   await lockStartSchedule(db, key);
   await db.query(
     `update timers set state = 'canceled'
@@ -57,7 +66,14 @@ export async function replaceStartTimers(db: Queryable, definitionId: string, ke
                        case when x.at is not null then greatest(x.at::timestamptz, now()) else now() + x.delay::interval end,
                        x.cycle_interval, x.repeats_left
                   from unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[]) as x(step_id, at, delay, cycle_interval, repeats_left)`,
-    [definitionId, timers.map((t) => t.stepId), timers.map((t) => t.at), timers.map((t) => t.delay), timers.map((t) => t.cycleInterval), timers.map((t) => t.repeatsLeft)],
+    [
+      definitionId,
+      timers.map((t) => t.stepId),
+      timers.map((t) => t.at),
+      timers.map((t) => t.delay),
+      timers.map((t) => t.cycleInterval),
+      timers.map((t) => t.repeatsLeft),
+    ],
   );
   ringAfterCommit(db, { timers: true });
 }
@@ -95,6 +111,12 @@ export async function scheduleNextStartTimer(db: Queryable, fired: StartTimerRow
      select $1, $2, 1, $3::timestamptz + $4::interval, $4, $5
       where not exists (select 1 from definitions d join definitions newer on newer.key = d.key and newer.version > d.version
                          where d.id = $1)`,
-    [fired.definition_id, fired.step_id, fired.due_at, fired.cycle_interval, fired.repeats_left === null ? null : fired.repeats_left - 1],
+    [
+      fired.definition_id,
+      fired.step_id,
+      fired.due_at,
+      fired.cycle_interval,
+      fired.repeats_left === null ? null : fired.repeats_left - 1,
+    ],
   );
 }

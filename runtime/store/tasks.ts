@@ -74,20 +74,23 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
   const perTopic = new Set(topics).size * p.maxTasks <= PER_TOPIC_PICK_BUDGET;
   const pickSql = perTopic ? perTopicPickSql(order) : widePickSql(order);
   const answerSql = perTopic ? PER_TOPIC_ANSWER_SQL : WIDE_ANSWER_SQL;
-  const { rows } = await pool.query<LockedTaskRow & { flow_limited: boolean | null; released: number; frame_seq: number | null }>({
-    name: `fetch_and_lock_${order}${perTopic ? '' : '_wide'}`,
-    text: `with ${pickSql},
+  const { rows } = await pool.query<LockedTaskRow & { flow_limited: boolean | null; released: number; frame_seq: number | null }>(
+    {
+      name: `fetch_and_lock_${order}${perTopic ? '' : '_wide'}`,
+      text: `with ${pickSql},
            ${lockPickedSql(FRAMED_HERE_SQL)},
            ${FRAME_LOCKED_SQL}
            ${answerSql}`,
-    values,
-  });
+      values,
+    },
+  );
   const released = rows[0]?.released ?? 0;
   const tasks: LockedTaskRow[] = [];
   const frames = new Map<string, FrameBell>();
   for (const row of rows) {
     if (row.id === null) continue;
-    if (row.frame_seq !== null) frames.set(row.instance_id, { instanceId: row.instance_id, generation: row.generation, seq: row.frame_seq });
+    if (row.frame_seq !== null)
+      frames.set(row.instance_id, { instanceId: row.instance_id, generation: row.generation, seq: row.frame_seq });
     delete (row as { flow_limited?: unknown }).flow_limited;
     delete (row as { released?: unknown }).released;
     delete (row as { frame_seq?: unknown }).frame_seq;
@@ -100,11 +103,14 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
     const limited = await tx.query<LockedTaskRow>({
       name: `fetch_and_lock_limited_${order}`,
       text: `with ${limitedPickSql({
-               topics: '$1', maxTasks: '$3', resources: '$5', order: ORDER_SQL[order],
-               candidates: `select t.id, t.priority, t.created_at from external_tasks t
+        topics: '$1',
+        maxTasks: '$3',
+        resources: '$5',
+        order: ORDER_SQL[order],
+        candidates: `select t.id, t.priority, t.created_at from external_tasks t
                              where t.state = 'ready' and t.topic = any(g.topics) and t.retry_at <= statement_timestamp()
                              order by ${ORDER_SQL[order]('t')} limit $3`,
-             })},
+      })},
            ${lockPickedSql(FRAMED_BY_TRIGGER_SQL)},
            ${SPEND_TOKENS_SQL}
            ${ANSWER_SQL}`,
@@ -274,7 +280,10 @@ export async function failTask(db: Queryable, p: FailTaskParams): Promise<Guarde
 }
 
 /** Ends the holder's attempt with a BPMN error; with nothing to catch it the task waits in an incident. */
-export async function markTaskErrored(db: Queryable, p: LockHolder & { generation: number; errorCode: string; errorMessage: string | null }): Promise<GuardedTaskResult> {
+export async function markTaskErrored(
+  db: Queryable,
+  p: LockHolder & { generation: number; errorCode: string; errorMessage: string | null },
+): Promise<GuardedTaskResult> {
   const { rows } = await db.query<ExternalTaskRow>({
     name: 'mark_task_errored',
     text: `update external_tasks set state = 'failed', ended_at = now(), lock_expires_at = null,
@@ -288,7 +297,11 @@ export async function markTaskErrored(db: Queryable, p: LockHolder & { generatio
 
 /** A BPMN error an error boundary caught ends the task as done, not failed: no incident holds it. */
 export async function markTaskCaught(db: Queryable, taskId: string): Promise<void> {
-  await db.query({ name: 'mark_task_caught', text: `update external_tasks set state = 'done' where id = $1 and state = 'failed'`, values: [taskId] });
+  await db.query({
+    name: 'mark_task_caught',
+    text: `update external_tasks set state = 'done' where id = $1 and state = 'failed'`,
+    values: [taskId],
+  });
 }
 
 /** Extends the holder's lease from now; the database clock decides. */
@@ -365,7 +378,10 @@ export async function findExhaustedLeases(db: Queryable, limit: number, allowanc
  * (the caller holds the instance lock and raises the incident or starts the saga).
  * Guarded: still locked, still expired, still over the budget, same generation.
  */
-export async function failExpiredLease(db: Queryable, p: { taskId: string; generation: number; allowance: number }): Promise<(ExternalTaskRow & { lease_expiries: number; previous_worker: string | null }) | undefined> {
+export async function failExpiredLease(
+  db: Queryable,
+  p: { taskId: string; generation: number; allowance: number },
+): Promise<(ExternalTaskRow & { lease_expiries: number; previous_worker: string | null }) | undefined> {
   const { rows } = await db.query<ExternalTaskRow & { lease_expiries: number; previous_worker: string | null }>({
     name: 'fail_expired_lease',
     text: `with old as (select id, worker_id from external_tasks where id = $1),

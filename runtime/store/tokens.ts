@@ -10,7 +10,10 @@ export interface TokenRow {
 
 export type InsertTokenResult = { ok: true; token: TokenRow } | { ok: false; reason: 'name_taken' };
 
-export async function insertToken(db: Queryable, p: { name: string; role: TokenRow['role']; tokenHash: string }): Promise<InsertTokenResult> {
+export async function insertToken(
+  db: Queryable,
+  p: { name: string; role: TokenRow['role']; tokenHash: string },
+): Promise<InsertTokenResult> {
   const { rows } = await db.query<TokenRow>({
     name: 'insert_token',
     text: `insert into tokens (name, role, token_hash) values ($1, $2, $3)

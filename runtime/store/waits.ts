@@ -48,7 +48,10 @@ export async function msUntilNextTimer(db: Queryable): Promise<number | undefine
  * that index out, and the instances' ids give timers_instance_idx, which it matches, a
  * condition to search by instead of a whole scan.
  */
-export async function lockAndMarkDueTimers(db: Queryable, candidates: { id: string; instance_id: string }[]): Promise<{ idle: Set<string>; fired: TimerRow[] }> {
+export async function lockAndMarkDueTimers(
+  db: Queryable,
+  candidates: { id: string; instance_id: string }[],
+): Promise<{ idle: Set<string>; fired: TimerRow[] }> {
   const { rows } = await db.query<{ instance_id: string; id: string | null; step_id: string; generation: number; due_at: Date }>({
     name: 'lock_and_mark_due_timers',
     text: `with idle as (select id, generation from instances where id = any($1::uuid[]) for no key update skip locked),
@@ -63,7 +66,9 @@ export async function lockAndMarkDueTimers(db: Queryable, candidates: { id: stri
     values: [[...new Set(candidates.map((c) => c.instance_id))], candidates.map((c) => c.id)],
   });
   const fired: TimerRow[] = [];
-  for (const r of rows) if (r.id !== null) fired.push({ id: r.id, instance_id: r.instance_id, step_id: r.step_id, generation: r.generation, due_at: r.due_at });
+  for (const r of rows)
+    if (r.id !== null)
+      fired.push({ id: r.id, instance_id: r.instance_id, step_id: r.step_id, generation: r.generation, due_at: r.due_at });
   return { idle: new Set(rows.map((r) => r.instance_id)), fired };
 }
 
@@ -85,7 +90,12 @@ export async function findTimerInstance(db: Queryable, timerId: string): Promise
  * Fires a due timer once: the guard on state and due_at means a second sweeper, or an early
  * call, changes nothing. Named by its instance too, for the same reason as lockAndMarkDueTimers.
  */
-export async function markTimerFired(db: Queryable, timerId: string, instanceId: string, generation: number): Promise<TimerRow | undefined> {
+export async function markTimerFired(
+  db: Queryable,
+  timerId: string,
+  instanceId: string,
+  generation: number,
+): Promise<TimerRow | undefined> {
   const { rows } = await db.query<TimerRow>({
     name: 'mark_timer_fired',
     text: `update timers set state = 'fired', fired_at = now()
@@ -99,7 +109,11 @@ export async function markTimerFired(db: Queryable, timerId: string, instanceId:
 // Publishers and new subscriptions of one message name take this lock, so a
 // message and the catch it is meant for can never miss each other.
 export async function lockMessageName(db: Queryable, name: string): Promise<void> {
-  await db.query({ name: 'lock_message_name', text: "select pg_advisory_xact_lock(hashtext('baton:message:' || $1))", values: [name] });
+  await db.query({
+    name: 'lock_message_name',
+    text: "select pg_advisory_xact_lock(hashtext('baton:message:' || $1))",
+    values: [name],
+  });
 }
 
 export interface MessageRow {
@@ -158,7 +172,10 @@ export interface SubscriptionRow {
 }
 
 /** The oldest message subscription a message can match: by target instance, else by correlation key. */
-export async function findMessageSubscription(db: Queryable, p: { name: string; correlationKey: string | null; instanceId: string | null; skip: string[] }): Promise<SubscriptionRow | undefined> {
+export async function findMessageSubscription(
+  db: Queryable,
+  p: { name: string; correlationKey: string | null; instanceId: string | null; skip: string[] },
+): Promise<SubscriptionRow | undefined> {
   const { rows } = await db.query<SubscriptionRow>({
     name: 'find_message_subscription',
     text: `select * from subscriptions
@@ -173,12 +190,19 @@ export async function findMessageSubscription(db: Queryable, p: { name: string; 
 
 /** Takes the subscription; undefined when its step already fired or ended. */
 export async function deleteSubscription(db: Queryable, id: string): Promise<SubscriptionRow | undefined> {
-  const { rows } = await db.query<SubscriptionRow>({ name: 'delete_subscription', text: 'delete from subscriptions where id = $1 returning *', values: [id] });
+  const { rows } = await db.query<SubscriptionRow>({
+    name: 'delete_subscription',
+    text: 'delete from subscriptions where id = $1 returning *',
+    values: [id],
+  });
   return rows[0];
 }
 
 /** Consumes the oldest buffered, unexpired message a new subscription of this instance can take. */
-export async function takeBufferedMessage(db: Queryable, p: { name: string; correlationKey: string | null; instanceId: string; stepId: string }): Promise<MessageRow | undefined> {
+export async function takeBufferedMessage(
+  db: Queryable,
+  p: { name: string; correlationKey: string | null; instanceId: string; stepId: string },
+): Promise<MessageRow | undefined> {
   const { rows } = await db.query<MessageRow>({
     name: 'take_buffered_message',
     text: `with m as (

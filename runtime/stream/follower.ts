@@ -101,7 +101,12 @@ export class Follower implements InstanceListener {
       this.dirty = false;
       for (;;) {
         if (this.closed) return;
-        const frames = await this.read({ instanceId: this.instanceId, generation: this.generation, afterSeq: this.cursor, limit: this.opts.batchSize });
+        const frames = await this.read({
+          instanceId: this.instanceId,
+          generation: this.generation,
+          afterSeq: this.cursor,
+          limit: this.opts.batchSize,
+        });
         if (this.closed) return;
         if (frames.length === 0) break;
         if (!this.send(frames)) return;
@@ -124,7 +129,14 @@ export class Follower implements InstanceListener {
         this.onDropped(this);
         return false;
       }
-      this.out.frame({ instanceId: f.instance_id, generation: f.generation, seq: f.seq, kind: f.kind, data: f.data, at: new Date(f.at).toISOString() });
+      this.out.frame({
+        instanceId: f.instance_id,
+        generation: f.generation,
+        seq: f.seq,
+        kind: f.kind,
+        data: f.data,
+        at: new Date(f.at).toISOString(),
+      });
       this.cursor = f.seq;
     }
     return true;

@@ -25,7 +25,9 @@ interface SubscribeRequest {
   afterSeq?: number;
 }
 
-type Ack = (answer: { ok: true; generation: number; lastSeq: number } | { ok: false; error: { type: string; message: string } }) => void;
+type Ack = (
+  answer: { ok: true; generation: number; lastSeq: number } | { ok: false; error: { type: string; message: string } },
+) => void;
 
 export interface ProgressStreamDeps {
   pool: Pool;
@@ -83,15 +85,30 @@ export function attachProgressStream(io: Server, deps: ProgressStreamDeps): Name
       if (!target) throw new BatonError('not_found', `No instance with id "${req.instanceId}"`);
       const generation = req.generation ?? target.generation;
       if (generation > target.generation) {
-        throw new BatonError('not_found', `Instance ${req.instanceId} has no generation ${generation} (its current one is ${target.generation})`);
+        throw new BatonError(
+          'not_found',
+          `Instance ${req.instanceId} has no generation ${generation} (its current one is ${target.generation})`,
+        );
       }
       stop(req.instanceId);
       if (followers.size >= opts.maxSubscriptionsPerSocket) {
-        throw new BatonError('conflict', `One connection follows at most ${opts.maxSubscriptionsPerSocket} instances (limit: maxSubscriptionsPerSocket); unsubscribe from one first`);
+        throw new BatonError(
+          'conflict',
+          `One connection follows at most ${opts.maxSubscriptionsPerSocket} instances (limit: maxSubscriptionsPerSocket); unsubscribe from one first`,
+        );
       }
-      const follower = new Follower(read, req.instanceId, generation, req.afterSeq ?? 0, outputOf(socket), opts, (f) => {
-        if (followers.get(f.instanceId) === f) stop(f.instanceId);
-      }, target.generation);
+      const follower = new Follower(
+        read,
+        req.instanceId,
+        generation,
+        req.afterSeq ?? 0,
+        outputOf(socket),
+        opts,
+        (f) => {
+          if (followers.get(f.instanceId) === f) stop(f.instanceId);
+        },
+        target.generation,
+      );
       // Follow (and wait until the hub listens) before reading: a frame committed from
       // here on rings the doorbell, and one committed before is found by the first read.
       followers.set(req.instanceId, follower);
@@ -124,7 +141,11 @@ function outputOf(socket: Socket): FollowerOutput {
   };
 }
 
-const ERROR_TYPES: Partial<Record<string, string>> = { validation: 'ValidationError', not_found: 'NotFound', conflict: 'Conflict' };
+const ERROR_TYPES: Partial<Record<string, string>> = {
+  validation: 'ValidationError',
+  not_found: 'NotFound',
+  conflict: 'Conflict',
+};
 
 function errorOf(err: unknown): { type: string; message: string } {
   if (err instanceof BatonError) return { type: ERROR_TYPES[err.code] ?? 'Error', message: err.message };

@@ -13,7 +13,11 @@ const SUBSCRIBERS: readonly Role[] = [Role.admin, Role.viewer];
 /** like the HTTP layer: a token created by the CLI takes effect within this */
 const STORED_COUNT_TTL_MS = 1000;
 
-export function socketAuthorizer(pool: Pool, log: Logger, configured: ConfiguredToken[] = []): (secret: string | undefined, client: string) => Promise<SocketAuthResult> {
+export function socketAuthorizer(
+  pool: Pool,
+  log: Logger,
+  configured: ConfiguredToken[] = [],
+): (secret: string | undefined, client: string) => Promise<SocketAuthResult> {
   let stored = { count: 0, at: -Infinity };
   return async (secret, client) => {
     try {
@@ -23,7 +27,11 @@ export function socketAuthorizer(pool: Pool, log: Logger, configured: Configured
       }
       if (!secret) {
         log.warn({ client, reason: 'no_token', namespace: '/progress' }, 'auth:denied');
-        return { ok: false, type: 'Unauthorized', message: 'Progress subscriptions need a token: connect with io(url, { auth: { token } })' };
+        return {
+          ok: false,
+          type: 'Unauthorized',
+          message: 'Progress subscriptions need a token: connect with io(url, { auth: { token } })',
+        };
       }
       const hash = hashToken(secret);
       const fromEnv = configured.find((t) => timingSafeEqual(Buffer.from(t.hash, 'hex'), Buffer.from(hash, 'hex')));
@@ -34,7 +42,11 @@ export function socketAuthorizer(pool: Pool, log: Logger, configured: Configured
       }
       if (!SUBSCRIBERS.includes(role)) {
         log.warn({ client, reason: 'wrong_role', role, namespace: '/progress' }, 'auth:denied');
-        return { ok: false, type: 'Forbidden', message: `The ${role} role may not subscribe to progress; it needs one of: ${SUBSCRIBERS.join(', ')}` };
+        return {
+          ok: false,
+          type: 'Forbidden',
+          message: `The ${role} role may not subscribe to progress; it needs one of: ${SUBSCRIBERS.join(', ')}`,
+        };
       }
       return { ok: true };
     } catch (err) {

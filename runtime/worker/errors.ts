@@ -18,7 +18,10 @@ export class BpmnError extends Error {
 /** The worker no longer holds the task's lock: stop working on it; nothing it reports is applied. */
 export class LockLostError extends Error {
   override readonly name = 'LockLostError';
-  constructor(readonly taskId: string, message = `The lock on task ${taskId} was lost (expired and taken by another worker, or the task was canceled)`) {
+  constructor(
+    readonly taskId: string,
+    message = `The lock on task ${taskId} was lost (expired and taken by another worker, or the task was canceled)`,
+  ) {
     super(message);
   }
 }

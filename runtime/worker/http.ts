@@ -48,11 +48,18 @@ export function createHttpClient(baseUrl: string, auth?: WorkerAuth, opts: { idl
         const timeoutMs = opts.timeoutMs ?? 30_000;
         let answered = false;
         const req = transport.request({
-          protocol: root.protocol, hostname: root.hostname, port: root.port, path: `${basePath}${path}`,
-          method: 'POST', agent, headers: { ...headers, 'content-length': String(payload.length) },
+          protocol: root.protocol,
+          hostname: root.hostname,
+          port: root.port,
+          path: `${basePath}${path}`,
+          method: 'POST',
+          agent,
+          headers: { ...headers, 'content-length': String(payload.length) },
         });
         // Aborting is allowed only until the headers arrive: dropping a read answer could drop locked tasks.
-        const giveUp = (error: Error) => { if (!answered) req.destroy(error); };
+        const giveUp = (error: Error) => {
+          if (!answered) req.destroy(error);
+        };
         const onAbort = () => giveUp(reasonOf(opts.signal?.reason));
         const timer = setTimeout(() => giveUp(new Error(`No answer from ${path} within ${timeoutMs} ms`)), timeoutMs);
         const settle = (outcome: CallOutcome<T>) => {

@@ -1,6 +1,14 @@
 // One locked task from fetch to result: heartbeat, handler, report; or lock lost; or abandoned at stop.
 import { BpmnError, LockLostError, WorkerStoppingError } from './errors.ts';
-import { sendProgress, sendReport, startHeartbeat, unlockTask, type CallDeps, type Holder, type TaskReport } from './task-calls.ts';
+import {
+  sendProgress,
+  sendReport,
+  startHeartbeat,
+  unlockTask,
+  type CallDeps,
+  type Holder,
+  type TaskReport,
+} from './task-calls.ts';
 import type { TaskContext, TaskHandler, WorkerTask } from './types.ts';
 import { fault } from '../shared/faults.ts';
 
@@ -103,9 +111,16 @@ export function runTask(deps: RunTaskDeps, locked: LockedTask, handler: TaskHand
 /** Sends the result; a result the server refuses as malformed becomes a failure, so the task does not sit locked. */
 async function deliver(deps: RunTaskDeps, holder: Holder, report: TaskReport, signal: AbortSignal, log: object): Promise<void> {
   const result = await sendReport(deps, holder, report, { attempts: deps.reportAttempts, signal });
-  if (result.kind === 'applied') return deps.log.info({ ...log, call: report.call }, `task:${report.call === 'complete' ? 'completed' : report.call === 'failure' ? 'failed' : 'bpmn_error'}`);
+  if (result.kind === 'applied')
+    return deps.log.info(
+      { ...log, call: report.call },
+      `task:${report.call === 'complete' ? 'completed' : report.call === 'failure' ? 'failed' : 'bpmn_error'}`,
+    );
   if (result.kind === 'refused' && report.call !== 'failure') {
-    const errorMessage = `The server refused the ${report.call} result: ${result.status} ${result.type}: ${result.message}`.slice(0, MAX_MESSAGE);
+    const errorMessage = `The server refused the ${report.call} result: ${result.status} ${result.type}: ${result.message}`.slice(
+      0,
+      MAX_MESSAGE,
+    );
     deps.log.error({ ...log, call: report.call, status: result.status }, 'task:result_refused');
     await sendReport(deps, holder, { call: 'failure', body: { errorMessage } }, { attempts: deps.reportAttempts, signal });
     return;
@@ -122,10 +137,21 @@ async function invokeHandler(handler: TaskHandler, task: WorkerTask, ctx: TaskCo
       JSON.stringify(value); // a BigInt or a cycle fails here, as a failure of this task
       return { call: 'complete', body: { variables: value as Record<string, unknown> } };
     }
-    return failureOf(new TypeError(`The handler of topic "${task.topic}" returned ${Array.isArray(value) ? 'an array' : `a ${typeof value}`}; return an object of variables, or nothing`));
+    return failureOf(
+      new TypeError(
+        `The handler of topic "${task.topic}" returned ${Array.isArray(value) ? 'an array' : `a ${typeof value}`}; return an object of variables, or nothing`,
+      ),
+    );
   } catch (err) {
     if (err instanceof BpmnError) {
-      return { call: 'bpmn-error', body: { errorCode: err.code, errorMessage: err.message.slice(0, MAX_MESSAGE), ...(err.variables ? { variables: err.variables } : {}) } };
+      return {
+        call: 'bpmn-error',
+        body: {
+          errorCode: err.code,
+          errorMessage: err.message.slice(0, MAX_MESSAGE),
+          ...(err.variables ? { variables: err.variables } : {}),
+        },
+      };
     }
     return failureOf(err);
   }

@@ -40,16 +40,30 @@ function pathOf(h: Holder, call: string): string {
  * Sends a result, repeating it over network errors and 5xx: a repeat by the holder is answered
  * 204 and changes nothing, so the result is applied once. 409 ends it: the lock is gone.
  */
-export async function sendReport(deps: CallDeps, h: Holder, report: TaskReport, opts: { attempts: number; signal: AbortSignal }): Promise<ReportResult> {
+export async function sendReport(
+  deps: CallDeps,
+  h: Holder,
+  report: TaskReport,
+  opts: { attempts: number; signal: AbortSignal },
+): Promise<ReportResult> {
   if (report.call === 'complete' && deps.completions) return deps.completions.complete(h, report.body, opts);
   return sendOne(deps, h, report, opts);
 }
 
-async function sendOne(deps: CallDeps, h: Holder, report: TaskReport, opts: { attempts: number; signal: AbortSignal }): Promise<ReportResult> {
+async function sendOne(
+  deps: CallDeps,
+  h: Holder,
+  report: TaskReport,
+  opts: { attempts: number; signal: AbortSignal },
+): Promise<ReportResult> {
   const backoff = createBackoff(100, 5_000);
   let lastError = '';
   for (let attempt = 1; attempt <= opts.attempts && !opts.signal.aborted; attempt++) {
-    const outcome = await deps.http.post(pathOf(h, report.call), { workerId: h.workerId, lockToken: h.lockToken, ...report.body }, { timeoutMs: deps.callTimeoutMs });
+    const outcome = await deps.http.post(
+      pathOf(h, report.call),
+      { workerId: h.workerId, lockToken: h.lockToken, ...report.body },
+      { timeoutMs: deps.callTimeoutMs },
+    );
     if (outcome.kind === 'ok') return { kind: 'applied' };
     if (outcome.kind === 'refused' && !isTransient(outcome)) return resultOfRefusal(outcome, attempt > 1);
     lastError = describe(outcome);
@@ -72,7 +86,11 @@ function describe(outcome: CallOutcome<unknown>): string {
 }
 
 export interface CompletionBatcher {
-  complete(h: Holder, body: { variables?: Record<string, unknown> }, opts: { attempts: number; signal: AbortSignal }): Promise<ReportResult>;
+  complete(
+    h: Holder,
+    body: { variables?: Record<string, unknown> },
+    opts: { attempts: number; signal: AbortSignal },
+  ): Promise<ReportResult>;
 }
 
 /** The most tasks one complete-batch call carries (the server's limit). */
@@ -88,17 +106,29 @@ type BatchResult = 'completed' | 'repeated' | 'lock_lost' | 'not_found';
  * A server without the batch route (404) is not asked again.
  */
 export function createCompletionBatcher(deps: CallDeps): CompletionBatcher {
-  type Queued = { h: Holder; body: { variables?: Record<string, unknown> }; opts: { attempts: number; signal: AbortSignal }; resolve: (r: ReportResult) => void };
+  type Queued = {
+    h: Holder;
+    body: { variables?: Record<string, unknown> };
+    opts: { attempts: number; signal: AbortSignal };
+    resolve: (r: ReportResult) => void;
+  };
   let queue: Queued[] = [];
   let batchRoute = true;
   const single = (q: Queued) => sendOne(deps, q.h, { call: 'complete', body: q.body }, q.opts).then(q.resolve);
 
   async function sendBatch(items: Queued[]): Promise<void> {
-    const outcome = await deps.http.post<{ results: { id: string; result: BatchResult }[] }>('/api/external-tasks/complete-batch', {
-      workerId: items[0]!.h.workerId,
-      tasks: items.map((q) => ({ id: q.h.taskId, lockToken: q.h.lockToken, ...q.body })),
-    }, { timeoutMs: deps.callTimeoutMs });
-    const answered = outcome.kind === 'ok' && Array.isArray(outcome.body?.results) ? new Map(outcome.body.results.map((r) => [r.id, r.result])) : undefined;
+    const outcome = await deps.http.post<{ results: { id: string; result: BatchResult }[] }>(
+      '/api/external-tasks/complete-batch',
+      {
+        workerId: items[0]!.h.workerId,
+        tasks: items.map((q) => ({ id: q.h.taskId, lockToken: q.h.lockToken, ...q.body })),
+      },
+      { timeoutMs: deps.callTimeoutMs },
+    );
+    const answered =
+      outcome.kind === 'ok' && Array.isArray(outcome.body?.results)
+        ? new Map(outcome.body.results.map((r) => [r.id, r.result]))
+        : undefined;
     if (answered) {
       // A task the answer does not list (it never should) is sent on its own.
       const unlisted = items.filter((q) => !settle(q, answered.get(q.h.taskId)));
@@ -106,7 +136,10 @@ export function createCompletionBatcher(deps: CallDeps): CompletionBatcher {
       return;
     }
     if (outcome.kind === 'refused' && outcome.status === 404) batchRoute = false;
-    deps.log.warn({ tasks: items.length, error: outcome.kind === 'ok' ? 'the answer holds no results' : describe(outcome) }, 'task:batch_complete_retried_singly');
+    deps.log.warn(
+      { tasks: items.length, error: outcome.kind === 'ok' ? 'the answer holds no results' : describe(outcome) },
+      'task:batch_complete_retried_singly',
+    );
     await Promise.all(items.map(single));
   }
 
@@ -158,7 +191,11 @@ export function startHeartbeat(deps: CallDeps, h: Holder, lockDurationMs: number
     while (!stopped.signal.aborted) {
       await sleep(wait, stopped.signal);
       if (stopped.signal.aborted) return;
-      const outcome = await deps.http.post(pathOf(h, 'extend-lock'), { workerId: h.workerId, lockToken: h.lockToken, lockDurationMs }, { timeoutMs: Math.min(deps.callTimeoutMs, Math.max(1_000, every)) });
+      const outcome = await deps.http.post(
+        pathOf(h, 'extend-lock'),
+        { workerId: h.workerId, lockToken: h.lockToken, lockDurationMs },
+        { timeoutMs: Math.min(deps.callTimeoutMs, Math.max(1_000, every)) },
+      );
       if (stopped.signal.aborted) return;
       if (outcome.kind === 'refused' && (outcome.status === 409 || outcome.status === 404)) {
         deps.log.warn({ taskId: h.taskId, status: outcome.status }, 'task:lock_lost');
@@ -177,7 +214,11 @@ export function startHeartbeat(deps: CallDeps, h: Holder, lockDurationMs: number
 export async function unlockTask(deps: CallDeps, h: Holder): Promise<boolean> {
   const backoff = createBackoff(100, 1_000);
   for (let attempt = 1; attempt <= 3; attempt++) {
-    const outcome = await deps.http.post(pathOf(h, 'unlock'), { workerId: h.workerId, lockToken: h.lockToken }, { timeoutMs: deps.callTimeoutMs });
+    const outcome = await deps.http.post(
+      pathOf(h, 'unlock'),
+      { workerId: h.workerId, lockToken: h.lockToken },
+      { timeoutMs: deps.callTimeoutMs },
+    );
     if (outcome.kind === 'ok') return true;
     if (!isTransient(outcome)) return false;
     await sleep(backoff.next());
@@ -190,7 +231,11 @@ export type ProgressResult = 'sent' | 'lock_lost' | 'not_sent';
 
 /** One progress report; best effort, never retried (a later report supersedes it). */
 export async function sendProgress(deps: CallDeps, h: Holder, data: unknown): Promise<ProgressResult> {
-  const outcome = await deps.http.post(pathOf(h, 'progress'), { workerId: h.workerId, lockToken: h.lockToken, data }, { timeoutMs: deps.callTimeoutMs });
+  const outcome = await deps.http.post(
+    pathOf(h, 'progress'),
+    { workerId: h.workerId, lockToken: h.lockToken, data },
+    { timeoutMs: deps.callTimeoutMs },
+  );
   if (outcome.kind === 'ok') return 'sent';
   if (outcome.kind === 'refused' && outcome.status === 409) return 'lock_lost';
   deps.log.debug({ taskId: h.taskId, error: describe(outcome) }, 'task:progress_not_sent');

@@ -63,7 +63,10 @@ export interface TaskContext {
 }
 
 /** Return an object to complete with those variables, or nothing to complete without any. */
-export type TaskHandler = (task: WorkerTask, ctx: TaskContext) => Promise<Record<string, unknown> | void | undefined> | Record<string, unknown> | void | undefined;
+export type TaskHandler = (
+  task: WorkerTask,
+  ctx: TaskContext,
+) => Promise<Record<string, unknown> | void | undefined> | Record<string, unknown> | void | undefined;
 
 export interface Worker {
   readonly workerId: string;

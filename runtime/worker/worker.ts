@@ -84,15 +84,20 @@ export function createWorker(options: WorkerOptions): Worker {
     const outcome = await http.post<LockedTask[]>(
       '/api/external-tasks/fetch-and-lock',
       { workerId, maxTasks, waitMs: settings.pollWaitMs, topics },
-      { signal: current.abort.signal, timeoutMs: settings.pollWaitMs + 30_000, onHeaders: () => {
-        current.answered = true;
-        log.debug({ workerId }, 'fetch:answered');
-      } },
+      {
+        signal: current.abort.signal,
+        timeoutMs: settings.pollWaitMs + 30_000,
+        onHeaders: () => {
+          current.answered = true;
+          log.debug({ workerId }, 'fetch:answered');
+        },
+      },
     );
     poll = undefined;
     if (outcome.kind === 'ok') return outcome.body;
     if (!stopping.signal.aborted) {
-      const error = outcome.kind === 'unreachable' ? outcome.error.message : `${outcome.status} ${outcome.type}: ${outcome.message}`;
+      const error =
+        outcome.kind === 'unreachable' ? outcome.error.message : `${outcome.status} ${outcome.type}: ${outcome.message}`;
       log.warn({ workerId, error }, 'fetch:failed');
     }
     return undefined;
@@ -125,7 +130,8 @@ export function createWorker(options: WorkerOptions): Worker {
     },
     start() {
       if (stopping.signal.aborted) throw new Error(`Worker ${workerId} was stopped; create a new one`);
-      if (subscriptions.size === 0) throw new Error(`Worker ${workerId} has no subscriptions; call subscribe(topic, handler) first`);
+      if (subscriptions.size === 0)
+        throw new Error(`Worker ${workerId} has no subscriptions; call subscribe(topic, handler) first`);
       if (!loop) {
         log.info({ workerId, topics: [...subscriptions.keys()], concurrency: settings.concurrency }, 'worker:started');
         loop = fetchLoop();
@@ -165,7 +171,8 @@ function settingsOf(o: WorkerOptions): Settings {
 }
 
 function checkRange(name: string, value: number, min: number, max: number): void {
-  if (!Number.isInteger(value) || value < min || value > max) throw new RangeError(`${name} must be an integer from ${min} to ${max}, got ${value}`);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new RangeError(`${name} must be an integer from ${min} to ${max}, got ${value}`);
 }
 
 /** Lets the fetch loop sleep until a slot frees up (or stop). */

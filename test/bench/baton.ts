@@ -7,8 +7,28 @@ import { pino } from 'pino';
 import { startBatonServer, type BatonServer } from '../../runtime/server.ts';
 import { createHttpClient, type HttpClient } from '../../runtime/worker/http.ts';
 import {
-  FANOUT_BRANCHES, PICKUP_IDLE_MS, PRODUCERS, RUNS, WORKERS, benchRounds, check, costMark, costSince, env, idleQueriesPerSec, median, partial, pct, pool, quickMode, report, roundsInDatabase, sizes, sleep,
-  type SystemResult, type ThroughputRound,
+  FANOUT_BRANCHES,
+  PICKUP_IDLE_MS,
+  PRODUCERS,
+  RUNS,
+  WORKERS,
+  benchRounds,
+  check,
+  costMark,
+  costSince,
+  env,
+  idleQueriesPerSec,
+  median,
+  partial,
+  pct,
+  pool,
+  quickMode,
+  report,
+  roundsInDatabase,
+  sizes,
+  sleep,
+  type SystemResult,
+  type ThroughputRound,
 } from './common.ts';
 
 const quick = quickMode();
@@ -20,32 +40,54 @@ const workloads = new Set((process.env.BENCH_BATON_WORKLOADS ?? 'throughput,scal
 /** BENCH_ROUND=single,chain,fanout,pickup,timers (all by default): the parts of each throughput round to run */
 const roundParts = new Set((process.env.BENCH_ROUND ?? 'single,chain,fanout,pickup,timers').split(','));
 
-const NS = 'xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"';
+const NS =
+  'xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"';
 const task = (id: string, topic: string) => `<bpmn:serviceTask id="${id}" camunda:type="external" camunda:topic="${topic}"/>`;
 const flow = (id: string, from: string, to: string) => `<bpmn:sequenceFlow id="${id}" sourceRef="${from}" targetRef="${to}"/>`;
 const definition = (key: string, body: string) =>
   `<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions ${NS} id="D_${key}" targetNamespace="bench"><bpmn:process id="${key}" isExecutable="true">${body}</bpmn:process></bpmn:definitions>`;
 
-const singleXml = definition('bench-single', `<bpmn:startEvent id="start"/>${task('work', 'single')}<bpmn:endEvent id="end"/>${flow('f1', 'start', 'work')}${flow('f2', 'work', 'end')}`);
-const chainXml = definition('bench-chain', `<bpmn:startEvent id="start"/>${task('s1', 'chain-1')}${task('s2', 'chain-2')}${task('s3', 'chain-3')}<bpmn:endEvent id="end"/>`
-  + `${flow('f1', 'start', 's1')}${flow('f2', 's1', 's2')}${flow('f3', 's2', 's3')}${flow('f4', 's3', 'end')}`);
+const singleXml = definition(
+  'bench-single',
+  `<bpmn:startEvent id="start"/>${task('work', 'single')}<bpmn:endEvent id="end"/>${flow('f1', 'start', 'work')}${flow('f2', 'work', 'end')}`,
+);
+const chainXml = definition(
+  'bench-chain',
+  `<bpmn:startEvent id="start"/>${task('s1', 'chain-1')}${task('s2', 'chain-2')}${task('s3', 'chain-3')}<bpmn:endEvent id="end"/>` +
+    `${flow('f1', 'start', 's1')}${flow('f2', 's1', 's2')}${flow('f3', 's2', 's3')}${flow('f4', 's3', 'end')}`,
+);
 const branches = Array.from({ length: FANOUT_BRANCHES }, (_, i) => i + 1);
-const fanoutXml = definition('bench-fanout', `<bpmn:startEvent id="start"/><bpmn:parallelGateway id="fork"/><bpmn:parallelGateway id="join"/><bpmn:endEvent id="end"/>`
-  + branches.map((b) => `${task(`b${b}`, 'fan')}${flow(`in${b}`, 'fork', `b${b}`)}${flow(`out${b}`, `b${b}`, 'join')}`).join('')
-  + `${flow('f0', 'start', 'fork')}${flow('f9', 'join', 'end')}`);
-const timerXml = (key: string, at: string) => definition(key, `<bpmn:startEvent id="start"/>`
-  + `<bpmn:intermediateCatchEvent id="wait"><bpmn:timerEventDefinition><bpmn:timeDate xsi:type="bpmn:tFormalExpression">${at}</bpmn:timeDate></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>`
-  + `<bpmn:endEvent id="end"/>${flow('f1', 'start', 'wait')}${flow('f2', 'wait', 'end')}`);
+const fanoutXml = definition(
+  'bench-fanout',
+  `<bpmn:startEvent id="start"/><bpmn:parallelGateway id="fork"/><bpmn:parallelGateway id="join"/><bpmn:endEvent id="end"/>` +
+    branches.map((b) => `${task(`b${b}`, 'fan')}${flow(`in${b}`, 'fork', `b${b}`)}${flow(`out${b}`, `b${b}`, 'join')}`).join('') +
+    `${flow('f0', 'start', 'fork')}${flow('f9', 'join', 'end')}`,
+);
+const timerXml = (key: string, at: string) =>
+  definition(
+    key,
+    `<bpmn:startEvent id="start"/>` +
+      `<bpmn:intermediateCatchEvent id="wait"><bpmn:timerEventDefinition><bpmn:timeDate xsi:type="bpmn:tFormalExpression">${at}</bpmn:timeDate></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>` +
+      `<bpmn:endEvent id="end"/>${flow('f1', 'start', 'wait')}${flow('f2', 'wait', 'end')}`,
+  );
 // Workload 6's waiting instances: one parked on a far timer, one on a message.
-const farTimerXml = definition('bench-far-timer', `<bpmn:startEvent id="start"/>`
-  + `<bpmn:intermediateCatchEvent id="wait"><bpmn:timerEventDefinition><bpmn:timeDuration xsi:type="bpmn:tFormalExpression">P30D</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>`
-  + `<bpmn:endEvent id="end"/>${flow('f1', 'start', 'wait')}${flow('f2', 'wait', 'end')}`);
-const messageXml = `<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions ${NS} id="D_msg" targetNamespace="bench"><bpmn:message id="M" name="bench-paid"/>`
-  + `<bpmn:process id="bench-message" isExecutable="true"><bpmn:startEvent id="start"/>`
-  + `<bpmn:intermediateCatchEvent id="wait"><bpmn:messageEventDefinition messageRef="M"/></bpmn:intermediateCatchEvent>`
-  + `<bpmn:endEvent id="end"/>${flow('f1', 'start', 'wait')}${flow('f2', 'wait', 'end')}</bpmn:process></bpmn:definitions>`;
+const farTimerXml = definition(
+  'bench-far-timer',
+  `<bpmn:startEvent id="start"/>` +
+    `<bpmn:intermediateCatchEvent id="wait"><bpmn:timerEventDefinition><bpmn:timeDuration xsi:type="bpmn:tFormalExpression">P30D</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>` +
+    `<bpmn:endEvent id="end"/>${flow('f1', 'start', 'wait')}${flow('f2', 'wait', 'end')}`,
+);
+const messageXml =
+  `<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions ${NS} id="D_msg" targetNamespace="bench"><bpmn:message id="M" name="bench-paid"/>` +
+  `<bpmn:process id="bench-message" isExecutable="true"><bpmn:startEvent id="start"/>` +
+  `<bpmn:intermediateCatchEvent id="wait"><bpmn:messageEventDefinition messageRef="M"/></bpmn:intermediateCatchEvent>` +
+  `<bpmn:endEvent id="end"/>${flow('f1', 'start', 'wait')}${flow('f2', 'wait', 'end')}</bpmn:process></bpmn:definitions>`;
 
-interface Task { id: string; lockToken: string; topic?: string }
+interface Task {
+  id: string;
+  lockToken: string;
+  topic?: string;
+}
 
 // The clients speak HTTP through the worker SDK's client (node:http, kept-alive connections),
 // as a Node worker built on the SDK does; one client per server.
@@ -53,17 +95,26 @@ const clients = new Map<string, HttpClient>();
 async function post<T>(url: string, body: unknown, signal?: AbortSignal): Promise<T> {
   const { origin, pathname } = new URL(url);
   let client = clients.get(origin);
-  if (!client) clients.set(origin, client = createHttpClient(origin));
+  if (!client) clients.set(origin, (client = createHttpClient(origin)));
   const outcome = await client.post<T>(pathname, body, { timeoutMs: 60_000, ...(signal ? { signal } : {}) });
   if (outcome.kind === 'ok') return outcome.body;
-  throw new Error(`${url} -> ${outcome.kind === 'refused' ? `${outcome.status} ${outcome.type}: ${outcome.message}` : outcome.error.message}`);
+  throw new Error(
+    `${url} -> ${outcome.kind === 'refused' ? `${outcome.status} ${outcome.type}: ${outcome.message}` : outcome.error.message}`,
+  );
 }
 
 const start = (url: string, definitionKey: string, businessKey?: string) =>
   post<{ id: string }>(`${url}/api/instances`, { definitionKey, ...(businessKey ? { businessKey } : {}) });
 
 /** PRODUCERS loops start `instances` instances while WORKERS long-polling workers complete `tasks` tasks. */
-async function throughput(url: string, admin: pg.Client, key: string, topics: string[], instances: number, tasksPerInstance: number): Promise<ThroughputRound> {
+async function throughput(
+  url: string,
+  admin: pg.Client,
+  key: string,
+  topics: string[],
+  instances: number,
+  tasksPerInstance: number,
+): Promise<ThroughputRound> {
   const target = instances * tasksPerInstance;
   let done = 0;
   let tEnd = 0;
@@ -71,25 +122,39 @@ async function throughput(url: string, admin: pg.Client, key: string, topics: st
   const finished = new AbortController();
   const mark = await costMark(admin);
   const t0 = performance.now();
-  const producers = pool(instances, PRODUCERS, async () => { await start(url, key); });
-  const workers = Promise.all(Array.from({ length: WORKERS }, async (_, w) => {
-    while (done < target) {
-      const tasks = await post<Task[]>(`${url}/api/external-tasks/fetch-and-lock`, {
-        workerId: `bench-${w}`, maxTasks: 10, waitMs: 1000, topics: topics.map((name) => ({ name, lockDurationMs: 300_000 })),
-      }, finished.signal).catch((err: Error) => {
-        if (finished.signal.aborted) return [];
-        throw err;
-      });
-      if (tasks.length === 0) continue;
-      // what one fetch brought is completed with one call and one commit (complete-batch)
-      await post(`${url}/api/external-tasks/complete-batch`, { workerId: `bench-${w}`, tasks: tasks.map((t) => ({ id: t.id, lockToken: t.lockToken })) });
-      done += tasks.length;
-      if (done >= target && tEnd === 0) {
-        tEnd = performance.now();
-        finished.abort();
+  const producers = pool(instances, PRODUCERS, async () => {
+    await start(url, key);
+  });
+  const workers = Promise.all(
+    Array.from({ length: WORKERS }, async (_, w) => {
+      while (done < target) {
+        const tasks = await post<Task[]>(
+          `${url}/api/external-tasks/fetch-and-lock`,
+          {
+            workerId: `bench-${w}`,
+            maxTasks: 10,
+            waitMs: 1000,
+            topics: topics.map((name) => ({ name, lockDurationMs: 300_000 })),
+          },
+          finished.signal,
+        ).catch((err: Error) => {
+          if (finished.signal.aborted) return [];
+          throw err;
+        });
+        if (tasks.length === 0) continue;
+        // what one fetch brought is completed with one call and one commit (complete-batch)
+        await post(`${url}/api/external-tasks/complete-batch`, {
+          workerId: `bench-${w}`,
+          tasks: tasks.map((t) => ({ id: t.id, lockToken: t.lockToken })),
+        });
+        done += tasks.length;
+        if (done >= target && tEnd === 0) {
+          tEnd = performance.now();
+          finished.abort();
+        }
       }
-    }
-  }));
+    }),
+  );
   await Promise.all([producers, workers]);
   const seconds = (tEnd - t0) / 1000;
   return { perSec: instances / seconds, stepsPerSec: target / seconds, seconds, cost: await costSince(admin, mark, target) };
@@ -101,12 +166,18 @@ async function pickupLatency(url: string, n: number): Promise<{ p50: number; p99
     // Timed to the poll's answer: the task is in the worker's hands then, whether or not the
     // start's own answer has reached its caller yet.
     const parked = post<Task[]>(`${url}/api/external-tasks/fetch-and-lock`, {
-      workerId: 'poller', maxTasks: 1, waitMs: 10_000, topics: [{ name: 'single', lockDurationMs: 60_000 }],
+      workerId: 'poller',
+      maxTasks: 1,
+      waitMs: 10_000,
+      topics: [{ name: 'single', lockDurationMs: 60_000 }],
     }).then((tasks) => ({ tasks, at: performance.now() }));
     await sleep(PICKUP_IDLE_MS); // the poll parks, the system goes quiet
     const t0 = performance.now();
     await start(url, 'bench-single');
-    const { tasks: [t], at } = await parked;
+    const {
+      tasks: [t],
+      at,
+    } = await parked;
     latencies.push(at - t0);
     if (!t) throw new Error('pickup: the parked poll answered without a task');
     await post(`${url}/api/external-tasks/${t.id}/complete`, { workerId: 'poller', lockToken: t.lockToken });
@@ -119,8 +190,15 @@ async function pickupLatency(url: string, n: number): Promise<{ p50: number; p99
  * after the first start (one definition per second of the spread, each with its own timeDate);
  * the starts run at full speed, PRODUCERS at a time. Lateness = fired_at - due_at on the database clock.
  */
-async function timerLateness(url: string, db: pg.Client, round: number, leadSeconds: number): Promise<{ p50: number; p99: number; max: number; count: number }> {
-  const { rows: [clock] } = await db.query<{ now: Date }>('select now()');
+async function timerLateness(
+  url: string,
+  db: pg.Client,
+  round: number,
+  leadSeconds: number,
+): Promise<{ p50: number; p99: number; max: number; count: number }> {
+  const {
+    rows: [clock],
+  } = await db.query<{ now: Date }>('select now()');
   const first = clock!.now.getTime() + leadSeconds * 1000;
   const keys: string[] = [];
   for (let s = 0; s < TIMER_SPREAD_S; s++) {
@@ -128,17 +206,23 @@ async function timerLateness(url: string, db: pg.Client, round: number, leadSeco
     await post(`${url}/api/definitions`, { xml: timerXml(key, new Date(first + s * 1000).toISOString()) });
     keys.push(key);
   }
-  await pool(size.timers, PRODUCERS, async (i) => { await start(url, keys[Math.floor((i * TIMER_SPREAD_S) / size.timers)]!); });
+  await pool(size.timers, PRODUCERS, async (i) => {
+    await start(url, keys[Math.floor((i * TIMER_SPREAD_S) / size.timers)]!);
+  });
   const deadline = Date.now() + (leadSeconds + TIMER_SPREAD_S + 300) * 1000;
   const keyPattern = `bench-timer-${round}-%`;
   // No polling while timers fall due: the count below is a scan of every timer and took
   // 15-25 ms of PostgreSQL CPU per call on the loaded 2-core machine, 4 times a second,
   // beside the bursts it measures. Sleep until the last burst is due, then poll.
-  const { rows: [late] } = await db.query<{ now: Date }>('select now()');
+  const {
+    rows: [late],
+  } = await db.query<{ now: Date }>('select now()');
   await sleep(Math.max(0, first + (TIMER_SPREAD_S - 1) * 1000 - late!.now.getTime()));
   for (;;) {
     const { rows } = await db.query<{ n: number }>(
-      `select count(*)::int as n from timers t join instances i on i.id = t.instance_id where i.definition_key like $1 and t.state = 'waiting'`, [keyPattern]);
+      `select count(*)::int as n from timers t join instances i on i.id = t.instance_id where i.definition_key like $1 and t.state = 'waiting'`,
+      [keyPattern],
+    );
     if (rows[0]?.n === 0) break;
     if (Date.now() > deadline) throw new Error(`timers: ${rows[0]?.n} still waiting past the deadline`);
     await sleep(250);
@@ -146,23 +230,38 @@ async function timerLateness(url: string, db: pg.Client, round: number, leadSeco
   const { rows } = await db.query<{ p50: number; p99: number; max: number; count: number }>(
     `select percentile_cont(0.5) within group (order by ms) as p50, percentile_cont(0.99) within group (order by ms) as p99, max(ms) as max, count(*)::int as count
        from (select extract(epoch from t.fired_at - t.due_at) * 1000 as ms
-               from timers t join instances i on i.id = t.instance_id where i.definition_key like $1 and t.state = 'fired') x`, [keyPattern]);
+               from timers t join instances i on i.id = t.instance_id where i.definition_key like $1 and t.state = 'fired') x`,
+    [keyPattern],
+  );
   const r = rows[0]!;
   return { p50: Number(r.p50), p99: Number(r.p99), max: Number(r.max), count: r.count };
 }
 
 /** Every instance completed, every task completed exactly once in history. */
-async function checkExactlyOnce(result: SystemResult, db: pg.Client, key: string, instances: number, tasks: number): Promise<void> {
-  const { rows: [r] } = await db.query<{ completed: number; other: number; done: number; events: number; repeated: number }>(
+async function checkExactlyOnce(
+  result: SystemResult,
+  db: pg.Client,
+  key: string,
+  instances: number,
+  tasks: number,
+): Promise<void> {
+  const {
+    rows: [r],
+  } = await db.query<{ completed: number; other: number; done: number; events: number; repeated: number }>(
     `select (select count(*)::int from instances where definition_key = $1 and status = 'completed') as completed,
             (select count(*)::int from instances where definition_key = $1 and status <> 'completed') as other,
             (select count(*)::int from external_tasks t join instances i on i.id = t.instance_id where i.definition_key = $1 and t.state = 'done') as done,
             (select count(*)::int from events e join instances i on i.id = e.instance_id where i.definition_key = $1 and e.kind = 'task:completed') as events,
             (select count(*)::int from (select e.task_id from events e join instances i on i.id = e.instance_id
-                                         where i.definition_key = $1 and e.kind = 'task:completed' group by e.task_id having count(*) > 1) x) as repeated`, [key]);
-  check(result, `${key}: ${instances} instances completed, ${tasks} tasks completed once each`,
+                                         where i.definition_key = $1 and e.kind = 'task:completed' group by e.task_id having count(*) > 1) x) as repeated`,
+    [key],
+  );
+  check(
+    result,
+    `${key}: ${instances} instances completed, ${tasks} tasks completed once each`,
     r!.completed === instances && r!.other === 0 && r!.done === tasks && r!.events === tasks && r!.repeated === 0,
-    JSON.stringify(r));
+    JSON.stringify(r),
+  );
 }
 
 /** Runs one workload round and says on stderr how long it took. */
@@ -174,9 +273,14 @@ async function timed<T>(name: string, fn: () => Promise<T>): Promise<T> {
 }
 
 async function withServer<T>(databaseUrl: string, fn: (server: BatonServer) => Promise<T>): Promise<T> {
-  const server = await startBatonServer({ databaseUrl, port: 0, host: '127.0.0.1', log: pino({ level: process.env.BENCH_LOG ?? 'silent' }),
+  const server = await startBatonServer({
+    databaseUrl,
+    port: 0,
+    host: '127.0.0.1',
+    log: pino({ level: process.env.BENCH_LOG ?? 'silent' }),
     // BENCH_START_LANES: for trying other values of BATON_START_LANES
-    ...(process.env.BENCH_START_LANES ? { engine: { startLanes: Number(process.env.BENCH_START_LANES) } } : {}) });
+    ...(process.env.BENCH_START_LANES ? { engine: { startLanes: Number(process.env.BENCH_START_LANES) } } : {}),
+  });
   try {
     return await fn(server);
   } finally {
@@ -192,7 +296,9 @@ async function hotPathLatency(url: string, n: number): Promise<{ fetch: number; 
     await start(url, 'bench-single');
     const t0 = performance.now();
     const [t] = await post<Task[]>(`${url}/api/external-tasks/fetch-and-lock`, {
-      workerId: 'scale', maxTasks: 1, topics: [{ name: 'single', lockDurationMs: 60_000 }],
+      workerId: 'scale',
+      maxTasks: 1,
+      topics: [{ name: 'single', lockDurationMs: 60_000 }],
     });
     const t1 = performance.now();
     if (!t) throw new Error('scale: no ready task');
@@ -212,16 +318,23 @@ async function hotPathLatency(url: string, n: number): Promise<{ fetch: number; 
  */
 async function preload(db: pg.Client, completed: number, waiting: number): Promise<string> {
   const { rows: defs } = await db.query<{ key: string; id: string }>(
-    `select key, id from definitions where key in ('bench-single', 'bench-far-timer', 'bench-message')`);
+    `select key, id from definitions where key in ('bench-single', 'bench-far-timer', 'bench-message')`,
+  );
   const def = (k: string) => defs.find((d) => d.key === k)!.id;
   const timersWaiting = Math.floor(waiting / 2);
   const messagesWaiting = waiting - timersWaiting;
   await db.query('set session_replication_role = replica');
   await db.query('set synchronous_commit = off');
-  await db.query(`create temp table pre_done as
-    select gen_random_uuid() as id, gen_random_uuid() as task_id, now() - interval '2 days' + g * interval '1 ms' as at from generate_series(1, $1) g order by 1`, [completed]);
-  await db.query(`insert into instances (id, definition_id, definition_key, definition_version, status, revision, created_at, updated_at, ended_at)
-    select id, $1, 'bench-single', 1, 'completed', 3, at, at, at from pre_done`, [def('bench-single')]);
+  await db.query(
+    `create temp table pre_done as
+    select gen_random_uuid() as id, gen_random_uuid() as task_id, now() - interval '2 days' + g * interval '1 ms' as at from generate_series(1, $1) g order by 1`,
+    [completed],
+  );
+  await db.query(
+    `insert into instances (id, definition_id, definition_key, definition_version, status, revision, created_at, updated_at, ended_at)
+    select id, $1, 'bench-single', 1, 'completed', 3, at, at, at from pre_done`,
+    [def('bench-single')],
+  );
   await db.query(`insert into external_tasks (id, instance_id, step_id, generation, topic, state, retries, retries_left, attempt, worker_id, lock_token,
                                               lock_expires_at, last_result, idempotency_key, created_at, ended_at)
     select task_id, id, 'work', 1, 'single', 'done', 3, 3, 1, 'preload', gen_random_uuid(), at, 'complete', id || '/work/1', at, at from pre_done`);
@@ -232,15 +345,22 @@ async function preload(db: pg.Client, completed: number, waiting: number): Promi
   await db.query(`insert into events (instance_id, generation, kind, step_id, task_id, attempt, at)
     select id, 1, k.kind, k.step_id, case when k.step_id = 'work' then task_id end, case when k.step_id = 'work' then 1 end, at
       from pre_done, (values ('instance:started', null), ('task:locked', 'work'), ('task:completed', 'work'), ('instance:completed', null)) k(kind, step_id)`);
-  await db.query(`create temp table pre_wait as
+  await db.query(
+    `create temp table pre_wait as
     select gen_random_uuid() as id, g <= $1 as on_timer, now() - interval '1 day' + g * interval '1 ms' as at from generate_series(1, $2) g order by 1`,
-  [timersWaiting, waiting]);
-  await db.query(`insert into instances (id, definition_id, definition_key, definition_version, status, revision, created_at, updated_at)
+    [timersWaiting, waiting],
+  );
+  await db.query(
+    `insert into instances (id, definition_id, definition_key, definition_version, status, revision, created_at, updated_at)
     select id, case when on_timer then $1::uuid else $2::uuid end, case when on_timer then 'bench-far-timer' else 'bench-message' end, 1, 'running', 2, at, at
-      from pre_wait`, [def('bench-far-timer'), def('bench-message')]);
+      from pre_wait`,
+    [def('bench-far-timer'), def('bench-message')],
+  );
   await db.query(`insert into steps (instance_id, step_id, generation, status, activated_at, ended_at)
     select id, 'start', 1, 'completed', at, at from pre_wait union all select id, 'wait', 1, 'active', at, null from pre_wait`);
-  await db.query(`insert into flows (instance_id, flow_id, generation, state, resolved_at) select id, 'f1', 1, 'taken', at from pre_wait`);
+  await db.query(
+    `insert into flows (instance_id, flow_id, generation, state, resolved_at) select id, 'f1', 1, 'taken', at from pre_wait`,
+  );
   await db.query(`insert into events (instance_id, generation, kind, step_id, at)
     select id, 1, 'instance:started', null, at from pre_wait union all select id, 1, 'step:waiting', 'wait', at from pre_wait`);
   await db.query(`insert into timers (instance_id, step_id, generation, due_at, created_at)
@@ -249,8 +369,10 @@ async function preload(db: pg.Client, completed: number, waiting: number): Promi
     select id, 'wait', 1, 'message', 'bench-paid', id::text, at from pre_wait where not on_timer`);
   await db.query('set session_replication_role = origin');
   await db.query('vacuum analyze');
-  return `empty database: 1 instance on a timer; preloaded: ${completed.toLocaleString('en-US')} completed (instance, task, 3 steps, 2 flows, 4 events each); `
-    + `${timersWaiting.toLocaleString('en-US')} on a timer + ${messagesWaiting.toLocaleString('en-US')} on a message`;
+  return (
+    `empty database: 1 instance on a timer; preloaded: ${completed.toLocaleString('en-US')} completed (instance, task, 3 steps, 2 flows, 4 events each); ` +
+    `${timersWaiting.toLocaleString('en-US')} on a timer + ${messagesWaiting.toLocaleString('en-US')} on a message`
+  );
 }
 
 /**
@@ -281,12 +403,13 @@ async function scale(emptyUrl: string, loadedUrl: string, result: SystemResult):
     const preloadSeconds = (performance.now() - t0) / 1000;
     const empty = { fetch: [] as number[], complete: [] as number[] };
     const loaded = { fetch: [] as number[], complete: [] as number[] };
-    const sample = (url: string, into: { fetch: number[]; complete: number[] }) => withServer(url, async (server) => {
-      await hotPathLatency(server.url, 20); // warm-up: prepared statements, JIT of the server code
-      const r = await hotPathLatency(server.url, size.scaleSamples);
-      into.fetch.push(r.fetch);
-      into.complete.push(r.complete);
-    });
+    const sample = (url: string, into: { fetch: number[]; complete: number[] }) =>
+      withServer(url, async (server) => {
+        await hotPathLatency(server.url, 20); // warm-up: prepared statements, JIT of the server code
+        const r = await hotPathLatency(server.url, size.scaleSamples);
+        into.fetch.push(r.fetch);
+        into.complete.push(r.complete);
+      });
     for (let round = 0; round < RUNS; round++) {
       await sample(emptyUrl, empty);
       await sample(loadedUrl, loaded);
@@ -305,42 +428,62 @@ async function main(): Promise<void> {
   const db = new pg.Client({ connectionString: dbUrl });
   const { version } = (await import('../../package.json', { with: { type: 'json' } })).default;
   const result: SystemResult = {
-    system: 'Baton', version, settings: `HTTP /api on loopback, same process as the clients (the worker SDK's HTTP client); pool 20; fetch maxTasks 10, long poll 1 s; what a fetch brings is completed by one complete-batch call`,
-    single: [], chain: [], fanout: [], pickup: [], timers: [], checks: [], notes: [],
+    system: 'Baton',
+    version,
+    settings: `HTTP /api on loopback, same process as the clients (the worker SDK's HTTP client); pool 20; fetch maxTasks 10, long poll 1 s; what a fetch brings is completed by one complete-batch call`,
+    single: [],
+    chain: [],
+    fanout: [],
+    pickup: [],
+    timers: [],
+    checks: [],
+    notes: [],
   };
   // Workloads 1-5 in each of this child's rounds, then workload 6 (run.ts runs it in a
   // child of its own after every round: its million-row preload and the vacuum after it
   // would otherwise fall on the rounds that follow). One server at a time (each polls on its own).
   const rounds = benchRounds();
-  const runRounds = () => withServer(dbUrl, async (server) => {
-    for (const xml of [singleXml, chainXml, fanoutXml]) await post(`${server.url}/api/definitions`, { xml });
-    // BENCH_SETUP_SQL: a statement run once the definitions are in, for experiments (e.g. disabling a trigger)
-    if (process.env.BENCH_SETUP_SQL) await db.query(process.env.BENCH_SETUP_SQL);
-    if (rounds.includes(0) && process.env.BENCH_PARK_TIMER === '1') {
-      // With no waiting timer the scheduler re-polls at once (see docs/PERFORMANCE.md); one far timer stops that.
-      await post(`${server.url}/api/definitions`, { xml: farTimerXml });
-      await start(server.url, 'bench-far-timer');
-      result.notes.push('BENCH_PARK_TIMER=1: one instance waits on a 30-day timer throughout');
-    }
-    if (rounds.includes(0)) result.idleQueriesPerSec = await idleQueriesPerSec();
-    for (const round of rounds) {
-      if (roundParts.has('single')) result.single!.push(await timed('single', () => throughput(server.url, admin, 'bench-single', ['single'], size.single, 1)));
-      partial(result);
-      if (roundParts.has('chain')) result.chain!.push(await timed('chain', () => throughput(server.url, admin, 'bench-chain', ['chain-1', 'chain-2', 'chain-3'], size.chain, 3)));
-      partial(result);
-      if (roundParts.has('fanout')) result.fanout!.push(await timed('fanout', () => throughput(server.url, admin, 'bench-fanout', ['fan'], size.fanout, FANOUT_BRANCHES)));
-      partial(result);
-      if (roundParts.has('pickup')) result.pickup!.push(await timed('pickup', () => pickupLatency(server.url, size.pickups)));
-      partial(result);
-      // the timers fall due once the starts are done (at the rate workload 1 just measured), over TIMER_SPREAD_S
-      if (roundParts.has('timers')) {
-        // Without workload 1 the rate is a guess: 150/s, what the starts ran at on the loaded machine (300/s let the first bursts meet the last starts).
-        const leadSeconds = Math.min(60, Math.ceil(size.timers / (result.single!.at(-1)?.perSec ?? 150))) + 1;
-        result.timers!.push(await timed('timers', () => timerLateness(server.url, db, round, leadSeconds)));
-        partial(result);
+  const runRounds = () =>
+    withServer(dbUrl, async (server) => {
+      for (const xml of [singleXml, chainXml, fanoutXml]) await post(`${server.url}/api/definitions`, { xml });
+      // BENCH_SETUP_SQL: a statement run once the definitions are in, for experiments (e.g. disabling a trigger)
+      if (process.env.BENCH_SETUP_SQL) await db.query(process.env.BENCH_SETUP_SQL);
+      if (rounds.includes(0) && process.env.BENCH_PARK_TIMER === '1') {
+        // With no waiting timer the scheduler re-polls at once (see docs/PERFORMANCE.md); one far timer stops that.
+        await post(`${server.url}/api/definitions`, { xml: farTimerXml });
+        await start(server.url, 'bench-far-timer');
+        result.notes.push('BENCH_PARK_TIMER=1: one instance waits on a 30-day timer throughout');
       }
-    }
-  });
+      if (rounds.includes(0)) result.idleQueriesPerSec = await idleQueriesPerSec();
+      for (const round of rounds) {
+        if (roundParts.has('single'))
+          result.single!.push(
+            await timed('single', () => throughput(server.url, admin, 'bench-single', ['single'], size.single, 1)),
+          );
+        partial(result);
+        if (roundParts.has('chain'))
+          result.chain!.push(
+            await timed('chain', () =>
+              throughput(server.url, admin, 'bench-chain', ['chain-1', 'chain-2', 'chain-3'], size.chain, 3),
+            ),
+          );
+        partial(result);
+        if (roundParts.has('fanout'))
+          result.fanout!.push(
+            await timed('fanout', () => throughput(server.url, admin, 'bench-fanout', ['fan'], size.fanout, FANOUT_BRANCHES)),
+          );
+        partial(result);
+        if (roundParts.has('pickup')) result.pickup!.push(await timed('pickup', () => pickupLatency(server.url, size.pickups)));
+        partial(result);
+        // the timers fall due once the starts are done (at the rate workload 1 just measured), over TIMER_SPREAD_S
+        if (roundParts.has('timers')) {
+          // Without workload 1 the rate is a guess: 150/s, what the starts ran at on the loaded machine (300/s let the first bursts meet the last starts).
+          const leadSeconds = Math.min(60, Math.ceil(size.timers / (result.single!.at(-1)?.perSec ?? 150))) + 1;
+          result.timers!.push(await timed('timers', () => timerLateness(server.url, db, round, leadSeconds)));
+          partial(result);
+        }
+      }
+    });
   try {
     await db.connect();
     if (workloads.has('throughput')) {
@@ -351,10 +494,19 @@ async function main(): Promise<void> {
       const singles = has('single') * size.single + has('pickup') * size.pickups;
       await checkExactlyOnce(result, db, 'bench-single', singles, singles);
       await checkExactlyOnce(result, db, 'bench-chain', has('chain') * size.chain, has('chain') * size.chain * 3);
-      await checkExactlyOnce(result, db, 'bench-fanout', has('fanout') * size.fanout, has('fanout') * size.fanout * FANOUT_BRANCHES);
+      await checkExactlyOnce(
+        result,
+        db,
+        'bench-fanout',
+        has('fanout') * size.fanout,
+        has('fanout') * size.fanout * FANOUT_BRANCHES,
+      );
       const timers = has('timers') * size.timers;
-      const { rows: [t] } = await db.query<{ n: number }>(
-        `select count(*)::int as n from instances where definition_key like 'bench-timer-%' and status = 'completed'`);
+      const {
+        rows: [t],
+      } = await db.query<{ n: number }>(
+        `select count(*)::int as n from instances where definition_key like 'bench-timer-%' and status = 'completed'`,
+      );
       check(result, `timers: ${timers} instances completed`, t!.n === timers, `${t!.n} completed`);
     }
     if (workloads.has('scale')) await scale(env('BENCH_SCALE_EMPTY_DB_URL'), env('BENCH_SCALE_DB_URL'), result);

@@ -17,7 +17,8 @@ export function benchRounds(): number[] {
   const given = process.env.BENCH_ROUNDS;
   if (!given) return Array.from({ length: RUNS }, (_, i) => i);
   const rounds = given.split(',').map((r) => Number(r) - 1);
-  if (rounds.some((r) => !Number.isInteger(r) || r < 0 || r >= RUNS)) throw new Error(`BENCH_ROUNDS=${given}: rounds are 1-${RUNS}`);
+  if (rounds.some((r) => !Number.isInteger(r) || r < 0 || r >= RUNS))
+    throw new Error(`BENCH_ROUNDS=${given}: rounds are 1-${RUNS}`);
   return rounds;
 }
 
@@ -42,12 +43,24 @@ export interface Sizes {
 }
 
 export const FULL: Sizes = {
-  single: 20_000, chain: 5_000, fanout: 500, pickups: 500, timers: 10_000,
-  scaleCompleted: 1_000_000, scaleWaiting: 100_000, scaleSamples: 300,
+  single: 20_000,
+  chain: 5_000,
+  fanout: 500,
+  pickups: 500,
+  timers: 10_000,
+  scaleCompleted: 1_000_000,
+  scaleWaiting: 100_000,
+  scaleSamples: 300,
 };
 export const QUICK: Sizes = {
-  single: 150, chain: 50, fanout: 10, pickups: 20, timers: 150,
-  scaleCompleted: 10_000, scaleWaiting: 1_000, scaleSamples: 20,
+  single: 150,
+  chain: 50,
+  fanout: 10,
+  pickups: 20,
+  timers: 150,
+  scaleCompleted: 10_000,
+  scaleWaiting: 1_000,
+  scaleSamples: 20,
 };
 export const sizes = (quick: boolean): Sizes => {
   const base = quick ? QUICK : FULL;
@@ -57,8 +70,14 @@ export const sizes = (quick: boolean): Sizes => {
   // BENCH_SIZE_SINGLE, BENCH_SIZE_CHAIN, ...: another count for one workload, for working on it
   const override = (name: keyof Sizes) => Number(process.env[`BENCH_SIZE_${name.toUpperCase()}`] ?? base[name]);
   return {
-    ...base, scaleCompleted: completed, scaleWaiting: waiting,
-    single: override('single'), chain: override('chain'), fanout: override('fanout'), pickups: override('pickups'), timers: override('timers'),
+    ...base,
+    scaleCompleted: completed,
+    scaleWaiting: waiting,
+    single: override('single'),
+    chain: override('chain'),
+    fanout: override('fanout'),
+    pickups: override('pickups'),
+    timers: override('timers'),
   };
 };
 
@@ -80,9 +99,11 @@ export const pct = (xs: number[], p: number): number =>
 /** Runs `n` calls of `task` with `concurrency` loops; `task` gets the call's index. */
 export async function pool(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    for (let i = next++; i < n; i = next++) await task(i);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let i = next++; i < n; i = next++) await task(i);
+    }),
+  );
 }
 
 // Statements: every query that node-postgres sends from this process (the systems
@@ -96,7 +117,10 @@ const inFlight = new WeakMap<object, number>();
 const originalQuery = pg.Client.prototype.query;
 // BENCH_TRACE_QUERIES=1: the child also prints its most frequent statements on stderr.
 const traced = process.env.BENCH_TRACE_QUERIES === '1' ? new Map<string, number>() : undefined;
-(pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function counted(this: pg.Client, ...args: unknown[]) {
+(pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function counted(
+  this: pg.Client,
+  ...args: unknown[]
+) {
   queries++;
   if (traced) {
     const q = args[0] as string | { name?: string; text?: string };
@@ -115,7 +139,8 @@ const traced = process.env.BENCH_TRACE_QUERIES === '1' ? new Map<string, number>
       fn(...r);
     };
   }
-  const result = (originalQuery as (...a: unknown[]) => unknown).apply(this, args) as { then?: unknown; once?: unknown } | undefined;
+  const result = (originalQuery as (...a: unknown[]) => unknown).apply(this, args) as
+    { then?: unknown; once?: unknown } | undefined;
   if (callback < 0) {
     if (typeof result?.then === 'function') (result as Promise<unknown>).then(answered, answered);
     else if (typeof result?.once === 'function') {
@@ -133,7 +158,12 @@ export async function idleQueriesPerSec(ms = idleWindowMs(quickMode())): Promise
   return ((queries - before) * 1000) / ms;
 }
 
-export interface CostMark { queries: number; roundTrips: number; xid: bigint; lsn: string }
+export interface CostMark {
+  queries: number;
+  roundTrips: number;
+  xid: bigint;
+  lsn: string;
+}
 export interface Cost {
   /** transactions that were given a transaction id (those that wrote), per step */
   writeTxPerStep: number;
@@ -168,7 +198,12 @@ export async function costSince(admin: pg.Client, before: CostMark, steps: numbe
   };
 }
 
-export interface ThroughputRound { perSec: number; stepsPerSec: number; seconds: number; cost: Cost }
+export interface ThroughputRound {
+  perSec: number;
+  stepsPerSec: number;
+  seconds: number;
+  cost: Cost;
+}
 
 /** What a system's child process reports: per workload, one entry per round. */
 export interface SystemResult {
@@ -196,7 +231,9 @@ export interface SystemResult {
 export function report(result: SystemResult): void {
   if (traced) {
     const top = [...traced.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25);
-    process.stderr.write(`${result.system}: ${queries} queries; most frequent:\n${top.map(([k, n]) => `  ${String(n).padStart(8)}  ${k}`).join('\n')}\n`);
+    process.stderr.write(
+      `${result.system}: ${queries} queries; most frequent:\n${top.map(([k, n]) => `  ${String(n).padStart(8)}  ${k}`).join('\n')}\n`,
+    );
   }
   // The child's last word: it exits once the line is out, whatever a library left running
   // (pg-boss 10 at times keeps the process alive after stop(); run.ts then waited for it

@@ -7,8 +7,25 @@
 import { Logger, run, type Runner, type Task } from 'graphile-worker';
 import pg from 'pg';
 import {
-  PICKUP_IDLE_MS, PRODUCERS, WORKERS, benchRounds, check, costMark, costSince, env, idleQueriesPerSec, partial, pct, pool, quickMode, report, sizes, sleep,
-  packageVersion, type SystemResult, type ThroughputRound,
+  PICKUP_IDLE_MS,
+  PRODUCERS,
+  WORKERS,
+  benchRounds,
+  check,
+  costMark,
+  costSince,
+  env,
+  idleQueriesPerSec,
+  partial,
+  pct,
+  pool,
+  quickMode,
+  report,
+  sizes,
+  sleep,
+  packageVersion,
+  type SystemResult,
+  type ThroughputRound,
 } from './common.ts';
 
 const mode = process.argv[2] === 'batched' ? 'batched' : 'default';
@@ -33,7 +50,9 @@ class Tally {
     this.seen.clear();
     this.done = 0;
     this.target = target;
-    return new Promise((resolve) => { this.onDone = resolve; });
+    return new Promise((resolve) => {
+      this.onDone = resolve;
+    });
   }
   repeats(): number {
     return [...this.seen.values()].filter((n) => n > 1).length;
@@ -45,22 +64,47 @@ const chain = new Tally();
 let pickedUp: ((at: number) => void) | undefined;
 
 const taskList: Record<string, Task> = {
-  single: async (payload) => { single.hit((payload as { i: number }).i); },
-  chain1: async (payload, helpers) => { await helpers.addJob('chain2', payload); },
-  chain2: async (payload, helpers) => { await helpers.addJob('chain3', payload); },
-  chain3: async (payload) => { chain.hit((payload as { i: number }).i); },
-  pickup: async () => { pickedUp?.(performance.now()); },
+  single: async (payload) => {
+    single.hit((payload as { i: number }).i);
+  },
+  chain1: async (payload, helpers) => {
+    await helpers.addJob('chain2', payload);
+  },
+  chain2: async (payload, helpers) => {
+    await helpers.addJob('chain3', payload);
+  },
+  chain3: async (payload) => {
+    chain.hit((payload as { i: number }).i);
+  },
+  pickup: async () => {
+    pickedUp?.(performance.now());
+  },
 };
 
-async function throughput(runner: Runner, admin: pg.Client, tally: Tally, task: string, n: number, steps: number, result: SystemResult, name: string): Promise<ThroughputRound> {
+async function throughput(
+  runner: Runner,
+  admin: pg.Client,
+  tally: Tally,
+  task: string,
+  n: number,
+  steps: number,
+  result: SystemResult,
+  name: string,
+): Promise<ThroughputRound> {
   const finished = tally.reset(n);
   const mark = await costMark(admin);
   const t0 = performance.now();
-  await pool(n, PRODUCERS, async (i) => { await runner.addJob(task, { i }); });
+  await pool(n, PRODUCERS, async (i) => {
+    await runner.addJob(task, { i });
+  });
   await finished;
   const seconds = (tally.tEnd - t0) / 1000;
-  check(result, `${name}: ${n} ${task === 'single' ? 'jobs' : 'chains'} ran once each`, tally.seen.size === n && tally.repeats() === 0,
-    `${tally.seen.size} distinct, ${tally.repeats()} repeated`);
+  check(
+    result,
+    `${name}: ${n} ${task === 'single' ? 'jobs' : 'chains'} ran once each`,
+    tally.seen.size === n && tally.repeats() === 0,
+    `${tally.seen.size} distinct, ${tally.repeats()} repeated`,
+  );
   return { perSec: n / seconds, stepsPerSec: (n * steps) / seconds, seconds, cost: await costSince(admin, mark, n * steps) };
 }
 
@@ -68,7 +112,9 @@ async function pickupLatency(runner: Runner, n: number): Promise<{ p50: number; 
   const latencies: number[] = [];
   for (let i = 0; i < n; i++) {
     await sleep(PICKUP_IDLE_MS); // the worker completes the previous job and waits for the next
-    const got = new Promise<number>((resolve) => { pickedUp = resolve; });
+    const got = new Promise<number>((resolve) => {
+      pickedUp = resolve;
+    });
     const t0 = performance.now();
     await runner.addJob('pickup', { i });
     latencies.push((await got) - t0);
@@ -87,7 +133,11 @@ async function main(): Promise<void> {
     settings: batched
       ? `concurrentJobs ${WORKERS}, localQueue.size ${WORKERS + 1}, completeJobBatchDelay 0, failJobBatchDelay 0, maxPoolSize 10; addJob one job per call`
       : `concurrentJobs ${WORKERS}, other settings default (maxPoolSize 10, LISTEN/NOTIFY, pollInterval 2 s); addJob one job per call`,
-    single: [], chain: [], pickup: [], checks: [], notes: [],
+    single: [],
+    chain: [],
+    pickup: [],
+    checks: [],
+    notes: [],
   };
   const runner = await run({
     connectionString,
@@ -95,7 +145,9 @@ async function main(): Promise<void> {
     noHandleSignals: true,
     logger: new Logger(() => () => undefined),
     taskList,
-    ...(batched ? { preset: { worker: { localQueue: { size: WORKERS + 1 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } } : {}),
+    ...(batched
+      ? { preset: { worker: { localQueue: { size: WORKERS + 1 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } }
+      : {}),
   });
   try {
     const rounds = benchRounds();
@@ -113,7 +165,9 @@ async function main(): Promise<void> {
   }
   const db = new pg.Client({ connectionString });
   await db.connect();
-  const { rows: [left] } = await db.query<{ n: number }>('select count(*)::int as n from graphile_worker.jobs');
+  const {
+    rows: [left],
+  } = await db.query<{ n: number }>('select count(*)::int as n from graphile_worker.jobs');
   await db.end();
   check(result, 'no job left in graphile_worker.jobs', left!.n === 0, `${left!.n} left`);
   await admin.end();

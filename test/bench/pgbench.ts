@@ -13,7 +13,12 @@ import { PICKUP_IDLE_MS, RUNS, median, pct, sleep } from './common.ts';
 
 const run = promisify(execFile);
 
-export interface PgbenchResult { version: string; seconds: number; tps1: number; tps8: number }
+export interface PgbenchResult {
+  version: string;
+  seconds: number;
+  tps1: number;
+  tps8: number;
+}
 
 function findPgbench(): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(':')) {
@@ -51,7 +56,18 @@ export async function runPgbench(dbUrl: string, seconds: number): Promise<Pgbenc
   try {
     const version = (await run(bin, ['--version'])).stdout.trim();
     const tps = async (clients: number) => {
-      const { stdout } = await run(bin, ['-n', '-f', script, '-c', String(clients), '-j', String(Math.min(clients, 2)), '-T', String(seconds), dbUrl]);
+      const { stdout } = await run(bin, [
+        '-n',
+        '-f',
+        script,
+        '-c',
+        String(clients),
+        '-j',
+        String(Math.min(clients, 2)),
+        '-T',
+        String(seconds),
+        dbUrl,
+      ]);
       const m = /tps = ([\d.]+) \(without initial connection time\)/.exec(stdout);
       if (!m) throw new Error(`pgbench printed no tps:\n${stdout}`);
       return Number(m[1]);
@@ -68,7 +84,11 @@ export async function runPgbench(dbUrl: string, seconds: number): Promise<Pgbenc
   }
 }
 
-export interface CommitFloor { n: number; p50: number; p99: number }
+export interface CommitFloor {
+  n: number;
+  p50: number;
+  p99: number;
+}
 
 /**
  * A pickup is at least one commit. This times the least a commit can be here: one pg client,

@@ -18,7 +18,8 @@ export interface ProgressBenchOptions {
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] as number;
+const pct = (xs: number[], p: number): number =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] as number;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function runProgressBench(opts: ProgressBenchOptions): Promise<Record<string, number | string>> {
@@ -33,15 +34,20 @@ export async function runProgressBench(opts: ProgressBenchOptions): Promise<Reco
     const replayMs: number[] = [];
     for (let round = 0; round < 3; round++) {
       const id = await newInstance(db, opts.baseUrl, `bench-replay-${round}`);
-      await db.query(`select count(append_frame($1, 1, 'bench:tick', jsonb_build_object('n', n, 'text', repeat('x', 64)), now()))
-                        from generate_series(1, $2) n`, [id, replayFrames]);
+      await db.query(
+        `select count(append_frame($1, 1, 'bench:tick', jsonb_build_object('n', n, 'text', repeat('x', 64)), now()))
+                        from generate_series(1, $2) n`,
+        [id, replayFrames],
+      );
       const last = await lastSeq(db, id);
       const client = connect(opts.baseUrl);
       let got = 0;
-      const done = new Promise<void>((resolve) => client.on('frame', (f: { seq: number }) => {
-        got++;
-        if (f.seq === last) resolve();
-      }));
+      const done = new Promise<void>((resolve) =>
+        client.on('frame', (f: { seq: number }) => {
+          got++;
+          if (f.seq === last) resolve();
+        }),
+      );
       const t0 = performance.now();
       await client.emitWithAck('subscribe', { instanceId: id });
       await done;
@@ -81,7 +87,9 @@ export async function runProgressBench(opts: ProgressBenchOptions): Promise<Reco
       [`commit→client p50 ms (${subscribers} subscribers)`]: Number(pct(latencies, 50).toFixed(1)),
       [`commit→client p99 ms (${subscribers} subscribers)`]: Number(pct(latencies, 99).toFixed(1)),
       'frames delivered / expected': `${received} / ${liveFrames * subscribers}`,
-      [`server heap growth with one stalled client over ${stalledFrames.toLocaleString('en-US')} frames (MiB)`]: Number(stalled.growthMiB.toFixed(1)),
+      [`server heap growth with one stalled client over ${stalledFrames.toLocaleString('en-US')} frames (MiB)`]: Number(
+        stalled.growthMiB.toFixed(1),
+      ),
       'stalled client told to resubscribe': stalled.notified ? 'yes' : 'no',
     };
   } finally {
@@ -117,7 +125,10 @@ async function post<T = unknown>(url: string, body: unknown): Promise<T> {
 }
 
 async function lastSeq(db: pg.Client, instanceId: string): Promise<number> {
-  const { rows } = await db.query<{ last_seq: number }>('select last_seq from frame_heads where instance_id = $1 and generation = 1', [instanceId]);
+  const { rows } = await db.query<{ last_seq: number }>(
+    'select last_seq from frame_heads where instance_id = $1 and generation = 1',
+    [instanceId],
+  );
   return rows[0]?.last_seq ?? 0;
 }
 
@@ -126,7 +137,11 @@ async function lastSeq(db: pg.Client, instanceId: string): Promise<number> {
  * every packet for it waits in the server. Heap is sampled after a GC when the
  * process exposes one (node --expose-gc), else as is.
  */
-async function stalledClientHeap(db: pg.Client, baseUrl: string, frames: number): Promise<{ growthMiB: number; notified: boolean }> {
+async function stalledClientHeap(
+  db: pg.Client,
+  baseUrl: string,
+  frames: number,
+): Promise<{ growthMiB: number; notified: boolean }> {
   const id = await newInstance(db, baseUrl, 'bench-stalled');
   const gc = (globalThis as { gc?: () => void }).gc;
   const heap = () => {
@@ -142,8 +157,11 @@ async function stalledClientHeap(db: pg.Client, baseUrl: string, frames: number)
   await send(`42/progress,0["subscribe",{"instanceId":"${id}"}]`);
   const before = heap();
   for (let done = 0; done < frames; done += 1000) {
-    await db.query(`select count(append_frame($1, 1, 'bench:tick', jsonb_build_object('text', repeat('x', 256)), now()))
-                      from generate_series(1, $2)`, [id, Math.min(1000, frames - done)]);
+    await db.query(
+      `select count(append_frame($1, 1, 'bench:tick', jsonb_build_object('text', repeat('x', 256)), now()))
+                      from generate_series(1, $2)`,
+      [id, Math.min(1000, frames - done)],
+    );
     await sleep(50);
   }
   await sleep(500);
@@ -165,7 +183,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       srv.close(() => resolve(free));
     });
   });
-  const embedded = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: path.resolve('.baton-bench-progress'), port, database: 'postgres' });
+  const embedded = process.env.DATABASE_URL
+    ? undefined
+    : await startEmbeddedPostgres({ dataDir: path.resolve('.baton-bench-progress'), port, database: 'postgres' });
   const databaseUrl = process.env.DATABASE_URL ?? (embedded as { url: string }).url;
   const server = await startBatonServer({ databaseUrl, port: 0, host: '127.0.0.1', log: pino({ level: 'silent' }) });
   try {

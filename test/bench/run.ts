@@ -15,11 +15,26 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { startBatonServer } from '../../runtime/server.ts';
 import { startEmbeddedPostgres } from '../../runtime/store/embedded.ts';
-import { FANOUT_BRANCHES, PICKUP_IDLE_MS, PRODUCERS, RUNS, WORKERS, idleWindowMs, median, sizes, sleep, type SystemResult, type ThroughputRound } from './common.ts';
+import {
+  FANOUT_BRANCHES,
+  PICKUP_IDLE_MS,
+  PRODUCERS,
+  RUNS,
+  WORKERS,
+  idleWindowMs,
+  median,
+  sizes,
+  sleep,
+  type SystemResult,
+  type ThroughputRound,
+} from './common.ts';
 import { measureCommitFloor, runPgbench, type CommitFloor, type PgbenchResult } from './pgbench.ts';
 
 const quick = process.argv.includes('--quick');
-const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+const only = process.argv
+  .find((a) => a.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',');
 const size = sizes(quick);
 /** The next time the UTC clock reads HH:MM: today, or tomorrow when that has passed (a run across midnight). */
 function nextTime(hhmm: string): number {
@@ -35,7 +50,10 @@ const deadline = deadlineArg ? nextTime(deadlineArg) : undefined;
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 interface SystemRun {
-  id: string; label: string; script: string; args: string[];
+  id: string;
+  label: string;
+  script: string;
+  args: string[];
   /** one round's share of a --deadline, against the others' (a peer's round takes about a minute and a quarter) */
   weight: number;
 }
@@ -72,7 +90,11 @@ async function freshDatabase(admin: pg.Client, adminUrl: string, name: string): 
 const SCALE_WEIGHT = 2;
 
 /** One child process: a round of one system, or (no round) Baton's workload 6. */
-interface Turn { system: SystemRun; round?: number; weight: number }
+interface Turn {
+  system: SystemRun;
+  round?: number;
+  weight: number;
+}
 
 const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 
@@ -131,7 +153,9 @@ function merge(into: SystemResult | undefined, part: SystemResult): SystemResult
 async function settle(admin: pg.Client): Promise<number> {
   const t0 = Date.now();
   while (Date.now() - t0 < 30_000) {
-    const { rows } = await admin.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where backend_type = 'autovacuum worker'`);
+    const { rows } = await admin.query<{ n: number }>(
+      `select count(*)::int as n from pg_stat_activity where backend_type = 'autovacuum worker'`,
+    );
     if (rows[0]!.n === 0) break;
     await sleep(250);
   }
@@ -143,7 +167,11 @@ async function settle(admin: pg.Client): Promise<number> {
  * Runs one child; resolves with its BENCH_RESULT (or, when stopped at its share of the
  * --deadline, its last BENCH_PARTIAL), rejects when it fails.
  */
-function runChild(system: SystemRun, env: Record<string, string>, stopAt: number | undefined): Promise<{ result: SystemResult; stopped: boolean }> {
+function runChild(
+  system: SystemRun,
+  env: Record<string, string>,
+  stopAt: number | undefined,
+): Promise<{ result: SystemResult; stopped: boolean }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, system.script), ...system.args], {
       env: { ...process.env, ...env, BENCH_QUICK: quick ? '1' : '0' },
@@ -151,17 +179,29 @@ function runChild(system: SystemRun, env: Record<string, string>, stopAt: number
     });
     let out = '';
     let stopped = false;
-    child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); });
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+    });
     child.on('error', reject);
-    const timer = stopAt === undefined ? undefined : setTimeout(() => {
-      stopped = true;
-      process.stderr.write(`bench: ${system.label} stopped at ${new Date(stopAt).toISOString()} (its share of the --deadline)\n`);
-      child.kill('SIGKILL');
-    }, Math.max(0, stopAt - Date.now()));
+    const timer =
+      stopAt === undefined
+        ? undefined
+        : setTimeout(
+            () => {
+              stopped = true;
+              process.stderr.write(
+                `bench: ${system.label} stopped at ${new Date(stopAt).toISOString()} (its share of the --deadline)\n`,
+              );
+              child.kill('SIGKILL');
+            },
+            Math.max(0, stopAt - Date.now()),
+          );
     child.on('exit', (code) => {
       clearTimeout(timer);
       const lines = out.split('\n');
-      const last = lines.find((l) => l.startsWith('BENCH_RESULT ')) ?? (stopped ? lines.filter((l) => l.startsWith('BENCH_PARTIAL ')).at(-1) : undefined);
+      const last =
+        lines.find((l) => l.startsWith('BENCH_RESULT ')) ??
+        (stopped ? lines.filter((l) => l.startsWith('BENCH_PARTIAL ')).at(-1) : undefined);
       if (!last) return reject(new Error(`${system.label}: exited ${code} without a result\n${out.slice(-2000)}`));
       const result = JSON.parse(last.slice(last.indexOf(' ') + 1)) as SystemResult;
       if (stopped) return resolve({ result, stopped });
@@ -171,7 +211,9 @@ function runChild(system: SystemRun, env: Record<string, string>, stopAt: number
   });
 }
 
-interface ProgressModule { runProgressBench(opts: { baseUrl: string; databaseUrl: string; quick: boolean }): Promise<Record<string, number | string>> }
+interface ProgressModule {
+  runProgressBench(opts: { baseUrl: string; databaseUrl: string; quick: boolean }): Promise<Record<string, number | string>>;
+}
 
 /** Workload 7 lives in progress.ts (issue 6's owner); it runs only when that file exists. */
 async function runProgress(admin: pg.Client, adminUrl: string): Promise<Record<string, number | string> | string> {
@@ -190,14 +232,18 @@ async function runProgress(admin: pg.Client, adminUrl: string): Promise<Record<s
 /** a system's workload 4 p99: the median of its rounds' */
 const pickupP99 = (r: SystemResult): number | undefined => (r.pickup?.length ? median(r.pickup.map((x) => x.p99)) : undefined);
 const fmt = (n: number | undefined, digits = 0) =>
-  n === undefined || Number.isNaN(n) ? '—' : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  n === undefined || Number.isNaN(n)
+    ? '—'
+    : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 async function main(): Promise<void> {
   const began = Date.now();
   const loadBefore = loadavg();
   let adminUrl = process.env.DATABASE_URL;
   const benchDir = path.resolve('.baton-bench');
-  const embedded = adminUrl ? undefined : await startEmbeddedPostgres({ dataDir: benchDir, port: await freePort(), database: 'postgres' });
+  const embedded = adminUrl
+    ? undefined
+    : await startEmbeddedPostgres({ dataDir: benchDir, port: await freePort(), database: 'postgres' });
   adminUrl ??= embedded!.url;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
@@ -219,7 +265,9 @@ async function main(): Promise<void> {
       process.stderr.write('bench: pgbench…\n');
       pgbench = await runPgbench(await freshDatabase(admin, adminUrl, 'bench_pgbench'), quick ? 1 : 8);
       process.stderr.write('bench: commit floor…\n');
-      floor = await measureCommitFloor(await freshDatabase(admin, adminUrl, 'bench_commit_floor'), size.pickups).catch((err: Error) => `failed: ${err.message}`);
+      floor = await measureCommitFloor(await freshDatabase(admin, adminUrl, 'bench_commit_floor'), size.pickups).catch(
+        (err: Error) => `failed: ${err.message}`,
+      );
     }
     const systems = [...SYSTEMS.slice(1), SYSTEMS[0]!].filter((s) => !only || only.includes(s.id));
     const turns = plan(systems, new Set((process.env.BENCH_BATON_WORKLOADS ?? 'throughput,scale').split(',')));
@@ -230,7 +278,10 @@ async function main(): Promise<void> {
       const { system, round } = turn;
       if (!runs(turn)) continue;
       const settled = await settle(admin);
-      const weightLeft = turns.slice(i).filter(runs).reduce((sum, t) => sum + t.weight, 0);
+      const weightLeft = turns
+        .slice(i)
+        .filter(runs)
+        .reduce((sum, t) => sum + t.weight, 0);
       const stopAt = deadline === undefined ? undefined : Date.now() + ((deadline - Date.now()) * turn.weight) / weightLeft;
       const what = `${system.label} ${round === undefined ? 'workload 6' : `round ${round + 1}`}`;
       if (round !== undefined) (ran[round] ??= []).push(system.label);
@@ -253,8 +304,10 @@ async function main(): Promise<void> {
         if (stopped) {
           if (round !== undefined) ended.add(system.id);
           const finished = ROUND_PARTS.map((k) => `${k} ${merged[k]?.length ?? 0}`).join(', ');
-          merged.notes.push(`STOPPED in ${round === undefined ? 'workload 6' : `round ${round + 1}`} at ${new Date(stopAt!).toISOString().slice(11, 19)} `
-            + `(its share of --deadline): rounds finished: ${finished}, scale ${merged.scale?.loaded.fetch.length ?? 0}`);
+          merged.notes.push(
+            `STOPPED in ${round === undefined ? 'workload 6' : `round ${round + 1}`} at ${new Date(stopAt!).toISOString().slice(11, 19)} ` +
+              `(its share of --deadline): rounds finished: ${finished}, scale ${merged.scale?.loaded.fetch.length ?? 0}`,
+          );
         }
       } catch (err) {
         if (round !== undefined) ended.add(system.id);
@@ -277,7 +330,18 @@ async function main(): Promise<void> {
     }
   }
 
-  printTable({ ran, pgVersion, settingText: settingText.join(', '), embedded: !!embedded, results, pgbench, floor, progress, loadBefore, seconds: (Date.now() - began) / 1000 });
+  printTable({
+    ran,
+    pgVersion,
+    settingText: settingText.join(', '),
+    embedded: !!embedded,
+    results,
+    pgbench,
+    floor,
+    progress,
+    loadBefore,
+    seconds: (Date.now() - began) / 1000,
+  });
   for (const f of failures) console.error(`FAILED: ${f}`);
   if (failures.length > 0 || [...results.values()].some((r) => r.checks.some((c) => c.includes('FAILED')))) process.exitCode = 1;
 }
@@ -301,16 +365,20 @@ function printTable(t: TableInput): void {
   const columns = SYSTEMS.filter((s) => t.results.has(s.id));
   const baton = t.results.get('baton');
   const rows: string[][] = [];
-  const med = (rounds: ThroughputRound[] | undefined, pick: (r: ThroughputRound) => number) => (rounds && rounds.length ? median(rounds.map(pick)) : undefined);
+  const med = (rounds: ThroughputRound[] | undefined, pick: (r: ThroughputRound) => number) =>
+    rounds && rounds.length ? median(rounds.map(pick)) : undefined;
   const row = (label: string, value: (r: SystemResult) => number | undefined, digits = 0) =>
     rows.push([label, ...columns.map((s) => fmt(value(t.results.get(s.id)!), digits))]);
   const ratioRow = (label: string, value: (r: SystemResult) => number | undefined, lowerIsBetter = false) => {
     const b = baton ? value(baton) : undefined;
-    rows.push([label, ...columns.map((s) => {
-      const v = value(t.results.get(s.id)!);
-      if (s.id === 'baton' || b === undefined || v === undefined) return '';
-      return `${(lowerIsBetter ? v / b : b / v).toFixed(2)}×`;
-    })]);
+    rows.push([
+      label,
+      ...columns.map((s) => {
+        const v = value(t.results.get(s.id)!);
+        if (s.id === 'baton' || b === undefined || v === undefined) return '';
+        return `${(lowerIsBetter ? v / b : b / v).toFixed(2)}×`;
+      }),
+    ]);
   };
   const throughputRows = (n: string, key: 'single' | 'chain' | 'fanout', unit: string, steps: number) => {
     row(`${n} ${unit}/s`, (r) => med(r[key], (x) => x.perSec));
@@ -324,37 +392,65 @@ function printTable(t: TableInput): void {
   throughputRows(`1. single task, ${fmt(size.single)}:`, 'single', 'instances (jobs)', 1);
   throughputRows(`2. three steps, ${fmt(size.chain)}:`, 'chain', 'instances (chains)', 3);
   throughputRows(`3. fan-out ${FANOUT_BRANCHES}, ${fmt(size.fanout)}:`, 'fanout', 'instances', FANOUT_BRANCHES);
-  row(`4. pickup p50 (ms), ${size.pickups} starts`, (r) => (r.pickup?.length ? median(r.pickup.map((x) => x.p50)) : undefined), 1);
+  row(
+    `4. pickup p50 (ms), ${size.pickups} starts`,
+    (r) => (r.pickup?.length ? median(r.pickup.map((x) => x.p50)) : undefined),
+    1,
+  );
   row(`4. pickup p99 (ms)`, pickupP99, 1);
-  row(`5. timer lateness p50 (ms), ${fmt(size.timers)} timers`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.p50)) : undefined), 1);
+  row(
+    `5. timer lateness p50 (ms), ${fmt(size.timers)} timers`,
+    (r) => (r.timers?.length ? median(r.timers.map((x) => x.p50)) : undefined),
+    1,
+  );
   row(`5. timer lateness p99 (ms)`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.p99)) : undefined), 1);
   row(`5. timer lateness max (ms)`, (r) => (r.timers?.length ? median(r.timers.map((x) => x.max)) : undefined), 1);
   row(`idle statements/s (${idleWindowMs(quick) / 1000} s after start-up)`, (r) => r.idleQueriesPerSec, 0);
   const scale = baton?.scale;
   if (scale) {
-    const ef = median(scale.empty.fetch), ec = median(scale.empty.complete), lf = median(scale.loaded.fetch), lc = median(scale.loaded.complete);
+    const ef = median(scale.empty.fetch),
+      ec = median(scale.empty.complete),
+      lf = median(scale.loaded.fetch),
+      lc = median(scale.loaded.complete);
     row('6. fetch-and-lock (ms), empty DB', (r) => (r === baton ? ef : undefined), 2);
     row('6. fetch-and-lock (ms), preloaded', (r) => (r === baton ? lf : undefined), 2);
     row('6. complete (ms), empty DB', (r) => (r === baton ? ec : undefined), 2);
     row('6. complete (ms), preloaded', (r) => (r === baton ? lc : undefined), 2);
-    rows.push(['6. scale ratio fetch / complete', ...columns.map((s) => (s.id === 'baton' ? `${(lf / ef).toFixed(2)}× / ${(lc / ec).toFixed(2)}×` : ''))]);
+    rows.push([
+      '6. scale ratio fetch / complete',
+      ...columns.map((s) => (s.id === 'baton' ? `${(lf / ef).toFixed(2)}× / ${(lc / ec).toFixed(2)}×` : '')),
+    ]);
   }
 
   console.log(`\nBaton comparative bench${quick ? ' (--quick)' : ''}, ${new Date().toISOString()}`);
-  console.log(`machine: ${cpu.length} x ${cpu[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; node ${process.version}; `
-    + `load average before ${t.loadBefore.map((x) => x.toFixed(2)).join(' ')}, after ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-  console.log(`PostgreSQL ${t.pgVersion} (${t.embedded ? 'embedded' : 'DATABASE_URL'}), one database per system: ${t.settingText}`);
-  console.log(`each figure: median of ${RUNS} rounds; ratios between medians of this run; ${PRODUCERS} producers + ${WORKERS} workers run together in 1-3`);
-  console.log('the systems take turns: round 1 of each, then round 2 of each, then round 3, in another order each round (below); a round is a fresh process on the system\'s database; Baton\'s workload 6 last');
+  console.log(
+    `machine: ${cpu.length} x ${cpu[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; node ${process.version}; ` +
+      `load average before ${t.loadBefore.map((x) => x.toFixed(2)).join(' ')}, after ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
+  );
+  console.log(
+    `PostgreSQL ${t.pgVersion} (${t.embedded ? 'embedded' : 'DATABASE_URL'}), one database per system: ${t.settingText}`,
+  );
+  console.log(
+    `each figure: median of ${RUNS} rounds; ratios between medians of this run; ${PRODUCERS} producers + ${WORKERS} workers run together in 1-3`,
+  );
+  console.log(
+    "the systems take turns: round 1 of each, then round 2 of each, then round 3, in another order each round (below); a round is a fresh process on the system's database; Baton's workload 6 last",
+  );
   for (const s of columns) {
     const r = t.results.get(s.id)!;
     console.log(`- ${s.label} ${r.version}: ${r.settings}`);
     for (const n of r.notes) console.log(`    ${n}`);
   }
-  if (scale) console.log(`- scale preload (bulk SQL into Baton's tables, not the API, ${scale.preloadSeconds.toFixed(0)} s): ${scale.rows}`);
+  if (scale)
+    console.log(
+      `- scale preload (bulk SQL into Baton's tables, not the API, ${scale.preloadSeconds.toFixed(0)} s): ${scale.rows}`,
+    );
   const header = ['figure', ...columns.map((s) => s.label)];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  const line = (cells: string[]) =>
+    `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
   console.log('');
   console.log(line(header));
   console.log(`|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
@@ -364,12 +460,16 @@ function printTable(t: TableInput): void {
     console.log(`pgbench ceiling: ${t.pgbench}`);
   } else {
     const b = t.pgbench;
-    console.log(`pgbench ceiling (${b.version}; one UPDATE of a 1,000-row table + one INSERT per transaction, ${b.seconds} s each, median of ${RUNS}): `
-      + `1 client ${fmt(b.tps1)} tps, 8 clients ${fmt(b.tps8)} tps`);
+    console.log(
+      `pgbench ceiling (${b.version}; one UPDATE of a 1,000-row table + one INSERT per transaction, ${b.seconds} s each, median of ${RUNS}): ` +
+        `1 client ${fmt(b.tps1)} tps, 8 clients ${fmt(b.tps8)} tps`,
+    );
     const single = med(baton?.single, (x) => x.stepsPerSec);
     const chain = med(baton?.chain, (x) => x.stepsPerSec);
     if (single !== undefined && chain !== undefined) {
-      console.log(`Baton steps/s as a fraction of the 8-client ceiling: single ${(single / b.tps8).toFixed(2)}, three steps ${(chain / b.tps8).toFixed(2)}`);
+      console.log(
+        `Baton steps/s as a fraction of the 8-client ceiling: single ${(single / b.tps8).toFixed(2)}, three steps ${(chain / b.tps8).toFixed(2)}`,
+      );
     }
   }
   if (typeof t.floor === 'string') {
@@ -380,18 +480,33 @@ function printTable(t: TableInput): void {
       const p99 = pickupP99(t.results.get(s.id)!);
       return p99 === undefined ? [] : [`${s.label} ${(p99 / f.p99).toFixed(1)}×`];
     });
-    console.log(`commit floor (one pg client: a one-row INSERT and its commit after ${PICKUP_IDLE_MS} ms idle, ${f.n} times, median of ${RUNS}): `
-      + `p50 ${fmt(f.p50, 2)} ms, p99 ${fmt(f.p99, 2)} ms${over.length ? `; pickup p99 ÷ floor p99: ${over.join(', ')}` : ''}`);
+    console.log(
+      `commit floor (one pg client: a one-row INSERT and its commit after ${PICKUP_IDLE_MS} ms idle, ${f.n} times, median of ${RUNS}): ` +
+        `p50 ${fmt(f.p50, 2)} ms, p99 ${fmt(f.p99, 2)} ms${over.length ? `; pickup p99 ÷ floor p99: ${over.join(', ')}` : ''}`,
+    );
   }
-  console.log(`7. progress: ${typeof t.progress === 'string' ? t.progress : Object.entries(t.progress).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  console.log(
+    `7. progress: ${
+      typeof t.progress === 'string'
+        ? t.progress
+        : Object.entries(t.progress)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')
+    }`,
+  );
   // The rounds behind each median, in the order they ran: how far this machine moved during the run.
   console.log(`rounds as run: ${t.ran.map((systems, i) => `${i + 1}: ${systems.join(', ')}`).join('; ')}`);
-  const perRound = <T>(xs: T[] | undefined, pick: (x: T) => number, digits = 0) => (xs?.length ? xs.map((x) => fmt(pick(x), digits)).join(' / ') : undefined);
+  const perRound = <T>(xs: T[] | undefined, pick: (x: T) => number, digits = 0) =>
+    xs?.length ? xs.map((x) => fmt(pick(x), digits)).join(' / ') : undefined;
   for (const s of columns) {
     const r = t.results.get(s.id)!;
     const parts = [
-      ['single/s', perRound(r.single, (x) => x.perSec)], ['chains/s', perRound(r.chain, (x) => x.perSec)], ['fan-out/s', perRound(r.fanout, (x) => x.perSec)],
-      ['pickup p99 ms', perRound(r.pickup, (x) => x.p99, 1)], ['timer p50 ms', perRound(r.timers, (x) => x.p50, 1)], ['timer p99 ms', perRound(r.timers, (x) => x.p99, 1)],
+      ['single/s', perRound(r.single, (x) => x.perSec)],
+      ['chains/s', perRound(r.chain, (x) => x.perSec)],
+      ['fan-out/s', perRound(r.fanout, (x) => x.perSec)],
+      ['pickup p99 ms', perRound(r.pickup, (x) => x.p99, 1)],
+      ['timer p50 ms', perRound(r.timers, (x) => x.p50, 1)],
+      ['timer p99 ms', perRound(r.timers, (x) => x.p99, 1)],
     ].filter(([, v]) => v !== undefined);
     console.log(`per round, ${s.label}: ${parts.map(([k, v]) => `${k} ${v}`).join('; ')}`);
   }

@@ -11,9 +11,10 @@ import { startBatonServer } from '../../runtime/server.ts';
 import { startEmbeddedPostgres } from '../../runtime/store/embedded.ts';
 
 const instances = Number(process.argv[2] ?? 500);
-const xml = `<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="D" targetNamespace="bench"><bpmn:process id="wal" isExecutable="true">`
-  + `<bpmn:startEvent id="start"/><bpmn:serviceTask id="work" camunda:type="external" camunda:topic="wal"/><bpmn:endEvent id="end"/>`
-  + `<bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work"/><bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end"/></bpmn:process></bpmn:definitions>`;
+const xml =
+  `<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="D" targetNamespace="bench"><bpmn:process id="wal" isExecutable="true">` +
+  `<bpmn:startEvent id="start"/><bpmn:serviceTask id="work" camunda:type="external" camunda:topic="wal"/><bpmn:endEvent id="end"/>` +
+  `<bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work"/><bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end"/></bpmn:process></bpmn:definitions>`;
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -35,7 +36,12 @@ async function main(): Promise<void> {
   const dir = path.resolve('.baton-bench-wal');
   const embedded = await startEmbeddedPostgres({ dataDir: dir, port: await freePort(), database: 'wal_profile' });
   const db = new pg.Client({ connectionString: embedded.url });
-  const server = await startBatonServer({ databaseUrl: embedded.url, port: 0, host: '127.0.0.1', log: pino({ level: 'silent' }) });
+  const server = await startBatonServer({
+    databaseUrl: embedded.url,
+    port: 0,
+    host: '127.0.0.1',
+    log: pino({ level: 'silent' }),
+  });
   try {
     await db.connect();
     await db.query('create extension if not exists pg_walinspect');
@@ -43,21 +49,35 @@ async function main(): Promise<void> {
     // warm-up, so the first-use writes (catalog, new pages) are not counted
     for (let i = 0; i < 20; i++) await runOne(server.url);
     await db.query('checkpoint');
-    const { rows: [a] } = await db.query<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn');
+    const {
+      rows: [a],
+    } = await db.query<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn');
     for (let i = 0; i < instances; i++) await runOne(server.url);
-    const { rows: [b] } = await db.query<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn');
-    const { rows: [total] } = await db.query<{ bytes: string }>('select pg_wal_lsn_diff($2, $1)::bigint::text as bytes', [a!.lsn, b!.lsn]);
-    console.log(`${instances} one-task instances (start + fetch-and-lock + complete, one at a time): ${total!.bytes} WAL bytes, ${Math.round(Number(total!.bytes) / instances)} per instance`);
+    const {
+      rows: [b],
+    } = await db.query<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn');
+    const {
+      rows: [total],
+    } = await db.query<{ bytes: string }>('select pg_wal_lsn_diff($2, $1)::bigint::text as bytes', [a!.lsn, b!.lsn]);
+    console.log(
+      `${instances} one-task instances (start + fetch-and-lock + complete, one at a time): ${total!.bytes} WAL bytes, ${Math.round(Number(total!.bytes) / instances)} per instance`,
+    );
     const { rows: kinds } = await db.query(
       `select "resource_manager/record_type" as kind, sum(count)::int as records, sum(combined_size)::bigint as bytes, sum(fpi_size)::bigint as fpi_bytes
-         from pg_get_wal_stats($1, $2, true) group by 1 having sum(count) > 0 order by 3 desc`, [a!.lsn, b!.lsn]);
+         from pg_get_wal_stats($1, $2, true) group by 1 having sum(count) > 0 order by 3 desc`,
+      [a!.lsn, b!.lsn],
+    );
     console.table(kinds.map((k) => ({ ...k, per_instance: Math.round(Number(k.bytes) / instances) })));
     const { rows: rels } = await db.query(
       `select coalesce(c.relname, w.relfilenode::text) as relation, count(*)::int as block_refs,
               sum(w.block_data_length)::bigint as data_bytes, sum(w.block_fpi_length)::bigint as fpi_bytes
          from pg_get_wal_block_info($1, $2) w left join pg_class c on c.relfilenode = w.relfilenode
-        group by 1 order by sum(w.block_data_length + w.block_fpi_length) desc limit 30`, [a!.lsn, b!.lsn]);
-    console.table(rels.map((r) => ({ ...r, per_instance: Math.round((Number(r.data_bytes) + Number(r.fpi_bytes)) / instances) })));
+        group by 1 order by sum(w.block_data_length + w.block_fpi_length) desc limit 30`,
+      [a!.lsn, b!.lsn],
+    );
+    console.table(
+      rels.map((r) => ({ ...r, per_instance: Math.round((Number(r.data_bytes) + Number(r.fpi_bytes)) / instances) })),
+    );
   } finally {
     await server.close();
     await db.end();
@@ -69,7 +89,9 @@ async function main(): Promise<void> {
 async function runOne(url: string): Promise<void> {
   await post(`${url}/api/instances`, { definitionKey: 'wal' });
   const [task] = await post<{ id: string; lockToken: string }[]>(`${url}/api/external-tasks/fetch-and-lock`, {
-    workerId: 'wal', maxTasks: 1, topics: [{ name: 'wal', lockDurationMs: 60_000 }],
+    workerId: 'wal',
+    maxTasks: 1,
+    topics: [{ name: 'wal', lockDurationMs: 60_000 }],
   });
   if (!task) throw new Error('no task');
   await post(`${url}/api/external-tasks/${task.id}/complete`, { workerId: 'wal', lockToken: task.lockToken });

@@ -21,23 +21,43 @@ beforeAll(async () => {
   await deploy(t.api, singleTaskBpmn('cam_takeover', 'cam-takeover'));
   await deploy(t.api, singleTaskBpmn('cam_poll', 'cam-poll'));
   await deploy(t.api, singleTaskBpmn('cam_many', 'cam-many'));
-  await deploy(t.api, buildBpmn('cam_types', [
-    { id: 'start', type: 'startEvent' },
-    { id: 'write', type: 'serviceTask', topic: 'cam-write' },
-    { id: 'read', type: 'serviceTask', topic: 'cam-read' },
-    { id: 'end', type: 'endEvent' },
-  ], [{ from: 'start', to: 'write' }, { from: 'write', to: 'read' }, { from: 'read', to: 'end' }]));
-  await deploy(t.api, buildBpmn('cam_route', [
-    { id: 'start', type: 'startEvent' },
-    { id: 'price', type: 'serviceTask', topic: 'cam-price' },
-    { id: 'gw', type: 'exclusiveGateway', default: 'cheap' },
-    { id: 'review', type: 'serviceTask', topic: 'cam-review' },
-    { id: 'end', type: 'endEvent' },
-  ], [
-    { from: 'start', to: 'price' }, { from: 'price', to: 'gw' },
-    { id: 'big', from: 'gw', to: 'review', condition: '${amount > 100}' },
-    { id: 'cheap', from: 'gw', to: 'end' }, { from: 'review', to: 'end' },
-  ]));
+  await deploy(
+    t.api,
+    buildBpmn(
+      'cam_types',
+      [
+        { id: 'start', type: 'startEvent' },
+        { id: 'write', type: 'serviceTask', topic: 'cam-write' },
+        { id: 'read', type: 'serviceTask', topic: 'cam-read' },
+        { id: 'end', type: 'endEvent' },
+      ],
+      [
+        { from: 'start', to: 'write' },
+        { from: 'write', to: 'read' },
+        { from: 'read', to: 'end' },
+      ],
+    ),
+  );
+  await deploy(
+    t.api,
+    buildBpmn(
+      'cam_route',
+      [
+        { id: 'start', type: 'startEvent' },
+        { id: 'price', type: 'serviceTask', topic: 'cam-price' },
+        { id: 'gw', type: 'exclusiveGateway', default: 'cheap' },
+        { id: 'review', type: 'serviceTask', topic: 'cam-review' },
+        { id: 'end', type: 'endEvent' },
+      ],
+      [
+        { from: 'start', to: 'price' },
+        { from: 'price', to: 'gw' },
+        { id: 'big', from: 'gw', to: 'review', condition: '${amount > 100}' },
+        { id: 'cheap', from: 'gw', to: 'end' },
+        { from: 'review', to: 'end' },
+      ],
+    ),
+  );
 });
 afterEach(() => clients.stopAll());
 afterAll(async () => {
@@ -111,8 +131,16 @@ describe('camunda-external-task-client-js against Baton', () => {
       const vars = new Variables();
       const file = new File({ typedValue: { valueInfo: { filename: 'hello.txt', mimetype: 'text/plain' } } });
       file.content = Buffer.from('hello, baton');
-      vars.set('text', 'plain').set('count', 42).set('big', 2 ** 40).set('ratio', 0.25).set('flag', true)
-        .set('when', when).set('order', { items: [1, 2], note: 'x' }).set('nothing', null).set('doc', file)
+      vars
+        .set('text', 'plain')
+        .set('count', 42)
+        .set('big', 2 ** 40)
+        .set('ratio', 0.25)
+        .set('flag', true)
+        .set('when', when)
+        .set('order', { items: [1, 2], note: 'x' })
+        .set('nothing', null)
+        .set('doc', file)
         .setTyped('bytes', { type: 'bytes', value: Buffer.from([1, 2, 3]).toString('base64'), valueInfo: {} })
         .setTransient('scratch', 'not kept');
       await taskService.complete(task, vars);
@@ -128,8 +156,16 @@ describe('camunda-external-task-client-js against Baton', () => {
     const id = await startByKey(t.url, 'cam_types');
     const { typed, all, docContent, docFile } = await read.promise;
     expect(Object.fromEntries(Object.entries(typed).map(([k, v]: [string, any]) => [k, v.type]))).toEqual({
-      text: 'string', count: 'integer', big: 'long', ratio: 'double', flag: 'boolean', when: 'date',
-      order: 'json', nothing: 'null', doc: 'file', bytes: 'bytes',
+      text: 'string',
+      count: 'integer',
+      big: 'long',
+      ratio: 'double',
+      flag: 'boolean',
+      when: 'date',
+      order: 'json',
+      nothing: 'null',
+      doc: 'file',
+      bytes: 'bytes',
     });
     expect(all.when).toBeInstanceOf(Date);
     expect(all.when.getTime()).toBe(when.getTime());
@@ -168,7 +204,8 @@ describe('camunda-external-task-client-js against Baton', () => {
     const attempts: { at: number; retries: number | null; errorMessage: string | null }[] = [];
     client.subscribe('cam-fail', async ({ task, taskService }: any) => {
       attempts.push({ at: Date.now(), retries: task.retries, errorMessage: task.errorMessage });
-      if (attempts.length === 1) await taskService.handleFailure(task, { errorMessage: 'flaky', errorDetails: 'stack', retries: 1, retryTimeout: 1000 });
+      if (attempts.length === 1)
+        await taskService.handleFailure(task, { errorMessage: 'flaky', errorDetails: 'stack', retries: 1, retryTimeout: 1000 });
       else await taskService.complete(task);
     });
     client.start();
@@ -210,7 +247,10 @@ describe('camunda-external-task-client-js against Baton', () => {
     const done = deferred();
     client.subscribe('cam-extend', async ({ task, taskService }: any) => {
       await taskService.extendLock(task, 10_000);
-      const { rows } = await t.db.pool.query(`select lock_expires_at > now() + interval '5 seconds' as far from external_tasks where id = $1`, [task.id]);
+      const { rows } = await t.db.pool.query(
+        `select lock_expires_at > now() + interval '5 seconds' as far from external_tasks where id = $1`,
+        [task.id],
+      );
       expect(rows[0].far).toBe(true);
       // Past the first expiry (600 ms) with the sweeper running every 50 ms, the lease still holds.
       await new Promise((r) => setTimeout(r, 1000));

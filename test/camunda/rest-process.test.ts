@@ -43,15 +43,22 @@ describe('deployment/create', () => {
     expect(res.headers.get('content-type')).toBe('application/json');
     expect(res.body).toMatchObject({ name: 'orders', tenantId: null });
     const defs = Object.values(res.body.deployedProcessDefinitions) as any[];
-    expect(defs.map((d) => [d.key, d.version, d.resource]).sort()).toEqual([['rp_one', 1, 'one.bpmn'], ['rp_two', 1, 'two.bpmn']]);
+    expect(defs.map((d) => [d.key, d.version, d.resource]).sort()).toEqual([
+      ['rp_one', 1, 'one.bpmn'],
+      ['rp_two', 1, 'two.bpmn'],
+    ]);
     expect(defs[0].deploymentId).toBe(res.body.id);
   });
 
   it('refuses a resource that does not compile with 400 ParseException naming element ids, deploying nothing', async () => {
-    const broken = buildBpmn('rp_broken', [
-      { id: 'start', type: 'startEvent' },
-      { id: 'lonely', type: 'endEvent' },
-    ], [{ from: 'start', to: 'missing_target' }]);
+    const broken = buildBpmn(
+      'rp_broken',
+      [
+        { id: 'start', type: 'startEvent' },
+        { id: 'lonely', type: 'endEvent' },
+      ],
+      [{ from: 'start', to: 'missing_target' }],
+    );
     const before = await count('definitions');
     const res = await deployForm([
       { field: 'ok', filename: 'fine.bpmn', content: singleTaskBpmn('rp_fine', 'rp-fine') },
@@ -68,7 +75,10 @@ describe('deployment/create', () => {
 
   it('refuses a resource above 5 MB with 413, deploying nothing', async () => {
     const before = await count('definitions');
-    const big = singleTaskBpmn('rp_big', 'rp-big').replace('</bpmn:definitions>', `<!--${'x'.repeat(5 * 1024 * 1024)}--></bpmn:definitions>`);
+    const big = singleTaskBpmn('rp_big', 'rp-big').replace(
+      '</bpmn:definitions>',
+      `<!--${'x'.repeat(5 * 1024 * 1024)}--></bpmn:definitions>`,
+    );
     const res = await deployForm([{ field: 'data', filename: 'big.bpmn', content: big }]);
     expect(res.status).toBe(413);
     expect(res.body.type).toBe('InvalidRequestException');
@@ -95,7 +105,11 @@ describe('process-definition start and process-instance', () => {
         big: { value: 9007199254740991, type: 'long' },
         name: { value: 'Ada', type: 'String' },
         blob: { value: Buffer.from('raw').toString('base64'), type: 'Bytes' },
-        thing: { value: '{"x":1}', type: 'Object', valueInfo: { objectTypeName: 'com.acme.Thing', serializationDataFormat: 'application/json' } },
+        thing: {
+          value: '{"x":1}',
+          type: 'Object',
+          valueInfo: { objectTypeName: 'com.acme.Thing', serializationDataFormat: 'application/json' },
+        },
         nothing: { value: null, type: 'Null' },
       },
     });
@@ -111,7 +125,11 @@ describe('process-definition start and process-instance', () => {
       big: { type: 'Long', value: 9007199254740991, valueInfo: {} },
       name: { type: 'String', value: 'Ada', valueInfo: {} },
       blob: { type: 'Bytes', value: Buffer.from('raw').toString('base64'), valueInfo: {} },
-      thing: { type: 'Object', value: '{"x":1}', valueInfo: { objectTypeName: 'com.acme.Thing', serializationDataFormat: 'application/json' } },
+      thing: {
+        type: 'Object',
+        value: '{"x":1}',
+        valueInfo: { objectTypeName: 'com.acme.Thing', serializationDataFormat: 'application/json' },
+      },
       nothing: { type: 'Null', value: null, valueInfo: {} },
     });
     // Native view: plain JSON.
@@ -128,16 +146,31 @@ describe('process-definition start and process-instance', () => {
   });
 
   it('a native write replaces the value: the Camunda type no longer applies and is inferred again', async () => {
-    const start = await engineRest(t.url, 'POST', '/process-definition/key/rp_single/start', { variables: { when: { value: '2024-01-01T00:00:00.000+0000', type: 'Date' } } });
+    const start = await engineRest(t.url, 'POST', '/process-definition/key/rp_single/start', {
+      variables: { when: { value: '2024-01-01T00:00:00.000+0000', type: 'Date' } },
+    });
     const id = start.body.id;
-    const fetched = (await t.api.post('/api/external-tasks/fetch-and-lock', { workerId: 'native', maxTasks: 10, topics: [{ name: 'rp-single', lockDurationMs: 10_000 }] })).body;
+    const fetched = (
+      await t.api.post('/api/external-tasks/fetch-and-lock', {
+        workerId: 'native',
+        maxTasks: 10,
+        topics: [{ name: 'rp-single', lockDurationMs: 10_000 }],
+      })
+    ).body;
     const task = fetched.find((x: { instanceId: string }) => x.instanceId === id);
-    await t.api.post(`/api/external-tasks/${task.id}/complete`, { workerId: 'native', lockToken: task.lockToken, variables: { when: 'tomorrow' } });
+    await t.api.post(`/api/external-tasks/${task.id}/complete`, {
+      workerId: 'native',
+      lockToken: task.lockToken,
+      variables: { when: 'tomorrow' },
+    });
     expect((await t.api.get(`/api/instances/${id}`)).body.status).toBe('completed');
     // Ended instances are gone from Camunda's runtime view.
     expect((await engineRest(t.url, 'GET', `/process-instance/${id}`)).status).toBe(404);
-    const { rows } = await t.db.pool.query(`select count(*)::int as n from camunda_variables cv join instances i on i.id = cv.instance_id
-      where i.id = $1 and cv.value_md5 = md5((i.variables -> cv.name)::text)`, [id]);
+    const { rows } = await t.db.pool.query(
+      `select count(*)::int as n from camunda_variables cv join instances i on i.id = cv.instance_id
+      where i.id = $1 and cv.value_md5 = md5((i.variables -> cv.name)::text)`,
+      [id],
+    );
     expect(rows[0].n).toBe(0);
   });
 
@@ -146,7 +179,16 @@ describe('process-definition start and process-instance', () => {
     const res = await engineRest(t.url, 'POST', `/process-definition/${def.id}/start`, {});
     expect(res.status).toBe(200);
     const got = await engineRest(t.url, 'GET', `/process-instance/${res.body.id}`);
-    expect(got.body).toEqual({ links: [], id: res.body.id, definitionId: def.id, businessKey: null, caseInstanceId: null, ended: false, suspended: false, tenantId: null });
+    expect(got.body).toEqual({
+      links: [],
+      id: res.body.id,
+      definitionId: def.id,
+      businessKey: null,
+      caseInstanceId: null,
+      ended: false,
+      suspended: false,
+      tenantId: null,
+    });
   });
 
   it('unknown keys, ids and routes answer 404; bad start bodies 400 with nothing started', async () => {
@@ -154,7 +196,9 @@ describe('process-definition start and process-instance', () => {
     expect((await engineRest(t.url, 'POST', '/process-definition/key/nope/start', {})).status).toBe(404);
     expect((await engineRest(t.url, 'POST', '/process-definition/not-a-uuid/start', {})).status).toBe(404);
     expect((await engineRest(t.url, 'GET', '/process-instance/00000000-0000-0000-0000-000000000000')).status).toBe(404);
-    const bad = await engineRest(t.url, 'POST', '/process-definition/key/rp_single/start', { variables: { n: { value: 'x', type: 'Integer' } } });
+    const bad = await engineRest(t.url, 'POST', '/process-definition/key/rp_single/start', {
+      variables: { n: { value: 'x', type: 'Integer' } },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.type).toBe('InvalidRequestException');
     expect((await engineRest(t.url, 'POST', '/process-definition/key/rp_single/start', { businessKey: 5 })).status).toBe(400);

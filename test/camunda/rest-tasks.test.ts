@@ -11,17 +11,26 @@ let seq = 0;
 beforeAll(async () => {
   t = await startTestServer();
   await deploy(t.api, singleTaskBpmn('rt_single', 'rt-single'));
-  await deploy(t.api, buildBpmn('rt_gate', [
-    { id: 'start', type: 'startEvent' },
-    { id: 'work', type: 'serviceTask', topic: 'rt-gate' },
-    { id: 'gw', type: 'exclusiveGateway', default: 'low' },
-    { id: 'high_task', type: 'serviceTask', topic: 'rt-gate-high' },
-    { id: 'end', type: 'endEvent' },
-  ], [
-    { from: 'start', to: 'work' }, { from: 'work', to: 'gw' },
-    { id: 'high', from: 'gw', to: 'high_task', condition: '${score > 10}' },
-    { id: 'low', from: 'gw', to: 'end' }, { from: 'high_task', to: 'end' },
-  ]));
+  await deploy(
+    t.api,
+    buildBpmn(
+      'rt_gate',
+      [
+        { id: 'start', type: 'startEvent' },
+        { id: 'work', type: 'serviceTask', topic: 'rt-gate' },
+        { id: 'gw', type: 'exclusiveGateway', default: 'low' },
+        { id: 'high_task', type: 'serviceTask', topic: 'rt-gate-high' },
+        { id: 'end', type: 'endEvent' },
+      ],
+      [
+        { from: 'start', to: 'work' },
+        { from: 'work', to: 'gw' },
+        { id: 'high', from: 'gw', to: 'high_task', condition: '${score > 10}' },
+        { id: 'low', from: 'gw', to: 'end' },
+        { from: 'high_task', to: 'end' },
+      ],
+    ),
+  );
 });
 afterAll(async () => {
   await t.close();
@@ -53,14 +62,27 @@ async function snapshot() {
 describe('fetchAndLock', () => {
   it('answers exactly Content-Type application/json and Camunda task fields', async () => {
     const { topic, key, instanceId } = await oneTask({ n: { value: 5, type: 'Integer' } }, 'bk-1');
-    const res = await fetchLock('w1', [{ topicName: topic, lockDuration: 10_000, unknownProperty: true }], { usePriority: true, alsoUnknown: 1 });
+    const res = await fetchLock('w1', [{ topicName: topic, lockDuration: 10_000, unknownProperty: true }], {
+      usePriority: true,
+      alsoUnknown: 1,
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/json');
     expect(res.body).toHaveLength(1);
     const task = res.body[0];
     expect(task).toMatchObject({
-      topicName: topic, workerId: 'w1', processInstanceId: instanceId, executionId: instanceId, processDefinitionKey: key,
-      activityId: 'work', businessKey: 'bk-1', retries: null, errorMessage: null, errorDetails: null, priority: 0, tenantId: null,
+      topicName: topic,
+      workerId: 'w1',
+      processInstanceId: instanceId,
+      executionId: instanceId,
+      processDefinitionKey: key,
+      activityId: 'work',
+      businessKey: 'bk-1',
+      retries: null,
+      errorMessage: null,
+      errorDetails: null,
+      priority: 0,
+      tenantId: null,
       variables: { n: { type: 'Integer', value: 5, valueInfo: {} } },
     });
     expect(task.lockExpirationTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+0000$/);
@@ -75,21 +97,62 @@ describe('fetchAndLock', () => {
     expect(missVar.body).toEqual([]);
     const missTenant = await fetchLock('w1', [{ topicName: a.topic, lockDuration: 1000, tenantIdIn: ['t1'] }]);
     expect(missTenant.body).toEqual([]);
-    const hit = await fetchLock('w1', [{ topicName: a.topic, lockDuration: 1000, businessKey: 'bk-a', processDefinitionKeyIn: [a.key], processVariables: { region: 'eu' }, variables: ['region'] }]);
+    const hit = await fetchLock('w1', [
+      {
+        topicName: a.topic,
+        lockDuration: 1000,
+        businessKey: 'bk-a',
+        processDefinitionKeyIn: [a.key],
+        processVariables: { region: 'eu' },
+        variables: ['region'],
+      },
+    ]);
     expect(hit.body).toHaveLength(1);
     expect(Object.keys(hit.body[0].variables)).toEqual(['region']);
   });
 
   it('orders by priority when usePriority, and by createTime as sorting asks', async () => {
     const topic = `rt-prio-${++seq}`;
-    await deploy(t.api, buildBpmn(`rt_low${seq}`, [{ id: 's', type: 'startEvent' }, { id: 'work', type: 'serviceTask', topic, priority: 1 }, { id: 'e', type: 'endEvent' }], [{ from: 's', to: 'work' }, { from: 'work', to: 'e' }]));
-    await deploy(t.api, buildBpmn(`rt_high${seq}`, [{ id: 's', type: 'startEvent' }, { id: 'work', type: 'serviceTask', topic, priority: 9 }, { id: 'e', type: 'endEvent' }], [{ from: 's', to: 'work' }, { from: 'work', to: 'e' }]));
+    await deploy(
+      t.api,
+      buildBpmn(
+        `rt_low${seq}`,
+        [
+          { id: 's', type: 'startEvent' },
+          { id: 'work', type: 'serviceTask', topic, priority: 1 },
+          { id: 'e', type: 'endEvent' },
+        ],
+        [
+          { from: 's', to: 'work' },
+          { from: 'work', to: 'e' },
+        ],
+      ),
+    );
+    await deploy(
+      t.api,
+      buildBpmn(
+        `rt_high${seq}`,
+        [
+          { id: 's', type: 'startEvent' },
+          { id: 'work', type: 'serviceTask', topic, priority: 9 },
+          { id: 'e', type: 'endEvent' },
+        ],
+        [
+          { from: 's', to: 'work' },
+          { from: 'work', to: 'e' },
+        ],
+      ),
+    );
     const low1 = await startByKey(t.url, `rt_low${seq}`);
     const high = await startByKey(t.url, `rt_high${seq}`);
     const low2 = await startByKey(t.url, `rt_low${seq}`);
     const byPriority = await fetchLock('w1', [{ topicName: topic, lockDuration: 1000 }], { maxTasks: 1, usePriority: true });
     expect(byPriority.body[0].processInstanceId).toBe(high);
-    const newest = await fetchLock('w1', [{ topicName: topic, lockDuration: 1000 }], { maxTasks: 1, usePriority: false, sorting: [{ sortBy: 'createTime', sortOrder: 'desc' }] });
+    const newest = await fetchLock('w1', [{ topicName: topic, lockDuration: 1000 }], {
+      maxTasks: 1,
+      usePriority: false,
+      sorting: [{ sortBy: 'createTime', sortOrder: 'desc' }],
+    });
     expect(newest.body[0].processInstanceId).toBe(low2);
     const oldest = await fetchLock('w1', [{ topicName: topic, lockDuration: 1000 }], { maxTasks: 1, usePriority: false });
     expect(oldest.body[0].processInstanceId).toBe(low1);
@@ -103,14 +166,23 @@ describe('fetchAndLock', () => {
       { maxTasks: 1, topics: [{ topicName: topic, lockDuration: 1000 }] },
       { workerId: 'w1', maxTasks: 'ten', topics: [{ topicName: topic, lockDuration: 1000 }] },
       { workerId: 'w1', maxTasks: 1, topics: [{ topicName: topic }] },
-      { workerId: 'w1', maxTasks: 1, sorting: [{ sortBy: 'priority', sortOrder: 'asc' }], topics: [{ topicName: topic, lockDuration: 1000 }] },
+      {
+        workerId: 'w1',
+        maxTasks: 1,
+        sorting: [{ sortBy: 'priority', sortOrder: 'asc' }],
+        topics: [{ topicName: topic, lockDuration: 1000 }],
+      },
     ]) {
       const res = await engineRest(t.url, 'POST', '/external-task/fetchAndLock', body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.type).toBe('InvalidRequestException');
       expect(res.headers.get('content-type')).toBe('application/json');
     }
-    const malformed = await fetch(`${t.url}/engine-rest/external-task/fetchAndLock`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"workerId":' });
+    const malformed = await fetch(`${t.url}/engine-rest/external-task/fetchAndLock`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"workerId":',
+    });
     expect(malformed.status).toBe(400);
     expect((await malformed.json()).type).toBe('InvalidRequestException');
     expect(await snapshot()).toEqual(before);
@@ -122,8 +194,15 @@ describe('fetchAndLock', () => {
     const parkedBefore = t.server.notifier.parked;
     const abort = new AbortController();
     const poll = fetch(`${t.url}/engine-rest/external-task/fetchAndLock`, {
-      method: 'POST', signal: abort.signal, headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ workerId: 'gone', maxTasks: 1, asyncResponseTimeout: 60_000, topics: [{ topicName: topic, lockDuration: 60_000 }] }),
+      method: 'POST',
+      signal: abort.signal,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        workerId: 'gone',
+        maxTasks: 1,
+        asyncResponseTimeout: 60_000,
+        topics: [{ topicName: topic, lockDuration: 60_000 }],
+      }),
     }).catch(() => undefined);
     await waitFor(async () => (t.server.notifier.parked > parkedBefore ? true : undefined), 10_000, 'the poll to park');
     abort.abort();
@@ -148,7 +227,10 @@ describe('task calls by workerId', () => {
     expect(other.status).toBe(400);
     expect(other.body.type).toBe('RestException');
     expect(other.body.message).toContain("locked by worker 'w1'");
-    const ok = await engineRest(t.url, 'POST', `/external-task/${task.id}/complete`, { workerId: 'w1', variables: { done: { value: true, type: 'boolean' } } });
+    const ok = await engineRest(t.url, 'POST', `/external-task/${task.id}/complete`, {
+      workerId: 'w1',
+      variables: { done: { value: true, type: 'boolean' } },
+    });
     expect(ok.status).toBe(204);
     expect(ok.body).toBeUndefined();
     expect((await engineRest(t.url, 'POST', `/external-task/${task.id}/complete`, { workerId: 'w1' })).status).toBe(204);
@@ -162,8 +244,11 @@ describe('task calls by workerId', () => {
 
   it('two concurrent completes by the holder both answer 204 and the step completes once', async () => {
     const task = await locked();
-    const both = await Promise.all([1, 2].map((n) =>
-      engineRest(t.url, 'POST', `/external-task/${task.id}/complete`, { workerId: 'w1', variables: { n: { value: n } } })));
+    const both = await Promise.all(
+      [1, 2].map((n) =>
+        engineRest(t.url, 'POST', `/external-task/${task.id}/complete`, { workerId: 'w1', variables: { n: { value: n } } }),
+      ),
+    );
     expect(both.map((r) => r.status)).toEqual([204, 204]);
     const kinds = (await t.api.get(`/api/instances/${task.instanceId}/history`)).body.items.map((e: { kind: string }) => e.kind);
     expect(kinds.filter((k: string) => k === 'task:completed')).toHaveLength(1);
@@ -173,7 +258,9 @@ describe('task calls by workerId', () => {
   it('two workers locking one ready task by id at once: exactly one gets it', async () => {
     const task = await oneTask();
     const [row] = (await t.db.pool.query(`select id from external_tasks where instance_id = $1`, [task.instanceId])).rows;
-    const results = await Promise.all(['a', 'b'].map((w) => engineRest(t.url, 'POST', `/external-task/${row.id}/lock`, { workerId: w, lockDuration: 30_000 })));
+    const results = await Promise.all(
+      ['a', 'b'].map((w) => engineRest(t.url, 'POST', `/external-task/${row.id}/lock`, { workerId: w, lockDuration: 30_000 })),
+    );
     expect(results.map((r) => r.status).sort()).toEqual([204, 400]);
     const { rows } = await t.db.pool.query(`select attempt from external_tasks where id = $1`, [row.id]);
     expect(rows[0].attempt).toBe(1);
@@ -226,7 +313,11 @@ describe('task calls by workerId', () => {
     const res = await fetchLock('w1', [{ topicName: 'rt-gate', lockDuration: 30_000 }]);
     const task = res.body.find((x: { processInstanceId: string }) => x.processInstanceId === id);
     const done = await engineRest(t.url, 'POST', `/external-task/${task.id}/complete`, {
-      workerId: 'w1', variables: { score: { value: 50, type: 'Integer', valueInfo: { transient: true } }, kept: { value: 'yes', type: 'String' } },
+      workerId: 'w1',
+      variables: {
+        score: { value: 50, type: 'Integer', valueInfo: { transient: true } },
+        kept: { value: 'yes', type: 'String' },
+      },
     });
     expect(done.status).toBe(204);
     const instance = await waitForStatus(t.api, id, 'running');
@@ -238,18 +329,39 @@ describe('task calls by workerId', () => {
     const task = await locked();
     const bad = await engineRest(t.url, 'POST', `/external-task/${task.id}/failure`, { workerId: 'w1', retries: -1 });
     expect(bad.status).toBe(400);
-    const fail = await engineRest(t.url, 'POST', `/external-task/${task.id}/failure`, { workerId: 'w1', errorMessage: 'boom', retries: 2, retryTimeout: 60_000 });
+    const fail = await engineRest(t.url, 'POST', `/external-task/${task.id}/failure`, {
+      workerId: 'w1',
+      errorMessage: 'boom',
+      retries: 2,
+      retryTimeout: 60_000,
+    });
     expect(fail.status).toBe(204);
-    expect((await engineRest(t.url, 'POST', `/external-task/${task.id}/failure`, { workerId: 'w1', errorMessage: 'boom', retries: 2, retryTimeout: 60_000 })).status).toBe(204);
-    const { rows } = await t.db.pool.query(`select state, retries_left, retry_at > now() + interval '50 seconds' as delayed from external_tasks where id = $1`, [task.id]);
+    expect(
+      (
+        await engineRest(t.url, 'POST', `/external-task/${task.id}/failure`, {
+          workerId: 'w1',
+          errorMessage: 'boom',
+          retries: 2,
+          retryTimeout: 60_000,
+        })
+      ).status,
+    ).toBe(204);
+    const { rows } = await t.db.pool.query(
+      `select state, retries_left, retry_at > now() + interval '50 seconds' as delayed from external_tasks where id = $1`,
+      [task.id],
+    );
     expect(rows[0]).toEqual({ state: 'ready', retries_left: 1, delayed: true });
     const view = await engineRest(t.url, 'GET', `/external-task/${task.id}`);
     expect(view.body).toMatchObject({ retries: 2, errorMessage: 'boom', workerId: null });
     // Not fetchable during the retry timeout.
     expect((await fetchLock('w1', [{ topicName: task.topic, lockDuration: 1000 }])).body).toEqual([]);
     // Lock by id ignores the backoff (the caller names the task), then failing with no retries raises an incident.
-    expect((await engineRest(t.url, 'POST', `/external-task/${task.id}/lock`, { workerId: 'w2', lockDuration: 5000 })).status).toBe(204);
-    expect((await engineRest(t.url, 'POST', `/external-task/${task.id}/failure`, { workerId: 'w2', errorMessage: 'again' })).status).toBe(204);
+    expect(
+      (await engineRest(t.url, 'POST', `/external-task/${task.id}/lock`, { workerId: 'w2', lockDuration: 5000 })).status,
+    ).toBe(204);
+    expect(
+      (await engineRest(t.url, 'POST', `/external-task/${task.id}/failure`, { workerId: 'w2', errorMessage: 'again' })).status,
+    ).toBe(204);
     const instance = await waitForStatus(t.api, task.instanceId, 'incident');
     expect(instance.incidents[0].kind).toBe('task_failed');
     expect((await engineRest(t.url, 'GET', `/external-task/${task.id}`)).body.retries).toBe(0);
@@ -257,25 +369,53 @@ describe('task calls by workerId', () => {
 
   it('failure and bpmnError keep the Camunda types of their variables', async () => {
     const a = await locked();
-    await engineRest(t.url, 'POST', `/external-task/${a.id}/failure`, { workerId: 'w1', retries: 1, retryTimeout: 60_000, variables: { failedAt: { value: '2024-03-01T10:00:00.000+0000', type: 'Date' } } });
-    expect((await engineRest(t.url, 'GET', `/process-instance/${a.instanceId}/variables/failedAt`)).body).toEqual({ type: 'Date', value: '2024-03-01T10:00:00.000+0000', valueInfo: {} });
+    await engineRest(t.url, 'POST', `/external-task/${a.id}/failure`, {
+      workerId: 'w1',
+      retries: 1,
+      retryTimeout: 60_000,
+      variables: { failedAt: { value: '2024-03-01T10:00:00.000+0000', type: 'Date' } },
+    });
+    expect((await engineRest(t.url, 'GET', `/process-instance/${a.instanceId}/variables/failedAt`)).body).toEqual({
+      type: 'Date',
+      value: '2024-03-01T10:00:00.000+0000',
+      valueInfo: {},
+    });
     const b = await locked();
-    await engineRest(t.url, 'POST', `/external-task/${b.id}/bpmnError`, { workerId: 'w1', errorCode: 'NOPE', variables: { detail: { value: '{"why":"x"}', type: 'Json' } } });
+    await engineRest(t.url, 'POST', `/external-task/${b.id}/bpmnError`, {
+      workerId: 'w1',
+      errorCode: 'NOPE',
+      variables: { detail: { value: '{"why":"x"}', type: 'Json' } },
+    });
     await waitForStatus(t.api, b.instanceId, 'incident');
-    expect((await engineRest(t.url, 'GET', `/process-instance/${b.instanceId}/variables/detail`)).body).toEqual({ type: 'Json', value: '{"why":"x"}', valueInfo: {} });
-    expect((await engineRest(t.url, 'POST', `/external-task/${b.id}/bpmnError`, { workerId: 'w1', errorCode: 'NOPE' })).status).toBe(204);
-    expect((await engineRest(t.url, 'POST', `/external-task/${b.id}/bpmnError`, { workerId: 'w9', errorCode: 'NOPE' })).status).toBe(400);
+    expect((await engineRest(t.url, 'GET', `/process-instance/${b.instanceId}/variables/detail`)).body).toEqual({
+      type: 'Json',
+      value: '{"why":"x"}',
+      valueInfo: {},
+    });
+    expect(
+      (await engineRest(t.url, 'POST', `/external-task/${b.id}/bpmnError`, { workerId: 'w1', errorCode: 'NOPE' })).status,
+    ).toBe(204);
+    expect(
+      (await engineRest(t.url, 'POST', `/external-task/${b.id}/bpmnError`, { workerId: 'w9', errorCode: 'NOPE' })).status,
+    ).toBe(400);
   });
 
   it('lock by id: a ready task locks, the holder renews, another worker gets 400', async () => {
     const task = await oneTask();
     const [row] = (await t.db.pool.query(`select id from external_tasks where instance_id = $1`, [task.instanceId])).rows;
-    expect((await engineRest(t.url, 'POST', `/external-task/${row.id}/lock`, { workerId: 'w1', lockDuration: 1000 })).status).toBe(204);
-    expect((await engineRest(t.url, 'POST', `/external-task/${row.id}/lock`, { workerId: 'w1', lockDuration: 60_000 })).status).toBe(204);
+    expect(
+      (await engineRest(t.url, 'POST', `/external-task/${row.id}/lock`, { workerId: 'w1', lockDuration: 1000 })).status,
+    ).toBe(204);
+    expect(
+      (await engineRest(t.url, 'POST', `/external-task/${row.id}/lock`, { workerId: 'w1', lockDuration: 60_000 })).status,
+    ).toBe(204);
     const other = await engineRest(t.url, 'POST', `/external-task/${row.id}/lock`, { workerId: 'w2', lockDuration: 1000 });
     expect(other.status).toBe(400);
     expect(other.body.type).toBe('RestException');
-    const { rows } = await t.db.pool.query(`select worker_id, attempt, lock_expires_at > now() + interval '50 seconds' as renewed from external_tasks where id = $1`, [row.id]);
+    const { rows } = await t.db.pool.query(
+      `select worker_id, attempt, lock_expires_at > now() + interval '50 seconds' as renewed from external_tasks where id = $1`,
+      [row.id],
+    );
     expect(rows[0]).toEqual({ worker_id: 'w1', attempt: 1, renewed: true });
   });
 
@@ -283,11 +423,19 @@ describe('task calls by workerId', () => {
     const task = await oneTask();
     const first = await fetchLock('w1', [{ topicName: task.topic, lockDuration: 100 }]);
     const id = first.body[0].id as string;
-    await waitFor(async () => {
-      const { rows } = await t.db.pool.query(`select lock_expires_at <= now() as expired from external_tasks where id = $1`, [id]);
-      return rows[0].expired ? true : undefined;
-    }, 10_000, 'the lease to expire');
-    expect((await engineRest(t.url, 'POST', `/external-task/${id}/lock`, { workerId: 'w2', lockDuration: 30_000 })).status).toBe(204);
+    await waitFor(
+      async () => {
+        const { rows } = await t.db.pool.query(`select lock_expires_at <= now() as expired from external_tasks where id = $1`, [
+          id,
+        ]);
+        return rows[0].expired ? true : undefined;
+      },
+      10_000,
+      'the lease to expire',
+    );
+    expect((await engineRest(t.url, 'POST', `/external-task/${id}/lock`, { workerId: 'w2', lockDuration: 30_000 })).status).toBe(
+      204,
+    );
     const { rows } = await t.db.pool.query(`select state, worker_id, attempt from external_tasks where id = $1`, [id]);
     expect(rows[0]).toEqual({ state: 'locked', worker_id: 'w2', attempt: 2 });
     expect((await engineRest(t.url, 'POST', `/external-task/${id}/complete`, { workerId: 'w1' })).status).toBe(400);
@@ -298,8 +446,12 @@ describe('task calls by workerId', () => {
     const task = await locked();
     const other = await engineRest(t.url, 'POST', `/external-task/${task.id}/extendLock`, { workerId: 'w2', newDuration: 1000 });
     expect(other.status).toBe(400);
-    expect((await engineRest(t.url, 'POST', `/external-task/${task.id}/extendLock`, { workerId: 'w1', newDuration: 0 })).status).toBe(400);
-    expect((await engineRest(t.url, 'POST', `/external-task/${task.id}/extendLock`, { workerId: 'w1', newDuration: 5000 })).status).toBe(204);
+    expect(
+      (await engineRest(t.url, 'POST', `/external-task/${task.id}/extendLock`, { workerId: 'w1', newDuration: 0 })).status,
+    ).toBe(400);
+    expect(
+      (await engineRest(t.url, 'POST', `/external-task/${task.id}/extendLock`, { workerId: 'w1', newDuration: 5000 })).status,
+    ).toBe(204);
     expect((await engineRest(t.url, 'POST', `/external-task/${task.id}/unlock`)).status).toBe(204);
     expect((await engineRest(t.url, 'POST', `/external-task/${task.id}/unlock`)).status).toBe(204);
     const { rows } = await t.db.pool.query(`select state, worker_id from external_tasks where id = $1`, [task.id]);
@@ -323,7 +475,13 @@ describe('task calls by workerId', () => {
     expect(list.status).toBe(200);
     expect(list.headers.get('content-type')).toBe('application/json');
     expect(list.body).toHaveLength(1);
-    expect(list.body[0]).toMatchObject({ id: task.id, workerId: 'lister', topicName: task.topic, processInstanceId: task.instanceId, suspended: false });
+    expect(list.body[0]).toMatchObject({
+      id: task.id,
+      workerId: 'lister',
+      topicName: task.topic,
+      processInstanceId: task.instanceId,
+      suspended: false,
+    });
     expect((await engineRest(t.url, 'GET', `/external-task/count?workerId=lister`)).body).toEqual({ count: 1 });
     expect((await engineRest(t.url, 'GET', `/external-task?locked=maybe`)).status).toBe(400);
     await engineRest(t.url, 'POST', `/external-task/${task.id}/complete`, { workerId: 'lister' });

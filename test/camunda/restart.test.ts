@@ -13,7 +13,13 @@ let server: BatonServer;
 const clients = clientPool();
 
 function startServer(port: number): Promise<BatonServer> {
-  return startBatonServer({ databaseUrl: db.url, port, host: '127.0.0.1', log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), sweepIntervalMs: 60_000 });
+  return startBatonServer({
+    databaseUrl: db.url,
+    port,
+    host: '127.0.0.1',
+    log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    sweepIntervalMs: 60_000,
+  });
 }
 
 beforeAll(async () => {

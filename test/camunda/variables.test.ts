@@ -46,7 +46,10 @@ describe('readVariables', () => {
 
   it('keeps File contents out of the native value and accepts mimetype or mimeType', () => {
     const content = Buffer.from('pdf bytes').toString('base64');
-    for (const info of [{ filename: 'a.pdf', mimetype: 'application/pdf' }, { filename: 'a.pdf', mimeType: 'application/pdf' }]) {
+    for (const info of [
+      { filename: 'a.pdf', mimetype: 'application/pdf' },
+      { filename: 'a.pdf', mimeType: 'application/pdf' },
+    ]) {
       const out = readVariables({ f: { value: content, type: 'file', valueInfo: info } });
       expect(out.types[0]?.content?.toString()).toBe('pdf bytes');
       expect(out.types[0]?.valueInfo).toEqual({ filename: 'a.pdf', mimeType: 'application/pdf', encoding: null });
@@ -83,16 +86,24 @@ describe('readVariables', () => {
       }
       throw new Error('accepted');
     };
-    expect(message({ n: { value: 'abc', type: 'Integer' } })).toBe("Cannot convert value 'abc' of variable 'n' to type Integer: expected an integer");
+    expect(message({ n: { value: 'abc', type: 'Integer' } })).toBe(
+      "Cannot convert value 'abc' of variable 'n' to type Integer: expected an integer",
+    );
     const long = message({ ['v'.repeat(100)]: { value: 'x'.repeat(40_000), type: 'Integer' } });
-    expect(long).toBe(`Cannot convert value '${'x'.repeat(80)}… (40000 characters)' of variable '${'v'.repeat(80)}… (100 characters)' to type Integer: expected an integer`);
+    expect(long).toBe(
+      `Cannot convert value '${'x'.repeat(80)}… (40000 characters)' of variable '${'v'.repeat(80)}… (100 characters)' to type Integer: expected an integer`,
+    );
   });
 });
 
 describe('renderVariables', () => {
   it('answers stored types while they match, inferred ones otherwise, only the named ones when asked', () => {
     const values = { when: '2024-05-01T12:00:00.000Z', obj: { a: 1 }, n: 3, gone: 'x' };
-    const out = renderVariables(values, [{ name: 'when', type: 'Date', value_info: {}, content: null }], ['when', 'obj', 'n', 'missing']);
+    const out = renderVariables(
+      values,
+      [{ name: 'when', type: 'Date', value_info: {}, content: null }],
+      ['when', 'obj', 'n', 'missing'],
+    );
     expect(out).toEqual({
       when: { type: 'Date', value: '2024-05-01T12:00:00.000+0000', valueInfo: {} },
       obj: { type: 'Json', value: '{"a":1}', valueInfo: {} },
@@ -104,7 +115,12 @@ describe('renderVariables', () => {
 describe('Camunda dates', () => {
   it('formats UTC with +0000 and parses the usual zone spellings', () => {
     expect(formatCamundaDate(new Date('2024-05-01T12:00:00Z'))).toBe('2024-05-01T12:00:00.000+0000');
-    for (const text of ['2024-05-01T14:00:00.000+0200', '2024-05-01T14:00:00+02:00', '2024-05-01T12:00:00Z', '2024-05-01T12:00:00.000000Z']) {
+    for (const text of [
+      '2024-05-01T14:00:00.000+0200',
+      '2024-05-01T14:00:00+02:00',
+      '2024-05-01T12:00:00Z',
+      '2024-05-01T12:00:00.000000Z',
+    ]) {
       expect(parseCamundaDate(text)?.toISOString(), text).toBe('2024-05-01T12:00:00.000Z');
     }
     expect(parseCamundaDate('2024-05-01')).toBeUndefined();

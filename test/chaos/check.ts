@@ -36,12 +36,14 @@ interface Check {
 
 const CHECKS: Check[] = [
   {
-    invariant: 1, check: 'one instance per (key, business key)',
+    invariant: 1,
+    check: 'one instance per (key, business key)',
     sql: `select 'instances ' || definition_key || '/' || business_key as row, count(*) || ' instances: ' || string_agg(id::text, ', ') as message
             from instances where business_key is not null group by definition_key, business_key having count(*) > 1`,
   },
   {
-    invariant: 2, check: 'one lock holder per attempt',
+    invariant: 2,
+    check: 'one lock holder per attempt',
     sql: `select 'external_tasks ' || task_id || ' attempt ' || attempt as row, count(*) || ' task:locked events for one attempt' as message
             from events where kind = 'task:locked' group by task_id, attempt having count(*) > 1
           union all
@@ -54,7 +56,8 @@ const CHECKS: Check[] = [
            where kind = 'task:locked' and prev_kind = 'task:locked' and at < prev_expiry::timestamptz`,
   },
   {
-    invariant: 2, check: 'only the holder completes, once',
+    invariant: 2,
+    check: 'only the holder completes, once',
     sql: `select 'external_tasks ' || task_id as row, count(*) || ' task:completed events' as message
             from events where kind = 'task:completed' group by task_id having count(*) > 1
           union all
@@ -66,7 +69,8 @@ const CHECKS: Check[] = [
                  or prev_attempt is distinct from (data->>'attempt')::int or prev_worker is distinct from data->>'workerId')`,
   },
   {
-    invariant: 2, check: 'no attempt before its retry time',
+    invariant: 2,
+    check: 'no attempt before its retry time',
     sql: `select 'events ' || instance_id || '/' || seq as row, 'task ' || task_id || ' attempt ' || attempt || ' locked at ' || at || ', before its retry time ' || prev_retry as message
             from (select instance_id, seq, task_id, attempt, kind, at, lag(kind) over w as prev_kind, lag(data->>'retryAt') over w as prev_retry
                     from events where task_id is not null and kind in ('task:locked', 'task:failed')
@@ -74,7 +78,9 @@ const CHECKS: Check[] = [
            where kind = 'task:locked' and prev_kind = 'task:failed' and prev_retry is not null and at < prev_retry::timestamptz`,
   },
   {
-    invariant: 2, check: 'ledger: each side effect applied once, none lost', needs: [LEDGER_EFFECTS, LEDGER_ATTEMPTS],
+    invariant: 2,
+    check: 'ledger: each side effect applied once, none lost',
+    needs: [LEDGER_EFFECTS, LEDGER_ATTEMPTS],
     sql: `select '${LEDGER_ATTEMPTS} ' || idempotency_key as row, count(*) || ' attempts applied the side effect (attempts ' || string_agg(attempt::text, ',' order by id) || ')' as message
             from ${LEDGER_ATTEMPTS} where outcome = 'applied' group by idempotency_key having count(*) > 1
           union all
@@ -85,12 +91,14 @@ const CHECKS: Check[] = [
              and not exists (select 1 from ${LEDGER_EFFECTS} e where e.idempotency_key = t.idempotency_key)`,
   },
   {
-    invariant: 3, check: 'each step completes once per generation',
+    invariant: 3,
+    check: 'each step completes once per generation',
     sql: `select 'steps ' || instance_id || '/' || step_id || ' generation ' || generation as row, count(*) || ' step:completed events' as message
             from events where kind = 'step:completed' group by instance_id, generation, step_id having count(*) > 1`,
   },
   {
-    invariant: 3, check: 'each join fires once, after all its inputs',
+    invariant: 3,
+    check: 'each join fires once, after all its inputs',
     sql: `with joins as (
             select i.id as instance_id, s->>'id' as step_id, s->'incoming' as incoming
               from instances i join definitions d on d.id = i.definition_id, jsonb_array_elements(d.plan->'steps') s
@@ -106,7 +114,8 @@ const CHECKS: Check[] = [
            where fl.state is distinct from 'taken'`,
   },
   {
-    invariant: 4, check: 'one terminal state, or a visible wait',
+    invariant: 4,
+    check: 'one terminal state, or a visible wait',
     sql: `select 'instances ' || instance_id || ' generation ' || generation as row, 'ended ' || count(*) || ' times: ' || string_agg(kind, ', ' order by seq) as message
             from events where kind in ('instance:completed', 'instance:canceled', 'instance:compensated')
            group by instance_id, generation having count(*) > 1
@@ -135,7 +144,8 @@ const CHECKS: Check[] = [
              and not exists (select 1 from incidents n where n.instance_id = i.id and n.status = 'open')`,
   },
   {
-    invariant: 5, check: 'timers fire once, never early',
+    invariant: 5,
+    check: 'timers fire once, never early',
     sql: `select 'timers ' || id as row, 'fired at ' || fired_at || ', before its due time ' || due_at as message
             from timers where instance_id is not null and state = 'fired' and fired_at < due_at
           union all
@@ -146,7 +156,8 @@ const CHECKS: Check[] = [
             from events where kind = 'step:completed' and data ? 'timerId' and data ? 'dueAt' and at < (data->>'dueAt')::timestamptz`,
   },
   {
-    invariant: 6, check: 'a message id acts once; an early message is not lost',
+    invariant: 6,
+    check: 'a message id acts once; an early message is not lost',
     sql: `select 'messages ' || message_id as row, count(*) || ' inbox rows' as message from messages group by message_id having count(*) > 1
           union all
           select 'messages ' || (data->>'messageId'), 'matched ' || count(*) || ' times' from events
@@ -158,7 +169,8 @@ const CHECKS: Check[] = [
            where m.state = 'pending' and m.expires_at > now()`,
   },
   {
-    invariant: 7, check: 'compensation: completed hosts only, newest first, once',
+    invariant: 7,
+    check: 'compensation: completed hosts only, newest first, once',
     sql: `select 'compensations ' || c.instance_id || '/' || c.host_step_id || ' generation ' || c.generation as row, 'host ' || c.host_step_id || ' is compensated but never completed' as message
             from compensations c
            where not exists (select 1 from events e where e.instance_id = c.instance_id and e.generation = c.generation and e.step_id = c.host_step_id and e.kind = 'step:completed')
@@ -176,7 +188,9 @@ const CHECKS: Check[] = [
            where ad.s < bd.s and ac.s < bc.s`,
   },
   {
-    invariant: 8, check: 'frame seqs dense per generation, nothing after the end', needs: ['frames', 'frame_heads'],
+    invariant: 8,
+    check: 'frame seqs dense per generation, nothing after the end',
+    needs: ['frames', 'frame_heads'],
     sql: `select 'frames ' || f.instance_id || ' generation ' || f.generation as row,
                  'seq ' || f.prev_seq || ' is followed by ' || f.seq || ' (gap)' as message
             from (select instance_id, generation, seq, lag(seq) over (partition by instance_id, generation order by seq) as prev_seq from frames) f
@@ -209,7 +223,9 @@ export async function checkInvariants(target: string | Db): Promise<Report> {
   if (typeof target === 'string') await (client as pg.Client).connect();
   try {
     await client.query('begin isolation level repeatable read read only');
-    const { rows: tables } = await client.query<{ name: string }>(`select table_name as name from information_schema.tables where table_schema = current_schema()`);
+    const { rows: tables } = await client.query<{ name: string }>(
+      `select table_name as name from information_schema.tables where table_schema = current_schema()`,
+    );
     const present = new Set(tables.map((t) => t.name));
     const results: CheckResult[] = [];
     for (const c of CHECKS) {
@@ -219,14 +235,23 @@ export async function checkInvariants(target: string | Db): Promise<Report> {
         continue;
       }
       const { rows } = await client.query<{ row: string; message: string }>(c.sql);
-      results.push({ invariant: c.invariant, check: c.check, violations: rows.map((r) => ({ check: c.check, row: r.row, message: r.message })) });
+      results.push({
+        invariant: c.invariant,
+        check: c.check,
+        violations: rows.map((r) => ({ check: c.check, row: r.row, message: r.message })),
+      });
     }
     const counts = (await client.query<Record<string, number>>(COUNTS)).rows[0] ?? {};
     if (present.has(LEDGER_ATTEMPTS)) {
       const { rows } = await client.query<{ attempts: number; applied: number; short_circuited: number }>(
         `select count(*)::int as attempts, count(*) filter (where outcome = 'applied')::int as applied,
-                count(*) filter (where outcome = 'already_applied')::int as short_circuited from ${LEDGER_ATTEMPTS}`);
-      Object.assign(counts, { ledger_attempts: rows[0]?.attempts ?? 0, ledger_applied: rows[0]?.applied ?? 0, ledger_short_circuited: rows[0]?.short_circuited ?? 0 });
+                count(*) filter (where outcome = 'already_applied')::int as short_circuited from ${LEDGER_ATTEMPTS}`,
+      );
+      Object.assign(counts, {
+        ledger_attempts: rows[0]?.attempts ?? 0,
+        ledger_applied: rows[0]?.applied ?? 0,
+        ledger_short_circuited: rows[0]?.short_circuited ?? 0,
+      });
     }
     await client.query('commit');
     return { results, violations: results.reduce((n, r) => n + r.violations.length, 0), counts };
@@ -238,11 +263,19 @@ export async function checkInvariants(target: string | Db): Promise<Report> {
 export function formatReport(report: Report): string {
   const lines = ['| # | invariant | result |', '|---|---|---|'];
   for (const r of report.results) {
-    const result = r.skipped ? `skipped (${r.skipped})` : r.violations.length === 0 ? 'ok' : `${r.violations.length} VIOLATION${r.violations.length > 1 ? 'S' : ''}`;
+    const result = r.skipped
+      ? `skipped (${r.skipped})`
+      : r.violations.length === 0
+        ? 'ok'
+        : `${r.violations.length} VIOLATION${r.violations.length > 1 ? 'S' : ''}`;
     lines.push(`| ${r.invariant} | ${r.check} | ${result} |`);
   }
-  const details = report.results.flatMap((r) => r.violations.slice(0, 20).map((v) => `  - [${r.invariant}] ${v.row}: ${v.message}`));
-  const counts = Object.entries(report.counts).map(([k, v]) => `${k}=${v}`).join(' ');
+  const details = report.results.flatMap((r) =>
+    r.violations.slice(0, 20).map((v) => `  - [${r.invariant}] ${v.row}: ${v.message}`),
+  );
+  const counts = Object.entries(report.counts)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
   return [...lines, ...(details.length ? ['', 'violations:', ...details] : []), '', counts].join('\n');
 }
 

@@ -15,7 +15,9 @@ describe('fault points', () => {
   });
 
   it('given an unknown point or action, then it is refused with the known names', () => {
-    expect(() => parseFaults('task:after-side-efect')).toThrow(/unknown fault point "task:after-side-efect".*task:after-side-effect/);
+    expect(() => parseFaults('task:after-side-efect')).toThrow(
+      /unknown fault point "task:after-side-efect".*task:after-side-effect/,
+    );
     expect(() => parseFaults('fetch:after-lock:explode')).toThrow(/unknown action "explode"/);
     expect(() => parseFaults('fetch:after-lock:delay:soon')).toThrow(/needs milliseconds/);
     expect(() => parseFaults('fetch:after-lock:chance:2')).toThrow(/probability/);

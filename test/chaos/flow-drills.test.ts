@@ -31,7 +31,11 @@ const workers: ReturnType<typeof startWorker>[] = [];
 const base = () => ({ baseUrl: node.url, databaseUrl: db.url });
 
 async function allCompleted(key: string, n: number, timeoutMs: number): Promise<void> {
-  await waitFor(async () => ((await statusCounts(db, key)).completed ?? 0) === n ? true : undefined, timeoutMs, `${n} ${key} instances to complete`);
+  await waitFor(
+    async () => (((await statusCounts(db, key)).completed ?? 0) === n ? true : undefined),
+    timeoutMs,
+    `${n} ${key} instances to complete`,
+  );
 }
 
 describe('chaos drills: flows', () => {
@@ -50,7 +54,8 @@ describe('chaos drills: flows', () => {
     await allCompleted('d5', n, 120_000);
     const { rows } = await db.pool.query(
       `select data->>'workerId' as worker, count(*)::int as locks, count(distinct task_id)::int as tasks from events where kind = 'task:locked' and task_id in
-         (select t.id from external_tasks t join instances i on i.id = t.instance_id where i.definition_key = 'd5') group by 1 order by 1`);
+         (select t.id from external_tasks t join instances i on i.id = t.instance_id where i.definition_key = 'd5') group by 1 order by 1`,
+    );
     // Both raced the whole time, and every task was locked exactly once.
     expect(rows.map((r) => r.worker)).toEqual(['d5-left', 'd5-right']);
     expect(rows.reduce((s, r) => s + r.locks, 0)).toBe(n);
@@ -81,12 +86,23 @@ describe('chaos drills: flows', () => {
   }, 90_000);
 
   it('drill 11: given a message that arrives before the token reaches its catch, twice at once and again later, then it is matched once', async () => {
-    await deploy(api, buildBpmn('d11', [
-      { id: 's', type: 'startEvent' },
-      { id: 'prepare', type: 'serviceTask', topic: 'd11-prepare' },
-      { id: 'paid', type: 'catchEvent', message: 'd11-payment', correlationKey: 'orderId' },
-      { id: 'e', type: 'endEvent' },
-    ], [{ from: 's', to: 'prepare' }, { from: 'prepare', to: 'paid' }, { from: 'paid', to: 'e' }]));
+    await deploy(
+      api,
+      buildBpmn(
+        'd11',
+        [
+          { id: 's', type: 'startEvent' },
+          { id: 'prepare', type: 'serviceTask', topic: 'd11-prepare' },
+          { id: 'paid', type: 'catchEvent', message: 'd11-payment', correlationKey: 'orderId' },
+          { id: 'e', type: 'endEvent' },
+        ],
+        [
+          { from: 's', to: 'prepare' },
+          { from: 'prepare', to: 'paid' },
+          { from: 'paid', to: 'e' },
+        ],
+      ),
+    );
     const orders = Array.from({ length: 10 }, (_, i) => `o-${i}`);
     const ids: string[] = [];
     for (const orderId of orders) {
@@ -95,9 +111,17 @@ describe('chaos drills: flows', () => {
       ids.push(res.body.id);
     }
     // No worker yet: every token is short of its catch when the messages come, twice each, at once.
-    const publish = (orderId: string) => api.post('/api/messages', { name: 'd11-payment', correlationKey: orderId, messageId: `pay-${orderId}`, variables: { paid: orderId } });
+    const publish = (orderId: string) =>
+      api.post('/api/messages', {
+        name: 'd11-payment',
+        correlationKey: orderId,
+        messageId: `pay-${orderId}`,
+        variables: { paid: orderId },
+      });
     const first = await Promise.all(orders.flatMap((o) => [publish(o), publish(o)]));
-    expect(first.map((r) => r.body.status).sort()).toEqual([...Array(10).fill('buffered'), ...Array(10).fill('duplicate')].sort());
+    expect(first.map((r) => r.body.status).sort()).toEqual(
+      [...Array(10).fill('buffered'), ...Array(10).fill('duplicate')].sort(),
+    );
     workers.push(startWorker({ ...base(), workerId: 'd11-w', topics: ['d11-prepare'], holdMs: 200 }));
     await allCompleted('d11', ids.length, 60_000);
     const late = await Promise.all(orders.map(publish));
@@ -107,7 +131,9 @@ describe('chaos drills: flows', () => {
       expect(done.variables).toMatchObject({ orderId: orders[i], paid: orders[i] });
       expect((await history(db, id)).filter((e) => e.data?.messageId === `pay-${orders[i]}`)).toHaveLength(1);
     }
-    const { rows } = await db.pool.query(`select state, count(*)::int as n from messages where name = 'd11-payment' group by state`);
+    const { rows } = await db.pool.query(
+      `select state, count(*)::int as n from messages where name = 'd11-payment' group by state`,
+    );
     expect(rows).toEqual([{ state: 'matched', n: 10 }]);
     for (const id of ids) expect((await ledgerOf(db, id)).map((a) => a.outcome)).toEqual(['applied']);
     expect((await summarizeLedger(db.pool)).appliedTwice).toBe(0);

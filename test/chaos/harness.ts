@@ -26,7 +26,11 @@ const everyProc = new Set<Proc>();
 
 function launch(args: string[], env: NodeJS.ProcessEnv): Proc {
   const { DATABASE_URL: _a, BATON_FAULTS: _b, ...rest } = process.env;
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...rest, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: ROOT,
+    env: { ...rest, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (d) => (out += String(d)));
   child.stderr!.on('data', (d) => (out += String(d)));
@@ -42,7 +46,11 @@ function launch(args: string[], env: NodeJS.ProcessEnv): Proc {
       await exited;
     },
     waitForLine: (pattern, timeoutMs = 20_000) =>
-      waitFor(async () => proc.lines().find((l) => pattern.test(l)), timeoutMs, () => `a line matching ${pattern}; output:\n${out.slice(-4000)}`),
+      waitFor(
+        async () => proc.lines().find((l) => pattern.test(l)),
+        timeoutMs,
+        () => `a line matching ${pattern}; output:\n${out.slice(-4000)}`,
+      ),
   };
   everyProc.add(proc);
   void exited.then(() => everyProc.delete(proc));
@@ -94,14 +102,18 @@ export async function startNode(databaseUrl: string, opts: NodeOptions = {}): Pr
     ...opts.env,
   });
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => {
-    if (!proc.alive()) throw new Error(`node on port ${port} exited while starting:\n${proc.output()}`);
-    try {
-      return (await fetch(`${url}/healthz`)).ok ? true : undefined;
-    } catch {
-      return undefined;
-    }
-  }, 120_000, () => `node ${url} to be healthy; output:\n${proc.output()}`).catch(async (err: unknown) => {
+  await waitFor(
+    async () => {
+      if (!proc.alive()) throw new Error(`node on port ${port} exited while starting:\n${proc.output()}`);
+      try {
+        return (await fetch(`${url}/healthz`)).ok ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    120_000,
+    () => `node ${url} to be healthy; output:\n${proc.output()}`,
+  ).catch(async (err: unknown) => {
     await proc.kill(); // a node too slow to start must not keep the port from the next try
     throw err;
   });
@@ -118,12 +130,17 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls until check answers a value other than undefined (no vitest here: the soak runs outside it). */
-export async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMs: number, what: string | (() => string)): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs: number,
+  what: string | (() => string),
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
+    if (Date.now() > deadline)
+      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
     await sleep(50);
   }
 }

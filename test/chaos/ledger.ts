@@ -65,6 +65,7 @@ export async function summarizeLedger(db: Db): Promise<LedgerSummary> {
     `select count(*)::int as attempts, count(*) filter (where outcome = 'applied')::int as applied,
             count(*) filter (where outcome = 'already_applied')::int as "shortCircuited",
             (select count(*)::int from (select 1 from ${LEDGER_ATTEMPTS} where outcome = 'applied' group by idempotency_key having count(*) > 1) d) as "appliedTwice"
-       from ${LEDGER_ATTEMPTS}`);
+       from ${LEDGER_ATTEMPTS}`,
+  );
   return rows[0]!;
 }

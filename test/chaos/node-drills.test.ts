@@ -26,10 +26,11 @@ afterAll(async () => {
   await db.drop();
 });
 
-const faultLines = (output: string, point: string) => output.split('\n').filter((l) => l.startsWith(`baton-fault ${point}`)).length;
+const faultLines = (output: string, point: string) =>
+  output.split('\n').filter((l) => l.startsWith(`baton-fault ${point}`)).length;
 
 describe('chaos drills: runtime nodes', () => {
-  it('drill 2: given a node that dies after committing a complete and before answering, then the worker\'s retried complete is a no-op', async () => {
+  it("drill 2: given a node that dies after committing a complete and before answering, then the worker's retried complete is a no-op", async () => {
     const doomed = await startNode(db.url, { faults: 'api:after-complete-commit:crash:once' });
     const api = apiClient(doomed.url);
     await deploy(api, singleTask('d2'));
@@ -55,16 +56,34 @@ describe('chaos drills: runtime nodes', () => {
     const api = apiClient(first.url);
     await deploy(api, parallelBpmn('d4', 'd4-a', 'd4-b'));
     const ids = await startMany(api, 'd4', 20, 'd4');
-    for (const w of ['d4-w1', 'd4-w2']) startWorker({ baseUrl: first.url, databaseUrl: db.url, workerId: w, topics: ['d4-a', 'd4-b'], holdMs: 30, lockDurationMs: 1_500 });
-    await waitFor(async () => ((await statusCounts(db, 'd4')).completed ?? 0) >= 5 ? true : undefined, 60_000, 'a quarter of the instances to complete');
+    for (const w of ['d4-w1', 'd4-w2'])
+      startWorker({
+        baseUrl: first.url,
+        databaseUrl: db.url,
+        workerId: w,
+        topics: ['d4-a', 'd4-b'],
+        holdMs: 30,
+        lockDurationMs: 1_500,
+      });
+    await waitFor(
+      async () => (((await statusCounts(db, 'd4')).completed ?? 0) >= 5 ? true : undefined),
+      60_000,
+      'a quarter of the instances to complete',
+    );
     await first.kill();
     const killedAt = await statusCounts(db, 'd4');
     const second = await startNode(db.url, { port: first.port });
-    await waitFor(async () => ((await statusCounts(db, 'd4')).completed ?? 0) === ids.length ? true : undefined, 90_000, `all ${ids.length} to complete`);
+    await waitFor(
+      async () => (((await statusCounts(db, 'd4')).completed ?? 0) === ids.length ? true : undefined),
+      90_000,
+      `all ${ids.length} to complete`,
+    );
     expect(killedAt.completed ?? 0).toBeLessThan(ids.length);
     const ledger = await summarizeLedger(db.pool);
     expect(ledger.appliedTwice).toBe(0);
-    const { rows } = await db.pool.query(`select count(*)::int as n from events e join instances i on i.id = e.instance_id where i.definition_key = 'd4' and e.kind = 'task:completed'`);
+    const { rows } = await db.pool.query(
+      `select count(*)::int as n from events e join instances i on i.id = e.instance_id where i.definition_key = 'd4' and e.kind = 'task:completed'`,
+    );
     expect(rows[0].n).toBe(ids.length * 2);
     expect(second.alive()).toBe(true);
     await expectInvariants(db);
@@ -73,17 +92,32 @@ describe('chaos drills: runtime nodes', () => {
   it('drill 10: given timers due at once on three nodes whose schedulers all select them, then each fires exactly once', async () => {
     const nodes = await Promise.all([1, 2, 3].map(() => startNode(db.url, { faults: 'timer:before-fire:delay:100' })));
     const api = apiClient(nodes[0]!.url);
-    await deploy(api, buildBpmn('d10', [
-      { id: 'start', type: 'startEvent' },
-      { id: 'wait', type: 'catchEvent', timer: { duration: 'PT2S' } },
-      { id: 'end', type: 'endEvent' },
-    ], [{ from: 'start', to: 'wait' }, { from: 'wait', to: 'end' }]));
+    await deploy(
+      api,
+      buildBpmn(
+        'd10',
+        [
+          { id: 'start', type: 'startEvent' },
+          { id: 'wait', type: 'catchEvent', timer: { duration: 'PT2S' } },
+          { id: 'end', type: 'endEvent' },
+        ],
+        [
+          { from: 'start', to: 'wait' },
+          { from: 'wait', to: 'end' },
+        ],
+      ),
+    );
     const ids = await startMany(api, 'd10', 20, 'd10');
-    await waitFor(async () => ((await statusCounts(db, 'd10')).completed ?? 0) === ids.length ? true : undefined, 60_000, 'every timer to fire');
+    await waitFor(
+      async () => (((await statusCounts(db, 'd10')).completed ?? 0) === ids.length ? true : undefined),
+      60_000,
+      'every timer to fire',
+    );
     const selections = nodes.map((n) => faultLines(n.output(), 'timer:before-fire'));
     // More selections than timers: several schedulers picked the same due timer.
     expect(selections.reduce((a, b) => a + b, 0)).toBeGreaterThan(ids.length);
-    const { rows } = await db.pool.query(`select count(*)::int as fired, count(distinct data->>'timerId')::int as timers from events e join instances i on i.id = e.instance_id
+    const { rows } = await db.pool
+      .query(`select count(*)::int as fired, count(distinct data->>'timerId')::int as timers from events e join instances i on i.id = e.instance_id
                                            where i.definition_key = 'd10' and e.kind = 'step:completed' and e.data ? 'timerId'`);
     expect(rows[0]).toEqual({ fired: ids.length, timers: ids.length });
     await expectInvariants(db);
@@ -94,7 +128,13 @@ describe('chaos drills: runtime nodes', () => {
     const api = apiClient(doomed.url);
     await deploy(api, sagaBpmn('d8'));
     const id = await start(api, 'd8');
-    const worker = startWorker({ baseUrl: doomed.url, databaseUrl: db.url, workerId: 'd8-w', topics: ['d8-book-a', 'd8-book-b', 'd8-book-c', 'd8-pay', 'd8-undo'], failTopics: { 'd8-pay': 99 } });
+    const worker = startWorker({
+      baseUrl: doomed.url,
+      databaseUrl: db.url,
+      workerId: 'd8-w',
+      topics: ['d8-book-a', 'd8-book-b', 'd8-book-c', 'd8-pay', 'd8-undo'],
+      failTopics: { 'd8-pay': 99 },
+    });
     await doomed.exited;
     expect(doomed.output()).toContain('baton-fault compensation:mid-saga crash');
     const again = await startNode(db.url, { port: doomed.port });
@@ -110,18 +150,33 @@ describe('chaos drills: runtime nodes', () => {
     await expectInvariants(db);
   }, 90_000);
 
-  it('drill 14: given a node that dies after a commit and before relaying its doorbells, then another node\'s progress follower and parked long poll still get the work, by their own re-checks', async () => {
+  it("drill 14: given a node that dies after a commit and before relaying its doorbells, then another node's progress follower and parked long poll still get the work, by their own re-checks", async () => {
     const steady = await startNode(db.url);
     const api = apiClient(steady.url);
-    await deploy(api, buildBpmn('d14', [
-      { id: 'start', type: 'startEvent' }, { id: 'a', type: 'serviceTask', topic: 'd14-a' },
-      { id: 'b', type: 'serviceTask', topic: 'd14-b' }, { id: 'end', type: 'endEvent' },
-    ], [{ from: 'start', to: 'a' }, { from: 'a', to: 'b' }, { from: 'b', to: 'end' }]));
+    await deploy(
+      api,
+      buildBpmn(
+        'd14',
+        [
+          { id: 'start', type: 'startEvent' },
+          { id: 'a', type: 'serviceTask', topic: 'd14-a' },
+          { id: 'b', type: 'serviceTask', topic: 'd14-b' },
+          { id: 'end', type: 'endEvent' },
+        ],
+        [
+          { from: 'start', to: 'a' },
+          { from: 'a', to: 'b' },
+          { from: 'b', to: 'end' },
+        ],
+      ),
+    );
     // Every doorbell any node sends, as another node's LISTEN hears it.
     const heard: { channel: string; bell: string }[] = [];
     const listener = new pg.Client({ connectionString: db.url });
     await listener.connect();
-    listener.on('notification', (m) => heard.push(...readDoorbells(m.payload).bells.map((bell) => ({ channel: m.channel, bell }))));
+    listener.on('notification', (m) =>
+      heard.push(...readDoorbells(m.payload).bells.map((bell) => ({ channel: m.channel, bell }))),
+    );
     await announceListener(listener, 'test-observer'); // heard as another node: this process's relays send to it
     await listener.query('listen baton_tasks; listen baton_frames');
     const progress = new ProgressClient(steady.url);
@@ -138,8 +193,12 @@ describe('chaos drills: runtime nodes', () => {
       expect(kinds(await history(db, first), 'task:completed')).toHaveLength(1);
       const seen = await progress.waitForKind(first, 'task:completed', 1, 10_000);
       // No NOTIFY ever said so: the complete's statement sends none, and its relay died with the node.
-      expect(heard.filter((h) => h.channel === 'baton_frames' && h.bell.startsWith(first) && Number(h.bell.split(' ')[2]) >= seen.seq)).toEqual([]);
-      expect(progress.frames.filter((f) => f.instanceId === first).map((f) => f.seq)).toEqual(progress.seqs(first).map((_, i) => i + 1));
+      expect(
+        heard.filter((h) => h.channel === 'baton_frames' && h.bell.startsWith(first) && Number(h.bell.split(' ')[2]) >= seen.seq),
+      ).toEqual([]);
+      expect(progress.frames.filter((f) => f.instanceId === first).map((f) => f.seq)).toEqual(
+        progress.seqs(first).map((_, i) => i + 1),
+      );
 
       // 2. Tasks: a poll parked on the steady node for step b; a second doomed node completes step a.
       const taskB = await fetchOne(api, 'd14-w', 'd14-b');
@@ -148,7 +207,11 @@ describe('chaos drills: runtime nodes', () => {
       const taskA2 = await fetchOne(api, 'd14-w', 'd14-a');
       const parkedAt = Date.now();
       const parked = fetchTasks(api, 'd14-poller', ['d14-b'], { maxTasks: 1, waitMs: 20_000 });
-      await waitFor(async () => (/^baton_parked_long_polls 1$/m.test(await (await fetch(`${steady.url}/metrics`)).text()) ? true : undefined), 5_000, 'the poll to park');
+      await waitFor(
+        async () => (/^baton_parked_long_polls 1$/m.test(await (await fetch(`${steady.url}/metrics`)).text()) ? true : undefined),
+        5_000,
+        'the poll to park',
+      );
       const doomedToo = await startNode(db.url, { faults: 'doorbells:before-relay:crash:once' });
       await complete(apiClient(doomedToo.url), taskA2, 'd14-w').catch(() => undefined);
       await doomedToo.exited;
@@ -167,11 +230,18 @@ describe('chaos drills: runtime nodes', () => {
 });
 
 function singleTask(id: string): string {
-  return buildBpmn(id, [
-    { id: 'start', type: 'startEvent' },
-    { id: 'work', type: 'serviceTask', topic: id },
-    { id: 'end', type: 'endEvent' },
-  ], [{ from: 'start', to: 'work' }, { from: 'work', to: 'end' }]);
+  return buildBpmn(
+    id,
+    [
+      { id: 'start', type: 'startEvent' },
+      { id: 'work', type: 'serviceTask', topic: id },
+      { id: 'end', type: 'endEvent' },
+    ],
+    [
+      { from: 'start', to: 'work' },
+      { from: 'work', to: 'end' },
+    ],
+  );
 }
 
 // start -> book_a -> book_b -> book_c -> pay (fails for good: compensate) -> end; each booking has an undo handler.
@@ -188,7 +258,10 @@ function sagaBpmn(id: string): string {
     flows.push({ from: previous, to: `book_${x}` });
     previous = `book_${x}`;
   }
-  nodes.push({ id: 'pay', type: 'serviceTask', topic: `${id}-pay`, retries: 0, onExhausted: 'compensate' }, { id: 'e', type: 'endEvent' });
+  nodes.push(
+    { id: 'pay', type: 'serviceTask', topic: `${id}-pay`, retries: 0, onExhausted: 'compensate' },
+    { id: 'e', type: 'endEvent' },
+  );
   flows.push({ from: previous, to: 'pay' }, { from: 'pay', to: 'e' });
   return buildBpmn(id, nodes, flows);
 }

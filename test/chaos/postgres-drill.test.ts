@@ -39,7 +39,9 @@ afterAll(async () => {
 /** A count that answers undefined while PostgreSQL is down. */
 async function completed(): Promise<number | undefined> {
   try {
-    const { rows } = await pool.query(`select count(*)::int as n from instances where definition_key = 'd12' and status = 'completed'`);
+    const { rows } = await pool.query(
+      `select count(*)::int as n from instances where definition_key = 'd12' and status = 'completed'`,
+    );
     return rows[0].n;
   } catch {
     return undefined;
@@ -54,10 +56,20 @@ describe('chaos drills: PostgreSQL', () => {
     const api = apiClient(nodes[0]!.url);
     await deploy(api, parallelBpmn('d12', 'd12-a', 'd12-b'));
     const total = 20;
-    for (let i = 0; i < total; i++) expect((await api.post('/api/instances', { definitionKey: 'd12', businessKey: `d12-${i}` })).status).toBe(201);
+    for (let i = 0; i < total; i++)
+      expect((await api.post('/api/instances', { definitionKey: 'd12', businessKey: `d12-${i}` })).status).toBe(201);
     // Each task takes 300 ms: the stop comes while tasks are held and complete calls are on their way.
-    const workerProcs = nodes.map((n, i) => startWorker({ baseUrl: n.url, databaseUrl: url, workerId: `d12-w${i}`, topics: ['d12-a', 'd12-b'], holdMs: 300, lockDurationMs: 2_000 }));
-    await waitFor(async () => ((await completed()) ?? 0) >= 3 ? true : undefined, 60_000, 'some instances to complete');
+    const workerProcs = nodes.map((n, i) =>
+      startWorker({
+        baseUrl: n.url,
+        databaseUrl: url,
+        workerId: `d12-w${i}`,
+        topics: ['d12-a', 'd12-b'],
+        holdMs: 300,
+        lockDurationMs: 2_000,
+      }),
+    );
+    await waitFor(async () => (((await completed()) ?? 0) >= 3 ? true : undefined), 60_000, 'some instances to complete');
 
     const stoppedAt = (await pool.query<{ now: Date }>('select now()')).rows[0]!.now;
     await server!.stop();
@@ -65,14 +77,24 @@ describe('chaos drills: PostgreSQL', () => {
     await sleep(1_000);
     server = await startPostgres();
 
-    await waitFor(async () => (await completed()) === total ? true : undefined, 90_000, `all ${total} instances to complete`).catch(async (err: Error) => {
-      const { rows } = await pool.query(`select i.status, t.state, t.step_id, t.attempt, t.worker_id, t.lock_expires_at < now() as expired, t.retry_at > now() as later
+    await waitFor(
+      async () => ((await completed()) === total ? true : undefined),
+      90_000,
+      `all ${total} instances to complete`,
+    ).catch(async (err: Error) => {
+      const { rows } =
+        await pool.query(`select i.status, t.state, t.step_id, t.attempt, t.worker_id, t.lock_expires_at < now() as expired, t.retry_at > now() as later
                                            from instances i join external_tasks t on t.instance_id = i.id where i.status <> 'completed' and t.state not in ('done')`);
-      throw new Error(`${err.message}\nopen tasks: ${JSON.stringify(rows)}\n${nodes.map((n) => n.output().slice(-3000)).join('\n---\n')}\n---\n${workerProcs.map((w) => w.output().slice(-3000)).join('\n---\n')}`);
+      throw new Error(
+        `${err.message}\nopen tasks: ${JSON.stringify(rows)}\n${nodes.map((n) => n.output().slice(-3000)).join('\n---\n')}\n---\n${workerProcs.map((w) => w.output().slice(-3000)).join('\n---\n')}`,
+      );
     });
     for (const n of nodes) expect(n.alive(), n.output()).toBe(true);
     expect((await summarizeLedger(pool)).appliedTwice).toBe(0);
-    const { rows } = await pool.query(`select count(*)::int as n, count(*) filter (where at > $1)::int as after from events where kind = 'task:completed'`, [stoppedAt]);
+    const { rows } = await pool.query(
+      `select count(*)::int as n, count(*) filter (where at > $1)::int as after from events where kind = 'task:completed'`,
+      [stoppedAt],
+    );
     expect(rows[0].n).toBe(total * 2);
     // The load went on across the restart: work was still left when PostgreSQL stopped.
     expect(rows[0].after).toBeGreaterThan(0);

@@ -15,7 +15,13 @@ describe('chaos soak', () => {
   it('given a minute of kills, fault crashes, cut connections and duplicate calls on 2 nodes and 3 workers, then nothing is lost, nothing applied twice and no invariant breaks', async () => {
     const lines: string[] = [];
     const summary = await runSoak({
-      minutes: 1, nodes: 2, workers: 3, rate: 5, databaseUrl: inject('adminUrl'), databaseName, drainMs: 90_000,
+      minutes: 1,
+      nodes: 2,
+      workers: 3,
+      rate: 5,
+      databaseUrl: inject('adminUrl'),
+      databaseName,
+      drainMs: 90_000,
       log: (line) => lines.push(line),
     });
     const table = `${formatSummary(summary, 'runSoak in test/chaos/soak.test.ts')}\n${lines.join('\n')}`;
@@ -35,6 +41,8 @@ describe('chaos soak', () => {
     expect(summary.completed, table).toBeGreaterThan(0);
     expect(summary.compensated, table).toBeGreaterThan(0);
     // Every accepted instance ended, save those waiting for a payment the client gave up sending.
-    expect(summary.started, table).toBe(summary.completed + summary.compensated + summary.incident + summary.gaveUp.waitingForThem);
+    expect(summary.started, table).toBe(
+      summary.completed + summary.compensated + summary.incident + summary.gaveUp.waitingForThem,
+    );
   }, 420_000);
 });

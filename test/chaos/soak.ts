@@ -75,28 +75,68 @@ const ARMED_WORKER_FAULTS = 'task:after-side-effect:crash:once';
 // The chaos actions, dealt from a shuffled deck so that each kind comes up once per round of six
 // (about every 9 s) in a random order, worker kills twice: roughly the old weights, none left out by luck.
 type ChaosKind = 'kill worker' | 'kill node' | 'terminate connections' | 'duplicate complete' | 'late complete';
-const DECK: readonly ChaosKind[] = ['kill worker', 'kill worker', 'kill node', 'terminate connections', 'duplicate complete', 'late complete'];
+const DECK: readonly ChaosKind[] = [
+  'kill worker',
+  'kill worker',
+  'kill node',
+  'terminate connections',
+  'duplicate complete',
+  'late complete',
+];
 
-const TOPICS = ['soak-a', 'soak-b', 'soak-retry', 'soak-timer-work', 'soak-msg-prepare', 'soak-book-a', 'soak-book-b', 'soak-pay', 'soak-undo'];
+const TOPICS = [
+  'soak-a',
+  'soak-b',
+  'soak-retry',
+  'soak-timer-work',
+  'soak-msg-prepare',
+  'soak-book-a',
+  'soak-book-b',
+  'soak-pay',
+  'soak-undo',
+];
 
 function definitions(): string[] {
-  const timer = buildBpmn('soak-timer', [
-    { id: 's', type: 'startEvent' },
-    { id: 'wait', type: 'catchEvent', timer: { duration: 'PT1S' } },
-    { id: 'work', type: 'serviceTask', topic: 'soak-timer-work' },
-    { id: 'e', type: 'endEvent' },
-  ], [{ from: 's', to: 'wait' }, { from: 'wait', to: 'work' }, { from: 'work', to: 'e' }]);
-  const message = buildBpmn('soak-msg', [
-    { id: 's', type: 'startEvent' },
-    { id: 'prepare', type: 'serviceTask', topic: 'soak-msg-prepare' },
-    { id: 'paid', type: 'catchEvent', message: 'soak-payment', correlationKey: 'orderId' },
-    { id: 'e', type: 'endEvent' },
-  ], [{ from: 's', to: 'prepare' }, { from: 'prepare', to: 'paid' }, { from: 'paid', to: 'e' }]);
-  const retry = buildBpmn('soak-retry', [
-    { id: 's', type: 'startEvent' },
-    { id: 'flaky', type: 'serviceTask', topic: 'soak-retry', retries: 3 },
-    { id: 'e', type: 'endEvent' },
-  ], [{ from: 's', to: 'flaky' }, { from: 'flaky', to: 'e' }]);
+  const timer = buildBpmn(
+    'soak-timer',
+    [
+      { id: 's', type: 'startEvent' },
+      { id: 'wait', type: 'catchEvent', timer: { duration: 'PT1S' } },
+      { id: 'work', type: 'serviceTask', topic: 'soak-timer-work' },
+      { id: 'e', type: 'endEvent' },
+    ],
+    [
+      { from: 's', to: 'wait' },
+      { from: 'wait', to: 'work' },
+      { from: 'work', to: 'e' },
+    ],
+  );
+  const message = buildBpmn(
+    'soak-msg',
+    [
+      { id: 's', type: 'startEvent' },
+      { id: 'prepare', type: 'serviceTask', topic: 'soak-msg-prepare' },
+      { id: 'paid', type: 'catchEvent', message: 'soak-payment', correlationKey: 'orderId' },
+      { id: 'e', type: 'endEvent' },
+    ],
+    [
+      { from: 's', to: 'prepare' },
+      { from: 'prepare', to: 'paid' },
+      { from: 'paid', to: 'e' },
+    ],
+  );
+  const retry = buildBpmn(
+    'soak-retry',
+    [
+      { id: 's', type: 'startEvent' },
+      { id: 'flaky', type: 'serviceTask', topic: 'soak-retry', retries: 3 },
+      { id: 'e', type: 'endEvent' },
+    ],
+    [
+      { from: 's', to: 'flaky' },
+      { from: 'flaky', to: 'e' },
+    ],
+  );
   const nodes: NodeSpec[] = [{ id: 's', type: 'startEvent' }];
   const flows: FlowSpec[] = [];
   let previous = 's';
@@ -109,7 +149,10 @@ function definitions(): string[] {
     flows.push({ from: previous, to: `book_${x}` });
     previous = `book_${x}`;
   }
-  nodes.push({ id: 'pay', type: 'serviceTask', topic: 'soak-pay', retries: 1, onExhausted: 'compensate' }, { id: 'e', type: 'endEvent' });
+  nodes.push(
+    { id: 'pay', type: 'serviceTask', topic: 'soak-pay', retries: 1, onExhausted: 'compensate' },
+    { id: 'e', type: 'endEvent' },
+  );
   flows.push({ from: previous, to: 'pay' }, { from: 'pay', to: 'e' });
   return [parallelBpmn('soak-par', 'soak-a', 'soak-b'), timer, message, retry, buildBpmn('soak-saga', nodes, flows)];
 }
@@ -117,7 +160,12 @@ function definitions(): string[] {
 const KINDS = ['soak-par', 'soak-par', 'soak-timer', 'soak-msg', 'soak-retry', 'soak-saga'] as const;
 
 async function post(url: string, body: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
@@ -158,7 +206,13 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
   }
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
   pool.on('error', () => undefined);
-  const kills: Record<string, number> = { 'worker SIGKILL': 0, 'node SIGKILL': 0, 'node crash at fault point': 0, 'worker crash at fault point': 0, 'connections terminated': 0 };
+  const kills: Record<string, number> = {
+    'worker SIGKILL': 0,
+    'node SIGKILL': 0,
+    'node crash at fault point': 0,
+    'worker crash at fault point': 0,
+    'connections terminated': 0,
+  };
   const injected = { duplicateCompletes: 0, lateCompletes: 0, duplicateMessages: 0, earlyMessages: 0 };
   const accepted = new Set<string>();
   let startFailures = 0;
@@ -176,22 +230,41 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
   process.once('SIGTERM', onSignal);
   const drainMs = opts.drainMs ?? 180_000;
   try {
-    log(`soak: ${opts.minutes} min, ${opts.nodes} nodes, ${opts.workers} workers, ${opts.rate} starts/s on ${embedded ? 'an embedded PostgreSQL' : 'DATABASE_URL'}`);
+    log(
+      `soak: ${opts.minutes} min, ${opts.nodes} nodes, ${opts.workers} workers, ${opts.rate} starts/s on ${embedded ? 'an embedded PostgreSQL' : 'DATABASE_URL'}`,
+    );
     const ports = await Promise.all(Array.from({ length: opts.nodes }, () => freePort()));
-    const launchNode = (i: number) => startNode(databaseUrl, {
-      port: ports[i]!, faults: i === 0 && kills['node crash at fault point'] === 0 ? ARMED_NODE_FAULTS : NODE_FAULTS, env: { BATON_MAX_PARKED_POLLS: '1000' },
-    });
+    const launchNode = (i: number) =>
+      startNode(databaseUrl, {
+        port: ports[i]!,
+        faults: i === 0 && kills['node crash at fault point'] === 0 ? ARMED_NODE_FAULTS : NODE_FAULTS,
+        env: { BATON_MAX_PARKED_POLLS: '1000' },
+      });
     for (let i = 0; i < opts.nodes; i++) nodes[i] = await launchNode(i);
     await createLedger(pool);
     const urlOf = (i: number) => `http://127.0.0.1:${ports[i]}`;
     for (const xml of definitions()) {
-      const res = await fetch(`${urlOf(0)}/api/definitions`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: xml });
+      const res = await fetch(`${urlOf(0)}/api/definitions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/xml' },
+        body: xml,
+      });
       if (!res.ok) throw new Error(`deploy failed: ${res.status} ${await res.text()}`);
     }
-    const launchWorker = (i: number) => startWorker({
-      baseUrl: urlOf(i % opts.nodes), databaseUrl, workerId: `soak-w${i}-${Date.now()}`, topics: TOPICS, concurrency: 4, lockDurationMs: 2_000, holdMs: 20,
-      failTopics: { 'soak-retry': 1, 'soak-pay': 9 },
-    }, i === 0 && kills['worker crash at fault point'] === 0 ? ARMED_WORKER_FAULTS : WORKER_FAULTS);
+    const launchWorker = (i: number) =>
+      startWorker(
+        {
+          baseUrl: urlOf(i % opts.nodes),
+          databaseUrl,
+          workerId: `soak-w${i}-${Date.now()}`,
+          topics: TOPICS,
+          concurrency: 4,
+          lockDurationMs: 2_000,
+          holdMs: 20,
+          failTopics: { 'soak-retry': 1, 'soak-pay': 9 },
+        },
+        i === 0 && kills['worker crash at fault point'] === 0 ? ARMED_WORKER_FAULTS : WORKER_FAULTS,
+      );
     for (let i = 0; i < opts.workers; i++) workers[i] = launchWorker(i);
 
     const liveNode = () => {
@@ -240,7 +313,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
           relaunching.add(i);
           void sleep(500 + Math.random() * 1_500)
             .then(() => launchNode(i))
-            .then((node) => (nodes[i] = node), (err: Error) => log(`soak: node ${i} did not restart: ${err.message.slice(0, 2_000)}`))
+            .then(
+              (node) => (nodes[i] = node),
+              (err: Error) => log(`soak: node ${i} did not restart: ${err.message.slice(0, 2_000)}`),
+            )
             .finally(() => relaunching.delete(i));
         }
       }
@@ -271,24 +347,39 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
           await pick(live).kill();
         }
       } else if (kind === 'terminate connections') {
-        const { rowCount } = await pool.query(
-          `select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
-              and backend_type = 'client backend' and random() < 0.2`).catch(() => ({ rowCount: 0 }));
+        const { rowCount } = await pool
+          .query(
+            `select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
+              and backend_type = 'client backend' and random() < 0.2`,
+          )
+          .catch(() => ({ rowCount: 0 }));
         kills['connections terminated']! += rowCount ?? 0;
       } else if (kind === 'duplicate complete') {
         // A worker repeats a complete it already made: 204, nothing changes.
-        const { rows } = await pool.query(`select id, worker_id, lock_token from external_tasks where state = 'done' and last_result = 'complete' order by random() limit 1`).catch(() => ({ rows: [] as any[] }));
+        const { rows } = await pool
+          .query(
+            `select id, worker_id, lock_token from external_tasks where state = 'done' and last_result = 'complete' order by random() limit 1`,
+          )
+          .catch(() => ({ rows: [] as any[] }));
         const url = liveNode();
         if (rows[0] && url) {
-          const res = await post(`${url}/api/external-tasks/${rows[0].id}/complete`, { workerId: rows[0].worker_id, lockToken: rows[0].lock_token }).catch(() => undefined);
+          const res = await post(`${url}/api/external-tasks/${rows[0].id}/complete`, {
+            workerId: rows[0].worker_id,
+            lockToken: rows[0].lock_token,
+          }).catch(() => undefined);
           if (res?.status === 204) injected.duplicateCompletes++;
         }
       } else {
         // A worker whose lease is gone answers late: 409, recorded, nothing changes.
-        const { rows } = await pool.query(`select id from external_tasks where state in ('locked', 'done') order by random() limit 1`).catch(() => ({ rows: [] as any[] }));
+        const { rows } = await pool
+          .query(`select id from external_tasks where state in ('locked', 'done') order by random() limit 1`)
+          .catch(() => ({ rows: [] as any[] }));
         const url = liveNode();
         if (rows[0] && url) {
-          const res = await post(`${url}/api/external-tasks/${rows[0].id}/complete`, { workerId: 'soak-ghost', lockToken: crypto.randomUUID() }).catch(() => undefined);
+          const res = await post(`${url}/api/external-tasks/${rows[0].id}/complete`, {
+            workerId: 'soak-ghost',
+            lockToken: crypto.randomUUID(),
+          }).catch(() => undefined);
           if (res?.status === 409) injected.lateCompletes++;
         }
       }
@@ -317,23 +408,36 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
       await sleep(1_000 / opts.rate);
     }
     const chaosSeconds = (Date.now() - began) / 1000;
-    const { rows: [during] } = await pool.query(`select count(*)::int as n from instances where status in ('completed', 'compensated')`);
+    const {
+      rows: [during],
+    } = await pool.query(`select count(*)::int as n from instances where status in ('completed', 'compensated')`);
     log(`soak: chaos over after ${Math.round(chaosSeconds)} s; draining`);
     const drainBegan = Date.now();
     await Promise.race([Promise.all(inFlight), sleep(60_000)]);
 
     // Drain: every node back, workers carry on, no more chaos actions (the processes' own fault
     // points stay armed, so a node may still crash at one and be restarted meanwhile).
-    const allNodesBack = () => waitFor(async () => {
-      await supervise();
-      return nodes.every((n) => n?.alive()) ? true : undefined;
-    }, drainMs, 'every node to be back').catch((err: Error) => log(`soak: ${err.message}`));
+    const allNodesBack = () =>
+      waitFor(
+        async () => {
+          await supervise();
+          return nodes.every((n) => n?.alive()) ? true : undefined;
+        },
+        drainMs,
+        'every node to be back',
+      ).catch((err: Error) => log(`soak: ${err.message}`));
     await allNodesBack();
-    await waitFor(async () => {
-      await supervise();
-      const { rows } = await pool.query(`select count(*)::int as n from instances where status in ('running', 'compensating')`).catch(() => ({ rows: [{ n: -1 }] }));
-      return rows[0].n === 0 ? true : undefined;
-    }, drainMs, 'every instance to end').catch((err: Error) => log(`soak: ${err.message}`));
+    await waitFor(
+      async () => {
+        await supervise();
+        const { rows } = await pool
+          .query(`select count(*)::int as n from instances where status in ('running', 'compensating')`)
+          .catch(() => ({ rows: [{ n: -1 }] }));
+        return rows[0].n === 0 ? true : undefined;
+      },
+      drainMs,
+      'every instance to end',
+    ).catch((err: Error) => log(`soak: ${err.message}`));
     // A node that crashed at a fault point during the drain is let finish its restart before
     // /healthz is asked: what is counted is a node that runs and does not answer (finding 2).
     await allNodesBack();
@@ -341,7 +445,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
     const drainSeconds = (Date.now() - drainBegan) / 1000;
     let unresponsiveNodes = 0;
     for (let i = 0; i < opts.nodes; i++) {
-      const ok = await fetch(`${urlOf(i)}/healthz`, { signal: AbortSignal.timeout(5_000) }).then((r) => r.ok, () => false);
+      const ok = await fetch(`${urlOf(i)}/healthz`, { signal: AbortSignal.timeout(5_000) }).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (!ok) {
         unresponsiveNodes++;
         log(`soak: node ${i} does not answer /healthz after the drain`);
@@ -355,21 +462,34 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
                  from external_tasks t where t.instance_id = i.id and t.state in ('ready', 'locked')),
                               (select string_agg(m.step_id || ' timer due ' || m.due_at, ', ') from timers m where m.instance_id = i.id and m.state = 'waiting'),
                               (select string_agg(s.step_id || ' ' || s.kind || ' ' || s.name, ', ') from subscriptions s where s.instance_id = i.id)) as waits
-         from instances i`);
+         from instances i`,
+    );
     const byId = new Map(statuses.map((r) => [r.id, r]));
     const count = (s: string) => [...accepted].filter((id) => byId.get(id)?.status === s).length;
-    const unfinished = [...accepted].filter((id) => !['completed', 'compensated', 'incident'].includes(byId.get(id)?.status ?? 'missing'));
+    const unfinished = [...accepted].filter(
+      (id) => !['completed', 'compensated', 'incident'].includes(byId.get(id)?.status ?? 'missing'),
+    );
     // Waiting for a payment every call of which the client gave up on is the client's doing, not a loss.
-    const waitingForThem = unfinished.filter((id) => undelivered.has(byId.get(id)?.order_id ?? '') && /message soak-payment/.test(byId.get(id)?.waits ?? '')).length;
-    const lostIds = unfinished.filter((id) => !(undelivered.has(byId.get(id)?.order_id ?? '') && /message soak-payment/.test(byId.get(id)?.waits ?? '')));
-    const lostDetails = lostIds.map((id) => `${id}: ${byId.get(id)?.status ?? 'missing from the database'}${byId.get(id)?.waits ? `, waits on ${byId.get(id)?.waits}` : ''}`);
+    const waitingForThem = unfinished.filter(
+      (id) => undelivered.has(byId.get(id)?.order_id ?? '') && /message soak-payment/.test(byId.get(id)?.waits ?? ''),
+    ).length;
+    const lostIds = unfinished.filter(
+      (id) => !(undelivered.has(byId.get(id)?.order_id ?? '') && /message soak-payment/.test(byId.get(id)?.waits ?? '')),
+    );
+    const lostDetails = lostIds.map(
+      (id) =>
+        `${id}: ${byId.get(id)?.status ?? 'missing from the database'}${byId.get(id)?.waits ? `, waits on ${byId.get(id)?.waits}` : ''}`,
+    );
     for (const line of lostDetails) log(`soak: lost ${line}`);
     if (lostIds.length > 0) {
       // What could hold them: transactions left open or waiting on a lock (a hung node shows up here).
-      const { rows: sessions } = await pool.query<{ line: string }>(
-        `select concat_ws(' ', pid, state, wait_event_type, wait_event, 'xact ' || round(extract(epoch from now() - xact_start)) || ' s', left(query, 120)) as line
+      const { rows: sessions } = await pool
+        .query<{ line: string }>(
+          `select concat_ws(' ', pid, state, wait_event_type, wait_event, 'xact ' || round(extract(epoch from now() - xact_start)) || ' s', left(query, 120)) as line
            from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
-            and (state like 'idle in transaction%' or wait_event_type = 'Lock')`).catch(() => ({ rows: [] as { line: string }[] }));
+            and (state like 'idle in transaction%' or wait_event_type = 'Lock')`,
+        )
+        .catch(() => ({ rows: [] as { line: string }[] }));
       for (const { line } of sessions) log(`soak: session ${line}`);
     }
     const lost = lostIds.length;
@@ -428,25 +548,46 @@ export function formatSummary(s: SoakSummary, command: string): string {
     ['ledger attempts / applied / short-circuited', `${s.ledger.attempts} / ${s.ledger.applied} / ${s.ledger.shortCircuited}`],
     ['throughput during chaos (instances/s)', s.throughput.toFixed(1)],
     ['chaos / drain (s)', `${Math.round(s.chaosSeconds)} / ${Math.round(s.drainSeconds)}`],
-    ['client gave up: starts (never accepted) / payments (instances still waiting for them)', `${s.gaveUp.starts} / ${s.gaveUp.messages} (${s.gaveUp.waitingForThem})`],
+    [
+      'client gave up: starts (never accepted) / payments (instances still waiting for them)',
+      `${s.gaveUp.starts} / ${s.gaveUp.messages} (${s.gaveUp.waitingForThem})`,
+    ],
     ['nodes not answering /healthz after the drain', s.unresponsiveNodes],
     ['**lost**', s.lost],
     ['**applied twice**', s.appliedTwice],
     ['**invariant violations**', s.violations],
   ];
-  return [`command: ${command}`, '', '| measure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`), '', formatReport(s.report)].join('\n');
+  return [
+    `command: ${command}`,
+    '',
+    '| measure | value |',
+    '|---|---|',
+    ...rows.map(([k, v]) => `| ${k} | ${v} |`),
+    '',
+    formatReport(s.report),
+  ].join('\n');
 }
 
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
   const { values } = parseArgs({
     args: process.argv.slice(2).filter((a) => a !== '--'),
-    options: { minutes: { type: 'string', default: '2' }, nodes: { type: 'string', default: '2' }, workers: { type: 'string', default: '4' }, rate: { type: 'string', default: '10' } },
+    options: {
+      minutes: { type: 'string', default: '2' },
+      nodes: { type: 'string', default: '2' },
+      workers: { type: 'string', default: '4' },
+      rate: { type: 'string', default: '10' },
+    },
   });
   const opts: SoakOptions = {
-    minutes: Number(values.minutes), nodes: Number(values.nodes), workers: Number(values.workers), rate: Number(values.rate),
+    minutes: Number(values.minutes),
+    nodes: Number(values.nodes),
+    workers: Number(values.workers),
+    rate: Number(values.rate),
     ...(process.env.DATABASE_URL ? { databaseUrl: process.env.DATABASE_URL } : {}),
   };
   const summary = await runSoak(opts);
-  process.stdout.write(`\n${formatSummary(summary, `npm run chaos -- --minutes ${opts.minutes} --nodes ${opts.nodes} --workers ${opts.workers} --rate ${opts.rate}`)}\n`);
+  process.stdout.write(
+    `\n${formatSummary(summary, `npm run chaos -- --minutes ${opts.minutes} --nodes ${opts.nodes} --workers ${opts.workers} --rate ${opts.rate}`)}\n`,
+  );
   process.exit(summary.lost === 0 && summary.appliedTwice === 0 && summary.violations === 0 ? 0 : 1);
 }

@@ -25,7 +25,9 @@ export interface HistoryEvent {
 
 export async function history(db: TestDatabase, instanceId: string): Promise<HistoryEvent[]> {
   const { rows } = await db.pool.query(
-    `select seq::int, kind, step_id as "stepId", task_id as "taskId", attempt, data, at from events where instance_id = $1 order by seq`, [instanceId]);
+    `select seq::int, kind, step_id as "stepId", task_id as "taskId", attempt, data, at from events where instance_id = $1 order by seq`,
+    [instanceId],
+  );
   return rows;
 }
 
@@ -45,7 +47,9 @@ export interface LedgerAttempt {
 export async function ledgerOf(db: TestDatabase, instanceId: string): Promise<LedgerAttempt[]> {
   const { rows } = await db.pool.query(
     `select a.worker_id, a.attempt, a.outcome, a.worker_clock, a.at from ${LEDGER_ATTEMPTS} a
-       join external_tasks t on t.id = a.task_id where t.instance_id = $1 order by a.id`, [instanceId]);
+       join external_tasks t on t.id = a.task_id where t.instance_id = $1 order by a.id`,
+    [instanceId],
+  );
   return rows;
 }
 
@@ -67,6 +71,8 @@ export async function startMany(api: ApiClient, definitionKey: string, n: number
 
 export async function statusCounts(db: TestDatabase, definitionKey: string): Promise<Record<string, number>> {
   const { rows } = await db.pool.query<{ status: string; n: number }>(
-    'select status, count(*)::int as n from instances where definition_key = $1 group by status', [definitionKey]);
+    'select status, count(*)::int as n from instances where definition_key = $1 group by status',
+    [definitionKey],
+  );
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }

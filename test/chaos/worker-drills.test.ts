@@ -46,7 +46,10 @@ describe('chaos drills: workers', () => {
     const done = await waitForStatus(api, id, 'completed', 20_000);
     expect(done.variables).toEqual({ work_by: 'd1-heir' });
     const events = await history(db, id);
-    expect(kinds(events, 'task:locked').map((e) => [e.data.workerId, e.attempt])).toEqual([['d1-doomed', 1], ['d1-heir', 2]]);
+    expect(kinds(events, 'task:locked').map((e) => [e.data.workerId, e.attempt])).toEqual([
+      ['d1-doomed', 1],
+      ['d1-heir', 2],
+    ]);
     expect(kinds(events, 'task:lock_expired')).toHaveLength(1);
     expect(kinds(events, 'task:completed').map((e) => e.data.workerId)).toEqual(['d1-heir']);
     // The doomed worker died before its side effect: the heir's attempt applied it, once.
@@ -58,7 +61,10 @@ describe('chaos drills: workers', () => {
   it('drill 9: given a worker whose side effect succeeds but which dies before complete, then the retry is short-circuited by the idempotency key', async () => {
     await deploy(api, singleTaskBpmn('d9', 'd9'));
     const id = await start(api, 'd9');
-    const doomed = startWorker({ ...base(), workerId: 'd9-doomed', topics: ['d9'], lockDurationMs: 1_000 }, 'task:after-side-effect:crash');
+    const doomed = startWorker(
+      { ...base(), workerId: 'd9-doomed', topics: ['d9'], lockDurationMs: 1_000 },
+      'task:after-side-effect:crash',
+    );
     await doomed.exited;
     expect(doomed.child.signalCode).toBe('SIGKILL');
     expect(doomed.output()).toContain('baton-fault task:after-side-effect crash');
@@ -78,7 +84,15 @@ describe('chaos drills: workers', () => {
     const id = await start(api, 'd3');
     proxy = await startFaultProxy(node.url);
     proxy.addFault({ path: /\/extend-lock$/, when: 'before', times: 1_000 });
-    const deaf = startWorker({ ...base(), baseUrl: proxy.url, workerId: 'd3-deaf', topics: ['d3'], lockDurationMs: 1_000, holdUntilEnded: true, concurrency: 1 });
+    const deaf = startWorker({
+      ...base(),
+      baseUrl: proxy.url,
+      workerId: 'd3-deaf',
+      topics: ['d3'],
+      lockDurationMs: 1_000,
+      holdUntilEnded: true,
+      concurrency: 1,
+    });
     await deaf.waitForLine(/^locked /);
     // One slot, busy: the deaf worker cannot fetch the task again once its lease is gone.
     startWorker({ ...base(), workerId: 'd3-heir', topics: ['d3'], lockDurationMs: 5_000 });
@@ -89,7 +103,10 @@ describe('chaos drills: workers', () => {
     const events = await history(db, id);
     expect(kinds(events, 'task:late_result').map((e) => [e.data.workerId, e.data.call])).toEqual([['d3-deaf', 'complete']]);
     expect(kinds(events, 'task:completed').map((e) => e.data.workerId)).toEqual(['d3-heir']);
-    expect((await ledgerOf(db, id)).map((a) => [a.worker_id, a.outcome])).toEqual([['d3-heir', 'applied'], ['d3-deaf', 'already_applied']]);
+    expect((await ledgerOf(db, id)).map((a) => [a.worker_id, a.outcome])).toEqual([
+      ['d3-heir', 'applied'],
+      ['d3-deaf', 'already_applied'],
+    ]);
     await expectInvariants(db);
   }, 60_000);
 
@@ -115,7 +132,14 @@ describe('chaos drills: workers', () => {
     await deploy(api, singleTaskBpmn('d13', 'd13'));
     const id = await start(api, 'd13');
     // Held three times longer than its lease: only heartbeats keep it, whatever the worker's clock says.
-    startWorker({ ...base(), workerId: 'd13-skewed', topics: ['d13'], lockDurationMs: 1_000, holdMs: 3_000, clockSkewMs: 5 * 3600_000 });
+    startWorker({
+      ...base(),
+      workerId: 'd13-skewed',
+      topics: ['d13'],
+      lockDurationMs: 1_000,
+      holdMs: 3_000,
+      clockSkewMs: 5 * 3600_000,
+    });
     const done = await waitForStatus(api, id, 'completed', 20_000);
     expect(done.variables).toEqual({ work_by: 'd13-skewed' });
     const events = await history(db, id);

@@ -28,7 +28,15 @@ if (opts.clockSkewMs) skewClock(opts.clockSkewMs);
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 2 });
 pool.on('error', () => undefined); // a PostgreSQL restart drops idle clients; the next query reconnects
-const quiet = new Set(['task:report_retry', 'task:lock_lost', 'task:completed', 'task:failed', 'task:result_dropped', 'task:extend_failed', 'task:report_failed']);
+const quiet = new Set([
+  'task:report_retry',
+  'task:lock_lost',
+  'task:completed',
+  'task:failed',
+  'task:result_dropped',
+  'task:extend_failed',
+  'task:report_failed',
+]);
 const log = {
   debug() {},
   info: (o: object, m: string) => quiet.has(m) && say(`log ${m} ${JSON.stringify(o)}`),
@@ -96,4 +104,11 @@ function skewClock(ms: number): void {
   globalThis.Date = SkewedDate as DateConstructor;
 }
 
-process.on('SIGTERM', () => void worker.stop().then(() => pool.end()).then(() => process.exit(0)));
+process.on(
+  'SIGTERM',
+  () =>
+    void worker
+      .stop()
+      .then(() => pool.end())
+      .then(() => process.exit(0)),
+);

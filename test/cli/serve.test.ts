@@ -27,9 +27,15 @@ async function freePort(): Promise<number> {
   });
 }
 
-function run(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+function run(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   const { DATABASE_URL: _ignored, ...rest } = process.env;
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { env: { ...rest, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    env: { ...rest, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   let out = '';
   child.stdout?.on('data', (d) => (out += String(d)));
@@ -52,12 +58,21 @@ describe('baton serve (npm start)', () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'baton-serve-'));
     // mkdtemp makes a private folder; as root the embedded PostgreSQL runs as user 'postgres' and must enter it.
     await chmod(dataDir, 0o755);
-    const env = { PORT: String(await freePort()), BATON_PG_PORT: String(await freePort()), BATON_DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+    const env = {
+      PORT: String(await freePort()),
+      BATON_PG_PORT: String(await freePort()),
+      BATON_DATA_DIR: dataDir,
+      LOG_LEVEL: 'info',
+    };
     const url = `http://127.0.0.1:${env.PORT}`;
 
     const first = run(['runtime/cli.ts', 'serve'], env);
-    await waitFor(() => healthy(url), 60_000, () => `server at ${url}; output: ${first.output()}`);
-    const defs = await (await fetch(`${url}/api/definitions`)).json() as { items: { key: string }[] };
+    await waitFor(
+      () => healthy(url),
+      60_000,
+      () => `server at ${url}; output: ${first.output()}`,
+    );
+    const defs = (await (await fetch(`${url}/api/definitions`)).json()) as { items: { key: string }[] };
     expect(defs.items.map((d) => d.key)).toContain('order');
 
     const worker = run(['samples/order-worker.ts', '--once'], { BATON_URL: url });
@@ -69,8 +84,12 @@ describe('baton serve (npm start)', () => {
     expect(existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
 
     const second = run(['runtime/cli.ts', 'serve'], env);
-    await waitFor(() => healthy(url), 60_000, () => `second start; output: ${second.output()}`);
-    const list = await (await fetch(`${url}/api/instances?definitionKey=order`)).json() as { items: { status: string }[] };
+    await waitFor(
+      () => healthy(url),
+      60_000,
+      () => `second start; output: ${second.output()}`,
+    );
+    const list = (await (await fetch(`${url}/api/instances?definitionKey=order`)).json()) as { items: { status: string }[] };
     expect(list.items.map((i) => i.status)).toEqual(['completed']);
     second.child.kill('SIGINT');
     expect(await second.exited, second.output()).toBe(0);
@@ -81,7 +100,12 @@ describe('baton serve (npm start)', () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'baton-npm-'));
     await chmod(dir, 0o755);
     try {
-      const env = { PORT: String(await freePort()), BATON_PG_PORT: String(await freePort()), BATON_DATA_DIR: dir, LOG_LEVEL: 'info' };
+      const env = {
+        PORT: String(await freePort()),
+        BATON_PG_PORT: String(await freePort()),
+        BATON_DATA_DIR: dir,
+        LOG_LEVEL: 'info',
+      };
       const url = `http://127.0.0.1:${env.PORT}`;
       const { DATABASE_URL: _ignored, ...rest } = process.env;
       const npm = spawn('npm', ['start'], { env: { ...rest, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -90,10 +114,18 @@ describe('baton serve (npm start)', () => {
       npm.stdout?.on('data', (d) => (out += String(d)));
       npm.stderr?.on('data', (d) => (out += String(d)));
       const exited = new Promise<number | null>((resolve) => npm.on('exit', (code) => resolve(code)));
-      await waitFor(() => healthy(url), 120_000, () => `npm start at ${url}; output: ${out}`);
+      await waitFor(
+        () => healthy(url),
+        120_000,
+        () => `npm start at ${url}; output: ${out}`,
+      );
       npm.kill('SIGTERM');
       await exited;
-      await waitFor(async () => (!existsSync(path.join(dir, 'pg', 'postmaster.pid')) ? true : undefined), 15_000, () => `PostgreSQL to stop; output: ${out}`);
+      await waitFor(
+        async () => (!existsSync(path.join(dir, 'pg', 'postmaster.pid')) ? true : undefined),
+        15_000,
+        () => `PostgreSQL to stop; output: ${out}`,
+      );
       expect(await healthy(url)).toBeUndefined();
       expect(out).toContain('server:stopped');
     } finally {
@@ -105,9 +137,18 @@ describe('baton serve (npm start)', () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'baton-early-'));
     await chmod(dir, 0o755);
     try {
-      const env = { PORT: String(await freePort()), BATON_PG_PORT: String(await freePort()), BATON_DATA_DIR: dir, LOG_LEVEL: 'info' };
+      const env = {
+        PORT: String(await freePort()),
+        BATON_PG_PORT: String(await freePort()),
+        BATON_DATA_DIR: dir,
+        LOG_LEVEL: 'info',
+      };
       const early = run(['runtime/cli.ts', 'serve'], env);
-      await waitFor(async () => (early.output().includes('postgres:starting_embedded') ? true : undefined), 30_000, () => early.output());
+      await waitFor(
+        async () => (early.output().includes('postgres:starting_embedded') ? true : undefined),
+        30_000,
+        () => early.output(),
+      );
       early.child.kill('SIGTERM');
       expect(await early.exited, early.output()).toBe(0);
       expect(early.output()).toContain('server:stopped');

@@ -37,12 +37,29 @@ const PARTS: ((fx: Effects) => void)[] = [
 // '-end': inside a transaction that frames at its end (frameTransitions): a batch of
 // completes (guarded), a batch of timer firings (the instance locked, no guard)
 // '-handoff': a start, or an optimistic complete, that hands its new task to a parked poll (engine/hand-off.ts)
-const MODES = ['update', 'guard', 'completes', 'insert', 'insert-latest', 'guard-alone', 'completes-alone', 'insert-alone', 'update-end', 'guard-end', 'completes-end',
-  'insert-handoff', 'insert-handoff-alone', 'completes-handoff', 'completes-handoff-alone'] as const;
+const MODES = [
+  'update',
+  'guard',
+  'completes',
+  'insert',
+  'insert-latest',
+  'guard-alone',
+  'completes-alone',
+  'insert-alone',
+  'update-end',
+  'guard-end',
+  'completes-end',
+  'insert-handoff',
+  'insert-handoff-alone',
+  'completes-handoff',
+  'completes-handoff-alone',
+] as const;
 
 describe('applyEffects shapes', () => {
   it('given every combination of parts and every way of writing the row, then each statement prepares and runs, and one name always has one text', async () => {
-    const { rows: [row] } = await t.db.pool.query('select revision, generation from instances where id = $1', [instanceId]);
+    const {
+      rows: [row],
+    } = await t.db.pool.query('select revision, generation from instances where id = $1', [instanceId]);
     const texts = new Map<string, string>();
     const client = await t.db.pool.connect();
     try {
@@ -52,14 +69,34 @@ describe('applyEffects shapes', () => {
           PARTS.forEach((add, i) => (mask & (1 << i) ? add(fx) : undefined));
           const insert = mode.startsWith('insert');
           const st = applyEffectsStatement({
-            instance: { id: insert ? randomUUID() : instanceId, generation: row.generation, business_key: null, definition_id: definitionId },
-            effects: fx, status: 'running', variables: { mask }, incidentTaskIds: fx.incidents.map(() => null),
+            instance: {
+              id: insert ? randomUUID() : instanceId,
+              generation: row.generation,
+              business_key: null,
+              definition_id: definitionId,
+            },
+            effects: fx,
+            status: 'running',
+            variables: { mask },
+            incidentTaskIds: fx.incidents.map(() => null),
             ...(mode.startsWith('guard') ? { guard: { revision: row.revision } } : {}),
-            ...(mode.startsWith('completes') ? { guard: { revision: row.revision, completes: { taskId: randomUUID(), workerId: 'w', lockToken: randomUUID() } } } : {}),
+            ...(mode.startsWith('completes')
+              ? { guard: { revision: row.revision, completes: { taskId: randomUUID(), workerId: 'w', lockToken: randomUUID() } } }
+              : {}),
             ...(insert ? { insert: { latestOnly: mode === 'insert-latest' } } : {}),
             alone: mode.endsWith('-alone'),
             framesAtEnd: mode.endsWith('-end'),
-            ...(mode.includes('handoff') ? { handOff: fx.tasks.map((_, index) => ({ index, taskId: randomUUID(), workerId: 'w', lockToken: randomUUID(), lockDurationMs: 1000 })) } : {}),
+            ...(mode.includes('handoff')
+              ? {
+                  handOff: fx.tasks.map((_, index) => ({
+                    index,
+                    taskId: randomUUID(),
+                    workerId: 'w',
+                    lockToken: randomUUID(),
+                    lockDurationMs: 1000,
+                  })),
+                }
+              : {}),
           });
           expect(texts.get(st.name) ?? st.text, st.name).toBe(st.text);
           texts.set(st.name, st.text);
@@ -69,7 +106,10 @@ describe('applyEffects shapes', () => {
             // completes names a task nobody holds: that guard must lose
             expect(mode.startsWith('completes'), st.name).toBe(false);
           } catch (err) {
-            expect([mode.startsWith('completes'), (err as { code?: string }).code], `${st.name}: ${(err as Error).message}`).toEqual([true, 'BT409']);
+            expect(
+              [mode.startsWith('completes'), (err as { code?: string }).code],
+              `${st.name}: ${(err as Error).message}`,
+            ).toEqual([true, 'BT409']);
           } finally {
             await client.query('rollback');
           }
@@ -89,7 +129,10 @@ describe('applyEffects shapes', () => {
     fx.events.push({ kind: 'task:completed', stepId: 'work' }, { kind: 'instance:completed' });
     const input = {
       instance: { id: randomUUID(), generation: 1, business_key: null, definition_id: randomUUID() },
-      effects: fx, status: 'completed' as const, variables: {}, incidentTaskIds: [],
+      effects: fx,
+      status: 'completed' as const,
+      variables: {},
+      incidentTaskIds: [],
       guard: { revision: 2, completes: { taskId: randomUUID(), workerId: 'w', lockToken: randomUUID() } },
     };
     const st = applyEffectsStatement({ ...input, alone: true });
@@ -101,28 +144,45 @@ describe('applyEffects shapes', () => {
     expect(ctes(inTransaction.text)).toEqual(['i', 's', 'f', 'done', 'e', 'guarded']);
   });
 
-  it('given a complete that starts a chain\'s next task handed to a parked poll, then the task insert is among the parts run before the progress check and the frame head, and the flow-limit check joins the guard', () => {
+  it("given a complete that starts a chain's next task handed to a parked poll, then the task insert is among the parts run before the progress check and the frame head, and the flow-limit check joins the guard", () => {
     const fx = emptyEffects();
     fx.steps.push({ stepId: 'one', status: 'completed' }, { stepId: 'two', status: 'active' });
     fx.flows.push({ flowId: 'f2', state: 'taken' });
     fx.tasks.push({ stepId: 'two', topic: 'two', priority: 0, retries: 3 });
-    fx.events.push({ kind: 'task:completed', stepId: 'one' }, { kind: 'step:completed', stepId: 'one' }, { kind: 'step:activated', stepId: 'two' });
+    fx.events.push(
+      { kind: 'task:completed', stepId: 'one' },
+      { kind: 'step:completed', stepId: 'one' },
+      { kind: 'step:activated', stepId: 'two' },
+    );
     const st = applyEffectsStatement({
       instance: { id: randomUUID(), generation: 1, business_key: 'bk', definition_id: randomUUID() },
-      effects: fx, status: 'running', variables: {}, incidentTaskIds: [], alone: true,
+      effects: fx,
+      status: 'running',
+      variables: {},
+      incidentTaskIds: [],
+      alone: true,
       guard: { revision: 2, completes: { taskId: randomUUID(), workerId: 'w', lockToken: randomUUID() } },
       handOff: [{ index: 0, taskId: randomUUID(), workerId: 'poller', lockToken: randomUUID(), lockDurationMs: 1000 }],
     });
     const ctes = (text: string) => [...text.matchAll(/(?:with|,)\s+(\w+) as (?:materialized )?\(/g)].map((m) => m[1]);
     expect(ctes(st.text)).toEqual(['i', 's', 'f', 't', 'done', 'locks', 'pend', 'e', 'head', 'fw', 'guarded']);
-    expect(st.text).toMatch(/locks as materialized \(select \(select count\(\*\) from s\) \+ \(select count\(\*\) from f\) \+ \(select count\(\*\) from t\) \+ \(select count\(\*\) from i\) \+ \(select count\(\*\) from done\)/);
-    expect(st.text).toMatch(/baton_transition_guard\(exists \(select 1 from i\) and not exists \(select 1 from flow_limit_topics/);
+    expect(st.text).toMatch(
+      /locks as materialized \(select \(select count\(\*\) from s\) \+ \(select count\(\*\) from f\) \+ \(select count\(\*\) from t\) \+ \(select count\(\*\) from i\) \+ \(select count\(\*\) from done\)/,
+    );
+    expect(st.text).toMatch(
+      /baton_transition_guard\(exists \(select 1 from i\) and not exists \(select 1 from flow_limit_topics/,
+    );
     expect(Math.max(...[...st.text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])))).toBe(st.values.length);
     // an unguarded write never hands off: only a guard can refuse a flow-limited topic
-    expect(() => applyEffectsStatement({
-      instance: { id: randomUUID(), generation: 1, business_key: null, definition_id: randomUUID() },
-      effects: fx, status: 'running', variables: {}, incidentTaskIds: [],
-      handOff: [{ index: 0, taskId: randomUUID(), workerId: 'poller', lockToken: randomUUID(), lockDurationMs: 1000 }],
-    })).toThrow(/only a start or a guarded complete/);
+    expect(() =>
+      applyEffectsStatement({
+        instance: { id: randomUUID(), generation: 1, business_key: null, definition_id: randomUUID() },
+        effects: fx,
+        status: 'running',
+        variables: {},
+        incidentTaskIds: [],
+        handOff: [{ index: 0, taskId: randomUUID(), workerId: 'poller', lockToken: randomUUID(), lockDurationMs: 1000 }],
+      }),
+    ).toThrow(/only a start or a guarded complete/);
   });
 });

@@ -26,7 +26,10 @@ function sagaProcess(id: string, last: NodeSpec, tail: FlowSpec[] = []): string 
 
 beforeAll(async () => {
   t = await startTestServer({ sweepIntervalMs: 50 });
-  await deploy(t.api, sagaProcess('trip', { id: 'pay', type: 'serviceTask', topic: 'trip-pay', retries: 1, onExhausted: 'compensate' }));
+  await deploy(
+    t.api,
+    sagaProcess('trip', { id: 'pay', type: 'serviceTask', topic: 'trip-pay', retries: 1, onExhausted: 'compensate' }),
+  );
   await deploy(t.api, sagaProcess('undo-all', { id: 'rollback', type: 'compensationThrow' }));
   await deploy(t.api, sagaProcess('undo-one', { id: 'rollback', type: 'compensationThrow', activityRef: 'book_a' }));
 });
@@ -47,7 +50,10 @@ async function undoAll(prefix: string, count: number, opts: { killFirst?: boolea
   const order: string[] = [];
   for (let i = 0; i < count; i++) {
     // Only one handler may be open at a time.
-    const open = await t.db.pool.query(`select count(*)::int as n from external_tasks where topic = $1 and state in ('ready', 'locked')`, [`${prefix}-undo`]);
+    const open = await t.db.pool.query(
+      `select count(*)::int as n from external_tasks where topic = $1 and state in ('ready', 'locked')`,
+      [`${prefix}-undo`],
+    );
     expect(open.rows[0].n).toBe(1);
     let task = await fetchOne(t.api, 'undoer', `${prefix}-undo`, opts.killFirst && i === 0 ? 150 : 30_000);
     if (opts.killFirst && i === 0) {
@@ -66,7 +72,9 @@ async function undoAll(prefix: string, count: number, opts: { killFirst?: boolea
 
 async function compensationEvents(id: string): Promise<string[]> {
   const history = await t.api.get(`/api/instances/${id}/history`);
-  return history.body.items.filter((e: { kind: string }) => e.kind === 'compensation:completed').map((e: { stepId: string }) => e.stepId);
+  return history.body.items
+    .filter((e: { kind: string }) => e.kind === 'compensation:completed')
+    .map((e: { stepId: string }) => e.stepId);
 }
 
 describe('compensation', () => {
@@ -75,17 +83,30 @@ describe('compensation', () => {
     await bookAll('trip', id);
     for (let attempt = 0; attempt < 2; attempt++) {
       const pay = await fetchOne(t.api, 'payer', 'trip-pay');
-      await t.api.post(`/api/external-tasks/${pay.id}/failure`, { workerId: 'payer', lockToken: pay.lockToken, errorMessage: 'card declined' });
+      await t.api.post(`/api/external-tasks/${pay.id}/failure`, {
+        workerId: 'payer',
+        lockToken: pay.lockToken,
+        errorMessage: 'card declined',
+      });
     }
     await waitForStatus(t.api, id, 'compensating');
     expect(await undoAll('trip', 3, { killFirst: true })).toEqual(['undo_c', 'undo_b', 'undo_a']);
     const done = await waitForStatus(t.api, id, 'compensated');
     const status = Object.fromEntries(done.steps.map((s: { stepId: string; status: string }) => [s.stepId, s.status]));
-    expect(status).toMatchObject({ book_a: 'compensated', book_b: 'compensated', book_c: 'compensated', pay: 'failed', undo_a: 'completed' });
+    expect(status).toMatchObject({
+      book_a: 'compensated',
+      book_b: 'compensated',
+      book_c: 'compensated',
+      pay: 'failed',
+      undo_a: 'completed',
+    });
     expect(done.incidents).toEqual([]);
     expect(await compensationEvents(id)).toEqual(['book_c', 'book_b', 'book_a']);
     expect((await historyKinds(t.api, id)).filter((k) => k === 'instance:compensated')).toHaveLength(1);
-    const rows = await t.db.pool.query(`select host_step_id, position, state from compensations where instance_id = $1 order by position`, [id]);
+    const rows = await t.db.pool.query(
+      `select host_step_id, position, state from compensations where instance_id = $1 order by position`,
+      [id],
+    );
     expect(rows.rows).toEqual([
       { host_step_id: 'book_c', position: 1, state: 'done' },
       { host_step_id: 'book_b', position: 2, state: 'done' },
@@ -96,10 +117,18 @@ describe('compensation', () => {
   it('given a Camunda worker that reports the failure with retries 0, then the saga runs too', async () => {
     const id = await start(t.api, 'trip');
     await bookAll('trip', id);
-    const fetched = await t.api.post('/engine-rest/external-task/fetchAndLock', { workerId: 'camunda-payer', maxTasks: 1, topics: [{ topicName: 'trip-pay', lockDuration: 10_000 }] });
+    const fetched = await t.api.post('/engine-rest/external-task/fetchAndLock', {
+      workerId: 'camunda-payer',
+      maxTasks: 1,
+      topics: [{ topicName: 'trip-pay', lockDuration: 10_000 }],
+    });
     expect(fetched.status).toBe(200);
     const [task] = fetched.body as { id: string }[];
-    const failed = await t.api.post(`/engine-rest/external-task/${task?.id}/failure`, { workerId: 'camunda-payer', errorMessage: 'declined', retries: 0 });
+    const failed = await t.api.post(`/engine-rest/external-task/${task?.id}/failure`, {
+      workerId: 'camunda-payer',
+      errorMessage: 'declined',
+      retries: 0,
+    });
     expect(failed.status).toBe(204);
     await waitForStatus(t.api, id, 'compensating');
     expect(await undoAll('trip', 3)).toEqual(['undo_c', 'undo_b', 'undo_a']);
@@ -133,7 +162,11 @@ describe('compensation', () => {
     expect(await undoAll('undo-one', 1)).toEqual(['undo_a']);
     await waitForStatus(t.api, id, 'completed');
     expect(await compensationEvents(id)).toEqual(['book_a']);
-    await waitFor(async () => ((await fetchTasks(t.api, 'undoer', ['undo-one-undo'])).length === 0 ? true : undefined), 2000, 'no more handlers');
+    await waitFor(
+      async () => ((await fetchTasks(t.api, 'undoer', ['undo-one-undo'])).length === 0 ? true : undefined),
+      2000,
+      'no more handlers',
+    );
   });
 
   it('given a handler that fails for good, then an incident holds the saga and the remaining handlers wait until it is retried', async () => {
@@ -141,12 +174,20 @@ describe('compensation', () => {
     await bookAll('trip', id);
     for (let attempt = 0; attempt < 2; attempt++) {
       const pay = await fetchOne(t.api, 'payer', 'trip-pay');
-      await t.api.post(`/api/external-tasks/${pay.id}/failure`, { workerId: 'payer', lockToken: pay.lockToken, errorMessage: 'declined' });
+      await t.api.post(`/api/external-tasks/${pay.id}/failure`, {
+        workerId: 'payer',
+        lockToken: pay.lockToken,
+        errorMessage: 'declined',
+      });
     }
     for (let attempt = 0; attempt < 4; attempt++) {
       const undo = await fetchOne(t.api, 'undoer', 'trip-undo');
       expect(undo.stepId).toBe('undo_c');
-      await t.api.post(`/api/external-tasks/${undo.id}/failure`, { workerId: 'undoer', lockToken: undo.lockToken, errorMessage: 'hotel api down' });
+      await t.api.post(`/api/external-tasks/${undo.id}/failure`, {
+        workerId: 'undoer',
+        lockToken: undo.lockToken,
+        errorMessage: 'hotel api down',
+      });
     }
     const stuck = await waitForStatus(t.api, id, 'incident');
     expect(stuck.incidents).toEqual([expect.objectContaining({ stepId: 'undo_c', kind: 'task_failed' })]);

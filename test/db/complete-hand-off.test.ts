@@ -30,13 +30,22 @@ let notifier: TaskNotifier;
 
 /** start -> one -> two -> three -> end, topics `${key}-1` .. `${key}-3` */
 function chainBpmn(key: string): string {
-  return buildBpmn(key, [
-    { id: 'start', type: 'startEvent' },
-    { id: 'one', type: 'serviceTask', topic: `${key}-1` },
-    { id: 'two', type: 'serviceTask', topic: `${key}-2` },
-    { id: 'three', type: 'serviceTask', topic: `${key}-3` },
-    { id: 'end', type: 'endEvent' },
-  ], [{ from: 'start', to: 'one' }, { from: 'one', to: 'two' }, { from: 'two', to: 'three' }, { from: 'three', to: 'end' }]);
+  return buildBpmn(
+    key,
+    [
+      { id: 'start', type: 'startEvent' },
+      { id: 'one', type: 'serviceTask', topic: `${key}-1` },
+      { id: 'two', type: 'serviceTask', topic: `${key}-2` },
+      { id: 'three', type: 'serviceTask', topic: `${key}-3` },
+      { id: 'end', type: 'endEvent' },
+    ],
+    [
+      { from: 'start', to: 'one' },
+      { from: 'one', to: 'two' },
+      { from: 'two', to: 'three' },
+      { from: 'three', to: 'end' },
+    ],
+  );
 }
 
 const KEYS = ['chain', 'chain-limited', 'chain-late', 'chain-camunda'];
@@ -54,22 +63,31 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const poll = (workerId: string, topic: string, opts: { waitMs?: number } = {}) => parkPoll({ engine, notifier }, workerId, topic, opts);
+const poll = (workerId: string, topic: string, opts: { waitMs?: number } = {}) =>
+  parkPoll({ engine, notifier }, workerId, topic, opts);
 
 /** Waits until a poll of the topic is parked and unrung: a claim taken and given back at once shows it. */
 async function parked(topic: string): Promise<void> {
-  await waitFor(async () => {
-    const claim = notifier.claimPoll(topic);
-    claim?.release();
-    return claim ? true : undefined;
-  }, 5000, `a poll parked on ${topic}`);
+  await waitFor(
+    async () => {
+      const claim = notifier.claimPoll(topic);
+      claim?.release();
+      return claim ? true : undefined;
+    },
+    5000,
+    `a poll parked on ${topic}`,
+  );
 }
 
 /** An instance of `key` started with its first task fetched and locked by `workerId`. */
 async function atStepOne(key: string, workerId = 'w1'): Promise<{ id: string; task: LockedTaskRow }> {
   const r = await startInstance(engine, { definitionKey: key, variables: { from: 'start' } });
   if (!r.ok) throw new Error(`start of ${key}: ${r.reason}`);
-  const { tasks } = await fetchAndLock(db.pool, { workerId, maxTasks: 10, topics: [{ name: `${key}-1`, lockDurationMs: 45_000 }] });
+  const { tasks } = await fetchAndLock(db.pool, {
+    workerId,
+    maxTasks: 10,
+    topics: [{ name: `${key}-1`, lockDurationMs: 45_000 }],
+  });
   const task = tasks.find((t) => t.instance_id === r.instance.id);
   if (!task) throw new Error(`no step one task of ${r.instance.id}`);
   return { id: r.instance.id, task };
@@ -78,14 +96,22 @@ async function atStepOne(key: string, workerId = 'w1'): Promise<{ id: string; ta
 const holderOf = (task: LockedTaskRow, workerId = 'w1') => ({ taskId: task.id, workerId, lockToken: task.lock_token! });
 
 async function taskAt(instanceId: string, stepId: string) {
-  const { rows } = await db.pool.query('select * from external_tasks where instance_id = $1 and step_id = $2', [instanceId, stepId]);
+  const { rows } = await db.pool.query('select * from external_tasks where instance_id = $1 and step_id = $2', [
+    instanceId,
+    stepId,
+  ]);
   return rows[0];
 }
 
 /** The instance's events with the transaction that wrote each (xmin). */
 async function history(instanceId: string) {
-  const { rows } = await db.pool.query<{ kind: string; step_id: string | null; attempt: number | null; data: Record<string, unknown>; tx: string }>(
-    'select kind, step_id, attempt, data, xmin::text as tx from events where instance_id = $1 order by seq', [instanceId]);
+  const { rows } = await db.pool.query<{
+    kind: string;
+    step_id: string | null;
+    attempt: number | null;
+    data: Record<string, unknown>;
+    tx: string;
+  }>('select kind, step_id, attempt, data, xmin::text as tx from events where instance_id = $1 order by seq', [instanceId]);
   return rows;
 }
 
@@ -95,14 +121,20 @@ async function blockedUntil(block: { waiting: () => Promise<boolean> }): Promise
   await waitFor(async () => ((await block.waiting()) ? true : undefined), 5000, 'the complete to wait');
 }
 
-describe('hand-off of a chain\'s next task from the complete that creates it', () => {
-  it('given polls parked on steps two and three, when each step is completed, then each poll answers the next task locked in the complete\'s own transaction, and the history and frames show it once with no gap', async () => {
+describe("hand-off of a chain's next task from the complete that creates it", () => {
+  it("given polls parked on steps two and three, when each step is completed, then each poll answers the next task locked in the complete's own transaction, and the history and frames show it once with no gap", async () => {
     const { id, task: one } = await atStepOne('chain');
     const p2 = poll('two-1', 'chain-2');
     await parked('chain-2');
     expect((await completeTask(engine, { ...holderOf(one), variables: { one: 1 } })).ok).toBe(true);
     const [two] = await p2.answer;
-    expect(two).toMatchObject({ instance_id: id, step_id: 'two', worker_id: 'two-1', attempt: 1, variables: { from: 'start', one: 1 } });
+    expect(two).toMatchObject({
+      instance_id: id,
+      step_id: 'two',
+      worker_id: 'two-1',
+      attempt: 1,
+      variables: { from: 'start', one: 1 },
+    });
     const row = await taskAt(id, 'two');
     expect(row).toMatchObject({ id: two!.id, state: 'locked', worker_id: 'two-1', lock_token: two!.lock_token, attempt: 1 });
     const expiresInMs = row.lock_expires_at.getTime() - row.created_at.getTime();
@@ -113,11 +145,21 @@ describe('hand-off of a chain\'s next task from the complete that creates it', (
     await parked('chain-3');
     expect((await completeTask(engine, { ...holderOf(two!, 'two-1'), variables: { two: 2 } })).ok).toBe(true);
     const [three] = await p3.answer;
-    expect(three).toMatchObject({ instance_id: id, step_id: 'three', worker_id: 'three-1', attempt: 1, variables: { from: 'start', one: 1, two: 2 } });
+    expect(three).toMatchObject({
+      instance_id: id,
+      step_id: 'three',
+      worker_id: 'three-1',
+      attempt: 1,
+      variables: { from: 'start', one: 1, two: 2 },
+    });
 
     const events = await history(id);
     const locked = events.filter((e) => e.kind === 'task:locked');
-    expect(locked.map((e) => [e.step_id, e.attempt, e.data.workerId])).toEqual([['one', 1, 'w1'], ['two', 1, 'two-1'], ['three', 1, 'three-1']]);
+    expect(locked.map((e) => [e.step_id, e.attempt, e.data.workerId])).toEqual([
+      ['one', 1, 'w1'],
+      ['two', 1, 'two-1'],
+      ['three', 1, 'three-1'],
+    ]);
     // each complete and the next task's lock in one commit: no fetch statement after it
     for (const step of ['one', 'two']) {
       const done = events.find((e) => e.kind === 'task:completed' && e.step_id === step)!;
@@ -130,7 +172,14 @@ describe('hand-off of a chain\'s next task from the complete that creates it', (
     const { rows: frames } = await db.pool.query('select seq, kind, data from frames where instance_id = $1 order by seq', [id]);
     expect(frames.map((f) => f.kind)).toEqual(events.map((e) => e.kind));
     expect(frames.map((f) => Number(f.seq))).toEqual(frames.map((_, i) => i + 1));
-    expect(frames[events.indexOf(locked[1]!)]!.data).toEqual({ stepId: 'two', taskId: row.id, attempt: 1, workerId: 'two-1', trafficWaitMs: 0, lockExpiresAt: locked[1]!.data.lockExpiresAt });
+    expect(frames[events.indexOf(locked[1]!)]!.data).toEqual({
+      stepId: 'two',
+      taskId: row.id,
+      attempt: 1,
+      workerId: 'two-1',
+      trafficWaitMs: 0,
+      lockExpiresAt: locked[1]!.data.lockExpiresAt,
+    });
   });
 
   it('given a poll parked on step two, when a complete of step one loses its guard (the instance moved while it waited), then nothing of it is written, the claim is released, and the poll gets the task through the ring of the locked path', async () => {
@@ -160,7 +209,8 @@ describe('hand-off of a chain\'s next task from the complete that creates it', (
     const p = poll('two-3', 'chain-2');
     await parked('chain-2');
     // the lease went to another worker in the window
-    const block = await holding(`update external_tasks set worker_id = 'heir', lock_token = gen_random_uuid(), attempt = attempt + 1 where id = '${one.id}';
+    const block =
+      await holding(`update external_tasks set worker_id = 'heir', lock_token = gen_random_uuid(), attempt = attempt + 1 where id = '${one.id}';
                                  update instances set revision = revision where id = '${id}'`);
     const completed = completeTask(engine, holderOf(one));
     await blockedUntil(block);
@@ -174,7 +224,7 @@ describe('hand-off of a chain\'s next task from the complete that creates it', (
     expect(await p.answer).toEqual([]);
   });
 
-  it('given a poll parked on step two, when the complete\'s statement commits but its answer is lost (an error of unknown outcome), then the handed task is unlocked and the poll fetches it', async () => {
+  it("given a poll parked on step two, when the complete's statement commits but its answer is lost (an error of unknown outcome), then the handed task is unlocked and the poll fetches it", async () => {
     const { id, task: one } = await atStepOne('chain');
     const p = poll('two-4', 'chain-2');
     await parked('chain-2');
@@ -196,13 +246,16 @@ describe('hand-off of a chain\'s next task from the complete that creates it', (
     }
     const [two] = await p.answer;
     expect(two).toMatchObject({ instance_id: id, step_id: 'two', worker_id: 'two-4', attempt: 2 });
-    expect((await history(id)).filter((e) => e.step_id === 'two' && e.kind.startsWith('task:')).map((e) => e.kind))
-      .toEqual(['task:locked', 'task:unlocked', 'task:locked']);
+    expect((await history(id)).filter((e) => e.step_id === 'two' && e.kind.startsWith('task:')).map((e) => e.kind)).toEqual([
+      'task:locked',
+      'task:unlocked',
+      'task:locked',
+    ]);
     // the worker repeats its complete: the locked path answers it as already applied
     expect(await completeTask(engine, holderOf(one))).toEqual({ ok: true, duplicate: true });
   });
 
-  it('given a complete blocked while holding a poll, when the poll\'s caller leaves, then the task is unlocked once the complete commits, and fetched normally', async () => {
+  it("given a complete blocked while holding a poll, when the poll's caller leaves, then the task is unlocked once the complete commits, and fetched normally", async () => {
     const { id, task: one } = await atStepOne('chain');
     const p = poll('two-5', 'chain-2');
     await parked('chain-2');
@@ -216,9 +269,16 @@ describe('hand-off of a chain\'s next task from the complete that creates it', (
     expect(await completed).toEqual({ ok: true, duplicate: false });
     expect(await p.answer).toEqual([]);
     const events = await history(id);
-    expect(events.filter((e) => e.step_id === 'two' && e.kind.startsWith('task:')).map((e) => e.kind)).toEqual(['task:locked', 'task:unlocked']);
+    expect(events.filter((e) => e.step_id === 'two' && e.kind.startsWith('task:')).map((e) => e.kind)).toEqual([
+      'task:locked',
+      'task:unlocked',
+    ]);
     expect((await taskAt(id, 'two')).state).toBe('ready');
-    const { tasks } = await fetchAndLock(db.pool, { workerId: 'heir', maxTasks: 1, topics: [{ name: 'chain-2', lockDurationMs: 45_000 }] });
+    const { tasks } = await fetchAndLock(db.pool, {
+      workerId: 'heir',
+      maxTasks: 1,
+      topics: [{ name: 'chain-2', lockDurationMs: 45_000 }],
+    });
     expect(tasks.map((t) => [t.instance_id, t.attempt])).toEqual([[id, 2]]);
   });
 
@@ -232,9 +292,16 @@ describe('hand-off of a chain\'s next task from the complete that creates it', (
     expect(handed).toHaveLength(1);
     const other = [a.id, b.id].find((id) => id !== handed[0]!.instance_id)!;
     expect((await taskAt(other, 'two')).state).toBe('ready');
-    const { tasks } = await fetchAndLock(db.pool, { workerId: 'two-6b', maxTasks: 5, topics: [{ name: 'chain-2', lockDurationMs: 45_000 }] });
+    const { tasks } = await fetchAndLock(db.pool, {
+      workerId: 'two-6b',
+      maxTasks: 5,
+      topics: [{ name: 'chain-2', lockDurationMs: 45_000 }],
+    });
     expect(tasks.map((t) => t.instance_id)).toEqual([other]);
-    const { rows } = await db.pool.query(`select count(*)::int as n from events where kind = 'task:locked' and step_id = 'two' and instance_id = any($1::uuid[]) group by instance_id`, [[a.id, b.id]]);
+    const { rows } = await db.pool.query(
+      `select count(*)::int as n from events where kind = 'task:locked' and step_id = 'two' and instance_id = any($1::uuid[]) group by instance_id`,
+      [[a.id, b.id]],
+    );
     expect(rows.map((r) => r.n)).toEqual([1, 1]);
   });
 
@@ -248,7 +315,9 @@ describe('hand-off of a chain\'s next task from the complete that creates it', (
     expect((await completeTask(engine, holderOf(one))).ok).toBe(true);
     expect((await p.answer).map((t) => [t.instance_id, t.step_id])).toEqual([[id, 'two']]);
     const events = await history(id);
-    expect(events.find((e) => e.kind === 'task:locked' && e.step_id === 'two')!.tx).not.toBe(events.find((e) => e.kind === 'task:completed')!.tx);
+    expect(events.find((e) => e.kind === 'task:locked' && e.step_id === 'two')!.tx).not.toBe(
+      events.find((e) => e.kind === 'task:completed')!.tx,
+    );
   });
 
   it('given a poll parked before a flow limit was put on its topic, when step one completes, then the guard refuses the hand-off (BT409), the locked path completes, and the limited fetch takes the task', async () => {
@@ -260,13 +329,19 @@ describe('hand-off of a chain\'s next task from the complete that creates it', (
     expect((await p.answer).map((t) => [t.instance_id, t.step_id])).toEqual([[id, 'two']]);
     const events = await history(id);
     expect(events.filter((e) => e.kind === 'task:completed')).toHaveLength(1);
-    expect(events.find((e) => e.kind === 'task:locked' && e.step_id === 'two')!.tx).not.toBe(events.find((e) => e.kind === 'task:completed')!.tx);
+    expect(events.find((e) => e.kind === 'task:locked' && e.step_id === 'two')!.tx).not.toBe(
+      events.find((e) => e.kind === 'task:completed')!.tx,
+    );
   });
 
-  it('given a Camunda long poll parked on step two\'s topic, when step one completes, then it is woken by the ring and fetches (Camunda polls are not handed tasks)', async () => {
+  it("given a Camunda long poll parked on step two's topic, when step one completes, then it is woken by the ring and fetches (Camunda polls are not handed tasks)", async () => {
     const { id, task: one } = await atStepOne('chain-camunda');
     const answer = fetchCamundaTasks(engine, notifier, {
-      workerId: 'camunda-1', maxTasks: 1, waitMs: 20_000, usePriority: true, createTimeOrder: 'asc',
+      workerId: 'camunda-1',
+      maxTasks: 1,
+      waitMs: 20_000,
+      usePriority: true,
+      createTimeOrder: 'asc',
       topics: [{ topicName: 'chain-camunda-2', lockDuration: 45_000 }],
     });
     await waitFor(async () => (notifier.parked > 0 ? true : undefined), 5000, 'the Camunda poll to subscribe');
@@ -275,15 +350,21 @@ describe('hand-off of a chain\'s next task from the complete that creates it', (
     expect((await completeTask(engine, holderOf(one))).ok).toBe(true);
     expect(await answer).toHaveLength(1);
     const events = await history(id);
-    expect(events.find((e) => e.kind === 'task:locked' && e.step_id === 'two')!.tx).not.toBe(events.find((e) => e.kind === 'task:completed')!.tx);
+    expect(events.find((e) => e.kind === 'task:locked' && e.step_id === 'two')!.tx).not.toBe(
+      events.find((e) => e.kind === 'task:completed')!.tx,
+    );
   });
 
   it('given polls parked on every topic of the chain, when the last step completes and ends the instance, then nothing is handed and the polls stay parked', async () => {
     const { id, task: one } = await atStepOne('chain');
     expect((await completeTask(engine, holderOf(one))).ok).toBe(true);
-    const { tasks: [two] } = await fetchAndLock(db.pool, { workerId: 'w1', maxTasks: 1, topics: [{ name: 'chain-2', lockDurationMs: 45_000 }] });
+    const {
+      tasks: [two],
+    } = await fetchAndLock(db.pool, { workerId: 'w1', maxTasks: 1, topics: [{ name: 'chain-2', lockDurationMs: 45_000 }] });
     expect((await completeTask(engine, holderOf(two!))).ok).toBe(true);
-    const { tasks: [three] } = await fetchAndLock(db.pool, { workerId: 'w1', maxTasks: 1, topics: [{ name: 'chain-3', lockDurationMs: 45_000 }] });
+    const {
+      tasks: [three],
+    } = await fetchAndLock(db.pool, { workerId: 'w1', maxTasks: 1, topics: [{ name: 'chain-3', lockDurationMs: 45_000 }] });
     const polls = ['chain-1', 'chain-2', 'chain-3'].map((topic) => poll(`idle-${topic}`, topic));
     for (const topic of ['chain-1', 'chain-2', 'chain-3']) await parked(topic);
     expect((await completeTask(engine, holderOf(three!))).ok).toBe(true);
@@ -293,32 +374,55 @@ describe('hand-off of a chain\'s next task from the complete that creates it', (
     expect(polls.map((x) => x.settled())).toEqual([false, false, false]);
     for (const x of polls) x.abort.abort();
     expect(await Promise.all(polls.map((x) => x.answer))).toEqual([[], [], []]);
-    const { rows: [count] } = await db.pool.query(`select count(*)::int as n from external_tasks where instance_id = $1`, [id]);
+    const {
+      rows: [count],
+    } = await db.pool.query(`select count(*)::int as n from external_tasks where instance_id = $1`, [id]);
     expect(count.n).toBe(3);
   });
 
-  it('given the server, when a native poll is parked over HTTP on step two and step one is completed over HTTP, then the poll\'s answer is step two in fetch-and-lock\'s JSON shape, locked in the complete\'s transaction', async () => {
+  it("given the server, when a native poll is parked over HTTP on step two and step one is completed over HTTP, then the poll's answer is step two in fetch-and-lock's JSON shape, locked in the complete's transaction", async () => {
     const t = await startTestServer();
     try {
       await t.api.post('/api/definitions', { xml: chainBpmn('chain-http') });
       const id = await start(t.api, 'chain-http', { businessKey: 'http-bk', variables: { n: 1 } });
       const [one] = await fetchTasks(t.api, 'http-1', ['chain-http-1'], { maxTasks: 1 });
       const parkedAnswer = fetchTasks(t.api, 'http-2', ['chain-http-2'], { maxTasks: 1, waitMs: 20_000 });
-      await waitFor(async () => {
-        const claim = t.server.notifier.claimPoll('chain-http-2');
-        claim?.release();
-        return claim ? true : undefined;
-      }, 5000, 'the HTTP poll to park');
+      await waitFor(
+        async () => {
+          const claim = t.server.notifier.claimPoll('chain-http-2');
+          claim?.release();
+          return claim ? true : undefined;
+        },
+        5000,
+        'the HTTP poll to park',
+      );
       expect((await complete(t.api, one!, 'http-1', { m: 2 })).status).toBe(204);
       const [two] = await parkedAnswer;
-      expect(two).toMatchObject({ instanceId: id, stepId: 'two', topic: 'chain-http-2', businessKey: 'http-bk', attempt: 1, variables: { n: 1, m: 2 } });
-      const { rows } = await t.db.pool.query(`select kind, xmin::text as tx from events where instance_id = $1 and kind in ('task:completed', 'task:locked') and step_id in ('one', 'two') order by seq`, [id]);
+      expect(two).toMatchObject({
+        instanceId: id,
+        stepId: 'two',
+        topic: 'chain-http-2',
+        businessKey: 'http-bk',
+        attempt: 1,
+        variables: { n: 1, m: 2 },
+      });
+      const { rows } = await t.db.pool.query(
+        `select kind, xmin::text as tx from events where instance_id = $1 and kind in ('task:completed', 'task:locked') and step_id in ('one', 'two') order by seq`,
+        [id],
+      );
       expect(rows.map((r) => r.kind)).toEqual(['task:locked', 'task:completed', 'task:locked']);
       expect(rows[2].tx).toBe(rows[1].tx);
       // a fetch of the same task, given back, answers the same fields
-      expect((await t.api.post(`/api/external-tasks/${two!.id}/unlock`, { workerId: 'http-2', lockToken: two!.lockToken })).status).toBe(204);
+      expect(
+        (await t.api.post(`/api/external-tasks/${two!.id}/unlock`, { workerId: 'http-2', lockToken: two!.lockToken })).status,
+      ).toBe(204);
       const [fetched] = await fetchTasks(t.api, 'http-2', ['chain-http-2'], { maxTasks: 1 });
-      expect({ ...two, lockToken: '', lockExpiresAt: '', attempt: 0 }).toEqual({ ...fetched, lockToken: '', lockExpiresAt: '', attempt: 0 });
+      expect({ ...two, lockToken: '', lockExpiresAt: '', attempt: 0 }).toEqual({
+        ...fetched,
+        lockToken: '',
+        lockExpiresAt: '',
+        attempt: 0,
+      });
     } finally {
       await t.close();
     }

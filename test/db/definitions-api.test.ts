@@ -38,20 +38,29 @@ describe('definitions API', () => {
   });
 
   it('given concurrent deploys of different XML for one key, then each gets its own version', async () => {
-    const results = await Promise.all([1, 2, 3, 4].map((n) => t.api.post('/api/definitions', { xml: singleTaskBpmn('concurrent', `topic-${n}`) })));
+    const results = await Promise.all(
+      [1, 2, 3, 4].map((n) => t.api.post('/api/definitions', { xml: singleTaskBpmn('concurrent', `topic-${n}`) })),
+    );
     expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201]);
     expect(results.map((r) => r.body.version).sort()).toEqual([1, 2, 3, 4]);
   });
 
   it('given a BPMN with a cycle, then 400 CompileError names the flow that closes it and nothing is stored', async () => {
-    const xml = buildBpmn('loop', [
-      { id: 'start', type: 'startEvent' },
-      { id: 'a', type: 'serviceTask', topic: 'a' },
-      { id: 'gw', type: 'exclusiveGateway', default: 'back' },
-      { id: 'end', type: 'endEvent' },
-    ], [
-      { from: 'start', to: 'a' }, { from: 'a', to: 'gw' }, { id: 'back', from: 'gw', to: 'a' }, { from: 'gw', to: 'end', condition: '${done}' },
-    ]);
+    const xml = buildBpmn(
+      'loop',
+      [
+        { id: 'start', type: 'startEvent' },
+        { id: 'a', type: 'serviceTask', topic: 'a' },
+        { id: 'gw', type: 'exclusiveGateway', default: 'back' },
+        { id: 'end', type: 'endEvent' },
+      ],
+      [
+        { from: 'start', to: 'a' },
+        { from: 'a', to: 'gw' },
+        { id: 'back', from: 'gw', to: 'a' },
+        { from: 'gw', to: 'end', condition: '${done}' },
+      ],
+    );
     const res = await t.api.post('/api/definitions', { xml });
     expect(res.status).toBe(400);
     expect(res.body.type).toBe('CompileError');

@@ -12,7 +12,17 @@ import { deployDefinition } from '../../runtime/engine/definitions.ts';
 import { startInstance } from '../../runtime/engine/instances.ts';
 import { completeTask } from '../../runtime/engine/tasks.ts';
 import { createPool, withTransaction } from '../../runtime/store/db.ts';
-import { announceListener, flushDoorbells, onDoorbells, PROCESS_TAG, readDoorbells, RELAY_STATEMENT, relayFailures, ringAfterCommit, type FrameBell } from '../../runtime/store/doorbells.ts';
+import {
+  announceListener,
+  flushDoorbells,
+  onDoorbells,
+  PROCESS_TAG,
+  readDoorbells,
+  RELAY_STATEMENT,
+  relayFailures,
+  ringAfterCommit,
+  type FrameBell,
+} from '../../runtime/store/doorbells.ts';
 import { flushProgress, flushStaleProgress, recordProgress } from '../../runtime/store/progress.ts';
 import { fetchAndLock } from '../../runtime/store/tasks.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
@@ -84,7 +94,8 @@ function silencedPool(): { pool: pg.Pool; dropped: () => number } {
   return { pool, dropped: () => dropped };
 }
 
-const bellsOn = (channel: string, got: { channel: string; payload: string }[]) => got.filter((h) => h.channel === channel).flatMap((h) => readDoorbells(h.payload).bells);
+const bellsOn = (channel: string, got: { channel: string; payload: string }[]) =>
+  got.filter((h) => h.channel === channel).flatMap((h) => readDoorbells(h.payload).bells);
 
 describe('doorbells', () => {
   it('given a start, a fetch and a complete, then this process hears the topic and each frame head after its commit, and the relay tells the other nodes the same', async () => {
@@ -92,11 +103,15 @@ describe('doorbells', () => {
     const started = await startInstance(engine, { definitionKey: 'bells' });
     if (!started.ok) throw new Error('not started');
     const id = started.instance.id;
-    const { tasks: [task] } = await fetchAndLock(db.pool, { workerId: 'w', maxTasks: 1, topics: [{ name: 'bells-task', lockDurationMs: 30_000 }] });
+    const {
+      tasks: [task],
+    } = await fetchAndLock(db.pool, { workerId: 'w', maxTasks: 1, topics: [{ name: 'bells-task', lockDurationMs: 30_000 }] });
     expect(task?.instance_id).toBe(id);
     expect(Object.keys(task!)).not.toContain('frame_seq');
     expect((await completeTask(engine, { taskId: task!.id, workerId: 'w', lockToken: task!.lock_token! })).ok).toBe(true);
-    const { rows: [head] } = await db.pool.query('select last_seq from frame_heads where instance_id = $1 and generation = 1', [id]);
+    const {
+      rows: [head],
+    } = await db.pool.query('select last_seq from frame_heads where instance_id = $1 and generation = 1', [id]);
 
     expect(local.topics).toEqual(['bells-task']);
     const seqs = local.frames.filter((b) => b.instanceId === id).map((b) => b.seq);
@@ -106,17 +121,25 @@ describe('doorbells', () => {
 
     const got = await heardSoFar();
     expect(bellsOn('baton_tasks', got)).toEqual(['bells-task']);
-    expect(bellsOn('baton_frames', got).filter((b) => b.startsWith(id)).at(-1)).toBe(`${id} 1 ${head.last_seq}`);
+    expect(
+      bellsOn('baton_frames', got)
+        .filter((b) => b.startsWith(id))
+        .at(-1),
+    ).toBe(`${id} 1 ${head.last_seq}`);
     for (const h of got) expect(readDoorbells(h.payload).fromHere, h.payload).toBe(true);
   });
 
-  it('given doorbells rung by many commits in one turn, then one NOTIFY per channel carries them, a generation\'s highest seq only, and a payload PostgreSQL would refuse is split', async () => {
+  it("given doorbells rung by many commits in one turn, then one NOTIFY per channel carries them, a generation's highest seq only, and a payload PostgreSQL would refuse is split", async () => {
     const frames: FrameBell[] = [];
     for (let i = 0; i < 300; i++) frames.push({ instanceId: crypto.randomUUID(), generation: 1, seq: i + 1 });
     const twice = crypto.randomUUID();
     ringAfterCommit(db.pool, { frames: [{ instanceId: twice, generation: 2, seq: 3 }], topics: ['x'] });
     for (const f of frames) ringAfterCommit(db.pool, { frames: [f] });
-    ringAfterCommit(db.pool, { frames: [{ instanceId: twice, generation: 2, seq: 5 }], topics: ['x', 'y', 'z'.repeat(9000)], timers: true });
+    ringAfterCommit(db.pool, {
+      frames: [{ instanceId: twice, generation: 2, seq: 5 }],
+      topics: ['x', 'y', 'z'.repeat(9000)],
+      timers: true,
+    });
     ringAfterCommit(db.pool, { timers: true });
 
     const got = await heardSoFar();
@@ -133,11 +156,13 @@ describe('doorbells', () => {
   });
 
   it('given a transaction that rolls back, then nothing rings, here or elsewhere', async () => {
-    await expect(withTransaction(db.pool, async (tx) => {
-      await tx.query('select 1');
-      ringAfterCommit(tx, { topics: ['rolled-back'], frames: [{ instanceId: crypto.randomUUID(), generation: 1, seq: 1 }] });
-      throw new Error('changed my mind');
-    })).rejects.toThrow('changed my mind');
+    await expect(
+      withTransaction(db.pool, async (tx) => {
+        await tx.query('select 1');
+        ringAfterCommit(tx, { topics: ['rolled-back'], frames: [{ instanceId: crypto.randomUUID(), generation: 1, seq: 1 }] });
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
     expect(local).toEqual({ topics: [], timers: 0, frames: [] });
     expect(await heardSoFar()).toEqual([]);
   });
@@ -160,7 +185,9 @@ describe('doorbells', () => {
       const engine = createEngine(silenced, log);
       const started = await startInstance(engine, { definitionKey: 'bells' });
       if (!started.ok) throw new Error('not started');
-      const { tasks: [task] } = await fetchAndLock(silenced, { workerId: 'w', maxTasks: 1, topics: [{ name: 'bells-task', lockDurationMs: 30_000 }] });
+      const {
+        tasks: [task],
+      } = await fetchAndLock(silenced, { workerId: 'w', maxTasks: 1, topics: [{ name: 'bells-task', lockDurationMs: 30_000 }] });
       expect((await completeTask(engine, { taskId: task!.id, workerId: 'w', lockToken: task!.lock_token! })).ok).toBe(true);
       await flushDoorbells(silenced);
       expect(dropped()).toBeGreaterThan(0);
@@ -175,7 +202,9 @@ describe('doorbells', () => {
     const engine = createEngine(db.pool, log);
     const started = await startInstance(engine, { definitionKey: 'bells' });
     if (!started.ok) throw new Error('not started');
-    const { tasks: [task] } = await fetchAndLock(db.pool, { workerId: 'w', maxTasks: 1, topics: [{ name: 'bells-task', lockDurationMs: 30_000 }] });
+    const {
+      tasks: [task],
+    } = await fetchAndLock(db.pool, { workerId: 'w', maxTasks: 1, topics: [{ name: 'bells-task', lockDurationMs: 30_000 }] });
     const holder = { taskId: task!.id, workerId: 'w', lockToken: task!.lock_token! };
     const step = { instanceId: started.instance.id, generation: 1, stepId: task!.step_id };
     await heardSoFar();
@@ -188,7 +217,12 @@ describe('doorbells', () => {
       expect(seq).toBeGreaterThan(0);
       expect(local.frames).toEqual([{ instanceId: step.instanceId, generation: 1, seq }]);
       expect((await recordProgress(silenced, { ...holder, data: { done: 2 } })).ok).toBe(true);
-      await waitFor(async () => ((await silenced.query(`select now() > max(at) as past from progress_reports`)).rows[0].past ? true : undefined), 2_000, 'the report in the past');
+      await waitFor(
+        async () =>
+          (await silenced.query(`select now() > max(at) as past from progress_reports`)).rows[0].past ? true : undefined,
+        2_000,
+        'the report in the past',
+      );
       expect(await flushStaleProgress(silenced, 0)).toBe(1);
       expect(local.frames.map((b) => b.seq)).toEqual([seq, seq! + 1]);
       await flushDoorbells(silenced);
@@ -204,8 +238,15 @@ describe('doorbells', () => {
     const got = await heardSoFar();
     expect(got.every((h) => readDoorbells(h.payload).fromHere)).toBe(true); // relayed, not sent by the flush
     expect(bellsOn('baton_frames', got)).toContain(`${step.instanceId} 1 ${last}`);
-    const { rows } = await db.pool.query(`select seq, kind from frames where instance_id = $1 and seq > $2 order by seq`, [step.instanceId, last! - 3]);
-    expect(rows).toEqual([{ seq: last! - 2, kind: 'task:progress' }, { seq: last! - 1, kind: 'task:progress' }, { seq: last, kind: 'task:progress' }]);
+    const { rows } = await db.pool.query(`select seq, kind from frames where instance_id = $1 and seq > $2 order by seq`, [
+      step.instanceId,
+      last! - 3,
+    ]);
+    expect(rows).toEqual([
+      { seq: last! - 2, kind: 'task:progress' },
+      { seq: last! - 1, kind: 'task:progress' },
+      { seq: last, kind: 'task:progress' },
+    ]);
   });
 
   it('given no other process listening, then the relay sends nothing; once one listens, within about a second it does', async () => {
@@ -218,11 +259,15 @@ describe('doorbells', () => {
       expect(await heardSoFar()).toEqual([]);
       await announceListener(listener, 'test-observer');
       const began = performance.now();
-      await waitFor(async () => {
-        ringAfterCommit(lone, { topics: ['heard'] });
-        await flushDoorbells(lone);
-        return heard.some((h) => readDoorbells(h.payload).bells.includes('heard')) ? true : undefined;
-      }, 5_000, 'the relay to see the listener');
+      await waitFor(
+        async () => {
+          ringAfterCommit(lone, { topics: ['heard'] });
+          await flushDoorbells(lone);
+          return heard.some((h) => readDoorbells(h.payload).bells.includes('heard')) ? true : undefined;
+        },
+        5_000,
+        'the relay to see the listener',
+      );
       expect(performance.now() - began).toBeLessThan(2_500);
       expect(bellsOn('baton_tasks', await heardSoFar())).not.toContain('alone');
     } finally {
@@ -243,7 +288,10 @@ describe('doorbells', () => {
   });
 
   it('given payloads, then a relayed one is read as its doorbells and marked when this process sent it; any other is one doorbell', () => {
-    expect(readDoorbells(' ' + JSON.stringify({ from: PROCESS_TAG, bells: ['a', 'b c'] }))).toEqual({ fromHere: true, bells: ['a', 'b c'] });
+    expect(readDoorbells(' ' + JSON.stringify({ from: PROCESS_TAG, bells: ['a', 'b c'] }))).toEqual({
+      fromHere: true,
+      bells: ['a', 'b c'],
+    });
     expect(readDoorbells(' ' + JSON.stringify({ from: 'another', bells: ['a'] }))).toEqual({ fromHere: false, bells: ['a'] });
     expect(readDoorbells('orders')).toEqual({ fromHere: false, bells: ['orders'] });
     expect(readDoorbells('')).toEqual({ fromHere: false, bells: [''] });
@@ -251,7 +299,7 @@ describe('doorbells', () => {
     expect(readDoorbells(' {not json')).toEqual({ fromHere: false, bells: [] });
   });
 
-  it('given the runtime\'s TypeScript, then only the relay calls pg_notify (SQL triggers of the migrations aside)', () => {
+  it("given the runtime's TypeScript, then only the relay calls pg_notify (SQL triggers of the migrations aside)", () => {
     const root = path.resolve(import.meta.dirname, '../../runtime');
     const callers = readdirSync(root, { recursive: true, encoding: 'utf8' })
       .filter((f) => f.endsWith('.ts') && readFileSync(path.join(root, f), 'utf8').includes('pg_notify('))

@@ -6,26 +6,48 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 let t: TestServer;
 beforeAll(async () => {
   t = await startTestServer();
-  await deploy(t.api, buildBpmn('charging', [
-    { id: 's', type: 'startEvent' },
-    { id: 'charge', type: 'serviceTask', topic: 'charge' },
-    { id: 'declined', type: 'boundaryEvent', attachedTo: 'charge', error: { code: 'CARD_DECLINED', codeVariable: 'errorCode', messageVariable: 'errorText' } },
-    { id: 'anyError', type: 'boundaryEvent', attachedTo: 'charge', error: {} },
-    { id: 'notify', type: 'serviceTask', topic: 'notify-customer' },
-    { id: 'review', type: 'serviceTask', topic: 'manual-review' },
-    { id: 'ok', type: 'endEvent' }, { id: 'e1', type: 'endEvent' }, { id: 'e2', type: 'endEvent' },
-  ], [
-    { from: 's', to: 'charge' }, { from: 'charge', to: 'ok' },
-    { from: 'declined', to: 'notify' }, { from: 'notify', to: 'e1' },
-    { from: 'anyError', to: 'review' }, { from: 'review', to: 'e2' },
-  ]));
+  await deploy(
+    t.api,
+    buildBpmn(
+      'charging',
+      [
+        { id: 's', type: 'startEvent' },
+        { id: 'charge', type: 'serviceTask', topic: 'charge' },
+        {
+          id: 'declined',
+          type: 'boundaryEvent',
+          attachedTo: 'charge',
+          error: { code: 'CARD_DECLINED', codeVariable: 'errorCode', messageVariable: 'errorText' },
+        },
+        { id: 'anyError', type: 'boundaryEvent', attachedTo: 'charge', error: {} },
+        { id: 'notify', type: 'serviceTask', topic: 'notify-customer' },
+        { id: 'review', type: 'serviceTask', topic: 'manual-review' },
+        { id: 'ok', type: 'endEvent' },
+        { id: 'e1', type: 'endEvent' },
+        { id: 'e2', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'charge' },
+        { from: 'charge', to: 'ok' },
+        { from: 'declined', to: 'notify' },
+        { from: 'notify', to: 'e1' },
+        { from: 'anyError', to: 'review' },
+        { from: 'review', to: 'e2' },
+      ],
+    ),
+  );
 });
 afterAll(async () => {
   await t.close();
 });
 
 function bpmnError(task: { id: string; lockToken: string }, errorCode: string, errorMessage?: string) {
-  return t.api.post(`/api/external-tasks/${task.id}/bpmn-error`, { workerId: 'w', lockToken: task.lockToken, errorCode, ...(errorMessage ? { errorMessage } : {}) });
+  return t.api.post(`/api/external-tasks/${task.id}/bpmn-error`, {
+    workerId: 'w',
+    lockToken: task.lockToken,
+    errorCode,
+    ...(errorMessage ? { errorMessage } : {}),
+  });
 }
 
 describe('error boundary events', () => {
@@ -39,7 +61,14 @@ describe('error boundary events', () => {
     await complete(t.api, notify, 'w');
     const done = await waitForStatus(t.api, id, 'completed');
     const status = Object.fromEntries(done.steps.map((s: { stepId: string; status: string }) => [s.stepId, s.status]));
-    expect(status).toMatchObject({ charge: 'canceled', declined: 'completed', anyError: 'skipped', ok: 'skipped', review: 'skipped', e1: 'completed' });
+    expect(status).toMatchObject({
+      charge: 'canceled',
+      declined: 'completed',
+      anyError: 'skipped',
+      ok: 'skipped',
+      review: 'skipped',
+      e1: 'completed',
+    });
     expect(done.incidents).toEqual([]);
   });
 

@@ -21,7 +21,11 @@ describe('external task lifecycle', () => {
     expect((await complete(t.api, task, 'w1', { b: 2 })).status).toBe(204);
     const done = await waitForStatus(t.api, id, 'completed');
     expect(done.variables).toEqual({ a: 1, b: 2 });
-    expect(done.steps.map((s: { stepId: string; status: string }) => `${s.stepId}:${s.status}`)).toEqual(['start:completed', 'work:completed', 'end:completed']);
+    expect(done.steps.map((s: { stepId: string; status: string }) => `${s.stepId}:${s.status}`)).toEqual([
+      'start:completed',
+      'work:completed',
+      'end:completed',
+    ]);
   });
 
   it('given a completed task, when the same holder completes again with another body, then 204 and nothing changes', async () => {
@@ -42,8 +46,16 @@ describe('external task lifecycle', () => {
     const task = await fetchOne(t.api, 'w1', 'one-task');
     expect((await complete(t.api, task, 'w1')).status).toBe(204);
     const before = await instanceOf(t.api, id);
-    const failure = await t.api.post(`/api/external-tasks/${task.id}/failure`, { workerId: 'w1', lockToken: task.lockToken, errorMessage: 'late' });
-    const bpmnError = await t.api.post(`/api/external-tasks/${task.id}/bpmn-error`, { workerId: 'w1', lockToken: task.lockToken, errorCode: 'LATE' });
+    const failure = await t.api.post(`/api/external-tasks/${task.id}/failure`, {
+      workerId: 'w1',
+      lockToken: task.lockToken,
+      errorMessage: 'late',
+    });
+    const bpmnError = await t.api.post(`/api/external-tasks/${task.id}/bpmn-error`, {
+      workerId: 'w1',
+      lockToken: task.lockToken,
+      errorCode: 'LATE',
+    });
     expect([failure.status, bpmnError.status]).toEqual([409, 409]);
     const after = await instanceOf(t.api, id);
     expect(after).toMatchObject({ status: 'completed', revision: before.revision });
@@ -74,14 +86,24 @@ describe('external task lifecycle', () => {
     const id = await start(t.api, 'one');
     const a1 = await fetchOne(t.api, 'w', 'one-task');
     const failedAt = Date.now();
-    const f1 = await t.api.post(`/api/external-tasks/${a1.id}/failure`, { workerId: 'w', lockToken: a1.lockToken, errorMessage: 'boom', errorDetails: 'stack' });
+    const f1 = await t.api.post(`/api/external-tasks/${a1.id}/failure`, {
+      workerId: 'w',
+      lockToken: a1.lockToken,
+      errorMessage: 'boom',
+      errorDetails: 'stack',
+    });
     expect(f1.status).toBe(204);
     // The same failure again is a no-op.
-    expect((await t.api.post(`/api/external-tasks/${a1.id}/failure`, { workerId: 'w', lockToken: a1.lockToken, errorMessage: 'boom' })).status).toBe(204);
+    expect(
+      (await t.api.post(`/api/external-tasks/${a1.id}/failure`, { workerId: 'w', lockToken: a1.lockToken, errorMessage: 'boom' }))
+        .status,
+    ).toBe(204);
     // The next attempt is held back by the backoff, measured on the database clock.
     const backoff = await t.db.pool.query(
       `select extract(epoch from t.retry_at - e.at) * 1000 as ms from external_tasks t
-         join events e on e.task_id = t.id and e.kind = 'task:failed' where t.id = $1 order by e.seq limit 1`, [a1.id]);
+         join events e on e.task_id = t.id and e.kind = 'task:failed' where t.id = $1 order by e.seq limit 1`,
+      [a1.id],
+    );
     expect(Number(backoff.rows[0].ms)).toBeGreaterThanOrEqual(99);
     const a2 = await fetchOne(t.api, 'w', 'one-task');
     expect(Date.now() - failedAt).toBeGreaterThanOrEqual(90);
@@ -89,7 +111,11 @@ describe('external task lifecycle', () => {
     await t.api.post(`/api/external-tasks/${a2.id}/failure`, { workerId: 'w', lockToken: a2.lockToken, errorMessage: 'boom' });
     const a3 = await fetchOne(t.api, 'w', 'one-task');
     expect(a3).toMatchObject({ attempt: 3, retriesLeft: 0 });
-    await t.api.post(`/api/external-tasks/${a3.id}/failure`, { workerId: 'w', lockToken: a3.lockToken, errorMessage: 'final boom' });
+    await t.api.post(`/api/external-tasks/${a3.id}/failure`, {
+      workerId: 'w',
+      lockToken: a3.lockToken,
+      errorMessage: 'final boom',
+    });
     const stuck = await waitForStatus(t.api, id, 'incident');
     expect(stuck.incidents).toEqual([expect.objectContaining({ stepId: 'work', kind: 'task_failed', taskId: a1.id })]);
     expect(stuck.incidents[0].message).toContain('final boom');
@@ -108,11 +134,19 @@ describe('external task lifecycle', () => {
   it('given a holder, when it extends its lock, then the lease moves; anyone else gets 409', async () => {
     await start(t.api, 'one');
     const task = await fetchOne(t.api, 'w', 'one-task', 1000);
-    const ext = await t.api.post(`/api/external-tasks/${task.id}/extend-lock`, { workerId: 'w', lockToken: task.lockToken, lockDurationMs: 60_000 });
+    const ext = await t.api.post(`/api/external-tasks/${task.id}/extend-lock`, {
+      workerId: 'w',
+      lockToken: task.lockToken,
+      lockDurationMs: 60_000,
+    });
     expect(ext.status).toBe(204);
     const detail = await instanceOf(t.api, task.instanceId);
     expect(Date.parse(detail.tasks[0].lockExpiresAt) - Date.now()).toBeGreaterThan(30_000);
-    const other = await t.api.post(`/api/external-tasks/${task.id}/extend-lock`, { workerId: 'x', lockToken: task.lockToken, lockDurationMs: 60_000 });
+    const other = await t.api.post(`/api/external-tasks/${task.id}/extend-lock`, {
+      workerId: 'x',
+      lockToken: task.lockToken,
+      lockDurationMs: 60_000,
+    });
     expect(other.status).toBe(409);
     expect((await complete(t.api, task, 'w')).status).toBe(204);
   });
@@ -120,7 +154,9 @@ describe('external task lifecycle', () => {
   it('given a holder, when it unlocks, then another worker can fetch the task at once without using a retry', async () => {
     await start(t.api, 'one');
     const task = await fetchOne(t.api, 'w', 'one-task');
-    expect((await t.api.post(`/api/external-tasks/${task.id}/unlock`, { workerId: 'w', lockToken: task.lockToken })).status).toBe(204);
+    expect((await t.api.post(`/api/external-tasks/${task.id}/unlock`, { workerId: 'w', lockToken: task.lockToken })).status).toBe(
+      204,
+    );
     const again = await fetchOne(t.api, 'w2', 'one-task');
     expect(again).toMatchObject({ id: task.id, retriesLeft: 2 });
     expect((await complete(t.api, task, 'w')).status).toBe(409);
@@ -143,9 +179,17 @@ describe('external task lifecycle', () => {
   it('given a BPMN error and no boundary, then an incident names the error code', async () => {
     const id = await start(t.api, 'one');
     const task = await fetchOne(t.api, 'w', 'one-task');
-    const res = await t.api.post(`/api/external-tasks/${task.id}/bpmn-error`, { workerId: 'w', lockToken: task.lockToken, errorCode: 'CARD_DECLINED' });
+    const res = await t.api.post(`/api/external-tasks/${task.id}/bpmn-error`, {
+      workerId: 'w',
+      lockToken: task.lockToken,
+      errorCode: 'CARD_DECLINED',
+    });
     expect(res.status).toBe(204);
-    const repeat = await t.api.post(`/api/external-tasks/${task.id}/bpmn-error`, { workerId: 'w', lockToken: task.lockToken, errorCode: 'CARD_DECLINED' });
+    const repeat = await t.api.post(`/api/external-tasks/${task.id}/bpmn-error`, {
+      workerId: 'w',
+      lockToken: task.lockToken,
+      errorCode: 'CARD_DECLINED',
+    });
     expect(repeat.status).toBe(204);
     const stuck = await waitForStatus(t.api, id, 'incident');
     expect(stuck.incidents).toHaveLength(1);

@@ -32,11 +32,17 @@ beforeAll(async () => {
     // Rows only, no engine: the foreign keys' triggers are off for the load. Priorities 0-3,
     // creation times all different, the topics interleaved.
     await c.query('set session_replication_role = replica');
-    await c.query(`insert into instances (id, definition_id, definition_key, definition_version, status, revision)
-                   select gen_random_uuid(), gen_random_uuid(), 'backlog', 1, 'running', 1 from generate_series(1, $1)`, [WAITING]);
-    await c.query(`insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, created_at)
+    await c.query(
+      `insert into instances (id, definition_id, definition_key, definition_version, status, revision)
+                   select gen_random_uuid(), gen_random_uuid(), 'backlog', 1, 'running', 1 from generate_series(1, $1)`,
+      [WAITING],
+    );
+    await c.query(
+      `insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, created_at)
                    select id, 'work', 1, ($1::text[])[1 + g % 3], (g * 7) % 4, 3, 3, 'backlog/' || g, now() - interval '1 hour' + g * interval '1 ms'
-                     from (select id, row_number() over (order by id) as g from instances where definition_key = 'backlog') i`, [TOPICS]);
+                     from (select id, row_number() over (order by id) as g from instances where definition_key = 'backlog') i`,
+      [TOPICS],
+    );
     await c.query('set session_replication_role = origin');
     await c.query('analyze external_tasks');
   } finally {
@@ -48,14 +54,24 @@ afterAll(async () => {
   await t?.close();
 });
 
-interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; 'Actual Rows': number; 'Actual Loops': number; Plans?: PlanNode[] }
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  Plans?: PlanNode[];
+}
 
 /** The scans of external_tasks in an analyzed plan, other than look-ups by id, with the rows each read. */
 function readsOfWaitingTasks(plan: PlanNode): { scan: string; rows: number }[] {
   const out: { scan: string; rows: number }[] = [];
   const walk = (n: PlanNode) => {
     if (n['Relation Name'] === 'external_tasks' && n['Node Type'].endsWith('Scan') && n['Index Name'] !== 'external_tasks_pkey') {
-      out.push({ scan: `${n['Node Type']}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}`, rows: n['Actual Rows'] * n['Actual Loops'] });
+      out.push({
+        scan: `${n['Node Type']}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}`,
+        rows: n['Actual Rows'] * n['Actual Loops'],
+      });
     }
     (n.Plans ?? []).forEach(walk);
   };
@@ -69,7 +85,10 @@ async function expectReadsPerTopic(statement: { text: string; values: unknown[] 
   const c = await t.db.pool.connect();
   try {
     await c.query('begin');
-    const { rows } = await c.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (analyze, format json) ${statement.text}`, statement.values);
+    const { rows } = await c.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `explain (analyze, format json) ${statement.text}`,
+      statement.values,
+    );
     await c.query('rollback');
     const reads = readsOfWaitingTasks(rows[0]!['QUERY PLAN'][0].Plan);
     expect(reads.length).toBeGreaterThan(0);
@@ -90,9 +109,15 @@ describe('fetch-and-lock with a backlog of ready tasks', () => {
 
   it('given the backlog, when a Camunda worker fetches 5 of the three topics by priority, then it reads at most 5 per topic and gets the first 5 of all three', async () => {
     const { rows: expected } = await t.db.pool.query<{ id: string }>(
-      `select id from external_tasks where state = 'ready' and topic = any($1::text[]) order by priority desc, created_at limit 5`, [TOPICS]);
+      `select id from external_tasks where state = 'ready' and topic = any($1::text[]) order by priority desc, created_at limit 5`,
+      [TOPICS],
+    );
     const { tasks } = await fetchAndLockCamunda(capturing, {
-      workerId: 'camunda', maxTasks: 5, usePriority: true, createTimeOrder: 'asc', topics: TOPICS.map((topicName) => ({ topicName, lockDuration: 30_000 })),
+      workerId: 'camunda',
+      maxTasks: 5,
+      usePriority: true,
+      createTimeOrder: 'asc',
+      topics: TOPICS.map((topicName) => ({ topicName, lockDuration: 30_000 })),
     });
     expect(tasks.map((x) => x.id)).toEqual(expected.map((r) => r.id));
     expect(tasks.every((x) => !('released' in x))).toBe(true);
@@ -103,27 +128,49 @@ describe('fetch-and-lock with a backlog of ready tasks', () => {
   it('given tasks of three topics with mixed priorities, when a worker fetches 5 of them, then it gets the first 5 of all three by priority then age, and the other rows it read stay ready and unlocked', async () => {
     const order = `select id from external_tasks where state = 'ready' and topic = any($1::text[]) order by priority desc, created_at`;
     const { rows: expected } = await t.db.pool.query<{ id: string }>(`${order} limit 5`, [TOPICS]);
-    const { tasks } = await fetchAndLock(t.db.pool, { workerId: 'mixed', maxTasks: 5, topics: TOPICS.map((name) => ({ name, lockDurationMs: 30_000 })) });
+    const { tasks } = await fetchAndLock(t.db.pool, {
+      workerId: 'mixed',
+      maxTasks: 5,
+      topics: TOPICS.map((name) => ({ name, lockDurationMs: 30_000 })),
+    });
     expect(tasks.map((x) => x.id)).toEqual(expected.map((r) => r.id));
-    const { rows: [counts] } = await t.db.pool.query<{ locked: number; ready_with_holder: number; ready: number }>(
+    const {
+      rows: [counts],
+    } = await t.db.pool.query<{ locked: number; ready_with_holder: number; ready: number }>(
       `select count(*) filter (where state = 'locked')::int as locked,
               count(*) filter (where state = 'ready' and (worker_id is not null or lock_token is not null))::int as ready_with_holder,
               count(*) filter (where state = 'ready')::int as ready
-         from external_tasks where topic = any($1::text[])`, [TOPICS]);
+         from external_tasks where topic = any($1::text[])`,
+      [TOPICS],
+    );
     expect(counts).toEqual({ locked: 5 + 5 + 5, ready_with_holder: 0, ready: WAITING - 15 }); // 10 more locked by the tests before
     // Nothing the fetch read and left is still locked: a fetch of one topic takes that topic's next 5 at once.
-    const { rows: nextOfTopic } = await t.db.pool.query<{ id: string }>(`${order.replace('any($1::text[])', '$1')} limit 5`, [TOPICS[1]]);
-    const { tasks: again } = await fetchAndLock(t.db.pool, { workerId: 'mixed', maxTasks: 5, topics: [{ name: TOPICS[1]!, lockDurationMs: 30_000 }] });
+    const { rows: nextOfTopic } = await t.db.pool.query<{ id: string }>(`${order.replace('any($1::text[])', '$1')} limit 5`, [
+      TOPICS[1],
+    ]);
+    const { tasks: again } = await fetchAndLock(t.db.pool, {
+      workerId: 'mixed',
+      maxTasks: 5,
+      topics: [{ name: TOPICS[1]!, lockDurationMs: 30_000 }],
+    });
     expect(again.map((x) => x.id)).toEqual(nextOfTopic.map((r) => r.id));
   });
 
   it('given a fetch above the per-topic budget (three topics × 100 tasks), then it picks across the topics at once, in the same order, locking only what it takes', async () => {
     const { rows: expected } = await t.db.pool.query<{ id: string }>(
-      `select id from external_tasks where state = 'ready' and topic = any($1::text[]) order by priority desc, created_at limit 100`, [TOPICS]);
-    const { tasks } = await fetchAndLock(capturing, { workerId: 'wide', maxTasks: 100, topics: TOPICS.map((name) => ({ name, lockDurationMs: 30_000 })) });
+      `select id from external_tasks where state = 'ready' and topic = any($1::text[]) order by priority desc, created_at limit 100`,
+      [TOPICS],
+    );
+    const { tasks } = await fetchAndLock(capturing, {
+      workerId: 'wide',
+      maxTasks: 100,
+      topics: TOPICS.map((name) => ({ name, lockDurationMs: 30_000 })),
+    });
     expect(last!.text).not.toContain('cand as');
     expect(tasks.map((x) => x.id)).toEqual(expected.map((r) => r.id));
-    const { rows: [held] } = await t.db.pool.query<{ n: number }>(`select count(*)::int as n from external_tasks where worker_id = 'wide'`);
+    const {
+      rows: [held],
+    } = await t.db.pool.query<{ n: number }>(`select count(*)::int as n from external_tasks where worker_id = 'wide'`);
     expect(held!.n).toBe(100);
   });
 
@@ -138,12 +185,22 @@ describe('fetch-and-lock with a backlog of ready tasks', () => {
       await holder.query('begin');
       await holder.query('select 1 from frame_heads where instance_id = $1 for update', [a]);
       const fetching = fetchTasks(t.api, 'both', ['released-a', 'released-b'], { maxTasks: 1 });
-      await waitFor(async () => {
-        const { rows } = await t.db.pool.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%cand as%'`);
-        return rows.length > 0 ? true : undefined;
-      }, 5000, 'the two-topic fetch to wait for the frame head');
+      await waitFor(
+        async () => {
+          const { rows } = await t.db.pool.query(
+            `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%cand as%'`,
+          );
+          return rows.length > 0 ? true : undefined;
+        },
+        5000,
+        'the two-topic fetch to wait for the frame head',
+      );
       const parked = fetchTasks(t.api, 'b-only', ['released-b'], { waitMs: 10_000 });
-      await waitFor(async () => (t.server.notifier.parked > 0 ? true : undefined), 5000, 'the poll of b to find its task locked and park');
+      await waitFor(
+        async () => (t.server.notifier.parked > 0 ? true : undefined),
+        5000,
+        'the poll of b to find its task locked and park',
+      );
       const releasedAt = Date.now();
       await holder.query('commit');
       expect((await fetching).map((x) => x.instanceId)).toEqual([a]);

@@ -35,7 +35,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const fetch = (topic: string) => fetchAndLock(counting, { workerId: 'w', maxTasks: 5, topics: [{ name: topic, lockDurationMs: 30_000 }] });
+const fetch = (topic: string) =>
+  fetchAndLock(counting, { workerId: 'w', maxTasks: 5, topics: [{ name: topic, lockDurationMs: 30_000 }] });
 
 describe('empty fetch-and-lock', () => {
   it('given no ready task and no flow limit, then the fetch answers [] in one statement; given ready tasks, then it answers them and nothing else', async () => {
@@ -60,7 +61,16 @@ describe('empty fetch-and-lock', () => {
   });
 
   it('given a flow limit covering the topic, then the unlimited statement locks nothing and the limited fetch locks the task within the limit', async () => {
-    expect((await putFlowLimit(db.pool, { resource: 'fetch-limited-res', topics: ['fetch-limited-task'], maxConcurrent: 1, maxStartsPerSecond: 0 })).ok).toBe(true);
+    expect(
+      (
+        await putFlowLimit(db.pool, {
+          resource: 'fetch-limited-res',
+          topics: ['fetch-limited-task'],
+          maxConcurrent: 1,
+          maxStartsPerSecond: 0,
+        })
+      ).ok,
+    ).toBe(true);
     await startInstance(engine, { definitionKey: 'fetch-limited' });
     await startInstance(engine, { definitionKey: 'fetch-limited' });
     sent.length = 0;

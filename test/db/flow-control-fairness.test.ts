@@ -13,11 +13,28 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 async function deployTask(processId: string, topic: string, priority: number): Promise<void> {
-  await deploy(t.api, buildBpmn(processId, [{ id: 's', type: 'startEvent' }, { id: 'work', type: 'serviceTask', topic, priority }, { id: 'e', type: 'endEvent' }], [{ from: 's', to: 'work' }, { from: 'work', to: 'e' }]));
+  await deploy(
+    t.api,
+    buildBpmn(
+      processId,
+      [
+        { id: 's', type: 'startEvent' },
+        { id: 'work', type: 'serviceTask', topic, priority },
+        { id: 'e', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'work' },
+        { from: 'work', to: 'e' },
+      ],
+    ),
+  );
 }
 
 async function readyHigh(topic: string): Promise<number> {
-  const { rows } = await t.db.pool.query<{ n: number }>(`select count(*)::int as n from external_tasks where topic = $1 and priority = 10 and state = 'ready'`, [topic]);
+  const { rows } = await t.db.pool.query<{ n: number }>(
+    `select count(*)::int as n from external_tasks where topic = $1 and priority = 10 and state = 'ready'`,
+    [topic],
+  );
   return rows[0]!.n;
 }
 

@@ -18,7 +18,8 @@ afterAll(async () => t?.close());
 const schemaDir = path.resolve(import.meta.dirname, '../../schemas/api');
 const addFormats = addFormatsPlugin as unknown as (ajv: Ajv) => Ajv;
 const ajv = addFormats(new Ajv({ strict: true }));
-for (const f of ['common', 'flow-limit']) ajv.addSchema(JSON.parse(readFileSync(path.join(schemaDir, `${f}.schema.json`), 'utf8')));
+for (const f of ['common', 'flow-limit'])
+  ajv.addSchema(JSON.parse(readFileSync(path.join(schemaDir, `${f}.schema.json`), 'utf8')));
 const isFlowLimit = ajv.getSchema('https://baton.dev/schemas/api/flow-limit.schema.json')!;
 
 function put(resource: string, body: unknown) {
@@ -26,7 +27,10 @@ function put(resource: string, body: unknown) {
 }
 
 async function held(topics: string[]): Promise<number> {
-  const { rows } = await t.db.pool.query<{ n: number }>(`select count(*)::int as n from external_tasks where state = 'locked' and topic = any($1)`, [topics]);
+  const { rows } = await t.db.pool.query<{ n: number }>(
+    `select count(*)::int as n from external_tasks where state = 'locked' and topic = any($1)`,
+    [topics],
+  );
   return rows[0]!.n;
 }
 
@@ -40,7 +44,13 @@ describe('flow limits API', () => {
   it('creates (201), replaces (200), reads, lists and deletes (204) a limit; bodies match flow-limit.schema.json', async () => {
     const created = await put('api-a', { maxConcurrent: 3, maxStartsPerSecond: 2.5 });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
-    expect(created.body).toMatchObject({ resource: 'api-a', topics: ['api-a'], maxConcurrent: 3, maxStartsPerSecond: 2.5, heldLocks: 0 });
+    expect(created.body).toMatchObject({
+      resource: 'api-a',
+      topics: ['api-a'],
+      maxConcurrent: 3,
+      maxStartsPerSecond: 2.5,
+      heldLocks: 0,
+    });
     expect(isFlowLimit(created.body), JSON.stringify(isFlowLimit.errors)).toBe(true);
 
     const replaced = await put('api-a', { maxConcurrent: 0, maxStartsPerSecond: 1, topics: ['api-a', 'api-b'] });
@@ -63,7 +73,13 @@ describe('flow limits API', () => {
   });
 
   it('answers bad bodies with 400 JSON and a topic owned by another resource with 409, changing nothing', async () => {
-    for (const body of [{}, { maxConcurrent: -1, maxStartsPerSecond: 0 }, { maxConcurrent: 1.5, maxStartsPerSecond: 0 }, { maxConcurrent: 1, maxStartsPerSecond: 0, extra: 1 }, { maxConcurrent: 1, maxStartsPerSecond: 0, topics: [] }]) {
+    for (const body of [
+      {},
+      { maxConcurrent: -1, maxStartsPerSecond: 0 },
+      { maxConcurrent: 1.5, maxStartsPerSecond: 0 },
+      { maxConcurrent: 1, maxStartsPerSecond: 0, extra: 1 },
+      { maxConcurrent: 1, maxStartsPerSecond: 0, topics: [] },
+    ]) {
       const res = await put('bad-input', body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.type).toBe('ValidationError');
@@ -75,7 +91,9 @@ describe('flow limits API', () => {
     expect(clash.status).toBe(409);
     expect(clash.body).toMatchObject({ type: 'Conflict', details: [{ topic: 'shared-topic', resource: 'owner' }] });
     expect((await t.api.get('/api/flow-limits/intruder')).status).toBe(404);
-    const { rows } = await t.db.pool.query(`select topic from flow_limit_topics where topic in ('own-topic', 'shared-topic') order by 1`);
+    const { rows } = await t.db.pool.query(
+      `select topic from flow_limit_topics where topic in ('own-topic', 'shared-topic') order by 1`,
+    );
     expect(rows).toEqual([{ topic: 'shared-topic' }]);
   });
 });
@@ -118,7 +136,10 @@ describe('maxConcurrent', () => {
     await sampler;
     expect(violations).toEqual([]);
     expect(most).toBe(3);
-    const { rows } = await t.db.pool.query(`select count(*)::int as n, sum(retries - retries_left)::int as used from external_tasks where topic = $1 and state = 'done'`, [topic]);
+    const { rows } = await t.db.pool.query(
+      `select count(*)::int as n, sum(retries - retries_left)::int as used from external_tasks where topic = $1 and state = 'done'`,
+      [topic],
+    );
     expect(rows[0]).toEqual({ n: 15, used: 0 });
   });
 
@@ -140,7 +161,9 @@ describe('maxConcurrent', () => {
     expect(second).toBeDefined();
     const { rows } = await t.db.pool.query(
       `select t.traffic_wait_ms, t.flow_waiting_since, t.attempt, t.retries_left = t.retries as retries_intact, e.data
-         from external_tasks t join events e on e.task_id = t.id and e.kind = 'task:locked' where t.id = $1`, [second!.id]);
+         from external_tasks t join events e on e.task_id = t.id and e.kind = 'task:locked' where t.id = $1`,
+      [second!.id],
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ flow_waiting_since: null, attempt: 1, retries_intact: true });
     expect(rows[0].traffic_wait_ms).toBeGreaterThanOrEqual(250);
@@ -174,13 +197,22 @@ describe('maxConcurrent', () => {
     const native = await fetchTasks(t.api, 'n', ['pay-card']);
     expect(native).toHaveLength(2);
     const camunda = await t.api.post('/engine-rest/external-task/fetchAndLock', {
-      workerId: 'c', maxTasks: 10, topics: [{ topicName: 'pay-refund', lockDuration: 30_000 }, { topicName: 'unlimited-side', lockDuration: 30_000 }],
+      workerId: 'c',
+      maxTasks: 10,
+      topics: [
+        { topicName: 'pay-refund', lockDuration: 30_000 },
+        { topicName: 'unlimited-side', lockDuration: 30_000 },
+      ],
     });
     expect(camunda.status).toBe(200);
     // The resource is full: only the uncovered topic's tasks come back.
     expect(camunda.body.map((x: { topicName: string }) => x.topicName)).toEqual(['unlimited-side', 'unlimited-side']);
     await complete(t.api, native[0]!, 'n');
-    const next = await t.api.post('/engine-rest/external-task/fetchAndLock', { workerId: 'c', maxTasks: 10, topics: [{ topicName: 'pay-refund', lockDuration: 30_000 }] });
+    const next = await t.api.post('/engine-rest/external-task/fetchAndLock', {
+      workerId: 'c',
+      maxTasks: 10,
+      topics: [{ topicName: 'pay-refund', lockDuration: 30_000 }],
+    });
     expect(next.body).toHaveLength(1);
     expect(await held(['pay-card', 'pay-refund'])).toBe(2);
   });
@@ -192,7 +224,9 @@ describe('Camunda lock by id', () => {
     await put(topic, { maxConcurrent: 1, maxStartsPerSecond: 0 });
     await readyTasks(topic, 2);
     const [first] = await fetchTasks(t.api, 'holder', [topic]);
-    const { rows } = await t.db.pool.query<{ id: string }>(`select id from external_tasks where topic = $1 and state = 'ready'`, [topic]);
+    const { rows } = await t.db.pool.query<{ id: string }>(`select id from external_tasks where topic = $1 and state = 'ready'`, [
+      topic,
+    ]);
     const waiting = rows[0]!.id;
     const refused = await t.api.post(`/engine-rest/external-task/${waiting}/lock`, { workerId: 'c', lockDuration: 10_000 });
     expect(refused.status).toBe(400);
@@ -201,7 +235,10 @@ describe('Camunda lock by id', () => {
     await complete(t.api, first!, 'holder');
     const locked = await t.api.post(`/engine-rest/external-task/${waiting}/lock`, { workerId: 'c', lockDuration: 10_000 });
     expect(locked.status).toBe(204);
-    const { rows: after } = await t.db.pool.query(`select state, worker_id, attempt, traffic_wait_ms from external_tasks where id = $1`, [waiting]);
+    const { rows: after } = await t.db.pool.query(
+      `select state, worker_id, attempt, traffic_wait_ms from external_tasks where id = $1`,
+      [waiting],
+    );
     expect(after[0]).toMatchObject({ state: 'locked', worker_id: 'c', attempt: 1 });
   });
 });
@@ -216,7 +253,11 @@ describe('maxStartsPerSecond', () => {
     const until = Date.now() + 4000;
     const worker = async (id: string) => {
       while (Date.now() < until) {
-        const tasks: LockedTask[] = await fetchTasks(t.api, id, [topic], { maxTasks: 3, waitMs: Math.max(1, until - Date.now()), lockDurationMs: lockMs });
+        const tasks: LockedTask[] = await fetchTasks(t.api, id, [topic], {
+          maxTasks: 3,
+          waitMs: Math.max(1, until - Date.now()),
+          lockDurationMs: lockMs,
+        });
         for (const task of tasks) await complete(t.api, task, id);
       }
     };
@@ -225,7 +266,9 @@ describe('maxStartsPerSecond', () => {
     const { rows } = await t.db.pool.query<{ ms: number }>(
       `select extract(epoch from (e.data->>'lockExpiresAt')::timestamptz - $2::timestamptz) * 1000 - $3 as ms
          from events e join external_tasks x on x.id = e.task_id
-        where e.kind = 'task:locked' and x.topic = $1 order by 1`, [topic, t0, lockMs]);
+        where e.kind = 'task:locked' and x.topic = $1 order by 1`,
+      [topic, t0, lockMs],
+    );
     const starts = rows.map((r) => Number(r.ms));
     const inFourSeconds = starts.filter((ms) => ms < 4000).length;
     expect(inFourSeconds).toBeLessThanOrEqual(25);
@@ -233,7 +276,10 @@ describe('maxStartsPerSecond', () => {
     expect(inFourSeconds).toBeGreaterThanOrEqual(18);
     for (const s of starts) expect(starts.filter((x) => x >= s && x < s + 1000).length).toBeLessThanOrEqual(10);
     // Those that waited for a token recorded it, and none used a retry.
-    const { rows: waits } = await t.db.pool.query(`select max(traffic_wait_ms)::int as most, sum(retries - retries_left)::int as used from external_tasks where topic = $1`, [topic]);
+    const { rows: waits } = await t.db.pool.query(
+      `select max(traffic_wait_ms)::int as most, sum(retries - retries_left)::int as used from external_tasks where topic = $1`,
+      [topic],
+    );
     expect(waits[0].most).toBeGreaterThan(0);
     expect(waits[0].used).toBe(0);
   });

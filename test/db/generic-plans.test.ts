@@ -24,10 +24,14 @@ afterAll(async () => {
 describe('generic plans', () => {
   it('given batches of 1 to 4 tasks locked and read on one connection, then each statement runs its one generic plan, never a custom plan per call', async () => {
     for (let i = 0; i < 4; i++) await start(t.api, 'plans');
-    const tasks = await waitFor(async () => {
-      const got = await fetchTasks(t.api, 'w', ['plans'], { maxTasks: 4 });
-      return got.length === 4 ? got : undefined;
-    }, 5_000, 'four tasks');
+    const tasks = await waitFor(
+      async () => {
+        const got = await fetchTasks(t.api, 'w', ['plans'], { maxTasks: 4 });
+        return got.length === 4 ? got : undefined;
+      },
+      5_000,
+      'four tasks',
+    );
     const ids = tasks.map((x) => x.id);
     const client = await t.db.pool.connect();
     try {

@@ -36,7 +36,15 @@ describe('instances API', () => {
       seen.push(...page.body.items.map((i: { businessKey: string }) => i.businessKey));
       cursor = page.body.nextCursor;
     } while (cursor);
-    expect(seen.filter((k) => k.startsWith('page-'))).toEqual(['page-6', 'page-5', 'page-4', 'page-3', 'page-2', 'page-1', 'page-0']);
+    expect(seen.filter((k) => k.startsWith('page-'))).toEqual([
+      'page-6',
+      'page-5',
+      'page-4',
+      'page-3',
+      'page-2',
+      'page-1',
+      'page-0',
+    ]);
     expect(new Set(seen).size).toBe(seen.length);
     const completedNone = await t.api.get('/api/instances?status=completed&definitionKey=listed');
     expect(completedNone.body.items).toEqual([]);
@@ -50,28 +58,57 @@ describe('instances API', () => {
     const history = await t.api.get(`/api/instances/${id}/history`);
     const items = history.body.items as { seq: number; kind: string; stepId?: string; generation: number }[];
     expect(items.map((e) => `${e.kind}${e.stepId ? `@${e.stepId}` : ''}`)).toEqual([
-      'instance:started', 'step:completed@start', 'step:activated@work', 'task:locked@work',
-      'task:completed@work', 'step:completed@work', 'step:completed@end', 'instance:completed',
+      'instance:started',
+      'step:completed@start',
+      'step:activated@work',
+      'task:locked@work',
+      'task:completed@work',
+      'step:completed@work',
+      'step:completed@end',
+      'instance:completed',
     ]);
     expect(items.map((e) => e.seq)).toEqual([...items.map((e) => e.seq)].sort((a, b) => a - b));
     expect(items.every((e) => e.generation === 1)).toBe(true);
   });
 
   it('given a process that ends at once, then the start answers completed', async () => {
-    await deploy(t.api, buildBpmn('instant', [{ id: 's', type: 'startEvent' }, { id: 'e', type: 'endEvent' }], [{ from: 's', to: 'e' }]));
+    await deploy(
+      t.api,
+      buildBpmn(
+        'instant',
+        [
+          { id: 's', type: 'startEvent' },
+          { id: 'e', type: 'endEvent' },
+        ],
+        [{ from: 's', to: 'e' }],
+      ),
+    );
     const res = await t.api.post('/api/instances', { definitionKey: 'instant' });
     expect(res.body.status).toBe('completed');
   });
 
   it('given a terminate end event on one branch, then the instance completes and the other branch task is canceled', async () => {
-    await deploy(t.api, buildBpmn('terminating', [
-      { id: 's', type: 'startEvent' },
-      { id: 'fork', type: 'parallelGateway' },
-      { id: 'slow', type: 'serviceTask', topic: 'slow-task' },
-      { id: 'quick', type: 'serviceTask', topic: 'quick-task' },
-      { id: 'stop', type: 'terminateEndEvent' },
-      { id: 'e', type: 'endEvent' },
-    ], [{ from: 's', to: 'fork' }, { from: 'fork', to: 'slow' }, { from: 'fork', to: 'quick' }, { from: 'quick', to: 'stop' }, { from: 'slow', to: 'e' }]));
+    await deploy(
+      t.api,
+      buildBpmn(
+        'terminating',
+        [
+          { id: 's', type: 'startEvent' },
+          { id: 'fork', type: 'parallelGateway' },
+          { id: 'slow', type: 'serviceTask', topic: 'slow-task' },
+          { id: 'quick', type: 'serviceTask', topic: 'quick-task' },
+          { id: 'stop', type: 'terminateEndEvent' },
+          { id: 'e', type: 'endEvent' },
+        ],
+        [
+          { from: 's', to: 'fork' },
+          { from: 'fork', to: 'slow' },
+          { from: 'fork', to: 'quick' },
+          { from: 'quick', to: 'stop' },
+          { from: 'slow', to: 'e' },
+        ],
+      ),
+    );
     const id = await start(t.api, 'terminating');
     const slow = await fetchOne(t.api, 'w', 'slow-task');
     const quick = await fetchOne(t.api, 'w', 'quick-task');
@@ -82,12 +119,23 @@ describe('instances API', () => {
   });
 
   it('given an exclusive gateway with no true condition and no default, then an incident; a retry with new variables continues', async () => {
-    await deploy(t.api, buildBpmn('picky', [
-      { id: 's', type: 'startEvent' },
-      { id: 'gw', type: 'exclusiveGateway' },
-      { id: 'big', type: 'serviceTask', topic: 'big-task' },
-      { id: 'e', type: 'endEvent' },
-    ], [{ from: 's', to: 'gw' }, { from: 'gw', to: 'big', condition: '${amount > 100}' }, { from: 'big', to: 'e' }]));
+    await deploy(
+      t.api,
+      buildBpmn(
+        'picky',
+        [
+          { id: 's', type: 'startEvent' },
+          { id: 'gw', type: 'exclusiveGateway' },
+          { id: 'big', type: 'serviceTask', topic: 'big-task' },
+          { id: 'e', type: 'endEvent' },
+        ],
+        [
+          { from: 's', to: 'gw' },
+          { from: 'gw', to: 'big', condition: '${amount > 100}' },
+          { from: 'big', to: 'e' },
+        ],
+      ),
+    );
     const res = await t.api.post('/api/instances', { definitionKey: 'picky', variables: { amount: 5 } });
     expect(res.body.status).toBe('incident');
     const detail = await t.api.get(`/api/instances/${res.body.id}`);
@@ -107,7 +155,10 @@ describe('instances API', () => {
       ids.push((await t.api.post('/engine-rest/process-definition/key/listed/start', {})).body.id);
       ids.push((await t.api.post('/api/instances', { definitionKey: 'listed', businessKey: `v7-${i}` })).body.id);
     }
-    expect(ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id)), ids.join(' ')).toBe(true);
+    expect(
+      ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id)),
+      ids.join(' '),
+    ).toBe(true);
     expect([...ids].sort()).toEqual(ids);
   });
 });

@@ -17,7 +17,11 @@ afterAll(async () => {
 
 /** Takes the task with a short lease, as a worker that dies at once would. */
 async function takeAndDie(worker: string): Promise<LockedTask> {
-  return waitFor(async () => (await fetchTasks(t.api, worker, ['poison'], { maxTasks: 1, lockDurationMs: 100 }))[0], 10_000, 'the task to be fetchable');
+  return waitFor(
+    async () => (await fetchTasks(t.api, worker, ['poison'], { maxTasks: 1, lockDurationMs: 100 }))[0],
+    10_000,
+    'the task to be fetchable',
+  );
 }
 
 describe('lease expiries', () => {
@@ -30,11 +34,18 @@ describe('lease expiries', () => {
     expect(stuck.status).toBe('incident');
     expect(await fetchTasks(t.api, 'w5', ['poison'], { maxTasks: 1 })).toEqual([]);
     const { rows: expiries } = await t.db.pool.query(
-      `select data from events where instance_id = $1 and kind = 'task:lock_expired' order by seq`, [id]);
+      `select data from events where instance_id = $1 and kind = 'task:lock_expired' order by seq`,
+      [id],
+    );
     expect(expiries.map((e) => [e.data.workerId, e.data.leaseExpiries, e.data.exhausted ?? false])).toEqual([
-      ['w1', 1, false], ['w2', 2, false], ['w3', 3, false], ['w4', 4, true],
+      ['w1', 1, false],
+      ['w2', 2, false],
+      ['w3', 3, false],
+      ['w4', 4, true],
     ]);
-    const incidents = (await t.api.get(`/api/incidents?status=open`)).body.items.filter((x: { instanceId: string }) => x.instanceId === id);
+    const incidents = (await t.api.get(`/api/incidents?status=open`)).body.items.filter(
+      (x: { instanceId: string }) => x.instanceId === id,
+    );
     expect(incidents).toHaveLength(1);
     expect(incidents[0]).toMatchObject({ kind: 'task_failed', stepId: 'work' });
     expect(incidents[0].message).toContain('lease expired 4 times');
@@ -45,7 +56,9 @@ describe('lease expiries', () => {
     // An operator retry: the task is fetchable again with a fresh expiry budget, and completes.
     expect((await t.api.post(`/api/incidents/${incidents[0].id}/retry`, {})).status).toBeLessThan(300);
     const again = await takeAndDie('w6');
-    const { rows: [task] } = await t.db.pool.query('select lease_expiries from external_tasks where id = $1', [again.id]);
+    const {
+      rows: [task],
+    } = await t.db.pool.query('select lease_expiries from external_tasks where id = $1', [again.id]);
     expect(task.lease_expiries).toBe(0);
     expect((await complete(t.api, again, 'w6')).status).toBe(204);
     await waitForStatus(t.api, id, 'completed');

@@ -30,9 +30,13 @@ afterAll(async () => {
   await Promise.all([db?.drop(), elsewhere?.drop()]);
 });
 
-const poll = (workerId: string, topic: string) => fetchAndWait(engine, notifier, {
-  workerId, maxTasks: 1, waitMs: 10_000, topics: [{ name: topic, lockDurationMs: 30_000 }],
-});
+const poll = (workerId: string, topic: string) =>
+  fetchAndWait(engine, notifier, {
+    workerId,
+    maxTasks: 1,
+    waitMs: 10_000,
+    topics: [{ name: topic, lockDurationMs: 30_000 }],
+  });
 
 describe('in-process wake-up of long polls', () => {
   it('given a parked poll and no NOTIFY reaching its node, when this process starts an instance, then the poll answers the task well before the safety re-check', async () => {
@@ -47,5 +51,4 @@ describe('in-process wake-up of long polls', () => {
       expect(waited, `round ${round}`).toBeLessThan(SAFETY_RECHECK_MS / 2);
     }
   });
-
 });

@@ -20,7 +20,11 @@ describe('lock ordering', () => {
     for (let round = 0; round < 30; round++) {
       const id = await start(t.api, 'ordering');
       const [fetched, canceled] = await Promise.all([
-        t.api.post('/api/external-tasks/fetch-and-lock', { workerId: 'w', maxTasks: 5, topics: [{ name: 'ordering-task', lockDurationMs: 10_000 }] }),
+        t.api.post('/api/external-tasks/fetch-and-lock', {
+          workerId: 'w',
+          maxTasks: 5,
+          topics: [{ name: 'ordering-task', lockDurationMs: 10_000 }],
+        }),
         t.api.post(`/api/instances/${id}/cancel`),
       ]);
       expect(fetched.status, JSON.stringify(fetched.body)).toBe(200);

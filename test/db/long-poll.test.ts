@@ -36,9 +36,18 @@ describe('long polling', () => {
 
   it('given a parked fetch whose client disconnects, then nothing is left locked for it', async () => {
     const abort = new AbortController();
-    const parked = t.api.post('/api/external-tasks/fetch-and-lock', {
-      workerId: 'ghost', maxTasks: 1, waitMs: 20_000, topics: [{ name: 'poll-task', lockDurationMs: 600_000 }],
-    }, { signal: abort.signal }).catch((e: Error) => e);
+    const parked = t.api
+      .post(
+        '/api/external-tasks/fetch-and-lock',
+        {
+          workerId: 'ghost',
+          maxTasks: 1,
+          waitMs: 20_000,
+          topics: [{ name: 'poll-task', lockDurationMs: 600_000 }],
+        },
+        { signal: abort.signal },
+      )
+      .catch((e: Error) => e);
     await waitFor(async () => ((await parkedCount()) > 0 ? true : undefined), 5000, 'the fetch to park');
     abort.abort();
     expect(await parked).toBeInstanceOf(Error);
@@ -46,7 +55,9 @@ describe('long polling', () => {
     const id = await start(t.api, 'poll');
     const task = await fetchOne(t.api, 'alive', 'poll-task');
     expect(task.instanceId).toBe(id);
-    const { rows } = await t.db.pool.query(`select count(*)::int as n from events where kind = 'task:locked' and data->>'workerId' = 'ghost'`);
+    const { rows } = await t.db.pool.query(
+      `select count(*)::int as n from events where kind = 'task:locked' and data->>'workerId' = 'ghost'`,
+    );
     expect(rows[0].n).toBe(0);
   });
 });

@@ -10,21 +10,38 @@ import { engineRest } from '../camunda/support.ts';
 let t: TestServer;
 
 /** order: message start "order-placed" -> pick -> wait for "order-paid" (business key) -> ship -> end; a none start too */
-const orderBpmn = buildBpmn('order_on_message', [
-  { id: 'placed', type: 'eventStart', message: 'order-placed' },
-  { id: 'manual', type: 'startEvent' },
-  { id: 'pick', type: 'serviceTask', topic: 'ms-pick' },
-  { id: 'paid', type: 'catchEvent', message: 'order-paid' },
-  { id: 'ship', type: 'serviceTask', topic: 'ms-ship' },
-  { id: 'e', type: 'endEvent' },
-], [{ from: 'placed', to: 'pick' }, { from: 'manual', to: 'pick' }, { from: 'pick', to: 'paid' }, { from: 'paid', to: 'ship' }, { from: 'ship', to: 'e' }]);
+const orderBpmn = buildBpmn(
+  'order_on_message',
+  [
+    { id: 'placed', type: 'eventStart', message: 'order-placed' },
+    { id: 'manual', type: 'startEvent' },
+    { id: 'pick', type: 'serviceTask', topic: 'ms-pick' },
+    { id: 'paid', type: 'catchEvent', message: 'order-paid' },
+    { id: 'ship', type: 'serviceTask', topic: 'ms-ship' },
+    { id: 'e', type: 'endEvent' },
+  ],
+  [
+    { from: 'placed', to: 'pick' },
+    { from: 'manual', to: 'pick' },
+    { from: 'pick', to: 'paid' },
+    { from: 'paid', to: 'ship' },
+    { from: 'ship', to: 'e' },
+  ],
+);
 
 function signalStartBpmn(id: string, topic: string): string {
-  return buildBpmn(id, [
-    { id: 'go', type: 'eventStart', signal: 'inventory-day' },
-    { id: 'count', type: 'serviceTask', topic },
-    { id: 'e', type: 'endEvent' },
-  ], [{ from: 'go', to: 'count' }, { from: 'count', to: 'e' }]);
+  return buildBpmn(
+    id,
+    [
+      { id: 'go', type: 'eventStart', signal: 'inventory-day' },
+      { id: 'count', type: 'serviceTask', topic },
+      { id: 'e', type: 'endEvent' },
+    ],
+    [
+      { from: 'go', to: 'count' },
+      { from: 'count', to: 'e' },
+    ],
+  );
 }
 
 beforeAll(async () => {
@@ -33,23 +50,44 @@ beforeAll(async () => {
   await deploy(t.api, signalStartBpmn('count_shelves', 'ms-count-shelves'));
   await deploy(t.api, signalStartBpmn('count_cellar', 'ms-count-cellar'));
   // catches the start message of order_on_message: a waiting instance takes precedence
-  await deploy(t.api, buildBpmn('waits_for_placed', [
-    { id: 's', type: 'startEvent' },
-    { id: 'w', type: 'catchEvent', message: 'order-placed' },
-    { id: 'e', type: 'endEvent' },
-  ], [{ from: 's', to: 'w' }, { from: 'w', to: 'e' }]));
+  await deploy(
+    t.api,
+    buildBpmn(
+      'waits_for_placed',
+      [
+        { id: 's', type: 'startEvent' },
+        { id: 'w', type: 'catchEvent', message: 'order-placed' },
+        { id: 'e', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'w' },
+        { from: 'w', to: 'e' },
+      ],
+    ),
+  );
   // only a message start: the API cannot start it
-  await deploy(t.api, buildBpmn('only_on_message', [
-    { id: 'hello', type: 'eventStart', message: 'hello' },
-    { id: 'e', type: 'endEvent' },
-  ], [{ from: 'hello', to: 'e' }]));
+  await deploy(
+    t.api,
+    buildBpmn(
+      'only_on_message',
+      [
+        { id: 'hello', type: 'eventStart', message: 'hello' },
+        { id: 'e', type: 'endEvent' },
+      ],
+      [{ from: 'hello', to: 'e' }],
+    ),
+  );
 });
 afterAll(async () => {
   await t.close();
 });
 
 async function waitForSubscription(id: string): Promise<void> {
-  await waitFor(async () => ((await t.db.pool.query('select 1 from subscriptions where instance_id = $1', [id])).rowCount ? true : undefined), 10_000, `${id} to wait`);
+  await waitFor(
+    async () => ((await t.db.pool.query('select 1 from subscriptions where instance_id = $1', [id])).rowCount ? true : undefined),
+    10_000,
+    `${id} to wait`,
+  );
 }
 
 async function steps(id: string): Promise<Record<string, string>> {
@@ -59,17 +97,32 @@ async function steps(id: string): Promise<Record<string, string>> {
 
 describe('message start events', () => {
   it('given no waiting instance, then the message starts one with its business key and variables; the none start is skipped', async () => {
-    const res = await t.api.post('/api/messages', { name: 'order-placed', businessKey: 'ord-1', messageId: 'placed-ord-1', variables: { total: 30 } });
+    const res = await t.api.post('/api/messages', {
+      name: 'order-placed',
+      businessKey: 'ord-1',
+      messageId: 'placed-ord-1',
+      variables: { total: 30 },
+    });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({ status: 'started', instanceId: expect.any(String), messageId: 'placed-ord-1' });
     const id = res.body.instanceId as string;
     const instance = await instanceOf(t.api, id);
-    expect(instance).toMatchObject({ businessKey: 'ord-1', definitionKey: 'order_on_message', status: 'running', variables: { total: 30 } });
+    expect(instance).toMatchObject({
+      businessKey: 'ord-1',
+      definitionKey: 'order_on_message',
+      status: 'running',
+      variables: { total: 30 },
+    });
     expect(await steps(id)).toEqual({ placed: 'completed', manual: 'skipped', pick: 'active' });
-    const { rows } = await t.db.pool.query('select state, instance_id, step_id from messages where message_id = $1', [res.body.messageId]);
+    const { rows } = await t.db.pool.query('select state, instance_id, step_id from messages where message_id = $1', [
+      res.body.messageId,
+    ]);
     expect(rows).toEqual([{ state: 'matched', instance_id: id, step_id: 'placed' }]);
     const history = await t.api.get(`/api/instances/${id}/history`);
-    expect(history.body.items[0]).toMatchObject({ kind: 'instance:started', data: { startEvent: 'placed', businessKey: 'ord-1' } });
+    expect(history.body.items[0]).toMatchObject({
+      kind: 'instance:started',
+      data: { startEvent: 'placed', businessKey: 'ord-1' },
+    });
 
     // the instance's own catch correlates on the same business key
     const pick = await fetchOne(t.api, 'w', 'ms-pick');
@@ -87,7 +140,11 @@ describe('message start events', () => {
     const again = await t.api.post('/api/messages', { name: 'order-placed', businessKey: 'ord-2' });
     expect(again.status).toBe(200);
     expect(again.body).toEqual({ status: 'duplicate', instanceId: first.body.instanceId, messageId: again.body.messageId });
-    const repeat = await t.api.post('/api/messages', { name: 'order-placed', businessKey: 'ord-2', messageId: first.body.messageId });
+    const repeat = await t.api.post('/api/messages', {
+      name: 'order-placed',
+      businessKey: 'ord-2',
+      messageId: first.body.messageId,
+    });
     expect(repeat.body).toEqual({ status: 'duplicate', instanceId: first.body.instanceId, messageId: first.body.messageId });
     const { rows } = await t.db.pool.query(`select count(*)::int as n from instances where business_key = 'ord-2'`);
     expect(rows[0].n).toBe(1);
@@ -96,10 +153,14 @@ describe('message start events', () => {
   it('given the same start message 20 times at once, then one instance starts and 19 answers are duplicates (10 rounds)', async () => {
     for (let round = 0; round < 10; round++) {
       const key = `ord-race-${round}`;
-      const answers = await Promise.all(Array.from({ length: 20 }, () => t.api.post('/api/messages', { name: 'order-placed', businessKey: key })));
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => t.api.post('/api/messages', { name: 'order-placed', businessKey: key })),
+      );
       const started = answers.filter((a) => a.body.status === 'started');
       expect(started).toHaveLength(1);
-      expect(answers.filter((a) => a.body.status === 'duplicate').every((a) => a.body.instanceId === started[0]!.body.instanceId)).toBe(true);
+      expect(
+        answers.filter((a) => a.body.status === 'duplicate').every((a) => a.body.instanceId === started[0]!.body.instanceId),
+      ).toBe(true);
       const { rows } = await t.db.pool.query('select count(*)::int as n from instances where business_key = $1', [key]);
       expect(rows[0].n).toBe(1);
     }
@@ -127,14 +188,28 @@ describe('message start events', () => {
   });
 
   it('given another process that starts on the same message name, then its deploy is refused naming the start event; a new version of the owner deploys', async () => {
-    const res = await t.api.post('/api/definitions', { xml: buildBpmn('thief', [
-      { id: 'steal', type: 'eventStart', message: 'order-placed' },
-      { id: 'e', type: 'endEvent' },
-    ], [{ from: 'steal', to: 'e' }]) });
+    const res = await t.api.post('/api/definitions', {
+      xml: buildBpmn(
+        'thief',
+        [
+          { id: 'steal', type: 'eventStart', message: 'order-placed' },
+          { id: 'e', type: 'endEvent' },
+        ],
+        [{ from: 'steal', to: 'e' }],
+      ),
+    });
     expect(res.status).toBe(400);
     expect(res.body.type).toBe('CompileError');
-    expect(res.body.details).toEqual([{ elementId: 'steal', severity: 'error', message: expect.stringContaining('already starts process order_on_message') }]);
-    const v2 = await deploy(t.api, orderBpmn.replace('<bpmn:process id="order_on_message" isExecutable="true">', '<bpmn:process id="order_on_message" name="Order v2" isExecutable="true">'));
+    expect(res.body.details).toEqual([
+      { elementId: 'steal', severity: 'error', message: expect.stringContaining('already starts process order_on_message') },
+    ]);
+    const v2 = await deploy(
+      t.api,
+      orderBpmn.replace(
+        '<bpmn:process id="order_on_message" isExecutable="true">',
+        '<bpmn:process id="order_on_message" name="Order v2" isExecutable="true">',
+      ),
+    );
     expect(v2.version).toBe(2);
     const res2 = await t.api.post('/api/messages', { name: 'order-placed', businessKey: 'ord-v2' });
     expect((await instanceOf(t.api, res2.body.instanceId)).version).toBe(2);
@@ -176,7 +251,12 @@ describe('signal start events', () => {
 
 describe('/engine-rest/message and /engine-rest/signal start instances too', () => {
   it('message: a start message with a business key starts one instance and answers its result; the same key again correlates nothing new', async () => {
-    const res = await engineRest(t.url, 'POST', '/message', { messageName: 'order-placed', businessKey: 'ord-c7', processVariables: { total: { value: 5, type: 'Integer' } }, resultEnabled: true });
+    const res = await engineRest(t.url, 'POST', '/message', {
+      messageName: 'order-placed',
+      businessKey: 'ord-c7',
+      processVariables: { total: { value: 5, type: 'Integer' } },
+      resultEnabled: true,
+    });
     expect(res.status).toBe(200);
     const id = res.body[0].execution.id as string;
     expect(await instanceOf(t.api, id)).toMatchObject({ businessKey: 'ord-c7', variables: { total: 5 } });
@@ -187,9 +267,13 @@ describe('/engine-rest/message and /engine-rest/signal start instances too', () 
   });
 
   it('signal: starts one instance per signal start definition', async () => {
-    const before = (await t.db.pool.query(`select count(*)::int as n from instances where definition_key in ('count_cellar', 'count_shelves')`)).rows[0].n;
+    const before = (
+      await t.db.pool.query(`select count(*)::int as n from instances where definition_key in ('count_cellar', 'count_shelves')`)
+    ).rows[0].n;
     expect((await engineRest(t.url, 'POST', '/signal', { name: 'inventory-day' })).status).toBe(204);
-    const after = (await t.db.pool.query(`select count(*)::int as n from instances where definition_key in ('count_cellar', 'count_shelves')`)).rows[0].n;
+    const after = (
+      await t.db.pool.query(`select count(*)::int as n from instances where definition_key in ('count_cellar', 'count_shelves')`)
+    ).rows[0].n;
     expect(after - before).toBe(2);
   });
 });

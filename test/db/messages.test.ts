@@ -7,21 +7,46 @@ let t: TestServer;
 beforeAll(async () => {
   t = await startTestServer();
   // start -> prepare (task) -> wait for "payment" (keyed by orderId) -> ship (task) -> end
-  await deploy(t.api, buildBpmn('payment', [
-    { id: 's', type: 'startEvent' },
-    { id: 'prepare', type: 'serviceTask', topic: 'prepare' },
-    { id: 'paid', type: 'catchEvent', message: 'payment', correlationKey: 'orderId' },
-    { id: 'ship', type: 'serviceTask', topic: 'ship' },
-    { id: 'e', type: 'endEvent' },
-  ], [{ from: 's', to: 'prepare' }, { from: 'prepare', to: 'paid' }, { from: 'paid', to: 'ship' }, { from: 'ship', to: 'e' }]));
+  await deploy(
+    t.api,
+    buildBpmn(
+      'payment',
+      [
+        { id: 's', type: 'startEvent' },
+        { id: 'prepare', type: 'serviceTask', topic: 'prepare' },
+        { id: 'paid', type: 'catchEvent', message: 'payment', correlationKey: 'orderId' },
+        { id: 'ship', type: 'serviceTask', topic: 'ship' },
+        { id: 'e', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'prepare' },
+        { from: 'prepare', to: 'paid' },
+        { from: 'paid', to: 'ship' },
+        { from: 'ship', to: 'e' },
+      ],
+    ),
+  );
   // Correlated by business key, with a message boundary that cancels the task and a signal catch.
-  await deploy(t.api, buildBpmn('cancellable', [
-    { id: 's', type: 'startEvent' },
-    { id: 'work', type: 'serviceTask', topic: 'cancellable-work' },
-    { id: 'stop', type: 'boundaryEvent', attachedTo: 'work', message: 'stop-order' },
-    { id: 'go', type: 'catchEvent', signal: 'go-live' },
-    { id: 'e1', type: 'endEvent' }, { id: 'e2', type: 'endEvent' },
-  ], [{ from: 's', to: 'work' }, { from: 'work', to: 'go' }, { from: 'go', to: 'e1' }, { from: 'stop', to: 'e2' }]));
+  await deploy(
+    t.api,
+    buildBpmn(
+      'cancellable',
+      [
+        { id: 's', type: 'startEvent' },
+        { id: 'work', type: 'serviceTask', topic: 'cancellable-work' },
+        { id: 'stop', type: 'boundaryEvent', attachedTo: 'work', message: 'stop-order' },
+        { id: 'go', type: 'catchEvent', signal: 'go-live' },
+        { id: 'e1', type: 'endEvent' },
+        { id: 'e2', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'work' },
+        { from: 'work', to: 'go' },
+        { from: 'go', to: 'e1' },
+        { from: 'stop', to: 'e2' },
+      ],
+    ),
+  );
 });
 afterAll(async () => {
   await t.close();
@@ -37,12 +62,22 @@ async function advanceToWait(orderId: string): Promise<string> {
 describe('messages', () => {
   it('given a waiting catch, when the message comes, then it is matched, its variables merge and the token moves on', async () => {
     const id = await advanceToWait('o-1');
-    const res = await t.api.post('/api/messages', { name: 'payment', correlationKey: 'o-1', messageId: 'pay-o-1', variables: { amount: 42 } });
+    const res = await t.api.post('/api/messages', {
+      name: 'payment',
+      correlationKey: 'o-1',
+      messageId: 'pay-o-1',
+      variables: { amount: 42 },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'matched', instanceId: id, messageId: 'pay-o-1' });
     const ship = await fetchOne(t.api, 'w', 'ship');
     expect(ship.variables).toMatchObject({ orderId: 'o-1', amount: 42 });
-    const again = await t.api.post('/api/messages', { name: 'payment', correlationKey: 'o-1', messageId: 'pay-o-1', variables: { amount: 99 } });
+    const again = await t.api.post('/api/messages', {
+      name: 'payment',
+      correlationKey: 'o-1',
+      messageId: 'pay-o-1',
+      variables: { amount: 99 },
+    });
     expect(again.status).toBe(200);
     expect(again.body).toEqual({ status: 'duplicate', instanceId: id, messageId: 'pay-o-1' });
     await complete(t.api, ship, 'w');
@@ -59,7 +94,9 @@ describe('messages', () => {
     const ship = await fetchOne(t.api, 'w', 'ship');
     expect(ship.instanceId).toBe(id);
     expect(ship.variables.early).toBe(true);
-    const { rows } = await t.db.pool.query(`select state, instance_id from messages where message_id = $1`, [early.body.messageId]);
+    const { rows } = await t.db.pool.query(`select state, instance_id from messages where message_id = $1`, [
+      early.body.messageId,
+    ]);
     expect(rows).toEqual([{ state: 'matched', instance_id: id }]);
     await complete(t.api, ship, 'w');
   });
@@ -73,7 +110,11 @@ describe('messages', () => {
   });
 
   it('given an instanceId no instance has, then 404 NotFound and nothing is stored', async () => {
-    const res = await t.api.post('/api/messages', { name: 'payment', instanceId: '00000000-0000-4000-8000-000000000000', messageId: 'lost-2' });
+    const res = await t.api.post('/api/messages', {
+      name: 'payment',
+      instanceId: '00000000-0000-4000-8000-000000000000',
+      messageId: 'lost-2',
+    });
     expect(res.status).toBe(404);
     expect(res.body.type).toBe('NotFound');
     const { rowCount } = await t.db.pool.query(`select 1 from messages where message_id = 'lost-2'`);
@@ -83,7 +124,10 @@ describe('messages', () => {
   it('given the longest ttl, then the message is kept for 30 days', async () => {
     const res = await t.api.post('/api/messages', { name: 'payment', correlationKey: 'o-later', ttlMs: 2_592_000_000 });
     expect(res.status).toBe(202);
-    const { rows } = await t.db.pool.query(`select round(extract(epoch from expires_at - received_at) / 86400) as days from messages where message_id = $1`, [res.body.messageId]);
+    const { rows } = await t.db.pool.query(
+      `select round(extract(epoch from expires_at - received_at) / 86400) as days from messages where message_id = $1`,
+      [res.body.messageId],
+    );
     expect(Number(rows[0].days)).toBe(30);
   });
 
@@ -120,7 +164,9 @@ describe('messages', () => {
     for (let round = 0; round < 50; round++) {
       const key = `dup-${round}`;
       const id = await advanceToWait(key);
-      const results = await Promise.all([1, 2].map(() => t.api.post('/api/messages', { name: 'payment', correlationKey: key, messageId: `d-${key}` })));
+      const results = await Promise.all(
+        [1, 2].map(() => t.api.post('/api/messages', { name: 'payment', correlationKey: key, messageId: `d-${key}` })),
+      );
       expect(results.map((r) => r.body.status).sort()).toEqual(['duplicate', 'matched']);
       const ship = await fetchOne(t.api, 'w', 'ship');
       expect(ship.instanceId).toBe(id);

@@ -11,36 +11,88 @@ let t: TestServer;
 
 /** s -> each (multi-instance) -> after -> e; an error boundary BOUNCED on each -> bounced -> e2 */
 function loopBpmn(id: string, multiInstance: MultiInstance, retries = 3): string {
-  return buildBpmn(id, [
-    { id: 's', type: 'startEvent' },
-    { id: 'each', type: 'serviceTask', topic: `${id}-each`, retries, multiInstance },
-    { id: 'bounce', type: 'boundaryEvent', attachedTo: 'each', error: { code: 'BOUNCED' } },
-    { id: 'after', type: 'serviceTask', topic: `${id}-after` },
-    { id: 'bounced', type: 'serviceTask', topic: `${id}-bounced` },
-    { id: 'e', type: 'endEvent' }, { id: 'e2', type: 'endEvent' },
-  ], [{ from: 's', to: 'each' }, { from: 'each', to: 'after' }, { from: 'after', to: 'e' }, { from: 'bounce', to: 'bounced' }, { from: 'bounced', to: 'e2' }]);
+  return buildBpmn(
+    id,
+    [
+      { id: 's', type: 'startEvent' },
+      { id: 'each', type: 'serviceTask', topic: `${id}-each`, retries, multiInstance },
+      { id: 'bounce', type: 'boundaryEvent', attachedTo: 'each', error: { code: 'BOUNCED' } },
+      { id: 'after', type: 'serviceTask', topic: `${id}-after` },
+      { id: 'bounced', type: 'serviceTask', topic: `${id}-bounced` },
+      { id: 'e', type: 'endEvent' },
+      { id: 'e2', type: 'endEvent' },
+    ],
+    [
+      { from: 's', to: 'each' },
+      { from: 'each', to: 'after' },
+      { from: 'after', to: 'e' },
+      { from: 'bounce', to: 'bounced' },
+      { from: 'bounced', to: 'e2' },
+    ],
+  );
 }
 
 beforeAll(async () => {
   t = await startTestServer();
-  await deploy(t.api, loopBpmn('mi_par', { collection: 'recipients', elementVariable: 'recipient', outputCollection: 'receipts', outputElement: '= receipt' }));
-  await deploy(t.api, loopBpmn('mi_seq', { collection: '${legs}', elementVariable: 'leg', sequential: true, outputCollection: 'booked' }));
-  await deploy(t.api, loopBpmn('mi_quorum', { collection: 'voters', elementVariable: 'voter', completionCondition: '${nrOfCompletedInstances >= 2}', outputCollection: 'votes', outputElement: '= vote' }));
+  await deploy(
+    t.api,
+    loopBpmn('mi_par', {
+      collection: 'recipients',
+      elementVariable: 'recipient',
+      outputCollection: 'receipts',
+      outputElement: '= receipt',
+    }),
+  );
+  await deploy(
+    t.api,
+    loopBpmn('mi_seq', { collection: '${legs}', elementVariable: 'leg', sequential: true, outputCollection: 'booked' }),
+  );
+  await deploy(
+    t.api,
+    loopBpmn('mi_quorum', {
+      collection: 'voters',
+      elementVariable: 'voter',
+      completionCondition: '${nrOfCompletedInstances >= 2}',
+      outputCollection: 'votes',
+      outputElement: '= vote',
+    }),
+  );
   await deploy(t.api, loopBpmn('mi_fragile', { collection: 'parts', elementVariable: 'part' }, 0));
-  await deploy(t.api, buildBpmn('mi_timed', [
-    { id: 's', type: 'startEvent' },
-    { id: 'each', type: 'serviceTask', topic: 'mi_timed-each', multiInstance: { collection: 'jobs', elementVariable: 'job' } },
-    { id: 'late', type: 'boundaryEvent', attachedTo: 'each', timer: { duration: 'PT0.3S' } },
-    { id: 'giveUp', type: 'serviceTask', topic: 'mi_timed-give-up' },
-    { id: 'e', type: 'endEvent' }, { id: 'e2', type: 'endEvent' },
-  ], [{ from: 's', to: 'each' }, { from: 'each', to: 'e' }, { from: 'late', to: 'giveUp' }, { from: 'giveUp', to: 'e2' }]));
+  await deploy(
+    t.api,
+    buildBpmn(
+      'mi_timed',
+      [
+        { id: 's', type: 'startEvent' },
+        {
+          id: 'each',
+          type: 'serviceTask',
+          topic: 'mi_timed-each',
+          multiInstance: { collection: 'jobs', elementVariable: 'job' },
+        },
+        { id: 'late', type: 'boundaryEvent', attachedTo: 'each', timer: { duration: 'PT0.3S' } },
+        { id: 'giveUp', type: 'serviceTask', topic: 'mi_timed-give-up' },
+        { id: 'e', type: 'endEvent' },
+        { id: 'e2', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'each' },
+        { from: 'each', to: 'e' },
+        { from: 'late', to: 'giveUp' },
+        { from: 'giveUp', to: 'e2' },
+      ],
+    ),
+  );
 });
 afterAll(async () => {
   await t.close();
 });
 
 async function taskRows(id: string): Promise<{ loop_index: number; state: string; idempotency_key: string }[]> {
-  const { rows } = await t.db.pool.query(`select loop_index, state, idempotency_key from external_tasks where instance_id = $1 and step_id = 'each' order by loop_index`, [id]);
+  const { rows } = await t.db.pool.query(
+    `select loop_index, state, idempotency_key from external_tasks where instance_id = $1 and step_id = 'each' order by loop_index`,
+    [id],
+  );
   return rows;
 }
 
@@ -74,9 +126,15 @@ describe('parallel multi-instance', () => {
     await complete(t.api, after, 'w');
     const done = await waitForStatus(t.api, id, 'completed');
     expect(done.variables.receipts).toEqual(['r-ann', 'r-bob', 'r-cy']);
-    expect((await taskRows(id)).map((r) => [r.loop_index, r.state])).toEqual([[0, 'done'], [1, 'done'], [2, 'done']]);
+    expect((await taskRows(id)).map((r) => [r.loop_index, r.state])).toEqual([
+      [0, 'done'],
+      [1, 'done'],
+      [2, 'done'],
+    ]);
     const history = await t.api.get(`/api/instances/${id}/history`);
-    const kinds = (history.body.items as { kind: string; stepId?: string }[]).filter((e) => e.stepId === 'each').map((e) => e.kind);
+    const kinds = (history.body.items as { kind: string; stepId?: string }[])
+      .filter((e) => e.stepId === 'each')
+      .map((e) => e.kind);
     expect(kinds.filter((k) => k === 'loop:element_completed')).toHaveLength(3);
     expect(kinds.filter((k) => k === 'loop:completed')).toHaveLength(1);
   });
@@ -89,7 +147,13 @@ describe('parallel multi-instance', () => {
     await complete(t.api, after, 'w');
     const bad = await start(t.api, 'mi_par', { variables: { recipients: 'ann' } });
     const instance = await waitForStatus(t.api, bad, 'incident');
-    expect(instance.incidents).toEqual([expect.objectContaining({ stepId: 'each', kind: 'condition_error', message: expect.stringContaining('Collection of multi-instance task each') })]);
+    expect(instance.incidents).toEqual([
+      expect.objectContaining({
+        stepId: 'each',
+        kind: 'condition_error',
+        message: expect.stringContaining('Collection of multi-instance task each'),
+      }),
+    ]);
     const retried = await t.api.post(`/api/incidents/${instance.incidents[0].id}/retry`, { variables: { recipients: ['zoe'] } });
     expect(retried.status).toBe(200);
     const zoe = await fetchOne(t.api, 'w', 'mi_par-each');
@@ -106,7 +170,11 @@ describe('parallel multi-instance', () => {
     expect(late.body.type).toBe('LockLost');
     const after = await fetchOne(t.api, 'w', 'mi_quorum-after');
     expect(after.variables.votes).toEqual(['no', null, 'yes']);
-    expect((await taskRows(id)).map((r) => [r.loop_index, r.state])).toEqual([[0, 'done'], [1, 'canceled'], [2, 'done']]);
+    expect((await taskRows(id)).map((r) => [r.loop_index, r.state])).toEqual([
+      [0, 'done'],
+      [1, 'canceled'],
+      [2, 'done'],
+    ]);
     await complete(t.api, after, 'w');
     await waitForStatus(t.api, id, 'completed');
   });
@@ -114,7 +182,11 @@ describe('parallel multi-instance', () => {
   it('given a BPMN error from one element, then the step boundary catches it and the other elements are canceled', async () => {
     const id = await start(t.api, 'mi_par', { variables: { recipients: ['x1', 'x2'] } });
     const [x1, x2] = await fetchAll('mi_par-each', 2);
-    const res = await t.api.post(`/api/external-tasks/${(x2 as LockedTask).id}/bpmn-error`, { workerId: 'w', lockToken: (x2 as LockedTask).lockToken, errorCode: 'BOUNCED' });
+    const res = await t.api.post(`/api/external-tasks/${(x2 as LockedTask).id}/bpmn-error`, {
+      workerId: 'w',
+      lockToken: (x2 as LockedTask).lockToken,
+      errorCode: 'BOUNCED',
+    });
     expect(res.status).toBe(204);
     expect((await complete(t.api, x1 as LockedTask, 'w')).status).toBe(409);
     const bounced = await fetchOne(t.api, 'w', 'mi_par-bounced');
@@ -123,13 +195,20 @@ describe('parallel multi-instance', () => {
     const done = await waitForStatus(t.api, id, 'completed');
     const status = Object.fromEntries(done.steps.map((s: { stepId: string; status: string }) => [s.stepId, s.status]));
     expect(status).toMatchObject({ each: 'canceled', bounce: 'completed', after: 'skipped', bounced: 'completed' });
-    expect((await taskRows(id)).map((r) => [r.loop_index, r.state])).toEqual([[0, 'canceled'], [1, 'done']]);
+    expect((await taskRows(id)).map((r) => [r.loop_index, r.state])).toEqual([
+      [0, 'canceled'],
+      [1, 'done'],
+    ]);
   });
 
   it('given an element out of retries, then an incident holds that element only; the others complete; retrying the incident runs that element again and the step completes', async () => {
     const id = await start(t.api, 'mi_fragile', { variables: { parts: ['p1', 'p2'] } });
     const [p1, p2] = await fetchAll('mi_fragile-each', 2);
-    const failed = await t.api.post(`/api/external-tasks/${(p1 as LockedTask).id}/failure`, { workerId: 'w', lockToken: (p1 as LockedTask).lockToken, errorMessage: 'printer jam' });
+    const failed = await t.api.post(`/api/external-tasks/${(p1 as LockedTask).id}/failure`, {
+      workerId: 'w',
+      lockToken: (p1 as LockedTask).lockToken,
+      errorMessage: 'printer jam',
+    });
     expect(failed.status).toBe(204);
     const incident = (await waitForStatus(t.api, id, 'incident')).incidents[0];
     expect(incident).toMatchObject({ stepId: 'each', kind: 'task_failed' });
@@ -153,7 +232,11 @@ describe('boundaries on a multi-instance step', () => {
     const giveUp = await fetchOne(t.api, 'w', 'mi_timed-give-up');
     expect(giveUp.instanceId).toBe(id);
     expect((await complete(t.api, j2 as LockedTask, 'w')).status).toBe(409);
-    expect((await taskRows(id)).map((r) => [r.loop_index, r.state])).toEqual([[0, 'done'], [1, 'canceled'], [2, 'canceled']]);
+    expect((await taskRows(id)).map((r) => [r.loop_index, r.state])).toEqual([
+      [0, 'done'],
+      [1, 'canceled'],
+      [2, 'canceled'],
+    ]);
     await complete(t.api, giveUp, 'w');
     const done = await waitForStatus(t.api, id, 'completed');
     const status = Object.fromEntries(done.steps.map((s: { stepId: string; status: string }) => [s.stepId, s.status]));
@@ -162,7 +245,7 @@ describe('boundaries on a multi-instance step', () => {
 });
 
 describe('sequential multi-instance', () => {
-  it('given three legs, then one task at a time in collection order; each result is the element worker\'s variables', async () => {
+  it("given three legs, then one task at a time in collection order; each result is the element worker's variables", async () => {
     const id = await start(t.api, 'mi_seq', { variables: { legs: ['BER-CDG', 'CDG-JFK', 'JFK-SFO'] } });
     const seen: unknown[] = [];
     for (let i = 0; i < 3; i++) {
@@ -171,7 +254,11 @@ describe('sequential multi-instance', () => {
       seen.push([task?.variables.leg, task?.variables.loopCounter]);
       await complete(t.api, task as LockedTask, 'w', { seat: `${i + 1}A` });
     }
-    expect(seen).toEqual([['BER-CDG', 0], ['CDG-JFK', 1], ['JFK-SFO', 2]]);
+    expect(seen).toEqual([
+      ['BER-CDG', 0],
+      ['CDG-JFK', 1],
+      ['JFK-SFO', 2],
+    ]);
     const after = await fetchOne(t.api, 'w', 'mi_seq-after');
     expect(after.variables.booked).toEqual([{ seat: '1A' }, { seat: '2A' }, { seat: '3A' }]);
     await complete(t.api, after, 'w');
@@ -180,12 +267,19 @@ describe('sequential multi-instance', () => {
 
   it('given a Camunda worker, then /engine-rest fetchAndLock gives it the element variable too', async () => {
     const id = await start(t.api, 'mi_seq', { variables: { legs: ['A-B'] } });
-    const fetched = await t.api.post('/engine-rest/external-task/fetchAndLock', { workerId: 'cw', maxTasks: 1, topics: [{ topicName: 'mi_seq-each', lockDuration: 10_000 }] });
+    const fetched = await t.api.post('/engine-rest/external-task/fetchAndLock', {
+      workerId: 'cw',
+      maxTasks: 1,
+      topics: [{ topicName: 'mi_seq-each', lockDuration: 10_000 }],
+    });
     expect(fetched.status).toBe(200);
     expect(fetched.body[0].processInstanceId).toBe(id);
     expect(fetched.body[0].variables.leg).toMatchObject({ value: 'A-B' });
     expect(fetched.body[0].variables.loopCounter).toMatchObject({ value: 0 });
-    const done = await t.api.post(`/engine-rest/external-task/${fetched.body[0].id}/complete`, { workerId: 'cw', variables: { seat: { value: '9C', type: 'String' } } });
+    const done = await t.api.post(`/engine-rest/external-task/${fetched.body[0].id}/complete`, {
+      workerId: 'cw',
+      variables: { seat: { value: '9C', type: 'String' } },
+    });
     expect(done.status).toBe(204);
     const after = await fetchOne(t.api, 'w', 'mi_seq-after');
     expect(after.variables.booked).toEqual([{ seat: '9C' }]);

@@ -25,16 +25,24 @@ async function counts(instanceId: string): Promise<{ events: number; revision: n
   const { rows } = await t.db.pool.query(
     `select (select count(*)::int from events where instance_id = $1) as events,
             (select revision from instances where id = $1) as revision,
-            (select string_agg(state, ',' order by step_id) from external_tasks where instance_id = $1) as "taskState"`, [instanceId]);
+            (select string_agg(state, ',' order by step_id) from external_tasks where instance_id = $1) as "taskState"`,
+    [instanceId],
+  );
   return rows[0];
 }
 
 /** A guarded write of a made-up completion from what `read` saw. */
-async function writeFrom(read: NonNullable<Awaited<ReturnType<typeof readTaskTransition>>>, holder: { workerId: string; lockToken: string }) {
+async function writeFrom(
+  read: NonNullable<Awaited<ReturnType<typeof readTaskTransition>>>,
+  holder: { workerId: string; lockToken: string },
+) {
   const fx = emptyEffects();
   fx.events.push({ kind: 'task:completed', stepId: read.task.step_id, taskId: read.task.id, data: {} });
   return applyEffects(t.db.pool, {
-    instance: read.instance, effects: fx, status: 'running', variables: read.instance.variables,
+    instance: read.instance,
+    effects: fx,
+    status: 'running',
+    variables: read.instance.variables,
     guard: { revision: read.instance.revision, completes: { taskId: read.task.id, ...holder } },
   });
 }
@@ -49,7 +57,9 @@ describe('optimistic complete', () => {
     // Branch b completes in the window: the instance's revision moves on.
     expect((await complete(t.api, b, 'w')).status).toBe(204);
     const before = await counts(id);
-    await expect(writeFrom(stale, { workerId: 'w', lockToken: a.lockToken })).rejects.toMatchObject({ code: TRANSITION_GUARD_LOST });
+    await expect(writeFrom(stale, { workerId: 'w', lockToken: a.lockToken })).rejects.toMatchObject({
+      code: TRANSITION_GUARD_LOST,
+    });
     expect(await counts(id)).toEqual(before);
     // The real complete of a, read afresh, still goes through and the join fires once.
     expect((await complete(t.api, a, 'w')).status).toBe(204);
@@ -59,17 +69,22 @@ describe('optimistic complete', () => {
     expect(kinds.filter((k) => k === 'instance:completed')).toHaveLength(1);
   });
 
-  it('given a lease that expired and went to another worker in the window, then the first holder\'s write raises BT409 and the heir keeps the task', async () => {
+  it("given a lease that expired and went to another worker in the window, then the first holder's write raises BT409 and the heir keeps the task", async () => {
     const id = await start(t.api, 'opt-single');
     const first = await fetchOne(t.api, 'w1', 'opt-single', 60_000);
     const stale = (await readTaskTransition(t.db.pool, first.id))!;
     // The lease runs out and another worker locks the task: a new token, same instance revision.
     await t.db.pool.query(`update external_tasks set lock_expires_at = now() - interval '1 second' where id = $1`, [first.id]);
-    await t.db.pool.query(`update external_tasks set state = 'ready', worker_id = null, lock_token = null, lock_expires_at = null where id = $1`, [first.id]);
+    await t.db.pool.query(
+      `update external_tasks set state = 'ready', worker_id = null, lock_token = null, lock_expires_at = null where id = $1`,
+      [first.id],
+    );
     const heir = await fetchOne(t.api, 'w2', 'opt-single');
     const before = await counts(id);
     expect(before.taskState).toBe('locked');
-    await expect(writeFrom(stale, { workerId: 'w1', lockToken: first.lockToken })).rejects.toMatchObject({ code: TRANSITION_GUARD_LOST });
+    await expect(writeFrom(stale, { workerId: 'w1', lockToken: first.lockToken })).rejects.toMatchObject({
+      code: TRANSITION_GUARD_LOST,
+    });
     expect(await counts(id)).toEqual(before);
     // Through the API the late holder gets 409 and the heir completes.
     expect((await complete(t.api, first, 'w1')).status).toBe(409);
@@ -91,12 +106,17 @@ describe('optimistic complete', () => {
     const v1 = await deploy(t.api, singleTaskBpmn('opt-versions', 'opt-v1'));
     const first = await start(t.api, 'opt-versions');
     // Version 2 arrives behind this node's back (as from another node): its start cache is not told.
-    await t.db.pool.query(`insert into definitions (key, version, fingerprint, xml_sha256, xml, plan)
-                           select key, 2, fingerprint || '-2', xml_sha256 || '-2', xml, plan from definitions where id = $1`, [v1.id]);
+    await t.db.pool.query(
+      `insert into definitions (key, version, fingerprint, xml_sha256, xml, plan)
+                           select key, 2, fingerprint || '-2', xml_sha256 || '-2', xml, plan from definitions where id = $1`,
+      [v1.id],
+    );
     const second = await start(t.api, 'opt-versions');
     const pinned = await t.api.post('/api/instances', { definitionKey: 'opt-versions', version: 1 });
     expect(pinned.status).toBe(201);
-    const { rows } = await t.db.pool.query('select id, definition_version from instances where id = any($1)', [[first, second, pinned.body.id]]);
+    const { rows } = await t.db.pool.query('select id, definition_version from instances where id = any($1)', [
+      [first, second, pinned.body.id],
+    ]);
     const version = (id: string) => rows.find((r) => r.id === id)?.definition_version;
     expect([version(first), version(second), version(pinned.body.id)]).toEqual([1, 2, 1]);
   });

@@ -33,7 +33,13 @@ beforeAll(async () => {
   await notifier.start();
   engine.handOff = notifier;
   // key -> topic; handoff-b shares the topic of handoff
-  const topics = { handoff: 'handoff', 'handoff-b': 'handoff', 'handoff-limited': 'handoff-limited-task', 'handoff-late': 'handoff-late-task', 'handoff-camunda': 'handoff-camunda-task' };
+  const topics = {
+    handoff: 'handoff',
+    'handoff-b': 'handoff',
+    'handoff-limited': 'handoff-limited-task',
+    'handoff-late': 'handoff-late-task',
+    'handoff-camunda': 'handoff-camunda-task',
+  };
   for (const [key, topic] of Object.entries(topics)) await deployDefinition(engine, singleTaskBpmn(key, topic));
 });
 afterAll(async () => {
@@ -41,14 +47,17 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const poll = (workerId: string, topic: string, opts: { waitMs?: number; maxTasks?: number; on?: { engine: Engine; notifier: TaskNotifier } } = {}) =>
-  parkPoll(opts.on ?? { engine, notifier }, workerId, topic, opts);
+const poll = (
+  workerId: string,
+  topic: string,
+  opts: { waitMs?: number; maxTasks?: number; on?: { engine: Engine; notifier: TaskNotifier } } = {},
+) => parkPoll(opts.on ?? { engine, notifier }, workerId, topic, opts);
 
 /** Waits until `n` polls are parked on the notifier (their first fetch found nothing). */
 async function parked(n = 1, on: TaskNotifier = notifier): Promise<void> {
   await waitFor(async () => (on.parked >= n ? true : undefined), 5000, `${n} parked poll(s)`);
   // subscribed before the first fetch: parked once that fetch has answered, which a claim shows
-  await waitFor(async () => (await isParked(on)) ? true : undefined, 5000, 'the poll to park');
+  await waitFor(async () => ((await isParked(on)) ? true : undefined), 5000, 'the poll to park');
 }
 
 // A claim taken and given back at once is how a test sees that a poll is parked and unrung.
@@ -71,7 +80,9 @@ async function taskOf(instanceId: string) {
 /** The instance's events with the transaction that wrote each (xmin). */
 async function history(instanceId: string) {
   const { rows } = await db.pool.query<{ kind: string; attempt: number | null; data: Record<string, unknown>; tx: string }>(
-    'select kind, attempt, data, xmin::text as tx from events where instance_id = $1 order by seq', [instanceId]);
+    'select kind, attempt, data, xmin::text as tx from events where instance_id = $1 order by seq',
+    [instanceId],
+  );
   return rows;
 }
 
@@ -87,7 +98,7 @@ const holding = (sql: string) => holdLocks(db, sql);
 const blockStartsOf = (key: string) => holding(`select id from definitions where key = '${key}' for update`);
 
 describe('hand-off of a new task to a parked poll of this node', () => {
-  it('given a parked poll, when an instance starts, then the poll answers its task locked in the start\'s own transaction, as fetch-and-lock answers it', async () => {
+  it("given a parked poll, when an instance starts, then the poll answers its task locked in the start's own transaction, as fetch-and-lock answers it", async () => {
     const p = poll('hand-1', 'handoff');
     await parked();
     const id = await startedId('handoff', 'bk-1');
@@ -109,18 +120,27 @@ describe('hand-off of a new task to a parked poll of this node', () => {
     // frames equal the history, with what the trigger would have framed for task:locked
     const { rows: frames } = await db.pool.query('select kind, data from frames where instance_id = $1 order by seq', [id]);
     expect(frames.map((f) => f.kind)).toEqual(events.map((e) => e.kind));
-    expect(frames.at(-1)!.data).toEqual({ stepId: 'work', taskId: row.id, attempt: 1, workerId: 'hand-1', trafficWaitMs: 0, lockExpiresAt: locked.data.lockExpiresAt });
+    expect(frames.at(-1)!.data).toEqual({
+      stepId: 'work',
+      taskId: row.id,
+      attempt: 1,
+      workerId: 'hand-1',
+      trafficWaitMs: 0,
+      lockExpiresAt: locked.data.lockExpiresAt,
+    });
 
     // The same task given back and fetched: the answers have the same fields and values, but the lease.
     expect((await unlockTask(db.pool, { taskId: row.id, workerId: 'hand-1', lockToken: task!.lock_token! })).ok).toBe(true);
-    const { tasks: [fetched] } = await fetchAndLock(db.pool, { workerId: 'hand-1', maxTasks: 1, topics: [{ name: 'handoff', lockDurationMs: 45_000 }] });
+    const {
+      tasks: [fetched],
+    } = await fetchAndLock(db.pool, { workerId: 'hand-1', maxTasks: 1, topics: [{ name: 'handoff', lockDurationMs: 45_000 }] });
     expect(Object.keys(task!).sort()).toEqual(Object.keys(fetched!).sort());
     const lease = (v: ReturnType<typeof lockedTaskView>) => ({ ...v, lockToken: 'x', lockExpiresAt: 'x', attempt: 0 });
     expect(lease(lockedTaskView(task!))).toEqual(lease(lockedTaskView(fetched!)));
     expect(lockedTaskView(task!).businessKey).toBe('bk-1');
   });
 
-  it('given a parked poll, when a start loses its guard (business key taken), then the poll stays parked and takes the next start\'s task', async () => {
+  it("given a parked poll, when a start loses its guard (business key taken), then the poll stays parked and takes the next start's task", async () => {
     await startedId('handoff', 'taken');
     await fetchAndLock(db.pool, { workerId: 'other', maxTasks: 10, topics: [{ name: 'handoff', lockDurationMs: 45_000 }] });
     const p = poll('hand-2', 'handoff');
@@ -131,7 +151,9 @@ describe('hand-off of a new task to a parked poll of this node', () => {
     expect(p.settled()).toBe(false);
     const id = await startedId('handoff');
     expect((await p.answer).map((t) => t.instance_id)).toEqual([id]);
-    const { rows } = await db.pool.query(`select count(*)::int as n from external_tasks where state = 'locked' and worker_id = 'hand-2'`);
+    const { rows } = await db.pool.query(
+      `select count(*)::int as n from external_tasks where state = 'locked' and worker_id = 'hand-2'`,
+    );
     expect(rows[0].n).toBe(1);
   });
 
@@ -139,7 +161,8 @@ describe('hand-off of a new task to a parked poll of this node', () => {
     const p = poll('hand-3', 'handoff');
     await parked();
     // the business key is taken by a transaction that commits while the first start waits for it: it then loses its guard
-    const block = await holding(`insert into instances (definition_id, definition_key, definition_version, business_key, variables, revision)
+    const block =
+      await holding(`insert into instances (definition_id, definition_key, definition_version, business_key, variables, revision)
                                  select id, key, version, 'raced', '{}', 0 from definitions where key = 'handoff'`);
     const first = startInstance(engine, { definitionKey: 'handoff', businessKey: 'raced' });
     await waitFor(async () => ((await block.waiting()) ? true : undefined), 5000, 'the first start to wait');
@@ -153,7 +176,7 @@ describe('hand-off of a new task to a parked poll of this node', () => {
     expect(new Set((await history(second)).map((e) => e.tx)).size).toBe(2); // fetched: its own commit
   });
 
-  it('given a start blocked while holding a poll, when the poll\'s caller leaves, then the task is unlocked at once once the start commits, and fetched normally', async () => {
+  it("given a start blocked while holding a poll, when the poll's caller leaves, then the task is unlocked at once once the start commits, and fetched normally", async () => {
     const p = poll('hand-4', 'handoff');
     await parked();
     const block = await blockStartsOf('handoff');
@@ -168,11 +191,15 @@ describe('hand-off of a new task to a parked poll of this node', () => {
     const id = r.ok ? r.instance.id : '';
     expect((await history(id)).map((e) => e.kind).slice(-2)).toEqual(['task:locked', 'task:unlocked']);
     expect((await taskOf(id)).state).toBe('ready');
-    const { tasks } = await fetchAndLock(db.pool, { workerId: 'heir', maxTasks: 1, topics: [{ name: 'handoff', lockDurationMs: 45_000 }] });
+    const { tasks } = await fetchAndLock(db.pool, {
+      workerId: 'heir',
+      maxTasks: 1,
+      topics: [{ name: 'handoff', lockDurationMs: 45_000 }],
+    });
     expect(tasks.map((t) => [t.instance_id, t.attempt])).toEqual([[id, 2]]);
   });
 
-  it('given a start blocked while holding a poll, when the poll\'s wait runs out, then the poll still answers the task once the start commits', async () => {
+  it("given a start blocked while holding a poll, when the poll's wait runs out, then the poll still answers the task once the start commits", async () => {
     const p = poll('hand-5', 'handoff', { waitMs: 400 });
     await parked();
     const block = await blockStartsOf('handoff');
@@ -195,14 +222,23 @@ describe('hand-off of a new task to a parked poll of this node', () => {
     expect(handed).toHaveLength(1);
     const other = ids.find((id) => id !== handed[0]!.instance_id)!;
     expect((await taskOf(other)).state).toBe('ready');
-    const { tasks } = await fetchAndLock(db.pool, { workerId: 'hand-6b', maxTasks: 5, topics: [{ name: 'handoff', lockDurationMs: 45_000 }] });
+    const { tasks } = await fetchAndLock(db.pool, {
+      workerId: 'hand-6b',
+      maxTasks: 5,
+      topics: [{ name: 'handoff', lockDurationMs: 45_000 }],
+    });
     expect(tasks.map((t) => t.instance_id)).toEqual([other]);
-    const { rows } = await db.pool.query(`select instance_id, count(*)::int as n from events where kind = 'task:locked' and instance_id = any($1::uuid[]) group by 1`, [ids]);
+    const { rows } = await db.pool.query(
+      `select instance_id, count(*)::int as n from events where kind = 'task:locked' and instance_id = any($1::uuid[]) group by 1`,
+      [ids],
+    );
     expect(rows.map((r) => r.n)).toEqual([1, 1]);
   });
 
   it('given a poll parked on a flow-limited topic, when an instance starts, then no hand-off: the ring wakes the poll and the limited fetch locks the task', async () => {
-    expect((await putFlowLimit(db.pool, { resource: 'handoff-limited-task', maxConcurrent: 5, maxStartsPerSecond: 0 })).ok).toBe(true);
+    expect((await putFlowLimit(db.pool, { resource: 'handoff-limited-task', maxConcurrent: 5, maxStartsPerSecond: 0 })).ok).toBe(
+      true,
+    );
     const p = poll('hand-7', 'handoff-limited-task');
     await waitFor(async () => (notifier.parked > 0 ? true : undefined), 5000, 'the poll to subscribe');
     await new Promise((r) => setTimeout(r, 100)); // no claim can show it parked: it offers none
@@ -215,7 +251,9 @@ describe('hand-off of a new task to a parked poll of this node', () => {
   it('given a poll parked before a flow limit was put on its topic, when an instance starts, then the start does not hand the task over (its guard) and the limited fetch takes it', async () => {
     const p = poll('hand-8', 'handoff-late-task');
     await parked();
-    expect((await putFlowLimit(db.pool, { resource: 'handoff-late-task', maxConcurrent: 5, maxStartsPerSecond: 0 })).ok).toBe(true);
+    expect((await putFlowLimit(db.pool, { resource: 'handoff-late-task', maxConcurrent: 5, maxStartsPerSecond: 0 })).ok).toBe(
+      true,
+    );
     const id = await startedId('handoff-late');
     expect((await p.answer).map((t) => t.instance_id)).toEqual([id]);
     expect(new Set((await history(id)).map((e) => e.tx)).size).toBe(2);
@@ -223,7 +261,11 @@ describe('hand-off of a new task to a parked poll of this node', () => {
 
   it('given a Camunda long poll parked, when an instance starts, then it is woken by the ring and fetches (Camunda polls are not handed tasks)', async () => {
     const answer = fetchCamundaTasks(engine, notifier, {
-      workerId: 'camunda-1', maxTasks: 1, waitMs: 20_000, usePriority: true, createTimeOrder: 'asc',
+      workerId: 'camunda-1',
+      maxTasks: 1,
+      waitMs: 20_000,
+      usePriority: true,
+      createTimeOrder: 'asc',
       topics: [{ topicName: 'handoff-camunda-task', lockDuration: 45_000 }],
     });
     await waitFor(async () => (notifier.parked > 0 ? true : undefined), 5000, 'the Camunda poll to subscribe');
@@ -235,7 +277,7 @@ describe('hand-off of a new task to a parked poll of this node', () => {
     expect(new Set((await history(id)).map((e) => e.tx)).size).toBe(2);
   });
 
-  it('given two server nodes on one database, when a poll is parked on node A and the start runs on node B, then the doorbell wakes A\'s poll and it fetches the task', async () => {
+  it("given two server nodes on one database, when a poll is parked on node A and the start runs on node B, then the doorbell wakes A's poll and it fetches the task", async () => {
     const engineB = createEngine(db.pool, log);
     const notifierB = new TaskNotifier(db.url, log);
     await notifierB.start();
@@ -254,26 +296,46 @@ describe('hand-off of a new task to a parked poll of this node', () => {
     }
   });
 
-  it('given the server, when a native poll is parked over HTTP and an instance is started over HTTP, then the poll\'s answer is the task, locked in the start\'s transaction, in fetch-and-lock\'s JSON shape', async () => {
+  it("given the server, when a native poll is parked over HTTP and an instance is started over HTTP, then the poll's answer is the task, locked in the start's transaction, in fetch-and-lock's JSON shape", async () => {
     const t = await startTestServer();
     try {
       await t.api.post('/api/definitions', { xml: singleTaskBpmn('handoff-http', 'handoff-http') });
       const parkedAnswer = fetchTasks(t.api, 'http-1', ['handoff-http'], { maxTasks: 1, waitMs: 20_000 });
-      await waitFor(async () => {
-        const claim = t.server.notifier.claimPoll('handoff-http');
-        claim?.release();
-        return claim ? true : undefined;
-      }, 5000, 'the HTTP poll to park');
+      await waitFor(
+        async () => {
+          const claim = t.server.notifier.claimPoll('handoff-http');
+          claim?.release();
+          return claim ? true : undefined;
+        },
+        5000,
+        'the HTTP poll to park',
+      );
       const id = await start(t.api, 'handoff-http', { businessKey: 'http-bk', variables: { n: 1 } });
       const [task] = await parkedAnswer;
-      expect(task).toMatchObject({ instanceId: id, stepId: 'work', topic: 'handoff-http', businessKey: 'http-bk', attempt: 1, variables: { n: 1 } });
-      const { rows } = await t.db.pool.query('select count(distinct xmin::text)::int as n from events where instance_id = $1', [id]);
+      expect(task).toMatchObject({
+        instanceId: id,
+        stepId: 'work',
+        topic: 'handoff-http',
+        businessKey: 'http-bk',
+        attempt: 1,
+        variables: { n: 1 },
+      });
+      const { rows } = await t.db.pool.query('select count(distinct xmin::text)::int as n from events where instance_id = $1', [
+        id,
+      ]);
       expect(rows[0].n).toBe(1);
       // a fetch of the same task, given back, answers the same fields
-      expect((await t.api.post(`/api/external-tasks/${task!.id}/unlock`, { workerId: 'http-1', lockToken: task!.lockToken })).status).toBe(204);
+      expect(
+        (await t.api.post(`/api/external-tasks/${task!.id}/unlock`, { workerId: 'http-1', lockToken: task!.lockToken })).status,
+      ).toBe(204);
       const [fetched] = await fetchTasks(t.api, 'http-1', ['handoff-http'], { maxTasks: 1 });
       expect(Object.keys(task!).sort()).toEqual(Object.keys(fetched!).sort());
-      expect({ ...task, lockToken: '', lockExpiresAt: '', attempt: 0 }).toEqual({ ...fetched, lockToken: '', lockExpiresAt: '', attempt: 0 });
+      expect({ ...task, lockToken: '', lockExpiresAt: '', attempt: 0 }).toEqual({
+        ...fetched,
+        lockToken: '',
+        lockExpiresAt: '',
+        attempt: 0,
+      });
     } finally {
       await t.close();
     }

@@ -23,10 +23,14 @@ describe('plan cache', () => {
       const warm = createEngine(pool, pino({ level: 'silent' }));
       await deployDefinition(warm, singleTaskBpmn('cold-plan', 'cold-plan'));
       const cold = createEngine(pool, pino({ level: 'silent' })); // a restarted node: nothing cached
-      const starts = Promise.all(Array.from({ length: 6 }, (_, i) => startInstance(cold, { definitionKey: 'cold-plan', businessKey: `cold-${i}` })));
+      const starts = Promise.all(
+        Array.from({ length: 6 }, (_, i) => startInstance(cold, { definitionKey: 'cold-plan', businessKey: `cold-${i}` })),
+      );
       const outcome = await Promise.race([starts.then(() => 'done'), new Promise((r) => setTimeout(() => r('stuck'), 10_000))]);
       expect(outcome).toBe('done');
-      const { rows } = await pool.query<{ n: number }>(`select count(*)::int as n from instances where definition_key = 'cold-plan'`);
+      const { rows } = await pool.query<{ n: number }>(
+        `select count(*)::int as n from instances where definition_key = 'cold-plan'`,
+      );
       expect(rows[0]?.n).toBe(6);
     } finally {
       // A stuck pool never ends: do not wait for it longer than a moment.

@@ -28,7 +28,13 @@ afterAll(async () => {
   await db?.drop();
 });
 
-interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; 'Index Cond'?: string; Plans?: PlanNode[] }
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Index Cond'?: string;
+  Plans?: PlanNode[];
+}
 type Explained = { 'QUERY PLAN': [{ Plan: PlanNode }] };
 
 /** The scans of `table` in a plan, as "Node Type on index [cond]" strings. */
@@ -36,7 +42,9 @@ function scans(rows: Explained[], table: string): string[] {
   const out: string[] = [];
   const walk = (n: PlanNode) => {
     if (n['Relation Name'] === table && n['Node Type'].endsWith('Scan')) {
-      out.push(`${n['Node Type']}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}${n['Index Cond'] ? ` ${n['Index Cond']}` : ''}`);
+      out.push(
+        `${n['Node Type']}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}${n['Index Cond'] ? ` ${n['Index Cond']}` : ''}`,
+      );
     }
     (n.Plans ?? []).forEach(walk);
   };
@@ -45,9 +53,19 @@ function scans(rows: Explained[], table: string): string[] {
 }
 
 /** The statement a read sends (unnamed), prepared on `c` as `name`; then the plan `execute name(literals)` gets. */
-async function explainUnnamed(c: Queryable, name: string, literals: string, read: (q: Queryable) => Promise<unknown>): Promise<Explained[]> {
+async function explainUnnamed(
+  c: Queryable,
+  name: string,
+  literals: string,
+  read: (q: Queryable) => Promise<unknown>,
+): Promise<Explained[]> {
   let text = '';
-  await read({ query: ((config: string, values: unknown[]) => { text = config; return c.query(config, values); }) as Queryable['query'] });
+  await read({
+    query: ((config: string, values: unknown[]) => {
+      text = config;
+      return c.query(config, values);
+    }) as Queryable['query'],
+  });
   await c.query(`prepare ${name} as ${text}`);
   const { rows } = await c.query<Explained>(`explain (format json) execute ${name}(${literals})`);
   await c.query(`deallocate ${name}`);
@@ -60,19 +78,24 @@ describe('planner settings of the pool', () => {
     u.searchParams.set('options', '-c work_mem=7MB');
     const pool = createPool({ connectionString: u.toString(), max: 1 });
     try {
-      const { rows: [s] } = await pool.query(`select current_setting('plan_cache_mode') as mode, current_setting('enable_seqscan') as seqscan,
+      const {
+        rows: [s],
+      } = await pool.query(`select current_setting('plan_cache_mode') as mode, current_setting('enable_seqscan') as seqscan,
                                                      current_setting('jit') as jit, current_setting('work_mem') as work_mem`);
       expect(s).toEqual({ mode: 'force_generic_plan', seqscan: 'off', jit: 'off', work_mem: '7MB' });
       // A scan nothing can replace costs 10^10 now: never JIT-compiled (on a server built with LLVM it took 100-300 ms).
-      const { rows: [plan] } = await pool.query<{ 'QUERY PLAN': [Record<string, unknown>] }>(
-        `explain (analyze, format json) select md5(string_agg(x::text, '|')) from schema_migrations x`);
+      const {
+        rows: [plan],
+      } = await pool.query<{ 'QUERY PLAN': [Record<string, unknown>] }>(
+        `explain (analyze, format json) select md5(string_agg(x::text, '|')) from schema_migrations x`,
+      );
       expect(plan!['QUERY PLAN'][0]['JIT']).toBeUndefined();
     } finally {
       await pool.end();
     }
   });
 
-  it('given withPlannerDefaults, then its reads plan with PostgreSQL\'s defaults and the connection goes back to the pool\'s settings', async () => {
+  it("given withPlannerDefaults, then its reads plan with PostgreSQL's defaults and the connection goes back to the pool's settings", async () => {
     const pool = createPool({ connectionString: db.url, max: 1 });
     // reset_val: the server's setting, which `set local jit = default` brings back
     const settings = `select current_setting('plan_cache_mode') as mode, current_setting('enable_seqscan') as seqscan, current_setting('jit') as jit,
@@ -86,7 +109,7 @@ describe('planner settings of the pool', () => {
     }
   });
 
-  it('given the batch complete\'s statements first planned on empty tables, then after the tables grew they still find instances by index', async () => {
+  it("given the batch complete's statements first planned on empty tables, then after the tables grew they still find instances by index", async () => {
     const c = await db.pool.connect();
     try {
       // planned now, on empty tables (the template database was never analyzed)
@@ -100,7 +123,9 @@ describe('planner settings of the pool', () => {
       await c.query(`insert into external_tasks (instance_id, step_id, generation, topic, retries, retries_left, idempotency_key, state, worker_id, lock_token, lock_expires_at)
                      select id, 'work', 1, 'grown', 3, 3, id::text, 'locked', 'w', gen_random_uuid(), now() + interval '1 hour' from instances where definition_key = 'grown'`);
       await c.query('set session_replication_role = origin');
-      const { rows: [task] } = await c.query<{ id: string }>(`select id from external_tasks where topic = 'grown' limit 1`);
+      const {
+        rows: [task],
+      } = await c.query<{ id: string }>(`select id from external_tasks where topic = 'grown' limit 1`);
       const ids = `array['${task!.id}']::uuid[]`; // an id read back from the table
       const { rows: lock } = await c.query<Explained>(`explain (format json) execute lock_instances_of_tasks(${ids})`);
       expect(scans(lock, 'instances')).toEqual([expect.stringMatching(/^Index Scan on instances_pkey/)]);
@@ -116,10 +141,13 @@ describe('planner settings of the pool', () => {
       const c = await db.pool.connect();
       try {
         await c.query('set session_replication_role = replica');
-        await c.query(`insert into instances (id, definition_id, definition_key, definition_version, business_key, status, revision, created_at, ended_at)
+        await c.query(
+          `insert into instances (id, definition_id, definition_key, definition_version, business_key, status, revision, created_at, ended_at)
                        select gen_random_uuid(), gen_random_uuid(), 'listed', 1, 'bk-' || n, case when n <= $1 then 'running' else 'completed' end, 1,
                               now() - n * interval '1 second', case when n > $1 then now() - n * interval '1 second' end
-                         from generate_series(1, $2::int) n`, [RUNNING, RUNNING + ENDED]);
+                         from generate_series(1, $2::int) n`,
+          [RUNNING, RUNNING + ENDED],
+        );
         await c.query(`insert into incidents (instance_id, step_id, generation, kind, message, status, resolved_at)
                        select id, 'work', 1, 'task_failed', 'boom', 'resolved', now() from instances where definition_key = 'listed'`);
         // a done task and its history per ended instance; a ready task per running one, one of them locked
@@ -130,7 +158,9 @@ describe('planner settings of the pool', () => {
                         where id = (select id from external_tasks where topic = 'listed-task' and state = 'ready' limit 1)`);
         await c.query(`update external_tasks set state = 'failed', retries_left = 0
                         where id = (select id from external_tasks where topic = 'listed-task' and state = 'done' limit 1)`);
-        await c.query(`insert into events (instance_id, generation, kind, step_id) select instance_id, 1, 'task:completed', 'work' from external_tasks where state = 'done'`);
+        await c.query(
+          `insert into events (instance_id, generation, kind, step_id) select instance_id, 1, 'task:completed', 'work' from external_tasks where state = 'done'`,
+        );
         await c.query('set session_replication_role = origin');
         await c.query('analyze instances; analyze incidents; analyze external_tasks; analyze events');
       } finally {
@@ -139,20 +169,38 @@ describe('planner settings of the pool', () => {
     });
 
     it('then the instance list by a rare status, planned with the defaults, searches instances_status_idx and answers the running ones', async () => {
-      const running = await withPlannerDefaults(db.pool, (q) => listInstances(q, { status: 'running', definitionKey: 'listed', limit: 50 }));
+      const running = await withPlannerDefaults(db.pool, (q) =>
+        listInstances(q, { status: 'running', definitionKey: 'listed', limit: 50 }),
+      );
       expect(running.map((r) => r.business_key).sort()).toEqual(['bk-1', 'bk-2', 'bk-3', 'bk-4', 'bk-5']);
-      const plan = await withPlannerDefaults(db.pool, (c) => explainUnnamed(c, 'list_by_status', `'running', 50`, (q) => listInstances(q, { status: 'running', limit: 50 })));
+      const plan = await withPlannerDefaults(db.pool, (c) =>
+        explainUnnamed(c, 'list_by_status', `'running', 50`, (q) => listInstances(q, { status: 'running', limit: 50 })),
+      );
       expect(scans(plan, 'instances')).toEqual([expect.stringMatching(/^Index Scan on instances_status_idx \(status = /)]);
     });
 
     it('then /metrics counts live instances and open tasks through their partial indexes, never the ended ones', async () => {
       const gauges = await readGauges(db.pool);
-      expect(gauges.instances.filter((r) => r.definition_key === 'listed')).toEqual([{ definition_key: 'listed', status: 'running', count: RUNNING }]);
-      expect(gauges.tasks.filter((r) => r.topic === 'listed-task').map(({ state, count }) => ({ state, count })).sort((a, b) => a.state.localeCompare(b.state)))
-        .toEqual([{ state: 'locked', count: 1 }, { state: 'ready', count: RUNNING - 1 }]);
+      expect(gauges.instances.filter((r) => r.definition_key === 'listed')).toEqual([
+        { definition_key: 'listed', status: 'running', count: RUNNING },
+      ]);
+      expect(
+        gauges.tasks
+          .filter((r) => r.topic === 'listed-task')
+          .map(({ state, count }) => ({ state, count }))
+          .sort((a, b) => a.state.localeCompare(b.state)),
+      ).toEqual([
+        { state: 'locked', count: 1 },
+        { state: 'ready', count: RUNNING - 1 },
+      ]);
       const texts: string[] = [];
       const plans = await withPlannerDefaults(db.pool, async (c) => {
-        await readGaugesIn({ query: ((config: { text: string }) => { texts.push(config.text); return c.query(config); }) as Queryable['query'] });
+        await readGaugesIn({
+          query: ((config: { text: string }) => {
+            texts.push(config.text);
+            return c.query(config);
+          }) as Queryable['query'],
+        });
         return Promise.all(texts.map(async (text) => (await c.query<Explained>(`explain (format json) ${text}`)).rows));
       });
       const scansOf = (table: string) => plans.flatMap((plan) => scans(plan, table));
@@ -161,21 +209,38 @@ describe('planner settings of the pool', () => {
         expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on external_tasks_ready(_age)?_idx/),
         expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on external_tasks_locked_topic_idx/),
       ]);
-      expect(scansOf('events')).toEqual([expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on events_lock_expired_idx/)]);
-      expect(scansOf('incidents')).toEqual([expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on incidents_open_idx/)]);
+      expect(scansOf('events')).toEqual([
+        expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on events_lock_expired_idx/),
+      ]);
+      expect(scansOf('incidents')).toEqual([
+        expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on incidents_open_idx/),
+      ]);
     });
 
-    it('then a Camunda look-up of a task by id, or of an instance\'s tasks, reads them by index, not every task', async () => {
-      const { rows: [one] } = await db.pool.query<{ id: string; instance_id: string }>(`select id, instance_id from external_tasks where state = 'ready' limit 1`);
+    it("then a Camunda look-up of a task by id, or of an instance's tasks, reads them by index, not every task", async () => {
+      const {
+        rows: [one],
+      } = await db.pool.query<{ id: string; instance_id: string }>(
+        `select id, instance_id from external_tasks where state = 'ready' limit 1`,
+      );
       expect((await findCamundaTask(db.pool, one!.id.toUpperCase()))?.id).toBe(one!.id);
       expect(await findCamundaTask(db.pool, 'not-a-uuid')).toBeUndefined();
       const c = await db.pool.connect(); // the pool's settings, as findCamundaTask runs
-      const byId = await explainUnnamed(c, 'camunda_task_by_id', `'${one!.id}', 0, 1`, // an id read back from the table
-        (q) => listCamundaTasks(q, { externalTaskId: one!.id, firstResult: 0, maxResults: 1 })).finally(() => c.release());
+      const byId = await explainUnnamed(
+        c,
+        'camunda_task_by_id',
+        `'${one!.id}', 0, 1`, // an id read back from the table
+        (q) => listCamundaTasks(q, { externalTaskId: one!.id, firstResult: 0, maxResults: 1 }),
+      ).finally(() => c.release());
       expect(scans(byId, 'external_tasks')).toEqual([expect.stringMatching(/^Index Scan on external_tasks_pkey/)]);
-      const ofInstance = await withPlannerDefaults(db.pool, (c) => explainUnnamed(c, 'camunda_tasks_of_instance', `'${one!.instance_id}', 0, 10`,
-        (q) => listCamundaTasks(q, { processInstanceId: one!.instance_id, firstResult: 0, maxResults: 10 })));
-      expect(scans(ofInstance, 'external_tasks')).toEqual([expect.stringMatching(/^(Index|Bitmap Index) Scan on external_tasks_element_key/)]);
+      const ofInstance = await withPlannerDefaults(db.pool, (c) =>
+        explainUnnamed(c, 'camunda_tasks_of_instance', `'${one!.instance_id}', 0, 10`, (q) =>
+          listCamundaTasks(q, { processInstanceId: one!.instance_id, firstResult: 0, maxResults: 10 }),
+        ),
+      );
+      expect(scans(ofInstance, 'external_tasks')).toEqual([
+        expect.stringMatching(/^(Index|Bitmap Index) Scan on external_tasks_element_key/),
+      ]);
     });
 
     it('then the Camunda list and count of open tasks read the ready, locked and failed tasks by their indexes, not the done ones', async () => {
@@ -186,11 +251,20 @@ describe('planner settings of the pool', () => {
       expect(await withPlannerDefaults(db.pool, (q) => countCamundaTasks(q, all))).toBe(RUNNING + 1);
       const texts: string[] = [];
       const plans = await withPlannerDefaults(db.pool, async (c) => {
-        const capture = { query: ((text: string, values: unknown[]) => { texts.push(text); return c.query(text, values); }) as Queryable['query'] };
+        const capture = {
+          query: ((text: string, values: unknown[]) => {
+            texts.push(text);
+            return c.query(text, values);
+          }) as Queryable['query'],
+        };
         await listCamundaTasks(capture, all);
         await countCamundaTasks(capture, all);
         return [
-          (await c.query<Explained>(`explain (format json) ${texts[0]!.replaceAll('$1', `'listed-task'`).replace('$2', '0').replace('$3', '100')}`)).rows,
+          (
+            await c.query<Explained>(
+              `explain (format json) ${texts[0]!.replaceAll('$1', `'listed-task'`).replace('$2', '0').replace('$3', '100')}`,
+            )
+          ).rows,
           (await c.query<Explained>(`explain (format json) ${texts[1]!.replaceAll('$1', `'listed-task'`)}`)).rows,
         ];
       });
@@ -204,11 +278,21 @@ describe('planner settings of the pool', () => {
     });
 
     it('then the incidents of one instance, planned with the defaults, are searched by incidents_instance_idx', async () => {
-      const { rows: [one] } = await db.pool.query<{ instance_id: string }>(`select instance_id from incidents limit 1`);
+      const {
+        rows: [one],
+      } = await db.pool.query<{ instance_id: string }>(`select instance_id from incidents limit 1`);
       const id = one!.instance_id;
-      expect((await withPlannerDefaults(db.pool, (q) => listIncidents(q, { instanceId: id, limit: 10 }))).map((i) => i.instance_id)).toEqual([id]);
-      const plan = await withPlannerDefaults(db.pool, (c) => explainUnnamed(c, 'list_incidents_of', `'resolved', '${id}', 10`, // an id read back from the table
-        (q) => listIncidents(q, { status: 'resolved', instanceId: id, limit: 10 })));
+      expect(
+        (await withPlannerDefaults(db.pool, (q) => listIncidents(q, { instanceId: id, limit: 10 }))).map((i) => i.instance_id),
+      ).toEqual([id]);
+      const plan = await withPlannerDefaults(db.pool, (c) =>
+        explainUnnamed(
+          c,
+          'list_incidents_of',
+          `'resolved', '${id}', 10`, // an id read back from the table
+          (q) => listIncidents(q, { status: 'resolved', instanceId: id, limit: 10 }),
+        ),
+      );
       expect(scans(plan, 'incidents')).toEqual([expect.stringMatching(/incidents_instance_idx/)]);
     });
 
@@ -226,18 +310,22 @@ describe('planner settings of the pool', () => {
       } finally {
         c.release();
       }
-      const list = (p: Omit<Parameters<typeof listInstances>[1], 'limit'>) => withPlannerDefaults(db.pool, (q) => listInstances(q, { ...p, limit: 50 }));
+      const list = (p: Omit<Parameters<typeof listInstances>[1], 'limit'>) =>
+        withPlannerDefaults(db.pool, (q) => listInstances(q, { ...p, limit: 50 }));
       expect(await list({ definitionKey: 'old-key' })).toHaveLength(10);
       expect((await list({ businessKey: 'bk-77' })).map((r) => r.definition_key)).toEqual(['listed']);
       expect((await list({ status: 'compensated' })).map((r) => r.definition_key)).toEqual(['old-key']);
       const explain = (name: string, literals: string, p: Omit<Parameters<typeof listInstances>[1], 'limit'>) =>
         withPlannerDefaults(db.pool, (c) => explainUnnamed(c, name, literals, (q) => listInstances(q, { ...p, limit: 50 })));
-      expect(scans(await explain('list_by_key', `'old-key', 50`, { definitionKey: 'old-key' }), 'instances'))
-        .toEqual([expect.stringMatching(/^Index Scan on instances_definition_idx \(definition_key = /)]);
-      expect(scans(await explain('list_by_business_key', `'bk-77', 50`, { businessKey: 'bk-77' }), 'instances'))
-        .toEqual([expect.stringMatching(/^(Index|Bitmap Index) Scan on instances_business_key_uq \(business_key = /)]);
-      expect(scans(await explain('list_compensated', `'compensated', 50`, { status: 'compensated' }), 'instances'))
-        .toEqual([expect.stringMatching(/^Index Scan on instances_rare_status_idx \(status = /)]);
+      expect(scans(await explain('list_by_key', `'old-key', 50`, { definitionKey: 'old-key' }), 'instances')).toEqual([
+        expect.stringMatching(/^Index Scan on instances_definition_idx \(definition_key = /),
+      ]);
+      expect(scans(await explain('list_by_business_key', `'bk-77', 50`, { businessKey: 'bk-77' }), 'instances')).toEqual([
+        expect.stringMatching(/^(Index|Bitmap Index) Scan on instances_business_key_uq \(business_key = /),
+      ]);
+      expect(scans(await explain('list_compensated', `'compensated', 50`, { status: 'compensated' }), 'instances')).toEqual([
+        expect.stringMatching(/^Index Scan on instances_rare_status_idx \(status = /),
+      ]);
     });
 
     it('then the heatmap counts the newest instances of the key, found by index, and reads only their steps', async () => {
@@ -248,12 +336,22 @@ describe('planner settings of the pool', () => {
                          from instances, unnest(array['start', 'work']) s where definition_key = 'listed'`);
         await c.query('analyze steps');
         const newest = await sampleHeatmap(c, 'listed', 1, 10);
-        expect(newest).toMatchObject({ size: 10, instances: { running: RUNNING, completed: 10 - RUNNING }, elements: { start: { completed: 10 }, work: { active: RUNNING, completed: 10 - RUNNING } } });
-        const { rows: [tenth] } = await c.query<{ created_at: Date }>(`select created_at from instances where definition_key = 'listed' order by created_at desc offset 9 limit 1`);
+        expect(newest).toMatchObject({
+          size: 10,
+          instances: { running: RUNNING, completed: 10 - RUNNING },
+          elements: { start: { completed: 10 }, work: { active: RUNNING, completed: 10 - RUNNING } },
+        });
+        const {
+          rows: [tenth],
+        } = await c.query<{ created_at: Date }>(
+          `select created_at from instances where definition_key = 'listed' order by created_at desc offset 9 limit 1`,
+        );
         expect(newest.since).toEqual(tenth!.created_at);
         expect(await sampleHeatmap(c, 'listed', 2, 10)).toEqual({ size: 0, instances: {}, elements: {}, since: null });
         const plan = await explainUnnamed(c, 'heatmap', `'listed', 1, 10000`, (q) => sampleHeatmap(q, 'listed', 1, 10));
-        expect(scans(plan, 'instances')).toEqual([expect.stringMatching(/^Index Scan on instances_definition_idx \(definition_key = /)]);
+        expect(scans(plan, 'instances')).toEqual([
+          expect.stringMatching(/^Index Scan on instances_definition_idx \(definition_key = /),
+        ]);
         expect(scans(plan, 'steps')).toEqual([expect.stringMatching(/^Index Scan on steps_pkey \(instance_id = /)]);
       } finally {
         c.release();
@@ -266,7 +364,11 @@ describe('planner settings of the pool', () => {
         const before = new Date(Date.now() + 60_000);
         const first = await listEndedInstancesWithHistory(c, { before, limit: 10 });
         const last = first.at(-1)!;
-        const next = await listEndedInstancesWithHistory(c, { before, limit: 10, after: { endedAt: last.cursor_at, id: last.id } });
+        const next = await listEndedInstancesWithHistory(c, {
+          before,
+          limit: 10,
+          after: { endedAt: last.cursor_at, id: last.id },
+        });
         expect(next).toHaveLength(10);
         expect(next.filter((r) => first.some((f) => f.id === r.id))).toEqual([]);
         const { rows: plan } = await c.query<Explained>(`explain (format json) execute list_ended_instances_with_history_after(

@@ -19,7 +19,9 @@ describe('pool idle connections', () => {
     const pool = createPool({ connectionString: db.url, max: 3 });
     try {
       const clients = await Promise.all([pool.connect(), pool.connect(), pool.connect()]);
-      const pids = await Promise.all(clients.map(async (c) => (await c.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid));
+      const pids = await Promise.all(
+        clients.map(async (c) => (await c.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid),
+      );
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
       try {
         for (const c of clients) c.release();
@@ -29,7 +31,9 @@ describe('pool idle connections', () => {
         vi.useRealTimers();
         // the next statements run on the backends of before: nothing was reconnected
         const again = await Promise.all([pool.connect(), pool.connect(), pool.connect()]);
-        const pidsAgain = await Promise.all(again.map(async (c) => (await c.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid));
+        const pidsAgain = await Promise.all(
+          again.map(async (c) => (await c.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid),
+        );
         expect(new Set(pidsAgain)).toEqual(new Set(pids));
         vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
         for (const c of again) c.release();

@@ -52,13 +52,15 @@ describe('races', () => {
     }
     const instanceIds = await Promise.all(starts);
     const received: LockedTask[][] = [[], [], [], []];
-    await Promise.all(received.map(async (bucket, w) => {
-      for (;;) {
-        const batch = await fetchTasks(t.api, `fetcher-${w}`, ['bulk-task'], { maxTasks: 7 });
-        if (batch.length === 0) return;
-        bucket.push(...batch);
-      }
-    }));
+    await Promise.all(
+      received.map(async (bucket, w) => {
+        for (;;) {
+          const batch = await fetchTasks(t.api, `fetcher-${w}`, ['bulk-task'], { maxTasks: 7 });
+          if (batch.length === 0) return;
+          bucket.push(...batch);
+        }
+      }),
+    );
     const all = received.flat();
     expect(all).toHaveLength(1000);
     expect(new Set(all.map((x) => x.id)).size).toBe(1000);

@@ -12,7 +12,13 @@ afterAll(async () => {
 
 // A readable dump of tables, columns, constraints and indexes: every schema change shows as a diff.
 async function dumpSchema(): Promise<string> {
-  const columns = await db.pool.query<{ table_name: string; column_name: string; data_type: string; is_nullable: string; column_default: string | null }>(
+  const columns = await db.pool.query<{
+    table_name: string;
+    column_name: string;
+    data_type: string;
+    is_nullable: string;
+    column_default: string | null;
+  }>(
     `select table_name, column_name, data_type, is_nullable, column_default
        from information_schema.columns where table_schema = 'public'
       order by table_name, ordinal_position`,
@@ -29,7 +35,9 @@ async function dumpSchema(): Promise<string> {
   let table = '';
   for (const c of columns.rows) {
     if (c.table_name !== table) lines.push(`\ntable ${(table = c.table_name)}`);
-    lines.push(`  ${c.column_name} ${c.data_type}${c.is_nullable === 'NO' ? ' not null' : ''}${c.column_default ? ` default ${c.column_default}` : ''}`);
+    lines.push(
+      `  ${c.column_name} ${c.data_type}${c.is_nullable === 'NO' ? ' not null' : ''}${c.column_default ? ` default ${c.column_default}` : ''}`,
+    );
   }
   lines.push('\nconstraints');
   for (const c of constraints.rows) lines.push(`  ${c.table_name}.${c.conname}: ${c.def}`);

@@ -18,7 +18,10 @@ afterAll(async () => {
 describe('shipment sample', () => {
   it('given the start message, then every item is picked (one task each), the box is packed with the shelves in item order, and the parcel ships', async () => {
     const output = await new Promise<{ code: number | null; text: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'samples/shipment-worker.ts'], { env: { ...process.env, BATON_URL: t.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', 'samples/shipment-worker.ts'], {
+        env: { ...process.env, BATON_URL: t.url },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let text = '';
       child.stdout.on('data', (d) => (text += String(d)));
       child.stderr.on('data', (d) => (text += String(d)));
@@ -30,7 +33,9 @@ describe('shipment sample', () => {
     expect(output.text).toContain('pack box with items from shelves ["A1","B7","C3"]');
     expect(output.text.indexOf('pack box')).toBeLessThan(output.text.indexOf('ship parcel'));
     expect(output.text).toMatch(/shipment shipment-\d+ is completed/);
-    const { rows } = await t.db.pool.query(`select count(*)::int as n from external_tasks where topic = 'pick-item' and state = 'done'`);
+    const { rows } = await t.db.pool.query(
+      `select count(*)::int as n from external_tasks where topic = 'pick-item' and state = 'done'`,
+    );
     expect(rows[0].n).toBe(3);
   }, 60_000);
 });

@@ -9,120 +9,237 @@ import { startTestServer, waitFor, type TestServer } from '../support/server.ts'
 let t: TestServer;
 
 /** s -> order [os -> reserve -> fork -> pack, label -> join -> oe] -> ship -> e, with boundaries on the subprocess */
-const orderBpmn = buildBpmn('sub_order', [
-  { id: 's', type: 'startEvent' },
-  { id: 'order', type: 'subProcess', nodes: [
-    { id: 'os', type: 'startEvent' },
-    { id: 'reserve', type: 'serviceTask', topic: 'sp-reserve' },
-    { id: 'fork', type: 'parallelGateway' },
-    { id: 'pack', type: 'serviceTask', topic: 'sp-pack' },
-    { id: 'label', type: 'serviceTask', topic: 'sp-label' },
-    { id: 'paid', type: 'catchEvent', message: 'sp-paid' },
-    { id: 'join', type: 'parallelGateway' },
-    { id: 'oe', type: 'endEvent' },
-  ], flows: [
-    { from: 'os', to: 'reserve' }, { from: 'reserve', to: 'fork' }, { from: 'fork', to: 'pack' }, { from: 'fork', to: 'label' }, { from: 'fork', to: 'paid' },
-    { from: 'pack', to: 'join' }, { from: 'label', to: 'join' }, { from: 'paid', to: 'join' }, { from: 'join', to: 'oe' },
-  ] },
-  { id: 'canceled', type: 'boundaryEvent', attachedTo: 'order', message: 'sp-cancel' },
-  { id: 'nudge', type: 'boundaryEvent', attachedTo: 'order', interrupting: false, signal: 'sp-nudge' },
-  { id: 'outOfStock', type: 'boundaryEvent', attachedTo: 'order', error: { code: 'OUT_OF_STOCK', codeVariable: 'why' } },
-  { id: 'ship', type: 'serviceTask', topic: 'sp-ship' },
-  { id: 'refund', type: 'serviceTask', topic: 'sp-refund' },
-  { id: 'remind', type: 'serviceTask', topic: 'sp-remind' },
-  { id: 'restock', type: 'serviceTask', topic: 'sp-restock' },
-  { id: 'e', type: 'endEvent' }, { id: 'e2', type: 'endEvent' }, { id: 'e3', type: 'endEvent' }, { id: 'e4', type: 'endEvent' },
-], [
-  { from: 's', to: 'order' }, { from: 'order', to: 'ship' }, { from: 'ship', to: 'e' },
-  { from: 'canceled', to: 'refund' }, { from: 'refund', to: 'e2' },
-  { from: 'nudge', to: 'remind' }, { from: 'remind', to: 'e3' },
-  { from: 'outOfStock', to: 'restock' }, { from: 'restock', to: 'e4' },
-]);
+const orderBpmn = buildBpmn(
+  'sub_order',
+  [
+    { id: 's', type: 'startEvent' },
+    {
+      id: 'order',
+      type: 'subProcess',
+      nodes: [
+        { id: 'os', type: 'startEvent' },
+        { id: 'reserve', type: 'serviceTask', topic: 'sp-reserve' },
+        { id: 'fork', type: 'parallelGateway' },
+        { id: 'pack', type: 'serviceTask', topic: 'sp-pack' },
+        { id: 'label', type: 'serviceTask', topic: 'sp-label' },
+        { id: 'paid', type: 'catchEvent', message: 'sp-paid' },
+        { id: 'join', type: 'parallelGateway' },
+        { id: 'oe', type: 'endEvent' },
+      ],
+      flows: [
+        { from: 'os', to: 'reserve' },
+        { from: 'reserve', to: 'fork' },
+        { from: 'fork', to: 'pack' },
+        { from: 'fork', to: 'label' },
+        { from: 'fork', to: 'paid' },
+        { from: 'pack', to: 'join' },
+        { from: 'label', to: 'join' },
+        { from: 'paid', to: 'join' },
+        { from: 'join', to: 'oe' },
+      ],
+    },
+    { id: 'canceled', type: 'boundaryEvent', attachedTo: 'order', message: 'sp-cancel' },
+    { id: 'nudge', type: 'boundaryEvent', attachedTo: 'order', interrupting: false, signal: 'sp-nudge' },
+    { id: 'outOfStock', type: 'boundaryEvent', attachedTo: 'order', error: { code: 'OUT_OF_STOCK', codeVariable: 'why' } },
+    { id: 'ship', type: 'serviceTask', topic: 'sp-ship' },
+    { id: 'refund', type: 'serviceTask', topic: 'sp-refund' },
+    { id: 'remind', type: 'serviceTask', topic: 'sp-remind' },
+    { id: 'restock', type: 'serviceTask', topic: 'sp-restock' },
+    { id: 'e', type: 'endEvent' },
+    { id: 'e2', type: 'endEvent' },
+    { id: 'e3', type: 'endEvent' },
+    { id: 'e4', type: 'endEvent' },
+  ],
+  [
+    { from: 's', to: 'order' },
+    { from: 'order', to: 'ship' },
+    { from: 'ship', to: 'e' },
+    { from: 'canceled', to: 'refund' },
+    { from: 'refund', to: 'e2' },
+    { from: 'nudge', to: 'remind' },
+    { from: 'remind', to: 'e3' },
+    { from: 'outOfStock', to: 'restock' },
+    { from: 'restock', to: 'e4' },
+  ],
+);
 
 /** A subprocess with a task, a message catch and a timer catch inside, and a short timer boundary. */
-const slowBpmn = buildBpmn('sub_slow', [
-  { id: 's', type: 'startEvent' },
-  { id: 'work', type: 'subProcess', nodes: [
-    { id: 'ws', type: 'startEvent' },
-    { id: 'fork', type: 'parallelGateway' },
-    { id: 'grind', type: 'serviceTask', topic: 'sp-grind' },
-    { id: 'approval', type: 'catchEvent', message: 'sp-approval' },
-    { id: 'cool', type: 'catchEvent', timer: { duration: 'PT1H' } },
-    { id: 'join', type: 'parallelGateway' },
-    { id: 'we', type: 'endEvent' },
-  ], flows: [
-    { from: 'ws', to: 'fork' }, { from: 'fork', to: 'grind' }, { from: 'fork', to: 'approval' }, { from: 'fork', to: 'cool' },
-    { from: 'grind', to: 'join' }, { from: 'approval', to: 'join' }, { from: 'cool', to: 'join' }, { from: 'join', to: 'we' },
-  ] },
-  { id: 'tooSlow', type: 'boundaryEvent', attachedTo: 'work', timer: { duration: 'PT0.3S' } },
-  { id: 'escalate', type: 'serviceTask', topic: 'sp-escalate' },
-  { id: 'e', type: 'endEvent' }, { id: 'e2', type: 'endEvent' },
-], [{ from: 's', to: 'work' }, { from: 'work', to: 'e' }, { from: 'tooSlow', to: 'escalate' }, { from: 'escalate', to: 'e2' }]);
+const slowBpmn = buildBpmn(
+  'sub_slow',
+  [
+    { id: 's', type: 'startEvent' },
+    {
+      id: 'work',
+      type: 'subProcess',
+      nodes: [
+        { id: 'ws', type: 'startEvent' },
+        { id: 'fork', type: 'parallelGateway' },
+        { id: 'grind', type: 'serviceTask', topic: 'sp-grind' },
+        { id: 'approval', type: 'catchEvent', message: 'sp-approval' },
+        { id: 'cool', type: 'catchEvent', timer: { duration: 'PT1H' } },
+        { id: 'join', type: 'parallelGateway' },
+        { id: 'we', type: 'endEvent' },
+      ],
+      flows: [
+        { from: 'ws', to: 'fork' },
+        { from: 'fork', to: 'grind' },
+        { from: 'fork', to: 'approval' },
+        { from: 'fork', to: 'cool' },
+        { from: 'grind', to: 'join' },
+        { from: 'approval', to: 'join' },
+        { from: 'cool', to: 'join' },
+        { from: 'join', to: 'we' },
+      ],
+    },
+    { id: 'tooSlow', type: 'boundaryEvent', attachedTo: 'work', timer: { duration: 'PT0.3S' } },
+    { id: 'escalate', type: 'serviceTask', topic: 'sp-escalate' },
+    { id: 'e', type: 'endEvent' },
+    { id: 'e2', type: 'endEvent' },
+  ],
+  [
+    { from: 's', to: 'work' },
+    { from: 'work', to: 'e' },
+    { from: 'tooSlow', to: 'escalate' },
+    { from: 'escalate', to: 'e2' },
+  ],
+);
 
 /** outer [os -> inner [is -> check -> gw -(short)-> fail(NO_STOCK) / -> ie] -> oe] ; error boundary only on outer */
 function nestedBpmn(id: string, boundary: boolean): string {
   const nodes: NodeSpec[] = [
     { id: 's', type: 'startEvent' },
-    { id: 'outer', type: 'subProcess', nodes: [
-      { id: 'os', type: 'startEvent' },
-      { id: 'inner', type: 'subProcess', nodes: [
-        { id: 'is', type: 'startEvent' },
-        { id: 'check', type: 'serviceTask', topic: `${id}-check` },
-        { id: 'gw', type: 'exclusiveGateway', default: 'ok' },
-        { id: 'fail', type: 'errorEndEvent', code: 'NO_STOCK' },
-        { id: 'ie', type: 'endEvent' },
-      ], flows: [{ from: 'is', to: 'check' }, { from: 'check', to: 'gw' }, { id: 'short', from: 'gw', to: 'fail', condition: '=stock < 1' }, { id: 'ok', from: 'gw', to: 'ie' }] },
-      { id: 'oe', type: 'endEvent' },
-    ], flows: [{ from: 'os', to: 'inner' }, { from: 'inner', to: 'oe' }] },
+    {
+      id: 'outer',
+      type: 'subProcess',
+      nodes: [
+        { id: 'os', type: 'startEvent' },
+        {
+          id: 'inner',
+          type: 'subProcess',
+          nodes: [
+            { id: 'is', type: 'startEvent' },
+            { id: 'check', type: 'serviceTask', topic: `${id}-check` },
+            { id: 'gw', type: 'exclusiveGateway', default: 'ok' },
+            { id: 'fail', type: 'errorEndEvent', code: 'NO_STOCK' },
+            { id: 'ie', type: 'endEvent' },
+          ],
+          flows: [
+            { from: 'is', to: 'check' },
+            { from: 'check', to: 'gw' },
+            { id: 'short', from: 'gw', to: 'fail', condition: '=stock < 1' },
+            { id: 'ok', from: 'gw', to: 'ie' },
+          ],
+        },
+        { id: 'oe', type: 'endEvent' },
+      ],
+      flows: [
+        { from: 'os', to: 'inner' },
+        { from: 'inner', to: 'oe' },
+      ],
+    },
     { id: 'after', type: 'serviceTask', topic: `${id}-after` },
     { id: 'e', type: 'endEvent' },
   ];
-  if (boundary) nodes.push({ id: 'caught', type: 'boundaryEvent', attachedTo: 'outer', error: { code: 'NO_STOCK', codeVariable: 'errorCode' } }, { id: 'reorder', type: 'serviceTask', topic: `${id}-reorder` }, { id: 'e2', type: 'endEvent' });
+  if (boundary)
+    nodes.push(
+      { id: 'caught', type: 'boundaryEvent', attachedTo: 'outer', error: { code: 'NO_STOCK', codeVariable: 'errorCode' } },
+      { id: 'reorder', type: 'serviceTask', topic: `${id}-reorder` },
+      { id: 'e2', type: 'endEvent' },
+    );
   return buildBpmn(id, nodes, [
-    { from: 's', to: 'outer' }, { from: 'outer', to: 'after' }, { from: 'after', to: 'e' },
-    ...(boundary ? [{ from: 'caught', to: 'reorder' }, { from: 'reorder', to: 'e2' }] : []),
+    { from: 's', to: 'outer' },
+    { from: 'outer', to: 'after' },
+    { from: 'after', to: 'e' },
+    ...(boundary
+      ? [
+          { from: 'caught', to: 'reorder' },
+          { from: 'reorder', to: 'e2' },
+        ]
+      : []),
   ]);
 }
 
 /** c (handler undoC) -> trip [ts -> a (undoA) -> b (undoB) -> te] -> undoTrip (compensation end, activityRef trip) */
-const tripBpmn = buildBpmn('sub_trip', [
-  { id: 's', type: 'startEvent' },
-  { id: 'c', type: 'serviceTask', topic: 'sp-trip-c' },
-  { id: 'cComp', type: 'compensationBoundary', attachedTo: 'c', handler: 'undoC' },
-  { id: 'undoC', type: 'serviceTask', topic: 'sp-undo', forCompensation: true },
-  { id: 'trip', type: 'subProcess', nodes: [
-    { id: 'ts', type: 'startEvent' },
-    { id: 'a', type: 'serviceTask', topic: 'sp-trip-a' },
-    { id: 'aComp', type: 'compensationBoundary', attachedTo: 'a', handler: 'undoA' },
-    { id: 'undoA', type: 'serviceTask', topic: 'sp-undo', forCompensation: true },
-    { id: 'b', type: 'serviceTask', topic: 'sp-trip-b' },
-    { id: 'bComp', type: 'compensationBoundary', attachedTo: 'b', handler: 'undoB' },
-    { id: 'undoB', type: 'serviceTask', topic: 'sp-undo', forCompensation: true },
-    { id: 'te', type: 'endEvent' },
-  ], flows: [{ from: 'ts', to: 'a' }, { from: 'a', to: 'b' }, { from: 'b', to: 'te' }] },
-  { id: 'undoTrip', type: 'compensationThrow', activityRef: 'trip', end: true },
-], [{ from: 's', to: 'c' }, { from: 'c', to: 'trip' }, { from: 'trip', to: 'undoTrip' }]);
+const tripBpmn = buildBpmn(
+  'sub_trip',
+  [
+    { id: 's', type: 'startEvent' },
+    { id: 'c', type: 'serviceTask', topic: 'sp-trip-c' },
+    { id: 'cComp', type: 'compensationBoundary', attachedTo: 'c', handler: 'undoC' },
+    { id: 'undoC', type: 'serviceTask', topic: 'sp-undo', forCompensation: true },
+    {
+      id: 'trip',
+      type: 'subProcess',
+      nodes: [
+        { id: 'ts', type: 'startEvent' },
+        { id: 'a', type: 'serviceTask', topic: 'sp-trip-a' },
+        { id: 'aComp', type: 'compensationBoundary', attachedTo: 'a', handler: 'undoA' },
+        { id: 'undoA', type: 'serviceTask', topic: 'sp-undo', forCompensation: true },
+        { id: 'b', type: 'serviceTask', topic: 'sp-trip-b' },
+        { id: 'bComp', type: 'compensationBoundary', attachedTo: 'b', handler: 'undoB' },
+        { id: 'undoB', type: 'serviceTask', topic: 'sp-undo', forCompensation: true },
+        { id: 'te', type: 'endEvent' },
+      ],
+      flows: [
+        { from: 'ts', to: 'a' },
+        { from: 'a', to: 'b' },
+        { from: 'b', to: 'te' },
+      ],
+    },
+    { id: 'undoTrip', type: 'compensationThrow', activityRef: 'trip', end: true },
+  ],
+  [
+    { from: 's', to: 'c' },
+    { from: 'c', to: 'trip' },
+    { from: 'trip', to: 'undoTrip' },
+  ],
+);
 
 /** c (undoC) -> sub [ss -> a (undoA) -> undoHere (compensation throw, no activityRef) -> se] -> e: only a is compensated */
-const innerSagaBpmn = buildBpmn('sub_inner_saga', [
-  { id: 's', type: 'startEvent' },
-  { id: 'c', type: 'serviceTask', topic: 'sp-inner-c' },
-  { id: 'cComp', type: 'compensationBoundary', attachedTo: 'c', handler: 'undoC' },
-  { id: 'undoC', type: 'serviceTask', topic: 'sp-inner-undo', forCompensation: true },
-  { id: 'sub', type: 'subProcess', nodes: [
-    { id: 'ss', type: 'startEvent' },
-    { id: 'a', type: 'serviceTask', topic: 'sp-inner-a' },
-    { id: 'aComp', type: 'compensationBoundary', attachedTo: 'a', handler: 'undoA' },
-    { id: 'undoA', type: 'serviceTask', topic: 'sp-inner-undo', forCompensation: true },
-    { id: 'undoHere', type: 'compensationThrow' },
-    { id: 'se', type: 'endEvent' },
-  ], flows: [{ from: 'ss', to: 'a' }, { from: 'a', to: 'undoHere' }, { from: 'undoHere', to: 'se' }] },
-  { id: 'e', type: 'endEvent' },
-], [{ from: 's', to: 'c' }, { from: 'c', to: 'sub' }, { from: 'sub', to: 'e' }]);
+const innerSagaBpmn = buildBpmn(
+  'sub_inner_saga',
+  [
+    { id: 's', type: 'startEvent' },
+    { id: 'c', type: 'serviceTask', topic: 'sp-inner-c' },
+    { id: 'cComp', type: 'compensationBoundary', attachedTo: 'c', handler: 'undoC' },
+    { id: 'undoC', type: 'serviceTask', topic: 'sp-inner-undo', forCompensation: true },
+    {
+      id: 'sub',
+      type: 'subProcess',
+      nodes: [
+        { id: 'ss', type: 'startEvent' },
+        { id: 'a', type: 'serviceTask', topic: 'sp-inner-a' },
+        { id: 'aComp', type: 'compensationBoundary', attachedTo: 'a', handler: 'undoA' },
+        { id: 'undoA', type: 'serviceTask', topic: 'sp-inner-undo', forCompensation: true },
+        { id: 'undoHere', type: 'compensationThrow' },
+        { id: 'se', type: 'endEvent' },
+      ],
+      flows: [
+        { from: 'ss', to: 'a' },
+        { from: 'a', to: 'undoHere' },
+        { from: 'undoHere', to: 'se' },
+      ],
+    },
+    { id: 'e', type: 'endEvent' },
+  ],
+  [
+    { from: 's', to: 'c' },
+    { from: 'c', to: 'sub' },
+    { from: 'sub', to: 'e' },
+  ],
+);
 
 beforeAll(async () => {
   t = await startTestServer();
-  for (const xml of [orderBpmn, slowBpmn, nestedBpmn('sp_nested', true), nestedBpmn('sp_uncaught', false), tripBpmn, innerSagaBpmn]) await deploy(t.api, xml);
+  for (const xml of [
+    orderBpmn,
+    slowBpmn,
+    nestedBpmn('sp_nested', true),
+    nestedBpmn('sp_uncaught', false),
+    tripBpmn,
+    innerSagaBpmn,
+  ])
+    await deploy(t.api, xml);
 });
 afterAll(async () => {
   await t.close();
@@ -146,13 +263,28 @@ async function completeOne(topic: string, instanceId: string, variables?: Record
 }
 
 async function waitingSubscription(id: string, stepId: string): Promise<void> {
-  await waitFor(async () => ((await t.db.pool.query('select 1 from subscriptions where instance_id = $1 and step_id = $2', [id, stepId])).rowCount ? true : undefined), 10_000, `${stepId} to wait`);
+  await waitFor(
+    async () =>
+      (await t.db.pool.query('select 1 from subscriptions where instance_id = $1 and step_id = $2', [id, stepId])).rowCount
+        ? true
+        : undefined,
+    10_000,
+    `${stepId} to wait`,
+  );
 }
 
 describe('embedded subprocess', () => {
   it('given every inner step done, then the subprocess completes and the path goes on: reserve, pack + label + payment, ship', async () => {
     const id = await start(t.api, 'sub_order', { businessKey: 'sp-1' });
-    expect(await statuses(id)).toEqual({ s: 'completed', order: 'active', os: 'completed', reserve: 'active', canceled: 'active', nudge: 'active', outOfStock: 'active' });
+    expect(await statuses(id)).toEqual({
+      s: 'completed',
+      order: 'active',
+      os: 'completed',
+      reserve: 'active',
+      canceled: 'active',
+      nudge: 'active',
+      outOfStock: 'active',
+    });
     await completeOne('sp-reserve', id);
     const both = await fetchTasks(t.api, 'w', ['sp-pack', 'sp-label', 'sp-ship']);
     expect(both.map((x) => x.stepId).sort()).toEqual(['label', 'pack']);
@@ -162,9 +294,27 @@ describe('embedded subprocess', () => {
     await completeOne('sp-ship', id);
     await waitForStatus(t.api, id, 'completed');
     expect(await statuses(id)).toEqual({
-      s: 'completed', order: 'completed', os: 'completed', reserve: 'completed', fork: 'completed', pack: 'completed', label: 'completed', paid: 'completed',
-      join: 'completed', oe: 'completed', canceled: 'skipped', nudge: 'skipped', outOfStock: 'skipped', ship: 'completed', e: 'completed',
-      refund: 'skipped', remind: 'skipped', restock: 'skipped', e2: 'skipped', e3: 'skipped', e4: 'skipped',
+      s: 'completed',
+      order: 'completed',
+      os: 'completed',
+      reserve: 'completed',
+      fork: 'completed',
+      pack: 'completed',
+      label: 'completed',
+      paid: 'completed',
+      join: 'completed',
+      oe: 'completed',
+      canceled: 'skipped',
+      nudge: 'skipped',
+      outOfStock: 'skipped',
+      ship: 'completed',
+      e: 'completed',
+      refund: 'skipped',
+      remind: 'skipped',
+      restock: 'skipped',
+      e2: 'skipped',
+      e3: 'skipped',
+      e4: 'skipped',
     });
     const { rowCount } = await t.db.pool.query('select 1 from subscriptions where instance_id = $1', [id]);
     expect(rowCount).toBe(0);
@@ -175,7 +325,10 @@ describe('embedded subprocess', () => {
     await completeOne('sp-reserve', id);
     const pack = await fetchOne(t.api, 'w', 'sp-pack');
     await completeOne('sp-label', id);
-    expect((await t.api.post('/api/messages', { name: 'sp-cancel', businessKey: 'sp-2' })).body).toMatchObject({ status: 'matched', instanceId: id });
+    expect((await t.api.post('/api/messages', { name: 'sp-cancel', businessKey: 'sp-2' })).body).toMatchObject({
+      status: 'matched',
+      instanceId: id,
+    });
     const late = await complete(t.api, pack, 'w');
     expect(late.status).toBe(409);
     expect(late.body.type).toBe('LockLost');
@@ -184,7 +337,18 @@ describe('embedded subprocess', () => {
     expect(rows).toEqual([]);
     await completeOne('sp-refund', id);
     await waitForStatus(t.api, id, 'completed');
-    expect(await statuses(id)).toMatchObject({ order: 'canceled', pack: 'canceled', label: 'completed', paid: 'canceled', canceled: 'completed', nudge: 'skipped', outOfStock: 'skipped', ship: 'skipped', refund: 'completed', e2: 'completed' });
+    expect(await statuses(id)).toMatchObject({
+      order: 'canceled',
+      pack: 'canceled',
+      label: 'completed',
+      paid: 'canceled',
+      canceled: 'completed',
+      nudge: 'skipped',
+      outOfStock: 'skipped',
+      ship: 'skipped',
+      refund: 'completed',
+      e2: 'completed',
+    });
     expect((await statuses(id)).join).toBeUndefined();
   });
 
@@ -199,21 +363,39 @@ describe('embedded subprocess', () => {
     await t.api.post('/api/messages', { name: 'sp-paid', businessKey: 'sp-3' });
     await completeOne('sp-ship', id);
     await waitForStatus(t.api, id, 'completed');
-    expect(await statuses(id)).toMatchObject({ order: 'completed', nudge: 'completed', remind: 'completed', e3: 'completed', ship: 'completed', canceled: 'skipped' });
+    expect(await statuses(id)).toMatchObject({
+      order: 'completed',
+      nudge: 'completed',
+      remind: 'completed',
+      e3: 'completed',
+      ship: 'completed',
+      canceled: 'skipped',
+    });
   });
 
   it('given a BPMN error from an inner task with no boundary of its own, then it propagates to the subprocess error boundary, canceling the other inner tasks', async () => {
     const id = await start(t.api, 'sub_order', { businessKey: 'sp-4' });
     await completeOne('sp-reserve', id);
     const pack = await fetchOne(t.api, 'w', 'sp-pack');
-    const res = await t.api.post(`/api/external-tasks/${pack.id}/bpmn-error`, { workerId: 'w', lockToken: pack.lockToken, errorCode: 'OUT_OF_STOCK' });
+    const res = await t.api.post(`/api/external-tasks/${pack.id}/bpmn-error`, {
+      workerId: 'w',
+      lockToken: pack.lockToken,
+      errorCode: 'OUT_OF_STOCK',
+    });
     expect(res.status).toBe(204);
     const restock = await fetchOne(t.api, 'w', 'sp-restock');
     expect(restock.variables).toMatchObject({ why: 'OUT_OF_STOCK' });
     expect(await taskStates(id)).toMatchObject({ pack: 'done', label: 'canceled', restock: 'locked' });
     await complete(t.api, restock, 'w');
     await waitForStatus(t.api, id, 'completed');
-    expect(await statuses(id)).toMatchObject({ order: 'canceled', pack: 'canceled', label: 'canceled', paid: 'canceled', outOfStock: 'completed', ship: 'skipped' });
+    expect(await statuses(id)).toMatchObject({
+      order: 'canceled',
+      pack: 'canceled',
+      label: 'canceled',
+      paid: 'canceled',
+      outOfStock: 'completed',
+      ship: 'skipped',
+    });
     expect((await instanceOf(t.api, id)).incidents).toEqual([]);
   });
 
@@ -225,11 +407,23 @@ describe('embedded subprocess', () => {
     expect((await complete(t.api, grind, 'w')).status).toBe(409);
     expect(await taskStates(id)).toEqual({ grind: 'canceled', escalate: 'locked' });
     const timers = await t.db.pool.query('select step_id, state from timers where instance_id = $1 order by step_id', [id]);
-    expect(timers.rows).toEqual([{ step_id: 'cool', state: 'canceled' }, { step_id: 'tooSlow', state: 'fired' }]);
+    expect(timers.rows).toEqual([
+      { step_id: 'cool', state: 'canceled' },
+      { step_id: 'tooSlow', state: 'fired' },
+    ]);
     expect((await t.db.pool.query('select 1 from subscriptions where instance_id = $1', [id])).rowCount).toBe(0);
     await complete(t.api, escalate, 'w');
     await waitForStatus(t.api, id, 'completed');
-    expect(await statuses(id)).toMatchObject({ work: 'canceled', grind: 'canceled', approval: 'canceled', cool: 'canceled', tooSlow: 'completed', escalate: 'completed', e: 'skipped', e2: 'completed' });
+    expect(await statuses(id)).toMatchObject({
+      work: 'canceled',
+      grind: 'canceled',
+      approval: 'canceled',
+      cool: 'canceled',
+      tooSlow: 'completed',
+      escalate: 'completed',
+      e: 'skipped',
+      e2: 'completed',
+    });
   });
 });
 
@@ -241,7 +435,14 @@ describe('error end events', () => {
     expect(reorder.variables).toMatchObject({ errorCode: 'NO_STOCK' });
     await complete(t.api, reorder, 'w');
     await waitForStatus(t.api, id, 'completed');
-    expect(await statuses(id)).toMatchObject({ outer: 'canceled', inner: 'canceled', fail: 'completed', caught: 'completed', reorder: 'completed', after: 'skipped' });
+    expect(await statuses(id)).toMatchObject({
+      outer: 'canceled',
+      inner: 'canceled',
+      fail: 'completed',
+      caught: 'completed',
+      reorder: 'completed',
+      after: 'skipped',
+    });
   });
 
   it('given stock, then the nested subprocesses complete one after the other and the path goes on', async () => {
@@ -249,14 +450,28 @@ describe('error end events', () => {
     await completeOne('sp_nested-check', id);
     await completeOne('sp_nested-after', id);
     await waitForStatus(t.api, id, 'completed');
-    expect(await statuses(id)).toMatchObject({ inner: 'completed', outer: 'completed', ie: 'completed', oe: 'completed', fail: 'skipped', caught: 'skipped', after: 'completed' });
+    expect(await statuses(id)).toMatchObject({
+      inner: 'completed',
+      outer: 'completed',
+      ie: 'completed',
+      oe: 'completed',
+      fail: 'skipped',
+      caught: 'skipped',
+      after: 'completed',
+    });
   });
 
   it('given an error end event nobody catches, then an incident names the error end event', async () => {
     const id = await start(t.api, 'sp_uncaught', { variables: { stock: 0 } });
     await completeOne('sp_uncaught-check', id);
     const instance = await waitForStatus(t.api, id, 'incident');
-    expect(instance.incidents).toEqual([expect.objectContaining({ stepId: 'fail', kind: 'bpmn_error', message: expect.stringContaining('Error end event fail threw error NO_STOCK') })]);
+    expect(instance.incidents).toEqual([
+      expect.objectContaining({
+        stepId: 'fail',
+        kind: 'bpmn_error',
+        message: expect.stringContaining('Error end event fail threw error NO_STOCK'),
+      }),
+    ]);
     expect(await statuses(id)).toMatchObject({ outer: 'active', inner: 'active', fail: 'incident' });
   });
 
@@ -271,7 +486,16 @@ describe('error end events', () => {
     expect(check.idempotencyKey).toBe(`${id}/check/2`);
     await completeOne('sp_uncaught-after', id);
     await waitForStatus(t.api, id, 'completed');
-    expect(await statuses(id)).toMatchObject({ s: 'completed', outer: 'completed', inner: 'completed', is: 'completed', check: 'completed', fail: 'skipped', ie: 'completed', after: 'completed' });
+    expect(await statuses(id)).toMatchObject({
+      s: 'completed',
+      outer: 'completed',
+      inner: 'completed',
+      is: 'completed',
+      check: 'completed',
+      fail: 'skipped',
+      ie: 'completed',
+      after: 'completed',
+    });
   });
 });
 
@@ -289,7 +513,13 @@ describe('compensation of a subprocess', () => {
     }
     expect(order).toEqual(['undoB', 'undoA']);
     await waitForStatus(t.api, id, 'completed');
-    expect(await statuses(id)).toMatchObject({ a: 'compensated', b: 'compensated', c: 'completed', trip: 'completed', undoTrip: 'completed' });
+    expect(await statuses(id)).toMatchObject({
+      a: 'compensated',
+      b: 'compensated',
+      c: 'completed',
+      trip: 'completed',
+      undoTrip: 'completed',
+    });
     expect(await fetchTasks(t.api, 'w', ['sp-undo'])).toEqual([]);
   });
 
@@ -302,6 +532,12 @@ describe('compensation of a subprocess', () => {
     await complete(t.api, undo, 'w');
     await waitForStatus(t.api, id, 'completed');
     expect(await fetchTasks(t.api, 'w', ['sp-inner-undo'])).toEqual([]);
-    expect(await statuses(id)).toMatchObject({ c: 'completed', a: 'compensated', undoHere: 'completed', sub: 'completed', e: 'completed' });
+    expect(await statuses(id)).toMatchObject({
+      c: 'completed',
+      a: 'compensated',
+      undoHere: 'completed',
+      sub: 'completed',
+      e: 'completed',
+    });
   });
 });

@@ -26,12 +26,36 @@ beforeAll(async () => {
   poolB = createPool({ connectionString: db.url });
   nodeB = createEngine(poolB, log);
   // A far timer: nothing fires it until the test moves its due time.
-  await deployDefinition(nodeA, buildBpmn('later', [
-    { id: 's', type: 'startEvent' }, { id: 'wait', type: 'catchEvent', timer: { duration: 'PT1H' } }, { id: 'e', type: 'endEvent' },
-  ], [{ from: 's', to: 'wait' }, { from: 'wait', to: 'e' }]));
-  await deployDefinition(nodeA, buildBpmn('soon', [
-    { id: 's', type: 'startEvent' }, { id: 'wait', type: 'catchEvent', timer: { duration: 'PT0.3S' } }, { id: 'e', type: 'endEvent' },
-  ], [{ from: 's', to: 'wait' }, { from: 'wait', to: 'e' }]));
+  await deployDefinition(
+    nodeA,
+    buildBpmn(
+      'later',
+      [
+        { id: 's', type: 'startEvent' },
+        { id: 'wait', type: 'catchEvent', timer: { duration: 'PT1H' } },
+        { id: 'e', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'wait' },
+        { from: 'wait', to: 'e' },
+      ],
+    ),
+  );
+  await deployDefinition(
+    nodeA,
+    buildBpmn(
+      'soon',
+      [
+        { id: 's', type: 'startEvent' },
+        { id: 'wait', type: 'catchEvent', timer: { duration: 'PT0.3S' } },
+        { id: 'e', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'wait' },
+        { from: 'wait', to: 'e' },
+      ],
+    ),
+  );
 });
 afterAll(async () => {
   await poolB?.end();
@@ -53,9 +77,12 @@ async function makeDue(ids: string[]): Promise<void> {
 }
 
 async function firings(ids: string[]): Promise<{ fired: number; timers: number; completed: number }> {
-  const { rows } = await db.pool.query(`select count(*)::int as fired, count(distinct data->>'timerId')::int as timers,
+  const { rows } = await db.pool.query(
+    `select count(*)::int as fired, count(distinct data->>'timerId')::int as timers,
       (select count(*)::int from instances where id = any($1::uuid[]) and status = 'completed') as completed
-    from events where instance_id = any($1::uuid[]) and kind = 'step:completed' and step_id = 'wait'`, [ids]);
+    from events where instance_id = any($1::uuid[]) and kind = 'step:completed' and step_id = 'wait'`,
+    [ids],
+  );
   return rows[0];
 }
 
@@ -63,12 +90,20 @@ describe('batched timer firing', () => {
   it('given 120 due timers and two nodes firing them at once (twice each), then every timer fires exactly once', async () => {
     const ids = await startMany('later', 120);
     await makeDue(ids);
-    const counts = await Promise.all([fireDueTimers(nodeA, 100), fireDueTimers(nodeB, 100), fireDueTimers(nodeA, 100), fireDueTimers(nodeB, 100)]);
+    const counts = await Promise.all([
+      fireDueTimers(nodeA, 100),
+      fireDueTimers(nodeB, 100),
+      fireDueTimers(nodeA, 100),
+      fireDueTimers(nodeB, 100),
+    ]);
     // A batch of 100 leaves 20 due: one more round, as the scheduler's tick does.
     counts.push(await fireDueTimers(nodeB, 100), await fireDueTimers(nodeA, 100));
     expect(counts.reduce((a, b) => a + b, 0)).toBe(120);
     expect(await firings(ids)).toEqual({ fired: 120, timers: 120, completed: 120 });
-    const { rows } = await db.pool.query(`select count(*)::int as n from timers where instance_id = any($1::uuid[]) and state = 'fired' and fired_at >= due_at`, [ids]);
+    const { rows } = await db.pool.query(
+      `select count(*)::int as n from timers where instance_id = any($1::uuid[]) and state = 'fired' and fired_at >= due_at`,
+      [ids],
+    );
     expect(rows[0].n).toBe(120);
   });
 
@@ -79,7 +114,9 @@ describe('batched timer firing', () => {
     expect(await firings(ids)).toEqual({ fired: 200, timers: 200, completed: 200 });
     // A firing transaction stamps its timers in one statement: one transaction id per transaction.
     const { rows } = await db.pool.query<{ n: number }>(
-      `select count(*)::int as n from timers where instance_id = any($1::uuid[]) and state = 'fired' and fired_at >= due_at group by xmin`, [ids]);
+      `select count(*)::int as n from timers where instance_id = any($1::uuid[]) and state = 'fired' and fired_at >= due_at group by xmin`,
+      [ids],
+    );
     expect(rows.map((r) => r.n)).toEqual([50, 50, 50, 50]);
   });
 
@@ -91,7 +128,11 @@ describe('batched timer firing', () => {
       await holder.query('begin');
       await holder.query('select 1 from instances where id = $1 for no key update', [ids[0]]);
       const firing = fireDueTimers(nodeA, 100);
-      await waitFor(async () => ((await firings(ids.slice(1))).completed === 9 ? true : undefined), 10_000, 'the other nine to fire');
+      await waitFor(
+        async () => ((await firings(ids.slice(1))).completed === 9 ? true : undefined),
+        10_000,
+        'the other nine to fire',
+      );
       expect((await firings(ids.slice(0, 1))).fired).toBe(0);
       await holder.query('commit');
       expect(await firing).toBe(10);
@@ -125,7 +166,10 @@ describe('batched timer firing', () => {
       // Each poke used to run the firing queries and the recomputation (3 statements).
       expect(statements - before).toBeLessThanOrEqual(Math.ceil(burstMs / 10) + 2);
       await waitFor(async () => ((await firings(ids)).completed === 30 ? true : undefined), 10_000, 'the 30 timers to fire');
-      const { rows } = await db.pool.query(`select max(extract(epoch from fired_at - due_at) * 1000)::float8 as late from timers where instance_id = any($1::uuid[])`, [ids]);
+      const { rows } = await db.pool.query(
+        `select max(extract(epoch from fired_at - due_at) * 1000)::float8 as late from timers where instance_id = any($1::uuid[])`,
+        [ids],
+      );
       expect(rows[0].late).toBeGreaterThanOrEqual(0);
       expect(rows[0].late).toBeLessThan(2000);
     } finally {

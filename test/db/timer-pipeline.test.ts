@@ -35,32 +35,123 @@ const wait = (id: string, duration = 'PT1H') => ({ id, type: 'catchEvent' as con
 beforeAll(async () => {
   db = await createTestDatabase();
   engine = createEngine(db.pool, log);
-  await deployDefinition(engine, buildBpmn('plain', [{ id: 's', type: 'startEvent' }, wait('wait'), { id: 'e', type: 'endEvent' }],
-    [{ from: 's', to: 'wait' }, { from: 'wait', to: 'e' }]));
+  await deployDefinition(
+    engine,
+    buildBpmn(
+      'plain',
+      [{ id: 's', type: 'startEvent' }, wait('wait'), { id: 'e', type: 'endEvent' }],
+      [
+        { from: 's', to: 'wait' },
+        { from: 'wait', to: 'e' },
+      ],
+    ),
+  );
   // After the timer a message wait begins: its commit looks in the inbox first.
-  await deployDefinition(engine, buildBpmn('then-message', [
-    { id: 's', type: 'startEvent' }, wait('wait'), { id: 'paid', type: 'catchEvent', message: 'pipeline-paid' }, { id: 'e', type: 'endEvent' },
-  ], [{ from: 's', to: 'wait' }, { from: 'wait', to: 'paid' }, { from: 'paid', to: 'e' }]));
+  await deployDefinition(
+    engine,
+    buildBpmn(
+      'then-message',
+      [
+        { id: 's', type: 'startEvent' },
+        wait('wait'),
+        { id: 'paid', type: 'catchEvent', message: 'pipeline-paid' },
+        { id: 'e', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'wait' },
+        { from: 'wait', to: 'paid' },
+        { from: 'paid', to: 'e' },
+      ],
+    ),
+  );
   // Two timers of one instance: the second firing must see the first one's writes.
-  await deployDefinition(engine, buildBpmn('two-timers', [
-    { id: 's', type: 'startEvent' }, { id: 'fork', type: 'parallelGateway' }, wait('w1'), wait('w2'), { id: 'join', type: 'parallelGateway' }, { id: 'e', type: 'endEvent' },
-  ], [{ from: 's', to: 'fork' }, { from: 'fork', to: 'w1' }, { from: 'fork', to: 'w2' }, { from: 'w1', to: 'join' }, { from: 'w2', to: 'join' }, { from: 'join', to: 'e' }]));
+  await deployDefinition(
+    engine,
+    buildBpmn(
+      'two-timers',
+      [
+        { id: 's', type: 'startEvent' },
+        { id: 'fork', type: 'parallelGateway' },
+        wait('w1'),
+        wait('w2'),
+        { id: 'join', type: 'parallelGateway' },
+        { id: 'e', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'fork' },
+        { from: 'fork', to: 'w1' },
+        { from: 'fork', to: 'w2' },
+        { from: 'w1', to: 'join' },
+        { from: 'w2', to: 'join' },
+        { from: 'join', to: 'e' },
+      ],
+    ),
+  );
   // A terminate end after the timer: its commit cancels the open task after its statement.
-  await deployDefinition(engine, buildBpmn('terminate', [
-    { id: 's', type: 'startEvent' }, { id: 'fork', type: 'parallelGateway' }, wait('wait'), { id: 'stop', type: 'terminateEndEvent' },
-    { id: 'work', type: 'serviceTask', topic: 'pipeline-work' }, { id: 'e', type: 'endEvent' },
-  ], [{ from: 's', to: 'fork' }, { from: 'fork', to: 'wait' }, { from: 'wait', to: 'stop' }, { from: 'fork', to: 'work' }, { from: 'work', to: 'e' }]));
+  await deployDefinition(
+    engine,
+    buildBpmn(
+      'terminate',
+      [
+        { id: 's', type: 'startEvent' },
+        { id: 'fork', type: 'parallelGateway' },
+        wait('wait'),
+        { id: 'stop', type: 'terminateEndEvent' },
+        { id: 'work', type: 'serviceTask', topic: 'pipeline-work' },
+        { id: 'e', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'fork' },
+        { from: 'fork', to: 'wait' },
+        { from: 'wait', to: 'stop' },
+        { from: 'fork', to: 'work' },
+        { from: 'work', to: 'e' },
+      ],
+    ),
+  );
   // A task with an interrupting timeout: the firing cancels the task, so the task's pending
   // progress must be framed before the frames of that firing.
-  await deployDefinition(engine, buildBpmn('timeout', [
-    { id: 's', type: 'startEvent' }, { id: 'work', type: 'serviceTask', topic: 'pipeline-timeout' },
-    { id: 'late', type: 'boundaryEvent', attachedTo: 'work', timer: { duration: 'PT1H' } }, { id: 'e', type: 'endEvent' }, { id: 'e2', type: 'endEvent' },
-  ], [{ from: 's', to: 'work' }, { from: 'work', to: 'e' }, { from: 'late', to: 'e2' }]));
+  await deployDefinition(
+    engine,
+    buildBpmn(
+      'timeout',
+      [
+        { id: 's', type: 'startEvent' },
+        { id: 'work', type: 'serviceTask', topic: 'pipeline-timeout' },
+        { id: 'late', type: 'boundaryEvent', attachedTo: 'work', timer: { duration: 'PT1H' } },
+        { id: 'e', type: 'endEvent' },
+        { id: 'e2', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'work' },
+        { from: 'work', to: 'e' },
+        { from: 'late', to: 'e2' },
+      ],
+    ),
+  );
   // A timer and a task side by side: the firing and the complete frame one instance at once.
-  await deployDefinition(engine, buildBpmn('race', [
-    { id: 's', type: 'startEvent' }, { id: 'fork', type: 'parallelGateway' }, wait('wait'), { id: 'work', type: 'serviceTask', topic: 'pipeline-race' },
-    { id: 'join', type: 'parallelGateway' }, { id: 'e', type: 'endEvent' },
-  ], [{ from: 's', to: 'fork' }, { from: 'fork', to: 'wait' }, { from: 'fork', to: 'work' }, { from: 'wait', to: 'join' }, { from: 'work', to: 'join' }, { from: 'join', to: 'e' }]));
+  await deployDefinition(
+    engine,
+    buildBpmn(
+      'race',
+      [
+        { id: 's', type: 'startEvent' },
+        { id: 'fork', type: 'parallelGateway' },
+        wait('wait'),
+        { id: 'work', type: 'serviceTask', topic: 'pipeline-race' },
+        { id: 'join', type: 'parallelGateway' },
+        { id: 'e', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'fork' },
+        { from: 'fork', to: 'wait' },
+        { from: 'fork', to: 'work' },
+        { from: 'wait', to: 'join' },
+        { from: 'work', to: 'join' },
+        { from: 'join', to: 'e' },
+      ],
+    ),
+  );
   listener = new pg.Client({ connectionString: db.url });
   await listener.connect();
   listener.on('notification', (m) => bells.push(...readDoorbells(m.payload).bells));
@@ -80,18 +171,26 @@ async function start(key: string): Promise<string> {
 
 /** Makes the instances' timers due, in this order (1 ms apart), so that they fall into known chunks. */
 async function makeDueInOrder(ids: string[]): Promise<void> {
-  await db.pool.query(`update timers t set due_at = now() - interval '1 minute' + (x.n * interval '1 millisecond')
+  await db.pool.query(
+    `update timers t set due_at = now() - interval '1 minute' + (x.n * interval '1 millisecond')
       from (select i.id, i.n from unnest($1::uuid[]) with ordinality as i(id, n)) x
-     where t.instance_id = x.id and t.state = 'waiting'`, [ids]);
+     where t.instance_id = x.id and t.state = 'waiting'`,
+    [ids],
+  );
 }
 
 async function frames(instanceId: string): Promise<{ seq: number; kind: string; data: Record<string, unknown> }[]> {
-  const { rows } = await db.pool.query('select seq, kind, data from frames where instance_id = $1 and generation = 1 order by seq', [instanceId]);
+  const { rows } = await db.pool.query(
+    'select seq, kind, data from frames where instance_id = $1 and generation = 1 order by seq',
+    [instanceId],
+  );
   return rows;
 }
 
 async function history(instanceId: string): Promise<{ kind: string; step_id: string | null; framed: boolean | null }[]> {
-  const { rows } = await db.pool.query('select kind, step_id, framed from events where instance_id = $1 order by seq', [instanceId]);
+  const { rows } = await db.pool.query('select kind, step_id, framed from events where instance_id = $1 order by seq', [
+    instanceId,
+  ]);
   return rows;
 }
 
@@ -108,17 +207,30 @@ async function bellsSoFar(): Promise<string[]> {
 async function expectFramesEqualHistory(instanceId: string): Promise<void> {
   const got = await frames(instanceId);
   const kinds = (await history(instanceId)).map((e) => e.kind);
-  expect(got.map((f) => f.seq), instanceId).toEqual(got.map((_, i) => i + 1));
-  expect(got.map((f) => f.kind).filter((k) => k !== 'task:progress'), instanceId).toEqual([...kinds, 'instance:ended']);
+  expect(
+    got.map((f) => f.seq),
+    instanceId,
+  ).toEqual(got.map((_, i) => i + 1));
+  expect(
+    got.map((f) => f.kind).filter((k) => k !== 'task:progress'),
+    instanceId,
+  ).toEqual([...kinds, 'instance:ended']);
 }
 
 async function lockTasks(topic: string, n: number): Promise<LockedTaskRow[]> {
-  return waitFor(async () => {
-    const { tasks } = await fetchAndLock(db.pool, { workerId: 'pw', maxTasks: n, topics: [{ name: topic, lockDurationMs: 60_000 }] });
-    return tasks.length > 0 ? tasks : undefined;
-  }, 5_000, `tasks of ${topic}`);
+  return waitFor(
+    async () => {
+      const { tasks } = await fetchAndLock(db.pool, {
+        workerId: 'pw',
+        maxTasks: n,
+        topics: [{ name: topic, lockDurationMs: 60_000 }],
+      });
+      return tasks.length > 0 ? tasks : undefined;
+    },
+    5_000,
+    `tasks of ${topic}`,
+  );
 }
-
 
 describe('pipelined timer firing', () => {
   it('given 24 due timers of 24 instances, then each batch sends its firings as one statement with the rest of its transaction, and every timer fires once', async () => {
@@ -138,10 +250,13 @@ describe('pipelined timer firing', () => {
     } finally {
       await counting.pool.end();
     }
-    const { rows } = await db.pool.query(`select count(*)::int as completed,
+    const { rows } = await db.pool.query(
+      `select count(*)::int as completed,
         (select count(*)::int from events where instance_id = any($1::uuid[]) and kind = 'step:completed' and step_id = 'wait') as fired,
         (select count(*)::int from timers where instance_id = any($1::uuid[]) and state = 'fired' and fired_at >= due_at) as stamped
-      from instances where id = any($1::uuid[]) and status = 'completed'`, [ids]);
+      from instances where id = any($1::uuid[]) and status = 'completed'`,
+      [ids],
+    );
     expect(rows[0]).toEqual({ completed: 24, fired: 24, stamped: 24 });
   });
 
@@ -167,7 +282,10 @@ describe('pipelined timer firing', () => {
       await counting.pool.end();
     }
     for (const id of ids) await expectFramesEqualHistory(id);
-    const { rows } = await db.pool.query(`select count(*)::int as n from timers where instance_id = any($1::uuid[]) and state = 'fired' and fired_at >= due_at`, [ids]);
+    const { rows } = await db.pool.query(
+      `select count(*)::int as n from timers where instance_id = any($1::uuid[]) and state = 'fired' and fired_at >= due_at`,
+      [ids],
+    );
     expect(rows[0].n).toBe(9);
   });
 
@@ -175,15 +293,28 @@ describe('pipelined timer firing', () => {
     // Four lanes of three: [p, message, p] [p, two, two] [p, terminate, p] [p, p, p]
     const p = async () => start('plain');
     const [p1, message, p2, p3, two, p4, terminate, p5, p6, p7, p8] = [
-      await p(), await start('then-message'), await p(), await p(), await start('two-timers'), await p(), await start('terminate'), await p(), await p(), await p(), await p(),
+      await p(),
+      await start('then-message'),
+      await p(),
+      await p(),
+      await start('two-timers'),
+      await p(),
+      await start('terminate'),
+      await p(),
+      await p(),
+      await p(),
+      await p(),
     ];
     // A message published before its wait begins is kept and matched when the wait starts.
     expect((await publishMessage(engine, { name: 'pipeline-paid' })).status).toBe('buffered');
     await makeDueInOrder([p1!, message!, p2!, p3!, two!, p4!, terminate!, p5!, p6!, p7!, p8!]);
     expect(await fireDueTimers(engine, 100)).toBe(12);
-    const { rows } = await db.pool.query<{ id: string; status: string; fired: number }>(`select i.id, i.status,
+    const { rows } = await db.pool.query<{ id: string; status: string; fired: number }>(
+      `select i.id, i.status,
         (select count(*)::int from events e where e.instance_id = i.id and e.kind = 'step:completed' and e.step_id in ('wait', 'w1', 'w2')) as fired
-      from instances i where i.id = any($1::uuid[])`, [[p1, message, p2, p3, two, p4, terminate, p5, p6, p7, p8]]);
+      from instances i where i.id = any($1::uuid[])`,
+      [[p1, message, p2, p3, two, p4, terminate, p5, p6, p7, p8]],
+    );
     const byId = new Map(rows.map((r) => [r.id, r]));
     for (const id of [p1, p2, p3, p4, p5, p6, p7, p8]) expect(byId.get(id!)).toMatchObject({ status: 'completed', fired: 1 });
     expect(byId.get(message!)).toMatchObject({ status: 'completed', fired: 1 });
@@ -191,14 +322,20 @@ describe('pipelined timer firing', () => {
     expect(byId.get(terminate!)).toMatchObject({ status: 'completed', fired: 1 });
     const { rows: tasks } = await db.pool.query(`select state from external_tasks where instance_id = $1`, [terminate]);
     expect(tasks.map((t) => t.state)).not.toContain('ready');
-    const { rows: joins } = await db.pool.query(`select count(*)::int as n from events where instance_id = $1 and kind = 'step:completed' and step_id = 'join'`, [two]);
+    const { rows: joins } = await db.pool.query(
+      `select count(*)::int as n from events where instance_id = $1 and kind = 'step:completed' and step_id = 'join'`,
+      [two],
+    );
     expect(joins[0].n).toBe(1);
     // The firings that went alone (the message, the terminate) and the two of one instance
     // were framed by the batch's last statement too: every event framed, frames = history.
     for (const id of [p1, message, p2, p3, two, p4, terminate, p5, p6, p7, p8]) {
       await expectFramesEqualHistory(id!);
       const firing = (await history(id!)).filter((e) => e.kind !== 'task:created' && e.kind !== 'task:locked');
-      expect(firing.map((e) => e.framed), id).toEqual(firing.map(() => true));
+      expect(
+        firing.map((e) => e.framed),
+        id,
+      ).toEqual(firing.map(() => true));
     }
   });
 });
@@ -210,19 +347,28 @@ describe('timer firings written together', () => {
     for (let i = 0; i < 4; i++) ids.push(await start('timeout'), await start('plain'));
     await makeDueInOrder(ids);
     expect(await fireDueTimers(engine, 100)).toBe(8);
-    const { rows } = await db.pool.query<{ id: string; status: string; tasks: string[]; fired: string[] }>(`select i.id, i.status,
+    const { rows } = await db.pool.query<{ id: string; status: string; tasks: string[]; fired: string[] }>(
+      `select i.id, i.status,
         (select array_agg(state order by state) from external_tasks t where t.instance_id = i.id) as tasks,
         (select array_agg(step_id order by step_id) from events e where e.instance_id = i.id and e.kind = 'step:completed') as fired
-      from instances i where i.id = any($1::uuid[])`, [ids]);
+      from instances i where i.id = any($1::uuid[])`,
+      [ids],
+    );
     const byId = new Map(rows.map((r) => [r.id, r]));
     for (const [k, id] of ids.entries()) {
-      expect(byId.get(id), id).toMatchObject(k % 2 === 0
-        ? { status: 'completed', tasks: ['canceled'], fired: ['e2', 'late', 's'] }
-        : { status: 'completed', tasks: null, fired: ['e', 's', 'wait'] });
+      expect(byId.get(id), id).toMatchObject(
+        k % 2 === 0
+          ? { status: 'completed', tasks: ['canceled'], fired: ['e2', 'late', 's'] }
+          : { status: 'completed', tasks: null, fired: ['e', 's', 'wait'] },
+      );
       await expectFramesEqualHistory(id);
     }
     // four transactions of two firings each (the batches of two take the together statement)
-    const { rows: [x] } = await db.pool.query(`select count(distinct xmin::text)::int as transactions from instances where id = any($1::uuid[])`, [ids]);
+    const {
+      rows: [x],
+    } = await db.pool.query(`select count(distinct xmin::text)::int as transactions from instances where id = any($1::uuid[])`, [
+      ids,
+    ]);
     expect(x).toEqual({ transactions: 4 });
   });
 });
@@ -248,7 +394,10 @@ describe('timer batches frame at the end', () => {
       expect(rung.filter((b) => b.startsWith(id))).toEqual([`${id} 1 ${got.length}`]);
     }
     // No firing queued the trigger: it frames events whose `framed` is null only.
-    const { rows } = await db.pool.query(`select count(*)::int as n from events where instance_id = any($1::uuid[]) and framed is null`, [ids]);
+    const { rows } = await db.pool.query(
+      `select count(*)::int as n from events where instance_id = any($1::uuid[]) and framed is null`,
+      [ids],
+    );
     expect(rows[0].n).toBe(0);
   });
 
@@ -258,7 +407,9 @@ describe('timer batches frame at the end', () => {
     for (let i = 0; i < 6; i++) others.push(await start('plain'));
     const [task] = await lockTasks('pipeline-timeout', 1);
     expect(task!.instance_id).toBe(timeout);
-    expect((await recordProgress(db.pool, { taskId: task!.id, workerId: 'pw', lockToken: task!.lock_token!, data: { n: 1 } })).ok).toBe(true);
+    expect(
+      (await recordProgress(db.pool, { taskId: task!.id, workerId: 'pw', lockToken: task!.lock_token!, data: { n: 1 } })).ok,
+    ).toBe(true);
     // 8 timers in 4 lanes: batches of 2, the first [a, timeout].
     await makeDueInOrder([a!, timeout!, ...others]);
     expect(await fireDueTimers(engine, 100)).toBe(8);
@@ -270,7 +421,10 @@ describe('timer batches frame at the end', () => {
     await expectFramesEqualHistory(timeout!);
     // One by one: the trigger framed every firing of that batch, the instance without progress
     // too; the other batches framed theirs at the end.
-    const firing = async (id: string) => (await history(id)).filter((e) => e.kind === 'step:completed' && e.step_id === (id === timeout ? 'late' : 'wait')).map((e) => e.framed);
+    const firing = async (id: string) =>
+      (await history(id))
+        .filter((e) => e.kind === 'step:completed' && e.step_id === (id === timeout ? 'late' : 'wait'))
+        .map((e) => e.framed);
     expect(await firing(a!)).toEqual([null]);
     expect(await firing(timeout!)).toEqual([null]);
     for (const id of others) expect(await firing(id)).toEqual([true]);
@@ -292,13 +446,20 @@ describe('timer batches frame at the end', () => {
       // What recordProgress does: FOR SHARE on the holder's task row, then the report.
       await reporter.query('begin');
       await reporter.query('select 1 from external_tasks where id = $1 for share', [task!.id]);
-      await reporter.query(`insert into progress_reports (task_id, instance_id, generation, step_id, data, bytes) values ($1, $2, 1, 'work', '{"n": 9}', 10)`, [task!.id, timeout]);
+      await reporter.query(
+        `insert into progress_reports (task_id, instance_id, generation, step_id, data, bytes) values ($1, $2, 1, 'work', '{"n": 9}', 10)`,
+        [task!.id, timeout],
+      );
       firing = fireDueTimers(engine, 100);
-      await waitFor(async () => {
-        const { rows } = await db.pool.query(`select 1 from pg_stat_activity
+      await waitFor(
+        async () => {
+          const { rows } = await db.pool.query(`select 1 from pg_stat_activity
                                                 where datname = current_database() and wait_event_type = 'Lock' and query like 'with%i as (update instances%'`);
-        return rows.length > 0 ? true : undefined;
-      }, 10_000, 'the firing to wait for the task row');
+          return rows.length > 0 ? true : undefined;
+        },
+        10_000,
+        'the firing to wait for the task row',
+      );
       await reporter.query('commit');
       expect(await firing).toBe(8);
     } finally {
@@ -324,8 +485,11 @@ describe('timer batches frame at the end', () => {
       let reads = 0;
       const follower = (async () => {
         while (!ended) {
-          const { rows } = await db.pool.query<{ id: string; seqs: number[]; kinds: string[] }>(`select instance_id as id, array_agg(seq order by seq) as seqs, array_agg(kind order by seq) as kinds
-              from frames where instance_id = any($1::uuid[]) and generation = 1 group by instance_id`, [ids]);
+          const { rows } = await db.pool.query<{ id: string; seqs: number[]; kinds: string[] }>(
+            `select instance_id as id, array_agg(seq order by seq) as seqs, array_agg(kind order by seq) as kinds
+              from frames where instance_id = any($1::uuid[]) and generation = 1 group by instance_id`,
+            [ids],
+          );
           reads++;
           for (const r of rows) expect(r.seqs, `round ${round}, ${r.id}`).toEqual(r.seqs.map((_, i) => i + 1));
           ended = rows.length === ids.length && rows.every((r) => r.kinds.at(-1) === 'instance:ended');
@@ -342,7 +506,10 @@ describe('timer batches frame at the end', () => {
       for (const id of ids) {
         await expectFramesEqualHistory(id);
         const kinds = (await history(id)).map((e) => e.kind);
-        expect(kinds.filter((k) => k === 'instance:completed'), id).toHaveLength(1);
+        expect(
+          kinds.filter((k) => k === 'instance:completed'),
+          id,
+        ).toHaveLength(1);
       }
     }
   }, 60_000);
@@ -352,8 +519,20 @@ describe('runPipelined', () => {
   it('given a group of statements in a transaction, then they run in call order and answer in order; given one that fails, then the transaction fails and the client works as before', async () => {
     await db.pool.query('create table pipeline_probe (seq serial primary key, n int not null)');
     const order = await withTransaction(db.pool, async (tx) => {
-      const results = await runPipelined(tx, Array.from({ length: 10 }, (_, n) => async () =>
-        (await tx.query<{ n: number }>({ name: 'probe_insert', text: 'insert into pipeline_probe (n) values ($1) returning n', values: [n] })).rows[0]!.n));
+      const results = await runPipelined(
+        tx,
+        Array.from(
+          { length: 10 },
+          (_, n) => async () =>
+            (
+              await tx.query<{ n: number }>({
+                name: 'probe_insert',
+                text: 'insert into pipeline_probe (n) values ($1) returning n',
+                values: [n],
+              })
+            ).rows[0]!.n,
+        ),
+      );
       return results.map((r) => (r.status === 'fulfilled' ? r.value : -1));
     });
     expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
@@ -386,7 +565,7 @@ describe('timer scheduler at a due time', () => {
     const query = counting.query.bind(counting) as (...args: unknown[]) => unknown;
     (counting as { query: unknown }).query = (...args: unknown[]) => {
       const config = args[0] as { name?: string } | string;
-      sent.push({ name: typeof config === 'string' ? config : config.name ?? '?', at: performance.now() });
+      sent.push({ name: typeof config === 'string' ? config : (config.name ?? '?'), at: performance.now() });
       return query(...args);
     };
     // No other timer waits: the old tests' timers all fired.
@@ -397,7 +576,14 @@ describe('timer scheduler at a due time', () => {
       const id = await start('plain');
       await db.pool.query(`update timers set due_at = now() + interval '400 milliseconds' where instance_id = $1`, [id]);
       scheduler.poke();
-      await waitFor(async () => ((await db.pool.query(`select status from instances where id = $1`, [id])).rows[0]?.status === 'completed' ? true : undefined), 10_000, 'the timer to fire');
+      await waitFor(
+        async () =>
+          (await db.pool.query(`select status from instances where id = $1`, [id])).rows[0]?.status === 'completed'
+            ? true
+            : undefined,
+        10_000,
+        'the timer to fire',
+      );
       const first = sent.findIndex((s) => s.name === 'find_due_timers');
       expect(first).toBeGreaterThan(0);
       // The statement before it was the poke's recomputation, a sleep earlier.

@@ -15,14 +15,21 @@ afterAll(async () => {
 describe('next timer wake-up', () => {
   it('given no waiting timer, then there is no wake-up time; given a due one, 0; given a future one, about its delay', async () => {
     expect(await msUntilNextTimer(db.pool)).toBeUndefined();
-    const { rows } = await db.pool.query<{ id: string }>(`insert into definitions (key, version, fingerprint, xml_sha256, xml, plan)
+    const { rows } = await db.pool.query<{
+      id: string;
+    }>(`insert into definitions (key, version, fingerprint, xml_sha256, xml, plan)
       values ('wake', 1, 'f', 's', '<x/>', '{}') returning id`);
     const definitionId = rows[0]?.id;
-    await db.pool.query(`insert into timers (definition_id, step_id, due_at) values ($1, 'later', now() + interval '30 seconds')`, [definitionId]);
+    await db.pool.query(
+      `insert into timers (definition_id, step_id, due_at) values ($1, 'later', now() + interval '30 seconds')`,
+      [definitionId],
+    );
     const later = await msUntilNextTimer(db.pool);
     expect(later).toBeGreaterThan(25_000);
     expect(later).toBeLessThanOrEqual(30_000);
-    await db.pool.query(`insert into timers (definition_id, step_id, due_at) values ($1, 'past', now() - interval '5 seconds')`, [definitionId]);
+    await db.pool.query(`insert into timers (definition_id, step_id, due_at) values ($1, 'past', now() - interval '5 seconds')`, [
+      definitionId,
+    ]);
     expect(await msUntilNextTimer(db.pool)).toBe(0);
   });
 });

@@ -38,7 +38,10 @@ beforeAll(async () => {
     const name = (args[0] as { name?: string }).name ?? '?';
     sent.push(name);
     const result = query(...args) as Promise<unknown> | undefined;
-    void result?.then(() => answered.push(name), () => answered.push(name));
+    void result?.then(
+      () => answered.push(name),
+      () => answered.push(name),
+    );
     return result;
   };
   // No handOff: every new task rings, none is handed to a parked poll.
@@ -74,8 +77,16 @@ async function parkAll(topic: string, maxTasks: number[]): Promise<Poll[]> {
 }
 
 /** Which polls answered within ms, and how many fetches ran; the rest are aborted (they answer []). */
-async function outcome(polls: Poll[], expected: number, ms = SAFETY_RECHECK_MS / 2): Promise<{ answered: number[]; fetches: number }> {
-  await waitFor(async () => (polls.filter((p) => p.settled()).length >= expected ? true : undefined), ms, `${expected} polls to answer`);
+async function outcome(
+  polls: Poll[],
+  expected: number,
+  ms = SAFETY_RECHECK_MS / 2,
+): Promise<{ answered: number[]; fetches: number }> {
+  await waitFor(
+    async () => (polls.filter((p) => p.settled()).length >= expected ? true : undefined),
+    ms,
+    `${expected} polls to answer`,
+  );
   // a poll woken for nothing would fetch at once: give any such fetch the time to show
   await new Promise((r) => setTimeout(r, 100));
   const result = { answered: polls.flatMap((p, i) => (p.settled() ? [i] : [])), fetches: fetches() - polls.length };
@@ -114,7 +125,7 @@ describe('a doorbell wakes as many parked polls as its tasks need', () => {
     expect((await polls[0]!.answer).length).toBe(2);
   });
 
-  it('given a doorbell without a count (another node\'s, relayed), then every parked poll of the topic wakes', async () => {
+  it("given a doorbell without a count (another node's, relayed), then every parked poll of the topic wakes", async () => {
     const polls = await parkAll('wake-one-task', [1, 1, 1]);
     ringAfterCommit(counting, { topics: ['wake-one-task'] });
     await waitFor(async () => (fetches() >= 6 ? true : undefined), SAFETY_RECHECK_MS / 2, 'every poll to fetch again');
@@ -122,13 +133,19 @@ describe('a doorbell wakes as many parked polls as its tasks need', () => {
     expect(woken).toBe(3);
   });
 
-  it('given two parked polls and a ready task that rang for one, when the woken poll\'s caller leaves before it fetches, then the other poll wakes and takes the task well before the re-check', async () => {
+  it("given two parked polls and a ready task that rang for one, when the woken poll's caller leaves before it fetches, then the other poll wakes and takes the task well before the re-check", async () => {
     // A ready task without its doorbell: locked by a holder, then given back by SQL.
     await startInstance(engine, { definitionKey: 'wake-full' });
-    const held = await fetchAndLock(db.pool, { workerId: 'holder', maxTasks: 1, topics: [{ name: 'wake-full-task', lockDurationMs: 60_000 }] });
+    const held = await fetchAndLock(db.pool, {
+      workerId: 'holder',
+      maxTasks: 1,
+      topics: [{ name: 'wake-full-task', lockDurationMs: 60_000 }],
+    });
     expect(held.tasks).toHaveLength(1);
     const polls = await parkAll('wake-full-task', [1, 1]);
-    await db.pool.query(`update external_tasks set state = 'ready', worker_id = null, lock_token = null, lock_expires_at = null where worker_id = 'holder'`);
+    await db.pool.query(
+      `update external_tasks set state = 'ready', worker_id = null, lock_token = null, lock_expires_at = null where worker_id = 'holder'`,
+    );
     const began = performance.now();
     ringAfterCommit(counting, { topics: ['wake-full-task'], counts: [1] }); // wakes the oldest poll…
     polls[0]!.abort.abort(); // …whose caller leaves before its fetch runs

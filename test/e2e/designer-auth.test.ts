@@ -13,7 +13,10 @@ let h: BrowserHarness;
 const apiCalls: { url: string; authorization: string | undefined }[] = [];
 beforeAll(async () => {
   h = await openDesigner({
-    auth: { tokens: parseTokens(`admin:ops:${ADMIN},viewer:dash:${VIEWER}`), failures: { burst: 1_000_000, perMinute: 1_000_000 } },
+    auth: {
+      tokens: parseTokens(`admin:ops:${ADMIN},viewer:dash:${VIEWER}`),
+      failures: { burst: 1_000_000, perMinute: 1_000_000 },
+    },
     token: ADMIN,
   });
   h.page.on('request', (r) => {
@@ -63,7 +66,7 @@ describe('designer with tokens', () => {
     expect((await h.t.api.get('/api/diagrams')).body.items).toHaveLength(1);
   });
 
-  it('given a viewer token, a write shows the API\'s 403 message and no dialog', async () => {
+  it("given a viewer token, a write shows the API's 403 message and no dialog", async () => {
     await h.page.goto(`${h.t.url}/#/diagrams`);
     await h.page.getByRole('button', { name: /Token set/ }).click();
     await enterToken(VIEWER);
@@ -109,7 +112,9 @@ describe('designer with tokens', () => {
       await Promise.all(held);
       await h.page.getByRole('button', { name: 'New diagram' }).waitFor();
       // every held call, refused with the old token, was sent again with the new one
-      await expect.poll(() => apiCalls.filter((c) => c.authorization === `Bearer ${ADMIN}`).length).toBeGreaterThanOrEqual(held.length);
+      await expect
+        .poll(() => apiCalls.filter((c) => c.authorization === `Bearer ${ADMIN}`).length)
+        .toBeGreaterThanOrEqual(held.length);
       expect(await dialog().isVisible()).toBe(false);
     } finally {
       await h.page.unroute('**/api/**');
@@ -119,7 +124,9 @@ describe('designer with tokens', () => {
   it('given the live stream refused for a token the user has replaced meanwhile, it connects with the new one, not asking again', async () => {
     const WRONG = 'stale-socket-token-0123456789';
     const NS = 'xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn"';
-    await h.t.api.post('/api/definitions', { xml: `<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions ${NS} id="D_watch" targetNamespace="t"><bpmn:process id="watched" isExecutable="true"><bpmn:startEvent id="start"/><bpmn:serviceTask id="work" camunda:type="external" camunda:topic="watched"/><bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work"/></bpmn:process></bpmn:definitions>` });
+    await h.t.api.post('/api/definitions', {
+      xml: `<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions ${NS} id="D_watch" targetNamespace="t"><bpmn:process id="watched" isExecutable="true"><bpmn:startEvent id="start"/><bpmn:serviceTask id="work" camunda:type="external" camunda:topic="watched"/><bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work"/></bpmn:process></bpmn:definitions>`,
+    });
     const started = await h.t.api.post('/api/instances', { definitionKey: 'watched' });
     // The socket's handshake with the stale token is held 1.5 s: its refusal comes back after
     // the right token went into the prompt that the page's refused API calls opened.

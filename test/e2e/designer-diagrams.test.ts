@@ -23,10 +23,14 @@ async function selectShape(id: string): Promise<void> {
 }
 
 async function savedXml(id: string, contains: string): Promise<string> {
-  return waitFor(async () => {
-    const { body } = await h.t.api.get(`/api/diagrams/${id}`);
-    return body.xml.includes(contains) ? body.xml as string : undefined;
-  }, 10_000, `the saved XML to contain ${contains}`);
+  return waitFor(
+    async () => {
+      const { body } = await h.t.api.get(`/api/diagrams/${id}`);
+      return body.xml.includes(contains) ? (body.xml as string) : undefined;
+    },
+    10_000,
+    `the saved XML to contain ${contains}`,
+  );
 }
 
 describe('drawing', () => {
@@ -60,7 +64,10 @@ describe('drawing', () => {
 
 describe('problems', () => {
   it('given a problem of the process itself, when chosen, then a notice says it is not on the canvas', async () => {
-    const xml = (await readFile(path.resolve('test/e2e/fixtures/no-topic.bpmn'), 'utf8')).replace('isExecutable="true"', 'isExecutable="false"');
+    const xml = (await readFile(path.resolve('test/e2e/fixtures/no-topic.bpmn'), 'utf8')).replace(
+      'isExecutable="true"',
+      'isExecutable="false"',
+    );
     const created = await h.t.api.post('/api/diagrams', { name: 'Not executable', xml });
     await h.page.goto(`${h.t.url}/#/diagrams/${created.body.id}`);
     await h.page.locator('.problem[data-element-id="e2e-order"]').click();
@@ -88,7 +95,7 @@ describe('properties of flows', () => {
     await h.page.locator('input[name="prop-default"]').uncheck();
     const after = await waitFor(async () => {
       const { body } = await h.t.api.get(`/api/diagrams/${created.body.id}`);
-      return body.xml.includes('default="Flow_NoReview"') ? undefined : body.xml as string;
+      return body.xml.includes('default="Flow_NoReview"') ? undefined : (body.xml as string);
     });
     expect(after).not.toContain('default="Flow_NoReview"');
   });
@@ -152,10 +159,16 @@ describe('diagram list', () => {
     // The problems panel shows before the diagram has loaded: wait for its name (a flake under load).
     await expect.poll(() => h.page.getByLabel('Diagram name').inputValue()).toBe('Order (renamed)');
 
-    const [xmlDownload] = await Promise.all([h.page.waitForEvent('download'), h.page.getByRole('button', { name: 'Export XML' }).click()]);
+    const [xmlDownload] = await Promise.all([
+      h.page.waitForEvent('download'),
+      h.page.getByRole('button', { name: 'Export XML' }).click(),
+    ]);
     expect(xmlDownload.suggestedFilename()).toBe('Order-renamed-.bpmn');
     expect(await readFile((await xmlDownload.path())!, 'utf8')).toContain('baton:retries="7"');
-    const [svgDownload] = await Promise.all([h.page.waitForEvent('download'), h.page.getByRole('button', { name: 'Export SVG' }).click()]);
+    const [svgDownload] = await Promise.all([
+      h.page.waitForEvent('download'),
+      h.page.getByRole('button', { name: 'Export SVG' }).click(),
+    ]);
     expect(await readFile((await svgDownload.path())!, 'utf8')).toMatch(/^<\?xml[\s\S]*<svg/);
 
     await h.page.getByRole('link', { name: '← Diagrams' }).click();
@@ -176,17 +189,21 @@ describe('unsaved changes', () => {
     await page.goto(`${h.t.url}/#/diagrams/${created.body.id}`);
     await page.locator('.problems-summary:not(:text("Not checked yet"))').waitFor();
     // The draft's saves are cut off, as if the network were down.
-    await page.route(`**/api/diagrams/${created.body.id}`, (route) => (route.request().method() === 'PATCH' ? route.abort() : route.continue()));
+    await page.route(`**/api/diagrams/${created.body.id}`, (route) =>
+      route.request().method() === 'PATCH' ? route.abort() : route.continue(),
+    );
     await page.locator('g.djs-element[data-element-id="work"]').click();
     await page.locator('#prop-topic').fill('lost?');
     await page.locator('#prop-topic').press('Enter');
     await page.locator('.save-state.save-failed').waitFor();
     await page.getByText('Not saved: The Baton server does not answer').waitFor();
 
-    const dialog = new Promise<string>((resolve) => page.once('dialog', (d) => {
-      resolve(d.type());
-      void d.dismiss(); // stay on the page
-    }));
+    const dialog = new Promise<string>((resolve) =>
+      page.once('dialog', (d) => {
+        resolve(d.type());
+        void d.dismiss(); // stay on the page
+      }),
+    );
     await page.close({ runBeforeUnload: true });
     expect(await dialog).toBe('beforeunload');
     expect((await h.t.api.get(`/api/diagrams/${created.body.id}`)).body.xml).not.toContain('lost?');

@@ -8,7 +8,11 @@ import { openDesigner, type BrowserHarness } from './support/browser.ts';
 
 const corpusDir = path.resolve('test/fixtures/miwg');
 // A missing corpus fails the suite (the first test), it does not skip silently.
-const files = existsSync(corpusDir) ? readdirSync(corpusDir).filter((f) => f.endsWith('.bpmn')).sort() : [];
+const files = existsSync(corpusDir)
+  ? readdirSync(corpusDir)
+      .filter((f) => f.endsWith('.bpmn'))
+      .sort()
+  : [];
 
 let h: BrowserHarness;
 beforeAll(async () => {
@@ -24,10 +28,12 @@ interface Problem {
 }
 
 async function readProblems(): Promise<Problem[]> {
-  return h.page.locator('.problems .problem').evaluateAll((buttons) => buttons.map((b) => ({
-    elementId: (b as HTMLElement).dataset.elementId ?? '',
-    severity: b.classList.contains('problem-error') ? 'error' : 'warning',
-  })));
+  return h.page.locator('.problems .problem').evaluateAll((buttons) =>
+    buttons.map((b) => ({
+      elementId: (b as HTMLElement).dataset.elementId ?? '',
+      severity: b.classList.contains('problem-error') ? 'error' : 'warning',
+    })),
+  );
 }
 
 const byKey = (a: Problem, b: Problem) => `${a.severity}/${a.elementId}`.localeCompare(`${b.severity}/${b.elementId}`);
@@ -51,7 +57,10 @@ describe('MIWG corpus in the designer', () => {
     expect(await h.page.locator('.editor .error').allTextContents()).toEqual([]);
 
     const compiled = await compileBpmn(xml);
-    const expected = (compiled.ok ? compiled.warnings : compiled.diagnostics).map((d) => ({ elementId: d.elementId, severity: d.severity }));
+    const expected = (compiled.ok ? compiled.warnings : compiled.diagnostics).map((d) => ({
+      elementId: d.elementId,
+      severity: d.severity,
+    }));
     const summary = await h.page.locator('.problems-summary').textContent();
     expect(summary, file).toMatch(compiled.ok ? /^(No problems|Compiles)/ : /does not compile/);
     expect((await readProblems()).sort(byKey), file).toEqual(expected.sort(byKey));

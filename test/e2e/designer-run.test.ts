@@ -36,7 +36,9 @@ describe('designer: lint, deploy, start, watch', () => {
     expect((await h.t.api.get('/api/definitions/e2e-order')).status).toBe(404);
     // Chromium logs the refused request itself; that one line is expected, nothing else.
     await waitFor(async () => (h.consoleErrors.length > 0 ? true : undefined));
-    expect(h.consoleErrors.splice(0)).toEqual(['Failed to load resource: the server responded with a status of 400 (Bad Request)']);
+    expect(h.consoleErrors.splice(0)).toEqual([
+      'Failed to load resource: the server responded with a status of 400 (Bad Request)',
+    ]);
     await problem.click();
     await shape('work', '.selected').waitFor();
     await expect(h.page.locator('.properties .element-id code').textContent()).resolves.toBe('work');
@@ -93,12 +95,20 @@ describe('designer: lint, deploy, start, watch', () => {
     await h.page.locator('.tasks tr[data-step-id="work"]').waitFor();
     await h.screenshot('04-instance-active');
 
-    const [task] = (await h.t.api.post('/api/external-tasks/fetch-and-lock', {
-      workerId: 'e2e-worker', maxTasks: 1, topics: [{ name: 'e2e-charge', lockDurationMs: 30_000 }],
-    })).body as { id: string; lockToken: string }[];
+    const [task] = (
+      await h.t.api.post('/api/external-tasks/fetch-and-lock', {
+        workerId: 'e2e-worker',
+        maxTasks: 1,
+        topics: [{ name: 'e2e-charge', lockDurationMs: 30_000 }],
+      })
+    ).body as { id: string; lockToken: string }[];
     expect(task).toBeDefined();
     await h.page.locator('.tasks td', { hasText: 'e2e-worker' }).waitFor();
-    const done = await h.t.api.post(`/api/external-tasks/${task!.id}/complete`, { workerId: 'e2e-worker', lockToken: task!.lockToken, variables: { charged: 120 } });
+    const done = await h.t.api.post(`/api/external-tasks/${task!.id}/complete`, {
+      workerId: 'e2e-worker',
+      lockToken: task!.lockToken,
+      variables: { charged: 120 },
+    });
     expect(done.status).toBe(204);
 
     await h.page.locator('.status[data-status="completed"]').waitFor();
@@ -107,7 +117,9 @@ describe('designer: lint, deploy, start, watch', () => {
     await h.page.locator('.timeline', { hasText: 'instance:completed' }).waitFor();
     await expect(h.page.locator('.variables').textContent()).resolves.toContain('"charged": 120');
     await h.screenshot('05-instance-completed');
-    await waitFor(async () => ((await h.t.api.get('/api/instances?status=completed')).body.items.length === 1 ? true : undefined));
+    await waitFor(async () =>
+      (await h.t.api.get('/api/instances?status=completed')).body.items.length === 1 ? true : undefined,
+    );
   });
 
   it('then the definition view shows the heatmap and the page logged no console errors', async () => {
@@ -118,7 +130,13 @@ describe('designer: lint, deploy, start, watch', () => {
 
     // A second version has no instances yet; the first keeps its counts.
     const v1 = (await h.t.api.get('/api/definitions/e2e-order')).body;
-    expect((await h.t.api.post('/api/definitions', { xml: v1.xml.replace('camunda:topic="e2e-charge"', 'camunda:topic="e2e-charge-2"') })).body.version).toBe(2);
+    expect(
+      (
+        await h.t.api.post('/api/definitions', {
+          xml: v1.xml.replace('camunda:topic="e2e-charge"', 'camunda:topic="e2e-charge-2"'),
+        })
+      ).body.version,
+    ).toBe(2);
     await h.page.reload();
     await h.page.locator('.versions strong', { hasText: 'v2' }).waitFor();
     await expect(h.page.locator('.definition-view .meta').textContent()).resolves.toContain('none yet');
@@ -130,12 +148,16 @@ describe('designer: lint, deploy, start, watch', () => {
   it('given more instances of a version than the heatmap counts, then its view says it shows the newest 1,000; a version with fewer says nothing of it', async () => {
     // The heatmap counts a version's newest 1,000 instances (GET /heatmap without ?limit=).
     for (let i = 0; i < 1001; i += 77) {
-      const starts = Array.from({ length: Math.min(77, 1001 - i) }, () => h.t.api.post('/api/instances', { definitionKey: 'e2e-order' }));
+      const starts = Array.from({ length: Math.min(77, 1001 - i) }, () =>
+        h.t.api.post('/api/instances', { definitionKey: 'e2e-order' }),
+      );
       expect((await Promise.all(starts)).filter((r) => r.status !== 201)).toEqual([]);
     }
     await h.page.goto(`${h.t.url}/#/definitions/e2e-order?version=2`);
     await h.page.locator('.definition-view .meta', { hasText: 'the newest 1,000 instances' }).waitFor();
-    await expect(h.page.locator('.definition-view .meta').textContent()).resolves.toMatch(/the newest 1,000 instances: running 1000/);
+    await expect(h.page.locator('.definition-view .meta').textContent()).resolves.toMatch(
+      /the newest 1,000 instances: running 1000/,
+    );
     await h.page.locator('.versions').getByRole('link', { name: 'v1' }).click();
     await h.page.locator('.versions strong', { hasText: 'v1' }).waitFor();
     await h.page.locator('.baton-heat-badge[data-element-id="work"]').waitFor();

@@ -14,7 +14,10 @@ beforeAll(async () => {
   const fragile = fixture
     .replace('id="e2e-order"', 'id="fragile"')
     .replace('bpmnElement="e2e-order"', 'bpmnElement="fragile"')
-    .replace('<bpmn:serviceTask id="work" name="Charge card">', '<bpmn:serviceTask id="work" name="Call flaky API" camunda:type="external" camunda:topic="flaky" baton:retries="0">')
+    .replace(
+      '<bpmn:serviceTask id="work" name="Charge card">',
+      '<bpmn:serviceTask id="work" name="Call flaky API" camunda:type="external" camunda:topic="flaky" baton:retries="0">',
+    )
     .replace('xmlns:camunda=', 'xmlns:baton="https://baton.dev/schema/bpmn/1.0" xmlns:camunda=');
   for (const xml of [order, fragile]) expect((await h.t.api.post('/api/definitions', { xml })).status).toBe(201);
 }, 120_000);
@@ -23,7 +26,13 @@ afterAll(async () => {
 });
 
 async function lockOne(topic: string, workerId: string): Promise<{ id: string; lockToken: string; instanceId: string }> {
-  const [task] = (await h.t.api.post('/api/external-tasks/fetch-and-lock', { workerId, maxTasks: 1, topics: [{ name: topic, lockDurationMs: 600_000 }] })).body;
+  const [task] = (
+    await h.t.api.post('/api/external-tasks/fetch-and-lock', {
+      workerId,
+      maxTasks: 1,
+      topics: [{ name: topic, lockDurationMs: 600_000 }],
+    })
+  ).body;
   expect(task, `a ${topic} task`).toBeDefined();
   return task;
 }
@@ -32,9 +41,17 @@ const shape = (id: string, marker: string) => h.page.locator(`g.djs-element${mar
 
 describe('instance view', () => {
   it('given one branch done and one locked by a worker, then the diagram, badge and task table show it', async () => {
-    const started = await h.t.api.post('/api/instances', { definitionKey: 'order', businessKey: 'order-7', variables: { total: 164 } });
+    const started = await h.t.api.post('/api/instances', {
+      definitionKey: 'order',
+      businessKey: 'order-7',
+      variables: { total: 164 },
+    });
     const charge = await lockOne('charge-card', 'billing-1');
-    await h.t.api.post(`/api/external-tasks/${charge.id}/complete`, { workerId: 'billing-1', lockToken: charge.lockToken, variables: { charged: 164 } });
+    await h.t.api.post(`/api/external-tasks/${charge.id}/complete`, {
+      workerId: 'billing-1',
+      lockToken: charge.lockToken,
+      variables: { charged: 164 },
+    });
     await lockOne('reserve-stock', 'stock-1');
 
     await h.page.goto(`${h.t.url}/#/instances/${started.body.id}`);
@@ -52,7 +69,11 @@ describe('instance view', () => {
   it('given a task failed with no retries left, then the incident shows; Retry puts the task back to ready', async () => {
     const started = await h.t.api.post('/api/instances', { definitionKey: 'fragile', businessKey: 'flaky-1' });
     const task = await lockOne('flaky', 'w-flaky');
-    await h.t.api.post(`/api/external-tasks/${task.id}/failure`, { workerId: 'w-flaky', lockToken: task.lockToken, errorMessage: 'upstream said 503' });
+    await h.t.api.post(`/api/external-tasks/${task.id}/failure`, {
+      workerId: 'w-flaky',
+      lockToken: task.lockToken,
+      errorMessage: 'upstream said 503',
+    });
     await h.page.goto(`${h.t.url}/#/instances/${started.body.id}`);
     await h.page.locator('.status[data-status="incident"]').waitFor();
     await shape('work', '.baton-step-incident').waitFor();
@@ -87,11 +108,15 @@ describe('instances list', () => {
     await h.page.locator('select[name="status"]').selectOption('');
     await h.page.locator('input[name="businessKey"]').fill('page-3');
     await h.page.getByRole('button', { name: 'Filter' }).click();
-    await expect.poll(() => h.page.locator('.instance-list tbody tr').allTextContents()).toEqual([expect.stringContaining('page-3')]);
+    await expect
+      .poll(() => h.page.locator('.instance-list tbody tr').allTextContents())
+      .toEqual([expect.stringContaining('page-3')]);
     await h.page.locator('input[name="businessKey"]').fill('');
     await h.page.locator('select[name="definitionKey"]').selectOption('order');
     await h.page.getByRole('button', { name: 'Filter' }).click();
-    await expect.poll(() => h.page.locator('.instance-list tbody tr').allTextContents()).toEqual([expect.stringContaining('order-7')]);
+    await expect
+      .poll(() => h.page.locator('.instance-list tbody tr').allTextContents())
+      .toEqual([expect.stringContaining('order-7')]);
     await h.page.locator('input[name="businessKey"]').fill('nobody');
     await h.page.getByRole('button', { name: 'Filter' }).click();
     await h.page.getByText('No instances match').waitFor();

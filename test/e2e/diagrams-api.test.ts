@@ -92,16 +92,26 @@ describe('lint API', () => {
     const res = await t.api.post('/api/definitions/lint', { xml });
     expect(res.status).toBe(200);
     expect(res.body.ok).toBe(false);
-    expect(res.body.diagnostics).toEqual(expect.arrayContaining([expect.objectContaining({ elementId: 'work', severity: 'error' })]));
+    expect(res.body.diagnostics).toEqual(
+      expect.arrayContaining([expect.objectContaining({ elementId: 'work', severity: 'error' })]),
+    );
     expect((await t.api.get('/api/definitions/lint-me')).status).toBe(404);
   });
 
   it('given a good diagram, then ok=true with the fingerprint deploy would give, and warnings', async () => {
-    const xml = buildBpmn('lint-ok', [
-      { id: 'start', type: 'startEvent' },
-      { id: 'gw', type: 'exclusiveGateway', default: 'f2' },
-      { id: 'end', type: 'endEvent' },
-    ], [{ from: 'start', to: 'gw' }, { id: 'f1', from: 'gw', to: 'end', condition: '= x > 1' }, { id: 'f2', from: 'gw', to: 'end' }]);
+    const xml = buildBpmn(
+      'lint-ok',
+      [
+        { id: 'start', type: 'startEvent' },
+        { id: 'gw', type: 'exclusiveGateway', default: 'f2' },
+        { id: 'end', type: 'endEvent' },
+      ],
+      [
+        { from: 'start', to: 'gw' },
+        { id: 'f1', from: 'gw', to: 'end', condition: '= x > 1' },
+        { id: 'f2', from: 'gw', to: 'end' },
+      ],
+    );
     const lint = await t.api.post('/api/definitions/lint', { xml });
     expect(lint.body).toMatchObject({ ok: true, processKey: 'lint-ok', diagnostics: [] });
     const deployed = await t.api.post('/api/definitions', { xml });
@@ -120,10 +130,16 @@ describe('heatmap API', () => {
   it('given instances in several states, then counts per element and status, per version', async () => {
     await t.api.post('/api/definitions', { xml: singleTaskBpmn('heat', 'heat-topic') });
     for (const businessKey of ['a', 'b', 'c']) await t.api.post('/api/instances', { definitionKey: 'heat', businessKey });
-    const [task] = (await t.api.post('/api/external-tasks/fetch-and-lock', {
-      workerId: 'w', maxTasks: 1, topics: [{ name: 'heat-topic', lockDurationMs: 10_000 }],
-    })).body as { id: string; lockToken: string }[];
-    expect((await t.api.post(`/api/external-tasks/${task!.id}/complete`, { workerId: 'w', lockToken: task!.lockToken })).status).toBe(204);
+    const [task] = (
+      await t.api.post('/api/external-tasks/fetch-and-lock', {
+        workerId: 'w',
+        maxTasks: 1,
+        topics: [{ name: 'heat-topic', lockDurationMs: 10_000 }],
+      })
+    ).body as { id: string; lockToken: string }[];
+    expect(
+      (await t.api.post(`/api/external-tasks/${task!.id}/complete`, { workerId: 'w', lockToken: task!.lockToken })).status,
+    ).toBe(204);
     const heat = await waitFor(async () => {
       const res = await t.api.get('/api/definitions/heat/heatmap');
       return res.body.instances.completed === 1 ? res.body : undefined;
@@ -134,13 +150,22 @@ describe('heatmap API', () => {
     expect(heat.instances).toEqual({ running: 2, completed: 1 });
     expect(heat.sample).toMatchObject({ limit: 1000, size: 3 });
     // the newest two only, as the instance list pages them
-    const { body: { items } } = await t.api.get('/api/instances?definitionKey=heat&limit=2');
+    const {
+      body: { items },
+    } = await t.api.get('/api/instances?definitionKey=heat&limit=2');
     const statuses = (items as { status: string }[]).map((i) => i.status);
     const newest = (await t.api.get('/api/definitions/heat/heatmap?limit=2')).body;
     expect(newest.sample).toEqual({ limit: 2, size: 2, since: expect.any(String) });
     expect(new Date(newest.sample.since).getTime()).toBe(new Date(items[1].createdAt).getTime());
     const running = statuses.filter((st) => st === 'running').length;
-    expect(newest.instances).toEqual(Object.fromEntries([['running', running], ['completed', 2 - running]].filter(([, n]) => n)));
+    expect(newest.instances).toEqual(
+      Object.fromEntries(
+        [
+          ['running', running],
+          ['completed', 2 - running],
+        ].filter(([, n]) => n),
+      ),
+    );
     expect(newest.elements.start).toEqual({ completed: 2 });
     expect((await t.api.get('/api/definitions/heat/heatmap?version=1')).body.version).toBe(1);
     expect((await t.api.get('/api/definitions/heat/heatmap?version=2')).status).toBe(404);

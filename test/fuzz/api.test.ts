@@ -34,12 +34,18 @@ const KEPT_LATE_RESULTS: Record<string, { columns?: string; filter?: string }> =
 };
 
 async function digest(): Promise<string> {
-  const { rows: tables } = await t.db.pool.query<{ name: string }>(`select table_name as name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE' order by 1`);
-  const parts = await Promise.all(tables.map(async ({ name }) => {
-    const { columns = 'x', filter = '' } = KEPT_LATE_RESULTS[name] ?? {};
-    const { rows } = await t.db.pool.query<{ h: string }>(`select md5(coalesce(string_agg(${columns}::text, '|' order by ${columns}::text), '')) as h from ${pg.escapeIdentifier(name)} x${filter}`);
-    return `${name}:${rows[0]?.h ?? ''}`;
-  }));
+  const { rows: tables } = await t.db.pool.query<{ name: string }>(
+    `select table_name as name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE' order by 1`,
+  );
+  const parts = await Promise.all(
+    tables.map(async ({ name }) => {
+      const { columns = 'x', filter = '' } = KEPT_LATE_RESULTS[name] ?? {};
+      const { rows } = await t.db.pool.query<{ h: string }>(
+        `select md5(coalesce(string_agg(${columns}::text, '|' order by ${columns}::text), '')) as h from ${pg.escapeIdentifier(name)} x${filter}`,
+      );
+      return `${name}:${rows[0]?.h ?? ''}`;
+    }),
+  );
   return parts.join(',');
 }
 
@@ -55,7 +61,11 @@ function withoutWaits(body: unknown): unknown {
 
 async function send(method: string, path: string, raw: string | undefined): Promise<void> {
   const before = await digest();
-  const res = await fetch(`${t.url}${path}`, { method, headers: raw === undefined ? {} : { 'content-type': 'application/json' }, ...(raw === undefined ? {} : { body: raw }) });
+  const res = await fetch(`${t.url}${path}`, {
+    method,
+    headers: raw === undefined ? {} : { 'content-type': 'application/json' },
+    ...(raw === undefined ? {} : { body: raw }),
+  });
   const text = await res.text();
   if (res.status >= 500) {
     fiveHundreds.push(`${res.status} ${method} ${path} ${raw ?? ''} -> ${text.slice(0, 200)}`);
@@ -68,34 +78,56 @@ async function send(method: string, path: string, raw: string | undefined): Prom
 }
 
 describe('fuzzing the JSON endpoints', () => {
-  it('mutated valid bodies: never 5xx, refused ones change nothing', async () => {
-    const target = fc.constantFrom(...TARGETS).chain((tg) => mutatedBody(tg.valid(ids)).map((body) => ({ tg, body })));
-    await fc.assert(fc.asyncProperty(target, async ({ tg, body }) => {
-      const raw = JSON.stringify(withoutWaits(body));
-      await send(tg.method, tg.path(ids), raw);
-    }), { numRuns: runs(60), endOnFailure: true });
-  }, timeoutFor(runs(60), 300));
+  it(
+    'mutated valid bodies: never 5xx, refused ones change nothing',
+    async () => {
+      const target = fc.constantFrom(...TARGETS).chain((tg) => mutatedBody(tg.valid(ids)).map((body) => ({ tg, body })));
+      await fc.assert(
+        fc.asyncProperty(target, async ({ tg, body }) => {
+          const raw = JSON.stringify(withoutWaits(body));
+          await send(tg.method, tg.path(ids), raw);
+        }),
+        { numRuns: runs(60), endOnFailure: true },
+      );
+    },
+    timeoutFor(runs(60), 300),
+  );
 
-  it('random bodies: never 5xx, refused ones change nothing', async () => {
-    await fc.assert(fc.asyncProperty(fc.constantFrom(...TARGETS), anyBody, async (tg, { raw }) => {
-      let body = raw;
-      try {
-        body = JSON.stringify(withoutWaits(JSON.parse(raw)));
-      } catch {
-        // not JSON: sent as it is
-      }
-      await send(tg.method, tg.path(ids), body);
-    }), { numRuns: runs(60), endOnFailure: true });
-  }, timeoutFor(runs(60), 300));
+  it(
+    'random bodies: never 5xx, refused ones change nothing',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom(...TARGETS), anyBody, async (tg, { raw }) => {
+          let body = raw;
+          try {
+            body = JSON.stringify(withoutWaits(JSON.parse(raw)));
+          } catch {
+            // not JSON: sent as it is
+          }
+          await send(tg.method, tg.path(ids), body);
+        }),
+        { numRuns: runs(60), endOnFailure: true },
+      );
+    },
+    timeoutFor(runs(60), 300),
+  );
 
-  it('mutated query strings: never 5xx', async () => {
-    const q = fc.constantFrom(...QUERY_TARGETS).chain((tg) => mutatedBody(tg.valid).map((query) => ({ tg, query })));
-    await fc.assert(fc.asyncProperty(q, async ({ tg, query }) => {
-      const params = new URLSearchParams();
-      for (const [k, v] of Object.entries(query as Record<string, unknown>)) params.append(k, typeof v === 'string' ? v : JSON.stringify(v) ?? '');
-      await send('GET', `${tg.path(ids)}?${params.toString()}`, undefined);
-    }), { numRuns: runs(30), endOnFailure: true });
-  }, timeoutFor(runs(30), 300));
+  it(
+    'mutated query strings: never 5xx',
+    async () => {
+      const q = fc.constantFrom(...QUERY_TARGETS).chain((tg) => mutatedBody(tg.valid).map((query) => ({ tg, query })));
+      await fc.assert(
+        fc.asyncProperty(q, async ({ tg, query }) => {
+          const params = new URLSearchParams();
+          for (const [k, v] of Object.entries(query as Record<string, unknown>))
+            params.append(k, typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
+          await send('GET', `${tg.path(ids)}?${params.toString()}`, undefined);
+        }),
+        { numRuns: runs(30), endOnFailure: true },
+      );
+    },
+    timeoutFor(runs(30), 300),
+  );
 
   it('the server still answers after the run', async () => {
     expect((await t.api.get('/healthz')).status).toBe(200);

@@ -14,7 +14,10 @@ const root = path.resolve(import.meta.dirname, '../..');
 const miwg = path.resolve(root, 'test/fixtures/miwg');
 
 function bpmnFiles(dir: string): string[] {
-  return readdirSync(dir).filter((f) => f.endsWith('.bpmn')).sort().map((f) => readFileSync(path.join(dir, f), 'utf8'));
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.bpmn'))
+    .sort()
+    .map((f) => readFileSync(path.join(dir, f), 'utf8'));
 }
 
 let files: string[] = [];
@@ -31,21 +34,37 @@ describe('fuzzing the compiler', () => {
     expect(files.length).toBeGreaterThan(20);
   });
 
-  it('mutated BPMN compiles to a plan or diagnostics, never a throw', async () => {
-    await fc.assert(fc.asyncProperty(mutatedXml(files), async (xml) => {
-      const result = await compileBpmn(xml);
-      if (!result.ok) expect(Array.isArray(result.diagnostics) && result.diagnostics.length > 0).toBe(true);
-    }), { numRuns: runs(60) });
-  }, timeoutFor(runs(60), 200));
+  it(
+    'mutated BPMN compiles to a plan or diagnostics, never a throw',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(mutatedXml(files), async (xml) => {
+          const result = await compileBpmn(xml);
+          if (!result.ok) expect(Array.isArray(result.diagnostics) && result.diagnostics.length > 0).toBe(true);
+        }),
+        { numRuns: runs(60) },
+      );
+    },
+    timeoutFor(runs(60), 200),
+  );
 
-  it('mutated BPMN through deploy and lint: never 5xx; a refused deploy changes nothing', async () => {
-    await fc.assert(fc.asyncProperty(mutatedXml(files), fc.boolean(), async (xml, asJson) => {
-      const before = await databaseDigest(t.db.pool);
-      const deployed = asJson ? await t.api.post('/api/definitions', { xml }) : await t.api.post('/api/definitions', xml, { contentType: 'application/xml' });
-      expect(deployed.status, `deploy of ${xml.slice(0, 300)}`).toBeLessThan(500);
-      if (deployed.status >= 400) expect(await databaseDigest(t.db.pool)).toBe(before);
-      const linted = await t.api.post('/api/definitions/lint', { xml });
-      expect(linted.status, `lint of ${xml.slice(0, 300)}`).toBeLessThan(500);
-    }), { numRuns: runs(20) });
-  }, timeoutFor(runs(20), 1000));
+  it(
+    'mutated BPMN through deploy and lint: never 5xx; a refused deploy changes nothing',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(mutatedXml(files), fc.boolean(), async (xml, asJson) => {
+          const before = await databaseDigest(t.db.pool);
+          const deployed = asJson
+            ? await t.api.post('/api/definitions', { xml })
+            : await t.api.post('/api/definitions', xml, { contentType: 'application/xml' });
+          expect(deployed.status, `deploy of ${xml.slice(0, 300)}`).toBeLessThan(500);
+          if (deployed.status >= 400) expect(await databaseDigest(t.db.pool)).toBe(before);
+          const linted = await t.api.post('/api/definitions/lint', { xml });
+          expect(linted.status, `lint of ${xml.slice(0, 300)}`).toBeLessThan(500);
+        }),
+        { numRuns: runs(20) },
+      );
+    },
+    timeoutFor(runs(20), 1000),
+  );
 });

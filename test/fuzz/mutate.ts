@@ -14,7 +14,21 @@ export function timeoutFor(numRuns: number, perRunMs: number): number {
 
 const hostileString = fc.oneof(
   fc.string(),
-  fc.constantFrom('', ' ', '\u0000', '\ud800', '💥', '${x}', "'; drop table instances; --", '../../etc/passwd', '<x/>', 'x'.repeat(300), '1e309', '-0', '__proto__'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\u0000',
+    '\ud800',
+    '💥',
+    '${x}',
+    "'; drop table instances; --",
+    '../../etc/passwd',
+    '<x/>',
+    'x'.repeat(300),
+    '1e309',
+    '-0',
+    '__proto__',
+  ),
 );
 
 const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
@@ -45,22 +59,37 @@ export function mutatedBody(valid: Record<string, unknown>): fc.Arbitrary<unknow
 export const anyBody: fc.Arbitrary<{ raw: string }> = fc.oneof(
   fc.jsonValue({ maxDepth: 4 }).map((v) => ({ raw: JSON.stringify(v) ?? 'null' })),
   fc.string().map((s) => ({ raw: s })),
-  fc.constantFrom('{', '{"a":', '[1,2', '\u0000', '{"__proto__":{"polluted":1}}', '{"constructor":{"prototype":{"x":1}}}').map((raw) => ({ raw })),
+  fc
+    .constantFrom('{', '{"a":', '[1,2', '\u0000', '{"__proto__":{"polluted":1}}', '{"constructor":{"prototype":{"x":1}}}')
+    .map((raw) => ({ raw })),
 );
 
 /** A BPMN file with a few textual mutations: cuts, duplicated slices, swapped attribute values, junk. */
 export function mutatedXml(files: string[]): fc.Arbitrary<string> {
-  const mutation = fc.record({ kind: fc.constantFrom('cut', 'dup', 'junk', 'attr', 'truncate'), at: fc.nat(), len: fc.nat({ max: 200 }), junk: fc.oneof(hostileString, fc.constantFrom('<', '>', '"', '&amp;', '<!DOCTYPE x>', '<!ENTITY a "b">', ']]>', 'xmlns:x="y"')) });
-  return fc.record({ file: fc.constantFrom(...files), edits: fc.array(mutation, { minLength: 1, maxLength: 4 }) }).map(({ file, edits }) => {
-    let xml = file;
-    for (const e of edits) {
-      const at = xml.length ? e.at % xml.length : 0;
-      if (e.kind === 'cut') xml = xml.slice(0, at) + xml.slice(at + e.len);
-      else if (e.kind === 'dup') xml = xml.slice(0, at) + xml.slice(at, at + e.len) + xml.slice(at);
-      else if (e.kind === 'junk') xml = xml.slice(0, at) + e.junk + xml.slice(at);
-      else if (e.kind === 'truncate') xml = xml.slice(0, at);
-      else xml = xml.replace(/="[^"]*"/g, (m, offset: number) => (offset >= at && offset < at + 400 ? `="${e.junk.replace(/"/g, '')}"` : m));
-    }
-    return xml;
+  const mutation = fc.record({
+    kind: fc.constantFrom('cut', 'dup', 'junk', 'attr', 'truncate'),
+    at: fc.nat(),
+    len: fc.nat({ max: 200 }),
+    junk: fc.oneof(
+      hostileString,
+      fc.constantFrom('<', '>', '"', '&amp;', '<!DOCTYPE x>', '<!ENTITY a "b">', ']]>', 'xmlns:x="y"'),
+    ),
   });
+  return fc
+    .record({ file: fc.constantFrom(...files), edits: fc.array(mutation, { minLength: 1, maxLength: 4 }) })
+    .map(({ file, edits }) => {
+      let xml = file;
+      for (const e of edits) {
+        const at = xml.length ? e.at % xml.length : 0;
+        if (e.kind === 'cut') xml = xml.slice(0, at) + xml.slice(at + e.len);
+        else if (e.kind === 'dup') xml = xml.slice(0, at) + xml.slice(at, at + e.len) + xml.slice(at);
+        else if (e.kind === 'junk') xml = xml.slice(0, at) + e.junk + xml.slice(at);
+        else if (e.kind === 'truncate') xml = xml.slice(0, at);
+        else
+          xml = xml.replace(/="[^"]*"/g, (m, offset: number) =>
+            offset >= at && offset < at + 400 ? `="${e.junk.replace(/"/g, '')}"` : m,
+          );
+      }
+      return xml;
+    });
 }

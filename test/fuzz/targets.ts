@@ -13,34 +13,95 @@ export interface Target {
 }
 
 const missing = '00000000-0000-4000-8000-000000000000';
-const xml = '<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d"><bpmn:process id="p" isExecutable="true"><bpmn:startEvent id="s"/></bpmn:process></bpmn:definitions>';
+const xml =
+  '<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d"><bpmn:process id="p" isExecutable="true"><bpmn:startEvent id="s"/></bpmn:process></bpmn:definitions>';
 
 export const TARGETS: Target[] = [
   { method: 'POST', path: () => '/api/definitions', valid: () => ({ xml }) },
   { method: 'POST', path: () => '/api/definitions/lint', valid: () => ({ xml, processId: 'p' }) },
   { method: 'POST', path: () => '/api/instances', valid: () => ({ definitionKey: 'fz', businessKey: 'b', variables: { a: 1 } }) },
   { method: 'POST', path: (i) => `/api/instances/${i.instanceId}/cancel`, valid: () => ({}) },
-  { method: 'POST', path: () => '/api/external-tasks/fetch-and-lock', valid: () => ({ workerId: 'w', maxTasks: 1, topics: [{ name: 'none', lockDurationMs: 1000 }] }) },
-  { method: 'POST', path: (i) => `/api/external-tasks/${i.taskId}/complete`, valid: (i) => ({ workerId: 'other', lockToken: i.lockToken, variables: { a: 1 } }) },
-  { method: 'POST', path: (i) => `/api/external-tasks/${i.taskId}/failure`, valid: (i) => ({ workerId: 'other', lockToken: i.lockToken, errorMessage: 'x' }) },
-  { method: 'POST', path: (i) => `/api/external-tasks/${i.taskId}/bpmn-error`, valid: (i) => ({ workerId: 'other', lockToken: i.lockToken, errorCode: 'E' }) },
-  { method: 'POST', path: (i) => `/api/external-tasks/${i.taskId}/extend-lock`, valid: (i) => ({ workerId: 'other', lockToken: i.lockToken, lockDurationMs: 1000 }) },
-  { method: 'POST', path: (i) => `/api/external-tasks/${i.taskId}/unlock`, valid: (i) => ({ workerId: 'other', lockToken: i.lockToken }) },
+  {
+    method: 'POST',
+    path: () => '/api/external-tasks/fetch-and-lock',
+    valid: () => ({ workerId: 'w', maxTasks: 1, topics: [{ name: 'none', lockDurationMs: 1000 }] }),
+  },
+  {
+    method: 'POST',
+    path: (i) => `/api/external-tasks/${i.taskId}/complete`,
+    valid: (i) => ({ workerId: 'other', lockToken: i.lockToken, variables: { a: 1 } }),
+  },
+  {
+    method: 'POST',
+    path: (i) => `/api/external-tasks/${i.taskId}/failure`,
+    valid: (i) => ({ workerId: 'other', lockToken: i.lockToken, errorMessage: 'x' }),
+  },
+  {
+    method: 'POST',
+    path: (i) => `/api/external-tasks/${i.taskId}/bpmn-error`,
+    valid: (i) => ({ workerId: 'other', lockToken: i.lockToken, errorCode: 'E' }),
+  },
+  {
+    method: 'POST',
+    path: (i) => `/api/external-tasks/${i.taskId}/extend-lock`,
+    valid: (i) => ({ workerId: 'other', lockToken: i.lockToken, lockDurationMs: 1000 }),
+  },
+  {
+    method: 'POST',
+    path: (i) => `/api/external-tasks/${i.taskId}/unlock`,
+    valid: (i) => ({ workerId: 'other', lockToken: i.lockToken }),
+  },
   { method: 'POST', path: () => `/api/incidents/${missing}/retry`, valid: () => ({ retries: 1, variables: {} }) },
   { method: 'POST', path: () => '/api/messages', valid: () => ({ name: 'm', correlationKey: 'k', ttlMs: 0 }) },
   { method: 'POST', path: () => '/api/signals', valid: () => ({ name: 'nobody-listens' }) },
-  { method: 'PUT', path: () => '/api/flow-limits/fz-limit', valid: () => ({ maxConcurrent: 2, maxStartsPerSecond: 1.5, topics: ['fz-a', 'fz-b'] }) },
+  {
+    method: 'PUT',
+    path: () => '/api/flow-limits/fz-limit',
+    valid: () => ({ maxConcurrent: 2, maxStartsPerSecond: 1.5, topics: ['fz-a', 'fz-b'] }),
+  },
   { method: 'POST', path: () => '/api/diagrams', valid: () => ({ name: 'd', xml }) },
   { method: 'PATCH', path: () => `/api/diagrams/${missing}`, valid: () => ({ name: 'd' }) },
-  { method: 'POST', path: () => '/engine-rest/external-task/fetchAndLock', valid: () => ({ workerId: 'w', maxTasks: 1, topics: [{ topicName: 'none', lockDuration: 1000 }] }) },
-  { method: 'POST', path: (i) => `/engine-rest/external-task/${i.taskId}/complete`, valid: () => ({ workerId: 'other', variables: { a: { value: 1, type: 'Integer' } } }) },
-  { method: 'POST', path: (i) => `/engine-rest/external-task/${i.taskId}/failure`, valid: () => ({ workerId: 'other', errorMessage: 'x', retries: 1, retryTimeout: 10 }) },
-  { method: 'POST', path: (i) => `/engine-rest/external-task/${i.taskId}/bpmnError`, valid: () => ({ workerId: 'other', errorCode: 'E' }) },
-  { method: 'POST', path: (i) => `/engine-rest/external-task/${i.taskId}/extendLock`, valid: () => ({ workerId: 'other', newDuration: 1000 }) },
-  { method: 'POST', path: (i) => `/engine-rest/external-task/${i.taskId}/lock`, valid: () => ({ workerId: 'other', lockDuration: 1000 }) },
+  {
+    method: 'POST',
+    path: () => '/engine-rest/external-task/fetchAndLock',
+    valid: () => ({ workerId: 'w', maxTasks: 1, topics: [{ topicName: 'none', lockDuration: 1000 }] }),
+  },
+  {
+    method: 'POST',
+    path: (i) => `/engine-rest/external-task/${i.taskId}/complete`,
+    valid: () => ({ workerId: 'other', variables: { a: { value: 1, type: 'Integer' } } }),
+  },
+  {
+    method: 'POST',
+    path: (i) => `/engine-rest/external-task/${i.taskId}/failure`,
+    valid: () => ({ workerId: 'other', errorMessage: 'x', retries: 1, retryTimeout: 10 }),
+  },
+  {
+    method: 'POST',
+    path: (i) => `/engine-rest/external-task/${i.taskId}/bpmnError`,
+    valid: () => ({ workerId: 'other', errorCode: 'E' }),
+  },
+  {
+    method: 'POST',
+    path: (i) => `/engine-rest/external-task/${i.taskId}/extendLock`,
+    valid: () => ({ workerId: 'other', newDuration: 1000 }),
+  },
+  {
+    method: 'POST',
+    path: (i) => `/engine-rest/external-task/${i.taskId}/lock`,
+    valid: () => ({ workerId: 'other', lockDuration: 1000 }),
+  },
   { method: 'PUT', path: () => `/engine-rest/external-task/${missing}/retries`, valid: () => ({ retries: 1 }) },
-  { method: 'POST', path: () => '/engine-rest/process-definition/key/no-such-key/start', valid: () => ({ businessKey: 'b', variables: { a: { value: 1, type: 'Integer' } } }) },
-  { method: 'POST', path: () => '/engine-rest/message', valid: () => ({ messageName: 'm', correlationKeys: { k: { value: 'v', type: 'String' } } }) },
+  {
+    method: 'POST',
+    path: () => '/engine-rest/process-definition/key/no-such-key/start',
+    valid: () => ({ businessKey: 'b', variables: { a: { value: 1, type: 'Integer' } } }),
+  },
+  {
+    method: 'POST',
+    path: () => '/engine-rest/message',
+    valid: () => ({ messageName: 'm', correlationKeys: { k: { value: 'v', type: 'String' } } }),
+  },
   { method: 'POST', path: () => '/engine-rest/signal', valid: () => ({ name: 'nobody-listens' }) },
 ];
 

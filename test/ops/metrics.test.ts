@@ -45,7 +45,12 @@ async function scrape(): Promise<{ text: string; samples: Sample[]; type: string
 
 describe('/metrics', () => {
   it('reports instances, tasks, waiting age, incidents, expiries, parked polls, pool and event-loop lag', async () => {
-    const parked = t.api.post('/api/external-tasks/fetch-and-lock', { workerId: 'p', maxTasks: 1, waitMs: 3000, topics: [{ name: 'quiet', lockDurationMs: 1000 }] });
+    const parked = t.api.post('/api/external-tasks/fetch-and-lock', {
+      workerId: 'p',
+      maxTasks: 1,
+      waitMs: 3000,
+      topics: [{ name: 'quiet', lockDurationMs: 1000 }],
+    });
     await waitFor(async () => (t.server.notifier.parked > 0 ? true : undefined), 10_000, 'a parked poll');
     const { samples, type } = await scrape();
     expect(type).toContain('text/plain');
@@ -76,17 +81,48 @@ describe('/metrics', () => {
     const id = await start(t.api, 'counted');
     // A failure with a retry left, then a lease left to expire, then a final failure: an incident.
     const first = await fetchOne(t.api, 'w', 'counted-task');
-    expect((await t.api.post(`/api/external-tasks/${first.id}/failure`, { workerId: 'w', lockToken: first.lockToken, errorMessage: 'once' })).status).toBe(204);
+    expect(
+      (
+        await t.api.post(`/api/external-tasks/${first.id}/failure`, {
+          workerId: 'w',
+          lockToken: first.lockToken,
+          errorMessage: 'once',
+        })
+      ).status,
+    ).toBe(204);
     await fetchOne(t.api, 'w', 'counted-task', 100);
     await waitFor(async () => ((await t.server.sweeper.sweep()) > 0 ? true : undefined), 5000, 'the lease to expire');
     const last = await fetchOne(t.api, 'w', 'counted-task');
-    expect((await t.api.post(`/api/external-tasks/${last.id}/failure`, { workerId: 'w', lockToken: last.lockToken, errorMessage: 'twice' })).status).toBe(204);
+    expect(
+      (
+        await t.api.post(`/api/external-tasks/${last.id}/failure`, {
+          workerId: 'w',
+          lockToken: last.lockToken,
+          errorMessage: 'twice',
+        })
+      ).status,
+    ).toBe(204);
     await waitForStatus(t.api, id, 'incident');
-    await deploy(t.api, buildBpmn('timed', [{ id: 's', type: 'startEvent' }, { id: 'wait', type: 'catchEvent', timer: { duration: 'PT0.1S' } }, { id: 'e', type: 'endEvent' }], [{ from: 's', to: 'wait' }, { from: 'wait', to: 'e' }]));
+    await deploy(
+      t.api,
+      buildBpmn(
+        'timed',
+        [
+          { id: 's', type: 'startEvent' },
+          { id: 'wait', type: 'catchEvent', timer: { duration: 'PT0.1S' } },
+          { id: 'e', type: 'endEvent' },
+        ],
+        [
+          { from: 's', to: 'wait' },
+          { from: 'wait', to: 'e' },
+        ],
+      ),
+    );
     await waitForStatus(t.api, await start(t.api, 'timed'), 'completed');
 
     const after = (await scrape()).samples;
-    const delta = (name: string, labels: Record<string, string> = {}) => counted(after, name, labels) - counted(before, name, labels);
+    const delta = (name: string, labels: Record<string, string> = {}) =>
+      counted(after, name, labels) - counted(before, name, labels);
     expect(delta('baton_task_fetch_to_lock_seconds_count', { topic: 'counted-task' })).toBe(3);
     expect(value(after, 'baton_task_fetch_to_lock_seconds_bucket', { topic: 'counted-task', le: '+Inf' })).toBe(3);
     expect(delta('baton_task_retries_total', { topic: 'counted-task' })).toBe(1);
@@ -94,26 +130,69 @@ describe('/metrics', () => {
     expect(delta('baton_timer_lateness_seconds_count')).toBe(1);
     expect(counted(after, 'baton_timer_lateness_seconds_sum')).toBeLessThan(5);
     // From PostgreSQL's insert statistics, which a backend flushes when idle (up to ~10 s later).
-    await waitFor(async () => {
-      const now = (await scrape()).samples;
-      return counted(now, 'baton_incidents_created_total') >= 1 && counted(now, 'baton_frames_written_total') > counted(before, 'baton_frames_written_total') ? true : undefined;
-    }, 30_000, 'the insert statistics of incidents and frames');
+    await waitFor(
+      async () => {
+        const now = (await scrape()).samples;
+        return counted(now, 'baton_incidents_created_total') >= 1 &&
+          counted(now, 'baton_frames_written_total') > counted(before, 'baton_frames_written_total')
+          ? true
+          : undefined;
+      },
+      30_000,
+      'the insert statistics of incidents and frames',
+    );
   }, 60_000);
 
   it('counts instances as they start and end; the instance gauge holds the live statuses only', async () => {
     const before = (await scrape()).samples;
-    const delta = (after: Sample[], name: string, labels: Record<string, string>) => (value(after, name, labels) ?? 0) - (value(before, name, labels) ?? 0);
+    const delta = (after: Sample[], name: string, labels: Record<string, string>) =>
+      (value(after, name, labels) ?? 0) - (value(before, name, labels) ?? 0);
     await deploy(t.api, singleTaskBpmn('lifecycle', 'lifecycle-task'));
-    await deploy(t.api, buildBpmn('instant', [{ id: 's', type: 'startEvent' }, { id: 'e', type: 'endEvent' }], [{ from: 's', to: 'e' }]));
-    await deploy(t.api, buildBpmn('timed-end', [{ id: 's', type: 'startEvent' }, { id: 'wait', type: 'catchEvent', timer: { duration: 'PT0.1S' } }, { id: 'e', type: 'endEvent' }], [{ from: 's', to: 'wait' }, { from: 'wait', to: 'e' }]));
-    const [done, batched, canceled] = [await start(t.api, 'lifecycle', { businessKey: 'lc-1' }), await start(t.api, 'lifecycle'), await start(t.api, 'lifecycle')];
+    await deploy(
+      t.api,
+      buildBpmn(
+        'instant',
+        [
+          { id: 's', type: 'startEvent' },
+          { id: 'e', type: 'endEvent' },
+        ],
+        [{ from: 's', to: 'e' }],
+      ),
+    );
+    await deploy(
+      t.api,
+      buildBpmn(
+        'timed-end',
+        [
+          { id: 's', type: 'startEvent' },
+          { id: 'wait', type: 'catchEvent', timer: { duration: 'PT0.1S' } },
+          { id: 'e', type: 'endEvent' },
+        ],
+        [
+          { from: 's', to: 'wait' },
+          { from: 'wait', to: 'e' },
+        ],
+      ),
+    );
+    const [done, batched, canceled] = [
+      await start(t.api, 'lifecycle', { businessKey: 'lc-1' }),
+      await start(t.api, 'lifecycle'),
+      await start(t.api, 'lifecycle'),
+    ];
     // The same business key again answers the existing instance: no second start.
     expect((await t.api.post('/api/instances', { definitionKey: 'lifecycle', businessKey: 'lc-1' })).status).toBe(200);
     const instant = await start(t.api, 'instant'); // started and completed in one statement
     const timed = await start(t.api, 'timed-end'); // completed by the timer batch
     const [one, two] = await fetchTasks(t.api, 'w', ['lifecycle-task'], { maxTasks: 2 });
     expect((await complete(t.api, one!, 'w')).status).toBe(204);
-    expect((await t.api.post('/api/external-tasks/complete-batch', { workerId: 'w', tasks: [{ id: two!.id, lockToken: two!.lockToken }] })).status).toBe(200);
+    expect(
+      (
+        await t.api.post('/api/external-tasks/complete-batch', {
+          workerId: 'w',
+          tasks: [{ id: two!.id, lockToken: two!.lockToken }],
+        })
+      ).status,
+    ).toBe(200);
     expect((await t.api.post(`/api/instances/${canceled}/cancel`, {})).status).toBe(200);
     for (const id of [done, batched, instant, timed]) await waitForStatus(t.api, id, 'completed');
 
@@ -126,7 +205,11 @@ describe('/metrics', () => {
     expect(delta(after, 'baton_instances_ended_total', { definition_key: 'instant', status: 'completed' })).toBe(1);
     expect(delta(after, 'baton_instances_ended_total', { definition_key: 'timed-end', status: 'completed' })).toBe(1);
     // Finished instances are no gauge series: a scrape reads what is live, however long the history.
-    expect(after.filter((s) => s.name === 'baton_instances' && !['running', 'incident', 'compensating'].includes(s.labels.status ?? ''))).toEqual([]);
+    expect(
+      after.filter(
+        (s) => s.name === 'baton_instances' && !['running', 'incident', 'compensating'].includes(s.labels.status ?? ''),
+      ),
+    ).toEqual([]);
     expect(after.some((s) => s.name === 'baton_instances' && s.labels.definition_key === 'lifecycle')).toBe(false);
     expect(value(after, 'baton_instances', { definition_key: 'counted', status: 'incident' })).toBe(1);
   });
@@ -134,6 +217,8 @@ describe('/metrics', () => {
   it('two scrapes in a row agree (the second may come from the one-second cache)', async () => {
     const a = await scrape();
     const b = await scrape();
-    expect(value(b.samples, 'baton_instances', { definition_key: 'metered', status: 'running' })).toBe(value(a.samples, 'baton_instances', { definition_key: 'metered', status: 'running' }));
+    expect(value(b.samples, 'baton_instances', { definition_key: 'metered', status: 'running' })).toBe(
+      value(a.samples, 'baton_instances', { definition_key: 'metered', status: 'running' }),
+    );
   });
 });

@@ -19,10 +19,16 @@ let workerB: ApiClient;
 beforeAll(async () => {
   db = await createTestDatabase();
   for (let i = 0; i < 2; i++) {
-    nodes.push(await startBatonServer({
-      databaseUrl: db.url, port: 0, host: '127.0.0.1', log: pino({ level: 'silent' }), sweepIntervalMs: 60_000,
-      auth: { tokens: parseTokens(`admin:ops:${ADMIN},worker:billing:${WORKER}`) },
-    }));
+    nodes.push(
+      await startBatonServer({
+        databaseUrl: db.url,
+        port: 0,
+        host: '127.0.0.1',
+        log: pino({ level: 'silent' }),
+        sweepIntervalMs: 60_000,
+        auth: { tokens: parseTokens(`admin:ops:${ADMIN},worker:billing:${WORKER}`) },
+      }),
+    );
   }
   adminA = apiClient(nodes[0]!.url, ADMIN);
   adminB = apiClient(nodes[1]!.url, ADMIN);
@@ -36,7 +42,12 @@ afterAll(async () => {
 describe('two nodes', () => {
   it('deploy on A, start on B, a poll parked on B wakes for work started on A, complete on A', async () => {
     expect((await adminA.post('/api/definitions', { xml: singleTaskBpmn('shared', 'shared-task') })).status).toBe(201);
-    const parked = workerB.post('/api/external-tasks/fetch-and-lock', { workerId: 'w', maxTasks: 1, waitMs: 20_000, topics: [{ name: 'shared-task', lockDurationMs: 30_000 }] });
+    const parked = workerB.post('/api/external-tasks/fetch-and-lock', {
+      workerId: 'w',
+      maxTasks: 1,
+      waitMs: 20_000,
+      topics: [{ name: 'shared-task', lockDurationMs: 30_000 }],
+    });
     await waitFor(async () => (nodes[1]!.notifier.parked > 0 ? true : undefined), 10_000, 'a poll parked on B');
     const started = await adminA.post('/api/instances', { definitionKey: 'shared', businessKey: 'one' });
     expect(started.status).toBe(201);
@@ -45,7 +56,9 @@ describe('two nodes', () => {
     expect(fetched.body).toHaveLength(1);
     const [task] = fetched.body;
     const workerA = apiClient(nodes[0]!.url, WORKER);
-    expect((await workerA.post(`/api/external-tasks/${task.id}/complete`, { workerId: 'w', lockToken: task.lockToken })).status).toBe(204);
+    expect(
+      (await workerA.post(`/api/external-tasks/${task.id}/complete`, { workerId: 'w', lockToken: task.lockToken })).status,
+    ).toBe(204);
     expect((await adminB.get(`/api/instances/${started.body.id}`)).body.status).toBe('completed');
     // The same business key through B finds A's instance.
     expect((await adminB.post('/api/instances', { definitionKey: 'shared', businessKey: 'one' })).body.id).toBe(started.body.id);
@@ -55,7 +68,9 @@ describe('two nodes', () => {
     expect((await adminA.post('/api/instances', { definitionKey: 'shared', businessKey: 'two' })).status).toBe(201);
     for (const client of [adminA, adminB]) {
       expect((await client.get('/readyz')).status).toBe(200);
-      const res = await fetch(`${client === adminA ? nodes[0]!.url : nodes[1]!.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } });
+      const res = await fetch(`${client === adminA ? nodes[0]!.url : nodes[1]!.url}/metrics`, {
+        headers: { authorization: `Bearer ${ADMIN}` },
+      });
       expect(await res.text()).toContain('baton_instances{definition_key="shared",status="running"} 1');
     }
   });

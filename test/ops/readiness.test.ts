@@ -34,10 +34,14 @@ describe('/readyz', () => {
   it('is 503 while the database refuses connections, and recovers when it takes them again', async () => {
     await admin(`alter database ${pg.escapeIdentifier(dbName)} allow_connections false`);
     await admin('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [dbName]);
-    const down = await waitFor(async () => {
-      const res = await t.api.get('/readyz');
-      return res.status === 503 ? res : undefined;
-    }, 15_000, '/readyz to answer 503');
+    const down = await waitFor(
+      async () => {
+        const res = await t.api.get('/readyz');
+        return res.status === 503 ? res : undefined;
+      },
+      15_000,
+      '/readyz to answer 503',
+    );
     expect(down.body).toMatchObject({ type: 'Unavailable', message: expect.stringContaining('database') });
 
     await admin(`alter database ${pg.escapeIdentifier(dbName)} allow_connections true`);

@@ -55,9 +55,17 @@ const before = () => new Date(Date.now() - 30 * 86_400_000);
 describe('export', () => {
   it('writes one JSON line per ended instance before the date, oldest first, with its history', async () => {
     let text = '';
-    const sink = new Writable({ write(chunk, _e, done) { text += String(chunk); done(); } });
+    const sink = new Writable({
+      write(chunk, _e, done) {
+        text += String(chunk);
+        done();
+      },
+    });
     expect(await exportHistory(t.db.pool, before(), sink)).toBe(5);
-    const lines = text.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => l.id).sort()).toEqual([...old].sort());
     expect(lines[0]).toMatchObject({ definitionKey: 'kept', version: 1, status: expect.stringMatching(/completed|canceled/) });
     expect(lines[0].events[0]).toMatchObject({ kind: 'instance:started', seq: expect.any(Number) });
@@ -107,9 +115,14 @@ describe('retention racing a late result', () => {
     return { id, taskId: task.id };
   }
   const rowsOf = async (id: string) => {
-    const { rows: [n] } = await t.db.pool.query(`select (select count(*) from events where instance_id = $1)::int as events,
+    const {
+      rows: [n],
+    } = await t.db.pool.query(
+      `select (select count(*) from events where instance_id = $1)::int as events,
                                                         (select count(*) from frames where instance_id = $1)::int as frames,
-                                                        (select count(*) from instances where id = $1)::int as instances`, [id]);
+                                                        (select count(*) from instances where id = $1)::int as instances`,
+      [id],
+    );
     return n;
   };
 
@@ -119,11 +132,23 @@ describe('retention racing a late result', () => {
     try {
       await tx.query('begin');
       expect(await deleteEndedInstances(tx, before(), 100)).toBeGreaterThanOrEqual(1);
-      const late = recordLateResult(t.db.pool, { taskId, workerId: 'late', lockToken: '00000000-0000-0000-0000-000000000000', kind: 'complete', payloadBytes: 0 });
-      await waitFor(async () => {
-        const { rows } = await t.db.pool.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%task:late_result%'`);
-        return rows.length > 0 ? true : undefined;
-      }, 10_000, 'the late result to wait for the instance row');
+      const late = recordLateResult(t.db.pool, {
+        taskId,
+        workerId: 'late',
+        lockToken: '00000000-0000-0000-0000-000000000000',
+        kind: 'complete',
+        payloadBytes: 0,
+      });
+      await waitFor(
+        async () => {
+          const { rows } = await t.db.pool.query(
+            `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%task:late_result%'`,
+          );
+          return rows.length > 0 ? true : undefined;
+        },
+        10_000,
+        'the late result to wait for the instance row',
+      );
       await tx.query('commit');
       await late;
     } finally {
@@ -137,7 +162,13 @@ describe('retention racing a late result', () => {
     const tx = await t.db.pool.connect();
     try {
       await tx.query('begin');
-      await recordLateResult(tx, { taskId, workerId: 'late', lockToken: '00000000-0000-0000-0000-000000000000', kind: 'complete', payloadBytes: 0 });
+      await recordLateResult(tx, {
+        taskId,
+        workerId: 'late',
+        lockToken: '00000000-0000-0000-0000-000000000000',
+        kind: 'complete',
+        payloadBytes: 0,
+      });
       await deleteEndedInstances(t.db.pool, before(), 100);
       expect((await rowsOf(id)).instances).toBe(1);
       await tx.query('commit');

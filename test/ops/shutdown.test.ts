@@ -45,14 +45,26 @@ async function spawnNode(db: TestDatabase, graceMs: number): Promise<Node> {
   const url = `http://127.0.0.1:${port}`;
   let output = '';
   const child = spawn(process.execPath, ['--import', 'tsx', 'runtime/cli.ts', 'serve'], {
-    env: { ...process.env, DATABASE_URL: db.url, PORT: String(port), BATON_SAMPLES_DIR: '', LOG_LEVEL: 'info', BATON_TOKENS: `admin:ops:${TOKEN}`, BATON_SHUTDOWN_GRACE_MS: String(graceMs) },
+    env: {
+      ...process.env,
+      DATABASE_URL: db.url,
+      PORT: String(port),
+      BATON_SAMPLES_DIR: '',
+      LOG_LEVEL: 'info',
+      BATON_TOKENS: `admin:ops:${TOKEN}`,
+      BATON_SHUTDOWN_GRACE_MS: String(graceMs),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
   child.stdout?.on('data', (d) => (output += String(d)));
   child.stderr?.on('data', (d) => (output += String(d)));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  await waitFor(async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok ? true : undefined), 60_000, () => `the node to be ready: ${output}`);
+  await waitFor(
+    async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok ? true : undefined),
+    60_000,
+    () => `the node to be ready: ${output}`,
+  );
   return { url, api: apiClient(url, TOKEN), exited, output: () => output, kill: (signal) => child.kill(signal) };
 }
 
@@ -72,7 +84,8 @@ describe('SIGTERM', () => {
     const node = await spawnNode(db, GRACE_MS);
     const { api } = node;
     expect((await api.post('/api/definitions', { xml: singleTaskBpmn('drained', 'drained-task') })).status).toBe(201);
-    for (let i = 0; i < 20; i++) expect((await api.post('/api/instances', { definitionKey: 'drained', businessKey: `seed-${i}` })).status).toBe(201);
+    for (let i = 0; i < 20; i++)
+      expect((await api.post('/api/instances', { definitionKey: 'drained', businessKey: `seed-${i}` })).status).toBe(201);
 
     const outcomes: Outcome[] = [];
     let stopLoad = false;
@@ -91,18 +104,42 @@ describe('SIGTERM', () => {
         if (!(await record(() => api.post('/api/instances', { definitionKey: 'drained', businessKey: `load-${i}` })))) break;
       }
     })();
-    const worker = (id: string) => (async () => {
-      while (!stopLoad) {
-        const tasks = await record(() => api.post('/api/external-tasks/fetch-and-lock', { workerId: id, maxTasks: 3, waitMs: 500, topics: [{ name: 'drained-task', lockDurationMs: 1500 }] }));
-        if (!tasks) break;
-        for (const task of tasks as { id: string; lockToken: string }[]) {
-          if (!(await record(() => api.post(`/api/external-tasks/${task.id}/complete`, { workerId: id, lockToken: task.lockToken })))) return;
+    const worker = (id: string) =>
+      (async () => {
+        while (!stopLoad) {
+          const tasks = await record(() =>
+            api.post('/api/external-tasks/fetch-and-lock', {
+              workerId: id,
+              maxTasks: 3,
+              waitMs: 500,
+              topics: [{ name: 'drained-task', lockDurationMs: 1500 }],
+            }),
+          );
+          if (!tasks) break;
+          for (const task of tasks as { id: string; lockToken: string }[]) {
+            if (
+              !(await record(() =>
+                api.post(`/api/external-tasks/${task.id}/complete`, { workerId: id, lockToken: task.lockToken }),
+              ))
+            )
+              return;
+          }
         }
-      }
-    })();
+      })();
     const workers = ['w1', 'w2', 'w3'].map(worker);
-    const polls = Array.from({ length: 4 }, () => api.post('/api/external-tasks/fetch-and-lock', { workerId: 'idle', maxTasks: 1, waitMs: 120_000, topics: [{ name: 'nothing-here', lockDurationMs: 1000 }] }));
-    await waitFor(async () => ((await metric(node.url, 'baton_parked_long_polls')) >= 4 ? true : undefined), 10_000, 'four parked polls');
+    const polls = Array.from({ length: 4 }, () =>
+      api.post('/api/external-tasks/fetch-and-lock', {
+        workerId: 'idle',
+        maxTasks: 1,
+        waitMs: 120_000,
+        topics: [{ name: 'nothing-here', lockDurationMs: 1000 }],
+      }),
+    );
+    await waitFor(
+      async () => ((await metric(node.url, 'baton_parked_long_polls')) >= 4 ? true : undefined),
+      10_000,
+      'four parked polls',
+    );
     await waitFor(async () => (outcomes.filter((o) => o === 'ok').length >= 150 ? true : undefined), 30_000, 'load to run');
 
     const sentAt = Date.now();
@@ -117,12 +154,15 @@ describe('SIGTERM', () => {
     await Promise.all([starter, ...workers]);
     // Requests sent while it stopped got an answer, a 503 ShuttingDown, or no connection: never a 500.
     expect(outcomes.filter((o) => o === 'other')).toEqual([]);
-    console.log(`shutdown under load: exit 0 after ${tookMs} ms (grace ${GRACE_MS} ms); ${outcomes.length} requests: ${JSON.stringify(countBy(outcomes))}`);
+    console.log(
+      `shutdown under load: exit 0 after ${tookMs} ms (grace ${GRACE_MS} ms); ${outcomes.length} requests: ${JSON.stringify(countBy(outcomes))}`,
+    );
 
     // Whole: a completed instance has its task done; a running one has exactly one open task.
     const { rows } = await db.pool.query<{ status: string; open: number; done: number }>(
       `select i.status, count(t.*) filter (where t.state in ('ready', 'locked'))::int as open, count(t.*) filter (where t.state = 'done')::int as done
-         from instances i left join external_tasks t on t.instance_id = i.id group by i.id, i.status`);
+         from instances i left join external_tasks t on t.instance_id = i.id group by i.id, i.status`,
+    );
     const shapes = countBy(rows.map((r) => `${r.status} open=${r.open} done=${r.done}`));
     expect(Object.keys(shapes).sort()).toEqual(expect.arrayContaining(['completed open=0 done=1']));
     for (const shape of Object.keys(shapes)) expect(['completed open=0 done=1', 'running open=1 done=0']).toContain(shape);
@@ -130,56 +170,108 @@ describe('SIGTERM', () => {
     expect(running).toBeGreaterThan(0);
 
     // Another node on the same database finishes them (leases the stopped node held expire first).
-    other = await startBatonServer({ databaseUrl: db.url, port: 0, host: '127.0.0.1', log: pino({ level: 'silent' }), auth: { tokens: [] }, sweepIntervalMs: 200 });
+    other = await startBatonServer({
+      databaseUrl: db.url,
+      port: 0,
+      host: '127.0.0.1',
+      log: pino({ level: 'silent' }),
+      auth: { tokens: [] },
+      sweepIntervalMs: 200,
+    });
     const node2 = apiClient(other.url, TOKEN);
     let finished = 0;
-    await waitFor(async () => {
-      const fetched = await node2.post('/api/external-tasks/fetch-and-lock', { workerId: 'n2', maxTasks: 50, waitMs: 500, topics: [{ name: 'drained-task', lockDurationMs: 30_000 }] });
-      for (const task of fetched.body) {
-        expect((await node2.post(`/api/external-tasks/${task.id}/complete`, { workerId: 'n2', lockToken: task.lockToken })).status).toBe(204);
-        finished++;
-      }
-      const left = await db.pool.query(`select count(*)::int as n from instances where status <> 'completed'`);
-      return left.rows[0].n === 0 ? true : undefined;
-    }, 20_000, 'the second node to complete every instance');
+    await waitFor(
+      async () => {
+        const fetched = await node2.post('/api/external-tasks/fetch-and-lock', {
+          workerId: 'n2',
+          maxTasks: 50,
+          waitMs: 500,
+          topics: [{ name: 'drained-task', lockDurationMs: 30_000 }],
+        });
+        for (const task of fetched.body) {
+          expect(
+            (await node2.post(`/api/external-tasks/${task.id}/complete`, { workerId: 'n2', lockToken: task.lockToken })).status,
+          ).toBe(204);
+          finished++;
+        }
+        const left = await db.pool.query(`select count(*)::int as n from instances where status <> 'completed'`);
+        return left.rows[0].n === 0 ? true : undefined;
+      },
+      20_000,
+      'the second node to complete every instance',
+    );
     expect(finished).toBe(running);
   }, 120_000);
 
   // The complete waits on the instance row inside a transaction (a message catch follows the
   // task, so the optimistic one-statement path hands over to the locked one).
   it('a drain stuck on a row lock: exits 1 at the grace, and the stuck transaction is rolled back whole', async () => {
-    const { db, instanceId, complete } = await stuckComplete(buildBpmn('stuck', [
-      { id: 'start', type: 'startEvent' },
-      { id: 'work', type: 'serviceTask', topic: 'stuck-task' },
-      { id: 'paid', type: 'catchEvent', message: 'stuck-paid', correlationKey: 'orderId' },
-      { id: 'end', type: 'endEvent' },
-    ], [{ from: 'start', to: 'work' }, { from: 'work', to: 'paid' }, { from: 'paid', to: 'end' }]));
+    const { db, instanceId, complete } = await stuckComplete(
+      buildBpmn(
+        'stuck',
+        [
+          { id: 'start', type: 'startEvent' },
+          { id: 'work', type: 'serviceTask', topic: 'stuck-task' },
+          { id: 'paid', type: 'catchEvent', message: 'stuck-paid', correlationKey: 'orderId' },
+          { id: 'end', type: 'endEvent' },
+        ],
+        [
+          { from: 'start', to: 'work' },
+          { from: 'work', to: 'paid' },
+          { from: 'paid', to: 'end' },
+        ],
+      ),
+    );
     await complete;
-    const state = await db.pool.query(`select i.status, t.state from instances i join external_tasks t on t.instance_id = i.id where i.id = $1`, [instanceId]);
+    const state = await db.pool.query(
+      `select i.status, t.state from instances i join external_tasks t on t.instance_id = i.id where i.id = $1`,
+      [instanceId],
+    );
     expect(state.rows).toEqual([{ status: 'running', state: 'locked' }]);
-    const events = await db.pool.query(`select kind from events where instance_id = $1 and kind like 'task:%' order by seq`, [instanceId]);
+    const events = await db.pool.query(`select kind from events where instance_id = $1 and kind like 'task:%' order by seq`, [
+      instanceId,
+    ]);
     expect(events.rows.map((r) => r.kind)).not.toContain('task:completed');
   }, 60_000);
 
   // The optimistic complete is one statement and its own transaction: once the lock is free it
   // applies whole (never half), like a complete committed just before the node died, and the
   // worker's retry elsewhere is the holder's repeat: 204, one task:completed.
-  it('a one-statement complete stuck on a row lock when the node exits: applied whole once the lock is free, and the worker\'s retry on another node is a no-op', async () => {
+  it("a one-statement complete stuck on a row lock when the node exits: applied whole once the lock is free, and the worker's retry on another node is a no-op", async () => {
     const { db, instanceId, complete, task } = await stuckComplete(singleTaskBpmn('stuck1', 'stuck1-task'));
     await complete;
-    await waitFor(async () => {
-      const { rows } = await db.pool.query(`select i.status, t.state from instances i join external_tasks t on t.instance_id = i.id where i.id = $1`, [instanceId]);
-      return rows[0]?.status === 'completed' ? rows : undefined;
-    }, 10_000, 'the freed statement to apply');
-    const heir = await startBatonServer({ databaseUrl: db.url, port: 0, host: '127.0.0.1', log: pino({ level: 'silent' }), auth: { tokens: [] } });
+    await waitFor(
+      async () => {
+        const { rows } = await db.pool.query(
+          `select i.status, t.state from instances i join external_tasks t on t.instance_id = i.id where i.id = $1`,
+          [instanceId],
+        );
+        return rows[0]?.status === 'completed' ? rows : undefined;
+      },
+      10_000,
+      'the freed statement to apply',
+    );
+    const heir = await startBatonServer({
+      databaseUrl: db.url,
+      port: 0,
+      host: '127.0.0.1',
+      log: pino({ level: 'silent' }),
+      auth: { tokens: [] },
+    });
     try {
-      const retry = await apiClient(heir.url, TOKEN).post(`/api/external-tasks/${task.id}/complete`, { workerId: 'w', lockToken: task.lockToken });
+      const retry = await apiClient(heir.url, TOKEN).post(`/api/external-tasks/${task.id}/complete`, {
+        workerId: 'w',
+        lockToken: task.lockToken,
+      });
       expect(retry.status).toBe(204);
     } finally {
       await heir.close();
     }
-    const { rows } = await db.pool.query(`select i.status, t.state, (select count(*)::int from events e where e.instance_id = i.id and e.kind = 'task:completed') as completes
-                                            from instances i join external_tasks t on t.instance_id = i.id where i.id = $1`, [instanceId]);
+    const { rows } = await db.pool.query(
+      `select i.status, t.state, (select count(*)::int from events e where e.instance_id = i.id and e.kind = 'task:completed') as completes
+                                            from instances i join external_tasks t on t.instance_id = i.id where i.id = $1`,
+      [instanceId],
+    );
     expect(rows).toEqual([{ status: 'completed', state: 'done', completes: 1 }]);
   }, 60_000);
 });
@@ -188,7 +280,9 @@ describe('SIGTERM', () => {
  * A node (grace 1.5 s) whose complete waits on the instance row held by a test transaction;
  * SIGTERM: it exits 1 at the grace. Then the row is let go.
  */
-async function stuckComplete(xml: string): Promise<{ db: TestDatabase; instanceId: string; task: { id: string; lockToken: string }; complete: Promise<unknown> }> {
+async function stuckComplete(
+  xml: string,
+): Promise<{ db: TestDatabase; instanceId: string; task: { id: string; lockToken: string }; complete: Promise<unknown> }> {
   const GRACE_MS = 1500;
   const db = await createTestDatabase();
   dbs.push(db);
@@ -196,19 +290,35 @@ async function stuckComplete(xml: string): Promise<{ db: TestDatabase; instanceI
   const { api } = node;
   expect((await api.post('/api/definitions', { xml })).status).toBe(201);
   const key = /process id="([^"]+)"/.exec(xml)?.[1];
-  const instanceId: string = (await api.post('/api/instances', { definitionKey: key, businessKey: 'one', variables: { orderId: 'o-1' } })).body.id;
-  const [task] = (await api.post('/api/external-tasks/fetch-and-lock', { workerId: 'w', maxTasks: 1, topics: [{ name: `${key}-task`, lockDurationMs: 60_000 }] })).body;
+  const instanceId: string = (
+    await api.post('/api/instances', { definitionKey: key, businessKey: 'one', variables: { orderId: 'o-1' } })
+  ).body.id;
+  const [task] = (
+    await api.post('/api/external-tasks/fetch-and-lock', {
+      workerId: 'w',
+      maxTasks: 1,
+      topics: [{ name: `${key}-task`, lockDurationMs: 60_000 }],
+    })
+  ).body;
 
   const blocker = await db.pool.connect();
   let complete: Promise<unknown> = Promise.resolve();
   try {
     await blocker.query('begin');
     await blocker.query('select 1 from instances where id = $1 for update', [instanceId]);
-    complete = api.post(`/api/external-tasks/${task.id}/complete`, { workerId: 'w', lockToken: task.lockToken }).catch(() => undefined);
-    await waitFor(async () => {
-      const waiting = await db.pool.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
-      return waiting.rows[0].n > 0 ? true : undefined;
-    }, 10_000, 'the complete to wait on the row lock');
+    complete = api
+      .post(`/api/external-tasks/${task.id}/complete`, { workerId: 'w', lockToken: task.lockToken })
+      .catch(() => undefined);
+    await waitFor(
+      async () => {
+        const waiting = await db.pool.query(
+          `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+        );
+        return waiting.rows[0].n > 0 ? true : undefined;
+      },
+      10_000,
+      'the complete to wait on the row lock',
+    );
 
     const sentAt = Date.now();
     node.kill('SIGTERM');
@@ -223,10 +333,16 @@ async function stuckComplete(xml: string): Promise<{ db: TestDatabase; instanceI
     blocker.release();
   }
   // The child's backend, freed from the lock, finishes its statement and finds its client gone.
-  await waitFor(async () => {
-    const left = await db.pool.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and state <> 'idle'`);
-    return left.rows[0].n === 0 ? true : undefined;
-  }, 10_000, 'the stuck backend to end');
+  await waitFor(
+    async () => {
+      const left = await db.pool.query(
+        `select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and state <> 'idle'`,
+      );
+      return left.rows[0].n === 0 ? true : undefined;
+    },
+    10_000,
+    'the stuck backend to end',
+  );
   return { db, instanceId, task, complete };
 }
 

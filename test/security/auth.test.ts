@@ -24,12 +24,24 @@ async function freshDb(): Promise<TestDatabase> {
 
 function logCapture(): { log: pino.Logger; text: () => string } {
   let text = '';
-  const sink = new Writable({ write(chunk, _enc, done) { text += String(chunk); done(); } });
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      text += String(chunk);
+      done();
+    },
+  });
   return { log: pino({ level: 'info' }, sink), text: () => text };
 }
 
 async function serve(db: TestDatabase, opts: Partial<Parameters<typeof startBatonServer>[0]> = {}): Promise<BatonServer> {
-  const server = await startBatonServer({ databaseUrl: db.url, port: 0, host: '127.0.0.1', log: pino({ level: 'silent' }), sweepIntervalMs: 60_000, ...opts });
+  const server = await startBatonServer({
+    databaseUrl: db.url,
+    port: 0,
+    host: '127.0.0.1',
+    log: pino({ level: 'silent' }),
+    sweepIntervalMs: 60_000,
+    ...opts,
+  });
   cleanup.push(() => server.close());
   return server;
 }
@@ -61,9 +73,13 @@ describe('stored tokens', () => {
     const server = await serve(db);
     expect((await get(`${server.url}/api/instances`)).status).toBe(200); // no tokens yet: open (loopback)
 
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'runtime/cli.ts', 'token', 'create', '--role', 'viewer', '--name', 'dash'], {
-      env: { ...process.env, DATABASE_URL: db.url },
-    });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', 'runtime/cli.ts', 'token', 'create', '--role', 'viewer', '--name', 'dash'],
+      {
+        env: { ...process.env, DATABASE_URL: db.url },
+      },
+    );
     const secret = stdout.trim();
     expect(secret).toMatch(/^baton_[\w-]{43}$/);
     const { rows } = await db.pool.query('select token_hash from tokens');
@@ -77,7 +93,9 @@ describe('stored tokens', () => {
     // Stored tokens are counted once a second: a new one takes effect within that.
     await expect.poll(async () => (await get(`${server.url}/api/instances`)).status, { timeout: 5000 }).toBe(401);
     expect((await get(`${server.url}/api/instances`, secret)).status).toBe(200);
-    expect((await fetch(`${server.url}/api/instances`, { method: 'POST', headers: { authorization: `Bearer ${secret}` } })).status).toBe(403);
+    expect(
+      (await fetch(`${server.url}/api/instances`, { method: 'POST', headers: { authorization: `Bearer ${secret}` } })).status,
+    ).toBe(403);
 
     lines.length = 0;
     expect(await runOpsCommand(config, 'token', ['list'], (l) => lines.push(l))).toBe(0);
@@ -93,13 +111,19 @@ describe('denied requests', () => {
     const db = await freshDb();
     const { log, text } = logCapture();
     const secret = 'admin-secret-0123456789';
-    const server = await serve(db, { log, auth: { tokens: parseTokens(`admin:ops:${secret}`), failures: { burst: 3, perMinute: 1 } } });
+    const server = await serve(db, {
+      log,
+      auth: { tokens: parseTokens(`admin:ops:${secret}`), failures: { burst: 3, perMinute: 1 } },
+    });
     const guess = 'guessed-token-abcdefghijk';
     for (let i = 0; i < 3; i++) expect((await get(`${server.url}/api/instances`, guess)).status).toBe(401);
     const limited = await get(`${server.url}/api/instances`, secret);
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toMatch(/^\d+$/);
-    expect(await limited.json()).toMatchObject({ type: 'TooManyRequests', message: expect.stringMatching(/limit: auth failures/) });
+    expect(await limited.json()).toMatchObject({
+      type: 'TooManyRequests',
+      message: expect.stringMatching(/limit: auth failures/),
+    });
     expect(text()).toContain('auth:denied');
     expect(text()).not.toContain(guess);
     expect(text()).not.toContain(secret);
@@ -111,9 +135,23 @@ describe('denied requests', () => {
     const db = await freshDb();
     const secret = 'worker-secret-0123456789';
     const server = await serve(db, { auth: { tokens: parseTokens(`worker:billing:${secret}`) } });
-    const basic = (pw: string) => ({ authorization: `Basic ${Buffer.from(`billing:${pw}`).toString('base64')}`, 'content-type': 'application/json' });
+    const basic = (pw: string) => ({
+      authorization: `Basic ${Buffer.from(`billing:${pw}`).toString('base64')}`,
+      'content-type': 'application/json',
+    });
     const body = JSON.stringify({ workerId: 'w', maxTasks: 1, topics: [{ topicName: 't', lockDuration: 1000 }] });
-    expect((await fetch(`${server.url}/engine-rest/external-task/fetchAndLock`, { method: 'POST', headers: basic(secret), body })).status).toBe(200);
-    expect((await fetch(`${server.url}/engine-rest/external-task/fetchAndLock`, { method: 'POST', headers: basic('wrong-password-000000'), body })).status).toBe(401);
+    expect(
+      (await fetch(`${server.url}/engine-rest/external-task/fetchAndLock`, { method: 'POST', headers: basic(secret), body }))
+        .status,
+    ).toBe(200);
+    expect(
+      (
+        await fetch(`${server.url}/engine-rest/external-task/fetchAndLock`, {
+          method: 'POST',
+          headers: basic('wrong-password-000000'),
+          body,
+        })
+      ).status,
+    ).toBe(401);
   });
 });

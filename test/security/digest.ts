@@ -8,7 +8,9 @@ export async function databaseDigest(pool: Pool): Promise<string> {
   );
   const parts: string[] = [];
   for (const { name } of tables) {
-    const { rows } = await pool.query<{ h: string }>(`select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) as h from ${pg.escapeIdentifier(name)} x`);
+    const { rows } = await pool.query<{ h: string }>(
+      `select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) as h from ${pg.escapeIdentifier(name)} x`,
+    );
     parts.push(`${name}:${rows[0]?.h ?? ''}`);
   }
   return parts.join(',');

@@ -9,32 +9,48 @@ import { evaluateCondition, evaluateKey, toFeel } from '../../runtime/shared/fee
 import { configureFeelBudget, feelBudget, needsThread } from '../../runtime/shared/feel-budget.ts';
 
 function gatewayBpmn(processId: string, condition: string): string {
-  return buildBpmn(processId, [
-    { id: 'start', type: 'startEvent' },
-    { id: 'choose', type: 'exclusiveGateway', default: 'toOther' },
-    { id: 'big', type: 'endEvent' },
-    { id: 'other', type: 'endEvent' },
-  ], [
-    { from: 'start', to: 'choose' },
-    { id: 'toBig', from: 'choose', to: 'big', condition },
-    { id: 'toOther', from: 'choose', to: 'other' },
-  ]);
+  return buildBpmn(
+    processId,
+    [
+      { id: 'start', type: 'startEvent' },
+      { id: 'choose', type: 'exclusiveGateway', default: 'toOther' },
+      { id: 'big', type: 'endEvent' },
+      { id: 'other', type: 'endEvent' },
+    ],
+    [
+      { from: 'start', to: 'choose' },
+      { id: 'toBig', from: 'choose', to: 'big', condition },
+      { id: 'toOther', from: 'choose', to: 'other' },
+    ],
+  );
 }
 
 describe('FEEL budget: unit', () => {
   it('refuses an expression longer than the limit, FEEL and JUEL, before parsing it', () => {
     const { maxLength } = feelBudget();
     const feel = toFeel(`= ${'a + '.repeat(maxLength / 4)}1`);
-    expect(feel).toMatchObject({ ok: false, message: expect.stringMatching(/longer than the limit of 4000 \(BATON_FEEL_MAX_LENGTH\)/) });
+    expect(feel).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(/longer than the limit of 4000 \(BATON_FEEL_MAX_LENGTH\)/),
+    });
     const juel = toFeel(`\${${'a && '.repeat(maxLength / 5)}b}`);
     expect(juel).toMatchObject({ ok: false, message: expect.stringMatching(/BATON_FEEL_MAX_LENGTH/) });
   });
 
   it('refuses nesting deeper than the limit (the JUEL parser would recurse per parenthesis)', () => {
     const deep = `${'('.repeat(70)}a > 1${')'.repeat(70)}`;
-    expect(toFeel(`= ${deep}`)).toMatchObject({ ok: false, message: expect.stringMatching(/nests \d+ levels deep, more than the limit of 64 \(BATON_FEEL_MAX_DEPTH\)/) });
-    expect(toFeel(`\${${deep}}`)).toMatchObject({ ok: false, message: expect.stringMatching(/more than 64 deep \(BATON_FEEL_MAX_DEPTH\)/) });
-    expect(toFeel(`= ${'('.repeat(10)}a > 1${')'.repeat(10)}`)).toEqual({ ok: true, feel: `${'('.repeat(10)}a > 1${')'.repeat(10)}` });
+    expect(toFeel(`= ${deep}`)).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(/nests \d+ levels deep, more than the limit of 64 \(BATON_FEEL_MAX_DEPTH\)/),
+    });
+    expect(toFeel(`\${${deep}}`)).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(/more than 64 deep \(BATON_FEEL_MAX_DEPTH\)/),
+    });
+    expect(toFeel(`= ${'('.repeat(10)}a > 1${')'.repeat(10)}`)).toEqual({
+      ok: true,
+      feel: `${'('.repeat(10)}a > 1${')'.repeat(10)}`,
+    });
   });
 
   it('runs straight-line expressions inline and loops, quantifiers and functions in the budgeted thread', () => {
@@ -50,15 +66,24 @@ describe('FEEL budget: unit', () => {
     const startedAt = performance.now();
     const stopped = evaluateCondition('count(for i in 1..n return i) > 0', { n: 1e9 });
     const tookMs = performance.now() - startedAt;
-    expect(stopped).toMatchObject({ ok: false, message: expect.stringMatching(/did not finish within the budget of 200 ms .*BATON_FEEL_TIME_BUDGET_MS/) });
+    expect(stopped).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(/did not finish within the budget of 200 ms .*BATON_FEEL_TIME_BUDGET_MS/),
+    });
     expect(tookMs).toBeLessThan(feelBudget().timeMs + 2000); // the budget plus starting a fresh thread
     // Unbounded recursion through a FEEL function is stopped the same way.
-    expect(evaluateKey('{f: function(n) if n = 0 then 0 else f(n - 1), r: f(100000000)}.r', {})).toMatchObject({ ok: false, message: expect.stringMatching(/budget/) });
+    expect(evaluateKey('{f: function(n) if n = 0 then 0 else f(n - 1), r: f(100000000)}.r', {})).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(/budget/),
+    });
     expect(evaluateCondition('some x in items satisfies x = 3', { items: [1, 2, 3] })).toEqual({ ok: true, value: true });
   });
 
   it('refuses a correlation key longer than the result limit', () => {
-    expect(evaluateKey('k', { k: 'x'.repeat(1001) })).toMatchObject({ ok: false, message: expect.stringMatching(/key of 1001 characters, longer than the limit of 1000 \(BATON_FEEL_MAX_RESULT_LENGTH\)/) });
+    expect(evaluateKey('k', { k: 'x'.repeat(1001) })).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(/key of 1001 characters, longer than the limit of 1000 \(BATON_FEEL_MAX_RESULT_LENGTH\)/),
+    });
     expect(evaluateKey('k', { k: 'x'.repeat(1000) })).toEqual({ ok: true, value: 'x'.repeat(1000) });
   });
 

@@ -7,8 +7,24 @@ import { LOG_REDACTION } from '../../runtime/security/redact.ts';
 describe('log redaction', () => {
   it('censors tokens, headers and variables at the top level and one or two levels down', () => {
     let text = '';
-    const log = pino({ redact: LOG_REDACTION }, new Writable({ write(c, _e, done) { text += String(c); done(); } }));
-    log.info({ token: 'tok-1', variables: { card: '4111' }, req: { headers: { authorization: 'Bearer tok-2' } }, task: { lockToken: 'tok-3', variables: { pin: '1234' } } }, 'x');
+    const log = pino(
+      { redact: LOG_REDACTION },
+      new Writable({
+        write(c, _e, done) {
+          text += String(c);
+          done();
+        },
+      }),
+    );
+    log.info(
+      {
+        token: 'tok-1',
+        variables: { card: '4111' },
+        req: { headers: { authorization: 'Bearer tok-2' } },
+        task: { lockToken: 'tok-3', variables: { pin: '1234' } },
+      },
+      'x',
+    );
     log.warn({ err: { req: { headers: { authorization: 'Basic dG9rLTQ=' } } } }, 'y');
     for (const secret of ['tok-1', '4111', 'tok-2', 'tok-3', '1234', 'dG9rLTQ=']) expect(text).not.toContain(secret);
     expect(text).toContain('[redacted]');

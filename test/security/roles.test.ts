@@ -36,14 +36,15 @@ function headersFor(caller: Caller, p: string): Record<string, string> {
   if (caller === 'none') return {};
   const secret = caller === 'bad' ? 'not-a-token-at-all-123' : SECRETS[caller];
   // Camunda clients authenticate with Basic; the password is the token.
-  if (p.startsWith('/engine-rest') && caller === 'worker') return { authorization: `Basic ${Buffer.from(`billing:${secret}`).toString('base64')}` };
+  if (p.startsWith('/engine-rest') && caller === 'worker')
+    return { authorization: `Basic ${Buffer.from(`billing:${secret}`).toString('base64')}` };
   return { authorization: `Bearer ${secret}` };
 }
 
 const routes = declaredRoutes(path.resolve(import.meta.dirname, '../..'));
 
 describe('role table', () => {
-  it('finds the routers\' routes', () => {
+  it("finds the routers' routes", () => {
     expect(routes.length).toBeGreaterThan(40);
     expect(routes.map((r) => `${r.method} ${r.path}`)).toContain('POST /api/external-tasks/:id/complete');
   });
@@ -57,13 +58,18 @@ describe('role table', () => {
       for (const caller of CALLERS) {
         const res = await fetch(`${t.url}${p}`, {
           method: route.method,
-          headers: { ...headersFor(caller, route.path), ...(route.method === 'GET' || route.method === 'DELETE' ? {} : { 'content-type': 'application/json' }) },
+          headers: {
+            ...headersFor(caller, route.path),
+            ...(route.method === 'GET' || route.method === 'DELETE' ? {} : { 'content-type': 'application/json' }),
+          },
           ...(route.method === 'GET' || route.method === 'DELETE' ? {} : { body: '{}' }),
         });
         const body = await res.text();
         const ok = allowed === 'open' || allowed.includes(caller);
         const expected = ok ? 'not 401/403' : caller === 'none' || caller === 'bad' ? 401 : 403;
-        const fine = ok ? res.status !== 401 && res.status !== 403 && res.status < 500 : res.status === expected && JSON.parse(body).type !== undefined;
+        const fine = ok
+          ? res.status !== 401 && res.status !== 403 && res.status < 500
+          : res.status === expected && JSON.parse(body).type !== undefined;
         if (!fine) wrong.push(`${caller} ${route.method} ${p}: ${res.status} (expected ${expected}) ${body.slice(0, 120)}`);
       }
     }
@@ -72,7 +78,10 @@ describe('role table', () => {
   });
 
   it('matches paths case-insensitively, as express routes them', async () => {
-    const res = await fetch(`${t.url}/API/Instances/00000000-0000-4000-8000-000000000000/cancel`, { method: 'POST', headers: { authorization: `Bearer ${SECRETS.viewer}` } });
+    const res = await fetch(`${t.url}/API/Instances/00000000-0000-4000-8000-000000000000/cancel`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${SECRETS.viewer}` },
+    });
     expect(res.status).toBe(403);
   });
 

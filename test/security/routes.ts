@@ -50,8 +50,14 @@ export function declaredRoutes(root: string): DeclaredRoute[] {
       const router = parts[i] ?? '';
       for (const m of (parts[i + 1] ?? '').matchAll(/router\.(get|post|put|patch|delete)\(\s*'([^']*)'/g)) {
         const prefix = MOUNTS[router];
-        if (prefix === undefined) throw new Error(`${file}: router ${router} has routes but no mount prefix in test/security/routes.ts`);
-        routes.push({ method: (m[1] ?? '').toUpperCase(), path: `${prefix}${m[2] === '/' ? '' : m[2]}` || '/', file: path.relative(root, file), router });
+        if (prefix === undefined)
+          throw new Error(`${file}: router ${router} has routes but no mount prefix in test/security/routes.ts`);
+        routes.push({
+          method: (m[1] ?? '').toUpperCase(),
+          path: `${prefix}${m[2] === '/' ? '' : m[2]}` || '/',
+          file: path.relative(root, file),
+          router,
+        });
       }
     }
   }
@@ -61,5 +67,7 @@ export function declaredRoutes(root: string): DeclaredRoute[] {
 
 /** A concrete path: every :param becomes a uuid nobody has. */
 export function concretePath(route: string): string {
-  return route.replace(/:(\w+)/g, (_m, name: string) => (name === 'key' ? 'no-such-key' : name === 'version' ? '1' : name === 'name' ? 'x' : '00000000-0000-4000-8000-000000000000'));
+  return route.replace(/:(\w+)/g, (_m, name: string) =>
+    name === 'key' ? 'no-such-key' : name === 'version' ? '1' : name === 'name' ? 'x' : '00000000-0000-4000-8000-000000000000',
+  );
 }

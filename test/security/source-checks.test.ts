@@ -11,26 +11,49 @@ function files(dir: string, ext: string): string[] {
   );
 }
 
-const SQL = /\b(select\s[\s\S]*\bfrom|insert\s+into|update\s+\w+\s+set|delete\s+from|create\s+(table|database|index)|drop\s+(table|database)|alter\s+table|listen|notify)\b/i;
+const SQL =
+  /\b(select\s[\s\S]*\bfrom|insert\s+into|update\s+\w+\s+set|delete\s+from|create\s+(table|database|index)|drop\s+(table|database)|alter\s+table|listen|notify)\b/i;
 
 /**
  * Interpolations that are not data: constant SQL fragments and channel names, placeholders
  * numbered as `$${n}`, and identifiers quoted by pg. Anything else is string-built SQL.
  */
-const CONSTANT = [/^TASKS_CHANNEL$/, /^TIMERS_CHANNEL$/, /^FRAMES_CHANNEL$/, /^[A-Z][A-Z_]*_SQL$/, /^w\.sql$/, /^pg\.escapeIdentifier\(\w+\)$/];
+const CONSTANT = [
+  /^TASKS_CHANNEL$/,
+  /^TIMERS_CHANNEL$/,
+  /^FRAMES_CHANNEL$/,
+  /^[A-Z][A-Z_]*_SQL$/,
+  /^w\.sql$/,
+  /^pg\.escapeIdentifier\(\w+\)$/,
+];
 
 /** Reviewed per file: fragments built only from code constants (a table alias, a sort order from booleans). */
 const REVIEWED: Record<string, RegExp[]> = {
   'runtime/store/camunda-fetch.ts': [
-    /^filterSql\('[a-z]'\)$/, /^order$/, /^order\.replaceAll\('t\.', 'l\.'\)$/, /^i$/, /^FILTERS_CTE$/, /^lockMsSql\(\)$/,
-    /^NO_FLOW_LIMIT_SQL\('\$\d'\)$/, /^order\('[a-z]+'\)$/, /^lockPickedSql\(\)$/, /^answerSql\(order\)$/,
+    /^filterSql\('[a-z]'\)$/,
+    /^order$/,
+    /^order\.replaceAll\('t\.', 'l\.'\)$/,
+    /^i$/,
+    /^FILTERS_CTE$/,
+    /^lockMsSql\(\)$/,
+    /^NO_FLOW_LIMIT_SQL\('\$\d'\)$/,
+    /^order\('[a-z]+'\)$/,
+    /^lockPickedSql\(\)$/,
+    /^answerSql\(order\)$/,
     // the per-topic or the wide pick, and what the per-topic one released
-    /^pickSql$/, /^releasedSql$/, /^answerSql\(order, releasedSql\)$/,
+    /^pickSql$/,
+    /^releasedSql$/,
+    /^answerSql\(order, releasedSql\)$/,
   ],
   'runtime/store/tasks.ts': [
-    /^NO_FLOW_LIMIT_SQL\('\$\d'\)$/, /^ORDER_SQL\[order\]\('[a-z]+'\)$/, /^lockPickedSql\(FRAMED_(HERE|BY_TRIGGER)_SQL\)$/, /^framedSql$/,
+    /^NO_FLOW_LIMIT_SQL\('\$\d'\)$/,
+    /^ORDER_SQL\[order\]\('[a-z]+'\)$/,
+    /^lockPickedSql\(FRAMED_(HERE|BY_TRIGGER)_SQL\)$/,
+    /^framedSql$/,
     // the per-topic or the wide pick and their answers (perTopicPickSql, widePickSql, answerOrCoveredSql)
-    /^pickSql$/, /^answerSql$/, /^releasedSql$/,
+    /^pickSql$/,
+    /^answerSql$/,
+    /^releasedSql$/,
   ],
   // the (instance, step) pairs of a part and the guard: placeholders only
   'runtime/store/apply-together.ts': [/^pairs$/, /^guard$/],
@@ -39,7 +62,13 @@ const REVIEWED: Record<string, RegExp[]> = {
   // the next pages' cursor condition (AFTER_CURSOR_SQL) or nothing
   'runtime/store/retention.ts': [/^cursorSql$/],
   // openTasksSql: column lists and states written in the file, the where() clauses (placeholders only)
-  'runtime/store/camunda-queries.ts': [/^columns$/, /^from$/, /^state$/, /^whereSql$/, /^openTasksSql\(q, '[a-z_.*, ]+', w\.sql\)$/],
+  'runtime/store/camunda-queries.ts': [
+    /^columns$/,
+    /^from$/,
+    /^state$/,
+    /^whereSql$/,
+    /^openTasksSql\(q, '[a-z_.*, ]+', w\.sql\)$/,
+  ],
 };
 
 describe('SQL', () => {
@@ -54,7 +83,8 @@ describe('SQL', () => {
           if (i[1] === '$') continue; // $${n}: a numbered placeholder
           const expr = (i[2] ?? '').trim();
           const reviewed = REVIEWED[path.relative(root, file)] ?? [];
-          if (![...CONSTANT, ...reviewed].some((re) => re.test(expr))) found.push(`${path.relative(root, file)}: \${${expr}} in ${literal.slice(0, 80).replace(/\s+/g, ' ')}…`);
+          if (![...CONSTANT, ...reviewed].some((re) => re.test(expr)))
+            found.push(`${path.relative(root, file)}: \${${expr}} in ${literal.slice(0, 80).replace(/\s+/g, ' ')}…`);
         }
       }
     }
@@ -62,7 +92,7 @@ describe('SQL', () => {
   });
 
   it('the check itself catches string-built SQL', () => {
-    const literal = '`select * from instances where id = \'${id}\'`';
+    const literal = "`select * from instances where id = '${id}'`";
     expect(SQL.test(literal)).toBe(true);
     expect(CONSTANT.some((re) => re.test('id'))).toBe(false);
   });

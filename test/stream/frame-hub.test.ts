@@ -47,7 +47,7 @@ describe('FrameHub', () => {
     hub.unfollow(id, listener);
   });
 
-  it('given frames whose doorbell never rings, then the hub rings the followers with the heads as they are, each followed instance\'s every generation', async () => {
+  it("given frames whose doorbell never rings, then the hub rings the followers with the heads as they are, each followed instance's every generation", async () => {
     const rechecking = new FrameHub(db.url, pino({ level: 'silent' }), 200, 50);
     await rechecking.start();
     try {
@@ -55,7 +55,10 @@ describe('FrameHub', () => {
       const bells: (Doorbell | undefined)[] = [];
       await rechecking.follow(followed, { ring: (b) => bells.push(b) });
       // written as a node that died before relaying would leave them: heads moved, no NOTIFY
-      await db.pool.query(`insert into frame_heads (instance_id, generation, last_seq) values ($1, 1, 4), ($1, 2, 1), ($2, 1, 9)`, [followed, other]);
+      await db.pool.query(
+        `insert into frame_heads (instance_id, generation, last_seq) values ($1, 1, 4), ($1, 2, 1), ($2, 1, 9)`,
+        [followed, other],
+      );
       await waitFor(async () => (bells.some((b) => b?.generation === 2) ? true : undefined), 5_000, 'the heads');
       expect(bells).toContainEqual({ instanceId: followed, generation: 1, seq: 4 });
       expect(bells).toContainEqual({ instanceId: followed, generation: 2, seq: 1 });

@@ -10,21 +10,43 @@ beforeAll(async () => {
   t = await startTestServer({ sweepIntervalMs: 200 });
   await deploy(t.api, singleTaskBpmn('frames-one', 'frames-one'));
   await deploy(t.api, singleTaskBpmn('frames-fail', 'frames-fail', { retries: 0 }));
-  await deploy(t.api, buildBpmn('frames-two', [
-    { id: 'start', type: 'startEvent' },
-    { id: 'first', type: 'serviceTask', topic: 'frames-first' },
-    { id: 'second', type: 'serviceTask', topic: 'frames-second', retries: 0 },
-    { id: 'end', type: 'endEvent' },
-  ], [{ from: 'start', to: 'first' }, { from: 'first', to: 'second' }, { from: 'second', to: 'end' }]));
+  await deploy(
+    t.api,
+    buildBpmn(
+      'frames-two',
+      [
+        { id: 'start', type: 'startEvent' },
+        { id: 'first', type: 'serviceTask', topic: 'frames-first' },
+        { id: 'second', type: 'serviceTask', topic: 'frames-second', retries: 0 },
+        { id: 'end', type: 'endEvent' },
+      ],
+      [
+        { from: 'start', to: 'first' },
+        { from: 'first', to: 'second' },
+        { from: 'second', to: 'end' },
+      ],
+    ),
+  );
   // book (undone by unbook) -> pay, whose exhausted retries compensate the instance
-  await deploy(t.api, buildBpmn('frames-saga', [
-    { id: 'start', type: 'startEvent' },
-    { id: 'book', type: 'serviceTask', topic: 'frames-book' },
-    { id: 'comp', type: 'compensationBoundary', attachedTo: 'book', handler: 'unbook' },
-    { id: 'unbook', type: 'serviceTask', topic: 'frames-unbook', forCompensation: true },
-    { id: 'pay', type: 'serviceTask', topic: 'frames-pay', retries: 0, onExhausted: 'compensate' },
-    { id: 'end', type: 'endEvent' },
-  ], [{ from: 'start', to: 'book' }, { from: 'book', to: 'pay' }, { from: 'pay', to: 'end' }]));
+  await deploy(
+    t.api,
+    buildBpmn(
+      'frames-saga',
+      [
+        { id: 'start', type: 'startEvent' },
+        { id: 'book', type: 'serviceTask', topic: 'frames-book' },
+        { id: 'comp', type: 'compensationBoundary', attachedTo: 'book', handler: 'unbook' },
+        { id: 'unbook', type: 'serviceTask', topic: 'frames-unbook', forCompensation: true },
+        { id: 'pay', type: 'serviceTask', topic: 'frames-pay', retries: 0, onExhausted: 'compensate' },
+        { id: 'end', type: 'endEvent' },
+      ],
+      [
+        { from: 'start', to: 'book' },
+        { from: 'book', to: 'pay' },
+        { from: 'pay', to: 'end' },
+      ],
+    ),
+  );
 });
 afterAll(async () => {
   await t?.close();
@@ -67,7 +89,12 @@ describe('frames from history', () => {
     expect(frames.every((f) => f.generation === 1)).toBe(true);
     expect(frames.map((f) => f.kind)).toEqual([...(await historyKinds(t.api, id)), 'instance:ended']);
     expect(frames.at(-1)?.data).toEqual({ status: 'completed' });
-    expect(frames.find((f) => f.kind === 'task:locked')?.data).toMatchObject({ stepId: 'work', taskId: task.id, attempt: 1, workerId: 'w1' });
+    expect(frames.find((f) => f.kind === 'task:locked')?.data).toMatchObject({
+      stepId: 'work',
+      taskId: task.id,
+      attempt: 1,
+      workerId: 'w1',
+    });
   });
 
   it('given a late result after the end, then it is in the history but no frame follows instance:ended', async () => {
@@ -123,13 +150,34 @@ describe('worker progress', () => {
   it('given a caller that does not hold the lock, a finished task, an unknown task or a bad body, then 409, 409, 404, 400 and nothing is stored', async () => {
     await start(t.api, 'frames-one');
     const task = await fetchOne(t.api, 'w1', 'frames-one');
-    const before = (await t.db.pool.query('select (select count(*) from progress_reports) + (select count(*) from frames) as n')).rows[0].n;
+    const before = (await t.db.pool.query('select (select count(*) from progress_reports) + (select count(*) from frames) as n'))
+      .rows[0].n;
     expect((await progress(task, 'intruder', 1)).body.type).toBe('LockLost');
     expect((await progress(task, 'w1', 1, '00000000-0000-4000-8000-000000000000')).status).toBe(409);
-    expect((await t.api.post(`/api/external-tasks/00000000-0000-4000-8000-000000000000/progress`, { workerId: 'w1', lockToken: task.lockToken, data: 1 })).status).toBe(404);
-    expect((await t.api.post(`/api/external-tasks/${task.id}/progress`, { workerId: 'w1', lockToken: task.lockToken })).status).toBe(400);
-    expect((await t.api.post(`/api/external-tasks/${task.id}/progress`, { workerId: 'w1', lockToken: task.lockToken, data: 1, extra: true })).status).toBe(400);
-    const after = (await t.db.pool.query('select (select count(*) from progress_reports) + (select count(*) from frames) as n')).rows[0].n;
+    expect(
+      (
+        await t.api.post(`/api/external-tasks/00000000-0000-4000-8000-000000000000/progress`, {
+          workerId: 'w1',
+          lockToken: task.lockToken,
+          data: 1,
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (await t.api.post(`/api/external-tasks/${task.id}/progress`, { workerId: 'w1', lockToken: task.lockToken })).status,
+    ).toBe(400);
+    expect(
+      (
+        await t.api.post(`/api/external-tasks/${task.id}/progress`, {
+          workerId: 'w1',
+          lockToken: task.lockToken,
+          data: 1,
+          extra: true,
+        })
+      ).status,
+    ).toBe(400);
+    const after = (await t.db.pool.query('select (select count(*) from progress_reports) + (select count(*) from frames) as n'))
+      .rows[0].n;
     expect(after).toBe(before);
     expect((await complete(t.api, task, 'w1')).status).toBe(204);
     expect((await progress(task, 'w1', 'too late')).status).toBe(409);
@@ -144,7 +192,12 @@ describe('worker progress', () => {
        values ($1, $2, 1, 'work', '"orphan"', 8, now() - interval '5 seconds')`,
       [task.id, id],
     );
-    await waitFor(async () => ((await framesOf(id)).some((f) => f.kind === 'task:progress' && f.data.reports[0] === 'orphan') ? true : undefined), 5000, 'the orphan report to be flushed');
+    await waitFor(
+      async () =>
+        (await framesOf(id)).some((f) => f.kind === 'task:progress' && f.data.reports[0] === 'orphan') ? true : undefined,
+      5000,
+      'the orphan report to be flushed',
+    );
   });
 });
 
@@ -153,7 +206,15 @@ describe('replay (generations)', () => {
     const id = await start(t.api, 'frames-fail');
     const failing = await fetchOne(t.api, 'w1', 'frames-fail');
     expect((await progress(failing, 'w1', 'trying')).status).toBe(202);
-    expect((await t.api.post(`/api/external-tasks/${failing.id}/failure`, { workerId: 'w1', lockToken: failing.lockToken, errorMessage: 'boom' })).status).toBe(204);
+    expect(
+      (
+        await t.api.post(`/api/external-tasks/${failing.id}/failure`, {
+          workerId: 'w1',
+          lockToken: failing.lockToken,
+          errorMessage: 'boom',
+        })
+      ).status,
+    ).toBe(204);
     await waitForStatus(t.api, id, 'incident');
 
     const replay = await t.api.post(`/api/instances/${id}/replay`);
@@ -183,7 +244,15 @@ describe('replay (generations)', () => {
     const first = await fetchOne(t.api, 'w1', 'frames-first');
     expect((await complete(t.api, first, 'w1', { fromFirst: 1 })).status).toBe(204);
     const second = await fetchOne(t.api, 'w1', 'frames-second');
-    expect((await t.api.post(`/api/external-tasks/${second.id}/failure`, { workerId: 'w1', lockToken: second.lockToken, errorMessage: 'down' })).status).toBe(204);
+    expect(
+      (
+        await t.api.post(`/api/external-tasks/${second.id}/failure`, {
+          workerId: 'w1',
+          lockToken: second.lockToken,
+          errorMessage: 'down',
+        })
+      ).status,
+    ).toBe(204);
     await waitForStatus(t.api, id, 'incident');
 
     expect((await t.api.post(`/api/instances/${id}/replay`)).status).toBe(200);
@@ -191,7 +260,10 @@ describe('replay (generations)', () => {
     expect(again.variables).toMatchObject({ fromFirst: 1 });
     expect((await complete(t.api, again, 'w2')).status).toBe(204);
     await waitForStatus(t.api, id, 'completed');
-    const { rows } = await t.db.pool.query<{ n: number }>(`select count(*)::int as n from external_tasks where instance_id = $1 and step_id = 'first'`, [id]);
+    const { rows } = await t.db.pool.query<{ n: number }>(
+      `select count(*)::int as n from external_tasks where instance_id = $1 and step_id = 'first'`,
+      [id],
+    );
     expect(rows[0]?.n).toBe(1);
     const gen2 = await framesOf(id, 2);
     expect(gen2.filter((f) => f.kind === 'step:activated').map((f) => f.data.stepId)).toEqual(['second']);
@@ -217,7 +289,15 @@ describe('replay (generations)', () => {
     const id = await start(t.api, 'frames-saga');
     expect((await complete(t.api, await fetchOne(t.api, 'w1', 'frames-book'), 'w1')).status).toBe(204);
     const pay = await fetchOne(t.api, 'w1', 'frames-pay');
-    expect((await t.api.post(`/api/external-tasks/${pay.id}/failure`, { workerId: 'w1', lockToken: pay.lockToken, errorMessage: 'card declined' })).status).toBe(204);
+    expect(
+      (
+        await t.api.post(`/api/external-tasks/${pay.id}/failure`, {
+          workerId: 'w1',
+          lockToken: pay.lockToken,
+          errorMessage: 'card declined',
+        })
+      ).status,
+    ).toBe(204);
     expect((await complete(t.api, await fetchOne(t.api, 'w1', 'frames-unbook'), 'w1')).status).toBe(204);
     await waitForStatus(t.api, id, 'compensated');
 

@@ -27,14 +27,20 @@ describe('SDK progress', () => {
     client = new ProgressClient(t.url);
     expect((await client.subscribe({ instanceId: id })).ok).toBe(true);
     worker = createWorker({ baseUrl: t.url, workerId: 'sdk-writer', lockDurationMs: 5_000, pollWaitMs: 1_000 });
-    worker.subscribe('sdk-progress', async (_task, ctx) => {
-      for (let i = 0; i < 200; i++) await ctx.progress({ token: `word${i} ` });
-      return { written: 200 };
-    }).start();
+    worker
+      .subscribe('sdk-progress', async (_task, ctx) => {
+        for (let i = 0; i < 200; i++) await ctx.progress({ token: `word${i} ` });
+        return { written: 200 };
+      })
+      .start();
     await waitForStatus(t.api, id, 'completed');
     await client.waitForKind(id);
     const frames = client.frames.filter((f) => f.instanceId === id);
-    const text = frames.filter((f) => f.kind === 'task:progress').flatMap((f) => f.data.reports as { token: string }[]).map((r) => r.token).join('');
+    const text = frames
+      .filter((f) => f.kind === 'task:progress')
+      .flatMap((f) => f.data.reports as { token: string }[])
+      .map((r) => r.token)
+      .join('');
     expect(text).toBe(Array.from({ length: 200 }, (_, i) => `word${i} `).join(''));
     const lastProgress = frames.map((f) => f.kind).lastIndexOf('task:progress');
     const completed = frames.findIndex((f) => f.kind === 'step:completed' && f.data.stepId === 'work');

@@ -29,7 +29,9 @@ afterAll(async () => {
 
 async function storedSeqs(instanceId: string, generation = 1): Promise<{ seq: number; kind: string }[]> {
   const { rows } = await t.db.pool.query<{ seq: number; kind: string }>(
-    'select seq, kind from frames where instance_id = $1 and generation = $2 order by seq', [instanceId, generation]);
+    'select seq, kind from frames where instance_id = $1 and generation = $2 order by seq',
+    [instanceId, generation],
+  );
   return rows;
 }
 
@@ -37,7 +39,10 @@ async function runToEnd(instanceId: string, topic = 'stream-one', reports = 0): 
   const task = await fetchOne(t.api, 'w', topic);
   expect(task.instanceId).toBe(instanceId);
   for (let i = 0; i < reports; i++) {
-    expect((await t.api.post(`/api/external-tasks/${task.id}/progress`, { workerId: 'w', lockToken: task.lockToken, data: { i } })).status).toBe(202);
+    expect(
+      (await t.api.post(`/api/external-tasks/${task.id}/progress`, { workerId: 'w', lockToken: task.lockToken, data: { i } }))
+        .status,
+    ).toBe(202);
   }
   expect((await complete(t.api, task, 'w')).status).toBe(204);
 }
@@ -104,7 +109,8 @@ describe('subscribe', () => {
     await first.waitForKind(id, 'task:locked');
     first.close();
     const seen = first.seqs(id);
-    for (let i = 0; i < 5; i++) await t.api.post(`/api/external-tasks/${task.id}/progress`, { workerId: 'w', lockToken: task.lockToken, data: { i } });
+    for (let i = 0; i < 5; i++)
+      await t.api.post(`/api/external-tasks/${task.id}/progress`, { workerId: 'w', lockToken: task.lockToken, data: { i } });
     expect((await complete(t.api, task, 'w')).status).toBe(204);
 
     const second = client();
@@ -118,7 +124,10 @@ describe('subscribe', () => {
     const c = client();
     const bad = await c.subscribe({ instanceId: 'nope' });
     expect(bad).toMatchObject({ ok: false, error: { type: 'ValidationError' } });
-    expect(await c.subscribe({ instanceId: '00000000-0000-4000-8000-000000000000' })).toMatchObject({ ok: false, error: { type: 'NotFound' } });
+    expect(await c.subscribe({ instanceId: '00000000-0000-4000-8000-000000000000' })).toMatchObject({
+      ok: false,
+      error: { type: 'NotFound' },
+    });
     const id = await start(t.api, 'stream-one');
     expect(await c.subscribe({ instanceId: id, generation: 2 })).toMatchObject({ ok: false, error: { type: 'NotFound' } });
     expect(await c.subscribe({ instanceId: id, afterSeq: -1 })).toMatchObject({ ok: false, error: { type: 'ValidationError' } });
@@ -147,7 +156,15 @@ describe('generations', () => {
     const c = client();
     await c.subscribe({ instanceId: id });
     const task = await fetchOne(t.api, 'w', 'stream-fail');
-    expect((await t.api.post(`/api/external-tasks/${task.id}/failure`, { workerId: 'w', lockToken: task.lockToken, errorMessage: 'no' })).status).toBe(204);
+    expect(
+      (
+        await t.api.post(`/api/external-tasks/${task.id}/failure`, {
+          workerId: 'w',
+          lockToken: task.lockToken,
+          errorMessage: 'no',
+        })
+      ).status,
+    ).toBe(204);
     await waitForStatus(t.api, id, 'incident');
     expect((await t.api.post(`/api/instances/${id}/replay`)).status).toBe(200);
 
@@ -178,13 +195,22 @@ describe('retention', () => {
       const id = await start(r.api, 'stream-kept');
       const task = await fetchOne(r.api, 'w', 'stream-kept');
       expect((await complete(r.api, task, 'w')).status).toBe(204);
-      const { rows } = await r.db.pool.query<{ last_seq: number }>('select last_seq from frame_heads where instance_id = $1', [id]);
+      const { rows } = await r.db.pool.query<{ last_seq: number }>('select last_seq from frame_heads where instance_id = $1', [
+        id,
+      ]);
       const last = rows[0]?.last_seq ?? 0;
       expect(last).toBeGreaterThan(3);
-      await waitFor(async () => {
-        const { rows: left } = await r.db.pool.query<{ n: number }>('select count(*)::int as n from frames where instance_id = $1', [id]);
-        return left[0]?.n === 1 ? true : undefined;
-      }, 10_000, 'retention to delete all but the last frame');
+      await waitFor(
+        async () => {
+          const { rows: left } = await r.db.pool.query<{ n: number }>(
+            'select count(*)::int as n from frames where instance_id = $1',
+            [id],
+          );
+          return left[0]?.n === 1 ? true : undefined;
+        },
+        10_000,
+        'retention to delete all but the last frame',
+      );
       const c = new ProgressClient(r.url);
       clients.push(c);
       expect(await c.subscribe({ instanceId: id, afterSeq: 1 })).toEqual({ ok: true, generation: 1, lastSeq: last });
@@ -202,10 +228,14 @@ describe('auth', () => {
   it('given tokens, then a socket without one or with a worker token is refused and a viewer may subscribe', async () => {
     const viewer = 'viewer-secret-0123456789';
     const worker = 'worker-secret-0123456789';
-    const s = await startTestServer({ auth: { tokens: [
-      { name: 'v', role: 'viewer', hash: (await import('../../runtime/security/tokens.ts')).hashToken(viewer) },
-      { name: 'w', role: 'worker', hash: (await import('../../runtime/security/tokens.ts')).hashToken(worker) },
-    ] } });
+    const s = await startTestServer({
+      auth: {
+        tokens: [
+          { name: 'v', role: 'viewer', hash: (await import('../../runtime/security/tokens.ts')).hashToken(viewer) },
+          { name: 'w', role: 'worker', hash: (await import('../../runtime/security/tokens.ts')).hashToken(worker) },
+        ],
+      },
+    });
     try {
       const anonymous = new ProgressClient(s.url);
       clients.push(anonymous);
@@ -218,7 +248,10 @@ describe('auth', () => {
       await expect(w.connected()).rejects.toMatchObject({ data: { type: 'Forbidden' } });
       const v = new ProgressClient(s.url, { token: viewer });
       clients.push(v);
-      expect(await v.subscribe({ instanceId: '00000000-0000-4000-8000-000000000000' })).toMatchObject({ ok: false, error: { type: 'NotFound' } });
+      expect(await v.subscribe({ instanceId: '00000000-0000-4000-8000-000000000000' })).toMatchObject({
+        ok: false,
+        error: { type: 'NotFound' },
+      });
     } finally {
       await s.close();
     }
@@ -236,7 +269,8 @@ describe('back-pressure', () => {
       const base = `${s.url}/socket.io/?EIO=4&transport=polling`;
       const open = JSON.parse((await (await fetch(base)).text()).slice(1)) as { sid: string };
       const url = `${base}&sid=${open.sid}`;
-      const post = (body: string) => fetch(url, { method: 'POST', body, headers: { 'content-type': 'text/plain;charset=UTF-8' } });
+      const post = (body: string) =>
+        fetch(url, { method: 'POST', body, headers: { 'content-type': 'text/plain;charset=UTF-8' } });
       expect((await post('40/progress,')).ok).toBe(true);
       expect(await (await fetch(url)).text()).toMatch(/^40\/progress,/);
       expect((await post(`42/progress,0["subscribe",{"instanceId":"${id}"}]`)).ok).toBe(true);
@@ -244,7 +278,9 @@ describe('back-pressure', () => {
       await new Promise((r) => setTimeout(r, 300));
       // One poll now takes the whole backlog: frames up to the cap, then the resubscribe notice.
       const packets = (await (await fetch(url)).text()).split('\x1e');
-      const events = packets.filter((p) => p.startsWith('42/progress,')).map((p) => JSON.parse(p.slice('42/progress,'.length)) as [string, any]);
+      const events = packets
+        .filter((p) => p.startsWith('42/progress,'))
+        .map((p) => JSON.parse(p.slice('42/progress,'.length)) as [string, any]);
       const frames = events.filter(([name]) => name === 'frame').map(([, f]) => f.seq as number);
       const notice = events.find(([name]) => name === 'resubscribe');
       expect(frames.length).toBeLessThan(60);

@@ -18,7 +18,16 @@ export type NodeSpec =
   | ({ id: string; type: 'eventStart' } & EventTrigger)
   | ({ id: string; type: 'boundaryEvent'; attachedTo: string; interrupting?: boolean } & EventTrigger)
   | { id: string; type: 'exclusiveGateway' | 'inclusiveGateway'; default?: string }
-  | { id: string; type: 'serviceTask'; topic: string; retries?: number; priority?: number; forCompensation?: boolean; onExhausted?: 'compensate' | 'incident'; multiInstance?: MultiInstance }
+  | {
+      id: string;
+      type: 'serviceTask';
+      topic: string;
+      retries?: number;
+      priority?: number;
+      forCompensation?: boolean;
+      onExhausted?: 'compensate' | 'incident';
+      multiInstance?: MultiInstance;
+    }
   /** compensation boundary on attachedTo, associated with the handler task */
   | { id: string; type: 'compensationBoundary'; attachedTo: string; handler: string }
   /** compensation throw: an intermediate throw event, or an end event with end: true */
@@ -39,9 +48,12 @@ export interface MultiInstance {
 }
 
 function loopXml(id: string, m: MultiInstance): string {
-  const attrs = `camunda:collection="${escapeXml(m.collection)}"${m.elementVariable ? ` camunda:elementVariable="${m.elementVariable}"` : ''}${m.sequential ? ' isSequential="true"' : ''}`
-    + `${m.outputCollection ? ` baton:outputCollection="${m.outputCollection}"` : ''}${m.outputElement ? ` baton:outputElement="${escapeXml(m.outputElement)}"` : ''}`;
-  const condition = m.completionCondition ? `<bpmn:completionCondition xsi:type="bpmn:tFormalExpression">${escapeXml(m.completionCondition)}</bpmn:completionCondition>` : '';
+  const attrs =
+    `camunda:collection="${escapeXml(m.collection)}"${m.elementVariable ? ` camunda:elementVariable="${m.elementVariable}"` : ''}${m.sequential ? ' isSequential="true"' : ''}` +
+    `${m.outputCollection ? ` baton:outputCollection="${m.outputCollection}"` : ''}${m.outputElement ? ` baton:outputElement="${escapeXml(m.outputElement)}"` : ''}`;
+  const condition = m.completionCondition
+    ? `<bpmn:completionCondition xsi:type="bpmn:tFormalExpression">${escapeXml(m.completionCondition)}</bpmn:completionCondition>`
+    : '';
   return `<bpmn:multiInstanceLoopCharacteristics id="${id}_loop" ${attrs}>${condition}</bpmn:multiInstanceLoopCharacteristics>`;
 }
 
@@ -95,19 +107,30 @@ export function buildBpmn(processId: string, nodes: NodeSpec[], flows: FlowSpec[
 
 function renderScope(nodes: NodeSpec[], flows: FlowSpec[], flowPrefix: string, roots: string[], artifacts: string[]): string[] {
   const named = flows.map((f, i) => ({ ...f, id: f.id ?? `${flowPrefix}${i + 1}` }));
-  const incoming = (id: string) => named.filter((f) => f.to === id).map((f) => `<bpmn:incoming>${f.id}</bpmn:incoming>`).join('');
-  const outgoing = (id: string) => named.filter((f) => f.from === id).map((f) => `<bpmn:outgoing>${f.id}</bpmn:outgoing>`).join('');
+  const incoming = (id: string) =>
+    named
+      .filter((f) => f.to === id)
+      .map((f) => `<bpmn:incoming>${f.id}</bpmn:incoming>`)
+      .join('');
+  const outgoing = (id: string) =>
+    named
+      .filter((f) => f.from === id)
+      .map((f) => `<bpmn:outgoing>${f.id}</bpmn:outgoing>`)
+      .join('');
   const body = nodes.map((n) => {
     const links = incoming(n.id) + outgoing(n.id);
     switch (n.type) {
       case 'subProcess':
         return `<bpmn:subProcess id="${n.id}">${links}${renderScope(n.nodes, n.flows, `${n.id}_Flow_`, roots, artifacts).join('')}</bpmn:subProcess>`;
       case 'errorEndEvent':
-        if (n.code === undefined) return `<bpmn:endEvent id="${n.id}">${links}<bpmn:errorEventDefinition id="${n.id}_def"/></bpmn:endEvent>`;
+        if (n.code === undefined)
+          return `<bpmn:endEvent id="${n.id}">${links}<bpmn:errorEventDefinition id="${n.id}_def"/></bpmn:endEvent>`;
         roots.push(`<bpmn:error id="${n.id}_err" errorCode="${escapeXml(n.code)}"/>`);
         return `<bpmn:endEvent id="${n.id}">${links}<bpmn:errorEventDefinition id="${n.id}_def" errorRef="${n.id}_err"/></bpmn:endEvent>`;
       case 'compensationBoundary':
-        artifacts.push(`<bpmn:association id="${n.id}_assoc" associationDirection="One" sourceRef="${n.id}" targetRef="${n.handler}"/>`);
+        artifacts.push(
+          `<bpmn:association id="${n.id}_assoc" associationDirection="One" sourceRef="${n.id}" targetRef="${n.handler}"/>`,
+        );
         return `<bpmn:boundaryEvent id="${n.id}" attachedToRef="${n.attachedTo}"><bpmn:compensateEventDefinition id="${n.id}_def"/></bpmn:boundaryEvent>`;
       case 'compensationThrow': {
         const tag = n.end ? 'endEvent' : 'intermediateThrowEvent';
@@ -115,8 +138,9 @@ function renderScope(nodes: NodeSpec[], flows: FlowSpec[], flowPrefix: string, r
         return `<bpmn:${tag} id="${n.id}">${links}<bpmn:compensateEventDefinition id="${n.id}_def"${ref}/></bpmn:${tag}>`;
       }
       case 'serviceTask': {
-        const extra = `${n.retries !== undefined ? ` baton:retries="${n.retries}"` : ''}${n.priority !== undefined ? ` camunda:taskPriority="${n.priority}"` : ''}`
-          + `${n.forCompensation ? ' isForCompensation="true"' : ''}${n.onExhausted ? ` baton:onExhausted="${n.onExhausted}"` : ''}`;
+        const extra =
+          `${n.retries !== undefined ? ` baton:retries="${n.retries}"` : ''}${n.priority !== undefined ? ` camunda:taskPriority="${n.priority}"` : ''}` +
+          `${n.forCompensation ? ' isForCompensation="true"' : ''}${n.onExhausted ? ` baton:onExhausted="${n.onExhausted}"` : ''}`;
         return `<bpmn:serviceTask id="${n.id}" camunda:type="external" camunda:topic="${escapeXml(n.topic)}"${extra}>${links}${n.multiInstance ? loopXml(n.id, n.multiInstance) : ''}</bpmn:serviceTask>`;
       }
       case 'terminateEndEvent':
@@ -140,32 +164,49 @@ function renderScope(nodes: NodeSpec[], flows: FlowSpec[], flowPrefix: string, r
         return `<bpmn:${n.type} id="${n.id}">${links}</bpmn:${n.type}>`;
     }
   });
-  const flowXml = named.map((f) => f.condition
-    ? `<bpmn:sequenceFlow id="${f.id}" sourceRef="${f.from}" targetRef="${f.to}"><bpmn:conditionExpression xsi:type="bpmn:tFormalExpression">${escapeXml(f.condition)}</bpmn:conditionExpression></bpmn:sequenceFlow>`
-    : `<bpmn:sequenceFlow id="${f.id}" sourceRef="${f.from}" targetRef="${f.to}"/>`);
+  const flowXml = named.map((f) =>
+    f.condition
+      ? `<bpmn:sequenceFlow id="${f.id}" sourceRef="${f.from}" targetRef="${f.to}"><bpmn:conditionExpression xsi:type="bpmn:tFormalExpression">${escapeXml(f.condition)}</bpmn:conditionExpression></bpmn:sequenceFlow>`
+      : `<bpmn:sequenceFlow id="${f.id}" sourceRef="${f.from}" targetRef="${f.to}"/>`,
+  );
   return [...body, ...flowXml];
 }
 
 /** start -> one service task -> end */
 export function singleTaskBpmn(processId: string, topic: string, opts: { retries?: number } = {}): string {
-  return buildBpmn(processId, [
-    { id: 'start', type: 'startEvent' },
-    { id: 'work', type: 'serviceTask', topic, ...opts },
-    { id: 'end', type: 'endEvent' },
-  ], [{ from: 'start', to: 'work' }, { from: 'work', to: 'end' }]);
+  return buildBpmn(
+    processId,
+    [
+      { id: 'start', type: 'startEvent' },
+      { id: 'work', type: 'serviceTask', topic, ...opts },
+      { id: 'end', type: 'endEvent' },
+    ],
+    [
+      { from: 'start', to: 'work' },
+      { from: 'work', to: 'end' },
+    ],
+  );
 }
 
 /** start -> fork -> a, b -> join -> end */
 export function parallelBpmn(processId: string, topicA: string, topicB: string): string {
-  return buildBpmn(processId, [
-    { id: 'start', type: 'startEvent' },
-    { id: 'fork', type: 'parallelGateway' },
-    { id: 'a', type: 'serviceTask', topic: topicA },
-    { id: 'b', type: 'serviceTask', topic: topicB },
-    { id: 'join', type: 'parallelGateway' },
-    { id: 'end', type: 'endEvent' },
-  ], [
-    { from: 'start', to: 'fork' }, { from: 'fork', to: 'a' }, { from: 'fork', to: 'b' },
-    { from: 'a', to: 'join' }, { from: 'b', to: 'join' }, { from: 'join', to: 'end' },
-  ]);
+  return buildBpmn(
+    processId,
+    [
+      { id: 'start', type: 'startEvent' },
+      { id: 'fork', type: 'parallelGateway' },
+      { id: 'a', type: 'serviceTask', topic: topicA },
+      { id: 'b', type: 'serviceTask', topic: topicB },
+      { id: 'join', type: 'parallelGateway' },
+      { id: 'end', type: 'endEvent' },
+    ],
+    [
+      { from: 'start', to: 'fork' },
+      { from: 'fork', to: 'a' },
+      { from: 'fork', to: 'b' },
+      { from: 'a', to: 'join' },
+      { from: 'b', to: 'join' },
+      { from: 'join', to: 'end' },
+    ],
+  );
 }

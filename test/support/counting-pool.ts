@@ -10,7 +10,14 @@ import { LISTENERS_STATEMENT, RELAY_STATEMENT } from '../../runtime/store/doorbe
  * A pool whose clients record the most statements they had sent and not yet seen answered,
  * and the round trips: statements sent while none of that client's was in flight.
  */
-export function countingPool(url: string): { pool: Pool; maxInFlight: () => number; roundTrips: () => number; statements: () => number; relays: () => number; clients: pg.PoolClient[] } {
+export function countingPool(url: string): {
+  pool: Pool;
+  maxInFlight: () => number;
+  roundTrips: () => number;
+  statements: () => number;
+  relays: () => number;
+  clients: pg.PoolClient[];
+} {
   const pool = createPool({ connectionString: url });
   const clients: pg.PoolClient[] = [];
   let max = 0;
@@ -41,9 +48,19 @@ export function countingPool(url: string): { pool: Pool; maxInFlight: () => numb
         return query(...args);
       }
       const result = query(...args) as Promise<unknown>;
-      void result.then(() => inFlight--, () => inFlight--);
+      void result.then(
+        () => inFlight--,
+        () => inFlight--,
+      );
       return result;
     };
   });
-  return { pool, maxInFlight: () => max, roundTrips: () => roundTrips, statements: () => statements, relays: () => relays, clients };
+  return {
+    pool,
+    maxInFlight: () => max,
+    roundTrips: () => roundTrips,
+    statements: () => statements,
+    relays: () => relays,
+    clients,
+  };
 }

@@ -56,14 +56,19 @@ export async function createTestDatabase(): Promise<TestDatabase> {
  * A transaction on a connection of its own that runs `sql` and holds its locks until
  * release (commit); `waiting` tells whether some session of the database waits for a lock.
  */
-export async function holdLocks(db: TestDatabase, sql: string): Promise<{ waiting: () => Promise<boolean>; release: () => Promise<void> }> {
+export async function holdLocks(
+  db: TestDatabase,
+  sql: string,
+): Promise<{ waiting: () => Promise<boolean>; release: () => Promise<void> }> {
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   await client.query('begin');
   await client.query(sql);
   return {
     waiting: async () => {
-      const { rows } = await db.pool.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
+      const { rows } = await db.pool.query(
+        `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+      );
       return rows[0].n > 0;
     },
     release: async () => {

@@ -38,7 +38,13 @@ export async function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
   const rules: FaultRule[] = [];
   const server: Server = createServer(async (req, res) => {
     const text = await readBody(req);
-    const call: RecordedCall = { method: req.method ?? 'GET', path: req.url ?? '/', body: text ? JSON.parse(text) : undefined, fate: 'forwarded', ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) };
+    const call: RecordedCall = {
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      body: text ? JSON.parse(text) : undefined,
+      fate: 'forwarded',
+      ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+    };
     calls.push(call);
     const rule = rules.find((r) => r.times > 0 && r.path.test(call.path));
     if (rule) rule.times--;
@@ -70,7 +76,10 @@ export async function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
         call.fate = 'held_after';
         return;
       }
-      res.writeHead(answer.status, answer.headers.get('content-type') ? { 'content-type': answer.headers.get('content-type')! } : {});
+      res.writeHead(
+        answer.status,
+        answer.headers.get('content-type') ? { 'content-type': answer.headers.get('content-type')! } : {},
+      );
       if (rule?.when === 'slow_body') {
         call.fate = 'slow_body';
         res.flushHeaders();
@@ -87,9 +96,10 @@ export async function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
     url: `http://127.0.0.1:${port}`,
     calls,
     addFault: (rule) => rules.push(rule),
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -17,19 +17,31 @@ export interface LockedTask {
   variables: Record<string, unknown>;
 }
 
-export async function deploy(api: ApiClient, xml: string): Promise<{ id: string; key: string; version: number; fingerprint: string }> {
+export async function deploy(
+  api: ApiClient,
+  xml: string,
+): Promise<{ id: string; key: string; version: number; fingerprint: string }> {
   const res = await api.post('/api/definitions', { xml });
   expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
   return res.body;
 }
 
-export async function start(api: ApiClient, definitionKey: string, extra: { businessKey?: string; variables?: Record<string, unknown> } = {}): Promise<string> {
+export async function start(
+  api: ApiClient,
+  definitionKey: string,
+  extra: { businessKey?: string; variables?: Record<string, unknown> } = {},
+): Promise<string> {
   const res = await api.post('/api/instances', { definitionKey, ...extra });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body.id as string;
 }
 
-export async function fetchTasks(api: ApiClient, workerId: string, topics: string[], opts: { maxTasks?: number; waitMs?: number; lockDurationMs?: number } = {}): Promise<LockedTask[]> {
+export async function fetchTasks(
+  api: ApiClient,
+  workerId: string,
+  topics: string[],
+  opts: { maxTasks?: number; waitMs?: number; lockDurationMs?: number } = {},
+): Promise<LockedTask[]> {
   const res = await api.post('/api/external-tasks/fetch-and-lock', {
     workerId,
     maxTasks: opts.maxTasks ?? 10,
@@ -42,11 +54,19 @@ export async function fetchTasks(api: ApiClient, workerId: string, topics: strin
 
 /** Fetches until one task of the topic is locked (it may wait for a retry backoff). */
 export async function fetchOne(api: ApiClient, workerId: string, topic: string, lockDurationMs = 30_000): Promise<LockedTask> {
-  return waitFor(async () => (await fetchTasks(api, workerId, [topic], { maxTasks: 1, lockDurationMs }))[0], 10_000, `a task on ${topic}`);
+  return waitFor(
+    async () => (await fetchTasks(api, workerId, [topic], { maxTasks: 1, lockDurationMs }))[0],
+    10_000,
+    `a task on ${topic}`,
+  );
 }
 
 export function complete(api: ApiClient, task: LockedTask, workerId: string, variables?: Record<string, unknown>) {
-  return api.post(`/api/external-tasks/${task.id}/complete`, { workerId, lockToken: task.lockToken, ...(variables ? { variables } : {}) });
+  return api.post(`/api/external-tasks/${task.id}/complete`, {
+    workerId,
+    lockToken: task.lockToken,
+    ...(variables ? { variables } : {}),
+  });
 }
 
 export async function instanceOf(api: ApiClient, id: string): Promise<any> {
@@ -56,10 +76,14 @@ export async function instanceOf(api: ApiClient, id: string): Promise<any> {
 }
 
 export async function waitForStatus(api: ApiClient, id: string, status: string, timeoutMs = 10_000): Promise<any> {
-  return waitFor(async () => {
-    const i = await instanceOf(api, id);
-    return i.status === status ? i : undefined;
-  }, timeoutMs, `instance ${id} to be ${status}`);
+  return waitFor(
+    async () => {
+      const i = await instanceOf(api, id);
+      return i.status === status ? i : undefined;
+    },
+    timeoutMs,
+    `instance ${id} to be ${status}`,
+  );
 }
 
 export async function historyKinds(api: ApiClient, id: string): Promise<string[]> {

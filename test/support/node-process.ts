@@ -34,7 +34,11 @@ export async function spawnNode(db: TestDatabase, env: Record<string, string> = 
   child.stdout?.on('data', (d) => (output += String(d)));
   child.stderr?.on('data', (d) => (output += String(d)));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  await waitFor(async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok ? true : undefined), 60_000, () => `the node to be ready: ${output}`);
+  await waitFor(
+    async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok ? true : undefined),
+    60_000,
+    () => `the node to be ready: ${output}`,
+  );
   return {
     url,
     api: apiClient(url),

@@ -11,11 +11,22 @@ export interface Poll {
   abort: AbortController;
 }
 
-export function parkPoll(on: { engine: Engine; notifier: TaskNotifier }, workerId: string, topic: string, opts: { waitMs?: number; maxTasks?: number } = {}): Poll {
+export function parkPoll(
+  on: { engine: Engine; notifier: TaskNotifier },
+  workerId: string,
+  topic: string,
+  opts: { waitMs?: number; maxTasks?: number } = {},
+): Poll {
   const abort = new AbortController();
   let done = false;
   const answer = fetchAndWait(on.engine, on.notifier, {
-    workerId, maxTasks: opts.maxTasks ?? 1, waitMs: opts.waitMs ?? 20_000, topics: [{ name: topic, lockDurationMs: 45_000 }], signal: abort.signal,
-  }).finally(() => { done = true; });
+    workerId,
+    maxTasks: opts.maxTasks ?? 1,
+    waitMs: opts.waitMs ?? 20_000,
+    topics: [{ name: topic, lockDurationMs: 45_000 }],
+    signal: abort.signal,
+  }).finally(() => {
+    done = true;
+  });
   return { answer, settled: () => done, abort };
 }

@@ -11,7 +11,8 @@ export interface WireFrame {
   at: string;
 }
 
-export type SubscribeAck = { ok: true; generation: number; lastSeq: number } | { ok: false; error: { type: string; message: string } };
+export type SubscribeAck =
+  { ok: true; generation: number; lastSeq: number } | { ok: false; error: { type: string; message: string } };
 
 export class ProgressClient {
   readonly socket: Socket;
@@ -57,13 +58,19 @@ export class ProgressClient {
 
   /** waits until a frame of this kind (default instance:ended) arrived */
   async waitForKind(instanceId: string, kind = 'instance:ended', generation = 1, timeoutMs = 10_000): Promise<WireFrame> {
-    return waitFor(async () => this.frames.find((f) => f.instanceId === instanceId && f.generation === generation && f.kind === kind), timeoutMs,
-      () => `frame ${kind} of ${instanceId}/${generation}; got ${this.frames.map((f) => f.kind).join(', ')}`);
+    return waitFor(
+      async () => this.frames.find((f) => f.instanceId === instanceId && f.generation === generation && f.kind === kind),
+      timeoutMs,
+      () => `frame ${kind} of ${instanceId}/${generation}; got ${this.frames.map((f) => f.kind).join(', ')}`,
+    );
   }
 
   async waitForSeq(instanceId: string, seq: number, generation = 1, timeoutMs = 10_000): Promise<void> {
-    await waitFor(async () => (this.lastSeq(instanceId, generation) >= seq ? true : undefined), timeoutMs,
-      () => `seq ${seq} of ${instanceId}/${generation}; last is ${this.lastSeq(instanceId, generation)}`);
+    await waitFor(
+      async () => (this.lastSeq(instanceId, generation) >= seq ? true : undefined),
+      timeoutMs,
+      () => `seq ${seq} of ${instanceId}/${generation}; last is ${this.lastSeq(instanceId, generation)}`,
+    );
   }
 
   close(): void {

@@ -63,31 +63,47 @@ export interface ApiResponse<T = any> {
 export type ApiClient = ReturnType<typeof apiClient>;
 
 export function apiClient(baseUrl: string, token?: string) {
-  async function call<T = any>(method: string, path: string, body?: unknown, init: { contentType?: string; signal?: AbortSignal } = {}): Promise<ApiResponse<T>> {
+  async function call<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    init: { contentType?: string; signal?: AbortSignal } = {},
+  ): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
     let payload: string | undefined;
     if (body !== undefined) {
       headers['content-type'] = init.contentType ?? 'application/json';
       payload = typeof body === 'string' ? body : JSON.stringify(body);
     }
-    const res = await fetch(`${baseUrl}${path}`, { method, headers, body: payload, ...(init.signal ? { signal: init.signal } : {}) });
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers,
+      body: payload,
+      ...(init.signal ? { signal: init.signal } : {}),
+    });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
   }
   return {
     call,
     get: <T = any>(path: string) => call<T>('GET', path),
-    post: <T = any>(path: string, body?: unknown, init?: { contentType?: string; signal?: AbortSignal }) => call<T>('POST', path, body, init),
+    post: <T = any>(path: string, body?: unknown, init?: { contentType?: string; signal?: AbortSignal }) =>
+      call<T>('POST', path, body, init),
   };
 }
 
 /** Polls until check answers a value other than undefined, or fails after timeoutMs. */
-export async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000, what: string | (() => string) = 'condition'): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = 10_000,
+  what: string | (() => string) = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
+    if (Date.now() > deadline)
+      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }

@@ -39,7 +39,11 @@ async function tenAtOnce(topic: string) {
     expect((await t.api.get(`/api/instances/${id}`)).body.variables).toEqual({ i, doubled: i * 2 });
     expect((await historyKinds(t.api, id)).filter((k) => k === 'task:completed')).toHaveLength(1);
   }
-  return { ids, log, batches: proxy.calls.filter((c) => c.path === '/api/external-tasks/complete-batch' && c.body.workerId === `batch-${topic}`) };
+  return {
+    ids,
+    log,
+    batches: proxy.calls.filter((c) => c.path === '/api/external-tasks/complete-batch' && c.body.workerId === `batch-${topic}`),
+  };
 }
 
 const singles = (topic: string) => proxy.calls.filter((c) => /\/complete$/.test(c.path) && c.body.workerId === `batch-${topic}`);

@@ -24,7 +24,9 @@ async function echoServer(keepAliveTimeoutMs = 5_000): Promise<Echo> {
   const connections: Socket[] = [];
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let body = '';
-    req.on('data', (c: Buffer) => { body += c.toString(); });
+    req.on('data', (c: Buffer) => {
+      body += c.toString();
+    });
     req.on('end', () => {
       const delay = Number(new URL(req.url!, 'http://x').searchParams.get('delay') ?? 0);
       setTimeout(() => {
@@ -40,7 +42,11 @@ async function echoServer(keepAliveTimeoutMs = 5_000): Promise<Echo> {
   const echo: Echo = {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     connections,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
   servers.push(echo);
   return echo;
@@ -93,8 +99,10 @@ describe('SDK HTTP client', () => {
     const pending = c.post('/slow?delay=2000', {}, { signal: abort.signal });
     setTimeout(() => abort.abort(new Error('caller gave up')), 50);
     expect(await pending).toMatchObject({ kind: 'unreachable', error: { message: 'caller gave up' } });
-    expect(await c.post('/x', {}, { timeoutMs: 50 }).then(() => c.post('/slow?delay=500', {}, { timeoutMs: 50 })))
-      .toMatchObject({ kind: 'unreachable', error: { message: 'No answer from /slow?delay=500 within 50 ms' } });
+    expect(await c.post('/x', {}, { timeoutMs: 50 }).then(() => c.post('/slow?delay=500', {}, { timeoutMs: 50 }))).toMatchObject({
+      kind: 'unreachable',
+      error: { message: 'No answer from /slow?delay=500 within 50 ms' },
+    });
     expect(await c.post('/refuse', {})).toEqual({ kind: 'refused', status: 418, type: 'Teapot', message: 'no' });
   });
 

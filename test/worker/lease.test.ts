@@ -29,13 +29,25 @@ afterAll(async () => {
 });
 
 function newWorker(name: string, lockDurationMs: number, log = recordingLogger()): Worker {
-  const w = createWorker({ baseUrl: t.url, workerId: `${name}-${Date.now()}`, concurrency: 1, lockDurationMs, pollWaitMs: 1_000, stopGraceMs: 500, log });
+  const w = createWorker({
+    baseUrl: t.url,
+    workerId: `${name}-${Date.now()}`,
+    concurrency: 1,
+    lockDurationMs,
+    pollWaitMs: 1_000,
+    stopGraceMs: 500,
+    log,
+  });
   workers.push(w);
   return w;
 }
 
-async function lockedRows(instanceId: string): Promise<{ id: string; state: string; worker_id: string | null; attempt: number }[]> {
-  const { rows } = await t.db.pool.query(`select id, state, worker_id, attempt from external_tasks where instance_id = $1`, [instanceId]);
+async function lockedRows(
+  instanceId: string,
+): Promise<{ id: string; state: string; worker_id: string | null; attempt: number }[]> {
+  const { rows } = await t.db.pool.query(`select id, state, worker_id, attempt from external_tasks where instance_id = $1`, [
+    instanceId,
+  ]);
   return rows;
 }
 
@@ -44,16 +56,20 @@ describe('worker leases', () => {
     await deploy(t.api, singleTaskBpmn('lease-keep', 'lease-keep'));
     const id = await start(t.api, 'lease-keep');
     let stolen = 0;
-    newWorker('slow', 600).subscribe('lease-keep', async (task) => {
-      await new Promise((r) => setTimeout(r, 2_400));
-      return { attempt: task.attempt };
-    }).start();
+    newWorker('slow', 600)
+      .subscribe('lease-keep', async (task) => {
+        await new Promise((r) => setTimeout(r, 2_400));
+        return { attempt: task.attempt };
+      })
+      .start();
     await waitFor(async () => ((await lockedRows(id))[0]?.state === 'locked' ? true : undefined));
     // A rival polls the same topic the whole time: it must never get the task.
-    newWorker('rival', 600).subscribe('lease-keep', async () => {
-      stolen++;
-      return {};
-    }).start();
+    newWorker('rival', 600)
+      .subscribe('lease-keep', async () => {
+        stolen++;
+        return {};
+      })
+      .start();
     const done = await waitForStatus(t.api, id, 'completed', 15_000);
     expect(done.variables).toEqual({ attempt: 1 });
     expect(stolen).toBe(0);
@@ -67,11 +83,13 @@ describe('worker leases', () => {
     const id = await start(t.api, 'lease-lost');
     const log = recordingLogger();
     let reason: unknown;
-    newWorker('loser', 600, log).subscribe('lease-lost', async (_task, ctx) => {
-      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
-      reason = ctx.signal.reason;
-      return { tooLate: true };
-    }).start();
+    newWorker('loser', 600, log)
+      .subscribe('lease-lost', async (_task, ctx) => {
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+        reason = ctx.signal.reason;
+        return { tooLate: true };
+      })
+      .start();
     await waitFor(async () => ((await lockedRows(id))[0]?.state === 'locked' ? true : undefined));
     expect((await t.api.post(`/api/instances/${id}/cancel`)).status).toBe(200);
     await waitFor(async () => (log.count('task:result_dropped') > 0 ? true : undefined), 10_000, 'the result to be dropped');
@@ -87,12 +105,18 @@ describe('worker leases', () => {
     await deploy(t.api, singleTaskBpmn('lease-kill', 'lease-kill'));
     const id = await start(t.api, 'lease-kill');
     const fixture = fileURLToPath(new URL('./fixtures/hanging-worker.ts', import.meta.url));
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture, t.url, 'lease-kill', '1000'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture, t.url, 'lease-kill', '1000'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.push(child);
     let out = '';
     child.stdout!.on('data', (d) => (out += String(d)));
     child.stderr!.on('data', (d) => (out += String(d)));
-    await waitFor(async () => (out.includes('locked ') ? true : undefined), 20_000, () => `the child to lock the task; output: ${out}`);
+    await waitFor(
+      async () => (out.includes('locked ') ? true : undefined),
+      20_000,
+      () => `the child to lock the task; output: ${out}`,
+    );
     // Held past one lease while alive: the child's heartbeat works.
     await new Promise((r) => setTimeout(r, 1_500));
     expect((await lockedRows(id))[0]).toMatchObject({ state: 'locked', attempt: 1 });
@@ -101,10 +125,12 @@ describe('worker leases', () => {
     await exited;
 
     const attempts: number[] = [];
-    newWorker('heir', 5_000).subscribe('lease-kill', async (task) => {
-      attempts.push(task.attempt);
-      return { by: 'heir' };
-    }).start();
+    newWorker('heir', 5_000)
+      .subscribe('lease-kill', async (task) => {
+        attempts.push(task.attempt);
+        return { by: 'heir' };
+      })
+      .start();
     const done = await waitForStatus(t.api, id, 'completed', 15_000);
     expect(done.variables).toEqual({ by: 'heir' });
     expect(attempts).toEqual([2]);

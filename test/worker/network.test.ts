@@ -29,7 +29,16 @@ afterAll(async () => {
 });
 
 function newWorker(opts: Partial<WorkerOptions> = {}): Worker {
-  const w = createWorker({ baseUrl: proxy.url, workerId: `net-${workers.length}-${Date.now()}`, concurrency: 2, lockDurationMs: 30_000, pollWaitMs: 2_000, stopGraceMs: 500, log: recordingLogger(), ...opts });
+  const w = createWorker({
+    baseUrl: proxy.url,
+    workerId: `net-${workers.length}-${Date.now()}`,
+    concurrency: 2,
+    lockDurationMs: 30_000,
+    pollWaitMs: 2_000,
+    stopGraceMs: 500,
+    log: recordingLogger(),
+    ...opts,
+  });
   workers.push(w);
   return w;
 }
@@ -45,10 +54,12 @@ describe('worker over a failing network', () => {
     proxy.addFault({ path: /\/complete$/, when: 'after', times: 2 });
     let runs = 0;
     const log = recordingLogger();
-    newWorker({ log }).subscribe('net-complete', async () => {
-      runs++;
-      return { paid: 10 };
-    }).start();
+    newWorker({ log })
+      .subscribe('net-complete', async () => {
+        runs++;
+        return { paid: 10 };
+      })
+      .start();
     const id = await start(t.api, 'net-complete');
     const done = await waitForStatus(t.api, id, 'completed', 20_000);
     expect(done.variables).toEqual({ paid: 10 });
@@ -67,7 +78,9 @@ describe('worker over a failing network', () => {
     await deploy(t.api, singleTaskBpmn('net-hold', 'net-hold'));
     proxy.addFault({ path: /\/complete$/, when: 'hold', times: 1 });
     const log = recordingLogger();
-    newWorker({ log, callTimeoutMs: 500 }).subscribe('net-hold', async () => ({ held: true })).start();
+    newWorker({ log, callTimeoutMs: 500 })
+      .subscribe('net-hold', async () => ({ held: true }))
+      .start();
     const id = await start(t.api, 'net-hold');
     await waitForStatus(t.api, id, 'completed', 20_000);
     await waitFor(async () => (log.count('task:completed') === 1 ? true : undefined));
@@ -80,9 +93,11 @@ describe('worker over a failing network', () => {
   it('given a failure call whose answer is lost, then it is repeated and counts as one failure', async () => {
     await deploy(t.api, singleTaskBpmn('net-fail', 'net-fail', { retries: 0 }));
     proxy.addFault({ path: /\/failure$/, when: 'after', times: 1 });
-    newWorker().subscribe('net-fail', async () => {
-      throw new Error('boom');
-    }).start();
+    newWorker()
+      .subscribe('net-fail', async () => {
+        throw new Error('boom');
+      })
+      .start();
     const id = await start(t.api, 'net-fail');
     await waitForStatus(t.api, id, 'incident', 20_000);
     const kinds = await historyKinds(t.api, id);
@@ -94,7 +109,9 @@ describe('worker over a failing network', () => {
     await deploy(t.api, singleTaskBpmn('net-fetch', 'net-fetch'));
     proxy.addFault({ path: /\/fetch-and-lock$/, when: 'before', times: 3 });
     const log = recordingLogger();
-    newWorker({ log, backoff: { minMs: 50, maxMs: 200 } }).subscribe('net-fetch', async () => ({ fetched: true })).start();
+    newWorker({ log, backoff: { minMs: 50, maxMs: 200 } })
+      .subscribe('net-fetch', async () => ({ fetched: true }))
+      .start();
     const id = await start(t.api, 'net-fetch');
     await waitForStatus(t.api, id, 'completed', 20_000);
     expect(log.count('fetch:failed')).toBe(3);
@@ -102,7 +119,9 @@ describe('worker over a failing network', () => {
 
   it('given no server at all, then the worker retries with growing delays instead of spinning, and stops promptly', async () => {
     const log = recordingLogger();
-    const w = newWorker({ baseUrl: 'http://127.0.0.1:9', log, backoff: { minMs: 100, maxMs: 800 } }).subscribe('net-none', async () => ({})).start();
+    const w = newWorker({ baseUrl: 'http://127.0.0.1:9', log, backoff: { minMs: 100, maxMs: 800 } })
+      .subscribe('net-none', async () => ({}))
+      .start();
     await waitFor(async () => (log.count('fetch:failed') >= 4 ? true : undefined), 15_000);
     const began = Date.now();
     await w.stop();
@@ -119,11 +138,13 @@ describe('worker over a failing network', () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let locked = false;
-    newWorker({ log }).subscribe('net-lost', async () => {
-      locked = true;
-      await gate;
-      return { late: true };
-    }).start();
+    newWorker({ log })
+      .subscribe('net-lost', async () => {
+        locked = true;
+        await gate;
+        return { late: true };
+      })
+      .start();
     const id = await start(t.api, 'net-lost');
     await waitFor(async () => (locked ? true : undefined));
     expect((await t.api.post(`/api/instances/${id}/cancel`)).status).toBe(200);
@@ -139,7 +160,9 @@ describe('worker over a failing network', () => {
   ] as const)('given %s auth, then every call carries the Authorization header', async (name, auth, header) => {
     const topic = `net-auth-${name}`;
     await deploy(t.api, singleTaskBpmn(topic, topic));
-    const w = newWorker({ auth }).subscribe(topic, async () => ({ authed: true })).start();
+    const w = newWorker({ auth })
+      .subscribe(topic, async () => ({ authed: true }))
+      .start();
     const id = await start(t.api, topic);
     await waitForStatus(t.api, id, 'completed', 20_000);
     const mine = proxy.calls.filter((c) => c.body?.workerId === w.workerId);
@@ -150,10 +173,12 @@ describe('worker over a failing network', () => {
 
   it('given ctx.progress, then the report goes to the progress route with the lock proof and the handler carries on', async () => {
     await deploy(t.api, singleTaskBpmn('net-progress', 'net-progress'));
-    newWorker().subscribe('net-progress', async (_task, ctx) => {
-      await ctx.progress({ percent: 50, message: 'half way' });
-      return { progressed: true };
-    }).start();
+    newWorker()
+      .subscribe('net-progress', async (_task, ctx) => {
+        await ctx.progress({ percent: 50, message: 'half way' });
+        return { progressed: true };
+      })
+      .start();
     const id = await start(t.api, 'net-progress');
     await waitForStatus(t.api, id, 'completed', 20_000);
     const [report] = callsTo(/\/progress$/);

@@ -26,7 +26,15 @@ afterAll(async () => {
 });
 
 function newWorker(opts: { concurrency?: number; baseUrl?: string } = {}): Worker {
-  const w = createWorker({ baseUrl: opts.baseUrl ?? t.url, workerId: `w-${workers.length}-${Date.now()}`, concurrency: opts.concurrency ?? 2, lockDurationMs: 5_000, pollWaitMs: 2_000, stopGraceMs: 1_000, log: recordingLogger() });
+  const w = createWorker({
+    baseUrl: opts.baseUrl ?? t.url,
+    workerId: `w-${workers.length}-${Date.now()}`,
+    concurrency: opts.concurrency ?? 2,
+    lockDurationMs: 5_000,
+    pollWaitMs: 2_000,
+    stopGraceMs: 1_000,
+    log: recordingLogger(),
+  });
   workers.push(w);
   return w;
 }
@@ -39,10 +47,12 @@ describe('worker results', () => {
   it('given a handler that returns an object, then the task completes with those variables and the handler saw the task fields', async () => {
     await deploy(t.api, singleTaskBpmn('res-complete', 'res-complete'));
     const seen: WorkerTask[] = [];
-    newWorker().subscribe('res-complete', async (task) => {
-      seen.push(task);
-      return { doubled: (task.variables.n as number) * 2 };
-    }).start();
+    newWorker()
+      .subscribe('res-complete', async (task) => {
+        seen.push(task);
+        return { doubled: (task.variables.n as number) * 2 };
+      })
+      .start();
     const id = await start(t.api, 'res-complete', { variables: { n: 21 } });
     const done = await waitForStatus(t.api, id, 'completed');
     expect(done.variables).toEqual({ n: 21, doubled: 42 });
@@ -55,11 +65,13 @@ describe('worker results', () => {
   it('given a handler that throws once, then a failure is reported and the next attempt completes', async () => {
     await deploy(t.api, singleTaskBpmn('res-retry', 'res-retry', { retries: 2 }));
     const attempts: number[] = [];
-    newWorker().subscribe('res-retry', async (task) => {
-      attempts.push(task.attempt);
-      if (task.attempt === 1) throw new Error('gateway timeout');
-      return { ok: true };
-    }).start();
+    newWorker()
+      .subscribe('res-retry', async (task) => {
+        attempts.push(task.attempt);
+        if (task.attempt === 1) throw new Error('gateway timeout');
+        return { ok: true };
+      })
+      .start();
     const id = await start(t.api, 'res-retry');
     await waitForStatus(t.api, id, 'completed');
     expect(attempts).toEqual([1, 2]);
@@ -71,9 +83,11 @@ describe('worker results', () => {
 
   it('given a handler that throws BpmnError, then the BPMN error is raised with its code and variables', async () => {
     await deploy(t.api, singleTaskBpmn('res-bpmn', 'res-bpmn'));
-    newWorker().subscribe('res-bpmn', async () => {
-      throw new BpmnError('CARD_DECLINED', 'insufficient funds', { declined: true });
-    }).start();
+    newWorker()
+      .subscribe('res-bpmn', async () => {
+        throw new BpmnError('CARD_DECLINED', 'insufficient funds', { declined: true });
+      })
+      .start();
     const id = await start(t.api, 'res-bpmn');
     const instance = await waitForStatus(t.api, id, 'incident');
     expect(instance.variables).toEqual({ declined: true });
@@ -85,17 +99,26 @@ describe('worker results', () => {
   });
 
   it('given a handler that throws BpmnError on a task with a matching error boundary, then the process takes the boundary path', async () => {
-    await deploy(t.api, buildBpmn('res-caught', [
-      { id: 'start', type: 'startEvent' },
-      { id: 'charge', type: 'serviceTask', topic: 'res-caught-charge' },
-      { id: 'declined', type: 'boundaryEvent', attachedTo: 'charge', error: { code: 'CARD_DECLINED' } },
-      { id: 'notify', type: 'serviceTask', topic: 'res-caught-notify' },
-      { id: 'end', type: 'endEvent' },
-      { id: 'endDeclined', type: 'endEvent' },
-    ], [
-      { from: 'start', to: 'charge' }, { from: 'charge', to: 'end' },
-      { from: 'declined', to: 'notify' }, { from: 'notify', to: 'endDeclined' },
-    ]));
+    await deploy(
+      t.api,
+      buildBpmn(
+        'res-caught',
+        [
+          { id: 'start', type: 'startEvent' },
+          { id: 'charge', type: 'serviceTask', topic: 'res-caught-charge' },
+          { id: 'declined', type: 'boundaryEvent', attachedTo: 'charge', error: { code: 'CARD_DECLINED' } },
+          { id: 'notify', type: 'serviceTask', topic: 'res-caught-notify' },
+          { id: 'end', type: 'endEvent' },
+          { id: 'endDeclined', type: 'endEvent' },
+        ],
+        [
+          { from: 'start', to: 'charge' },
+          { from: 'charge', to: 'end' },
+          { from: 'declined', to: 'notify' },
+          { from: 'notify', to: 'endDeclined' },
+        ],
+      ),
+    );
     newWorker()
       .subscribe('res-caught-charge', async () => {
         throw new BpmnError('CARD_DECLINED', 'insufficient funds', { declined: true });
@@ -110,7 +133,9 @@ describe('worker results', () => {
 
   it('given a handler that returns a number, then the task fails with a message saying what to return', async () => {
     await deploy(t.api, singleTaskBpmn('res-bad', 'res-bad', { retries: 0 }));
-    newWorker().subscribe('res-bad', async () => 42 as never).start();
+    newWorker()
+      .subscribe('res-bad', async () => 42 as never)
+      .start();
     const id = await start(t.api, 'res-bad');
     await waitForStatus(t.api, id, 'incident');
     const incidents = await openIncidents(id);
@@ -125,13 +150,15 @@ describe('worker results', () => {
       let inFlight = 0;
       let most = 0;
       const ids = await Promise.all(Array.from({ length: 8 }, () => start(t.api, 'res-conc')));
-      newWorker({ concurrency: 3, baseUrl: proxy.url }).subscribe('res-conc', async () => {
-        inFlight++;
-        most = Math.max(most, inFlight);
-        await new Promise((r) => setTimeout(r, 150));
-        inFlight--;
-        return {};
-      }).start();
+      newWorker({ concurrency: 3, baseUrl: proxy.url })
+        .subscribe('res-conc', async () => {
+          inFlight++;
+          most = Math.max(most, inFlight);
+          await new Promise((r) => setTimeout(r, 150));
+          inFlight--;
+          return {};
+        })
+        .start();
       for (const id of ids) await waitForStatus(t.api, id, 'completed', 20_000);
       expect(most).toBeLessThanOrEqual(3);
       expect(most).toBeGreaterThan(1);

@@ -29,13 +29,24 @@ afterAll(async () => {
 });
 
 function newWorker(opts: Partial<WorkerOptions> = {}): Worker {
-  const w = createWorker({ baseUrl: proxy.url, workerId: `stop-${workers.length}-${Date.now()}`, concurrency: 3, lockDurationMs: 30_000, pollWaitMs: 20_000, stopGraceMs: 500, log: recordingLogger(), ...opts });
+  const w = createWorker({
+    baseUrl: proxy.url,
+    workerId: `stop-${workers.length}-${Date.now()}`,
+    concurrency: 3,
+    lockDurationMs: 30_000,
+    pollWaitMs: 20_000,
+    stopGraceMs: 500,
+    log: recordingLogger(),
+    ...opts,
+  });
   workers.push(w);
   return w;
 }
 
 async function taskStates(topic: string): Promise<string[]> {
-  const { rows } = await t.db.pool.query<{ state: string }>(`select state from external_tasks where topic = $1 order by id`, [topic]);
+  const { rows } = await t.db.pool.query<{ state: string }>(`select state from external_tasks where topic = $1 order by id`, [
+    topic,
+  ]);
   return rows.map((r) => r.state);
 }
 
@@ -48,11 +59,13 @@ describe('worker stop', () => {
     await deploy(t.api, singleTaskBpmn('stop-finish', 'stop-finish'));
     const ids = await Promise.all([1, 2].map(() => start(t.api, 'stop-finish')));
     let started = 0;
-    const w = newWorker({ stopGraceMs: 10_000 }).subscribe('stop-finish', async () => {
-      started++;
-      await new Promise((r) => setTimeout(r, 400));
-      return { finished: true };
-    }).start();
+    const w = newWorker({ stopGraceMs: 10_000 })
+      .subscribe('stop-finish', async () => {
+        started++;
+        await new Promise((r) => setTimeout(r, 400));
+        return { finished: true };
+      })
+      .start();
     await waitFor(async () => (started === 2 ? true : undefined));
     await w.stop();
     for (const id of ids) await waitForStatus(t.api, id, 'completed', 1_000);
@@ -65,12 +78,14 @@ describe('worker stop', () => {
     const reasons: unknown[] = [];
     const release: (() => void)[] = [];
     const log = recordingLogger();
-    const w = newWorker({ log }).subscribe('stop-hang', async (_task, ctx) => {
-      ctx.signal.addEventListener('abort', () => reasons.push(ctx.signal.reason));
-      // Ignores the signal on purpose: a stuck handler must not keep the task locked.
-      await new Promise<void>((r) => release.push(r));
-      return { late: true };
-    }).start();
+    const w = newWorker({ log })
+      .subscribe('stop-hang', async (_task, ctx) => {
+        ctx.signal.addEventListener('abort', () => reasons.push(ctx.signal.reason));
+        // Ignores the signal on purpose: a stuck handler must not keep the task locked.
+        await new Promise<void>((r) => release.push(r));
+        return { late: true };
+      })
+      .start();
     await waitFor(async () => (release.length === 3 ? true : undefined));
     expect(await taskStates('stop-hang')).toEqual(['locked', 'locked', 'locked']);
     const fetchesBefore = fetchesOf(w.workerId);
@@ -91,10 +106,12 @@ describe('worker stop', () => {
   it('given a worker parked in a long poll, then stop() returns at once and a task created afterwards is not locked by it', async () => {
     await deploy(t.api, singleTaskBpmn('stop-idle', 'stop-idle'));
     let ran = 0;
-    const w = newWorker().subscribe('stop-idle', async () => {
-      ran++;
-      return {};
-    }).start();
+    const w = newWorker()
+      .subscribe('stop-idle', async () => {
+        ran++;
+        return {};
+      })
+      .start();
     await waitFor(async () => (fetchesOf(w.workerId) === 1 ? true : undefined));
     const began = Date.now();
     await w.stop();
@@ -112,10 +129,12 @@ describe('worker stop', () => {
     proxy.addFault({ path: /\/fetch-and-lock$/, when: 'slow_body', times: 1, delayMs: 1_500 });
     let ran = 0;
     const log = recordingLogger();
-    const w = newWorker({ log }).subscribe('stop-arriving', async () => {
-      ran++;
-      return {};
-    }).start();
+    const w = newWorker({ log })
+      .subscribe('stop-arriving', async () => {
+        ran++;
+        return {};
+      })
+      .start();
     await waitFor(async () => (fetchesOf(w.workerId) === 1 ? true : undefined));
     const id = await start(t.api, 'stop-arriving');
     // The server has answered with the locked task; its body is still on the way.

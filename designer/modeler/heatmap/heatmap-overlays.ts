@@ -31,7 +31,9 @@ export default class HeatmapOverlays {
       badge.className = 'baton-heat-badge';
       badge.dataset.elementId = id;
       badge.textContent = String(total);
-      badge.title = Object.entries(byStatus).map(([status, n]) => `${status}: ${n}`).join('\n');
+      badge.title = Object.entries(byStatus)
+        .map(([status, n]) => `${status}: ${n}`)
+        .join('\n');
       this.overlays.add(id, 'baton-heat', { position: { top: -12, left: -6 }, html: badge });
     }
   }

@@ -32,7 +32,11 @@ export default class BatonProperties {
   readTask(element: DiagramElement): TaskSettings | undefined {
     const bo = element.businessObject;
     if (bo.$type !== 'bpmn:ServiceTask') return undefined;
-    return { topic: text(bo.get('camunda:topic')), retries: text(bo.get('baton:retries')), priority: text(bo.get('camunda:taskPriority')) };
+    return {
+      topic: text(bo.get('camunda:topic')),
+      retries: text(bo.get('baton:retries')),
+      priority: text(bo.get('camunda:taskPriority')),
+    };
   }
 
   readFlow(element: DiagramElement): FlowSettings | undefined {
@@ -54,7 +58,10 @@ export default class BatonProperties {
   /** A topic makes the task external (camunda:type="external"), as Camunda Modeler writes it. */
   setTopic(element: DiagramElement, topic: string): void {
     const value = topic.trim();
-    this.modeling.updateProperties(element, { 'camunda:type': value ? 'external' : undefined, 'camunda:topic': value || undefined });
+    this.modeling.updateProperties(element, {
+      'camunda:type': value ? 'external' : undefined,
+      'camunda:topic': value || undefined,
+    });
   }
 
   setRetries(element: DiagramElement, retries: string): void {

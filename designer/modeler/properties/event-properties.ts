@@ -53,8 +53,14 @@ export default class EventProperties {
         return { type: 'timer', timerKind, expression: bodyOf(definition[TIMER_PROPERTY[timerKind]]) };
       }
       case 'bpmn:MessageEventDefinition': {
-        const catches = bo.$type === 'bpmn:IntermediateCatchEvent' || bo.$type === 'bpmn:BoundaryEvent' || bo.$type === 'bpmn:StartEvent';
-        return { type: 'message', name: this.referenceText(definition, 'message'), correlationKey: String(bo.get('baton:correlationKey') ?? ''), catches };
+        const catches =
+          bo.$type === 'bpmn:IntermediateCatchEvent' || bo.$type === 'bpmn:BoundaryEvent' || bo.$type === 'bpmn:StartEvent';
+        return {
+          type: 'message',
+          name: this.referenceText(definition, 'message'),
+          correlationKey: String(bo.get('baton:correlationKey') ?? ''),
+          catches,
+        };
       }
       case 'bpmn:SignalEventDefinition':
         return { type: 'signal', name: this.referenceText(definition, 'signal') };

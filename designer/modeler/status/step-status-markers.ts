@@ -30,14 +30,23 @@ export default class StepStatusMarkers {
   show({ steps, tasks, incidents }: StepMarks): void {
     this.overlays.remove({ type: 'baton-step' });
     // A status this designer does not know yet (e.g. compensated) still gets a marker by name.
-    const next = new Map(steps.filter((s) => this.elementRegistry.get(s.stepId)).map((s) => [s.stepId, STEP_MARKERS[s.status] ?? `baton-step-${s.status}`]));
+    const next = new Map(
+      steps
+        .filter((s) => this.elementRegistry.get(s.stepId))
+        .map((s) => [s.stepId, STEP_MARKERS[s.status] ?? `baton-step-${s.status}`]),
+    );
     for (const [id, marker] of this.marked) if (next.get(id) !== marker) this.canvas.removeMarker(id, marker);
     for (const [id, marker] of next) if (this.marked.get(id) !== marker) this.canvas.addMarker(id, marker);
     this.marked = next;
     for (const step of steps) {
       if (!this.elementRegistry.get(step.stepId)) continue;
       const element = this.elementRegistry.get(step.stepId) as unknown as DiagramElement;
-      const label = badgeLabel(step, tasks.find((t) => t.stepId === step.stepId), incidents.some((i) => i.stepId === step.stepId), waitsFor(element));
+      const label = badgeLabel(
+        step,
+        tasks.find((t) => t.stepId === step.stepId),
+        incidents.some((i) => i.stepId === step.stepId),
+        waitsFor(element),
+      );
       if (label) this.addBadge(step.stepId, label, step.status);
     }
   }

@@ -14,7 +14,14 @@ import { readMultipart, type FormPart } from './multipart.ts';
 import { BPMN_ELEMENT_LIMIT, bpmnElementsRefusal, DEFAULT_LIMITS } from '../../security/limits.ts';
 
 /** Form fields of Camunda's deployment/create that are not resources. */
-const NAMED_FIELDS = new Set(['deployment-name', 'enable-duplicate-filtering', 'deploy-changed-only', 'deployment-source', 'tenant-id', 'deployment-activation-time']);
+const NAMED_FIELDS = new Set([
+  'deployment-name',
+  'enable-duplicate-filtering',
+  'deploy-changed-only',
+  'deployment-source',
+  'tenant-id',
+  'deployment-activation-time',
+]);
 
 const isBpmn = (name: string) => /\.bpmn(20\.xml)?$/i.test(name);
 
@@ -23,7 +30,9 @@ export function deploymentRouter(engine: Engine): Router {
 
   router.post('/create', async (req, res) => {
     const parts = await readMultipart(req);
-    const fields = new Map(parts.filter((p) => !p.isFile && NAMED_FIELDS.has(p.field)).map((p) => [p.field, p.content.toString('utf8')]));
+    const fields = new Map(
+      parts.filter((p) => !p.isFile && NAMED_FIELDS.has(p.field)).map((p) => [p.field, p.content.toString('utf8')]),
+    );
     const resources = parts.filter((p) => p.isFile || !NAMED_FIELDS.has(p.field));
     if (resources.length === 0) throw invalidRequest('No deployment resources contained in the form upload.');
     const bpmn = resources.filter((r) => isBpmn(r.name));
@@ -61,11 +70,17 @@ async function checkAllCompile(resources: FormPart[]): Promise<void> {
   const details: Record<string, { errors: unknown[]; warnings: unknown[] }> = {};
   for (const r of resources) {
     const compiled = await compileBpmn(r.content.toString('utf8'));
-    if (!compiled.ok) details[r.name] = { errors: compiled.diagnostics.filter((d) => d.severity === 'error').map(problemView), warnings: compiled.diagnostics.filter((d) => d.severity !== 'error').map(problemView) };
+    if (!compiled.ok)
+      details[r.name] = {
+        errors: compiled.diagnostics.filter((d) => d.severity === 'error').map(problemView),
+        warnings: compiled.diagnostics.filter((d) => d.severity !== 'error').map(problemView),
+      };
   }
   const names = Object.keys(details);
   if (names.length === 0) return;
-  const summary = names.map((n) => `${n}: ${details[n]?.errors.map((e) => (e as { message: string }).message).join('; ')}`).join(' | ');
+  const summary = names
+    .map((n) => `${n}: ${details[n]?.errors.map((e) => (e as { message: string }).message).join('; ')}`)
+    .join(' | ');
   throw new CamundaError(400, 'ParseException', `Could not parse BPMN process. Errors in ${summary}`, { details });
 }
 

@@ -55,7 +55,11 @@ function fromBodyParser(err: { type?: string; limit?: number; message?: string }
     case 'entity.parse.failed':
       return invalidRequest(`The request body is not valid JSON: ${err.message ?? ''}`);
     case 'entity.too.large':
-      return new CamundaError(413, 'InvalidRequestException', `The request body is larger than the limit of ${err.limit ?? '?'} bytes`);
+      return new CamundaError(
+        413,
+        'InvalidRequestException',
+        `The request body is larger than the limit of ${err.limit ?? '?'} bytes`,
+      );
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return new CamundaError(415, 'InvalidRequestException', err.message ?? 'Unsupported body encoding');
@@ -84,10 +88,19 @@ function fromBatonError(err: BatonError): CamundaError {
 
 /** The answer to an error below the Camunda routes (or in their body's parse), in Camunda's shape. */
 export function camundaErrorAnswer(err: unknown, log: Logger, method: string, path: string): JsonAnswer {
-  const known = err instanceof CamundaError ? err : err instanceof BatonError ? fromBatonError(err) : fromBodyParser(err as { type?: string });
+  const known =
+    err instanceof CamundaError
+      ? err
+      : err instanceof BatonError
+        ? fromBatonError(err)
+        : fromBodyParser(err as { type?: string });
   if (!known) {
     log.error({ err, method, path }, 'api:error');
-    return camundaJson(500, { type: CamundaErrorType.ProcessEngineException, message: 'Internal error; the server log has the details', code: 0 });
+    return camundaJson(500, {
+      type: CamundaErrorType.ProcessEngineException,
+      message: 'Internal error; the server log has the details',
+      code: 0,
+    });
   }
   return camundaJson(known.status, { type: known.type, message: known.message, ...known.extra });
 }

@@ -3,7 +3,12 @@ import { Router, type RequestHandler } from 'express';
 import type { Engine } from '../../engine/context.ts';
 import { fetchCamundaTasks } from '../../engine/camunda-fetch.ts';
 import { extendCamundaLock, lockCamundaTask, setCamundaRetries, unlockCamundaTask } from '../../engine/camunda-leases.ts';
-import { completeCamundaTask, failCamundaTask, reportCamundaBpmnError, type CamundaCallResult } from '../../engine/camunda-tasks.ts';
+import {
+  completeCamundaTask,
+  failCamundaTask,
+  reportCamundaBpmnError,
+  type CamundaCallResult,
+} from '../../engine/camunda-tasks.ts';
 import type { TaskNotifier } from '../../engine/task-notifier.ts';
 import type { CamundaTopicFilter } from '../../store/camunda-fetch.ts';
 import { countCamundaTasks, findCamundaTask, listCamundaTasks } from '../../store/camunda-queries.ts';
@@ -34,11 +39,18 @@ type Vars = Record<string, WireVariable> | null | undefined;
 // lane (api/lean-lane.ts) alike.
 
 /** POST /engine-rest/external-task/fetchAndLock; no answer once the caller has hung up. */
-export async function camundaFetchRoute(engine: Engine, notifier: TaskNotifier, raw: unknown, gone: AbortSignal): Promise<JsonAnswer | undefined> {
+export async function camundaFetchRoute(
+  engine: Engine,
+  notifier: TaskNotifier,
+  raw: unknown,
+  gone: AbortSignal,
+): Promise<JsonAnswer | undefined> {
   const body = validateCamundaBody<FetchBody>('fetch-and-lock-request', raw);
   const waitMs = body.asyncResponseTimeout ?? 0;
   if (waitMs > MAX_ASYNC_RESPONSE_TIMEOUT_MS) {
-    throw invalidRequest(`The asynchronous response timeout cannot be set to a value greater than ${MAX_ASYNC_RESPONSE_TIMEOUT_MS} milliseconds`);
+    throw invalidRequest(
+      `The asynchronous response timeout cannot be set to a value greater than ${MAX_ASYNC_RESPONSE_TIMEOUT_MS} milliseconds`,
+    );
   }
   const topics = body.topics ?? [];
   if (topics.length === 0 || body.maxTasks === 0) return camundaJson(200, []);
@@ -54,18 +66,34 @@ export async function camundaFetchRoute(engine: Engine, notifier: TaskNotifier, 
   });
   if (gone.aborted) return undefined;
   const topicOf = new Map(topics.map((t) => [t.topicName, t] as const));
-  return camundaJson(200, tasks.map((t) => lockedTaskView(t, topicOf.get(t.topic) ?? {})));
+  return camundaJson(
+    200,
+    tasks.map((t) => lockedTaskView(t, topicOf.get(t.topic) ?? {})),
+  );
 }
 
 async function completeRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
   const body = validateCamundaBody<{ workerId: string; variables?: Vars; localVariables?: Vars }>('complete-request', raw);
   const taskId = taskIdOf(id);
   const variables = readVariables({ ...body.variables, ...body.localVariables });
-  return answerOf(await completeCamundaTask(engine, { taskId, workerId: body.workerId, variables }), taskId, body.workerId, 'completed');
+  return answerOf(
+    await completeCamundaTask(engine, { taskId, workerId: body.workerId, variables }),
+    taskId,
+    body.workerId,
+    'completed',
+  );
 }
 
 async function failureRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
-  const body = validateCamundaBody<{ workerId: string; errorMessage?: string | null; errorDetails?: string | null; retries?: number | null; retryTimeout?: number | null; variables?: Vars; localVariables?: Vars }>('failure-request', raw);
+  const body = validateCamundaBody<{
+    workerId: string;
+    errorMessage?: string | null;
+    errorDetails?: string | null;
+    retries?: number | null;
+    retryTimeout?: number | null;
+    variables?: Vars;
+    localVariables?: Vars;
+  }>('failure-request', raw);
   const taskId = taskIdOf(id);
   const variables = readVariables({ ...body.variables, ...body.localVariables });
   const result = await failCamundaTask(engine, {
@@ -81,23 +109,42 @@ async function failureRoute(engine: Engine, id: string | undefined, raw: unknown
 }
 
 async function bpmnErrorRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
-  const body = validateCamundaBody<{ workerId: string; errorCode: string; errorMessage?: string | null; variables?: Vars }>('bpmn-error-request', raw);
+  const body = validateCamundaBody<{ workerId: string; errorCode: string; errorMessage?: string | null; variables?: Vars }>(
+    'bpmn-error-request',
+    raw,
+  );
   const taskId = taskIdOf(id);
   const variables = readVariables(body.variables);
-  const result = await reportCamundaBpmnError(engine, { taskId, workerId: body.workerId, errorCode: body.errorCode, errorMessage: body.errorMessage ?? null, variables });
+  const result = await reportCamundaBpmnError(engine, {
+    taskId,
+    workerId: body.workerId,
+    errorCode: body.errorCode,
+    errorMessage: body.errorMessage ?? null,
+    variables,
+  });
   return answerOf(result, taskId, body.workerId, 'reported as a BPMN error');
 }
 
 async function extendLockRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
   const body = validateCamundaBody<{ workerId: string; newDuration: number }>('extend-lock-request', raw);
   const taskId = taskIdOf(id);
-  return answerOf(await extendCamundaLock(engine, { taskId, workerId: body.workerId, lockDurationMs: body.newDuration }), taskId, body.workerId, 'extended');
+  return answerOf(
+    await extendCamundaLock(engine, { taskId, workerId: body.workerId, lockDurationMs: body.newDuration }),
+    taskId,
+    body.workerId,
+    'extended',
+  );
 }
 
 async function lockRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
   const body = validateCamundaBody<{ workerId: string; lockDuration: number }>('lock-request', raw);
   const taskId = taskIdOf(id);
-  return answerOf(await lockCamundaTask(engine, { taskId, workerId: body.workerId, lockDurationMs: body.lockDuration }), taskId, body.workerId, 'locked');
+  return answerOf(
+    await lockCamundaTask(engine, { taskId, workerId: body.workerId, lockDurationMs: body.lockDuration }),
+    taskId,
+    body.workerId,
+    'locked',
+  );
 }
 
 async function unlockRoute(engine: Engine, id: string | undefined): Promise<JsonAnswer> {
@@ -108,7 +155,10 @@ async function unlockRoute(engine: Engine, id: string | undefined): Promise<Json
 export type CamundaTaskCall = 'complete' | 'failure' | 'bpmnError' | 'extendLock' | 'lock' | 'unlock';
 
 /** POST /engine-rest/external-task/:id/<call>, by call. */
-export const CAMUNDA_TASK_CALL_ROUTES: Record<CamundaTaskCall, (engine: Engine, id: string | undefined, raw: unknown) => Promise<JsonAnswer>> = {
+export const CAMUNDA_TASK_CALL_ROUTES: Record<
+  CamundaTaskCall,
+  (engine: Engine, id: string | undefined, raw: unknown) => Promise<JsonAnswer>
+> = {
   complete: completeRoute,
   failure: failureRoute,
   bpmnError: bpmnErrorRoute,
@@ -125,9 +175,11 @@ export function externalTaskRouter(engine: Engine, notifier: TaskNotifier): Rout
     if (answer) sendAnswer(res, answer);
   });
 
-  const call = (route: (typeof CAMUNDA_TASK_CALL_ROUTES)[CamundaTaskCall]): RequestHandler<{ id: string }> => async (req, res) => {
-    sendAnswer(res, await route(engine, req.params.id, req.body));
-  };
+  const call =
+    (route: (typeof CAMUNDA_TASK_CALL_ROUTES)[CamundaTaskCall]): RequestHandler<{ id: string }> =>
+    async (req, res) => {
+      sendAnswer(res, await route(engine, req.params.id, req.body));
+    };
   router.post('/:id/complete', call(CAMUNDA_TASK_CALL_ROUTES.complete));
   router.post('/:id/failure', call(CAMUNDA_TASK_CALL_ROUTES.failure));
   router.post('/:id/bpmnError', call(CAMUNDA_TASK_CALL_ROUTES.bpmnError));
@@ -175,6 +227,9 @@ function missing(taskId: string): CamundaError {
 function answerOf(result: CamundaCallResult, taskId: string, workerId: string, verb: string): JsonAnswer {
   if (result.ok) return { status: 204 };
   if (result.reason === 'not_found') throw missing(taskId);
-  const holder = result.task?.state === 'locked' ? `It is locked by worker '${result.task.worker_id ?? ''}'` : `It is not locked (state ${result.task?.state ?? 'unknown'})`;
+  const holder =
+    result.task?.state === 'locked'
+      ? `It is locked by worker '${result.task.worker_id ?? ''}'`
+      : `It is not locked (state ${result.task?.state ?? 'unknown'})`;
   throw new CamundaError(400, 'RestException', `External Task ${taskId} cannot be ${verb} by worker '${workerId}'. ${holder}.`);
 }

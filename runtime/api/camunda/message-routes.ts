@@ -43,7 +43,11 @@ export function messageRouter(engine: Engine): Router {
       const result = await publishMessage(engine, request).catch((err: unknown) => {
         if (err instanceof BatonError && err.code === 'no_match' && matched.length > 0) return undefined;
         throw err instanceof BatonError && err.code === 'no_match'
-          ? new CamundaError(400, 'RestException', `Cannot correlate message '${body.messageName}': No process definition or execution matches the parameters`)
+          ? new CamundaError(
+              400,
+              'RestException',
+              `Cannot correlate message '${body.messageName}': No process definition or execution matches the parameters`,
+            )
           : err;
       });
       // 'started': no instance waited and a message start event started one (as Camunda does).
@@ -54,7 +58,15 @@ export function messageRouter(engine: Engine): Router {
       if (!body.all || result.status === 'started') break;
     }
     if (!body.resultEnabled) return sendNoContent(res);
-    sendJson(res, 200, matched.map((id) => ({ resultType: 'Execution', execution: { id, processInstanceId: id, ended: false, tenantId: null }, processInstance: null })));
+    sendJson(
+      res,
+      200,
+      matched.map((id) => ({
+        resultType: 'Execution',
+        execution: { id, processInstanceId: id, ended: false, tenantId: null },
+        processInstance: null,
+      })),
+    );
   });
   return router;
 }
@@ -63,7 +75,8 @@ export function signalRouter(engine: Engine): Router {
   const router = Router();
   router.post('/', async (req, res) => {
     const body = validateCamundaBody<{ name: string; variables?: Vars; executionId?: string | null }>('signal-request', req.body);
-    if (body.executionId) throw invalidRequest('Baton broadcasts signals to every waiting instance: executionId is not supported');
+    if (body.executionId)
+      throw invalidRequest('Baton broadcasts signals to every waiting instance: executionId is not supported');
     await broadcastSignal(engine, body.name, readVariables(body.variables).values);
     sendNoContent(res);
   });

@@ -15,7 +15,8 @@ export interface FormPart {
 export const MULTIPART_LIMITS = { fileSize: 5 * 1024 * 1024, files: 50, fields: 50, parts: 100 } as const;
 
 export function readMultipart(req: Request): Promise<FormPart[]> {
-  if (!req.is('multipart/form-data')) return Promise.reject(new CamundaError(415, 'InvalidRequestException', 'Send the deployment as multipart/form-data'));
+  if (!req.is('multipart/form-data'))
+    return Promise.reject(new CamundaError(415, 'InvalidRequestException', 'Send the deployment as multipart/form-data'));
   return new Promise((resolve, reject) => {
     const parts: FormPart[] = [];
     let failed: Error | undefined;
@@ -30,12 +31,18 @@ export function readMultipart(req: Request): Promise<FormPart[]> {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('limit', () => {
-        failed = new CamundaError(413, 'InvalidRequestException', `Resource ${info.filename ?? field} is larger than ${MULTIPART_LIMITS.fileSize} bytes`);
+        failed = new CamundaError(
+          413,
+          'InvalidRequestException',
+          `Resource ${info.filename ?? field} is larger than ${MULTIPART_LIMITS.fileSize} bytes`,
+        );
       });
       stream.on('close', () => parts.push({ field, name: info.filename || field, content: Buffer.concat(chunks), isFile: true }));
     });
     bb.on('field', (field, value) => parts.push({ field, name: field, content: Buffer.from(value), isFile: false }));
-    const tooMany = () => { failed = new CamundaError(413, 'InvalidRequestException', 'Too many parts in the deployment'); };
+    const tooMany = () => {
+      failed = new CamundaError(413, 'InvalidRequestException', 'Too many parts in the deployment');
+    };
     bb.on('partsLimit', tooMany);
     bb.on('filesLimit', tooMany);
     bb.on('fieldsLimit', tooMany);

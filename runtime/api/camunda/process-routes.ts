@@ -23,7 +23,8 @@ export function processDefinitionRouter(engine: Engine): Router {
 
   router.post('/key/:key/start', async (req, res) => {
     const key = String(req.params.key);
-    if (!(await findDefinition(engine.pool, key))) throw new CamundaError(404, 'RestException', `No matching process definition with key: ${key} and no tenant-id`);
+    if (!(await findDefinition(engine.pool, key)))
+      throw new CamundaError(404, 'RestException', `No matching process definition with key: ${key} and no tenant-id`);
     await start(engine, res, validateCamundaBody<StartBody>('start-request', req.body ?? {}), key);
   });
 
@@ -115,6 +116,7 @@ async function sendContent(engine: Engine, res: Response, instanceId: string, na
   res.status(200);
   res.setHeader('Content-Type', info.encoding ? `${mime}; charset=${info.encoding}` : mime);
   res.setHeader('Content-Length', bytes.length);
-  if (content.type === 'File') res.setHeader('Content-Disposition', `attachment; filename="${(info.filename ?? name).replace(/["\\\r\n]/g, '_')}"`);
+  if (content.type === 'File')
+    res.setHeader('Content-Disposition', `attachment; filename="${(info.filename ?? name).replace(/["\\\r\n]/g, '_')}"`);
   res.end(bytes);
 }

@@ -2,12 +2,23 @@
 import type { CamundaTaskQuery } from '../../store/camunda-queries.ts';
 import { invalidRequest } from './errors.ts';
 
-const TEXT = ['externalTaskId', 'topicName', 'workerId', 'processInstanceId', 'processDefinitionId', 'processDefinitionKey', 'activityId'] as const;
+const TEXT = [
+  'externalTaskId',
+  'topicName',
+  'workerId',
+  'processInstanceId',
+  'processDefinitionId',
+  'processDefinitionKey',
+  'activityId',
+] as const;
 const FLAGS = ['locked', 'notLocked', 'withRetriesLeft', 'noRetriesLeft'] as const;
 const INTS = ['priorityHigherThanOrEquals', 'priorityLowerThanOrEquals'] as const;
 
 export function readTaskQuery(query: Record<string, unknown>): CamundaTaskQuery {
-  const q: CamundaTaskQuery = { firstResult: readInt(query, 'firstResult') ?? 0, maxResults: readInt(query, 'maxResults') ?? 1000 };
+  const q: CamundaTaskQuery = {
+    firstResult: readInt(query, 'firstResult') ?? 0,
+    maxResults: readInt(query, 'maxResults') ?? 1000,
+  };
   for (const name of TEXT) {
     const v = query[name];
     if (typeof v === 'string') q[name] = v;

@@ -21,9 +21,11 @@ const INT32 = 2 ** 31;
 export function readVariables(input: unknown): CamundaVariables {
   const out: CamundaVariables = { values: {}, transient: {}, types: [] };
   if (input === undefined || input === null) return out;
-  if (typeof input !== 'object' || Array.isArray(input)) throw invalidRequest('variables must be a JSON object of {value, type, valueInfo}');
+  if (typeof input !== 'object' || Array.isArray(input))
+    throw invalidRequest('variables must be a JSON object of {value, type, valueInfo}');
   for (const [name, raw] of Object.entries(input as Record<string, unknown>)) {
-    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw invalidRequest(`Variable '${name}' must be an object {value, type, valueInfo}`);
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+      throw invalidRequest(`Variable '${name}' must be an object {value, type, valueInfo}`);
     // A plain assignment of this name would replace the object's prototype instead of adding a variable.
     if (name === '__proto__') throw invalidRequest('A variable may not be named __proto__');
     const write = readVariable(name, raw as WireVariable);
@@ -41,11 +43,18 @@ function readVariable(name: string, v: WireVariable): TypedWrite {
   if (!type) throw invalidRequest(`Unsupported value type '${String(v.type)}' of variable '${name}'`);
   const info = { ...(v.valueInfo ?? {}) };
   delete info.transient;
-  const fail = (why: string) => invalidRequest(`Cannot convert value '${excerpt(String(v.value))}' of variable '${excerpt(name)}' to type ${type}: ${why}`);
+  const fail = (why: string) =>
+    invalidRequest(`Cannot convert value '${excerpt(String(v.value))}' of variable '${excerpt(name)}' to type ${type}: ${why}`);
   const value = v.value;
-  const write = (nativeValue: unknown, content: Buffer | null = null, valueInfo: Record<string, unknown> = {}): TypedWrite =>
-    ({ name, nativeValue, type, valueInfo, content });
-  if ((value === null || value === undefined) && type !== 'File' && type !== 'Bytes') return write(null, null, type === 'Object' ? info : {});
+  const write = (nativeValue: unknown, content: Buffer | null = null, valueInfo: Record<string, unknown> = {}): TypedWrite => ({
+    name,
+    nativeValue,
+    type,
+    valueInfo,
+    content,
+  });
+  if ((value === null || value === undefined) && type !== 'File' && type !== 'Bytes')
+    return write(null, null, type === 'Object' ? info : {});
   switch (type) {
     case 'String':
     case 'Xml':
@@ -115,16 +124,24 @@ function readJson(value: unknown, fail: (why: string) => Error): unknown {
     throw fail(`not valid JSON (${(err as Error).message})`);
   }
   // JSON text inside a string escapes the body's limit; past this depth storing it overflows the stack.
-  if (nestsDeeperThan(parsed, MAX_JSON_DEPTH_CEILING)) throw fail(`its JSON nests arrays and objects more than ${MAX_JSON_DEPTH_CEILING} levels deep`);
+  if (nestsDeeperThan(parsed, MAX_JSON_DEPTH_CEILING))
+    throw fail(`its JSON nests arrays and objects more than ${MAX_JSON_DEPTH_CEILING} levels deep`);
   return parsed;
 }
 
-function readBinary(name: string, type: 'Bytes' | 'File', value: unknown, info: Record<string, unknown>, fail: (why: string) => Error): TypedWrite {
+function readBinary(
+  name: string,
+  type: 'Bytes' | 'File',
+  value: unknown,
+  info: Record<string, unknown>,
+  fail: (why: string) => Error,
+): TypedWrite {
   const text = value === null || value === undefined ? '' : value;
   if (typeof text !== 'string' || !/^[A-Za-z0-9+/\r\n]*={0,2}\s*$/.test(text)) throw fail('expected base64 text');
   const content = Buffer.from(text, 'base64');
   const sha256 = createHash('sha256').update(content).digest('hex');
-  if (type === 'Bytes') return { name, type, nativeValue: { camundaType: 'Bytes', size: content.length, sha256 }, valueInfo: {}, content };
+  if (type === 'Bytes')
+    return { name, type, nativeValue: { camundaType: 'Bytes', size: content.length, sha256 }, valueInfo: {}, content };
   const filename = typeof info.filename === 'string' && info.filename !== '' ? info.filename : name;
   const mimeType = stringOrNull(info.mimeType ?? info.mimetype);
   const encoding = stringOrNull(info.encoding);
@@ -161,7 +178,16 @@ function renderVariable(value: unknown, stored: StoredType | undefined): WireVar
     case 'File': {
       const info = stored?.value_info ?? {};
       // Camunda answers mimeType; the official JS client re-sends what it read as mimetype, so both are given.
-      return { type, value: null, valueInfo: { filename: info.filename, mimeType: info.mimeType ?? null, mimetype: info.mimeType ?? null, encoding: info.encoding ?? null } };
+      return {
+        type,
+        value: null,
+        valueInfo: {
+          filename: info.filename,
+          mimeType: info.mimeType ?? null,
+          mimetype: info.mimeType ?? null,
+          encoding: info.encoding ?? null,
+        },
+      };
     }
     default:
       return { type, value: value ?? null, valueInfo: {} };

@@ -18,7 +18,10 @@ export function camundaRetries(t: Pick<ExternalTaskRow, 'state' | 'retries_left'
   return t.error_message === null ? null : t.retries_left + 1;
 }
 
-export function lockedTaskView(t: CamundaLockedTask, topic: { variables?: string[] | null; includeExtensionProperties?: boolean | null }) {
+export function lockedTaskView(
+  t: CamundaLockedTask,
+  topic: { variables?: string[] | null; includeExtensionProperties?: boolean | null },
+) {
   return {
     activityId: t.step_id,
     activityInstanceId: `${t.step_id}:${t.id}`,

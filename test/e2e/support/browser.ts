@@ -23,7 +23,9 @@ export interface BrowserHarness {
 
 export async function launchBrowser(): Promise<Browser> {
   if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(`Browser tests need Chromium at ${CHROMIUM_PATH}: install it with \`apt-get update && apt-get install -y chromium\` (.ci/run does), or set BATON_CHROMIUM`);
+    throw new Error(
+      `Browser tests need Chromium at ${CHROMIUM_PATH}: install it with \`apt-get update && apt-get install -y chromium\` (.ci/run does), or set BATON_CHROMIUM`,
+    );
   }
   return chromium.launch({
     executablePath: CHROMIUM_PATH,

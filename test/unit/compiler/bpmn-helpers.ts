@@ -52,9 +52,15 @@ export function straight(middle: string, middleId: string): string {
   ].join('\n');
 }
 
-export async function compilePlan(xml: string, options?: CompileOptions): Promise<{ plan: Plan; fingerprint: string; warnings: Diagnostic[] }> {
+export async function compilePlan(
+  xml: string,
+  options?: CompileOptions,
+): Promise<{ plan: Plan; fingerprint: string; warnings: Diagnostic[] }> {
   const result = await compileBpmn(xml, options);
-  if (!result.ok) expect.fail(`expected the BPMN to compile, got:\n${result.diagnostics.map((d) => `${d.elementId}: ${d.message}`).join('\n')}`);
+  if (!result.ok)
+    expect.fail(
+      `expected the BPMN to compile, got:\n${result.diagnostics.map((d) => `${d.elementId}: ${d.message}`).join('\n')}`,
+    );
   return result;
 }
 

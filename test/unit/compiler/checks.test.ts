@@ -10,7 +10,8 @@ describe('checkGraph: start events', () => {
     expect(await errorsFor(task('T'), '<bpmn:endEvent id="E" />', flow('F', 'T', 'E'))).toContainEqual({
       elementId: 'p',
       severity: 'error',
-      message: 'Process p has no start event: add one start event without a trigger (or a timer start event) where instances begin',
+      message:
+        'Process p has no start event: add one start event without a trigger (or a timer start event) where instances begin',
     });
   });
 
@@ -25,34 +26,69 @@ describe('checkGraph: start events', () => {
       flow('F3', 'S3', 'T'),
     );
     expect(errors.filter((e) => /second none start event/.test(e.message))).toEqual([
-      expect.objectContaining({ elementId: 'S2', message: 'Start event S2 "Second" is a second none start event (the first is S1): keep exactly one' }),
+      expect.objectContaining({
+        elementId: 'S2',
+        message: 'Start event S2 "Second" is a second none start event (the first is S1): keep exactly one',
+      }),
       expect.objectContaining({ elementId: 'S3' }),
     ]);
   });
 
   it('refuses incoming flows on a start event', async () => {
-    expect(await errorsFor('<bpmn:startEvent id="S" />', '<bpmn:parallelGateway id="G" />', flow('F1', 'S', 'G'), task('T'), flow('F2', 'T', 'S'))).toContainEqual(
-      expect.objectContaining({ elementId: 'S', message: expect.stringContaining('Start event S has incoming sequence flows (F2)') }),
+    expect(
+      await errorsFor(
+        '<bpmn:startEvent id="S" />',
+        '<bpmn:parallelGateway id="G" />',
+        flow('F1', 'S', 'G'),
+        task('T'),
+        flow('F2', 'T', 'S'),
+      ),
+    ).toContainEqual(
+      expect.objectContaining({
+        elementId: 'S',
+        message: expect.stringContaining('Start event S has incoming sequence flows (F2)'),
+      }),
     );
   });
 });
 
 describe('checkGraph: connections', () => {
   it('refuses a step without incoming flow (it could never run)', async () => {
-    expect(await errorsFor('<bpmn:startEvent id="S" />', task('Orphan'), '<bpmn:endEvent id="E" />', flow('F', 'S', 'E'))).toEqual([
-      { elementId: 'Orphan', severity: 'error', message: 'Service task Orphan has no incoming sequence flow, so it can never run: connect it or delete it' },
+    expect(
+      await errorsFor('<bpmn:startEvent id="S" />', task('Orphan'), '<bpmn:endEvent id="E" />', flow('F', 'S', 'E')),
+    ).toEqual([
+      {
+        elementId: 'Orphan',
+        severity: 'error',
+        message: 'Service task Orphan has no incoming sequence flow, so it can never run: connect it or delete it',
+      },
     ]);
   });
 
   it('refuses a gateway without outgoing flow', async () => {
     expect(await errorsFor('<bpmn:startEvent id="S" />', '<bpmn:exclusiveGateway id="G" />', flow('F', 'S', 'G'))).toEqual([
-      { elementId: 'G', severity: 'error', message: 'Gateway G has no outgoing sequence flow: connect it to the next step or an end event' },
+      {
+        elementId: 'G',
+        severity: 'error',
+        message: 'Gateway G has no outgoing sequence flow: connect it to the next step or an end event',
+      },
     ]);
   });
 
   it('refuses outgoing flows on an end event', async () => {
-    expect(await errorsFor('<bpmn:startEvent id="S" />', '<bpmn:endEvent id="E" />', task('T'), flow('F1', 'S', 'E'), flow('F2', 'E', 'T'))).toContainEqual(
-      expect.objectContaining({ elementId: 'E', message: expect.stringContaining('End event E has outgoing sequence flows (F2)') }),
+    expect(
+      await errorsFor(
+        '<bpmn:startEvent id="S" />',
+        '<bpmn:endEvent id="E" />',
+        task('T'),
+        flow('F1', 'S', 'E'),
+        flow('F2', 'E', 'T'),
+      ),
+    ).toContainEqual(
+      expect.objectContaining({
+        elementId: 'E',
+        message: expect.stringContaining('End event E has outgoing sequence flows (F2)'),
+      }),
     );
   });
 
@@ -76,13 +112,21 @@ describe('checkGraph: default flows', () => {
 
   it('refuses a default flow that is not one of the gateway outgoing flows', async () => {
     expect(await errorsFor(...gateway('default="Other"'))).toEqual([
-      { elementId: 'G', severity: 'error', message: 'Default flow Other of gateway G is not one of its outgoing flows (ToA): pick one of them' },
+      {
+        elementId: 'G',
+        severity: 'error',
+        message: 'Default flow Other of gateway G is not one of its outgoing flows (ToA): pick one of them',
+      },
     ]);
   });
 
   it('refuses a default flow id that does not exist', async () => {
     expect(await errorsFor(...gateway('default="Ghost"'))).toEqual([
-      { elementId: 'G', severity: 'error', message: 'Gateway G names default flow Ghost, which does not exist: pick one of its outgoing flows (ToA)' },
+      {
+        elementId: 'G',
+        severity: 'error',
+        message: 'Gateway G names default flow Ghost, which does not exist: pick one of its outgoing flows (ToA)',
+      },
     ]);
   });
 });

@@ -24,7 +24,10 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
   const unsupported = readFixture('unsupported.bpmn');
 
   it.each([
-    ['TimerStart', 'bpmn:StartEvent with bpmn:ConditionalEventDefinition "Every day" (id TimerStart): start events are none, timer, message or signal start events'],
+    [
+      'TimerStart',
+      'bpmn:StartEvent with bpmn:ConditionalEventDefinition "Every day" (id TimerStart): start events are none, timer, message or signal start events',
+    ],
     ['Approve', 'bpmn:UserTask "Approve" (id Approve)'],
     ['Script', 'bpmn:ScriptTask "Script" (id Script)'],
     ['PlainTask', 'bpmn:Task "PlainTask" (id PlainTask)'],
@@ -35,15 +38,26 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
     ['Call', 'bpmn:CallActivity "Call" (id Call)'],
     ['Sub', 'bpmn:SubProcess "Sub" (id Sub): event subprocesses are not supported'],
     ['Each', 'bpmn:ServiceTask with bpmn:StandardLoopCharacteristics "Each" (id Each): standard loops are not supported'],
-    ['Timeout', 'bpmn:BoundaryEvent with bpmn:EscalationEventDefinition "Timeout" (id Timeout): boundary events catch exactly one timer, message, signal, error or compensation'],
-    ['Wait', 'bpmn:IntermediateCatchEvent with bpmn:ConditionalEventDefinition "Wait" (id Wait): intermediate catch events wait for exactly one timer, message or signal'],
+    [
+      'Timeout',
+      'bpmn:BoundaryEvent with bpmn:EscalationEventDefinition "Timeout" (id Timeout): boundary events catch exactly one timer, message, signal, error or compensation',
+    ],
+    [
+      'Wait',
+      'bpmn:IntermediateCatchEvent with bpmn:ConditionalEventDefinition "Wait" (id Wait): intermediate catch events wait for exactly one timer, message or signal',
+    ],
     ['Signal', 'bpmn:IntermediateThrowEvent "Signal" (id Signal)'],
     ['Race', 'bpmn:EventBasedGateway "Race" (id Race)'],
     ['Complex', 'bpmn:ComplexGateway "Complex" (id Complex)'],
-    ['ErrorEnd', 'bpmn:EndEvent with bpmn:EscalationEventDefinition "ErrorEnd" (id ErrorEnd): only none, terminate, error and compensation end events'],
+    [
+      'ErrorEnd',
+      'bpmn:EndEvent with bpmn:EscalationEventDefinition "ErrorEnd" (id ErrorEnd): only none, terminate, error and compensation end events',
+    ],
   ])('%s', async (id, text) => {
     const errors = errorsOf(await compileDiagnostics(unsupported)).filter((d) => d.elementId === id);
-    expect(errors).toEqual([{ elementId: id, severity: 'error', message: expect.stringContaining(`Unsupported element ${text}`) }]);
+    expect(errors).toEqual([
+      { elementId: id, severity: 'error', message: expect.stringContaining(`Unsupported element ${text}`) },
+    ]);
   });
 
   it('reports nothing but the refusals for that file', async () => {
@@ -53,10 +67,18 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
   });
 
   it('refuses a compensation handler that no compensation boundary links', async () => {
-    const xml = readFixture('order.bpmn').replace('camunda:topic="review-order"', 'camunda:topic="review-order" isForCompensation="true"');
-    expect(errorsOf(await compileDiagnostics(xml))).toEqual(expect.arrayContaining([
-      expect.objectContaining({ elementId: 'Task_ReviewOrder', message: expect.stringContaining('has sequence flows') }),
-      expect.objectContaining({ elementId: 'Task_ReviewOrder', message: expect.stringContaining('not associated with any compensation boundary') }),
-    ]));
+    const xml = readFixture('order.bpmn').replace(
+      'camunda:topic="review-order"',
+      'camunda:topic="review-order" isForCompensation="true"',
+    );
+    expect(errorsOf(await compileDiagnostics(xml))).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ elementId: 'Task_ReviewOrder', message: expect.stringContaining('has sequence flows') }),
+        expect.objectContaining({
+          elementId: 'Task_ReviewOrder',
+          message: expect.stringContaining('not associated with any compensation boundary'),
+        }),
+      ]),
+    );
   });
 });

@@ -2,20 +2,27 @@ import { describe, expect, it } from 'vitest';
 import { compileDiagnostics, compilePlan, errorsOf, flow, processXml, readFixture, task } from './bpmn-helpers.ts';
 
 /** start -> gateway G (with `gatewayAttributes`) -> A | B -> ends */
-function split(gateway: 'exclusiveGateway' | 'inclusiveGateway' | 'parallelGateway', toA: string | undefined, toB: string | undefined, gatewayAttributes = ''): string {
-  return processXml([
-    '<bpmn:startEvent id="S" />',
-    `<bpmn:${gateway} id="G" ${gatewayAttributes} />`,
-    task('A'),
-    task('B'),
-    '<bpmn:endEvent id="EA" />',
-    '<bpmn:endEvent id="EB" />',
-    flow('F0', 'S', 'G'),
-    flow('ToA', 'G', 'A', toA),
-    flow('ToB', 'G', 'B', toB),
-    flow('FA', 'A', 'EA'),
-    flow('FB', 'B', 'EB'),
-  ].join('\n'));
+function split(
+  gateway: 'exclusiveGateway' | 'inclusiveGateway' | 'parallelGateway',
+  toA: string | undefined,
+  toB: string | undefined,
+  gatewayAttributes = '',
+): string {
+  return processXml(
+    [
+      '<bpmn:startEvent id="S" />',
+      `<bpmn:${gateway} id="G" ${gatewayAttributes} />`,
+      task('A'),
+      task('B'),
+      '<bpmn:endEvent id="EA" />',
+      '<bpmn:endEvent id="EB" />',
+      flow('F0', 'S', 'G'),
+      flow('ToA', 'G', 'A', toA),
+      flow('ToB', 'G', 'B', toB),
+      flow('FA', 'A', 'EA'),
+      flow('FB', 'B', 'EB'),
+    ].join('\n'),
+  );
 }
 
 describe('compileConditions', () => {
@@ -34,7 +41,9 @@ describe('compileConditions', () => {
     const { plan, warnings } = await compilePlan(readFixture('inclusive.bpmn'));
     expect(warnings).toEqual([]);
     expect(plan.flows.find((f) => f.id === 'ToMail')?.condition?.feel).toBe('customer.email != null');
-    expect(plan.flows.find((f) => f.id === 'ToSms')?.condition?.feel).toMatch(/^not\(\(customer\.phone = null or .*\)\) and customer\.smsOptIn$/);
+    expect(plan.flows.find((f) => f.id === 'ToSms')?.condition?.feel).toMatch(
+      /^not\(\(customer\.phone = null or .*\)\) and customer\.smsOptIn$/,
+    );
     expect(plan.steps.find((s) => s.id === 'Split')?.defaultFlow).toBe('ToLetter');
   });
 
@@ -48,7 +57,13 @@ describe('compileConditions', () => {
 
   it('refuses a condition that does not parse, on the flow id', async () => {
     expect(errorsOf(await compileDiagnostics(split('exclusiveGateway', '${a >}', undefined, 'default="ToB"')))).toEqual([
-      { elementId: 'ToA', severity: 'error', message: expect.stringMatching(/^Condition of sequence flow ToA cannot be used: JUEL condition "a >": the expression ends too early/) },
+      {
+        elementId: 'ToA',
+        severity: 'error',
+        message: expect.stringMatching(
+          /^Condition of sequence flow ToA cannot be used: JUEL condition "a >": the expression ends too early/,
+        ),
+      },
     ]);
     expect(errorsOf(await compileDiagnostics(split('exclusiveGateway', '= a >', undefined, 'default="ToB"')))).toEqual([
       expect.objectContaining({ elementId: 'ToA', message: expect.stringContaining('FEEL expression "a >" is incomplete') }),
@@ -69,7 +84,10 @@ describe('compileConditions', () => {
       '<bpmn:sequenceFlow id="ToA" sourceRef="G" targetRef="A"><bpmn:conditionExpression xsi:type="bpmn:tFormalExpression" language="groovy">a &gt; 1</bpmn:conditionExpression></bpmn:sequenceFlow>',
     );
     expect(errorsOf(await compileDiagnostics(xml))).toEqual([
-      expect.objectContaining({ elementId: 'ToA', message: expect.stringContaining('is a groovy script, which Baton does not run') }),
+      expect.objectContaining({
+        elementId: 'ToA',
+        message: expect.stringContaining('is a groovy script, which Baton does not run'),
+      }),
     ]);
   });
 
@@ -81,26 +99,58 @@ describe('compileConditions', () => {
 
   it('warns and drops a condition on a flow leaving a parallel gateway', async () => {
     const { plan, warnings } = await compilePlan(split('parallelGateway', '${a}', undefined));
-    expect(warnings).toEqual([{ elementId: 'ToA', severity: 'warning', message: expect.stringContaining('leaves parallel gateway G, which takes every outgoing flow: its condition "${a}" is ignored') }]);
+    expect(warnings).toEqual([
+      {
+        elementId: 'ToA',
+        severity: 'warning',
+        message: expect.stringContaining(
+          'leaves parallel gateway G, which takes every outgoing flow: its condition "${a}" is ignored',
+        ),
+      },
+    ]);
     expect(plan.flows.find((f) => f.id === 'ToA')).not.toHaveProperty('condition');
   });
 
   it('warns and drops a condition on a default flow', async () => {
     const { plan, warnings } = await compilePlan(split('exclusiveGateway', '${a}', '${b}', 'default="ToB"'));
-    expect(warnings).toEqual([{ elementId: 'ToB', severity: 'warning', message: expect.stringContaining('Default flow ToB of gateway G has a condition "${b}", which is ignored') }]);
+    expect(warnings).toEqual([
+      {
+        elementId: 'ToB',
+        severity: 'warning',
+        message: expect.stringContaining('Default flow ToB of gateway G has a condition "${b}", which is ignored'),
+      },
+    ]);
     expect(plan.flows.find((f) => f.id === 'ToB')).not.toHaveProperty('condition');
   });
 
   it('refuses a condition on a flow leaving a task (BPMN would make the task choose)', async () => {
-    const xml = processXml(['<bpmn:startEvent id="S" />', task('T'), '<bpmn:endEvent id="E" />', flow('F1', 'S', 'T'), flow('F2', 'T', 'E', '${a}')].join('\n'));
+    const xml = processXml(
+      [
+        '<bpmn:startEvent id="S" />',
+        task('T'),
+        '<bpmn:endEvent id="E" />',
+        flow('F1', 'S', 'T'),
+        flow('F2', 'T', 'E', '${a}'),
+      ].join('\n'),
+    );
     expect(errorsOf(await compileDiagnostics(xml))).toEqual([
-      expect.objectContaining({ elementId: 'F2', message: expect.stringContaining('only exclusive and inclusive gateways choose flows: put a gateway after T') }),
+      expect.objectContaining({
+        elementId: 'F2',
+        message: expect.stringContaining('only exclusive and inclusive gateways choose flows: put a gateway after T'),
+      }),
     ]);
   });
 
   it('warns about a non-default flow without condition leaving a choosing gateway', async () => {
     const { warnings } = await compilePlan(split('exclusiveGateway', '${a}', undefined));
-    expect(warnings).toEqual([{ elementId: 'ToB', severity: 'warning', message: 'Sequence flow ToB leaves gateway G without a condition, so it is always taken: add a condition or make it the default flow' }]);
+    expect(warnings).toEqual([
+      {
+        elementId: 'ToB',
+        severity: 'warning',
+        message:
+          'Sequence flow ToB leaves gateway G without a condition, so it is always taken: add a condition or make it the default flow',
+      },
+    ]);
   });
 
   it('does not warn for the single outgoing flow of a merging gateway', async () => {

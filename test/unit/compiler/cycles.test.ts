@@ -11,7 +11,12 @@ function graphOf(edges: string[], startId = 'S'): ProcessGraph {
     const existing = nodes.get(id);
     if (existing) return existing;
     const $type = id === startId ? 'bpmn:StartEvent' : 'bpmn:ServiceTask';
-    const created: GraphNode = { id, element: { $type, id, $instanceOf: () => true } as BpmnFlowNode, incoming: [], outgoing: [] };
+    const created: GraphNode = {
+      id,
+      element: { $type, id, $instanceOf: () => true } as BpmnFlowNode,
+      incoming: [],
+      outgoing: [],
+    };
     nodes.set(id, created);
     return created;
   };
@@ -58,38 +63,45 @@ describe('checkCycles', () => {
       {
         elementId: 'Flow_Again',
         severity: 'error',
-        message: 'Process loop loops: sequence flow Flow_Again leads back to an earlier step. Baton runs acyclic processes: remove the loop (repeat inside a worker, or start a new instance)',
+        message:
+          'Process loop loops: sequence flow Flow_Again leads back to an earlier step. Baton runs acyclic processes: remove the loop (repeat inside a worker, or start a new instance)',
       },
     ]);
   });
 
   it('names every closing flow in one diagnostic on the first', async () => {
-    const xml = processXml([
-      '<bpmn:startEvent id="S" />',
-      '<bpmn:exclusiveGateway id="G1" />',
-      task('A'),
-      '<bpmn:exclusiveGateway id="G2" />',
-      task('B'),
-      flow('F1', 'S', 'G1'),
-      flow('F2', 'G1', 'A'),
-      flow('F3', 'A', 'G2'),
-      flow('Back1', 'G2', 'G1', '${again}'),
-      flow('F4', 'G2', 'B', '${!again}'),
-      flow('Back2', 'B', 'A'),
-    ].join('\n'));
+    const xml = processXml(
+      [
+        '<bpmn:startEvent id="S" />',
+        '<bpmn:exclusiveGateway id="G1" />',
+        task('A'),
+        '<bpmn:exclusiveGateway id="G2" />',
+        task('B'),
+        flow('F1', 'S', 'G1'),
+        flow('F2', 'G1', 'A'),
+        flow('F3', 'A', 'G2'),
+        flow('Back1', 'G2', 'G1', '${again}'),
+        flow('F4', 'G2', 'B', '${!again}'),
+        flow('Back2', 'B', 'A'),
+      ].join('\n'),
+    );
     const cycle = errorsOf(await compileDiagnostics(xml)).filter((e) => e.message.includes('loops'));
-    expect(cycle).toEqual([expect.objectContaining({ elementId: 'Back1', message: expect.stringContaining('sequence flows Back1, Back2 lead back') })]);
+    expect(cycle).toEqual([
+      expect.objectContaining({ elementId: 'Back1', message: expect.stringContaining('sequence flows Back1, Back2 lead back') }),
+    ]);
   });
 
   it('finds loops that run through unsupported elements too', async () => {
-    const xml = processXml([
-      '<bpmn:startEvent id="S" />',
-      '<bpmn:userTask id="U" />',
-      task('T'),
-      flow('F1', 'S', 'U'),
-      flow('F2', 'U', 'T'),
-      flow('F3', 'T', 'U'),
-    ].join('\n'));
+    const xml = processXml(
+      [
+        '<bpmn:startEvent id="S" />',
+        '<bpmn:userTask id="U" />',
+        task('T'),
+        flow('F1', 'S', 'U'),
+        flow('F2', 'U', 'T'),
+        flow('F3', 'T', 'U'),
+      ].join('\n'),
+    );
     expect(errorsOf(await compileDiagnostics(xml)).map((e) => e.elementId)).toEqual(['U', 'F3']);
   });
 });

@@ -11,20 +11,22 @@ describe('extractGraph', () => {
 
   it('derives incoming and outgoing from the sequence flows, in document order', async () => {
     // No <bpmn:incoming>/<bpmn:outgoing> children: the flows alone define the wiring.
-    const xml = processXml([
-      '<bpmn:startEvent id="S" />',
-      '<bpmn:parallelGateway id="Fork" />',
-      task('B'),
-      task('A'),
-      '<bpmn:parallelGateway id="Join" />',
-      '<bpmn:endEvent id="E" />',
-      flow('F1', 'S', 'Fork'),
-      flow('F3', 'Fork', 'B'),
-      flow('F2', 'Fork', 'A'),
-      flow('F5', 'B', 'Join'),
-      flow('F4', 'A', 'Join'),
-      flow('F6', 'Join', 'E'),
-    ].join('\n'));
+    const xml = processXml(
+      [
+        '<bpmn:startEvent id="S" />',
+        '<bpmn:parallelGateway id="Fork" />',
+        task('B'),
+        task('A'),
+        '<bpmn:parallelGateway id="Join" />',
+        '<bpmn:endEvent id="E" />',
+        flow('F1', 'S', 'Fork'),
+        flow('F3', 'Fork', 'B'),
+        flow('F2', 'Fork', 'A'),
+        flow('F5', 'B', 'Join'),
+        flow('F4', 'A', 'Join'),
+        flow('F6', 'Join', 'E'),
+      ].join('\n'),
+    );
     const { plan } = await compilePlan(xml);
     const byId = Object.fromEntries(plan.steps.map((s) => [s.id, s]));
     expect(byId['Fork']?.outgoing).toEqual(['F3', 'F2']);
@@ -41,9 +43,15 @@ describe('extractGraph', () => {
   });
 
   it('refuses a sequence flow pointing to a missing element', async () => {
-    const xml = processXml(['<bpmn:startEvent id="S" />', task('T'), flow('F1', 'S', 'T'), flow('F2', 'T', 'Missing')].join('\n'));
+    const xml = processXml(
+      ['<bpmn:startEvent id="S" />', task('T'), flow('F1', 'S', 'T'), flow('F2', 'T', 'Missing')].join('\n'),
+    );
     expect(errorsOf(await compileDiagnostics(xml))).toEqual([
-      { elementId: 'F2', severity: 'error', message: 'Sequence flow F2 has targetRef Missing, which does not exist: connect both ends to elements of process p' },
+      {
+        elementId: 'F2',
+        severity: 'error',
+        message: 'Sequence flow F2 has targetRef Missing, which does not exist: connect both ends to elements of process p',
+      },
     ]);
   });
 
@@ -55,9 +63,14 @@ describe('extractGraph', () => {
   });
 
   it('refuses a sequence flow that ends on something that is not a flow node of the process', async () => {
-    const xml = processXml(['<bpmn:startEvent id="S" />', '<bpmn:dataStoreReference id="Store" />', flow('F1', 'S', 'Store')].join('\n'));
+    const xml = processXml(
+      ['<bpmn:startEvent id="S" />', '<bpmn:dataStoreReference id="Store" />', flow('F1', 'S', 'Store')].join('\n'),
+    );
     expect(errorsOf(await compileDiagnostics(xml))).toContainEqual(
-      expect.objectContaining({ elementId: 'F1', message: expect.stringContaining('has targetRef Store, which is not a flow node of this process') }),
+      expect.objectContaining({
+        elementId: 'F1',
+        message: expect.stringContaining('has targetRef Store, which is not a flow node of this process'),
+      }),
     );
   });
 });

@@ -36,9 +36,14 @@ describe('fingerprintPlan', () => {
 
   it('changes when a step is added', async () => {
     const withStep = order
-      .replace('<bpmn:endEvent id="EndEvent_Reviewed"', '<bpmn:serviceTask id="Task_Archive" camunda:type="external" camunda:topic="archive" /><bpmn:endEvent id="EndEvent_Reviewed"')
-      .replace('<bpmn:sequenceFlow id="Flow_Reviewed" sourceRef="Task_ReviewOrder" targetRef="EndEvent_Reviewed" />',
-        '<bpmn:sequenceFlow id="Flow_Reviewed" sourceRef="Task_ReviewOrder" targetRef="Task_Archive" /><bpmn:sequenceFlow id="Flow_Archived" sourceRef="Task_Archive" targetRef="EndEvent_Reviewed" />');
+      .replace(
+        '<bpmn:endEvent id="EndEvent_Reviewed"',
+        '<bpmn:serviceTask id="Task_Archive" camunda:type="external" camunda:topic="archive" /><bpmn:endEvent id="EndEvent_Reviewed"',
+      )
+      .replace(
+        '<bpmn:sequenceFlow id="Flow_Reviewed" sourceRef="Task_ReviewOrder" targetRef="EndEvent_Reviewed" />',
+        '<bpmn:sequenceFlow id="Flow_Reviewed" sourceRef="Task_ReviewOrder" targetRef="Task_Archive" /><bpmn:sequenceFlow id="Flow_Archived" sourceRef="Task_Archive" targetRef="EndEvent_Reviewed" />',
+      );
     expect(await fingerprintOf(withStep)).not.toBe(await fingerprintOf(order));
   });
 
@@ -51,12 +56,17 @@ describe('fingerprintPlan', () => {
   it('changes when flows are rewired', async () => {
     const rewired = order
       .replace('sourceRef="Gateway_Review" targetRef="EndEvent_Done"', 'sourceRef="Gateway_Review" targetRef="EndEvent_Reviewed"')
-      .replace('sourceRef="Task_ReviewOrder" targetRef="EndEvent_Reviewed"', 'sourceRef="Task_ReviewOrder" targetRef="EndEvent_Done"');
+      .replace(
+        'sourceRef="Task_ReviewOrder" targetRef="EndEvent_Reviewed"',
+        'sourceRef="Task_ReviewOrder" targetRef="EndEvent_Done"',
+      );
     expect(await fingerprintOf(rewired)).not.toBe(await fingerprintOf(order));
   });
 
   it('changes with the process key', async () => {
-    expect(await fingerprintOf(order.replace(/bpmnElement="order"/, 'bpmnElement="order-2"').replace('id="order"', 'id="order-2"'))).not.toBe(await fingerprintOf(order));
+    expect(
+      await fingerprintOf(order.replace(/bpmnElement="order"/, 'bpmnElement="order-2"').replace('id="order"', 'id="order-2"')),
+    ).not.toBe(await fingerprintOf(order));
   });
 
   const plan: Plan = {

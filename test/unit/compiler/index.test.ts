@@ -10,20 +10,36 @@ const ORDER_PLAN: Plan = {
     { id: 'StartEvent_Order', kind: 'startEvent', name: 'Order received', incoming: [], outgoing: ['Flow_Start'] },
     { id: 'Gateway_Fork', kind: 'parallelGateway', incoming: ['Flow_Start'], outgoing: ['Flow_ToReserve', 'Flow_ToCharge'] },
     {
-      id: 'Task_ReserveStock', kind: 'serviceTask', name: 'Reserve stock', incoming: ['Flow_ToReserve'], outgoing: ['Flow_Reserved'],
+      id: 'Task_ReserveStock',
+      kind: 'serviceTask',
+      name: 'Reserve stock',
+      incoming: ['Flow_ToReserve'],
+      outgoing: ['Flow_Reserved'],
       task: { topic: 'reserve-stock', retries: 3, priority: 0 },
     },
     {
-      id: 'Task_ChargeCard', kind: 'serviceTask', name: 'Charge card', incoming: ['Flow_ToCharge'], outgoing: ['Flow_Charged'],
+      id: 'Task_ChargeCard',
+      kind: 'serviceTask',
+      name: 'Charge card',
+      incoming: ['Flow_ToCharge'],
+      outgoing: ['Flow_Charged'],
       task: { topic: 'charge-card', retries: 5, priority: 10 },
     },
     { id: 'Gateway_Join', kind: 'parallelGateway', incoming: ['Flow_Reserved', 'Flow_Charged'], outgoing: ['Flow_Joined'] },
     {
-      id: 'Gateway_Review', kind: 'exclusiveGateway', name: 'Total above 100?', incoming: ['Flow_Joined'], outgoing: ['Flow_Review', 'Flow_NoReview'],
+      id: 'Gateway_Review',
+      kind: 'exclusiveGateway',
+      name: 'Total above 100?',
+      incoming: ['Flow_Joined'],
+      outgoing: ['Flow_Review', 'Flow_NoReview'],
       defaultFlow: 'Flow_NoReview',
     },
     {
-      id: 'Task_ReviewOrder', kind: 'serviceTask', name: 'Review order', incoming: ['Flow_Review'], outgoing: ['Flow_Reviewed'],
+      id: 'Task_ReviewOrder',
+      kind: 'serviceTask',
+      name: 'Review order',
+      incoming: ['Flow_Review'],
+      outgoing: ['Flow_Reviewed'],
       task: { topic: 'review-order', retries: 3, priority: 0 },
     },
     { id: 'EndEvent_Reviewed', kind: 'endEvent', name: 'Order reviewed', incoming: ['Flow_Reviewed'], outgoing: [] },
@@ -36,7 +52,13 @@ const ORDER_PLAN: Plan = {
     { id: 'Flow_Reserved', source: 'Task_ReserveStock', target: 'Gateway_Join' },
     { id: 'Flow_Charged', source: 'Task_ChargeCard', target: 'Gateway_Join' },
     { id: 'Flow_Joined', source: 'Gateway_Join', target: 'Gateway_Review' },
-    { id: 'Flow_Review', name: 'yes', source: 'Gateway_Review', target: 'Task_ReviewOrder', condition: { feel: 'total > 100', source: '${total > 100}' } },
+    {
+      id: 'Flow_Review',
+      name: 'yes',
+      source: 'Gateway_Review',
+      target: 'Task_ReviewOrder',
+      condition: { feel: 'total > 100', source: '${total > 100}' },
+    },
     { id: 'Flow_NoReview', name: 'no', source: 'Gateway_Review', target: 'EndEvent_Done' },
     { id: 'Flow_Reviewed', source: 'Task_ReviewOrder', target: 'EndEvent_Reviewed' },
   ],
@@ -75,7 +97,10 @@ describe('compileBpmn', () => {
       .replace('camunda:topic="reserve-stock"', '')
       .replace('${total &gt; 100}', '${total +}')
       .replace('<bpmn:serviceTask id="Task_ReviewOrder"', '<bpmn:userTask id="Task_ReviewOrder"')
-      .replace('</bpmn:serviceTask>\n    <bpmn:endEvent id="EndEvent_Reviewed"', '</bpmn:userTask>\n    <bpmn:endEvent id="EndEvent_Reviewed"');
+      .replace(
+        '</bpmn:serviceTask>\n    <bpmn:endEvent id="EndEvent_Reviewed"',
+        '</bpmn:userTask>\n    <bpmn:endEvent id="EndEvent_Reviewed"',
+      );
     const result = await compileBpmn(xml);
     if (result.ok) expect.fail('must not compile');
     expect(result.diagnostics.map((d) => d.elementId).sort()).toEqual(['Flow_Review', 'Task_ReserveStock', 'Task_ReviewOrder']);

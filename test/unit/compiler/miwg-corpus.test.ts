@@ -13,7 +13,9 @@ const corpusDir = path.resolve(repoRoot, 'test/fixtures/miwg');
 function corpusFiles(): string[] {
   // A missing corpus must fail the suite, not skip it silently.
   if (!existsSync(corpusDir)) return [];
-  return readdirSync(corpusDir).filter((f) => f.endsWith('.bpmn')).sort();
+  return readdirSync(corpusDir)
+    .filter((f) => f.endsWith('.bpmn'))
+    .sort();
 }
 
 function diagnosticsOf(result: CompileResult): Diagnostic[] {
@@ -24,7 +26,10 @@ function expectLocatable(result: CompileResult, xml: string, label: string): voi
   if (!result.ok) expect(result.diagnostics.length, label).toBeGreaterThan(0);
   for (const diagnostic of diagnosticsOf(result)) {
     expect(diagnostic.elementId, `${label}: ${diagnostic.message}`).not.toBe('');
-    expect(xml.includes(`id="${diagnostic.elementId}"`), `${label}: ${diagnostic.elementId} is not an id of the file (${diagnostic.message})`).toBe(true);
+    expect(
+      xml.includes(`id="${diagnostic.elementId}"`),
+      `${label}: ${diagnostic.elementId} is not an id of the file (${diagnostic.message})`,
+    ).toBe(true);
     expect(diagnostic.message.length, label).toBeGreaterThan(10);
   }
 }
@@ -59,7 +64,9 @@ describe('MIWG reference corpus', () => {
   ])('%s: refuses the loop in process %s, naming the closing flow', async (file, processId) => {
     const xml = readFileSync(path.join(corpusDir, file), 'utf8').replace(/isExecutable="false"/g, 'isExecutable="true"');
     const result = await compileBpmn(xml, { processId });
-    const loops = diagnosticsOf(result).filter((d) => d.message.includes('leads back to an earlier step') || d.message.includes('lead back to an earlier step'));
+    const loops = diagnosticsOf(result).filter(
+      (d) => d.message.includes('leads back to an earlier step') || d.message.includes('lead back to an earlier step'),
+    );
     expect(result.ok).toBe(false);
     expect(loops).toHaveLength(1);
     expect(xml).toMatch(new RegExp(`<(?:[\\w-]+:)?sequenceFlow\\b[^>]*\\sid="${loops[0]?.elementId}"`));

@@ -4,25 +4,44 @@ import { planSchemaErrors } from '../../../runtime/shared/plan-validator.ts';
 import { buildBpmn, type MultiInstance } from '../../support/bpmn.ts';
 
 function loop(multiInstance: MultiInstance): string {
-  return buildBpmn('p', [
-    { id: 's', type: 'startEvent' },
-    { id: 'each', type: 'serviceTask', topic: 'each', multiInstance },
-    { id: 'e', type: 'endEvent' },
-  ], [{ from: 's', to: 'each' }, { from: 'each', to: 'e' }]);
+  return buildBpmn(
+    'p',
+    [
+      { id: 's', type: 'startEvent' },
+      { id: 'each', type: 'serviceTask', topic: 'each', multiInstance },
+      { id: 'e', type: 'endEvent' },
+    ],
+    [
+      { from: 's', to: 'each' },
+      { from: 'each', to: 'e' },
+    ],
+  );
 }
 
 describe('multi-instance service tasks in the compiler', () => {
   it('reads collection, element variable, sequential, completion condition and the output (JUEL turned into FEEL)', async () => {
-    const result = await compileBpmn(loop({ collection: '${order.items}', elementVariable: 'item', sequential: true, completionCondition: '${nrOfCompletedInstances >= 2}', outputCollection: 'results', outputElement: '= price * 2' }));
+    const result = await compileBpmn(
+      loop({
+        collection: '${order.items}',
+        elementVariable: 'item',
+        sequential: true,
+        completionCondition: '${nrOfCompletedInstances >= 2}',
+        outputCollection: 'results',
+        outputElement: '= price * 2',
+      }),
+    );
     if (!result.ok) throw new Error(JSON.stringify(result.diagnostics));
     const step = result.plan.steps.find((s) => s.id === 'each');
     expect(step).toMatchObject({
       kind: 'serviceTask',
       task: { topic: 'each' },
       multiInstance: {
-        collection: 'order.items', elementVariable: 'item', sequential: true,
+        collection: 'order.items',
+        elementVariable: 'item',
+        sequential: true,
         completionCondition: { feel: 'nrOfCompletedInstances >= 2', source: '${nrOfCompletedInstances >= 2}' },
-        outputCollection: 'results', outputElement: 'price * 2',
+        outputCollection: 'results',
+        outputElement: 'price * 2',
       },
     });
     expect(planSchemaErrors(result.plan)).toEqual([]);
@@ -30,7 +49,10 @@ describe('multi-instance service tasks in the compiler', () => {
 
   it('a bare collection name is the variable; parallel is the default', async () => {
     const result = await compileBpmn(loop({ collection: 'items' }));
-    expect(result.ok && result.plan.steps.find((s) => s.id === 'each')?.multiInstance).toEqual({ collection: 'items', sequential: false });
+    expect(result.ok && result.plan.steps.find((s) => s.id === 'each')?.multiInstance).toEqual({
+      collection: 'items',
+      sequential: false,
+    });
   });
 
   it.each([
@@ -43,6 +65,10 @@ describe('multi-instance service tasks in the compiler', () => {
   ])('refuses %j naming the task', async (spec, text) => {
     const result = await compileBpmn(loop(spec as MultiInstance));
     expect(result.ok).toBe(false);
-    expect(!result.ok && result.diagnostics).toEqual(expect.arrayContaining([expect.objectContaining({ elementId: 'each', severity: 'error', message: expect.stringContaining(text) })]));
+    expect(!result.ok && result.diagnostics).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ elementId: 'each', severity: 'error', message: expect.stringContaining(text) }),
+      ]),
+    );
   });
 });

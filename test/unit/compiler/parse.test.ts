@@ -34,7 +34,11 @@ describe('parseBpmn: refusals before and during parsing', () => {
     const xml = processXml(`${straight(task('T'), 'T')}\n<bpmn:fooTask id="Typo_1" />`);
     const errors = errorsOf(await compileDiagnostics(xml));
     expect(errors).toEqual([
-      { elementId: 'Typo_1', severity: 'error', message: expect.stringMatching(/^Unknown BPMN element <bpmn:fooTask> \(line \d+\)/) },
+      {
+        elementId: 'Typo_1',
+        severity: 'error',
+        message: expect.stringMatching(/^Unknown BPMN element <bpmn:fooTask> \(line \d+\)/),
+      },
     ]);
   });
 
@@ -61,10 +65,19 @@ describe('parseBpmn: refusals before and during parsing', () => {
   });
 
   it('warns about, and ignores, unknown elements of the camunda namespace', async () => {
-    const body = straight('<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t"><bpmn:extensionElements><camunda:fromTheFuture /></bpmn:extensionElements></bpmn:serviceTask>', 'T');
+    const body = straight(
+      '<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t"><bpmn:extensionElements><camunda:fromTheFuture /></bpmn:extensionElements></bpmn:serviceTask>',
+      'T',
+    );
     const { warnings } = await compilePlan(processXml(body));
     // The unknown tag has no id of its own, so the warning points at the definitions.
-    expect(warnings).toEqual([expect.objectContaining({ elementId: 'Defs', severity: 'warning', message: expect.stringContaining('<camunda:fromTheFuture') })]);
+    expect(warnings).toEqual([
+      expect.objectContaining({
+        elementId: 'Defs',
+        severity: 'warning',
+        message: expect.stringContaining('<camunda:fromTheFuture'),
+      }),
+    ]);
   });
 
   it('reads ISO-8859-1 declared files (the encoding warning changes nothing)', async () => {

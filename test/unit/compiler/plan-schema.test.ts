@@ -42,10 +42,19 @@ describe('schemas/plan.schema.json', () => {
     ['an unknown top-level property', (p: Plan) => ({ ...p, extra: 1 })],
     ['an unknown step kind', (p: Plan) => ({ ...p, steps: [{ ...p.steps[0], kind: 'userTask' }] })],
     ['an unknown step property', (p: Plan) => ({ ...p, steps: [{ ...p.steps[0], timeout: 5 }] })],
-    ['negative retries', (p: Plan) => ({ ...p, steps: p.steps.map((s) => (s.task ? { ...s, task: { ...s.task, retries: -1 } } : s)) })],
-    ['a fractional priority', (p: Plan) => ({ ...p, steps: p.steps.map((s) => (s.task ? { ...s, task: { ...s.task, priority: 0.5 } } : s)) })],
+    [
+      'negative retries',
+      (p: Plan) => ({ ...p, steps: p.steps.map((s) => (s.task ? { ...s, task: { ...s.task, retries: -1 } } : s)) }),
+    ],
+    [
+      'a fractional priority',
+      (p: Plan) => ({ ...p, steps: p.steps.map((s) => (s.task ? { ...s, task: { ...s.task, priority: 0.5 } } : s)) }),
+    ],
     ['a flow without target', (p: Plan) => ({ ...p, flows: p.flows.map(({ target: _target, ...f }) => f) })],
-    ['a condition without FEEL', (p: Plan) => ({ ...p, flows: p.flows.map((f) => (f.condition ? { ...f, condition: { source: f.condition.source } } : f)) })],
+    [
+      'a condition without FEEL',
+      (p: Plan) => ({ ...p, flows: p.flows.map((f) => (f.condition ? { ...f, condition: { source: f.condition.source } } : f)) }),
+    ],
     ['an empty process key', (p: Plan) => ({ ...p, processKey: '' })],
   ])('rejects %s', async (_what, corrupt) => {
     const { plan } = await compilePlan(readFixture('order.bpmn'));

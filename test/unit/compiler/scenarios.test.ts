@@ -47,7 +47,15 @@ describe('ScenarioAlgebra', () => {
   });
 
   it('names the variable on which two terms disagree', () => {
-    expect(conflictOf(new Map([['G', 'a'], ['H', 'x']]), new Map([['H', 'y']]))).toBe('H');
+    expect(
+      conflictOf(
+        new Map([
+          ['G', 'a'],
+          ['H', 'x'],
+        ]),
+        new Map([['H', 'y']]),
+      ),
+    ).toBe('H');
     expect(conflictOf(new Map([['G', 'a']]), new Map([['H', 'y']]))).toBeUndefined();
   });
 });

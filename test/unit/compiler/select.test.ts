@@ -17,12 +17,18 @@ describe('selectProcess', () => {
   it('compiles the process named by processId', async () => {
     expect((await compilePlan(collaboration, { processId: 'shop' })).plan.processKey).toBe('shop');
     // isExecutable left out counts as executable
-    expect((await compilePlan(collaboration, { processId: 'warehouse' })).plan.steps.map((s) => s.id)).toEqual(['WarehouseStart', 'Pick']);
+    expect((await compilePlan(collaboration, { processId: 'warehouse' })).plan.steps.map((s) => s.id)).toEqual([
+      'WarehouseStart',
+      'Pick',
+    ]);
   });
 
   it('refuses an unknown processId, listing the processes of the file', async () => {
     expect(await compileDiagnostics(collaboration, { processId: 'billing' })).toEqual([
-      expect.objectContaining({ elementId: 'Definitions_Collaboration', message: 'Process billing is not in this file (processes: shop, warehouse, draft): check the processId' }),
+      expect.objectContaining({
+        elementId: 'Definitions_Collaboration',
+        message: 'Process billing is not in this file (processes: shop, warehouse, draft): check the processId',
+      }),
     ]);
   });
 
@@ -33,14 +39,23 @@ describe('selectProcess', () => {
   });
 
   it('compiles the only executable process of a collaboration without being told', async () => {
-    const single = collaboration.replace('<bpmn:process id="warehouse" name="Warehouse">', '<bpmn:process id="warehouse" name="Warehouse" isExecutable="false">');
+    const single = collaboration.replace(
+      '<bpmn:process id="warehouse" name="Warehouse">',
+      '<bpmn:process id="warehouse" name="Warehouse" isExecutable="false">',
+    );
     expect((await compilePlan(single)).plan.processKey).toBe('shop');
   });
 
   it('says when every process with elements is marked non-executable', async () => {
-    const none = collaboration.replace(/isExecutable="true"/g, 'isExecutable="false"').replace('name="Warehouse">', 'name="Warehouse" isExecutable="false">');
+    const none = collaboration
+      .replace(/isExecutable="true"/g, 'isExecutable="false"')
+      .replace('name="Warehouse">', 'name="Warehouse" isExecutable="false">');
     expect(await compileDiagnostics(none)).toEqual([
-      expect.objectContaining({ elementId: 'shop', message: 'No executable process: shop, warehouse, draft are marked isExecutable="false"; set isExecutable="true" on the process to deploy' }),
+      expect.objectContaining({
+        elementId: 'shop',
+        message:
+          'No executable process: shop, warehouse, draft are marked isExecutable="false"; set isExecutable="true" on the process to deploy',
+      }),
     ]);
   });
 

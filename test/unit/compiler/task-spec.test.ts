@@ -19,11 +19,19 @@ function zeebeTask(definition: string, attributes = ''): string {
 
 describe('readTaskSpec: Camunda 7 external tasks', () => {
   it('reads the topic, with retries 3 and priority 0 by default', async () => {
-    expect(await taskOf('<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="charge-card" />')).toEqual({ topic: 'charge-card', retries: 3, priority: 0 });
+    expect(await taskOf('<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="charge-card" />')).toEqual({
+      topic: 'charge-card',
+      retries: 3,
+      priority: 0,
+    });
   });
 
   it('reads camunda:taskPriority and baton:retries', async () => {
-    expect(await taskOf('<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t" camunda:taskPriority="-5" baton:retries="0" />')).toEqual({ topic: 't', retries: 0, priority: -5 });
+    expect(
+      await taskOf(
+        '<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t" camunda:taskPriority="-5" baton:retries="0" />',
+      ),
+    ).toEqual({ topic: 't', retries: 0, priority: -5 });
   });
 
   it('finds baton:retries whatever prefix the file binds to the baton namespace', async () => {
@@ -43,7 +51,11 @@ describe('readTaskSpec: Camunda 7 external tasks', () => {
     ['implemented by a Java class', '<bpmn:serviceTask id="T" camunda:class="com.acme.Charge" />'],
   ])('refuses a service task %s', async (_what, xml) => {
     expect(await errorsFor(xml)).toEqual([
-      { elementId: 'T', severity: 'error', message: 'Service task T has no topic: set camunda:topic (with camunda:type=external) or a zeebe:taskDefinition type' },
+      {
+        elementId: 'T',
+        severity: 'error',
+        message: 'Service task T has no topic: set camunda:topic (with camunda:type=external) or a zeebe:taskDefinition type',
+      },
     ]);
   });
 
@@ -61,7 +73,11 @@ describe('readTaskSpec: Camunda 7 external tasks', () => {
 
 describe('readTaskSpec: Camunda 8 (zeebe) task definitions', () => {
   it('reads type as topic and retries', async () => {
-    expect(await taskOf(zeebeTask('<zeebe:taskDefinition type="pay" retries="5" />'), ZEEBE_NS)).toEqual({ topic: 'pay', retries: 5, priority: 0 });
+    expect(await taskOf(zeebeTask('<zeebe:taskDefinition type="pay" retries="5" />'), ZEEBE_NS)).toEqual({
+      topic: 'pay',
+      retries: 5,
+      priority: 0,
+    });
   });
 
   it('defaults retries to 3 when zeebe gives none', async () => {
@@ -69,17 +85,25 @@ describe('readTaskSpec: Camunda 8 (zeebe) task definitions', () => {
   });
 
   it('lets baton:retries override zeebe retries', async () => {
-    expect((await taskOf(zeebeTask('<zeebe:taskDefinition type="pay" retries="5" />', 'baton:retries="1"'), ZEEBE_NS))?.retries).toBe(1);
+    expect(
+      (await taskOf(zeebeTask('<zeebe:taskDefinition type="pay" retries="5" />', 'baton:retries="1"'), ZEEBE_NS))?.retries,
+    ).toBe(1);
   });
 
   it('prefers the camunda topic when a file carries both', async () => {
-    const both = zeebeTask('<zeebe:taskDefinition type="zeebe-topic" />', 'camunda:type="external" camunda:topic="camunda-topic"');
+    const both = zeebeTask(
+      '<zeebe:taskDefinition type="zeebe-topic" />',
+      'camunda:type="external" camunda:topic="camunda-topic"',
+    );
     expect((await taskOf(both, ZEEBE_NS))?.topic).toBe('camunda-topic');
   });
 
   it('refuses a type computed by an expression', async () => {
     expect(await errorsFor(zeebeTask('<zeebe:taskDefinition type="= &quot;pay-&quot; + region" />'), ZEEBE_NS)).toEqual([
-      expect.objectContaining({ elementId: 'T', message: expect.stringContaining('computes its zeebe:taskDefinition type with an expression') }),
+      expect.objectContaining({
+        elementId: 'T',
+        message: expect.stringContaining('computes its zeebe:taskDefinition type with an expression'),
+      }),
     ]);
   });
 

@@ -1,11 +1,25 @@
 import { describe, expect, it } from 'vitest';
 import type { Plan, PlanFlow, PlanStep } from '../../../runtime/compiler/plan.ts';
-import { completeStep, deriveStatus, emptyEffects, resumeStep, startPlan, type InstanceState } from '../../../runtime/engine/advance.ts';
+import {
+  completeStep,
+  deriveStatus,
+  emptyEffects,
+  resumeStep,
+  startPlan,
+  type InstanceState,
+} from '../../../runtime/engine/advance.ts';
 
 // Builds a plan from "a->b" edges; kinds by id prefix convention given explicitly.
-function plan(kinds: Record<string, PlanStep['kind']>, edges: [string, string, string?][], defaults: Record<string, string> = {}): Plan {
+function plan(
+  kinds: Record<string, PlanStep['kind']>,
+  edges: [string, string, string?][],
+  defaults: Record<string, string> = {},
+): Plan {
   const flows: PlanFlow[] = edges.map(([source, target, feel], i) => ({
-    id: `f${i + 1}`, source, target, ...(feel ? { condition: { feel, source: feel } } : {}),
+    id: `f${i + 1}`,
+    source,
+    target,
+    ...(feel ? { condition: { feel, source: feel } } : {}),
   }));
   const steps: PlanStep[] = Object.entries(kinds).map(([id, kind]) => ({
     id,
@@ -22,8 +36,22 @@ const fresh = (): InstanceState => ({ flows: {}, steps: {} });
 
 describe('advance', () => {
   const parallel = plan(
-    { start: 'startEvent', fork: 'parallelGateway', a: 'serviceTask', b: 'serviceTask', join: 'parallelGateway', end: 'endEvent' },
-    [['start', 'fork'], ['fork', 'a'], ['fork', 'b'], ['a', 'join'], ['b', 'join'], ['join', 'end']],
+    {
+      start: 'startEvent',
+      fork: 'parallelGateway',
+      a: 'serviceTask',
+      b: 'serviceTask',
+      join: 'parallelGateway',
+      end: 'endEvent',
+    },
+    [
+      ['start', 'fork'],
+      ['fork', 'a'],
+      ['fork', 'b'],
+      ['a', 'join'],
+      ['b', 'join'],
+      ['join', 'end'],
+    ],
   );
 
   it('given a parallel fork, when started, then both tasks are created and the join waits', () => {
@@ -48,8 +76,22 @@ describe('advance', () => {
   });
 
   const exclusive = plan(
-    { start: 'startEvent', gw: 'exclusiveGateway', big: 'serviceTask', small: 'serviceTask', merge: 'exclusiveGateway', end: 'endEvent' },
-    [['start', 'gw'], ['gw', 'big', 'total > 100'], ['gw', 'small'], ['big', 'merge'], ['small', 'merge'], ['merge', 'end']],
+    {
+      start: 'startEvent',
+      gw: 'exclusiveGateway',
+      big: 'serviceTask',
+      small: 'serviceTask',
+      merge: 'exclusiveGateway',
+      end: 'endEvent',
+    },
+    [
+      ['start', 'gw'],
+      ['gw', 'big', 'total > 100'],
+      ['gw', 'small'],
+      ['big', 'merge'],
+      ['small', 'merge'],
+      ['merge', 'end'],
+    ],
     { gw: 'f3' },
   );
 
@@ -74,10 +116,11 @@ describe('advance', () => {
   });
 
   it('given no default and no true condition, then the gateway raises an incident and a retry with new variables resumes it', () => {
-    const noDefault = plan(
-      { start: 'startEvent', gw: 'exclusiveGateway', big: 'serviceTask', end: 'endEvent' },
-      [['start', 'gw'], ['gw', 'big', 'total > 100'], ['big', 'end']],
-    );
+    const noDefault = plan({ start: 'startEvent', gw: 'exclusiveGateway', big: 'serviceTask', end: 'endEvent' }, [
+      ['start', 'gw'],
+      ['gw', 'big', 'total > 100'],
+      ['big', 'end'],
+    ]);
     const state = fresh();
     const fx = emptyEffects();
     startPlan(noDefault, state, { total: 1 }, fx);
@@ -91,8 +134,25 @@ describe('advance', () => {
 
   it('given an inclusive gateway, then every true branch runs and the inclusive join waits for exactly those', () => {
     const inclusive = plan(
-      { start: 'startEvent', split: 'inclusiveGateway', a: 'serviceTask', b: 'serviceTask', c: 'serviceTask', join: 'inclusiveGateway', end: 'endEvent' },
-      [['start', 'split'], ['split', 'a', 'x > 0'], ['split', 'b', 'y > 0'], ['split', 'c', 'z > 0'], ['a', 'join'], ['b', 'join'], ['c', 'join'], ['join', 'end']],
+      {
+        start: 'startEvent',
+        split: 'inclusiveGateway',
+        a: 'serviceTask',
+        b: 'serviceTask',
+        c: 'serviceTask',
+        join: 'inclusiveGateway',
+        end: 'endEvent',
+      },
+      [
+        ['start', 'split'],
+        ['split', 'a', 'x > 0'],
+        ['split', 'b', 'y > 0'],
+        ['split', 'c', 'z > 0'],
+        ['a', 'join'],
+        ['b', 'join'],
+        ['c', 'join'],
+        ['join', 'end'],
+      ],
     );
     const state = fresh();
     const fx = emptyEffects();
@@ -108,8 +168,22 @@ describe('advance', () => {
 
   it('given a parallel join fed by an exclusive split, when one input is skipped, then the join raises an incident naming it', () => {
     const unsound = plan(
-      { start: 'startEvent', gw: 'exclusiveGateway', a: 'serviceTask', b: 'serviceTask', join: 'parallelGateway', end: 'endEvent' },
-      [['start', 'gw'], ['gw', 'a', 'go = true'], ['gw', 'b'], ['a', 'join'], ['b', 'join'], ['join', 'end']],
+      {
+        start: 'startEvent',
+        gw: 'exclusiveGateway',
+        a: 'serviceTask',
+        b: 'serviceTask',
+        join: 'parallelGateway',
+        end: 'endEvent',
+      },
+      [
+        ['start', 'gw'],
+        ['gw', 'a', 'go = true'],
+        ['gw', 'b'],
+        ['a', 'join'],
+        ['b', 'join'],
+        ['join', 'end'],
+      ],
       { gw: 'f3' },
     );
     const state = fresh();
@@ -121,10 +195,11 @@ describe('advance', () => {
   });
 
   it('given a terminate end event on one branch, then the instance completes and other work is not created', () => {
-    const terminate = plan(
-      { start: 'startEvent', fork: 'parallelGateway', stop: 'terminateEndEvent', a: 'serviceTask' },
-      [['start', 'fork'], ['fork', 'stop'], ['fork', 'a']],
-    );
+    const terminate = plan({ start: 'startEvent', fork: 'parallelGateway', stop: 'terminateEndEvent', a: 'serviceTask' }, [
+      ['start', 'fork'],
+      ['fork', 'stop'],
+      ['fork', 'a'],
+    ]);
     const state = fresh();
     const fx = emptyEffects();
     startPlan(terminate, state, {}, fx);

@@ -3,7 +3,12 @@
 import { describe, expect, it } from 'vitest';
 import { FIRING_LANES, FIRINGS_PER_TRANSACTION, chunkFor } from '../../../runtime/engine/waits.ts';
 
-const sizes = (n: number) => chunkFor(Array.from({ length: n }, (_, i) => i), 4, 25).map((c) => c.length);
+const sizes = (n: number) =>
+  chunkFor(
+    Array.from({ length: n }, (_, i) => i),
+    4,
+    25,
+  ).map((c) => c.length);
 
 describe('chunkFor', () => {
   it('given a burst of 167 due timers and 4 lanes of at most 25, then 8 chunks of at most 21 (two even rounds), not 4 full ones and a short round', () => {
@@ -18,8 +23,13 @@ describe('chunkFor', () => {
     expect(chunkFor([1, 2, 3, 4, 5], 4, 25).flat()).toEqual([1, 2, 3, 4, 5]);
   });
 
-  it('given the scheduler\'s own lanes and cap, then a burst of 167 is one transaction of 41-42 a lane and 250 are two even rounds', () => {
-    const own = (n: number) => chunkFor(Array.from({ length: n }, (_, i) => i), FIRING_LANES, FIRINGS_PER_TRANSACTION).map((c) => c.length);
+  it("given the scheduler's own lanes and cap, then a burst of 167 is one transaction of 41-42 a lane and 250 are two even rounds", () => {
+    const own = (n: number) =>
+      chunkFor(
+        Array.from({ length: n }, (_, i) => i),
+        FIRING_LANES,
+        FIRINGS_PER_TRANSACTION,
+      ).map((c) => c.length);
     expect(own(167)).toEqual([42, 42, 42, 41]);
     expect(own(250)).toEqual([32, 32, 32, 32, 32, 32, 32, 26]);
   });

@@ -15,7 +15,10 @@ describe('timers', () => {
   });
 
   it('given a date with a zone, then it is due at that time; without a zone it is refused', () => {
-    expect(firstDue({ kind: 'date', expression: '2026-12-01T09:00:00Z' })).toEqual({ ok: true, due: { at: '2026-12-01T09:00:00Z' } });
+    expect(firstDue({ kind: 'date', expression: '2026-12-01T09:00:00Z' })).toEqual({
+      ok: true,
+      due: { at: '2026-12-01T09:00:00Z' },
+    });
     expect(firstDue({ kind: 'date', expression: '2026-12-01T09:00:00+01:00' })).toMatchObject({ ok: true });
     const noZone = firstDue({ kind: 'date', expression: '2026-12-01T09:00:00' });
     expect(noZone.ok).toBe(false);
@@ -24,7 +27,10 @@ describe('timers', () => {
 
   it('given a cycle, then its first firing is one period from now, or its start', () => {
     expect(firstDue({ kind: 'cycle', expression: 'R3/PT1H' })).toEqual({ ok: true, due: { interval: 'PT1H' } });
-    expect(firstDue({ kind: 'cycle', expression: 'R/2026-12-01T09:00:00Z/P1D' })).toEqual({ ok: true, due: { at: '2026-12-01T09:00:00Z' } });
+    expect(firstDue({ kind: 'cycle', expression: 'R/2026-12-01T09:00:00Z/P1D' })).toEqual({
+      ok: true,
+      due: { at: '2026-12-01T09:00:00Z' },
+    });
     expect(firstDue({ kind: 'cycle', expression: 'every hour' }).ok).toBe(false);
   });
 });

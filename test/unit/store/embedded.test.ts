@@ -7,7 +7,10 @@ describe('loadEmbeddedPostgres', () => {
       import { loadEmbeddedPostgres } from './runtime/store/embedded.ts';
       await loadEmbeddedPostgres();
       process.exitCode = 3;`;
-    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     expect(child.status, child.stderr).toBe(3);
   });
 });

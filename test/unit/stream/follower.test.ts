@@ -7,7 +7,14 @@ import type { FrameQuery } from '../../../runtime/stream/frame-reader.ts';
 import type { FrameRow } from '../../../runtime/store/frames.ts';
 
 const ID = '00000000-0000-4000-8000-000000000001';
-const frame = (seq: number, generation = 1): FrameRow => ({ instance_id: ID, generation, seq, kind: 'test:tick', data: {}, at: new Date(0).toISOString() });
+const frame = (seq: number, generation = 1): FrameRow => ({
+  instance_id: ID,
+  generation,
+  seq,
+  kind: 'test:tick',
+  data: {},
+  at: new Date(0).toISOString(),
+});
 
 function recorder() {
   const events: string[] = [];
@@ -34,7 +41,8 @@ describe('Follower', () => {
     const f = new Follower(read, ID, 1, 0, out, { batchSize: 2, maxBacklog: 10 }, () => undefined, 1);
     await f.pump(); // reads 1-2, then the second read fails: resolves anyway
     expect(events).toEqual(['frame 1', 'frame 2']);
-    for (const deadline = Date.now() + 5000; events.length < 3 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20)); // the retry
+    for (const deadline = Date.now() + 5000; events.length < 3 && Date.now() < deadline;)
+      await new Promise((r) => setTimeout(r, 20)); // the retry
     expect(events).toEqual(['frame 1', 'frame 2', 'frame 3']);
     f.close();
   });
@@ -57,7 +65,23 @@ describe('Follower', () => {
     const { events, out } = recorder();
     let sent = 0;
     const dropped: Follower[] = [];
-    const f = new Follower(read, ID, 1, 0, { ...out, frame: (x) => { sent++; out.frame(x); }, backlog: () => sent }, { batchSize: 10, maxBacklog: 1 }, (d) => dropped.push(d), 1);
+    const f = new Follower(
+      read,
+      ID,
+      1,
+      0,
+      {
+        ...out,
+        frame: (x) => {
+          sent++;
+          out.frame(x);
+        },
+        backlog: () => sent,
+      },
+      { batchSize: 10, maxBacklog: 1 },
+      (d) => dropped.push(d),
+      1,
+    );
     await f.pump();
     expect(events).toEqual(['frame 1', 'frame 2', 'resubscribe 2']);
     expect(dropped).toEqual([f]);

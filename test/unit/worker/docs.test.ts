@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 const root = new URL('../../../', import.meta.url);
 const doc = readFileSync(new URL('docs/workers.md', root), 'utf8');
 const sdkDir = new URL('runtime/worker/', root);
-const sources = readdirSync(sdkDir).filter((f) => f.endsWith('.ts')).map((f) => readFileSync(new URL(f, sdkDir), 'utf8'));
+const sources = readdirSync(sdkDir)
+  .filter((f) => f.endsWith('.ts'))
+  .map((f) => readFileSync(new URL(f, sdkDir), 'utf8'));
 
 describe('docs/workers.md', () => {
   it('given the WorkerOptions interface, then every option has a row in the options table', () => {
