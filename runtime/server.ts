@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { Server as SocketServer } from 'socket.io';
 import type { Logger } from 'pino';
-import { CAMUNDA_KEEP_ALIVE_TIMEOUT_MS, camundaRouter } from './api/camunda/index.ts';
+import { CAMUNDA_KEEP_ALIVE_TIMEOUT_MS, camundaRouter } from './camunda/api/index.ts';
 import { definitionsRouter } from './api/definitions-routes.ts';
 import { designerApiRouter, designerStatic } from './api/designer-routes.ts';
 import { errorMiddleware, notFoundRoute } from './api/errors.ts';
@@ -16,7 +16,7 @@ import { progressRouter } from './api/progress-routes.ts';
 import { tasksRouter } from './api/tasks-routes.ts';
 import { createEngine, type Engine, type EngineOptions } from './engine/context.ts';
 import { SAFETY_RECHECK_MS } from './engine/fetch.ts';
-import { TaskNotifier } from './engine/task-notifier.ts';
+import { ParkedPolls } from './engine/parked-polls.ts';
 import { ProgressCoalescer } from './engine/progress.ts';
 import { FrameHub } from './stream/frame-hub.ts';
 import { attachProgressStream, type ProgressStreamOptions } from './stream/progress-namespace.ts';
@@ -26,7 +26,7 @@ import { exhaustExpiredLease } from './engine/tasks.ts';
 import { startTimerScheduler, type TimerScheduler } from './scheduler/timer-scheduler.ts';
 import { eventsRouter } from './api/events-routes.ts';
 import { createPool } from './store/db.ts';
-import { flushDoorbells } from './store/doorbells.ts';
+import { flushNotifications } from './store/notifications.ts';
 import { applyMigrations } from './store/migrate.ts';
 import {
   checkAuthBeforeListening,
@@ -69,7 +69,7 @@ export interface BatonServerOptions {
 
 export interface BatonServer {
   engine: Engine;
-  notifier: TaskNotifier;
+  parkedPolls: ParkedPolls;
   http: Server;
   sweeper: Sweeper;
   timers: TimerScheduler;
@@ -88,9 +88,9 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   });
   const engine = createEngine(pool, opts.log, opts.engine);
   await opts.prepare?.(engine);
-  const notifier = new TaskNotifier(opts.databaseUrl, opts.log);
-  await notifier.start();
-  engine.handOff = notifier;
+  const parkedPolls = new ParkedPolls(opts.databaseUrl, opts.log);
+  await parkedPolls.start();
+  engine.delivery = parkedPolls;
   const frameHub = new FrameHub(opts.databaseUrl, opts.log);
   await frameHub.start();
   const progress = new ProgressCoalescer(pool, opts.log);
@@ -101,9 +101,9 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
     leaseExpiryAllowance: engine.options.leaseExpiryAllowance,
     exhaustLease: (taskId) => exhaustExpiredLease(engine, taskId),
   });
-  // Sleeps no longer than a poll waits between re-checks: a doorbell lost with a node that died before relaying it costs at most that.
+  // Sleeps no longer than a poll waits between re-checks: a notification lost with a node that died before relaying it costs at most that.
   const timers = startTimerScheduler(engine, opts.log, { maxSleepMs: SAFETY_RECHECK_MS, batchSize: 500 });
-  notifier.onTimerCreated(() => timers.poke());
+  parkedPolls.onTimerCreated(() => timers.poke());
   const retention = startRetention(pool, opts.log, opts.retention ?? { days: 0, intervalMs: 3_600_000 });
 
   const app = express();
@@ -120,13 +120,13 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
     xmlLimit: opts.xmlLimit ?? '5mb',
     ...opts.limits,
   };
-  app.use(securityLayer({ authorize, pool, log: opts.log, notifier, limits }));
-  app.use('/engine-rest', camundaRouter(engine, notifier)); // before the native JSON parser: parses its own bodies
+  app.use(securityLayer({ authorize, pool, log: opts.log, parkedPolls, limits }));
+  app.use('/engine-rest', camundaRouter(engine, parkedPolls)); // before the native JSON parser: parses its own bodies
   app.use(express.json({ limit: opts.jsonLimit ?? '1mb' }));
   app.use(express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit ?? '5mb' }));
   // The workers' and starters' routes first: a request walks every layer mounted before its own.
   app.use('/api/instances', instancesRouter(engine));
-  app.use('/api/external-tasks', tasksRouter(engine, notifier), progressRouter(progress));
+  app.use('/api/external-tasks', tasksRouter(engine, parkedPolls), progressRouter(progress));
   app.get('/healthz', async (_req, res) => {
     try {
       await pool.query('select 1');
@@ -135,7 +135,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
       res.status(503).json({ type: 'Unavailable', message: `The database does not answer: ${(err as Error).message}` });
     }
   });
-  app.use(opsRouter(pool, notifier));
+  app.use(opsRouter(pool, parkedPolls));
   app.use('/api/definitions', definitionsRouter(engine));
   app.use('/api/incidents', incidentsRouter(engine));
   app.use('/api/flow-limits', flowLimitsRouter(engine));
@@ -146,7 +146,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use(errorMiddleware(opts.log));
 
   // The hot routes' plain requests skip express; it serves the rest (api/lean-lane.ts).
-  const lean = leanLane({ engine, notifier, progress, authorize, limits, drain, log: opts.log });
+  const lean = leanLane({ engine, parkedPolls, progress, authorize, limits, drain, log: opts.log });
   const http = createServer((req, res) => {
     if (!lean(req, res)) app(req, res);
   });
@@ -170,7 +170,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
 
   return {
     engine,
-    notifier,
+    parkedPolls,
     http,
     sweeper,
     timers,
@@ -178,7 +178,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
     url,
     async close() {
       drain.begin(); // new requests: 503 ShuttingDown
-      await notifier.stop(); // wakes parked long polls, which then answer []
+      await parkedPolls.stop(); // wakes parked long polls, which then answer []
       io.disconnectSockets(true); // progress clients reconnect to another node and resume from their last seq
       io.engine.close();
       // Requests in flight finish; the background loops finish their current transaction.
@@ -189,7 +189,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
         retention.stop(),
       ]);
       await Promise.all([frameHub.stop(), progress.close()]);
-      await flushDoorbells(pool); // the other nodes hear the last commits' doorbells
+      await flushNotifications(pool); // the other nodes hear the last commits' notifications
       await pool.end(); // waits for clients still checked out
     },
   };

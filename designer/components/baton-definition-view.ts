@@ -1,6 +1,7 @@
 // A deployed definition with a heatmap: how many instances reached each element.
 import { html, nothing } from 'lit';
-import { api, ApiError } from '../client/api-client.ts';
+import type { ApiError } from '../client/api-client.ts';
+import { api } from '../client/api-client.ts';
 import { pollEvery } from '../client/live.ts';
 import type { Definition, Heatmap } from '../client/types.ts';
 import { createViewer } from '../modeler/create-modeler.ts';

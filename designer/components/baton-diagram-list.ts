@@ -1,6 +1,7 @@
 // Home: the diagram drafts (new, open, rename, delete, import) and the deployed definitions.
 import { html, nothing } from 'lit';
-import { api, ApiError } from '../client/api-client.ts';
+import type { ApiError } from '../client/api-client.ts';
+import { api } from '../client/api-client.ts';
 import type { DefinitionSummary, DiagramSummary } from '../client/types.ts';
 import { newDiagramXml } from '../modeler/new-diagram.ts';
 import { formatTime, LightElement } from './light-element.ts';

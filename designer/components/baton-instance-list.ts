@@ -1,6 +1,7 @@
 // Instances, newest first: filter by definition, status and business key; paged by cursor.
 import { html, nothing } from 'lit';
-import { ApiError, api } from '../client/api-client.ts';
+import type { ApiError } from '../client/api-client.ts';
+import { api } from '../client/api-client.ts';
 import { pollEvery } from '../client/live.ts';
 import type { InstanceFilter, InstanceSummary } from '../client/types.ts';
 import { formatTime, LightElement } from './light-element.ts';

@@ -2,7 +2,8 @@
 // variables, the history timeline and the progress log. Updates come from client/live.ts:
 // Socket.IO frames, each of which also re-reads the detail.
 import { html, nothing } from 'lit';
-import { api, ApiError } from '../client/api-client.ts';
+import type { ApiError } from '../client/api-client.ts';
+import { api } from '../client/api-client.ts';
 import { progressText, watchInstance, type InstanceSnapshot, type LiveState, type LogEntry } from '../client/live.ts';
 import type { HistoryEvent } from '../client/types.ts';
 import { createViewer } from '../modeler/create-modeler.ts';

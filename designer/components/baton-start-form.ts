@@ -1,6 +1,7 @@
 // Starts an instance: business key and variables as JSON, checked before sending.
 import { html, nothing } from 'lit';
-import { api, ApiError } from '../client/api-client.ts';
+import type { ApiError } from '../client/api-client.ts';
+import { api } from '../client/api-client.ts';
 import type { InstanceSummary } from '../client/types.ts';
 import { LightElement } from './light-element.ts';
 

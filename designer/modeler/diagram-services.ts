@@ -41,7 +41,10 @@ export interface DiagramHost {
   importXML(xml: string): Promise<{ warnings: unknown[] }>;
   saveXML(options?: { format?: boolean }): Promise<{ xml?: string }>;
   saveSVG(): Promise<{ svg: string }>;
+  // diagram-js events carry a payload of their own shape per event name
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   on(event: string, callback: (e: any) => void): void;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   off(event: string, callback: (e: any) => void): void;
   destroy(): void;
 }

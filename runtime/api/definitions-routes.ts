@@ -3,7 +3,7 @@ import type { Engine } from '../engine/context.ts';
 import { deployDefinition } from '../engine/definitions.ts';
 import { findDefinition, listLatestDefinitions } from '../store/definitions.ts';
 import { BatonError } from '../shared/errors.ts';
-import { validateBody } from './validate.ts';
+import { validateBody } from '../shared/validate.ts';
 import { definitionSummaryView, definitionView } from './views.ts';
 
 export function definitionsRouter(engine: Engine): Router {

@@ -11,7 +11,7 @@ import {
   type DiagramSummaryRow,
 } from '../store/diagrams.ts';
 import { BatonError } from '../shared/errors.ts';
-import { requireUuid, validateBody } from './validate.ts';
+import { requireUuid, validateBody } from '../shared/validate.ts';
 
 interface DiagramBody {
   name?: string;

@@ -1,9 +1,10 @@
 // Messages and signals from outside: POST /api/messages, POST /api/signals.
 import { Router } from 'express';
 import type { Engine } from '../engine/context.ts';
-import { broadcastSignal, publishMessage, type PublishMessageRequest } from '../engine/waits.ts';
-import type { Variables } from '../engine/advance.ts';
-import { validateBody } from './validate.ts';
+import { broadcastSignal, publishMessage } from '../engine/waits.ts';
+import type { PublishMessageRequest } from '../model/messages.ts';
+import type { Variables } from '../model/effects.ts';
+import { validateBody } from '../shared/validate.ts';
 
 export function eventsRouter(engine: Engine): Router {
   const router = Router();

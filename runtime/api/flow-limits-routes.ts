@@ -11,7 +11,7 @@ import {
   type PutFlowLimitParams,
 } from '../store/flow-limits.ts';
 import { BatonError } from '../shared/errors.ts';
-import { validateBody } from './validate.ts';
+import { validateBody } from '../shared/validate.ts';
 
 export function flowLimitsRouter(engine: Engine): Router {
   const router = Router();

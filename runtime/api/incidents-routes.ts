@@ -4,7 +4,7 @@ import { retryIncident, type RetryIncidentRequest } from '../engine/incidents.ts
 import { withPlannerDefaults } from '../store/db.ts';
 import { listIncidents } from '../store/incidents.ts';
 import { BatonError } from '../shared/errors.ts';
-import { requireUuid, validateBody, validateQuery } from './validate.ts';
+import { requireUuid, validateBody, validateQuery } from '../shared/validate.ts';
 import { incidentView } from './views.ts';
 
 export function incidentsRouter(engine: Engine): Router {

@@ -2,12 +2,12 @@ import { Router } from 'express';
 import type { Engine } from '../engine/context.ts';
 import { cancelInstance, startInstance, type StartInstanceRequest } from '../engine/instances.ts';
 import { REPLAYABLE, replayInstance } from '../engine/replay.ts';
-import type { InstanceStatus } from '../engine/vocabulary.ts';
+import type { InstanceStatus } from '../model/vocabulary.ts';
 import { withPlannerDefaults } from '../store/db.ts';
 import { getInstanceDetail, listHistory, listInstances } from '../store/queries.ts';
 import { BatonError } from '../shared/errors.ts';
 import { sendAnswer, type JsonAnswer } from './answer.ts';
-import { isUuid, requireUuid, validateBody, validateQuery } from './validate.ts';
+import { isUuid, requireUuid, validateBody, validateQuery } from '../shared/validate.ts';
 import { eventView, instanceDetailView, instanceSummaryView } from './views.ts';
 
 interface ListQuery {

@@ -15,13 +15,13 @@ import bytes from 'bytes';
 import type { Logger } from 'pino';
 import type { Engine } from '../engine/context.ts';
 import type { ProgressCoalescer } from '../engine/progress.ts';
-import type { TaskNotifier } from '../engine/task-notifier.ts';
+import type { ParkedPolls } from '../engine/parked-polls.ts';
 import type { Drain } from '../ops/shutdown.ts';
 import { AUTH_UNAVAILABLE, type Authorizer } from '../security/auth.ts';
 import { mergedVariablesRefusal, parsedBodyError, writeLimitRefusal, type LimitOptions } from '../security/limits.ts';
 import { abortedByHangUp, refusalAnswer, sendAnswer, type JsonAnswer } from './answer.ts';
-import { camundaErrorAnswer } from './camunda/errors.ts';
-import { CAMUNDA_TASK_CALL_ROUTES, camundaFetchRoute } from './camunda/external-task-routes.ts';
+import { camundaErrorAnswer } from '../camunda/api/errors.ts';
+import { CAMUNDA_TASK_CALL_ROUTES, camundaFetchRoute } from '../camunda/api/external-task-routes.ts';
 import { errorAnswer } from './errors.ts';
 import { startRoute } from './instances-routes.ts';
 import { progressRoute } from './progress-routes.ts';
@@ -29,7 +29,7 @@ import { completeBatchRoute, fetchRoute, TASK_CALL_ROUTES } from './tasks-routes
 
 export interface LeanLaneDeps {
   engine: Engine;
-  notifier: TaskNotifier;
+  parkedPolls: ParkedPolls;
   progress: ProgressCoalescer;
   authorize: Authorizer;
   limits: LimitOptions;
@@ -72,7 +72,7 @@ const DIGITS = /^\d+$/;
  * without touching the request, which then goes to express.
  */
 export function leanLane(deps: LeanLaneDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { engine, notifier } = deps;
+  const { engine, parkedPolls } = deps;
   const api: Mount = {
     prefix: '/api',
     jsonLimit: bytes.parse(deps.limits.jsonLimit) ?? 0,
@@ -89,12 +89,12 @@ export function leanLane(deps: LeanLaneDeps): (req: IncomingMessage, res: Server
     ['/api/instances', { mount: api, route: (body) => startRoute(engine, body) }],
     [
       '/api/external-tasks/fetch-and-lock',
-      { mount: api, route: (body, res) => fetchRoute(engine, notifier, body, abortedByHangUp(res)) },
+      { mount: api, route: (body, res) => fetchRoute(engine, parkedPolls, body, abortedByHangUp(res)) },
     ],
     ['/api/external-tasks/complete-batch', { mount: api, route: (body) => completeBatchRoute(engine, body) }],
     [
       '/engine-rest/external-task/fetchAndLock',
-      { mount: camunda, route: (body, res) => camundaFetchRoute(engine, notifier, body, abortedByHangUp(res)) },
+      { mount: camunda, route: (body, res) => camundaFetchRoute(engine, parkedPolls, body, abortedByHangUp(res)) },
     ],
   ]);
   const taskCalls = new Map<string, LeanRoute>(
@@ -167,7 +167,7 @@ async function serve(
     if (shapeError) throw shapeError;
     const write = { path: url.slice(mount.prefix.length), originalUrl: url, body };
     const refused =
-      writeLimitRefusal(deps.limits, deps.notifier, write) ??
+      writeLimitRefusal(deps.limits, deps.parkedPolls, write) ??
       (mount.checksMergedVariables ? await mergedVariablesRefusal(deps.limits, deps.engine.pool, write) : undefined);
     if (refused) return sendAnswer(res, refusalAnswer(refused));
     const answer = await route(body, res, id);

@@ -6,7 +6,7 @@ import type { Engine } from '../engine/context.ts';
 import { sampleHeatmap } from '../store/diagrams.ts';
 import { findDefinition } from '../store/definitions.ts';
 import { BatonError } from '../shared/errors.ts';
-import { validateBody, validateQuery } from './validate.ts';
+import { validateBody, validateQuery } from '../shared/validate.ts';
 
 /** Instances a heatmap counts unless asked for another number (at most 100,000: the schema). */
 export const HEATMAP_LIMIT = 1_000;

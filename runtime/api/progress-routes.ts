@@ -4,7 +4,7 @@ import type { ProgressCoalescer } from '../engine/progress.ts';
 import type { LockHolder } from '../store/tasks.ts';
 import { BatonError } from '../shared/errors.ts';
 import { sendAnswer, type JsonAnswer } from './answer.ts';
-import { requireUuid, validateBody } from './validate.ts';
+import { requireUuid, validateBody } from '../shared/validate.ts';
 
 /** POST /api/external-tasks/:id/progress, served by the router below and the lean lane (lean-lane.ts). */
 export async function progressRoute(progress: ProgressCoalescer, id: string | undefined, raw: unknown): Promise<JsonAnswer> {

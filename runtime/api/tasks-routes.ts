@@ -1,8 +1,8 @@
 import { Router, type RequestHandler } from 'express';
 import type { Engine } from '../engine/context.ts';
 import { fetchAndWait } from '../engine/fetch.ts';
-import type { TaskNotifier } from '../engine/task-notifier.ts';
-import type { Variables } from '../engine/advance.ts';
+import type { ParkedPolls } from '../engine/parked-polls.ts';
+import type { Variables } from '../model/effects.ts';
 import {
   completeTask,
   completeTasks,
@@ -17,7 +17,7 @@ import { extendLock, recordLateResult, unlockTask, type GuardedTaskResult, type 
 import { BatonError } from '../shared/errors.ts';
 import { faultAfter } from '../shared/faults.ts';
 import { abortedByHangUp, sendAnswer, type JsonAnswer } from './answer.ts';
-import { requireUuid, validateBody } from './validate.ts';
+import { requireUuid, validateBody } from '../shared/validate.ts';
 import { lockedTaskView } from './views.ts';
 
 interface CompleteBatchBody {
@@ -37,12 +37,12 @@ interface FetchBody {
 /** POST /api/external-tasks/fetch-and-lock; no answer once the caller has hung up. */
 export async function fetchRoute(
   engine: Engine,
-  notifier: TaskNotifier,
+  parkedPolls: ParkedPolls,
   raw: unknown,
   gone: AbortSignal,
 ): Promise<JsonAnswer | undefined> {
   const body = validateBody<FetchBody>('fetch-and-lock-request', raw);
-  const tasks = await fetchAndWait(engine, notifier, { ...body, waitMs: body.waitMs ?? 0, signal: gone });
+  const tasks = await fetchAndWait(engine, parkedPolls, { ...body, waitMs: body.waitMs ?? 0, signal: gone });
   return gone.aborted ? undefined : { status: 200, body: tasks.map(lockedTaskView) };
 }
 
@@ -106,11 +106,11 @@ export const TASK_CALL_ROUTES: Record<TaskCall, (engine: Engine, id: string | un
   unlock: unlockRoute,
 };
 
-export function tasksRouter(engine: Engine, notifier: TaskNotifier): Router {
+export function tasksRouter(engine: Engine, parkedPolls: ParkedPolls): Router {
   const router = Router();
 
   router.post('/fetch-and-lock', async (req, res) => {
-    const answer = await fetchRoute(engine, notifier, req.body, abortedByHangUp(res));
+    const answer = await fetchRoute(engine, parkedPolls, req.body, abortedByHangUp(res));
     if (answer) sendAnswer(res, answer);
   });
 

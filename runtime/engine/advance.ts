@@ -4,119 +4,11 @@
 import type { MultiInstanceSpec, Plan, PlanStep } from '../compiler/plan.ts';
 import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
 import { evaluateList, evaluateValue } from './loops.ts';
-import { firstDue, type DueRule } from '../shared/timers.ts';
+import { firstDue } from '../shared/timers.ts';
 import { startCompensationThrow } from './compensate.ts';
 import { indexPlan } from './plan-index.ts';
-import type { FlowState, IncidentKind, StepStatus } from './vocabulary.ts';
-
-export type Variables = Record<string, unknown>;
-
-/** What is known of one instance before the transition; mutated as effects are computed. */
-export interface InstanceState {
-  flows: Record<string, FlowState>;
-  steps: Record<string, StepStatus>;
-  /** completed step ids, oldest first: compensation undoes them newest first */
-  completedOrder?: string[];
-  /** active: handlers are queued or running; saga: an onExhausted saga ran in this generation */
-  compensation?: { active: boolean; saga: boolean };
-  /** progress of multi-instance steps, by step id */
-  loops?: Record<string, LoopState>;
-}
-
-/** A multi-instance step's progress, stored on its steps row. */
-export interface LoopState {
-  /** the collection's elements, read when the step started */
-  items: unknown[];
-  /** how many element tasks were created (elements 0..created-1) */
-  created: number;
-  /** indexes of the completed elements, in completion order */
-  completed: number[];
-  /** one result per element, null until it completes */
-  results: unknown[];
-}
-
-export interface CompensationTarget {
-  host: string;
-  handler: string;
-}
-
-export interface NewTask {
-  stepId: string;
-  topic: string;
-  priority: number;
-  retries: number;
-  /** multi-instance: the element's index and its own variables (element variable, loopCounter) */
-  loopIndex?: number;
-  localVariables?: Variables;
-}
-
-export interface NewEvent {
-  kind: string;
-  stepId?: string;
-  taskId?: string;
-  data?: Record<string, unknown>;
-}
-
-export interface NewIncident {
-  stepId: string;
-  kind: IncidentKind;
-  message: string;
-  details?: Record<string, unknown>;
-}
-
-export interface NewTimer {
-  stepId: string;
-  due: DueRule;
-}
-
-export interface NewSubscription {
-  stepId: string;
-  kind: 'message' | 'signal';
-  name: string;
-  /** message correlation key; null: the instance's business key */
-  correlationKey: string | null;
-}
-
-export interface Effects {
-  steps: { stepId: string; status: StepStatus }[];
-  flows: { flowId: string; state: FlowState }[];
-  tasks: NewTask[];
-  events: NewEvent[];
-  incidents: NewIncident[];
-  /** waits that start: timer rows and message/signal subscriptions */
-  timers: NewTimer[];
-  subscriptions: NewSubscription[];
-  /** steps whose waits end (their timer rows are canceled, subscriptions deleted) */
-  endedWaits: string[];
-  /** steps whose open external task (ready, locked or failed) is canceled and open incident resolved (an interrupting boundary fired) */
-  canceledTasks: string[];
-  /** compensation runs to queue (hosts newest first); null throwStepId: an onExhausted saga */
-  compensationRuns: { throwStepId: string | null; hosts: CompensationTarget[] }[];
-  /** queue rows that move on: a handler starts running, or is done */
-  compensationMoves: { host: string; to: 'running' | 'done' }[];
-  /** a terminate end event was reached: open work of the instance is cancelled */
-  terminated: boolean;
-  /** multi-instance progress that changed, by step id (written with the step's row) */
-  loops: Record<string, LoopState>;
-}
-
-export function emptyEffects(): Effects {
-  return {
-    steps: [],
-    flows: [],
-    tasks: [],
-    events: [],
-    incidents: [],
-    timers: [],
-    subscriptions: [],
-    endedWaits: [],
-    canceledTasks: [],
-    compensationRuns: [],
-    compensationMoves: [],
-    terminated: false,
-    loops: {},
-  };
-}
+import type { FlowState, IncidentKind, StepStatus } from '../model/vocabulary.ts';
+import { type Effects, type InstanceState, type LoopState, type Variables } from '../model/effects.ts';
 
 /**
  * Lets the new instance's token leave its start event: the given one (a timer start
@@ -270,7 +162,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   if (step.kind === 'compensationThrow') {
     setStep(state, fx, step.id, 'active');
     fx.events.push({ kind: 'step:activated', stepId: step.id });
-    startCompensationThrow(plan, step, state, vars, fx);
+    if (!startCompensationThrow(plan, step, state, fx)) completeStep(plan, step.id, state, vars, fx);
     return;
   }
   if (step.kind === 'parallelGateway' && !resumed) {

@@ -2,7 +2,7 @@
 // which order, and what happens as each handler finishes. The queue itself is
 // stored by the caller (compensations table) from Effects.compensationRuns/Moves.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
-import { completeStep, type CompensationTarget, type Effects, type InstanceState, type Variables } from './advance.ts';
+import { type CompensationTarget, type Effects, type InstanceState } from '../model/effects.ts';
 import { indexPlan, isInsideScope } from './plan-index.ts';
 
 export interface QueuedCompensation {
@@ -29,16 +29,17 @@ export function compensableHosts(plan: Plan, state: InstanceState, only?: string
   });
 }
 
-/** A compensation throw or end event: queue the handlers and start the first; with nothing to undo, move on at once. */
-export function startCompensationThrow(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+/**
+ * A compensation throw or end event: queue the handlers and start the first. Answers false
+ * when there is nothing to undo: the caller then completes the throw at once.
+ */
+export function startCompensationThrow(plan: Plan, step: PlanStep, state: InstanceState, fx: Effects): boolean {
   const hosts = compensableHosts(plan, state, step.throwCompensation?.activityRef, step.scope);
   fx.events.push({ kind: 'compensation:requested', stepId: step.id, data: { hosts: hosts.map((h) => h.host) } });
-  if (hosts.length === 0) {
-    completeStep(plan, step.id, state, vars, fx);
-    return;
-  }
+  if (hosts.length === 0) return false;
   fx.compensationRuns.push({ throwStepId: step.id, hosts });
   startHandler(plan, hosts[0] as CompensationTarget, state, fx);
+  return true;
 }
 
 /**
@@ -65,15 +66,18 @@ export function startSaga(plan: Plan, failedStepId: string, state: InstanceState
   startHandler(plan, hosts[0] as CompensationTarget, state, fx);
 }
 
-/** A handler's task completed: its host is compensated; the next handler of the run starts, or the run ends. */
+/**
+ * A handler's task completed: its host is compensated; the next handler of the run starts,
+ * or the run ends. Answers the throw step the caller then completes, when the run that ended
+ * was a throw's (a saga's has none).
+ */
 export function finishHandler(
   plan: Plan,
   handlerStepId: string,
   queue: QueuedCompensation[],
   state: InstanceState,
-  vars: Variables,
   fx: Effects,
-): void {
+): string | undefined {
   const row = queue.find((q) => q.handler_step_id === handlerStepId && q.state === 'running');
   if (!row) throw new Error(`Handler ${handlerStepId} finished but no compensation of it is running`);
   setStatus(state, fx, handlerStepId, 'completed');
@@ -83,10 +87,10 @@ export function finishHandler(
   const next = queue.find((q) => q.state === 'pending' && q.throw_step_id === row.throw_step_id);
   if (next) {
     startHandler(plan, { host: next.host_step_id, handler: next.handler_step_id }, state, fx);
-    return;
+    return undefined;
   }
   state.compensation = { active: false, saga: state.compensation?.saga ?? row.throw_step_id === null };
-  if (row.throw_step_id !== null) completeStep(plan, row.throw_step_id, state, vars, fx);
+  return row.throw_step_id ?? undefined;
 }
 
 function startHandler(plan: Plan, target: CompensationTarget, state: InstanceState, fx: Effects): void {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Plan } from '../compiler/plan.ts';
-import type { TaskHandOff } from './hand-off.ts';
+import type { PollClaims } from './parked-polls.ts';
 import type { Pool, Queryable } from '../store/db.ts';
 import { findDefinitionById } from '../store/definitions.ts';
 import { createStartQueue, type StartQueue } from './start-queue.ts';
@@ -43,8 +43,8 @@ export interface Engine {
    * version makes the optimistic start's guard fail and the entry is dropped.
    */
   startTargets: Map<string, { id: string; key: string; version: number }>;
-  /** the long polls parked on this node, to which a start may hand its new tasks (the server's TaskNotifier) */
-  handOff?: TaskHandOff;
+  /** the long polls parked on this node, to which a start may hand its new tasks (the server's ParkedPolls) */
+  delivery?: PollClaims;
   /** where optimistic starts are written, several in one statement under load */
   starts: StartQueue;
 }

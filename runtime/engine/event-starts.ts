@@ -2,10 +2,10 @@
 // takes, or a broadcast signal, starts an instance of the latest version of every
 // definition whose start event waits for it.
 import type { Plan } from '../compiler/plan.ts';
-import type { Variables } from './advance.ts';
+import type { Variables } from '../model/effects.ts';
 import type { Engine } from './context.ts';
 import { startInTransaction } from './instances.ts';
-import type { PublishMessageRequest, PublishMessageResult } from './waits.ts';
+import type { PublishMessageRequest, PublishMessageResult } from '../model/messages.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
 import { findEventStarts, lockMessageName, markMessageMatched } from '../store/waits.ts';
 import { BatonError } from '../shared/errors.ts';

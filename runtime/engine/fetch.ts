@@ -2,8 +2,8 @@
 // until a notification for one of the topics (new work, or a released lock of a
 // flow-limited resource), a rate limit's next start, or a periodic safety re-check.
 import type { Engine } from './context.ts';
-import type { PollOffer } from './hand-off.ts';
-import type { TaskNotifier } from './task-notifier.ts';
+import type { PollOffer } from './parked-polls.ts';
+import type { ParkedPolls } from './parked-polls.ts';
 import { faultAfter } from '../shared/faults.ts';
 import { observeLocked } from '../ops/instruments.ts';
 import type { FetchOutcome } from '../store/flow-limits.ts';
@@ -42,18 +42,18 @@ export interface LongPoll<T> {
   /** one fetch-and-lock (a statement, or a limited fetch's transaction) in the given order */
   fetchOnce(order: FetchOrder): Promise<FetchOutcome<T>>;
   /** while parked, starts and completes of this process may hand a new task to the poll (native polls only) */
-  handOff?: { offer: PollOffer; answer(task: LockedTaskRow): T };
+  delivery?: { offer: PollOffer; answer(task: LockedTaskRow): T };
 }
 
 /** The long-poll loop shared by the native and the Camunda fetch-and-lock. */
 export async function pollForTasks<T extends { id: string; lock_token: string | null; topic: string; retry_at: Date }>(
   engine: Engine,
-  notifier: TaskNotifier,
+  parkedPolls: ParkedPolls,
   p: LongPoll<T>,
 ): Promise<T[]> {
   const deadline = Date.now() + p.waitMs;
   // Subscribe before the first fetch, so a notification during it is not missed.
-  const subscription = p.waitMs > 0 ? notifier.subscribe(p.topics, p.capacity) : undefined;
+  const subscription = p.waitMs > 0 ? parkedPolls.subscribe(p.topics, p.capacity) : undefined;
   try {
     for (;;) {
       subscription?.fetching();
@@ -68,10 +68,10 @@ export async function pollForTasks<T extends { id: string; lock_token: string | 
       }
       observeLocked(tasks);
       const left = deadline - Date.now();
-      if (tasks.length > 0 || left <= 0 || !subscription || notifier.stopped) return tasks;
+      if (tasks.length > 0 || left <= 0 || !subscription || parkedPolls.stopped) return tasks;
       // A flow limit covers the topics: only a limited fetch may lock them.
-      subscription.offer(limited ? undefined : p.handOff?.offer);
-      // Freed capacity rings the topics' doorbell (migration 0009's trigger); new tokens do not, so wake for them.
+      subscription.offer(limited ? undefined : p.delivery?.offer);
+      // Freed capacity rings the topics' notification (migration 0009's trigger); new tokens do not, so wake for them.
       await subscription.wait(Math.min(left, SAFETY_RECHECK_MS, retryInMs ?? SAFETY_RECHECK_MS), p.signal);
       const handed = subscription.takeHanded();
       if (handed.length > 0) {
@@ -81,10 +81,10 @@ export async function pollForTasks<T extends { id: string; lock_token: string | 
           return [];
         }
         observeLocked(handed);
-        return handed.map((task) => p.handOff!.answer(task));
+        return handed.map((task) => p.delivery!.answer(task));
       }
       // Aborted by the caller, or the server is stopping: answer without locking more.
-      if (p.signal?.aborted || notifier.stopped) return [];
+      if (p.signal?.aborted || parkedPolls.stopped) return [];
     }
   } finally {
     subscription?.close();
@@ -96,15 +96,15 @@ export interface FetchAndWaitParams extends FetchAndLockParams {
   signal?: AbortSignal;
 }
 
-export function fetchAndWait(engine: Engine, notifier: TaskNotifier, p: FetchAndWaitParams): Promise<LockedTaskRow[]> {
-  return pollForTasks(engine, notifier, {
+export function fetchAndWait(engine: Engine, parkedPolls: ParkedPolls, p: FetchAndWaitParams): Promise<LockedTaskRow[]> {
+  return pollForTasks(engine, parkedPolls, {
     workerId: p.workerId,
     topics: p.topics.map((t) => t.name),
     capacity: p.maxTasks,
     waitMs: p.waitMs,
     ...(p.signal ? { signal: p.signal } : {}),
     fetchOnce: (order) => fetchAndLock(engine.pool, { ...p, order }),
-    handOff: { offer: pollOffer(p), answer: (task) => task },
+    delivery: { offer: pollOffer(p), answer: (task) => task },
   });
 }
 

@@ -1,6 +1,7 @@
 // Messages that arrived before their catch event started waiting.
 import type { Plan } from '../compiler/plan.ts';
-import { fireWait, type Effects, type Variables } from './advance.ts';
+import { fireWait } from './advance.ts';
+import { type Effects, type Variables } from '../model/effects.ts';
 import type { PoolClient } from '../store/db.ts';
 import type { LockedInstance } from '../store/instances.ts';
 import { lockMessageName, takeBufferedMessage } from '../store/waits.ts';

@@ -1,8 +1,9 @@
 // Operator retry of an incident: a failed task gets new retries, a stuck gateway decides again.
-import { emptyEffects, resumeStep, type Variables } from './advance.ts';
+import { resumeStep } from './advance.ts';
+import { emptyEffects, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition } from './transition.ts';
-import type { InstanceStatus } from './vocabulary.ts';
+import type { InstanceStatus } from '../model/vocabulary.ts';
 import { withTransaction } from '../store/db.ts';
 import { findIncident, requeueFailedTask, resolveIncident } from '../store/incidents.ts';
 import { lockInstance } from '../store/instances.ts';

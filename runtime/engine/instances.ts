@@ -1,16 +1,16 @@
 // Instance-level transitions: start (or find by business key) and cancel.
-import { deriveStatus, emptyEffects, startPlan, type Variables } from './advance.ts';
+import { deriveStatus, startPlan } from './advance.ts';
+import { emptyEffects, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
-import { claimParkedPolls, deliverHanded, settleUnwritten } from './hand-off.ts';
+import { claimParkedPolls, deliverHanded, settleUnwritten } from './poll-delivery.ts';
 import { commitTransition, needsCommitTransition } from './transition.ts';
-import type { InstanceStatus } from './vocabulary.ts';
+import type { InstanceStatus } from '../model/vocabulary.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
 import { BatonError } from '../shared/errors.ts';
 import { newInstanceId } from '../shared/uuid.ts';
 import { findDefinition } from '../store/definitions.ts';
 import {
-  applyEffects,
-  applyEffectsHandingOff,
+  applyEffectsDelivering,
   insertInstance,
   lockInstance,
   TRANSITION_GUARD_LOST,
@@ -81,22 +81,22 @@ async function startOptimistically(engine: Engine, req: StartInstanceRequest): P
   if (needsCommitTransition(fx)) return undefined;
   const status = deriveStatus(instance.state, fx);
   if (status !== 'running') fx.events.push({ kind: `instance:${status}` });
-  const handOff = claimParkedPolls(engine, fx);
+  const delivery = claimParkedPolls(engine, fx);
   try {
     const insert = { latestOnly: req.version === undefined };
     let createdAt: Date;
-    if (handOff.length === 0) createdAt = await engine.starts.write({ instance, effects: fx, status, variables, insert });
+    if (delivery.length === 0) createdAt = await engine.starts.write({ instance, effects: fx, status, variables, insert });
     else {
-      const written = await applyEffectsHandingOff(engine.pool, {
+      const written = await applyEffectsDelivering(engine.pool, {
         instance,
         effects: fx,
         status,
         variables,
         insert,
-        handOff: handOff.map((h) => h.task),
+        delivery: delivery.map((h) => h.task),
       });
       createdAt = written.at;
-      await deliverHanded(engine, handOff, written.handed);
+      await deliverHanded(engine, delivery, written.handed);
     }
     const ended = status === 'completed' || status === 'compensated';
     return {
@@ -112,7 +112,7 @@ async function startOptimistically(engine: Engine, req: StartInstanceRequest): P
       },
     };
   } catch (err) {
-    await settleUnwritten(engine, handOff, err);
+    await settleUnwritten(engine, delivery, err);
     if ((err as { code?: string }).code !== TRANSITION_GUARD_LOST) throw err;
     engine.startTargets.delete(targetKey);
     return undefined;

@@ -1,7 +1,7 @@
 // FEEL values for multi-instance steps: the collection (a list) and each element's result.
 // The compiler refuses expressions that iterate, so these run inline (no budget thread).
 import { evaluate } from 'feelin';
-import type { Variables } from './advance.ts';
+import type { Variables } from '../model/effects.ts';
 
 export type ValueResult = { ok: true; value: unknown } | { ok: false; message: string };
 

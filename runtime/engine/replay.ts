@@ -4,10 +4,11 @@
 // were undone or were cut off run again. Tasks, locks and frames of the old
 // generation are closed, so its late writes are refused.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
-import { emptyEffects, resumeStep, type Effects, type InstanceState, type Variables } from './advance.ts';
+import { resumeStep } from './advance.ts';
+import { emptyEffects, type Effects, type InstanceState, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition } from './transition.ts';
-import type { InstanceStatus } from './vocabulary.ts';
+import type { InstanceStatus } from '../model/vocabulary.ts';
 import { withTransaction } from '../store/db.ts';
 import { endFrameGeneration } from '../store/frames.ts';
 import { cancelOpenWork, lockInstance } from '../store/instances.ts';

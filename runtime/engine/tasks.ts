@@ -4,25 +4,17 @@
 // path (an unlocked read, one guarded write) and falls back to that. A batch of completes
 // (completeTasks) writes the optimistic path's statements in one locked transaction.
 import type { Plan } from '../compiler/plan.ts';
-import {
-  completeLoopElement,
-  completeStep,
-  deriveStatus,
-  emptyEffects,
-  findErrorBoundary,
-  fireWait,
-  type Effects,
-  type Variables,
-} from './advance.ts';
+import { completeLoopElement, completeStep, deriveStatus, findErrorBoundary, fireWait } from './advance.ts';
+import { emptyEffects, type Effects, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition, needsCommitTransition } from './transition.ts';
 import { withPipelinedTransaction, withTransaction, type PoolClient } from '../store/db.ts';
 import { runPipelined, valuesOf } from '../store/pipeline.ts';
-import { claimParkedPolls, deliverHanded, settleUnwritten } from './hand-off.ts';
+import { claimParkedPolls, deliverHanded, settleUnwritten } from './poll-delivery.ts';
 import {
   applyEffects,
   applyEffectsTogether,
-  applyEffectsHandingOff,
+  applyEffectsDelivering,
   frameTransitions,
   framableInStatement,
   cancelOpenWork,
@@ -86,14 +78,14 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest): Pr
         fx,
       );
     } else if (step?.compensationHandler) {
-      finishHandler(
+      const thrown = finishHandler(
         plan,
         result.task.step_id,
         await listCompensations(tx, instance.id, instance.generation),
         instance.state,
-        variables,
         fx,
       );
+      if (thrown) completeStep(plan, thrown, instance.state, variables, fx);
       await fault('compensation:mid-saga');
     } else {
       completeStep(plan, result.task.step_id, instance.state, variables, fx);
@@ -108,7 +100,7 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest): Pr
  * and state in one statement without locks, compute the step's completion, and write
  * it in one guarded statement (applyEffects' guard: same revision and generation, the
  * holder's lock). New tasks of topics a native poll parked on this node waits for are
- * inserted locked for it by that statement and answered to it (engine/hand-off.ts).
+ * inserted locked for it by that statement and answered to it (engine/poll-delivery.ts).
  * Answers false, having written nothing, whenever the locked path must
  * decide: the guard lost to a concurrent transition, the caller does not hold the lock
  * (a repeat, a late result), or the transition needs reads inside a transaction
@@ -118,20 +110,20 @@ async function completeOptimistically(engine: Engine, req: CompleteTaskRequest):
   const read = await readTaskTransition(engine.pool, req.taskId);
   const write = read && (await completionOf(engine, read, req));
   if (!write) return false;
-  // A chain's next task goes to a poll parked for its topic, locked in this statement (engine/hand-off.ts).
-  const handOff = claimParkedPolls(engine, write.effects);
+  // A chain's next task goes to a poll parked for its topic, locked in this statement (engine/poll-delivery.ts).
+  const delivery = claimParkedPolls(engine, write.effects);
   try {
-    if (handOff.length === 0) await applyEffects(engine.pool, write);
+    if (delivery.length === 0) await applyEffects(engine.pool, write);
     else
       await deliverHanded(
         engine,
-        handOff,
-        (await applyEffectsHandingOff(engine.pool, { ...write, handOff: handOff.map((h) => h.task) })).handed,
+        delivery,
+        (await applyEffectsDelivering(engine.pool, { ...write, delivery: delivery.map((h) => h.task) })).handed,
       );
     return true;
   } catch (err) {
     // a lost guard wrote nothing: the polls park on, and the locked path rings the topics it commits
-    await settleUnwritten(engine, handOff, err);
+    await settleUnwritten(engine, delivery, err);
     if ((err as { code?: string }).code === TRANSITION_GUARD_LOST) return false;
     throw err;
   }

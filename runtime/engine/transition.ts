@@ -1,8 +1,8 @@
 // The common tail of every instance transition: settle termination, derive the
 // status, and write everything in one statement.
-import type { Effects, Variables } from './advance.ts';
+import type { Effects, Variables } from '../model/effects.ts';
 import { deriveStatus } from './advance.ts';
-import type { InstanceStatus } from './vocabulary.ts';
+import type { InstanceStatus } from '../model/vocabulary.ts';
 import type { Plan } from '../compiler/plan.ts';
 import type { PoolClient, Queryable } from '../store/db.ts';
 import { consumeBufferedMessages } from './inbox.ts';

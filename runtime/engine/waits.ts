@@ -1,6 +1,8 @@
 // Waits that end from outside a task: a due timer, a published message, a broadcast signal.
-import { emptyEffects, fireWait, type Effects, type Variables } from './advance.ts';
+import { fireWait } from './advance.ts';
+import { emptyEffects, type Effects, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
+import type { PublishMessageRequest, PublishMessageResult } from '../model/messages.ts';
 import { startOnMessage, startOnSignal } from './event-starts.ts';
 import { fireDueStartTimers } from './start-timers.ts';
 import { commitTransition, plainFramedWrite, needsCommitTransition } from './transition.ts';
@@ -237,24 +239,6 @@ async function fireOneByOne(engine: Engine, timerIds: string[]): Promise<number>
   for (const id of timerIds) if (await fireTimer(engine, id)) fired++;
   return fired;
 }
-
-export interface PublishMessageRequest {
-  name: string;
-  correlationKey?: string;
-  businessKey?: string;
-  instanceId?: string;
-  messageId?: string;
-  variables?: Variables;
-  /** how long an unmatched message waits in the inbox; 0: refuse it instead */
-  ttlMs?: number;
-}
-
-export type PublishMessageResult =
-  | { status: 'matched'; instanceId: string; messageId: string }
-  /** no instance waited, and a message start event started this one */
-  | { status: 'started'; instanceId: string; messageId: string }
-  | { status: 'buffered'; messageId: string }
-  | { status: 'duplicate'; messageId: string; instanceId?: string };
 
 const DEFAULT_TTL_MS = 60 * 60 * 1000;
 

@@ -4,9 +4,9 @@
 import { Router } from 'express';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { processInstruments } from './instruments.ts';
-import type { TaskNotifier } from '../engine/task-notifier.ts';
+import type { ParkedPolls } from '../engine/parked-polls.ts';
 import type { Pool } from '../store/db.ts';
-import { relayFailures } from '../store/doorbells.ts';
+import { relayFailures } from '../store/notifications.ts';
 import { readGauges, type GaugeRows } from '../store/ops.ts';
 
 const CACHE_MS = 1000;
@@ -23,7 +23,7 @@ function cachedGauges(pool: Pool): () => Promise<GaugeRows> {
   };
 }
 
-export function createMetricsRegistry(pool: Pool, notifier: TaskNotifier): Registry {
+export function createMetricsRegistry(pool: Pool, parkedPolls: ParkedPolls): Registry {
   const register = new Registry();
   collectDefaultMetrics({ register, prefix: 'baton_' }); // includes event-loop lag
   const gauges = cachedGauges(pool);
@@ -89,7 +89,7 @@ export function createMetricsRegistry(pool: Pool, notifier: TaskNotifier): Regis
   for (const metric of processInstruments) register.registerMetric(metric);
   new Counter({
     name: 'baton_doorbell_relay_failures_total',
-    help: 'Relay statements of this process that failed; their doorbells reach the other nodes only by their re-checks',
+    help: 'Relay statements of this process that failed; their notifications reach the other nodes only by their re-checks',
     registers: [register],
     collect() {
       this.reset();
@@ -101,7 +101,7 @@ export function createMetricsRegistry(pool: Pool, notifier: TaskNotifier): Regis
     help: 'Long polls parked on this node',
     registers: [register],
     collect() {
-      this.set(notifier.parked);
+      this.set(parkedPolls.parked);
     },
   });
   new Gauge({

@@ -1,7 +1,7 @@
 // What runtime/server.ts mounts from the security layer.
 import type { RequestHandler, Router } from 'express';
 import type { Logger } from 'pino';
-import type { TaskNotifier } from '../engine/task-notifier.ts';
+import type { ParkedPolls } from '../engine/parked-polls.ts';
 import type { Pool } from '../store/db.ts';
 import { countActiveTokens } from '../store/tokens.ts';
 import { authMiddleware, type AuthOptions, type Authorizer } from './auth.ts';
@@ -22,8 +22,8 @@ export function securityLayer(p: {
   authorize: Authorizer;
   pool: Pool;
   log: Logger;
-  notifier: TaskNotifier;
+  parkedPolls: ParkedPolls;
   limits: LimitOptions;
 }): (RequestHandler | Router)[] {
-  return [authMiddleware(p.authorize, p.log), limitsRouter(p.limits, p.notifier, p.log, p.pool)];
+  return [authMiddleware(p.authorize, p.log), limitsRouter(p.limits, p.parkedPolls, p.log, p.pool)];
 }

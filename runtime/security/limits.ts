@@ -4,9 +4,9 @@ import type { ServerResponse } from 'node:http';
 import express, { Router, type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { refusalAnswer, sendAnswer, type Refusal } from '../api/answer.ts';
-import { camundaErrorHandler } from '../api/camunda/errors.ts';
-import type { TaskNotifier } from '../engine/task-notifier.ts';
-import { isUuid } from '../api/validate.ts';
+import { camundaErrorHandler } from '../camunda/api/errors.ts';
+import type { ParkedPolls } from '../engine/parked-polls.ts';
+import { isUuid } from '../shared/validate.ts';
 import { BatonError } from '../shared/errors.ts';
 import type { Pool } from '../store/db.ts';
 import { measureMergedVariablesOfTasks } from '../store/ops.ts';
@@ -147,7 +147,7 @@ export interface WriteRequest {
 }
 
 /** The first limit a parsed write body breaks, or undefined. */
-export function writeLimitRefusal(opts: LimitOptions, notifier: TaskNotifier, req: WriteRequest): Refusal | undefined {
+export function writeLimitRefusal(opts: LimitOptions, parkedPolls: ParkedPolls, req: WriteRequest): Refusal | undefined {
   if (holdsNul(req.body)) {
     return {
       status: 400,
@@ -168,21 +168,21 @@ export function writeLimitRefusal(opts: LimitOptions, notifier: TaskNotifier, re
   const xml = bpmnText(req);
   const tooMany = xml === undefined ? undefined : bpmnElementsRefusal(xml, opts.maxBpmnElements);
   if (tooMany) return { status: 413, ...tooMany };
-  if (requestedWaitMs(req) > 0 && notifier.parked >= opts.maxParkedPolls) {
+  if (requestedWaitMs(req) > 0 && parkedPolls.parked >= opts.maxParkedPolls) {
     return {
       status: 503,
       type: 'TooManyParkedPolls',
       headers: { 'retry-after': '1' },
-      message: `This node already holds ${notifier.parked} parked long polls, the limit (BATON_MAX_PARKED_POLLS=${opts.maxParkedPolls}); retry shortly, or on another node`,
+      message: `This node already holds ${parkedPolls.parked} parked long polls, the limit (BATON_MAX_PARKED_POLLS=${opts.maxParkedPolls}); retry shortly, or on another node`,
       details: { limit: 'maxParkedPolls', max: opts.maxParkedPolls },
     };
   }
   return undefined;
 }
 
-function checkLimits(opts: LimitOptions, notifier: TaskNotifier): RequestHandler {
+function checkLimits(opts: LimitOptions, parkedPolls: ParkedPolls): RequestHandler {
   return (req, res, next) => {
-    const refusal = writeLimitRefusal(opts, notifier, req);
+    const refusal = writeLimitRefusal(opts, parkedPolls, req);
     if (refusal) answerRefusal(res, refusal);
     else next();
   };
@@ -345,7 +345,7 @@ function loneSurrogateAt(value: unknown, path: string): string | undefined {
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH']);
 
-export function limitsRouter(opts: LimitOptions, notifier: TaskNotifier, log: Logger, pool: Pool): Router {
+export function limitsRouter(opts: LimitOptions, parkedPolls: ParkedPolls, log: Logger, pool: Pool): Router {
   const router = Router();
   const onlyWrites =
     (handler: RequestHandler): RequestHandler =>
@@ -366,7 +366,7 @@ export function limitsRouter(opts: LimitOptions, notifier: TaskNotifier, log: Lo
   router.use(
     '/engine-rest',
     onlyWrites(parseJson(camunda, camundaErrorHandler(log), opts.maxJsonDepth)),
-    onlyWrites(checkLimits(opts, notifier)),
+    onlyWrites(checkLimits(opts, parkedPolls)),
   );
   const passOn: ErrorRequestHandler = (err, _req, _res, next) => next(err);
   // One layer, not four: every /api request walks the router's layers, and each costs a path match and closures.
@@ -376,7 +376,7 @@ export function limitsRouter(opts: LimitOptions, notifier: TaskNotifier, log: Lo
       inSeries([
         parseJson(native, passOn, opts.maxJsonDepth),
         parseJson(xml, passOn, opts.maxJsonDepth),
-        checkLimits(opts, notifier),
+        checkLimits(opts, parkedPolls),
         checkMergedVariables(opts, pool),
       ]),
     ),

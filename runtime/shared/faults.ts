@@ -21,8 +21,8 @@ export const FaultPoint = {
   messageBeforeMatch: 'message:before-match',
   /** engine: a compensation handler finished, the next one not committed yet */
   compensationMidSaga: 'compensation:mid-saga',
-  /** store: a transition committed and its doorbells rang in-process, not relayed to the other nodes yet */
-  doorbellsBeforeRelay: 'doorbells:before-relay',
+  /** store: a transition committed and its notifications rang in-process, not relayed to the other nodes yet */
+  doorbellsBeforeRelay: 'notifications:before-relay',
 } as const;
 export type FaultPoint = (typeof FaultPoint)[keyof typeof FaultPoint];
 

@@ -9,9 +9,9 @@
 // are written, so every $n given is used (PostgreSQL infers a parameter's type from its
 // use and refuses a prepared statement with an unused one). The SQL below interpolates
 // only placeholders ($${n}); the parts are joined as plain strings.
-import type { Effects, Variables } from '../engine/advance.ts';
-import type { InstanceStatus } from '../engine/vocabulary.ts';
-import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TASK_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
+import type { Effects, Variables } from '../model/effects.ts';
+import type { InstanceStatus } from '../model/vocabulary.ts';
+import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TASK_SQL, OPEN_TIMER_SQL } from './open-states.ts';
 
 /** The parts of a transition's statement; a shape is the sum of those present (also of apply-together.ts' statements). */
 export const PART = {
@@ -36,12 +36,40 @@ export const PART = {
   frames: 8192,
   /** the transaction frames the events at its end (frameTransitions, or its last write with `frame`) */
   framesAtEnd: 16384,
-  /** a start or a guarded complete inserts some of its tasks locked for parked polls of this node (engine/hand-off.ts) */
-  handOff: 32768,
+  /** a start or a guarded complete inserts some of its tasks locked for parked polls of this node (engine/poll-delivery.ts) */
+  delivery: 32768,
 } as const;
 
 /** Events that end a generation: instance:ended follows them, and nothing after it. */
 const ENDING_KINDS = new Set(['instance:completed', 'instance:canceled', 'instance:compensated']);
+
+export interface ApplyEffectsParams {
+  instance: { id: string; generation: number; business_key: string | null; definition_id: string; definition_key: string };
+  effects: Effects;
+  status: InstanceStatus;
+  variables: Variables;
+  /** incident rows of this transition that belong to an existing task */
+  incidentTaskIds?: (string | null)[];
+  /**
+   * Optimistic write (no instance lock held): the statement applies only if
+   * the instance is still at the revision and generation it was read at and, with `completes`,
+   * marks that task done for its holder; otherwise it fails with TRANSITION_GUARD_LOST and
+   * writes nothing.
+   */
+  guard?: { revision: number; completes?: { taskId: string; workerId: string; lockToken: string } };
+  /**
+   * Inside a transaction that frames its transitions at the end (frameTransitions, or the
+   * batch's last write with `frame`): the events are written framed (no trigger call); that
+   * framing fails (BT409) if progress is pending for the instance.
+   */
+  framesAtEnd?: boolean;
+  /**
+   * A start in one statement: the instance row (p.instance: id, definition_id, business_key)
+   * is inserted with the transition. It fails with TRANSITION_GUARD_LOST, writing nothing,
+   * when the business key is taken or, with latestOnly, a newer version of the definition exists.
+   */
+  insert?: { latestOnly: boolean };
+}
 
 export interface ApplyEffectsInput {
   instance: { id: string; generation: number; business_key: string | null; definition_id: string };
@@ -69,11 +97,11 @@ export interface ApplyEffectsInput {
    * flow limit covers one of their topics. The statement then answers one row per handed
    * task, shaped like fetch-and-lock's answer (store/tasks.ts ANSWER_SQL).
    */
-  handOff?: HandOffTask[];
+  delivery?: DeliveredTask[];
 }
 
 /** A new task of the transition (fx.tasks[index]) inserted locked for a parked poll. */
-export interface HandOffTask {
+export interface DeliveredTask {
   index: number;
   taskId: string;
   workerId: string;
@@ -90,12 +118,12 @@ export interface ApplyEffectsStatement {
 /** The statement and values for one transition; the same shape always gives the same name and text. */
 export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStatement {
   const fx = p.effects;
-  const handOff = p.handOff && p.handOff.length > 0 ? handOffColumns(fx, p.handOff) : undefined;
+  const delivery = p.delivery && p.delivery.length > 0 ? deliveryColumns(fx, p.delivery) : undefined;
   // The guard decides whether the handed tasks are written: a start's, or an optimistic complete's (revision, generation, the holder's lock).
-  if (handOff && !p.insert && !p.guard?.completes)
+  if (delivery && !p.insert && !p.guard?.completes)
     throw new Error('applyEffectsStatement: only a start or a guarded complete hands its tasks to parked polls');
   // the handed tasks' task:locked events follow the transition's own (as a fetch after the commit would)
-  const allEvents = handOff ? [...fx.events, ...handOff.events] : fx.events;
+  const allEvents = delivery ? [...fx.events, ...delivery.events] : fx.events;
   const steps = lastStatusPerStep(fx.steps);
   const ended = p.status === 'completed' || p.status === 'canceled' || p.status === 'compensated';
   // A wait that starts and ends within one transition never needs a row.
@@ -116,7 +144,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     has(PART.completes, p.guard?.completes !== undefined) +
     has(PART.insert, p.insert !== undefined) +
     has(PART.latestOnly, p.insert?.latestOnly === true) +
-    has(PART.handOff, handOff !== undefined);
+    has(PART.delivery, delivery !== undefined);
   // A statement that is its own transaction frames its events itself. Inside a transaction
   // (a batch of completes) the head would be locked before the transaction's later locks,
   // so the trigger does it at commit. An incident may name a task, whose key lock its
@@ -182,7 +210,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     correlationKey = `(select business_key from instances where id = $${id}::uuid)`;
     if (p.guard) guard = 'exists (select 1 from i)';
     // the handed rows' business key, as read (it never changes)
-    if (handOff) bkParam = $(p.instance.business_key);
+    if (delivery) bkParam = $(p.instance.business_key);
   }
 
   if (steps.length > 0) {
@@ -215,11 +243,9 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
         ')',
     );
   }
-  let topics = 0;
-  let tokens = 0;
   if (fx.tasks.length > 0) {
     const ids = $(fx.tasks.map((t) => t.stepId));
-    topics = $(fx.tasks.map((t) => t.topic));
+    const topics = $(fx.tasks.map((t) => t.topic));
     const prio = $(fx.tasks.map((t) => t.priority));
     const retries = $(fx.tasks.map((t) => t.retries));
     const keys = $(fx.tasks.map((t) => idempotencyKey(p.instance.id, t.stepId, p.instance.generation, t.loopIndex)));
@@ -228,11 +254,11 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
     // every new task's columns; a handed task adds its id, holder, token and lock duration
     const unnested = `unnest($${ids}::text[], $${topics}::text[], $${prio}::int[], $${retries}::int[], $${keys}::text[], $${loopIdx}::int[], $${locals}::jsonb[]`;
     const named = 'as x(step_id, topic, priority, retries, idempotency_key, loop_index, local_variables';
-    if (handOff) {
-      const taskIds = $(handOff.taskIds);
-      const workers = $(handOff.workers);
-      tokens = $(handOff.tokens);
-      const lockMs = $(handOff.lockMs);
+    if (delivery) {
+      const taskIds = $(delivery.taskIds);
+      const workers = $(delivery.workers);
+      const tokens = $(delivery.tokens);
+      const lockMs = $(delivery.lockMs);
       // A handed task is locked as fetch-and-lock locks it (store/tasks.ts lockPickedSql): attempt 1, expiry on the database clock.
       ctes.push(
         `t as (insert into external_tasks (id, instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables,
@@ -251,7 +277,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
       // a complete's statement checks pending progress after this insert too (its rows are answered, so no hold('t'))
       if (checksProgress) held.push('t');
       // No fetch may lock beyond a flow limit, and this insert counts no capacity: a limited topic is never handed.
-      const handedTopics = $(handOff.topics);
+      const handedTopics = $(delivery.topics);
       guard =
         (guard ?? 'true') + ` and not exists (select 1 from flow_limit_topics fl where fl.topic = any($${handedTopics}::text[]))`;
     } else {
@@ -285,7 +311,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
       ids: $(allEvents.map((e) => e.stepId ?? null)),
       data: $(allEvents.map((e) => e.data ?? {})),
       tasks: $(allEvents.map((e) => e.taskId ?? null)),
-      ...(handOff ? { attempts: $(handOff.eventAttempts), lockMs: $(handOff.eventLockMs) } : {}),
+      ...(delivery ? { attempts: $(delivery.eventAttempts), lockMs: $(delivery.eventLockMs) } : {}),
     };
   }
   if (timers.length > 0) {
@@ -351,7 +377,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   if (events && framesHere) {
     held.push('i', ...(p.guard?.completes ? ['done'] : []));
     const frames = framesOf(allEvents);
-    if (handOff) {
+    if (delivery) {
       // the trigger's frame of a task:locked event carries its attempt (migration 0011)
       for (let k = fx.events.length; k < frames.data.length; k++) frames.data[k] = { ...frames.data[k], attempt: 1 };
     }
@@ -360,7 +386,7 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
         id,
         gen(),
         events,
-        { kinds: $(frames.kinds), data: $(frames.data), ...(handOff ? { lockMs: $(handOff.eventLockMs) } : {}) },
+        { kinds: $(frames.kinds), data: $(frames.data), ...(delivery ? { lockMs: $(delivery.eventLockMs) } : {}) },
         checksProgress ? held : undefined,
       ),
     );
@@ -372,13 +398,13 @@ export function applyEffectsStatement(p: ApplyEffectsInput): ApplyEffectsStateme
   // A guarded write whose guard lost raises, so the whole statement writes nothing.
   if (guard) ctes.push('guarded as (select baton_transition_guard(' + guard + ') as ok)');
   // With handed tasks, the created_at of their rows is the instance's (both now(), one transaction).
-  const answers = handOff ? [] : ['(select created_at from i) as created_at'];
-  // The transition's doorbells ring after its commit (store/doorbells.ts); the frames' one needs the head's seq.
+  const answers = delivery ? [] : ['(select created_at from i) as created_at'];
+  // The transition's notifications ring after its commit (store/notifications.ts); the frames' one needs the head's seq.
   if (events && framesHere) answers.push('(select last_seq from head) as frame_seq');
   // The handed rows as fetch-and-lock answers them (store/tasks.ts ANSWER_SQL): the task row, the
   // business key, the instance's variables under the task's local ones. A row of nulls if none.
-  if (handOff) answers.push(`l.*, $${bkParam}::text as business_key, $${vars}::jsonb || l.local_variables as variables`);
-  const from = !handOff
+  if (delivery) answers.push(`l.*, $${bkParam}::text as business_key, $${vars}::jsonb || l.local_variables as variables`);
+  const from = !delivery
     ? guard
       ? ' from guarded'
       : ''
@@ -418,7 +444,7 @@ export function framesOf(events: Effects['events']): { kinds: string[]; data: Re
   return { kinds, data };
 }
 
-/** Parameter numbers of the events; with a hand-off also each event's attempt and lock duration (null but for task:locked). */
+/** Parameter numbers of the events; with a delivery also each event's attempt and lock duration (null but for task:locked). */
 type EventParams = { kinds: number; ids: number; data: number; tasks: number; attempts?: number; lockMs?: number };
 
 // A handed task's lock expiry in its event and frame, on the database clock like the task row's.
@@ -499,7 +525,7 @@ function progressParts(id: number, held: string[]): string[] {
   ];
 }
 
-interface HandOffColumns {
+interface DeliveryColumns {
   /** per fx.tasks entry: null when not handed */
   taskIds: (string | null)[];
   workers: (string | null)[];
@@ -514,9 +540,9 @@ interface HandOffColumns {
   eventLockMs: (number | null)[];
 }
 
-function handOffColumns(fx: Effects, handOff: HandOffTask[]): HandOffColumns {
+function deliveryColumns(fx: Effects, delivery: DeliveredTask[]): DeliveryColumns {
   const n = fx.tasks.length;
-  const c: HandOffColumns = {
+  const c: DeliveryColumns = {
     taskIds: Array(n).fill(null),
     workers: Array(n).fill(null),
     tokens: Array(n).fill(null),
@@ -526,7 +552,7 @@ function handOffColumns(fx: Effects, handOff: HandOffTask[]): HandOffColumns {
     eventAttempts: fx.events.map(() => null),
     eventLockMs: fx.events.map(() => null),
   };
-  for (const h of handOff) {
+  for (const h of delivery) {
     const task = fx.tasks[h.index];
     if (!task) throw new Error(`applyEffectsStatement: no new task at index ${h.index} to hand off`);
     c.taskIds[h.index] = h.taskId;

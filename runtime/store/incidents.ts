@@ -1,7 +1,7 @@
 // Incident rows: raised inside transitions (see applyEffects), resolved by an operator.
-import type { IncidentKind } from '../engine/vocabulary.ts';
+import type { IncidentKind } from '../model/vocabulary.ts';
 import type { Queryable } from './db.ts';
-import { ringAfterCommit } from './doorbells.ts';
+import { notifyAfterCommit } from './notifications.ts';
 import { whereGiven } from './filters.ts';
 
 export interface IncidentRow {
@@ -45,7 +45,7 @@ export async function requeueFailedTask(db: Queryable, taskId: string, retries: 
      select topic from t`,
     [taskId, retries],
   );
-  if (rows[0]) ringAfterCommit(db, { topics: [rows[0].topic], counts: [1] });
+  if (rows[0]) notifyAfterCommit(db, { topics: [rows[0].topic], counts: [1] });
   return rows.length > 0;
 }
 

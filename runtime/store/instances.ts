@@ -1,11 +1,13 @@
 // Instance rows: start, lock-with-state, apply a transition's effects, cancel, read.
-import type { Effects, InstanceState, Variables } from '../engine/advance.ts';
-import type { InstanceStatus } from '../engine/vocabulary.ts';
+import type { InstanceState, Variables } from '../model/effects.ts';
+import type { InstanceStatus } from '../model/vocabulary.ts';
 import { afterCommit, isPool, type Queryable } from './db.ts';
-import { readyTaskBells, ringAfterCommit, type FrameBell } from './doorbells.ts';
+import { readyTaskNotices, notifyAfterCommit, type FrameNotice } from './notifications.ts';
 import { newInstanceId } from '../shared/uuid.ts';
-import { OPEN_INCIDENT_SQL, OPEN_TASK_SQL, OPEN_TIMER_SQL } from './live-rows.ts';
-import { applyEffectsStatement, framesOf, waitingTimers, type HandOffTask } from './apply-effects.ts';
+import { OPEN_INCIDENT_SQL, OPEN_TASK_SQL, OPEN_TIMER_SQL } from './open-states.ts';
+import { applyEffectsStatement, framesOf, waitingTimers, type ApplyEffectsParams, type DeliveredTask } from './apply-effects.ts';
+
+export type { ApplyEffectsParams } from './apply-effects.ts';
 import { applyEffectsTogetherStatement, framingCtes, type FramedTransition, type TogetherKind } from './apply-together.ts';
 import type { LockedTaskRow } from './tasks.ts';
 
@@ -262,41 +264,13 @@ export async function readTaskTransitions(
   );
 }
 
-export interface ApplyEffectsParams {
-  instance: InstanceRow;
-  effects: Effects;
-  status: InstanceStatus;
-  variables: Variables;
-  /** incident rows of this transition that belong to an existing task */
-  incidentTaskIds?: (string | null)[];
-  /**
-   * Optimistic write (no instance lock held): the statement applies only if
-   * the instance is still at the revision and generation it was read at and, with `completes`,
-   * marks that task done for its holder; otherwise it fails with TRANSITION_GUARD_LOST and
-   * writes nothing.
-   */
-  guard?: { revision: number; completes?: { taskId: string; workerId: string; lockToken: string } };
-  /**
-   * Inside a transaction that frames its transitions at the end (frameTransitions, or the
-   * batch's last write with `frame`): the events are written framed (no trigger call); that
-   * framing fails (BT409) if progress is pending for the instance.
-   */
-  framesAtEnd?: boolean;
-  /**
-   * A start in one statement: the instance row (p.instance: id, definition_id, business_key)
-   * is inserted with the transition. It fails with TRANSITION_GUARD_LOST, writing nothing,
-   * when the business key is taken or, with latestOnly, a newer version of the definition exists.
-   */
-  insert?: { latestOnly: boolean };
-}
-
 /** SQLSTATE of an optimistic transition whose guard no longer held (nothing was written). */
 export const TRANSITION_GUARD_LOST = 'BT409';
 
 /**
  * Writes one transition of an instance in a single statement: step and flow states,
  * new tasks, incidents, history events, the instance row (revision + 1, or the new row
- * of a start). Its doorbells ring once it has committed (store/doorbells.ts). Answers the row's created_at.
+ * of a start). Its notifications ring once it has committed (store/notifications.ts). Answers the row's created_at.
  * The statement has only the parts this transition uses (store/apply-effects.ts).
  */
 export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promise<Date> {
@@ -326,7 +300,7 @@ export async function applyEffects(db: Queryable, p: ApplyEffectsParams): Promis
  * transaction's end, or a batch's completes by this statement (`frame`: every transition of
  * the batch so far, framableInStatement), which must then be the transaction's last. If
  * any one's guard does not hold, nothing is written and it fails with TRANSITION_GUARD_LOST.
- * Each transition's doorbells ring once committed, as applyEffects'. Answers the rows'
+ * Each transition's notifications ring once committed, as applyEffects'. Answers the rows'
  * created_at (one transaction, one now()).
  */
 export async function applyEffectsTogether(
@@ -359,15 +333,15 @@ export async function applyEffectsTogether(
 
 /**
  * applyEffects for a start (`insert`) or an optimistic complete (`guard` with `completes`),
- * alone in its transaction, that inserts the tasks in `handOff` locked for parked polls of
- * this node (engine/hand-off.ts) and answers them as fetch-and-lock would; the other new
+ * alone in its transaction, that inserts the tasks in `delivery` locked for parked polls of
+ * this node (engine/poll-delivery.ts) and answers them as fetch-and-lock would; the other new
  * tasks are rung as usual. Fails with TRANSITION_GUARD_LOST, writing nothing, where
  * applyEffects would, and when a flow limit covers a handed task's topic. `at`: the
  * transaction's now() (a start's created_at).
  */
-export async function applyEffectsHandingOff(
+export async function applyEffectsDelivering(
   db: Queryable,
-  p: ApplyEffectsParams & { handOff: HandOffTask[] },
+  p: ApplyEffectsParams & { delivery: DeliveredTask[] },
 ): Promise<{ at: Date; handed: LockedTaskRow[] }> {
   const fx = p.effects;
   const { rows } = await db.query<LockedTaskRow>(
@@ -379,12 +353,12 @@ export async function applyEffectsHandingOff(
       incidentTaskIds: p.incidentTaskIds ?? fx.incidents.map(() => null),
       ...(p.guard ? { guard: p.guard } : {}),
       ...(p.insert ? { insert: p.insert } : {}),
-      handOff: p.handOff,
+      delivery: p.delivery,
       alone: isPool(db),
     }),
   );
   // Handed tasks ring nobody: their poll is answered by the caller, and no one else may take them.
-  const handedAt = new Set(p.handOff.map((h) => h.index));
+  const handedAt = new Set(p.delivery.map((h) => h.index));
   ringTransitions(db, [
     {
       p,
@@ -408,13 +382,13 @@ interface WrittenTransition {
 
 /**
  * What written transitions ring once committed, together: how many ready tasks each topic
- * got (so that only that many parked polls wake, engine/task-notifier.ts), whether a timer
+ * got (so that only that many parked polls wake, engine/parked-polls.ts), whether a timer
  * was created, their frames.
  */
 function ringTransitions(db: Queryable, written: WrittenTransition[]): void {
   noteLifecycle(db, written);
-  ringAfterCommit(db, {
-    ...readyTaskBells(written.flatMap((w) => w.topics)),
+  notifyAfterCommit(db, {
+    ...readyTaskNotices(written.flatMap((w) => w.topics)),
     timers: written.some((w) => waitingTimers(w.p.effects).length > 0),
     frames: written
       .filter((w) => w.frameSeq != null)
@@ -469,7 +443,7 @@ function noteLifecycle(db: Queryable, written: WrittenTransition[]): void {
  * The frames of transitions written with framesAtEnd, one statement for all of them
  * (framingCtes, store/apply-together.ts): the last statement of their transaction, so the
  * frame heads are its last locks, taken in instance order like the trigger's at commit,
- * with one doorbell per instance. What the trigger would do for those events at commit,
+ * with one notification per instance. What the trigger would do for those events at commit,
  * without a call per event. Transitions are given in the order they were written.
  *
  * With progress pending for any of the instances it writes nothing and fails (BT409,
@@ -495,10 +469,10 @@ function ringHeads(
   db: Queryable,
   heads: { instance_id: string | null; generation: number | null; last_seq: number | null }[],
 ): void {
-  ringAfterCommit(db, {
+  notifyAfterCommit(db, {
     frames: heads
       .filter((r) => r.instance_id !== null)
-      .map((r): FrameBell => ({ instanceId: r.instance_id!, generation: r.generation!, seq: r.last_seq! })),
+      .map((r): FrameNotice => ({ instanceId: r.instance_id!, generation: r.generation!, seq: r.last_seq! })),
   });
 }
 

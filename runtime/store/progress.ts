@@ -1,8 +1,8 @@
 // Worker progress reports: stored per call, coalesced into task:progress frames
-// by flush_progress (migration 0008); the frames' doorbells ring after the commit (0016).
+// by flush_progress (migration 0008); the frames' notifications ring after the commit (0016).
 import type { Pool, Queryable } from './db.ts';
-import { ringAfterCommit } from './doorbells.ts';
-import { HELD_TASK_SQL } from './live-rows.ts';
+import { notifyAfterCommit } from './notifications.ts';
+import { HELD_TASK_SQL } from './open-states.ts';
 import type { LockHolder } from './tasks.ts';
 
 export interface ProgressReport extends LockHolder {
@@ -48,14 +48,14 @@ export async function recordProgress(db: Queryable, r: ProgressReport): Promise<
   return { ok: false, reason: exists.length > 0 ? 'lock_lost' : 'not_found' };
 }
 
-// Set for the flush's own transaction: append_frame leaves the doorbell to ringAfterCommit
+// Set for the flush's own transaction: append_frame leaves the notification to notifyAfterCommit
 // (migration 0016). Only statements that are their own transaction may set it: in a longer
-// one it would silence the framing trigger's doorbells at its commit too.
+// one it would silence the framing trigger's notifications at its commit too.
 const QUIET_FRAMES_SQL = "(select set_config('baton.ring_after_commit', 'on', true) as quiet) q";
 
 /**
  * Turns the step's pending reports into one frame; answers its seq, or null when nothing
- * was pending. Its own transaction (a pool): the frame's doorbell rings after its commit.
+ * was pending. Its own transaction (a pool): the frame's notification rings after its commit.
  */
 export async function flushProgress(
   pool: Pool,
@@ -67,7 +67,7 @@ export async function flushProgress(
     values: [p.instanceId, p.generation, p.stepId],
   });
   const seq = rows[0]?.seq ?? null;
-  if (seq !== null) ringAfterCommit(pool, { frames: [{ instanceId: p.instanceId, generation: p.generation, seq }] });
+  if (seq !== null) notifyAfterCommit(pool, { frames: [{ instanceId: p.instanceId, generation: p.generation, seq }] });
   return seq;
 }
 
@@ -91,6 +91,6 @@ export async function flushStaleProgress(pool: Pool, olderThanMs: number): Promi
   const frames = rows
     .filter((r) => r.seq !== null)
     .map((r) => ({ instanceId: r.instance_id, generation: r.generation, seq: r.seq! }));
-  ringAfterCommit(pool, { frames });
+  notifyAfterCommit(pool, { frames });
   return frames.length;
 }

@@ -1,11 +1,11 @@
 // Read models for the API: lists, one instance in detail, history.
-import type { InstanceStatus } from '../engine/vocabulary.ts';
+import type { InstanceStatus } from '../model/vocabulary.ts';
 import type { Queryable } from './db.ts';
 import type { IncidentRow } from './incidents.ts';
 import type { InstanceRow } from './instances.ts';
 import type { ExternalTaskRow } from './tasks.ts';
 import { whereGiven } from './filters.ts';
-import { OPEN_INCIDENT_SQL, OPEN_TASK_SQL } from './live-rows.ts';
+import { OPEN_INCIDENT_SQL, OPEN_TASK_SQL } from './open-states.ts';
 
 export interface ListInstancesParams {
   status?: InstanceStatus;

@@ -1,6 +1,6 @@
 // Timers of timer start events: one waiting row per start event of the latest version of a key.
 import type { Queryable } from './db.ts';
-import { ringAfterCommit } from './doorbells.ts';
+import { notifyAfterCommit } from './notifications.ts';
 
 export interface StartTimerSpec {
   stepId: string;
@@ -75,7 +75,7 @@ export async function replaceStartTimers(
       timers.map((t) => t.repeatsLeft),
     ],
   );
-  ringAfterCommit(db, { timers: true });
+  notifyAfterCommit(db, { timers: true });
 }
 
 export async function findDueStartTimers(db: Queryable, limit: number): Promise<{ id: string }[]> {

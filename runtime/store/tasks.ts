@@ -1,8 +1,8 @@
 // External task rows: the lease lifecycle of DESIGN.md §4, one guarded statement each.
-import type { Variables } from '../engine/advance.ts';
-import type { TaskState } from '../engine/vocabulary.ts';
+import type { Variables } from '../model/effects.ts';
+import type { TaskState } from '../model/vocabulary.ts';
 import type { Pool, Queryable } from './db.ts';
-import { HELD_TASK_SQL } from './live-rows.ts';
+import { HELD_TASK_SQL } from './open-states.ts';
 import {
   fetchWithinFlowLimits,
   limitedPickSql,
@@ -11,7 +11,7 @@ import {
   TRAFFIC_WAIT_SET_SQL,
   type FetchOutcome,
 } from './flow-limits.ts';
-import { readyTaskBells, ringAfterCommit, type FrameBell } from './doorbells.ts';
+import { readyTaskNotices, notifyAfterCommit, type FrameNotice } from './notifications.ts';
 
 export interface ExternalTaskRow {
   id: string;
@@ -86,7 +86,7 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
   );
   const released = rows[0]?.released ?? 0;
   const tasks: LockedTaskRow[] = [];
-  const frames = new Map<string, FrameBell>();
+  const frames = new Map<string, FrameNotice>();
   for (const row of rows) {
     if (row.id === null) continue;
     if (row.frame_seq !== null)
@@ -97,7 +97,7 @@ export async function fetchAndLock(pool: Pool, p: FetchAndLockParams): Promise<F
     tasks.push(row);
   }
   // Rows the pick locked and did not take were free again at its commit; a poll that found them locked has parked.
-  ringAfterCommit(pool, { frames: [...frames.values()], ...(released > 0 ? { topics } : {}) });
+  notifyAfterCommit(pool, { frames: [...frames.values()], ...(released > 0 ? { topics } : {}) });
   if (tasks.length > 0 || rows[0]?.flow_limited !== true) return { tasks };
   return fetchWithinFlowLimits(pool, topics, async (tx, resources) => {
     const limited = await tx.query<LockedTaskRow>({
@@ -191,7 +191,7 @@ function lockPickedSql(framedSql: string): string {
 // statement as the trigger of migration 0011 would at commit: one head update per instance,
 // in instance order, as the statement's last row locks (the statement is its own
 // transaction, so the commit follows at once), the frames; the answer carries each head's
-// seq for the doorbell rung after the commit (store/doorbells.ts).
+// seq for the notification rung after the commit (store/notifications.ts).
 // A task:locked never ends a generation; a head already ended takes no frames, as in the
 // trigger. Saves a deferred trigger call and its framing statement per instance and fetch.
 const FRAME_LOCKED_SQL = `counted as (
@@ -219,7 +219,7 @@ const ANSWER_SQL = `select l.*, i.business_key, i.variables || l.local_variables
 // whose flow_limited says whether a flow limit covers the topics (then the limited fetch
 // decides). It used to be a second statement (flow_limits_cover) after every empty fetch,
 // that is before every long poll parks: a round trip on the way to parking.
-// Each row also carries its frame head's seq (FRAME_LOCKED_SQL), for the doorbell.
+// Each row also carries its frame head's seq (FRAME_LOCKED_SQL), for the notification.
 // `released`: how many rows the pick locked and did not take (perTopicPickSql).
 const answerOrCoveredSql = (releasedSql: string): string => `select a.*, c.flow_limited, c.released,
                   (select h.last_seq from head h where h.instance_id = a.instance_id and h.generation = a.generation) as frame_seq
@@ -329,7 +329,7 @@ export async function unlockTask(db: Queryable, p: LockHolder): Promise<GuardedT
            select u.* from u`,
     values: [p.taskId, p.workerId, p.lockToken],
   });
-  if (rows[0]) ringAfterCommit(db, { topics: [rows[0].topic], counts: [1] });
+  if (rows[0]) notifyAfterCommit(db, { topics: [rows[0].topic], counts: [1] });
   return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p) };
 }
 
@@ -357,7 +357,7 @@ export async function expireLocks(db: Queryable, limit: number, allowance: numbe
            select u.id, u.topic from u`,
     values: [limit, allowance],
   });
-  ringAfterCommit(db, readyTaskBells(rows.map((r) => r.topic)));
+  notifyAfterCommit(db, readyTaskNotices(rows.map((r) => r.topic)));
   return rows.length;
 }
 

@@ -1,6 +1,6 @@
 // Timer rows, message inbox and subscriptions: the rows behind every wait.
 import type { Queryable } from './db.ts';
-import { OPEN_TIMER_SQL } from './live-rows.ts';
+import { OPEN_TIMER_SQL } from './open-states.ts';
 
 export interface TimerRow {
   id: string;

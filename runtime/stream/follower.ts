@@ -1,10 +1,10 @@
 // One subscription: a client following the frames of one instance generation.
 // It replays from Postgres what the client has not seen and then follows the
-// doorbell, always reading "seq > cursor" from the table. Seqs of a generation
+// notification, always reading "seq > cursor" from the table. Seqs of a generation
 // commit in order (migration 0008), so there is no hand-over between replay and
 // live: both are the same read, and nothing can be skipped or sent twice.
 import type { FrameRow } from '../store/frames.ts';
-import type { Doorbell, InstanceListener } from './frame-hub.ts';
+import type { NewFrames, InstanceListener } from './frame-hub.ts';
 import type { FrameReader } from './frame-reader.ts';
 
 export interface FrameWire {
@@ -60,7 +60,7 @@ export class Follower implements InstanceListener {
     if (currentGeneration > generation) this.pendingGeneration = currentGeneration;
   }
 
-  ring(bell: Doorbell | undefined): void {
+  ring(bell: NewFrames | undefined): void {
     if (this.closed) return;
     if (bell && bell.generation > this.generation) {
       // Announced once the old generation's remaining frames are out (its last is instance:ended).

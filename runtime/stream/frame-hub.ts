@@ -1,16 +1,16 @@
-// Follows the frames doorbell for this node's subscribers: in-process for this
-// process's commits, LISTEN baton_frames for the other nodes' (store/doorbells.ts).
-// A doorbell only says "instance X, generation G has seq N now": followers read
+// Follows the frames notification for this node's subscribers: in-process for this
+// process's commits, LISTEN baton_frames for the other nodes' (store/notifications.ts).
+// A notification only says "instance X, generation G has seq N now": followers read
 // the frames themselves from Postgres, so a coalesced notification costs nothing,
-// and any node can serve any client. A doorbell can be lost (a node that died
+// and any node can serve any client. A notification can be lost (a node that died
 // between its commit and its relay): every second the hub reads the heads of the
 // instances it follows and rings them, and a follower reads only past its cursor.
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { announceListener, FRAMES_CHANNEL, onDoorbells, readDoorbells } from '../store/doorbells.ts';
+import { announceListener, FRAMES_CHANNEL, onNotifications, readNotifications } from '../store/notifications.ts';
 import { readFrameBells } from '../store/frames.ts';
 
-export interface Doorbell {
+export interface NewFrames {
   instanceId: string;
   generation: number;
   seq: number;
@@ -18,12 +18,12 @@ export interface Doorbell {
 
 /** Something that follows one instance: told about new frames (or, after a reconnect, that it should look). */
 export interface InstanceListener {
-  ring(bell: Doorbell | undefined): void;
+  ring(bell: NewFrames | undefined): void;
 }
 
 /** How long the hub keeps listening after its last follower left (subscriptions come and go). */
 const UNLISTEN_AFTER_MS = 10_000;
-/** How often the heads of followed instances are read, for doorbells that never came. */
+/** How often the heads of followed instances are read, for notifications that never came. */
 const RECHECK_HEADS_MS = 1000;
 
 export class FrameHub {
@@ -47,22 +47,22 @@ export class FrameHub {
     private readonly recheckMs = RECHECK_HEADS_MS,
   ) {}
 
-  /** Whether doorbells reach this node now (while anyone follows, and a while after). */
+  /** Whether notifications reach this node now (while anyone follows, and a while after). */
   get isListening(): boolean {
     return this.listening;
   }
 
   /**
    * Connects. The hub LISTENs only while it has followers: with nobody watching, the
-   * doorbell of every committed transaction would wake this node for nothing.
+   * notification of every committed transaction would wake this node for nothing.
    */
   async start(): Promise<void> {
-    this.unsubscribeLocal ??= onDoorbells({ frames: (bells) => bells.forEach((b) => this.dispatch(b)) });
+    this.unsubscribeLocal ??= onNotifications({ frames: (bells) => bells.forEach((b) => this.dispatch(b)) });
     this.recheckTimer ??= setInterval(() => void this.recheckHeads(), this.recheckMs).unref();
     const client = new pg.Client({ connectionString: this.connectionString });
     client.on('notification', (msg) => {
-      const { fromHere, bells } = readDoorbells(msg.payload);
-      if (!fromHere) bells.forEach((b) => this.dispatch(parseDoorbell(b)));
+      const { fromHere, bells } = readNotifications(msg.payload);
+      if (!fromHere) bells.forEach((b) => this.dispatch(parseNewFrames(b)));
     });
     client.on('error', (err) => this.reconnect(err));
     client.on('end', () => this.reconnect());
@@ -82,7 +82,7 @@ export class FrameHub {
     await this.client?.end().catch(() => undefined);
   }
 
-  /** Resolves once doorbells reach the listener: read the frames after that, and nothing is missed. */
+  /** Resolves once notifications reach the listener: read the frames after that, and nothing is missed. */
   async follow(instanceId: string, listener: InstanceListener): Promise<void> {
     let set = this.listeners.get(instanceId);
     if (!set) this.listeners.set(instanceId, (set = new Set()));
@@ -138,7 +138,7 @@ export class FrameHub {
     }
   }
 
-  private dispatch(bell: Doorbell | undefined): void {
+  private dispatch(bell: NewFrames | undefined): void {
     if (!bell) return;
     for (const l of this.listeners.get(bell.instanceId) ?? []) l.ring(bell);
   }
@@ -155,14 +155,14 @@ export class FrameHub {
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
       this.start()
-        // Doorbells rung while disconnected are lost: everyone looks again.
+        // Notifications rung while disconnected are lost: everyone looks again.
         .then(() => this.listeners.forEach((set) => set.forEach((l) => l.ring(undefined))))
         .catch((e: Error) => this.reconnect(e));
     }, 1000);
   }
 }
 
-function parseDoorbell(payload: string | undefined): Doorbell | undefined {
+function parseNewFrames(payload: string | undefined): NewFrames | undefined {
   const [instanceId, generation, seq] = (payload ?? '').split(' ');
   if (!instanceId || !generation || !seq) return undefined;
   return { instanceId, generation: Number(generation), seq: Number(seq) };

@@ -1,5 +1,5 @@
 // Single-flight reads of frames: followers of one instance that stand at the same
-// seq when a doorbell rings (the common case: many viewers of one run) share one
+// seq when a notification rings (the common case: many viewers of one run) share one
 // query instead of sending one each.
 import type { Pool } from '../store/db.ts';
 import { readFrames, type FrameRow } from '../store/frames.ts';

@@ -6,7 +6,7 @@ import type { Namespace, Server, Socket } from 'socket.io';
 import type { Pool } from '../store/db.ts';
 import { findStreamTarget, readFrameHead } from '../store/frames.ts';
 import { BatonError } from '../shared/errors.ts';
-import { validateBody } from '../api/validate.ts';
+import { validateBody } from '../shared/validate.ts';
 import type { FrameHub } from './frame-hub.ts';
 import { Follower, type FollowerOptions, type FollowerOutput } from './follower.ts';
 import { sharedFrameReader } from './frame-reader.ts';
@@ -110,7 +110,7 @@ export function attachProgressStream(io: Server, deps: ProgressStreamDeps): Name
         target.generation,
       );
       // Follow (and wait until the hub listens) before reading: a frame committed from
-      // here on rings the doorbell, and one committed before is found by the first read.
+      // here on rings the notification, and one committed before is found by the first read.
       followers.set(req.instanceId, follower);
       await deps.hub.follow(req.instanceId, follower);
       const head = await readFrameHead(deps.pool, req.instanceId, generation);

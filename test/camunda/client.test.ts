@@ -112,9 +112,9 @@ describe('camunda-external-task-client-js against Baton', () => {
       await taskService.complete(task);
     });
     // Polls of the clients stopped after earlier tests end within their 1 s timeout; then the only parked poll is this client's.
-    await waitFor(async () => (t.server.notifier.parked === 0 ? true : undefined), 10_000, 'earlier polls to end');
+    await waitFor(async () => (t.server.parkedPolls.parked === 0 ? true : undefined), 10_000, 'earlier polls to end');
     client.start();
-    await waitFor(async () => (t.server.notifier.parked > 0 ? true : undefined), 10_000, 'a parked poll');
+    await waitFor(async () => (t.server.parkedPolls.parked > 0 ? true : undefined), 10_000, 'a parked poll');
     const startedAt = Date.now();
     const id = await startByKey(t.url, 'cam_poll');
     const { at, processInstanceId } = await got.promise;

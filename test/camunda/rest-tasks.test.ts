@@ -191,7 +191,7 @@ describe('fetchAndLock', () => {
   it('a client that disconnects while parked leaves nothing locked', async () => {
     const topic = `rt-gone-${++seq}`;
     await deploy(t.api, singleTaskBpmn(`rt_gone${seq}`, topic));
-    const parkedBefore = t.server.notifier.parked;
+    const parkedBefore = t.server.parkedPolls.parked;
     const abort = new AbortController();
     const poll = fetch(`${t.url}/engine-rest/external-task/fetchAndLock`, {
       method: 'POST',
@@ -204,10 +204,10 @@ describe('fetchAndLock', () => {
         topics: [{ topicName: topic, lockDuration: 60_000 }],
       }),
     }).catch(() => undefined);
-    await waitFor(async () => (t.server.notifier.parked > parkedBefore ? true : undefined), 10_000, 'the poll to park');
+    await waitFor(async () => (t.server.parkedPolls.parked > parkedBefore ? true : undefined), 10_000, 'the poll to park');
     abort.abort();
     await poll;
-    await waitFor(async () => (t.server.notifier.parked === parkedBefore ? true : undefined), 10_000, 'the poll to end');
+    await waitFor(async () => (t.server.parkedPolls.parked === parkedBefore ? true : undefined), 10_000, 'the poll to end');
     const id = await startByKey(t.url, `rt_gone${seq}`);
     const { rows } = await t.db.pool.query(`select state, worker_id from external_tasks where instance_id = $1`, [id]);
     expect(rows[0]).toEqual({ state: 'ready', worker_id: null });

@@ -53,7 +53,7 @@ it('clients keep polling through a restart: a held task completes afterwards, ne
   client.start();
   const heldInstance = await startByKey(server.url, 'rs_held');
   await held.promise;
-  await waitFor(async () => (server.notifier.parked > 0 ? true : undefined), 10_000, 'a parked poll');
+  await waitFor(async () => (server.parkedPolls.parked > 0 ? true : undefined), 10_000, 'a parked poll');
 
   await server.close(); // parked polls answer at once; further polls fail until the new server listens
   server = await startServer(port);

@@ -1,8 +1,8 @@
-// Camunda typed variables <-> plain JSON (runtime/api/camunda/variables.ts), no database.
+// Camunda typed variables <-> plain JSON (runtime/camunda/api/variables.ts), no database.
 import { describe, expect, it } from 'vitest';
-import { formatCamundaDate, parseCamundaDate } from '../../runtime/api/camunda/dates.ts';
-import { CamundaError } from '../../runtime/api/camunda/errors.ts';
-import { readVariables, renderVariables } from '../../runtime/api/camunda/variables.ts';
+import { formatCamundaDate, parseCamundaDate } from '../../runtime/camunda/api/dates.ts';
+import { CamundaError } from '../../runtime/camunda/api/errors.ts';
+import { readVariables, renderVariables } from '../../runtime/camunda/api/variables.ts';
 
 function typeOf(input: Record<string, unknown>): string | undefined {
   return readVariables({ v: input }).types[0]?.type;

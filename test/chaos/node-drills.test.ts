@@ -3,7 +3,7 @@
 // same port, with SDK worker processes carrying on; then ledger and checker.
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { announceListener, readDoorbells } from '../../runtime/store/doorbells.ts';
+import { announceListener, readNotifications } from '../../runtime/store/notifications.ts';
 import { buildBpmn, parallelBpmn, type FlowSpec, type NodeSpec } from '../support/bpmn.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus } from '../support/flows.ts';
@@ -150,7 +150,7 @@ describe('chaos drills: runtime nodes', () => {
     await expectInvariants(db);
   }, 90_000);
 
-  it("drill 14: given a node that dies after a commit and before relaying its doorbells, then another node's progress follower and parked long poll still get the work, by their own re-checks", async () => {
+  it("drill 14: given a node that dies after a commit and before relaying its notifications, then another node's progress follower and parked long poll still get the work, by their own re-checks", async () => {
     const steady = await startNode(db.url);
     const api = apiClient(steady.url);
     await deploy(
@@ -170,12 +170,12 @@ describe('chaos drills: runtime nodes', () => {
         ],
       ),
     );
-    // Every doorbell any node sends, as another node's LISTEN hears it.
+    // Every notification any node sends, as another node's LISTEN hears it.
     const heard: { channel: string; bell: string }[] = [];
     const listener = new pg.Client({ connectionString: db.url });
     await listener.connect();
     listener.on('notification', (m) =>
-      heard.push(...readDoorbells(m.payload).bells.map((bell) => ({ channel: m.channel, bell }))),
+      heard.push(...readNotifications(m.payload).bells.map((bell) => ({ channel: m.channel, bell }))),
     );
     await announceListener(listener, 'test-observer'); // heard as another node: this process's relays send to it
     await listener.query('listen baton_tasks; listen baton_frames');
@@ -186,10 +186,10 @@ describe('chaos drills: runtime nodes', () => {
       const taskA = await fetchOne(api, 'd14-w', 'd14-a');
       expect((await progress.subscribe({ instanceId: first })).ok).toBe(true);
       await progress.waitForKind(first, 'task:locked');
-      const doomed = await startNode(db.url, { faults: 'doorbells:before-relay:crash:once' });
+      const doomed = await startNode(db.url, { faults: 'notifications:before-relay:crash:once' });
       await complete(apiClient(doomed.url), taskA, 'd14-w').catch(() => undefined); // answered or cut off by the crash
       await doomed.exited;
-      expect(doomed.output()).toContain('baton-fault doorbells:before-relay crash');
+      expect(doomed.output()).toContain('baton-fault notifications:before-relay crash');
       expect(kinds(await history(db, first), 'task:completed')).toHaveLength(1);
       const seen = await progress.waitForKind(first, 'task:completed', 1, 10_000);
       // No NOTIFY ever said so: the complete's statement sends none, and its relay died with the node.
@@ -212,7 +212,7 @@ describe('chaos drills: runtime nodes', () => {
         5_000,
         'the poll to park',
       );
-      const doomedToo = await startNode(db.url, { faults: 'doorbells:before-relay:crash:once' });
+      const doomedToo = await startNode(db.url, { faults: 'notifications:before-relay:crash:once' });
       await complete(apiClient(doomedToo.url), taskA2, 'd14-w').catch(() => undefined);
       await doomedToo.exited;
       const [got] = await parked;

@@ -61,7 +61,7 @@ const NODE_FAULTS = [
   'api:after-complete-commit:crash:chance:0.002',
   'fetch:after-lock:crash:chance:0.001',
   'compensation:mid-saga:crash:chance:0.02',
-  'doorbells:before-relay:crash:chance:0.0005',
+  'notifications:before-relay:crash:chance:0.0005',
   'timer:before-fire:delay:50:chance:0.3',
   'message:before-match:delay:50:chance:0.3',
 ].join(',');

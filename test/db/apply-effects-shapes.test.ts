@@ -4,7 +4,7 @@
 // refuses one name with two texts: every shape is run here against a real instance.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emptyEffects, type Effects } from '../../runtime/engine/advance.ts';
+import { emptyEffects, type Effects } from '../../runtime/model/effects.ts';
 import { applyEffectsStatement } from '../../runtime/store/apply-effects.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
 import { deploy, start } from '../support/flows.ts';
@@ -36,7 +36,7 @@ const PARTS: ((fx: Effects) => void)[] = [
 // '-alone': the statement is its own transaction and frames its events itself
 // '-end': inside a transaction that frames at its end (frameTransitions): a batch of
 // completes (guarded), a batch of timer firings (the instance locked, no guard)
-// '-handoff': a start, or an optimistic complete, that hands its new task to a parked poll (engine/hand-off.ts)
+// '-handoff': a start, or an optimistic complete, that hands its new task to a parked poll (engine/poll-delivery.ts)
 const MODES = [
   'update',
   'guard',
@@ -88,7 +88,7 @@ describe('applyEffects shapes', () => {
             framesAtEnd: mode.endsWith('-end'),
             ...(mode.includes('handoff')
               ? {
-                  handOff: fx.tasks.map((_, index) => ({
+                  delivery: fx.tasks.map((_, index) => ({
                     index,
                     taskId: randomUUID(),
                     workerId: 'w',
@@ -162,7 +162,7 @@ describe('applyEffects shapes', () => {
       incidentTaskIds: [],
       alone: true,
       guard: { revision: 2, completes: { taskId: randomUUID(), workerId: 'w', lockToken: randomUUID() } },
-      handOff: [{ index: 0, taskId: randomUUID(), workerId: 'poller', lockToken: randomUUID(), lockDurationMs: 1000 }],
+      delivery: [{ index: 0, taskId: randomUUID(), workerId: 'poller', lockToken: randomUUID(), lockDurationMs: 1000 }],
     });
     const ctes = (text: string) => [...text.matchAll(/(?:with|,)\s+(\w+) as (?:materialized )?\(/g)].map((m) => m[1]);
     expect(ctes(st.text)).toEqual(['i', 's', 'f', 't', 'done', 'locks', 'pend', 'e', 'head', 'fw', 'guarded']);
@@ -181,7 +181,7 @@ describe('applyEffects shapes', () => {
         status: 'running',
         variables: {},
         incidentTaskIds: [],
-        handOff: [{ index: 0, taskId: randomUUID(), workerId: 'poller', lockToken: randomUUID(), lockDurationMs: 1000 }],
+        delivery: [{ index: 0, taskId: randomUUID(), workerId: 'poller', lockToken: randomUUID(), lockDurationMs: 1000 }],
       }),
     ).toThrow(/only a start or a guarded complete/);
   });

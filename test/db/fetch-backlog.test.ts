@@ -6,7 +6,7 @@
 // that found them locked in the meantime and parked fetches again at once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../runtime/store/db.ts';
-import { fetchAndLockCamunda } from '../../runtime/store/camunda-fetch.ts';
+import { fetchAndLockCamunda } from '../../runtime/camunda/store/fetch.ts';
 import { fetchAndLock } from '../../runtime/store/tasks.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
 import { deploy, fetchTasks, start } from '../support/flows.ts';
@@ -197,7 +197,7 @@ describe('fetch-and-lock with a backlog of ready tasks', () => {
       );
       const parked = fetchTasks(t.api, 'b-only', ['released-b'], { waitMs: 10_000 });
       await waitFor(
-        async () => (t.server.notifier.parked > 0 ? true : undefined),
+        async () => (t.server.parkedPolls.parked > 0 ? true : undefined),
         5000,
         'the poll of b to find its task locked and park',
       );

@@ -152,7 +152,7 @@ describe('maxConcurrent', () => {
     // The second task stays ready, unlocked, with its retries intact.
     expect(await fetchTasks(t.api, 'eager', [topic])).toEqual([]);
     const parked = fetchTasks(t.api, 'parked', [topic], { waitMs: 10_000 });
-    await waitFor(async () => (t.server.notifier.parked > 0 ? true : undefined), 5000, 'the fetch to park');
+    await waitFor(async () => (t.server.parkedPolls.parked > 0 ? true : undefined), 5000, 'the fetch to park');
     await new Promise((r) => setTimeout(r, 300)); // the wait to record
     const releasedAt = Date.now();
     expect((await complete(t.api, first!, 'holder')).status).toBe(204);

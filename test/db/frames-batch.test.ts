@@ -1,9 +1,9 @@
 // Migration 0011: a transaction's events of one (instance, generation) become frames
-// together at commit: dense seqs in insert order, one doorbell with the last seq,
+// together at commit: dense seqs in insert order, one notification with the last seq,
 // nothing after instance:ended, and pending progress still flushed before the frame
 // that ends its step.
 import pg from 'pg';
-import { readDoorbells } from '../../runtime/store/doorbells.ts';
+import { readNotifications } from '../../runtime/store/notifications.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/server.ts';
@@ -18,7 +18,7 @@ beforeAll(async () => {
                        values ('frames-batch', 1, 'fp', 'sha', '<x/>', '{}'::jsonb)`);
   listener = new pg.Client({ connectionString: db.url });
   await listener.connect();
-  listener.on('notification', (m) => bells.push(...readDoorbells(m.payload).bells));
+  listener.on('notification', (m) => bells.push(...readNotifications(m.payload).bells));
   await listener.query('listen baton_frames');
 });
 afterAll(async () => {
@@ -62,13 +62,13 @@ async function frames(instanceId: string): Promise<{ seq: number; kind: string; 
 }
 
 describe('frames written per transaction (migration 0011)', () => {
-  it("given two instances' events interleaved in one transaction, then each gets dense seqs in insert order and one doorbell with its last seq", async () => {
+  it("given two instances' events interleaved in one transaction, then each gets dense seqs in insert order and one notification with its last seq", async () => {
     const [a, b] = [await newInstance(), await newInstance()];
     await inOneTransaction([
       [a, 'instance:started'],
       [b, 'instance:started'],
     ]);
-    await waitFor(async () => (bells.length >= 2 ? true : undefined), 5_000, "the first transaction's doorbells");
+    await waitFor(async () => (bells.length >= 2 ? true : undefined), 5_000, "the first transaction's notifications");
     bells.length = 0;
     await inOneTransaction([
       [a, 'step:completed', 'start'],
@@ -88,7 +88,7 @@ describe('frames written per transaction (migration 0011)', () => {
       [2, 'step:completed'],
       [3, 'task:locked'],
     ]);
-    await waitFor(async () => (bells.length >= 2 ? true : undefined), 5_000, 'two doorbells');
+    await waitFor(async () => (bells.length >= 2 ? true : undefined), 5_000, 'two notifications');
     expect(bells.sort()).toEqual([`${a} 1 4`, `${b} 1 3`].sort());
     const { rows } = await db.pool.query(
       'select instance_id, last_seq from frame_heads where instance_id = any($1) order by last_seq',

@@ -5,7 +5,7 @@
 // dense seqs that become visible in order, instance:ended last, and a step's pending
 // progress framed before the frame that ends the step.
 import pg from 'pg';
-import { announceListener, readDoorbells } from '../../runtime/store/doorbells.ts';
+import { announceListener, readNotifications } from '../../runtime/store/notifications.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus, type LockedTask } from '../support/flows.ts';
@@ -42,7 +42,7 @@ beforeAll(async () => {
   );
   listener = new pg.Client({ connectionString: t.db.url });
   await listener.connect();
-  listener.on('notification', (m) => bells.push(...readDoorbells(m.payload).bells));
+  listener.on('notification', (m) => bells.push(...readNotifications(m.payload).bells));
   await announceListener(listener, 'test-observer'); // heard as another node: this process's relays send to it
   await listener.query('listen baton_frames');
 });
@@ -102,7 +102,7 @@ async function batchStatementWaitsForLock(row: string): Promise<void> {
 }
 
 describe('frames written by the optimistic statements (migration 0013)', () => {
-  it('given a start, a fetch and a complete, then each statement frames its own events, and the frames are the history in order with one doorbell per statement', async () => {
+  it('given a start, a fetch and a complete, then each statement frames its own events, and the frames are the history in order with one notification per statement', async () => {
     bells.length = 0;
     const id = await start(t.api, 'fis-single');
     const task = await fetchOne(t.api, 'w', 'fis-single');
@@ -129,7 +129,7 @@ describe('frames written by the optimistic statements (migration 0013)', () => {
         return b.length >= 3 ? b : undefined;
       },
       5_000,
-      'three doorbells',
+      'three notifications',
     );
     expect(mine.at(-1)).toBe(`${id} 1 ${got.length}`);
     expect(mine).toHaveLength(3);
@@ -210,7 +210,7 @@ describe('frames written by the optimistic statements (migration 0013)', () => {
     expect(got.map((f) => f.kind).indexOf('test:marker')).toBeLessThan(got.map((f) => f.kind).indexOf('task:completed'));
   });
 
-  it('given a batch of completes (one transaction over several instances), then its last statement frames them: events framed, one doorbell per instance, frames equal to the history', async () => {
+  it('given a batch of completes (one transaction over several instances), then its last statement frames them: events framed, one notification per instance, frames equal to the history', async () => {
     bells.length = 0;
     const ids = [await start(t.api, 'fis-single'), await start(t.api, 'fis-single'), await start(t.api, 'fis-single')];
     const tasks = await waitFor(
@@ -240,7 +240,7 @@ describe('frames written by the optimistic statements (migration 0013)', () => {
       const rung = await waitFor(
         async () => (bells.includes(`${task.instanceId} 1 ${got.length}`) ? true : undefined),
         5_000,
-        "the batch's doorbell",
+        "the batch's notification",
       );
       expect(rung).toBe(true);
       expect(bells.filter((b) => b.startsWith(`${task.instanceId} 1 ${got.length}`))).toHaveLength(1);
@@ -403,14 +403,14 @@ describe('frames written by fetch-and-lock', () => {
     return { history, got };
   };
 
-  it('given one fetch that locks tasks of several instances, two of them from one instance, then it frames every task:locked itself, with one doorbell per instance carrying its last seq', async () => {
+  it('given one fetch that locks tasks of several instances, two of them from one instance, then it frames every task:locked itself, with one notification per instance carrying its last seq', async () => {
     const singles = [await start(t.api, 'fis-single'), await start(t.api, 'fis-single'), await start(t.api, 'fis-single')];
     const fan = await start(t.api, 'fis-fan');
-    // A start's doorbell may reach the listener after its HTTP answer: wait for each before
+    // A start's notification may reach the listener after its HTTP answer: wait for each before
     // listening for the fetch's (under load the fan's came in after the clear below).
     for (const id of [...singles, fan]) {
       const started = (await frames(id)).length;
-      await waitFor(async () => (bells.includes(`${id} 1 ${started}`) ? true : undefined), 5_000, "the start's doorbell");
+      await waitFor(async () => (bells.includes(`${id} 1 ${started}`) ? true : undefined), 5_000, "the start's notification");
     }
     bells.length = 0;
     const tasks = await fetchTasks(t.api, 'wf', ['fis-single', 'fis-fan'], { maxTasks: 20 });
@@ -428,7 +428,7 @@ describe('frames written by fetch-and-lock', () => {
           return b.length > 0 ? b : undefined;
         },
         5_000,
-        "the fetch's doorbell",
+        "the fetch's notification",
       );
       expect(rung).toEqual([`${id} 1 ${got.length}`]);
     }

@@ -1,5 +1,5 @@
 // A transition committed by this process wakes its parked long polls in-process,
-// without waiting for Postgres' NOTIFY to come back. The notifier here listens on
+// without waiting for Postgres' NOTIFY to come back. The parkedPolls here listens on
 // another database, so no NOTIFY can reach it: only the in-process path can wake it
 // before the 2 s safety re-check.
 import { pino } from 'pino';
@@ -8,7 +8,7 @@ import { createEngine, type Engine } from '../../runtime/engine/context.ts';
 import { deployDefinition } from '../../runtime/engine/definitions.ts';
 import { fetchAndWait, SAFETY_RECHECK_MS } from '../../runtime/engine/fetch.ts';
 import { startInstance } from '../../runtime/engine/instances.ts';
-import { TaskNotifier } from '../../runtime/engine/task-notifier.ts';
+import { ParkedPolls } from '../../runtime/engine/parked-polls.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
@@ -16,22 +16,22 @@ const log = pino({ level: 'silent' });
 let db: TestDatabase;
 let elsewhere: TestDatabase;
 let engine: Engine;
-let notifier: TaskNotifier;
+let parkedPolls: ParkedPolls;
 
 beforeAll(async () => {
   [db, elsewhere] = await Promise.all([createTestDatabase(), createTestDatabase()]);
   engine = createEngine(db.pool, log);
-  notifier = new TaskNotifier(elsewhere.url, log);
-  await notifier.start();
+  parkedPolls = new ParkedPolls(elsewhere.url, log);
+  await parkedPolls.start();
   await deployDefinition(engine, singleTaskBpmn('local-wake', 'local-wake-task'));
 });
 afterAll(async () => {
-  await notifier?.stop();
+  await parkedPolls?.stop();
   await Promise.all([db?.drop(), elsewhere?.drop()]);
 });
 
 const poll = (workerId: string, topic: string) =>
-  fetchAndWait(engine, notifier, {
+  fetchAndWait(engine, parkedPolls, {
     workerId,
     maxTasks: 1,
     waitMs: 10_000,

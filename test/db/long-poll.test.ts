@@ -13,7 +13,7 @@ afterAll(async () => {
 });
 
 describe('long polling', () => {
-  it('given a parked fetch, when an instance creates a task, then the fetch returns it promptly (woken by its doorbell, not the safety re-check)', async () => {
+  it('given a parked fetch, when an instance creates a task, then the fetch returns it promptly (woken by its notification, not the safety re-check)', async () => {
     const parked = fetchTasks(t.api, 'w', ['poll-task'], { waitMs: 20_000 });
     await waitFor(async () => ((await parkedCount()) > 0 ? true : undefined), 5000, 'the fetch to park');
     const startedAt = Date.now();
@@ -63,5 +63,5 @@ describe('long polling', () => {
 });
 
 async function parkedCount(): Promise<number> {
-  return t.server.notifier.parked;
+  return t.server.parkedPolls.parked;
 }

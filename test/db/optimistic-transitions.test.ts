@@ -5,7 +5,7 @@
 // it, the guarded write raises BT409 and leaves nothing behind, and the call then takes
 // the transactional path.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emptyEffects } from '../../runtime/engine/advance.ts';
+import { emptyEffects } from '../../runtime/model/effects.ts';
 import { applyEffects, readTaskTransition, TRANSITION_GUARD_LOST } from '../../runtime/store/instances.ts';
 import { parallelBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { complete, deploy, fetchOne, historyKinds, start, waitForStatus } from '../support/flows.ts';

@@ -7,7 +7,7 @@
 // status is searched by its index; planned once for any value, the instance list by status
 // walked the whole of instances_list_idx.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countCamundaTasks, findCamundaTask, listCamundaTasks } from '../../runtime/store/camunda-queries.ts';
+import { countCamundaTasks, findCamundaTask, listCamundaTasks } from '../../runtime/camunda/store/queries.ts';
 import { createPool, withPlannerDefaults, type Queryable } from '../../runtime/store/db.ts';
 import { listIncidents } from '../../runtime/store/incidents.ts';
 import { lockInstancesOfTasks, readTaskTransitions } from '../../runtime/store/instances.ts';

@@ -9,14 +9,14 @@
 // tasks (by topic, by expiry): every complete read every locked task ("Session 11").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { emptyEffects } from '../../runtime/engine/advance.ts';
-import { TaskState } from '../../runtime/engine/vocabulary.ts';
+import { emptyEffects } from '../../runtime/model/effects.ts';
+import { TaskState } from '../../runtime/model/vocabulary.ts';
 import { applyEffectsStatement } from '../../runtime/store/apply-effects.ts';
 import { applyEffectsTogetherStatement } from '../../runtime/store/apply-together.ts';
-import { currentHolder, failTaskCamunda, lockTokenOf } from '../../runtime/store/camunda-tasks.ts';
+import { currentHolder, failTaskCamunda, lockTokenOf } from '../../runtime/camunda/store/tasks.ts';
 import type { Queryable } from '../../runtime/store/db.ts';
 import { cancelOpenWork, type ApplyEffectsParams } from '../../runtime/store/instances.ts';
-import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TIMER_SQL, READY_TASK_SQL } from '../../runtime/store/live-rows.ts';
+import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TIMER_SQL, READY_TASK_SQL } from '../../runtime/store/open-states.ts';
 import { recordProgress } from '../../runtime/store/progress.ts';
 import { extendLock, failTask, markTaskDone, markTaskErrored, unlockTask } from '../../runtime/store/tasks.ts';
 import { lockAndMarkDueTimers, markTimerFired } from '../../runtime/store/waits.ts';

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emptyEffects, type Effects } from '../../runtime/engine/advance.ts';
+import { emptyEffects, type Effects } from '../../runtime/model/effects.ts';
 import { createEngine, type Engine } from '../../runtime/engine/context.ts';
 import { startInstance, type StartInstanceRequest } from '../../runtime/engine/instances.ts';
 import { applyEffectsTogetherStatement, type TogetherKind } from '../../runtime/store/apply-together.ts';

@@ -153,7 +153,7 @@ describe('batched timer firing', () => {
     const scheduler = startTimerScheduler(createEngine(counting, log), log, { maxSleepMs: 30_000, batchSize: 100 });
     try {
       await waitFor(async () => (statements > 0 ? true : undefined), 5000, 'the first wake-up');
-      // No notifier here: the pokes are the only news of these timers.
+      // No parkedPolls here: the pokes are the only news of these timers.
       const ids = await startMany('soon', 30);
       const before = statements;
       const burstStart = performance.now();

@@ -3,10 +3,10 @@
 // timer of one instance, still see what the firings before them wrote. The scheduler,
 // woken at a due time, looks for due timers at once. The batch frames its firings in its
 // last statement (frameTransitions) instead of a trigger call per event at commit: frames
-// equal the history, one doorbell per instance, progress pending for an instance sends
+// equal the history, one notification per instance, progress pending for an instance sends
 // the batch one by one (the trigger flushes it first), and a follower never sees a gap.
 import pg from 'pg';
-import { announceListener, flushDoorbells, readDoorbells } from '../../runtime/store/doorbells.ts';
+import { announceListener, flushNotifications, readNotifications } from '../../runtime/store/notifications.ts';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../runtime/engine/context.ts';
@@ -154,7 +154,7 @@ beforeAll(async () => {
   );
   listener = new pg.Client({ connectionString: db.url });
   await listener.connect();
-  listener.on('notification', (m) => bells.push(...readDoorbells(m.payload).bells));
+  listener.on('notification', (m) => bells.push(...readNotifications(m.payload).bells));
   await announceListener(listener, 'test-observer'); // heard as another node: this process's relays send to it
   await listener.query('listen baton_frames');
 });
@@ -194,12 +194,12 @@ async function history(instanceId: string): Promise<{ kind: string; step_id: str
   return rows;
 }
 
-/** Every doorbell committed so far has arrived: relayed, a NOTIFY sent now comes after them (a listener gets them in commit order). */
+/** Every notification committed so far has arrived: relayed, a NOTIFY sent now comes after them (a listener gets them in commit order). */
 async function bellsSoFar(): Promise<string[]> {
-  await flushDoorbells(db.pool);
+  await flushNotifications(db.pool);
   const mark = `mark-${crypto.randomUUID()}`;
   await db.pool.query('select pg_notify($1, $2)', ['baton_frames', mark]);
-  await waitFor(async () => (bells.includes(mark) ? true : undefined), 5_000, 'the marker doorbell');
+  await waitFor(async () => (bells.includes(mark) ? true : undefined), 5_000, 'the marker notification');
   return bells.filter((b) => !b.startsWith('mark-'));
 }
 
@@ -374,7 +374,7 @@ describe('timer firings written together', () => {
 });
 
 describe('timer batches frame at the end', () => {
-  it('given a batch of due timers, then its last statement frames every firing: events written framed, frames equal to the history, one doorbell per instance', async () => {
+  it('given a batch of due timers, then its last statement frames every firing: events written framed, frames equal to the history, one notification per instance', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 6; i++) ids.push(await start('plain'));
     await makeDueInOrder(ids);
@@ -390,7 +390,7 @@ describe('timer batches frame at the end', () => {
       expect((await history(id)).map((e) => e.framed)).toEqual((await history(id)).map(() => true));
       const got = await frames(id);
       expect(got.length).toBeGreaterThan(before.get(id)!);
-      // one doorbell for the whole firing, carrying its last seq
+      // one notification for the whole firing, carrying its last seq
       expect(rung.filter((b) => b.startsWith(id))).toEqual([`${id} 1 ${got.length}`]);
     }
     // No firing queued the trigger: it frames events whose `framed` is null only.

@@ -1,17 +1,17 @@
 // A commit that creates ready tasks wakes only as many parked long polls as the tasks need
-// (engine/task-notifier.ts): waking every parked poll of the topic cost a fetch statement
+// (engine/parked-polls.ts): waking every parked poll of the topic cost a fetch statement
 // per poll, all but one finding nothing. A woken poll that leaves without fetching wakes
-// the others. The notifier listens on another database, so
-// no NOTIFY reaches it: only this process's doorbells (with their counts) wake the polls.
+// the others. The parkedPolls listens on another database, so
+// no NOTIFY reaches it: only this process's notifications (with their counts) wake the polls.
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../runtime/engine/context.ts';
 import { deployDefinition } from '../../runtime/engine/definitions.ts';
 import { SAFETY_RECHECK_MS } from '../../runtime/engine/fetch.ts';
 import { startInstance } from '../../runtime/engine/instances.ts';
-import { TaskNotifier } from '../../runtime/engine/task-notifier.ts';
+import { ParkedPolls } from '../../runtime/engine/parked-polls.ts';
 import { createPool, type Pool } from '../../runtime/store/db.ts';
-import { ringAfterCommit } from '../../runtime/store/doorbells.ts';
+import { notifyAfterCommit } from '../../runtime/store/notifications.ts';
 import { fetchAndLock } from '../../runtime/store/tasks.ts';
 import { parallelBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -23,7 +23,7 @@ let db: TestDatabase;
 let elsewhere: TestDatabase;
 let counting: Pool;
 let engine: Engine;
-let notifier: TaskNotifier;
+let parkedPolls: ParkedPolls;
 /** names of the statements sent through the engine's pool, in order, and of those answered */
 const sent: string[] = [];
 const answered: string[] = [];
@@ -44,16 +44,16 @@ beforeAll(async () => {
     );
     return result;
   };
-  // No handOff: every new task rings, none is handed to a parked poll.
+  // No delivery: every new task rings, none is handed to a parked poll.
   engine = createEngine(counting, log);
-  notifier = new TaskNotifier(elsewhere.url, log);
-  await notifier.start();
+  parkedPolls = new ParkedPolls(elsewhere.url, log);
+  await parkedPolls.start();
   await deployDefinition(engine, singleTaskBpmn('wake-one', 'wake-one-task'));
   await deployDefinition(engine, parallelBpmn('wake-two', 'wake-two-task', 'wake-two-task'));
   await deployDefinition(engine, singleTaskBpmn('wake-full', 'wake-full-task'));
 });
 afterAll(async () => {
-  await notifier?.stop();
+  await parkedPolls?.stop();
   await counting?.end();
   await Promise.all([db?.drop(), elsewhere?.drop()]);
 });
@@ -70,7 +70,7 @@ beforeEach(() => {
 async function parkAll(topic: string, maxTasks: number[]): Promise<Poll[]> {
   const polls: Poll[] = [];
   for (const [i, n] of maxTasks.entries()) {
-    polls.push(parkPoll({ engine, notifier }, `w${i}`, topic, { maxTasks: n }));
+    polls.push(parkPoll({ engine, parkedPolls }, `w${i}`, topic, { maxTasks: n }));
     await waitFor(async () => (fetchesAnswered() === i + 1 ? true : undefined), 5000, `poll ${i}'s first fetch to answer`);
   }
   return polls;
@@ -95,7 +95,7 @@ async function outcome(
   return result;
 }
 
-describe('a doorbell wakes as many parked polls as its tasks need', () => {
+describe('a notification wakes as many parked polls as its tasks need', () => {
   it('given four parked polls taking one task each, when a start creates one task, then only the oldest poll wakes and fetches, and it gets the task', async () => {
     const polls = await parkAll('wake-one-task', [1, 1, 1, 1]);
     const started = await startInstance(engine, { definitionKey: 'wake-one' });
@@ -125,16 +125,16 @@ describe('a doorbell wakes as many parked polls as its tasks need', () => {
     expect((await polls[0]!.answer).length).toBe(2);
   });
 
-  it("given a doorbell without a count (another node's, relayed), then every parked poll of the topic wakes", async () => {
+  it("given a notification without a count (another node's, relayed), then every parked poll of the topic wakes", async () => {
     const polls = await parkAll('wake-one-task', [1, 1, 1]);
-    ringAfterCommit(counting, { topics: ['wake-one-task'] });
+    notifyAfterCommit(counting, { topics: ['wake-one-task'] });
     await waitFor(async () => (fetches() >= 6 ? true : undefined), SAFETY_RECHECK_MS / 2, 'every poll to fetch again');
     const { fetches: woken } = await outcome(polls, 0);
     expect(woken).toBe(3);
   });
 
   it("given two parked polls and a ready task that rang for one, when the woken poll's caller leaves before it fetches, then the other poll wakes and takes the task well before the re-check", async () => {
-    // A ready task without its doorbell: locked by a holder, then given back by SQL.
+    // A ready task without its notification: locked by a holder, then given back by SQL.
     await startInstance(engine, { definitionKey: 'wake-full' });
     const held = await fetchAndLock(db.pool, {
       workerId: 'holder',
@@ -147,7 +147,7 @@ describe('a doorbell wakes as many parked polls as its tasks need', () => {
       `update external_tasks set state = 'ready', worker_id = null, lock_token = null, lock_expires_at = null where worker_id = 'holder'`,
     );
     const began = performance.now();
-    ringAfterCommit(counting, { topics: ['wake-full-task'], counts: [1] }); // wakes the oldest poll…
+    notifyAfterCommit(counting, { topics: ['wake-full-task'], counts: [1] }); // wakes the oldest poll…
     polls[0]!.abort.abort(); // …whose caller leaves before its fetch runs
     const [first, second] = await Promise.all(polls.map((p) => p.answer));
     expect(performance.now() - began).toBeLessThan(SAFETY_RECHECK_MS / 2);

@@ -1,6 +1,4 @@
 // The designer in headless Chromium: open, import, lint, fix, deploy, start.
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDesigner, type BrowserHarness } from './support/browser.ts';
 

@@ -51,7 +51,7 @@ describe('/metrics', () => {
       waitMs: 3000,
       topics: [{ name: 'quiet', lockDurationMs: 1000 }],
     });
-    await waitFor(async () => (t.server.notifier.parked > 0 ? true : undefined), 10_000, 'a parked poll');
+    await waitFor(async () => (t.server.parkedPolls.parked > 0 ? true : undefined), 10_000, 'a parked poll');
     const { samples, type } = await scrape();
     expect(type).toContain('text/plain');
     expect(value(samples, 'baton_instances', { definition_key: 'metered', status: 'running' })).toBe(3);

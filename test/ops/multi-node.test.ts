@@ -48,7 +48,7 @@ describe('two nodes', () => {
       waitMs: 20_000,
       topics: [{ name: 'shared-task', lockDurationMs: 30_000 }],
     });
-    await waitFor(async () => (nodes[1]!.notifier.parked > 0 ? true : undefined), 10_000, 'a poll parked on B');
+    await waitFor(async () => (nodes[1]!.parkedPolls.parked > 0 ? true : undefined), 10_000, 'a poll parked on B');
     const started = await adminA.post('/api/instances', { definitionKey: 'shared', businessKey: 'one' });
     expect(started.status).toBe(201);
     const fetched = await parked;

@@ -302,7 +302,7 @@ async function stuckComplete(
   ).body;
 
   const blocker = await db.pool.connect();
-  let complete: Promise<unknown> = Promise.resolve();
+  let complete: Promise<unknown>;
   try {
     await blocker.query('begin');
     await blocker.query('select 1 from instances where id = $1 for update', [instanceId]);

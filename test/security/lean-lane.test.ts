@@ -589,7 +589,7 @@ describe('which requests the lane takes', () => {
     progress = new ProgressCoalescer(t.server.engine.pool, log);
     const serve = leanLane({
       engine: t.server.engine,
-      notifier: t.server.notifier,
+      parkedPolls: t.server.parkedPolls,
       progress,
       drain,
       log,

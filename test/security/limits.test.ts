@@ -139,7 +139,7 @@ describe('limits', () => {
       waitMs: 60_000,
       topics: [{ name: 'idle', lockDurationMs: 1000 }],
     });
-    await waitFor(async () => (t.server.notifier.parked >= 1 ? true : undefined), 10_000, 'a parked poll');
+    await waitFor(async () => (t.server.parkedPolls.parked >= 1 ? true : undefined), 10_000, 'a parked poll');
     const refused = await t.api.post('/api/external-tasks/fetch-and-lock', {
       workerId: 'w',
       maxTasks: 1,

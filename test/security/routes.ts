@@ -3,7 +3,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
-/** Where each router function is mounted (runtime/server.ts, runtime/api/camunda/index.ts, designer-routes.ts). */
+/** Where each router function is mounted (runtime/server.ts, runtime/camunda/api/index.ts, designer-routes.ts). */
 export const MOUNTS: Record<string, string> = {
   definitionsRouter: '/api/definitions',
   instancesRouter: '/api/instances',
@@ -42,7 +42,7 @@ function sourceFiles(dir: string): string[] {
 
 export function declaredRoutes(root: string): DeclaredRoute[] {
   const routes: DeclaredRoute[] = [];
-  for (const file of [...sourceFiles(path.join(root, 'runtime/api')), ...sourceFiles(path.join(root, 'runtime/ops'))]) {
+  for (const file of ['runtime/api', 'runtime/camunda/api', 'runtime/ops'].flatMap((dir) => sourceFiles(path.join(root, dir)))) {
     const text = readFileSync(file, 'utf8');
     // Split the file into router functions; routes belong to the function above them.
     const parts = text.split(/export function (\w+Router)\(/);

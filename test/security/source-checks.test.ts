@@ -29,7 +29,7 @@ const CONSTANT = [
 
 /** Reviewed per file: fragments built only from code constants (a table alias, a sort order from booleans). */
 const REVIEWED: Record<string, RegExp[]> = {
-  'runtime/store/camunda-fetch.ts': [
+  'runtime/camunda/store/fetch.ts': [
     /^filterSql\('[a-z]'\)$/,
     /^order$/,
     /^order\.replaceAll\('t\.', 'l\.'\)$/,
@@ -62,7 +62,7 @@ const REVIEWED: Record<string, RegExp[]> = {
   // the next pages' cursor condition (AFTER_CURSOR_SQL) or nothing
   'runtime/store/retention.ts': [/^cursorSql$/],
   // openTasksSql: column lists and states written in the file, the where() clauses (placeholders only)
-  'runtime/store/camunda-queries.ts': [
+  'runtime/camunda/store/queries.ts': [
     /^columns$/,
     /^from$/,
     /^state$/,

@@ -1,10 +1,10 @@
-// The frames doorbell is LISTENed to only while someone follows: a node nobody watches is
+// The frames notification is LISTENed to only while someone follows: a node nobody watches is
 // not woken by every committed transaction. A follow resolves once the hub listens, so a
-// frame committed after it always rings. A doorbell that never comes (its node died before
+// frame committed after it always rings. A notification that never comes (its node died before
 // relaying it) is made up for by the hub's reading of the followed heads.
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FrameHub, type Doorbell } from '../../runtime/stream/frame-hub.ts';
+import { FrameHub, type NewFrames } from '../../runtime/stream/frame-hub.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/server.ts';
 
@@ -23,15 +23,15 @@ afterAll(async () => {
 const ring = (payload: string) => db.pool.query(`select pg_notify('baton_frames', $1)`, [payload]);
 
 describe('FrameHub', () => {
-  it('given no follower, then it does not listen; a follow resolves listening and the next doorbell rings; after the last unfollow it stops listening', async () => {
+  it('given no follower, then it does not listen; a follow resolves listening and the next notification rings; after the last unfollow it stops listening', async () => {
     expect(hub.isListening).toBe(false);
-    const bells: (Doorbell | undefined)[] = [];
-    const listener = { ring: (b: Doorbell | undefined) => bells.push(b) };
+    const bells: (NewFrames | undefined)[] = [];
+    const listener = { ring: (b: NewFrames | undefined) => bells.push(b) };
     const id = '00000000-0000-4000-8000-000000000001';
     await hub.follow(id, listener);
     expect(hub.isListening).toBe(true);
     await ring(`${id} 1 7`);
-    await waitFor(async () => (bells.length > 0 ? true : undefined), 5_000, 'the doorbell');
+    await waitFor(async () => (bells.length > 0 ? true : undefined), 5_000, 'the notification');
     expect(bells).toEqual([{ instanceId: id, generation: 1, seq: 7 }]);
 
     hub.unfollow(id, listener);
@@ -42,17 +42,17 @@ describe('FrameHub', () => {
     await hub.follow(id, listener);
     expect(hub.isListening).toBe(true);
     await ring(`${id} 1 8`);
-    await waitFor(async () => (bells.length > 1 ? true : undefined), 5_000, 'the second doorbell');
+    await waitFor(async () => (bells.length > 1 ? true : undefined), 5_000, 'the second notification');
     expect(bells[1]).toEqual({ instanceId: id, generation: 1, seq: 8 });
     hub.unfollow(id, listener);
   });
 
-  it("given frames whose doorbell never rings, then the hub rings the followers with the heads as they are, each followed instance's every generation", async () => {
+  it("given frames whose notification never rings, then the hub rings the followers with the heads as they are, each followed instance's every generation", async () => {
     const rechecking = new FrameHub(db.url, pino({ level: 'silent' }), 200, 50);
     await rechecking.start();
     try {
       const [followed, other] = [crypto.randomUUID(), crypto.randomUUID()];
-      const bells: (Doorbell | undefined)[] = [];
+      const bells: (NewFrames | undefined)[] = [];
       await rechecking.follow(followed, { ring: (b) => bells.push(b) });
       // written as a node that died before relaying would leave them: heads moved, no NOTIFY
       await db.pool.query(

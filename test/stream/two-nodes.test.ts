@@ -1,11 +1,11 @@
 // Two server processes on one PostgreSQL: a progress client follows a run on node
 // A, loses its connection mid-run, reconnects to node B with its last seq, and ends
-// with every frame of the generation exactly once and in order. And the doorbells of
+// with every frame of the generation exactly once and in order. And the notifications of
 // one node's commits reach the other's long polls and followers through the relay
-// (store/doorbells.ts), well before their own re-checks would.
+// (store/notifications.ts), well before their own re-checks would.
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { announceListener, readDoorbells } from '../../runtime/store/doorbells.ts';
+import { announceListener, readNotifications } from '../../runtime/store/notifications.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { complete, deploy, fetchOne, fetchTasks, start } from '../support/flows.ts';
@@ -79,7 +79,7 @@ describe('two nodes', () => {
   );
 
   it(
-    "given a poll parked and a follower on node B, when node A starts an instance and completes its task, then A's relayed doorbells wake both at once, not their re-checks",
+    "given a poll parked and a follower on node B, when node A starts an instance and completes its task, then A's relayed notifications wake both at once, not their re-checks",
     { timeout: 120_000 },
     async () => {
       db ??= await createTestDatabase();
@@ -90,7 +90,7 @@ describe('two nodes', () => {
       const heard: string[] = [];
       const observer = new pg.Client({ connectionString: db.url });
       await observer.connect();
-      observer.on('notification', (m) => heard.push(...readDoorbells(m.payload).bells.map((bell) => `${m.channel} ${bell}`)));
+      observer.on('notification', (m) => heard.push(...readNotifications(m.payload).bells.map((bell) => `${m.channel} ${bell}`)));
       await announceListener(observer, 'test-observer');
       await observer.query('listen baton_tasks; listen baton_frames');
       try {
@@ -111,7 +111,7 @@ describe('two nodes', () => {
           await waitFor(
             async () => (heard.includes('baton_tasks relayed') ? true : undefined),
             5_000,
-            'the relayed tasks doorbell',
+            'the relayed tasks notification',
           );
 
           const onB = new ProgressClient(b.url);
@@ -128,7 +128,7 @@ describe('two nodes', () => {
           await waitFor(
             async () => (heard.includes(`baton_frames ${id} 1 ${head.last_seq}`) ? true : undefined),
             5_000,
-            'the relayed frames doorbell',
+            'the relayed frames notification',
           );
           onB.close();
         }

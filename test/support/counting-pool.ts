@@ -1,10 +1,10 @@
 // A pool that counts what its clients send: statements, how many were in flight at most
 // (pipelining), and round trips (statements sent while none of that client's was answered yet).
-// The doorbell relay's statements (store/doorbells.ts) are counted apart: they follow commits,
+// The notification relay's statements (store/notifications.ts) are counted apart: they follow commits,
 // off any caller's path, one per turn of the event loop however many commits rang.
 import type pg from 'pg';
 import { createPool, type Pool } from '../../runtime/store/db.ts';
-import { LISTENERS_STATEMENT, RELAY_STATEMENT } from '../../runtime/store/doorbells.ts';
+import { LISTENERS_STATEMENT, RELAY_STATEMENT } from '../../runtime/store/notifications.ts';
 
 /**
  * A pool whose clients record the most statements they had sent and not yet seen answered,

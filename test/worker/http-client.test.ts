@@ -13,7 +13,7 @@ interface Echo {
 }
 
 let servers: Echo[] = [];
-let clients: HttpClient[] = [];
+const clients: HttpClient[] = [];
 afterEach(async () => {
   clients.splice(0).forEach((c) => c.close());
   await Promise.all(servers.splice(0).map((s) => s.close()));

@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Plan, PlanFlow, PlanStep } from '../../../runtime/compiler/plan.ts';
-import {
-  completeStep,
-  deriveStatus,
-  emptyEffects,
-  resumeStep,
-  startPlan,
-  type InstanceState,
-} from '../../../runtime/engine/advance.ts';
+import { completeStep, deriveStatus, resumeStep, startPlan } from '../../../runtime/engine/advance.ts';
+import { emptyEffects, type InstanceState } from '../../../runtime/model/effects.ts';
 
 // Builds a plan from "a->b" edges; kinds by id prefix convention given explicitly.
 function plan(

@@ -4,7 +4,7 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { BatonError } from '../../shared/errors.ts';
-import { sendAnswer, type JsonAnswer } from '../answer.ts';
+import { sendAnswer, type JsonAnswer } from '../../api/answer.ts';
 
 /** Exception names as Camunda 7's REST API reports them in `type`. */
 export const CamundaErrorType = {

@@ -3,10 +3,10 @@
 // Baton has no executions below the instance: an execution id is the instance id.
 import { Router, type Response } from 'express';
 import type { Engine } from '../../engine/context.ts';
-import { startCamundaInstance } from '../../engine/camunda-instances.ts';
-import { loadInstanceVariables, loadVariableContent, type InstanceVariables } from '../../store/camunda-variables.ts';
+import { startCamundaInstance } from '../engine/instances.ts';
+import { loadInstanceVariables, loadVariableContent, type InstanceVariables } from '../store/variables.ts';
 import { findDefinition, findDefinitionById } from '../../store/definitions.ts';
-import { isUuid } from '../validate.ts';
+import { isUuid } from '../../shared/validate.ts';
 import { CamundaError, notFound, sendJson } from './errors.ts';
 import { validateCamundaBody } from './validate.ts';
 import { readVariables, renderVariables, type WireVariable } from './variables.ts';

@@ -1,9 +1,9 @@
 // Camunda typed variables <-> Baton's plain JSON variables plus type rows (migration 0003).
 // Type names are read in any letter case and answered capitalised, as Camunda does.
 import { createHash } from 'node:crypto';
-import type { Variables } from '../../engine/advance.ts';
-import type { CamundaVariables } from '../../engine/camunda-tasks.ts';
-import { CamundaType, type StoredType, type TypedWrite } from '../../store/camunda-variables.ts';
+import type { Variables } from '../../model/effects.ts';
+import type { CamundaVariables } from '../engine/tasks.ts';
+import { CamundaType, type StoredType, type TypedWrite } from '../store/variables.ts';
 import { formatCamundaDate, parseCamundaDate } from './dates.ts';
 import { invalidRequest } from './errors.ts';
 import { MAX_JSON_DEPTH_CEILING, nestsDeeperThan } from '../../security/limits.ts';

@@ -1,11 +1,17 @@
 // Task statements the Camunda API needs beyond store/tasks.ts: Camunda callers name
 // only their workerId, so the lease is found by (task, worker); failures carry an
 // absolute retry count; a task can be locked by id.
-import type { Pool, Queryable } from './db.ts';
-import { HELD_TASK_SQL, READY_TASK_SQL } from './live-rows.ts';
-import { fetchWithinFlowLimits, flowLimitsCover, limitedPickSql, SPEND_TOKENS_SQL, TRAFFIC_WAIT_SET_SQL } from './flow-limits.ts';
-import { ringAfterCommit } from './doorbells.ts';
-import type { ExternalTaskRow, GuardedTaskResult, TaskResultCall } from './tasks.ts';
+import type { Pool, Queryable } from '../../store/db.ts';
+import { HELD_TASK_SQL, READY_TASK_SQL } from '../../store/open-states.ts';
+import {
+  fetchWithinFlowLimits,
+  flowLimitsCover,
+  limitedPickSql,
+  SPEND_TOKENS_SQL,
+  TRAFFIC_WAIT_SET_SQL,
+} from '../../store/flow-limits.ts';
+import { notifyAfterCommit } from '../../store/notifications.ts';
+import type { ExternalTaskRow, GuardedTaskResult, TaskResultCall } from '../../store/tasks.ts';
 
 /** The lock token of the worker's current lease on the task, if it holds one. */
 export async function lockTokenOf(
@@ -57,7 +63,7 @@ export interface CamundaFailParams {
 export async function failTaskCamunda(db: Queryable, p: CamundaFailParams): Promise<GuardedTaskResult> {
   const { rows } = await db.query<ExternalTaskRow & { due_now?: boolean }>({
     name: 'camunda_fail_task',
-    // A retry due now rings the doorbell (after the commit); a later one is found by the pollers' periodic re-check.
+    // A retry due now rings the notification (after the commit); a later one is found by the pollers' periodic re-check.
     text: `with u as (
              update external_tasks
                 set state = case when $5::int > 0 then 'ready' else 'failed' end,
@@ -72,7 +78,7 @@ export async function failTaskCamunda(db: Queryable, p: CamundaFailParams): Prom
   });
   const task = rows[0];
   if (!task) return { ok: false, reason: 'lock_lost' };
-  if (task.due_now) ringAfterCommit(db, { topics: [task.topic], counts: [1] });
+  if (task.due_now) notifyAfterCommit(db, { topics: [task.topic], counts: [1] });
   delete (task as { due_now?: unknown }).due_now;
   return { ok: true, task };
 }

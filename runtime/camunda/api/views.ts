@@ -2,8 +2,8 @@
 // task id is the native task id, processInstanceId (and executionId) the native
 // instance id, processDefinitionId the native definition id, processDefinitionKey
 // the BPMN process id.
-import type { CamundaLockedTask } from '../../store/camunda-fetch.ts';
-import type { CamundaTaskRow } from '../../store/camunda-queries.ts';
+import type { CamundaLockedTask } from '../store/fetch.ts';
+import type { CamundaTaskRow } from '../store/queries.ts';
 import type { InstanceRow } from '../../store/instances.ts';
 import type { ExternalTaskRow } from '../../store/tasks.ts';
 import { formatCamundaDate } from './dates.ts';

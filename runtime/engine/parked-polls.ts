@@ -1,13 +1,13 @@
 // Wakes parked long polls when a topic gets work. Postgres NOTIFY only rings the
-// doorbell: a woken poll fetches again, and a periodic re-check covers anything
+// notification: a woken poll fetches again, and a periodic re-check covers anything
 // a notification cannot announce (a retry backoff running out, a lost connection,
-// a node that died between its commit and its relay, store/doorbells.ts).
+// a node that died between its commit and its relay, store/notifications.ts).
 // A transition committed by this process rings at once, in-process; the relayed
-// payloads of this process are skipped when they come back. Doorbells that other
+// payloads of this process are skipped when they come back. Notifications that other
 // statements still send themselves (an unlock, an expired lease) come back over the
 // LISTEN connection a round trip and an event-loop turn later.
 //
-// A native poll parks with an offer (engine/hand-off.ts): a start or a single complete of this process may
+// A native poll parks with an offer (engine/poll-delivery.ts): a start or a single complete of this process may
 // claim it while it is parked and unrung, insert its new task already locked for it in
 // its own statement, and deliver the row. While claimed, nothing ends the park
 // (a ring, the wait running out, the caller leaving, stop): the claim's outcome is
@@ -15,14 +15,36 @@
 // pollForTasks if the caller has left).
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { announceListener, onDoorbells, readDoorbells, TASKS_CHANNEL, TIMERS_CHANNEL } from '../store/doorbells.ts';
+import { announceListener, onNotifications, readNotifications, TASKS_CHANNEL, TIMERS_CHANNEL } from '../store/notifications.ts';
 import type { LockedTaskRow } from '../store/tasks.ts';
-import type { PollClaim, PollOffer, TaskHandOff } from './hand-off.ts';
+
+/** What a parked native poll accepts in place of a fetch: its worker and lock duration per topic. */
+export interface PollOffer {
+  workerId: string;
+  lockDurationMs: ReadonlyMap<string, number>;
+}
+
+/**
+ * A parked poll reserved for one new task. Exactly one of deliver or release is called:
+ * deliver once the creating statement committed the task locked for the poll, release
+ * when it wrote nothing (the poll goes back to parked, or wakes if it was rung meanwhile).
+ */
+export interface PollClaim {
+  workerId: string;
+  lockDurationMs: number;
+  deliver(task: LockedTaskRow): void;
+  release(): void;
+}
+
+export interface PollClaims {
+  /** a parked, unrung, open native poll waiting for the topic, reserved for one task; undefined if none */
+  claimPoll(topic: string): PollClaim | undefined;
+}
 
 export interface TopicSubscription {
   /** resolves when one of the topics was notified since subscribing, or after ms, or on abort, or when a task was handed */
   wait(ms: number, signal?: AbortSignal): Promise<void>;
-  /** what a start or a complete handed to this poll while it waited (engine/hand-off.ts); emptied by the call */
+  /** what a start or a complete handed to this poll while it waited (engine/poll-delivery.ts); emptied by the call */
   takeHanded(): LockedTaskRow[];
   /** lets starts and completes of this process hand a task to the poll while it is parked; undefined withdraws it */
   offer(offer: PollOffer | undefined): void;
@@ -51,7 +73,7 @@ interface Waiter {
   handed: LockedTaskRow[];
 }
 
-export class TaskNotifier implements TaskHandOff {
+export class ParkedPolls implements PollClaims {
   private client: pg.Client | undefined;
   private readonly waiters = new Set<Waiter>();
   private stoppedFlag = false;
@@ -65,13 +87,13 @@ export class TaskNotifier implements TaskHandOff {
   ) {}
 
   async start(): Promise<void> {
-    this.unsubscribeLocal ??= onDoorbells({
+    this.unsubscribeLocal ??= onNotifications({
       tasks: (topics, counts) => topics.forEach((topic, i) => this.ring(topic, counts?.[i])),
       timers: () => this.timerListeners.forEach((fn) => fn()),
     });
     const client = new pg.Client({ connectionString: this.connectionString });
     client.on('notification', (msg) => {
-      const { fromHere, bells } = readDoorbells(msg.payload);
+      const { fromHere, bells } = readNotifications(msg.payload);
       if (fromHere) return;
       if (msg.channel === TIMERS_CHANNEL) this.timerListeners.forEach((fn) => fn());
       else bells.forEach((topic) => this.ring(topic));
@@ -96,7 +118,7 @@ export class TaskNotifier implements TaskHandOff {
    * Subscribe before fetching, so a notification that lands during the fetch is not missed.
    * `capacity`: the most tasks one fetch of the poll takes, when it takes any ready task of
    * its topics (its maxTasks); 0 when it may pass some by (a Camunda poll's filters): such a
-   * poll wakes for every doorbell of its topics.
+   * poll wakes for every notification of its topics.
    */
   subscribe(topics: string[], capacity = 0): TopicSubscription {
     const waiter: Waiter = {
@@ -142,7 +164,7 @@ export class TaskNotifier implements TaskHandOff {
   }
 
   /**
-   * Reserves a parked, unrung native poll of the topic for one new task (TaskHandOff). A rung
+   * Reserves a parked, unrung native poll of the topic for one new task (PollClaims). A rung
    * poll is left alone: it is about to fetch, and may find an older task first.
    */
   claimPoll(topic: string): PollClaim | undefined {
@@ -206,12 +228,12 @@ export class TaskNotifier implements TaskHandOff {
    * committing statement knows) only that many parked polls wake, oldest first, counted by
    * how many tasks each fetch takes: waking every parked poll for one task cost a fetch
    * statement per poll, all but one of them finding nothing. A poll that is not parked (its
-   * fetch in flight, or claimed for a hand-off) is marked rung whatever the count: its
+   * fetch in flight, or claimed for a delivery) is marked rung whatever the count: its
    * fetch may have begun before the commit, so it fetches again instead of parking, and it
    * does not count toward the tasks, since it may leave with others. A woken poll that
    * finds the tasks taken parks again; one that leaves without fetching (its caller gone)
    * wakes every parked poll of its topics when it closes; a poll of several topics that
-   * locks more rows than it takes frees them with a doorbell of its own (fetch-and-lock).
+   * locks more rows than it takes frees them with a notification of its own (fetch-and-lock).
    * What no woken poll takes waits for the next fetch, and at most for the parked polls'
    * re-check (SAFETY_RECHECK_MS).
    */
@@ -232,7 +254,7 @@ export class TaskNotifier implements TaskHandOff {
 
   private reconnect(err?: Error): void {
     if (this.stoppedFlag || this.reconnectTimer) return;
-    this.log.warn({ err: err?.message }, 'notifier:disconnected');
+    this.log.warn({ err: err?.message }, 'parkedPolls:disconnected');
     const old = this.client;
     this.client = undefined;
     old?.removeAllListeners();

@@ -1,8 +1,8 @@
 // Camunda type metadata of variables (migration 0003). Native variables stay plain
 // JSON on the instance row; a row here says "the value with this md5 was written by a
 // Camunda client as <type>", so it stops applying once anyone writes another value.
-import type { InstanceStatus } from '../engine/vocabulary.ts';
-import type { Queryable } from './db.ts';
+import type { InstanceStatus } from '../../model/vocabulary.ts';
+import type { Queryable } from '../../store/db.ts';
 
 export const CamundaType = {
   String: 'String',

@@ -3,7 +3,7 @@
 // base64 File variables, multipart deployments) and answers errors in Camunda's shape.
 import express, { Router } from 'express';
 import type { Engine } from '../../engine/context.ts';
-import type { TaskNotifier } from '../../engine/task-notifier.ts';
+import type { ParkedPolls } from '../../engine/parked-polls.ts';
 import { deploymentRouter } from './deployment-routes.ts';
 import { camundaErrorHandler, camundaNotFoundRoute, sendJson } from './errors.ts';
 import { externalTaskRouter } from './external-task-routes.ts';
@@ -21,14 +21,14 @@ export interface CamundaApiOptions {
   jsonLimit?: string;
 }
 
-export function camundaRouter(engine: Engine, notifier: TaskNotifier, opts: CamundaApiOptions = {}): Router {
+export function camundaRouter(engine: Engine, parkedPolls: ParkedPolls, opts: CamundaApiOptions = {}): Router {
   const router = Router();
   // Authorization (Basic or Bearer, e.g. the client's BasicAuthInterceptor) is checked by the security layer in front of this router, not here.
   router.use(express.json({ limit: opts.jsonLimit ?? '20mb', type: ['application/json', 'application/*+json'] }));
   // Tools such as Camunda Modeler ask which engine and REST version they talk to before deploying.
   router.get('/engine', (_req, res) => sendJson(res, 200, [{ name: 'default' }]));
   router.get('/version', (_req, res) => sendJson(res, 200, { version: CAMUNDA_REST_VERSION }));
-  router.use('/external-task', externalTaskRouter(engine, notifier));
+  router.use('/external-task', externalTaskRouter(engine, parkedPolls));
   router.use('/deployment', deploymentRouter(engine));
   router.use('/process-definition', processDefinitionRouter(engine));
   router.use('/process-instance', processInstanceRouter(engine));

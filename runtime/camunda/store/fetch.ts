@@ -1,6 +1,6 @@
 // Fetch-and-lock with Camunda's per-topic filters, priority switch and createTime sorting.
 // Same lease effects and flow limits as store/tasks.ts fetchAndLock (new token, attempt + 1, task:locked).
-import type { Pool } from './db.ts';
+import type { Pool } from '../../store/db.ts';
 import {
   fetchWithinFlowLimits,
   flowLimitsCover,
@@ -9,10 +9,10 @@ import {
   SPEND_TOKENS_SQL,
   TRAFFIC_WAIT_SET_SQL,
   type FetchOutcome,
-} from './flow-limits.ts';
-import { MATCHING_TYPES_SQL, decodeTypes, type StoredType } from './camunda-variables.ts';
-import { ringAfterCommit } from './doorbells.ts';
-import { PER_TOPIC_PICK_BUDGET, type FetchOrder, type LockedTaskRow } from './tasks.ts';
+} from '../../store/flow-limits.ts';
+import { MATCHING_TYPES_SQL, decodeTypes, type StoredType } from './variables.ts';
+import { notifyAfterCommit } from '../../store/notifications.ts';
+import { PER_TOPIC_PICK_BUDGET, type FetchOrder, type LockedTaskRow } from '../../store/tasks.ts';
 
 export interface CamundaTopicFilter {
   topicName: string;
@@ -75,7 +75,7 @@ export async function fetchAndLockCamunda(
   });
   const released = rows[0]?.released ?? 0;
   // Rows the pick locked and did not take were free again at its commit; a poll that found them locked has parked.
-  if (released > 0) ringAfterCommit(pool, { topics });
+  if (released > 0) notifyAfterCommit(pool, { topics });
   if (rows.length > 0 || !(await flowLimitsCover(pool, topics))) return { tasks: rows.map(decodeRow) };
   return fetchWithinFlowLimits(pool, topics, async (tx, resources) => {
     const limited = await tx.query<CamundaLockedTask & { types: unknown }>({

@@ -1,10 +1,10 @@
 // Camunda 7 lease calls: lock by id, extend, unlock (names no worker), set retries.
-import { emptyEffects } from './advance.ts';
-import type { Engine } from './context.ts';
-import { explainRefusal, raiseTaskIncident, type CamundaCallResult } from './camunda-tasks.ts';
-import { retryIncident } from './incidents.ts';
-import { commitTransition } from './transition.ts';
-import { withTransaction } from '../store/db.ts';
+import { emptyEffects } from '../../model/effects.ts';
+import type { Engine } from '../../engine/context.ts';
+import { explainRefusal, raiseTaskIncident, type CamundaCallResult } from './tasks.ts';
+import { retryIncident } from '../../engine/incidents.ts';
+import { commitTransition } from '../../engine/transition.ts';
+import { withTransaction } from '../../store/db.ts';
 import {
   currentHolder,
   exhaustTaskRetries,
@@ -13,9 +13,9 @@ import {
   lockTokenOf,
   openIncidentOfTask,
   setTaskRetries,
-} from '../store/camunda-tasks.ts';
-import { lockInstanceOfTask } from '../store/instances.ts';
-import { extendLock, unlockTask } from '../store/tasks.ts';
+} from '../store/tasks.ts';
+import { lockInstanceOfTask } from '../../store/instances.ts';
+import { extendLock, unlockTask } from '../../store/tasks.ts';
 
 export interface LeaseRequest {
   taskId: string;

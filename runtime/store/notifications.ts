@@ -1,4 +1,4 @@
-// Doorbells: "topic T has new tasks", "a timer was created", "instance X, generation G
+// Notifications: "topic T has new tasks", "a timer was created", "instance X, generation G
 // has frames up to seq N". The hot statements (a transition, a fetch's frames) used to
 // call pg_notify themselves, and PostgreSQL serializes the commits of notifying
 // transactions: one cluster-wide lock is held from the notify queue insert through the
@@ -7,65 +7,65 @@
 //
 // - this process's listeners (long polls, the timer scheduler, progress followers) are
 //   told at once, after the commit, in-process;
-// - a relay sends the doorbells to the other nodes in a statement of its own, one per
-//   turn of the event loop however many commits rang, several doorbells per NOTIFY
+// - a relay sends the notifications to the other nodes in a statement of its own, one per
+//   turn of the event loop however many commits rang, several notifications per NOTIFY
 //   payload, with synchronous_commit off: it writes no data, so its commit need not
 //   wait for a WAL flush while holding that lock.
 //
-// A process that dies between a commit and its relay loses those doorbells for the
+// A process that dies between a commit and its relay loses those notifications for the
 // other nodes. Every listener re-checks on its own (long polls and the timer scheduler
 // every SAFETY_RECHECK_MS, progress followers every second, engine/fetch.ts,
-// stream/frame-hub.ts), so a lost doorbell costs latency, never work.
+// stream/frame-hub.ts), so a lost notification costs latency, never work.
 //
 // The relay sends only while another process listens: every Baton LISTEN connection
 // names itself (announceListener), and the relay looks at pg_stat_activity at most
 // once a second. A lone node relays nothing; a node that starts listening may miss
-// the doorbells of that second, which its re-checks make up for.
+// the notifications of that second, which its re-checks make up for.
 //
 // A relayed payload is a space and then JSON {from, bells}: a space cannot begin the
 // payload of a statement that still notifies itself (a topic is trimmed, a frames
-// doorbell begins with a uuid, a timers one is empty). `from` tells a listener that
-// the payload came from its own process, which heard the doorbells already.
+// notification begins with a uuid, a timers one is empty). `from` tells a listener that
+// the payload came from its own process, which heard the notifications already.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { fault } from '../shared/faults.ts';
 import { afterCommit, isPool, poolOf, type Queryable } from './db.ts';
 
-/** NOTIFY channels; each payload is one doorbell, or a relayed batch of them (readDoorbells). */
+/** NOTIFY channels; each payload is one notification, or a relayed batch of them (readNotifications). */
 export const TASKS_CHANNEL = 'baton_tasks';
 export const TIMERS_CHANNEL = 'baton_timers';
 export const FRAMES_CHANNEL = 'baton_frames';
 
-export interface FrameBell {
+export interface FrameNotice {
   instanceId: string;
   generation: number;
   seq: number;
 }
 
 /** What one committed statement rang. */
-export interface Doorbells {
+export interface Notifications {
   /** topics that got ready tasks */
   topics?: readonly string[];
   /**
    * How many ready tasks each of `topics` got, in the same order, where the statement
-   * knows; without it a listener wakes every poll of the topics (a relayed doorbell, the
+   * knows; without it a listener wakes every poll of the topics (a relayed notification, the
    * rows a fetch locked and did not take). In-process only: the relay sends the topics.
    */
   counts?: readonly number[];
   /** a timer was created */
   timers?: boolean;
-  frames?: readonly FrameBell[];
+  frames?: readonly FrameNotice[];
 }
 
-/** Told about the doorbells of this process's commits, after each commit. */
-export interface DoorbellListener {
+/** Told about the notifications of this process's commits, after each commit. */
+export interface NotificationListener {
   tasks?(topics: readonly string[], counts?: readonly number[]): void;
   timers?(): void;
-  frames?(bells: readonly FrameBell[]): void;
+  frames?(bells: readonly FrameNotice[]): void;
 }
 
-/** The task doorbells of new ready tasks, given each one's topic: the topics and how many each got. */
-export function readyTaskBells(topicOfEach: readonly string[]): Pick<Doorbells, 'topics' | 'counts'> {
+/** The task notifications of new ready tasks, given each one's topic: the topics and how many each got. */
+export function readyTaskNotices(topicOfEach: readonly string[]): Pick<Notifications, 'topics' | 'counts'> {
   const perTopic = new Map<string, number>();
   for (const t of topicOfEach) perTopic.set(t, (perTopic.get(t) ?? 0) + 1);
   return { topics: [...perTopic.keys()], counts: [...perTopic.values()] };
@@ -81,10 +81,10 @@ const LISTENER_PREFIX = 'baton-listen ';
 /** PostgreSQL refuses a payload of 8000 bytes or more; JSON escapes make some room for error. */
 const PAYLOAD_BUDGET = 7000;
 
-const listeners = new Set<DoorbellListener>();
+const listeners = new Set<NotificationListener>();
 
-/** Subscribes to this process's doorbells; answers an unsubscribe. */
-export function onDoorbells(listener: DoorbellListener): () => void {
+/** Subscribes to this process's notifications; answers an unsubscribe. */
+export function onNotifications(listener: NotificationListener): () => void {
   listeners.add(listener);
   return () => listeners.delete(listener);
 }
@@ -93,7 +93,7 @@ export function onDoorbells(listener: DoorbellListener): () => void {
  * Rings bells once db's transaction has committed (at once for a statement sent through
  * the pool: it was its own transaction): here in-process, elsewhere through the relay.
  */
-export function ringAfterCommit(db: Queryable, bells: Doorbells): void {
+export function notifyAfterCommit(db: Queryable, bells: Notifications): void {
   if (!bells.topics?.length && !bells.timers && !bells.frames?.length) return;
   afterCommit(db, () => {
     for (const l of listeners) {
@@ -109,21 +109,21 @@ export function ringAfterCommit(db: Queryable, bells: Doorbells): void {
   });
 }
 
-/** Resolves once every doorbell rung through the pool so far was sent (or given up); before pool.end(), and for tests. */
-export function flushDoorbells(pool: pg.Pool): Promise<void> {
+/** Resolves once every notification rung through the pool so far was sent (or given up); before pool.end(), and for tests. */
+export function flushNotifications(pool: pg.Pool): Promise<void> {
   return relays.get(pool)?.flush() ?? Promise.resolve();
 }
 
-/** How many relay statements failed in this process (their doorbells were dropped; the re-checks cover them). */
+/** How many relay statements failed in this process (their notifications were dropped; the re-checks cover them). */
 export function relayFailures(): number {
   return failures;
 }
 
 /**
- * The doorbells of one NOTIFY payload: a relayed batch (`fromHere` when this process sent
- * it) or the single doorbell of a statement that notified itself.
+ * The notifications of one NOTIFY payload: a relayed batch (`fromHere` when this process sent
+ * it) or the single notification of a statement that notified itself.
  */
-export function readDoorbells(payload: string | undefined): { fromHere: boolean; bells: string[] } {
+export function readNotifications(payload: string | undefined): { fromHere: boolean; bells: string[] } {
   if (!payload?.startsWith(' ')) return { fromHere: false, bells: [payload ?? ''] };
   try {
     const parsed = JSON.parse(payload.slice(1)) as { from?: unknown; bells?: unknown };
@@ -143,13 +143,13 @@ export async function announceListener(client: Queryable, tag = PROCESS_TAG): Pr
   await client.query({ text: "select set_config('application_name', $1, false)", values: [LISTENER_PREFIX + tag] });
 }
 
-/** The text of a frames doorbell. */
-export function frameBellText(b: FrameBell): string {
+/** The text of a frames notification. */
+export function frameNoticeText(b: FrameNotice): string {
   return `${b.instanceId} ${b.generation} ${b.seq}`;
 }
 
 /** The relay's prepared statements: the NOTIFYs, and the look for other listeners. */
-export const RELAY_STATEMENT = 'relay_doorbells';
+export const RELAY_STATEMENT = 'relay_notifications';
 export const LISTENERS_STATEMENT = 'other_listeners';
 
 /** Whether a LISTEN connection of another process is open on this database (read-only: no transaction id). */
@@ -157,7 +157,7 @@ const OTHER_LISTENERS_SQL = `select exists (select 1 from pg_stat_activity
                                              where datname = current_database() and starts_with(application_name, $1)
                                                and application_name <> $2) as listening`;
 
-/** One statement, its own transaction; async commit: no data is written, and a lost doorbell only costs a re-check. */
+/** One statement, its own transaction; async commit: no data is written, and a lost notification only costs a re-check. */
 const RELAY_SQL = `select set_config('synchronous_commit', 'off', true) as async_commit, count(pg_notify(x.channel, x.payload)) as sent
                      from unnest($1::text[], $2::text[]) as x(channel, payload)`;
 
@@ -167,12 +167,12 @@ interface Sender {
   query: Queryable['query'];
 }
 
-/** Gathers the doorbells rung through one pool and sends them in one statement per turn. */
+/** Gathers the notifications rung through one pool and sends them in one statement per turn. */
 class Relay {
   private topics = new Set<string>();
   private timers = false;
-  /** highest seq per "instance generation": a later doorbell of a generation covers an earlier one */
-  private frames = new Map<string, FrameBell>();
+  /** highest seq per "instance generation": a later notification of a generation covers an earlier one */
+  private frames = new Map<string, FrameNotice>();
   private sending: Promise<void> | undefined;
   /** whether another process listened when last looked (performance.now() of that look) */
   private othersListen = true;
@@ -184,7 +184,7 @@ class Relay {
     private readonly direct = false,
   ) {}
 
-  add(bells: Doorbells): void {
+  add(bells: Notifications): void {
     for (const t of bells.topics ?? []) this.topics.add(t);
     if (bells.timers) this.timers = true;
     for (const f of bells.frames ?? []) {
@@ -211,7 +211,7 @@ class Relay {
           this.takePending();
           continue;
         }
-        await fault('doorbells:before-relay');
+        await fault('notifications:before-relay');
         await this.sendPending();
       }
     } finally {
@@ -235,7 +235,7 @@ class Relay {
     return this.othersListen;
   }
 
-  private takePending(): { topics: string[]; timers: boolean; frames: FrameBell[] } {
+  private takePending(): { topics: string[]; timers: boolean; frames: FrameNotice[] } {
     const taken = { topics: [...this.topics], timers: this.timers, frames: [...this.frames.values()] };
     this.topics = new Set();
     this.timers = false;
@@ -267,7 +267,7 @@ class Relay {
     const taken = this.takePending();
     pack(TASKS_CHANNEL, taken.topics);
     if (taken.timers) pack(TIMERS_CHANNEL, ['']);
-    pack(FRAMES_CHANNEL, taken.frames.map(frameBellText));
+    pack(FRAMES_CHANNEL, taken.frames.map(frameNoticeText));
     if (channels.length === 0) return;
     try {
       await this.sender.query(

@@ -1,52 +1,30 @@
-// Hand-off of a new task to a long poll parked on this node, inside the statement that
+// Delivery of a new task to a long poll parked on this node, inside the statement that
 // creates the task (docs/PERFORMANCE.md "Session 5: pickup"): the start (or the complete
 // that creates a chain's next task) and the lock in one commit, instead of a commit, a
 // ring, a fetch statement and a second commit.
 import { randomUUID } from 'node:crypto';
-import type { Effects } from './advance.ts';
+import type { Effects } from '../model/effects.ts';
 import type { Engine } from './context.ts';
-import type { HandOffTask } from '../store/apply-effects.ts';
+import type { PollClaim } from './parked-polls.ts';
+import type { DeliveredTask } from '../store/apply-effects.ts';
 import { TRANSITION_GUARD_LOST } from '../store/instances.ts';
 import { unlockTask, type LockedTaskRow } from '../store/tasks.ts';
-
-/** What a parked native poll accepts in place of a fetch: its worker and lock duration per topic. */
-export interface PollOffer {
-  workerId: string;
-  lockDurationMs: ReadonlyMap<string, number>;
-}
-
-/**
- * A parked poll reserved for one new task. Exactly one of deliver or release is called:
- * deliver once the creating statement committed the task locked for the poll, release
- * when it wrote nothing (the poll goes back to parked, or wakes if it was rung meanwhile).
- */
-export interface PollClaim {
-  workerId: string;
-  lockDurationMs: number;
-  deliver(task: LockedTaskRow): void;
-  release(): void;
-}
-
-export interface TaskHandOff {
-  /** a parked, unrung, open native poll waiting for the topic, reserved for one task; undefined if none */
-  claimPoll(topic: string): PollClaim | undefined;
-}
 
 /** A poll claimed for one new task of a transition (fx.tasks[task.index]), with the lock the statement will write for it. */
 export interface ClaimedPoll {
   claim: PollClaim;
-  task: HandOffTask;
+  task: DeliveredTask;
 }
 
 // Each new task whose topic a poll parked on this node waits for goes to that poll, locked
 // in the creating statement (a start's, or an optimistic complete's that starts a chain's
 // next step): no ring, fetch statement and second commit before the worker has it
-// (docs/PERFORMANCE.md "Session 5: pickup", "Session 6: hand-off for completes").
+// (docs/PERFORMANCE.md "Session 5: pickup", "Session 6: delivery for completes").
 export function claimParkedPolls(engine: Engine, fx: Effects): ClaimedPoll[] {
   const claimed: ClaimedPoll[] = [];
-  if (!engine.handOff) return claimed;
+  if (!engine.delivery) return claimed;
   fx.tasks.forEach((task, index) => {
-    const claim = engine.handOff?.claimPoll(task.topic);
+    const claim = engine.delivery?.claimPoll(task.topic);
     if (claim)
       claimed.push({
         claim,
@@ -86,7 +64,7 @@ async function giveBack(engine: Engine, h: ClaimedPoll): Promise<void> {
   h.claim.release();
   await unlockTask(engine.pool, { taskId: h.task.taskId, workerId: h.task.workerId, lockToken: h.task.lockToken }).catch(
     (err: Error) => {
-      engine.log.warn({ taskId: h.task.taskId, err: err.message }, 'task:hand-off-unlock-failed');
+      engine.log.warn({ taskId: h.task.taskId, err: err.message }, 'task:delivery-unlock-failed');
     },
   );
 }

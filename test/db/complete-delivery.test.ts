@@ -1,6 +1,6 @@
 // A complete that creates a chain's next task hands it to a native long poll parked on
 // this node, inside the complete's own guarded statement (engine/tasks.ts
-// completeOptimistically, engine/hand-off.ts): the next task is inserted locked for the
+// completeOptimistically, engine/poll-delivery.ts): the next task is inserted locked for the
 // poll, with the task:locked event and frame a fetch would write, in the complete's
 // commit. Every window is driven here on a real PostgreSQL: the guard lost to an instance
 // that moved or a lock that went elsewhere, an error after the commit, the poll's caller
@@ -8,12 +8,12 @@
 // polls (left on the ring), and a complete that ends the instance.
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fetchCamundaTasks } from '../../runtime/engine/camunda-fetch.ts';
+import { fetchCamundaTasks } from '../../runtime/camunda/engine/fetch.ts';
 import { createEngine, type Engine } from '../../runtime/engine/context.ts';
 import { deployDefinition } from '../../runtime/engine/definitions.ts';
 import { startInstance } from '../../runtime/engine/instances.ts';
 import { completeTask } from '../../runtime/engine/tasks.ts';
-import { TaskNotifier } from '../../runtime/engine/task-notifier.ts';
+import { ParkedPolls } from '../../runtime/engine/parked-polls.ts';
 import { createPool } from '../../runtime/store/db.ts';
 import { putFlowLimit } from '../../runtime/store/flow-limits.ts';
 import { fetchAndLock, type LockedTaskRow } from '../../runtime/store/tasks.ts';
@@ -26,7 +26,7 @@ import { startTestServer, waitFor } from '../support/server.ts';
 const log = pino({ level: 'silent' });
 let db: TestDatabase;
 let engine: Engine;
-let notifier: TaskNotifier;
+let parkedPolls: ParkedPolls;
 
 /** start -> one -> two -> three -> end, topics `${key}-1` .. `${key}-3` */
 function chainBpmn(key: string): string {
@@ -53,24 +53,24 @@ const KEYS = ['chain', 'chain-limited', 'chain-late', 'chain-camunda'];
 beforeAll(async () => {
   db = await createTestDatabase();
   engine = createEngine(db.pool, log);
-  notifier = new TaskNotifier(db.url, log);
-  await notifier.start();
-  engine.handOff = notifier;
+  parkedPolls = new ParkedPolls(db.url, log);
+  await parkedPolls.start();
+  engine.delivery = parkedPolls;
   for (const key of KEYS) await deployDefinition(engine, chainBpmn(key));
 });
 afterAll(async () => {
-  await notifier?.stop();
+  await parkedPolls?.stop();
   await db?.drop();
 });
 
 const poll = (workerId: string, topic: string, opts: { waitMs?: number } = {}) =>
-  parkPoll({ engine, notifier }, workerId, topic, opts);
+  parkPoll({ engine, parkedPolls }, workerId, topic, opts);
 
 /** Waits until a poll of the topic is parked and unrung: a claim taken and given back at once shows it. */
 async function parked(topic: string): Promise<void> {
   await waitFor(
     async () => {
-      const claim = notifier.claimPoll(topic);
+      const claim = parkedPolls.claimPoll(topic);
       claim?.release();
       return claim ? true : undefined;
     },
@@ -121,7 +121,7 @@ async function blockedUntil(block: { waiting: () => Promise<boolean> }): Promise
   await waitFor(async () => ((await block.waiting()) ? true : undefined), 5000, 'the complete to wait');
 }
 
-describe("hand-off of a chain's next task from the complete that creates it", () => {
+describe("delivery of a chain's next task from the complete that creates it", () => {
   it("given polls parked on steps two and three, when each step is completed, then each poll answers the next task locked in the complete's own transaction, and the history and frames show it once with no gap", async () => {
     const { id, task: one } = await atStepOne('chain');
     const p2 = poll('two-1', 'chain-2');
@@ -190,7 +190,7 @@ describe("hand-off of a chain's next task from the complete that creates it", ()
     const block = await holding(`update instances set revision = revision + 1 where id = '${id}'`);
     const completed = completeTask(engine, holderOf(one));
     await blockedUntil(block);
-    expect(notifier.claimPoll('chain-2')).toBeUndefined(); // the complete holds the poll's claim
+    expect(parkedPolls.claimPoll('chain-2')).toBeUndefined(); // the complete holds the poll's claim
     expect(p.settled()).toBe(false);
     await block.release();
     expect(await completed).toEqual({ ok: true, duplicate: false });
@@ -214,7 +214,7 @@ describe("hand-off of a chain's next task from the complete that creates it", ()
                                  update instances set revision = revision where id = '${id}'`);
     const completed = completeTask(engine, holderOf(one));
     await blockedUntil(block);
-    expect(notifier.claimPoll('chain-2')).toBeUndefined(); // the complete holds the poll's claim
+    expect(parkedPolls.claimPoll('chain-2')).toBeUndefined(); // the complete holds the poll's claim
     await block.release();
     expect(await completed).toEqual({ ok: false, reason: 'lock_lost' });
     expect(await taskAt(id, 'two')).toBeUndefined();
@@ -228,7 +228,7 @@ describe("hand-off of a chain's next task from the complete that creates it", ()
     const { id, task: one } = await atStepOne('chain');
     const p = poll('two-4', 'chain-2');
     await parked('chain-2');
-    // a pool whose hand-off statement commits and then reports a lost connection
+    // a pool whose delivery statement commits and then reports a lost connection
     const pool = createPool({ connectionString: db.url, max: 2 });
     const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
     (pool as unknown as { query: unknown }).query = async (...args: unknown[]) => {
@@ -238,7 +238,7 @@ describe("hand-off of a chain's next task from the complete that creates it", ()
       return result;
     };
     const faulty = createEngine(pool, log);
-    faulty.handOff = notifier;
+    faulty.delivery = parkedPolls;
     try {
       await expect(completeTask(faulty, holderOf(one))).rejects.toThrow(/Connection terminated/);
     } finally {
@@ -305,13 +305,13 @@ describe("hand-off of a chain's next task from the complete that creates it", ()
     expect(rows.map((r) => r.n)).toEqual([1, 1]);
   });
 
-  it('given a poll parked on a flow-limited topic, when step one completes, then no hand-off: the ring wakes the poll and the limited fetch locks the task', async () => {
+  it('given a poll parked on a flow-limited topic, when step one completes, then no delivery: the ring wakes the poll and the limited fetch locks the task', async () => {
     expect((await putFlowLimit(db.pool, { resource: 'chain-limited-2', maxConcurrent: 5, maxStartsPerSecond: 0 })).ok).toBe(true);
     const { id, task: one } = await atStepOne('chain-limited');
     const p = poll('two-7', 'chain-limited-2');
-    await waitFor(async () => (notifier.parked > 0 ? true : undefined), 5000, 'the poll to subscribe');
+    await waitFor(async () => (parkedPolls.parked > 0 ? true : undefined), 5000, 'the poll to subscribe');
     await new Promise((r) => setTimeout(r, 100)); // no claim can show it parked: it offers none
-    expect(notifier.claimPoll('chain-limited-2')).toBeUndefined();
+    expect(parkedPolls.claimPoll('chain-limited-2')).toBeUndefined();
     expect((await completeTask(engine, holderOf(one))).ok).toBe(true);
     expect((await p.answer).map((t) => [t.instance_id, t.step_id])).toEqual([[id, 'two']]);
     const events = await history(id);
@@ -320,7 +320,7 @@ describe("hand-off of a chain's next task from the complete that creates it", ()
     );
   });
 
-  it('given a poll parked before a flow limit was put on its topic, when step one completes, then the guard refuses the hand-off (BT409), the locked path completes, and the limited fetch takes the task', async () => {
+  it('given a poll parked before a flow limit was put on its topic, when step one completes, then the guard refuses the delivery (BT409), the locked path completes, and the limited fetch takes the task', async () => {
     const { id, task: one } = await atStepOne('chain-late');
     const p = poll('two-8', 'chain-late-2');
     await parked('chain-late-2');
@@ -336,7 +336,7 @@ describe("hand-off of a chain's next task from the complete that creates it", ()
 
   it("given a Camunda long poll parked on step two's topic, when step one completes, then it is woken by the ring and fetches (Camunda polls are not handed tasks)", async () => {
     const { id, task: one } = await atStepOne('chain-camunda');
-    const answer = fetchCamundaTasks(engine, notifier, {
+    const answer = fetchCamundaTasks(engine, parkedPolls, {
       workerId: 'camunda-1',
       maxTasks: 1,
       waitMs: 20_000,
@@ -344,9 +344,9 @@ describe("hand-off of a chain's next task from the complete that creates it", ()
       createTimeOrder: 'asc',
       topics: [{ topicName: 'chain-camunda-2', lockDuration: 45_000 }],
     });
-    await waitFor(async () => (notifier.parked > 0 ? true : undefined), 5000, 'the Camunda poll to subscribe');
+    await waitFor(async () => (parkedPolls.parked > 0 ? true : undefined), 5000, 'the Camunda poll to subscribe');
     await new Promise((r) => setTimeout(r, 100));
-    expect(notifier.claimPoll('chain-camunda-2')).toBeUndefined();
+    expect(parkedPolls.claimPoll('chain-camunda-2')).toBeUndefined();
     expect((await completeTask(engine, holderOf(one))).ok).toBe(true);
     expect(await answer).toHaveLength(1);
     const events = await history(id);
@@ -389,7 +389,7 @@ describe("hand-off of a chain's next task from the complete that creates it", ()
       const parkedAnswer = fetchTasks(t.api, 'http-2', ['chain-http-2'], { maxTasks: 1, waitMs: 20_000 });
       await waitFor(
         async () => {
-          const claim = t.server.notifier.claimPoll('chain-http-2');
+          const claim = t.server.parkedPolls.claimPoll('chain-http-2');
           claim?.release();
           return claim ? true : undefined;
         },

@@ -1,9 +1,9 @@
 // Camunda fetchAndLock with long polling: the shared loop of engine/fetch.ts
 // around the Camunda statement (per-topic filters, priority switch, sorting).
-import type { Engine } from './context.ts';
-import { pollForTasks } from './fetch.ts';
-import type { TaskNotifier } from './task-notifier.ts';
-import { fetchAndLockCamunda, type CamundaFetchParams, type CamundaLockedTask } from '../store/camunda-fetch.ts';
+import type { Engine } from '../../engine/context.ts';
+import { pollForTasks } from '../../engine/fetch.ts';
+import type { ParkedPolls } from '../../engine/parked-polls.ts';
+import { fetchAndLockCamunda, type CamundaFetchParams, type CamundaLockedTask } from '../store/fetch.ts';
 
 export interface CamundaFetchAndWaitParams extends CamundaFetchParams {
   /** asyncResponseTimeout; 0 answers at once */
@@ -14,13 +14,13 @@ export interface CamundaFetchAndWaitParams extends CamundaFetchParams {
 
 export function fetchCamundaTasks(
   engine: Engine,
-  notifier: TaskNotifier,
+  parkedPolls: ParkedPolls,
   p: CamundaFetchAndWaitParams,
 ): Promise<CamundaLockedTask[]> {
-  return pollForTasks(engine, notifier, {
+  return pollForTasks(engine, parkedPolls, {
     workerId: p.workerId,
     topics: p.topics.map((t) => t.topicName),
-    // its topics' filters (business key, definition, variables…) may pass a new task by: woken by every doorbell
+    // its topics' filters (business key, definition, variables…) may pass a new task by: woken by every notification
     capacity: 0,
     waitMs: p.waitMs,
     ...(p.signal ? { signal: p.signal } : {}),

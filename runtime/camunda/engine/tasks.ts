@@ -3,17 +3,18 @@
 // instance lock, then the same guarded statements as the native API apply.
 // Same shape as engine/tasks.ts; kept separate because the variables carry Camunda
 // types that are written in the same transaction.
-import { completeStep, emptyEffects, type Effects, type Variables } from './advance.ts';
-import { planOf, type Engine } from './context.ts';
-import { completeTask, reportBpmnError, settleExhaustedTask, type TaskCallResult } from './tasks.ts';
-import { commitTransition, type CommitOptions } from './transition.ts';
-import type { InstanceStatus } from './vocabulary.ts';
-import type { Plan } from '../compiler/plan.ts';
-import { withTransaction, type PoolClient } from '../store/db.ts';
-import { glanceAtTask, isRepeat, lockTokenOf, failTaskCamunda, type TaskGlance } from '../store/camunda-tasks.ts';
-import { writeVariableTypes, type TypedWrite } from '../store/camunda-variables.ts';
-import { taskRetries } from '../ops/instruments.ts';
-import { lockInstanceOfTask, type LockedInstance } from '../store/instances.ts';
+import { completeStep } from '../../engine/advance.ts';
+import { emptyEffects, type Effects, type Variables } from '../../model/effects.ts';
+import { planOf, type Engine } from '../../engine/context.ts';
+import { completeTask, reportBpmnError, settleExhaustedTask, type TaskCallResult } from '../../engine/tasks.ts';
+import { commitTransition, type CommitOptions } from '../../engine/transition.ts';
+import type { InstanceStatus } from '../../model/vocabulary.ts';
+import type { Plan } from '../../compiler/plan.ts';
+import { withTransaction, type PoolClient } from '../../store/db.ts';
+import { glanceAtTask, isRepeat, lockTokenOf, failTaskCamunda, type TaskGlance } from '../store/tasks.ts';
+import { writeVariableTypes, type TypedWrite } from '../store/variables.ts';
+import { taskRetries } from '../../ops/instruments.ts';
+import { lockInstanceOfTask, type LockedInstance } from '../../store/instances.ts';
 import {
   markTaskDone,
   recordLateResult,
@@ -21,7 +22,7 @@ import {
   type GuardedTaskResult,
   type LateResult,
   type TaskResultCall,
-} from '../store/tasks.ts';
+} from '../../store/tasks.ts';
 
 /** Variables of one Camunda call, already turned into native values. */
 export interface CamundaVariables {

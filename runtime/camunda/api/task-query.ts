@@ -1,5 +1,5 @@
 // Query string of GET /engine-rest/external-task[/count]: unknown parameters are ignored, as Camunda does.
-import type { CamundaTaskQuery } from '../../store/camunda-queries.ts';
+import type { CamundaTaskQuery } from '../store/queries.ts';
 import { invalidRequest } from './errors.ts';
 
 const TEXT = [

@@ -1,9 +1,9 @@
 // Read models of the Camunda API: external tasks as Camunda lists them (open ones only:
 // Camunda deletes a task when it completes).
-import { isUuid } from '../shared/uuid.ts';
-import type { Queryable } from './db.ts';
-import { OPEN_TASK_SQL } from './live-rows.ts';
-import type { ExternalTaskRow } from './tasks.ts';
+import { isUuid } from '../../shared/uuid.ts';
+import type { Queryable } from '../../store/db.ts';
+import { OPEN_TASK_SQL } from '../../store/open-states.ts';
+import type { ExternalTaskRow } from '../../store/tasks.ts';
 
 export interface CamundaTaskRow extends ExternalTaskRow {
   business_key: string | null;
@@ -60,7 +60,7 @@ function where(q: CamundaTaskQuery): { sql: string; values: unknown[] } {
 // _failed_idx), so that a list or a count reads the open tasks, not the history; `state in
 // ('ready', 'locked', 'failed')` implies none of them and read every task ever created (a
 // count took 115 ms with a million done tasks). With an id: one look-up by the primary key or
-// the instance's index, its open states named as live-rows.ts does, so that no partial index
+// the instance's index, its open states named as open-states.ts does, so that no partial index
 // can draw it.
 const OPEN_STATES = ['ready', 'locked', 'failed'];
 function openTasksSql(q: CamundaTaskQuery, columns: string, whereSql: string): string {

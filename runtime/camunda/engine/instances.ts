@@ -1,13 +1,14 @@
 // Start through the Camunda API: the same transition as engine/instances.ts
 // startInstance, plus the Camunda types of the start variables in the same
 // transaction (a task created by the start can be fetched the moment it commits).
-import { emptyEffects, startPlan } from './advance.ts';
-import { planOf, type Engine } from './context.ts';
-import { commitWithPlan, type CamundaVariables } from './camunda-tasks.ts';
-import { withTransaction } from '../store/db.ts';
-import { writeVariableTypes } from '../store/camunda-variables.ts';
-import { insertInstance } from '../store/instances.ts';
-import type { StartInstanceResult } from './instances.ts';
+import { startPlan } from '../../engine/advance.ts';
+import { emptyEffects } from '../../model/effects.ts';
+import { planOf, type Engine } from '../../engine/context.ts';
+import { commitWithPlan, type CamundaVariables } from './tasks.ts';
+import { withTransaction } from '../../store/db.ts';
+import { writeVariableTypes } from '../store/variables.ts';
+import { insertInstance } from '../../store/instances.ts';
+import type { StartInstanceResult } from '../../engine/instances.ts';
 
 export interface CamundaStartRequest {
   definitionKey: string;

@@ -4,8 +4,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsPlugin from 'ajv-formats';
-import { BatonError } from '../shared/errors.ts';
-import { isUuid } from '../shared/uuid.ts';
+import { BatonError } from './errors.ts';
+import { isUuid } from './uuid.ts';
 
 const schemaDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../schemas/api');
 const BASE_ID = 'https://baton.dev/schemas/api/';

@@ -1,28 +1,28 @@
-// Doorbells (store/doorbells.ts): the hot statements answer what they ring instead of
+// Notifications (store/notifications.ts): the hot statements answer what they ring instead of
 // calling pg_notify (PostgreSQL serializes the commits of notifying transactions). This
 // process hears them right after the commit; the other nodes get them from a relay that
-// sends the doorbells of a turn of the event loop together, several per payload.
+// sends the notifications of a turn of the event loop together, several per payload.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createEngine, type Engine } from '../../runtime/engine/context.ts';
+import { createEngine } from '../../runtime/engine/context.ts';
 import { deployDefinition } from '../../runtime/engine/definitions.ts';
 import { startInstance } from '../../runtime/engine/instances.ts';
 import { completeTask } from '../../runtime/engine/tasks.ts';
 import { createPool, withTransaction } from '../../runtime/store/db.ts';
 import {
   announceListener,
-  flushDoorbells,
-  onDoorbells,
+  flushNotifications,
+  onNotifications,
   PROCESS_TAG,
-  readDoorbells,
+  readNotifications,
   RELAY_STATEMENT,
   relayFailures,
-  ringAfterCommit,
-  type FrameBell,
-} from '../../runtime/store/doorbells.ts';
+  notifyAfterCommit,
+  type FrameNotice,
+} from '../../runtime/store/notifications.ts';
 import { flushProgress, flushStaleProgress, recordProgress } from '../../runtime/store/progress.ts';
 import { fetchAndLock } from '../../runtime/store/tasks.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
@@ -35,7 +35,7 @@ let listener: pg.Client;
 /** every NOTIFY heard on the three channels, as sent */
 const heard: { channel: string; payload: string }[] = [];
 /** what this process's listeners were told */
-const local: { topics: string[]; timers: number; frames: FrameBell[] } = { topics: [], timers: 0, frames: [] };
+const local: { topics: string[]; timers: number; frames: FrameNotice[] } = { topics: [], timers: 0, frames: [] };
 let unsubscribe: () => void;
 
 beforeAll(async () => {
@@ -46,7 +46,7 @@ beforeAll(async () => {
   listener.on('notification', (m) => heard.push({ channel: m.channel, payload: m.payload ?? '' }));
   await announceListener(listener, 'test-observer'); // heard as another node: this process's relays send to it
   await listener.query('listen baton_tasks; listen baton_timers; listen baton_frames');
-  unsubscribe = onDoorbells({
+  unsubscribe = onNotifications({
     tasks: (topics) => local.topics.push(...topics),
     timers: () => local.timers++,
     frames: (bells) => local.frames.push(...bells),
@@ -66,7 +66,7 @@ beforeEach(() => {
 
 /** Everything relayed so far has been heard: a NOTIFY sent after the flush arrives after it. */
 async function heardSoFar(): Promise<{ channel: string; payload: string }[]> {
-  await flushDoorbells(db.pool);
+  await flushNotifications(db.pool);
   const mark = `mark-${crypto.randomUUID()}`;
   await db.pool.query('select pg_notify($1, $2)', ['baton_tasks', mark]);
   await waitFor(async () => (heard.some((h) => h.payload === mark) ? true : undefined), 5_000, 'the marker');
@@ -95,9 +95,9 @@ function silencedPool(): { pool: pg.Pool; dropped: () => number } {
 }
 
 const bellsOn = (channel: string, got: { channel: string; payload: string }[]) =>
-  got.filter((h) => h.channel === channel).flatMap((h) => readDoorbells(h.payload).bells);
+  got.filter((h) => h.channel === channel).flatMap((h) => readNotifications(h.payload).bells);
 
-describe('doorbells', () => {
+describe('notifications', () => {
   it('given a start, a fetch and a complete, then this process hears the topic and each frame head after its commit, and the relay tells the other nodes the same', async () => {
     const engine = createEngine(db.pool, log);
     const started = await startInstance(engine, { definitionKey: 'bells' });
@@ -126,21 +126,21 @@ describe('doorbells', () => {
         .filter((b) => b.startsWith(id))
         .at(-1),
     ).toBe(`${id} 1 ${head.last_seq}`);
-    for (const h of got) expect(readDoorbells(h.payload).fromHere, h.payload).toBe(true);
+    for (const h of got) expect(readNotifications(h.payload).fromHere, h.payload).toBe(true);
   });
 
-  it("given doorbells rung by many commits in one turn, then one NOTIFY per channel carries them, a generation's highest seq only, and a payload PostgreSQL would refuse is split", async () => {
-    const frames: FrameBell[] = [];
+  it("given notifications rung by many commits in one turn, then one NOTIFY per channel carries them, a generation's highest seq only, and a payload PostgreSQL would refuse is split", async () => {
+    const frames: FrameNotice[] = [];
     for (let i = 0; i < 300; i++) frames.push({ instanceId: crypto.randomUUID(), generation: 1, seq: i + 1 });
     const twice = crypto.randomUUID();
-    ringAfterCommit(db.pool, { frames: [{ instanceId: twice, generation: 2, seq: 3 }], topics: ['x'] });
-    for (const f of frames) ringAfterCommit(db.pool, { frames: [f] });
-    ringAfterCommit(db.pool, {
+    notifyAfterCommit(db.pool, { frames: [{ instanceId: twice, generation: 2, seq: 3 }], topics: ['x'] });
+    for (const f of frames) notifyAfterCommit(db.pool, { frames: [f] });
+    notifyAfterCommit(db.pool, {
       frames: [{ instanceId: twice, generation: 2, seq: 5 }],
       topics: ['x', 'y', 'z'.repeat(9000)],
       timers: true,
     });
-    ringAfterCommit(db.pool, { timers: true });
+    notifyAfterCommit(db.pool, { timers: true });
 
     const got = await heardSoFar();
     const framePayloads = got.filter((h) => h.channel === 'baton_frames');
@@ -159,7 +159,7 @@ describe('doorbells', () => {
     await expect(
       withTransaction(db.pool, async (tx) => {
         await tx.query('select 1');
-        ringAfterCommit(tx, { topics: ['rolled-back'], frames: [{ instanceId: crypto.randomUUID(), generation: 1, seq: 1 }] });
+        notifyAfterCommit(tx, { topics: ['rolled-back'], frames: [{ instanceId: crypto.randomUUID(), generation: 1, seq: 1 }] });
         throw new Error('changed my mind');
       }),
     ).rejects.toThrow('changed my mind');
@@ -167,11 +167,11 @@ describe('doorbells', () => {
     expect(await heardSoFar()).toEqual([]);
   });
 
-  it('given a transaction that commits, then its doorbells ring only after the commit', async () => {
+  it('given a transaction that commits, then its notifications ring only after the commit', async () => {
     let ringsInside = -1;
     await withTransaction(db.pool, async (tx) => {
       await tx.query('select 1');
-      ringAfterCommit(tx, { topics: ['after-commit'] });
+      notifyAfterCommit(tx, { topics: ['after-commit'] });
       ringsInside = local.topics.length;
     });
     expect(ringsInside).toBe(0);
@@ -189,7 +189,7 @@ describe('doorbells', () => {
         tasks: [task],
       } = await fetchAndLock(silenced, { workerId: 'w', maxTasks: 1, topics: [{ name: 'bells-task', lockDurationMs: 30_000 }] });
       expect((await completeTask(engine, { taskId: task!.id, workerId: 'w', lockToken: task!.lock_token! })).ok).toBe(true);
-      await flushDoorbells(silenced);
+      await flushNotifications(silenced);
       expect(dropped()).toBeGreaterThan(0);
       expect(local.frames.filter((b) => b.instanceId === started.instance.id)).toHaveLength(3);
       expect(await heardSoFar()).toEqual([]);
@@ -225,7 +225,7 @@ describe('doorbells', () => {
       );
       expect(await flushStaleProgress(silenced, 0)).toBe(1);
       expect(local.frames.map((b) => b.seq)).toEqual([seq, seq! + 1]);
-      await flushDoorbells(silenced);
+      await flushNotifications(silenced);
       expect(dropped()).toBeGreaterThan(0);
       expect(await heardSoFar()).toEqual([]); // the flushes' statements rang nothing themselves
     } finally {
@@ -236,7 +236,7 @@ describe('doorbells', () => {
     expect((await recordProgress(db.pool, { ...holder, data: { done: 3 } })).ok).toBe(true);
     const last = await flushProgress(db.pool, step);
     const got = await heardSoFar();
-    expect(got.every((h) => readDoorbells(h.payload).fromHere)).toBe(true); // relayed, not sent by the flush
+    expect(got.every((h) => readNotifications(h.payload).fromHere)).toBe(true); // relayed, not sent by the flush
     expect(bellsOn('baton_frames', got)).toContain(`${step.instanceId} 1 ${last}`);
     const { rows } = await db.pool.query(`select seq, kind from frames where instance_id = $1 and seq > $2 order by seq`, [
       step.instanceId,
@@ -253,17 +253,17 @@ describe('doorbells', () => {
     const lone = createPool({ connectionString: db.url, max: 2 });
     await listener.query(`select set_config('application_name', 'not a baton node', false)`);
     try {
-      ringAfterCommit(lone, { topics: ['alone'] });
-      await flushDoorbells(lone);
+      notifyAfterCommit(lone, { topics: ['alone'] });
+      await flushNotifications(lone);
       expect(local.topics).toEqual(['alone']);
       expect(await heardSoFar()).toEqual([]);
       await announceListener(listener, 'test-observer');
       const began = performance.now();
       await waitFor(
         async () => {
-          ringAfterCommit(lone, { topics: ['heard'] });
-          await flushDoorbells(lone);
-          return heard.some((h) => readDoorbells(h.payload).bells.includes('heard')) ? true : undefined;
+          notifyAfterCommit(lone, { topics: ['heard'] });
+          await flushNotifications(lone);
+          return heard.some((h) => readNotifications(h.payload).bells.includes('heard')) ? true : undefined;
         },
         5_000,
         'the relay to see the listener',
@@ -276,27 +276,27 @@ describe('doorbells', () => {
     }
   });
 
-  it('given a relay statement that fails (its pool has ended), then this process still heard the doorbells, and the failure is counted', async () => {
+  it('given a relay statement that fails (its pool has ended), then this process still heard the notifications, and the failure is counted', async () => {
     const gone = createPool({ connectionString: db.url, max: 1 });
     await gone.query('select 1');
     await gone.end();
     const before = relayFailures();
-    ringAfterCommit(gone, { topics: ['unsent'] });
-    await flushDoorbells(gone);
+    notifyAfterCommit(gone, { topics: ['unsent'] });
+    await flushNotifications(gone);
     expect(local.topics).toEqual(['unsent']);
     expect(relayFailures()).toBe(before + 1);
   });
 
-  it('given payloads, then a relayed one is read as its doorbells and marked when this process sent it; any other is one doorbell', () => {
-    expect(readDoorbells(' ' + JSON.stringify({ from: PROCESS_TAG, bells: ['a', 'b c'] }))).toEqual({
+  it('given payloads, then a relayed one is read as its notifications and marked when this process sent it; any other is one notification', () => {
+    expect(readNotifications(' ' + JSON.stringify({ from: PROCESS_TAG, bells: ['a', 'b c'] }))).toEqual({
       fromHere: true,
       bells: ['a', 'b c'],
     });
-    expect(readDoorbells(' ' + JSON.stringify({ from: 'another', bells: ['a'] }))).toEqual({ fromHere: false, bells: ['a'] });
-    expect(readDoorbells('orders')).toEqual({ fromHere: false, bells: ['orders'] });
-    expect(readDoorbells('')).toEqual({ fromHere: false, bells: [''] });
-    expect(readDoorbells(undefined)).toEqual({ fromHere: false, bells: [''] });
-    expect(readDoorbells(' {not json')).toEqual({ fromHere: false, bells: [] });
+    expect(readNotifications(' ' + JSON.stringify({ from: 'another', bells: ['a'] }))).toEqual({ fromHere: false, bells: ['a'] });
+    expect(readNotifications('orders')).toEqual({ fromHere: false, bells: ['orders'] });
+    expect(readNotifications('')).toEqual({ fromHere: false, bells: [''] });
+    expect(readNotifications(undefined)).toEqual({ fromHere: false, bells: [''] });
+    expect(readNotifications(' {not json')).toEqual({ fromHere: false, bells: [] });
   });
 
   it("given the runtime's TypeScript, then only the relay calls pg_notify (SQL triggers of the migrations aside)", () => {
@@ -304,6 +304,6 @@ describe('doorbells', () => {
     const callers = readdirSync(root, { recursive: true, encoding: 'utf8' })
       .filter((f) => f.endsWith('.ts') && readFileSync(path.join(root, f), 'utf8').includes('pg_notify('))
       .map((f) => f.split(path.sep).join('/'));
-    expect(callers).toEqual(['store/doorbells.ts']);
+    expect(callers).toEqual(['store/notifications.ts']);
   });
 });

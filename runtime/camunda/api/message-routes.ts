@@ -4,7 +4,7 @@
 import { Router } from 'express';
 import type { Engine } from '../../engine/context.ts';
 import { broadcastSignal, publishMessage } from '../../engine/waits.ts';
-import { writeVariableTypes } from '../../store/camunda-variables.ts';
+import { writeVariableTypes } from '../store/variables.ts';
 import { BatonError } from '../../shared/errors.ts';
 import { CamundaError, invalidRequest, sendJson, sendNoContent } from './errors.ts';
 import { validateCamundaBody } from './validate.ts';

@@ -1,18 +1,18 @@
 // A start hands its new task to a native long poll parked on this node, inside the start's
-// own statement (engine/hand-off.ts): the task is inserted locked for the poll, with the
+// own statement (engine/poll-delivery.ts): the task is inserted locked for the poll, with the
 // task:locked event a fetch would write, in the start's commit. Every window where the
-// hand-off can go wrong is driven here on a real PostgreSQL: the statement losing its
+// delivery can go wrong is driven here on a real PostgreSQL: the statement losing its
 // guard, a start blocked while its poll's caller leaves or its wait runs out, two starts
 // for one poll, a flow limit, a second node, and Camunda polls (left on the ring).
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockedTaskView } from '../../runtime/api/views.ts';
-import { fetchCamundaTasks } from '../../runtime/engine/camunda-fetch.ts';
+import { fetchCamundaTasks } from '../../runtime/camunda/engine/fetch.ts';
 import { createEngine, type Engine } from '../../runtime/engine/context.ts';
 import { deployDefinition } from '../../runtime/engine/definitions.ts';
 import { SAFETY_RECHECK_MS } from '../../runtime/engine/fetch.ts';
 import { startInstance } from '../../runtime/engine/instances.ts';
-import { TaskNotifier } from '../../runtime/engine/task-notifier.ts';
+import { ParkedPolls } from '../../runtime/engine/parked-polls.ts';
 import { putFlowLimit } from '../../runtime/store/flow-limits.ts';
 import { fetchAndLock, unlockTask } from '../../runtime/store/tasks.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
@@ -24,14 +24,14 @@ import { startTestServer, waitFor } from '../support/server.ts';
 const log = pino({ level: 'silent' });
 let db: TestDatabase;
 let engine: Engine;
-let notifier: TaskNotifier;
+let parkedPolls: ParkedPolls;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   engine = createEngine(db.pool, log);
-  notifier = new TaskNotifier(db.url, log);
-  await notifier.start();
-  engine.handOff = notifier;
+  parkedPolls = new ParkedPolls(db.url, log);
+  await parkedPolls.start();
+  engine.delivery = parkedPolls;
   // key -> topic; handoff-b shares the topic of handoff
   const topics = {
     handoff: 'handoff',
@@ -43,25 +43,25 @@ beforeAll(async () => {
   for (const [key, topic] of Object.entries(topics)) await deployDefinition(engine, singleTaskBpmn(key, topic));
 });
 afterAll(async () => {
-  await notifier?.stop();
+  await parkedPolls?.stop();
   await db?.drop();
 });
 
 const poll = (
   workerId: string,
   topic: string,
-  opts: { waitMs?: number; maxTasks?: number; on?: { engine: Engine; notifier: TaskNotifier } } = {},
-) => parkPoll(opts.on ?? { engine, notifier }, workerId, topic, opts);
+  opts: { waitMs?: number; maxTasks?: number; on?: { engine: Engine; parkedPolls: ParkedPolls } } = {},
+) => parkPoll(opts.on ?? { engine, parkedPolls }, workerId, topic, opts);
 
-/** Waits until `n` polls are parked on the notifier (their first fetch found nothing). */
-async function parked(n = 1, on: TaskNotifier = notifier): Promise<void> {
+/** Waits until `n` polls are parked on the parkedPolls (their first fetch found nothing). */
+async function parked(n = 1, on: ParkedPolls = parkedPolls): Promise<void> {
   await waitFor(async () => (on.parked >= n ? true : undefined), 5000, `${n} parked poll(s)`);
   // subscribed before the first fetch: parked once that fetch has answered, which a claim shows
   await waitFor(async () => ((await isParked(on)) ? true : undefined), 5000, 'the poll to park');
 }
 
 // A claim taken and given back at once is how a test sees that a poll is parked and unrung.
-async function isParked(on: TaskNotifier): Promise<boolean> {
+async function isParked(on: ParkedPolls): Promise<boolean> {
   for (const topic of ['handoff', 'handoff-late-task']) {
     const claim = on.claimPoll(topic);
     if (claim) {
@@ -97,7 +97,7 @@ const holding = (sql: string) => holdLocks(db, sql);
 /** The definition row held: a start's insert (its foreign key check) waits until release. */
 const blockStartsOf = (key: string) => holding(`select id from definitions where key = '${key}' for update`);
 
-describe('hand-off of a new task to a parked poll of this node', () => {
+describe('delivery of a new task to a parked poll of this node', () => {
   it("given a parked poll, when an instance starts, then the poll answers its task locked in the start's own transaction, as fetch-and-lock answers it", async () => {
     const p = poll('hand-1', 'handoff');
     await parked();
@@ -235,14 +235,14 @@ describe('hand-off of a new task to a parked poll of this node', () => {
     expect(rows.map((r) => r.n)).toEqual([1, 1]);
   });
 
-  it('given a poll parked on a flow-limited topic, when an instance starts, then no hand-off: the ring wakes the poll and the limited fetch locks the task', async () => {
+  it('given a poll parked on a flow-limited topic, when an instance starts, then no delivery: the ring wakes the poll and the limited fetch locks the task', async () => {
     expect((await putFlowLimit(db.pool, { resource: 'handoff-limited-task', maxConcurrent: 5, maxStartsPerSecond: 0 })).ok).toBe(
       true,
     );
     const p = poll('hand-7', 'handoff-limited-task');
-    await waitFor(async () => (notifier.parked > 0 ? true : undefined), 5000, 'the poll to subscribe');
+    await waitFor(async () => (parkedPolls.parked > 0 ? true : undefined), 5000, 'the poll to subscribe');
     await new Promise((r) => setTimeout(r, 100)); // no claim can show it parked: it offers none
-    expect(notifier.claimPoll('handoff-limited-task')).toBeUndefined();
+    expect(parkedPolls.claimPoll('handoff-limited-task')).toBeUndefined();
     const id = await startedId('handoff-limited');
     expect((await p.answer).map((t) => t.instance_id)).toEqual([id]);
     expect(new Set((await history(id)).map((e) => e.tx)).size).toBe(2);
@@ -260,7 +260,7 @@ describe('hand-off of a new task to a parked poll of this node', () => {
   });
 
   it('given a Camunda long poll parked, when an instance starts, then it is woken by the ring and fetches (Camunda polls are not handed tasks)', async () => {
-    const answer = fetchCamundaTasks(engine, notifier, {
+    const answer = fetchCamundaTasks(engine, parkedPolls, {
       workerId: 'camunda-1',
       maxTasks: 1,
       waitMs: 20_000,
@@ -268,20 +268,20 @@ describe('hand-off of a new task to a parked poll of this node', () => {
       createTimeOrder: 'asc',
       topics: [{ topicName: 'handoff-camunda-task', lockDuration: 45_000 }],
     });
-    await waitFor(async () => (notifier.parked > 0 ? true : undefined), 5000, 'the Camunda poll to subscribe');
+    await waitFor(async () => (parkedPolls.parked > 0 ? true : undefined), 5000, 'the Camunda poll to subscribe');
     await new Promise((r) => setTimeout(r, 100));
-    expect(notifier.claimPoll('handoff-camunda-task')).toBeUndefined();
+    expect(parkedPolls.claimPoll('handoff-camunda-task')).toBeUndefined();
     const id = await startedId('handoff-camunda');
     const tasks = await answer;
     expect(tasks).toHaveLength(1);
     expect(new Set((await history(id)).map((e) => e.tx)).size).toBe(2);
   });
 
-  it("given two server nodes on one database, when a poll is parked on node A and the start runs on node B, then the doorbell wakes A's poll and it fetches the task", async () => {
+  it("given two server nodes on one database, when a poll is parked on node A and the start runs on node B, then the notification wakes A's poll and it fetches the task", async () => {
     const engineB = createEngine(db.pool, log);
-    const notifierB = new TaskNotifier(db.url, log);
+    const notifierB = new ParkedPolls(db.url, log);
     await notifierB.start();
-    engineB.handOff = notifierB;
+    engineB.delivery = notifierB;
     try {
       const p = poll('node-a', 'handoff');
       await parked();
@@ -303,7 +303,7 @@ describe('hand-off of a new task to a parked poll of this node', () => {
       const parkedAnswer = fetchTasks(t.api, 'http-1', ['handoff-http'], { maxTasks: 1, waitMs: 20_000 });
       await waitFor(
         async () => {
-          const claim = t.server.notifier.claimPoll('handoff-http');
+          const claim = t.server.parkedPolls.claimPoll('handoff-http');
           claim?.release();
           return claim ? true : undefined;
         },

@@ -1,20 +1,15 @@
 // /engine-rest/external-task: Camunda 7's external task resource.
 import { Router, type RequestHandler } from 'express';
 import type { Engine } from '../../engine/context.ts';
-import { fetchCamundaTasks } from '../../engine/camunda-fetch.ts';
-import { extendCamundaLock, lockCamundaTask, setCamundaRetries, unlockCamundaTask } from '../../engine/camunda-leases.ts';
-import {
-  completeCamundaTask,
-  failCamundaTask,
-  reportCamundaBpmnError,
-  type CamundaCallResult,
-} from '../../engine/camunda-tasks.ts';
-import type { TaskNotifier } from '../../engine/task-notifier.ts';
-import type { CamundaTopicFilter } from '../../store/camunda-fetch.ts';
-import { countCamundaTasks, findCamundaTask, listCamundaTasks } from '../../store/camunda-queries.ts';
+import { fetchCamundaTasks } from '../engine/fetch.ts';
+import { extendCamundaLock, lockCamundaTask, setCamundaRetries, unlockCamundaTask } from '../engine/leases.ts';
+import { completeCamundaTask, failCamundaTask, reportCamundaBpmnError, type CamundaCallResult } from '../engine/tasks.ts';
+import type { ParkedPolls } from '../../engine/parked-polls.ts';
+import type { CamundaTopicFilter } from '../store/fetch.ts';
+import { countCamundaTasks, findCamundaTask, listCamundaTasks } from '../store/queries.ts';
 import { withPlannerDefaults } from '../../store/db.ts';
-import { isUuid } from '../validate.ts';
-import { abortedByHangUp, sendAnswer, type JsonAnswer } from '../answer.ts';
+import { isUuid } from '../../shared/validate.ts';
+import { abortedByHangUp, sendAnswer, type JsonAnswer } from '../../api/answer.ts';
 import { CamundaError, camundaJson, invalidRequest, sendJson } from './errors.ts';
 import { readTaskQuery } from './task-query.ts';
 import { validateCamundaBody } from './validate.ts';
@@ -41,7 +36,7 @@ type Vars = Record<string, WireVariable> | null | undefined;
 /** POST /engine-rest/external-task/fetchAndLock; no answer once the caller has hung up. */
 export async function camundaFetchRoute(
   engine: Engine,
-  notifier: TaskNotifier,
+  parkedPolls: ParkedPolls,
   raw: unknown,
   gone: AbortSignal,
 ): Promise<JsonAnswer | undefined> {
@@ -54,7 +49,7 @@ export async function camundaFetchRoute(
   }
   const topics = body.topics ?? [];
   if (topics.length === 0 || body.maxTasks === 0) return camundaJson(200, []);
-  const tasks = await fetchCamundaTasks(engine, notifier, {
+  const tasks = await fetchCamundaTasks(engine, parkedPolls, {
     workerId: body.workerId,
     maxTasks: body.maxTasks,
     usePriority: body.usePriority ?? true,
@@ -167,11 +162,11 @@ export const CAMUNDA_TASK_CALL_ROUTES: Record<
   unlock: unlockRoute,
 };
 
-export function externalTaskRouter(engine: Engine, notifier: TaskNotifier): Router {
+export function externalTaskRouter(engine: Engine, parkedPolls: ParkedPolls): Router {
   const router = Router();
 
   router.post('/fetchAndLock', async (req, res) => {
-    const answer = await camundaFetchRoute(engine, notifier, req.body, abortedByHangUp(res));
+    const answer = await camundaFetchRoute(engine, parkedPolls, req.body, abortedByHangUp(res));
     if (answer) sendAnswer(res, answer);
   });
 
