@@ -11,7 +11,6 @@ import { errorMiddleware, notFoundRoute } from './api/errors.ts';
 import { flowLimitsRouter } from './api/flow-limits-routes.ts';
 import { incidentsRouter } from './api/incidents-routes.ts';
 import { instancesRouter } from './api/instances-routes.ts';
-import { leanLane } from './api/lean-lane.ts';
 import { progressRouter } from './api/progress-routes.ts';
 import { tasksRouter } from './api/tasks-routes.ts';
 import { createEngine, type Engine, type EngineOptions } from './engine/context.ts';
@@ -120,13 +119,12 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
     xmlLimit: opts.xmlLimit ?? '5mb',
     ...opts.limits,
   };
+  // Reads the body of every /api and /engine-rest request, once, with that API's limit.
   app.use(securityLayer({ authorize, pool, log: opts.log, parkedPolls, limits }));
-  app.use('/engine-rest', camundaRouter(engine, parkedPolls)); // before the native JSON parser: parses its own bodies
-  app.use(express.json({ limit: opts.jsonLimit ?? '1mb' }));
-  app.use(express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit ?? '5mb' }));
   // The workers' and starters' routes first: a request walks every layer mounted before its own.
   app.use('/api/instances', instancesRouter(engine));
   app.use('/api/external-tasks', tasksRouter(engine, parkedPolls), progressRouter(progress));
+  app.use('/engine-rest', camundaRouter(engine, parkedPolls));
   app.get('/healthz', async (_req, res) => {
     try {
       await pool.query('select 1');
@@ -145,11 +143,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use(notFoundRoute);
   app.use(errorMiddleware(opts.log));
 
-  // The hot routes' plain requests skip express; it serves the rest (api/lean-lane.ts).
-  const lean = leanLane({ engine, parkedPolls, progress, authorize, limits, drain, log: opts.log });
-  const http = createServer((req, res) => {
-    if (!lean(req, res)) app(req, res);
-  });
+  const http = createServer(app);
   const sockets = trackSockets(http);
   http.keepAliveTimeout = CAMUNDA_KEEP_ALIVE_TIMEOUT_MS;
   // Same origin only (no cors option); the designer is served by this server.

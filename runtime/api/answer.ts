@@ -1,5 +1,6 @@
-// A route's answer as a value, so that express's routers and the lean lane (lean-lane.ts)
-// can serve the same route functions and write the same bytes.
+// JSON answers written straight to node's response: the hot routes answer on every task
+// call, and res.json's header handling costs CPU there; Camunda's answers name their own
+// content type (camunda/api/errors.ts).
 import type { ServerResponse } from 'node:http';
 
 /** A JSON answer; without a body, an empty one (204). Header names in lower case. */
@@ -26,7 +27,7 @@ export function refusalAnswer(r: Refusal): JsonAnswer {
   return { status: r.status, headers: r.headers, body: { type: r.type, message: r.message, details: r.details } };
 }
 
-/** Writes the answer as express's res.json would: the same status, content type (unless the answer names its own) and JSON text. */
+/** Writes the answer as res.json would: the same status, content type (unless the answer names its own) and JSON text. */
 export function sendAnswer(res: ServerResponse, answer: JsonAnswer): void {
   if (answer.body === undefined) {
     res.writeHead(answer.status, answer.headers);

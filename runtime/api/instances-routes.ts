@@ -6,7 +6,7 @@ import type { InstanceStatus } from '../model/vocabulary.ts';
 import { withPlannerDefaults } from '../store/db.ts';
 import { getInstanceDetail, listHistory, listInstances } from '../store/queries.ts';
 import { BatonError } from '../shared/errors.ts';
-import { sendAnswer, type JsonAnswer } from './answer.ts';
+import { sendAnswer } from './answer.ts';
 import { isUuid, requireUuid, validateBody, validateQuery } from '../shared/validate.ts';
 import { eventView, instanceDetailView, instanceSummaryView } from './views.ts';
 
@@ -18,22 +18,17 @@ interface ListQuery {
   cursor?: string;
 }
 
-/** POST /api/instances; express's router and the lean lane (lean-lane.ts) both serve it. */
-export async function startRoute(engine: Engine, raw: unknown): Promise<JsonAnswer> {
-  const body = validateBody<StartInstanceRequest>('start-instance-request', raw);
-  const result = await startInstance(engine, body);
-  if (!result.ok) {
-    const which = body.version ? `version ${body.version} of "${body.definitionKey}"` : `"${body.definitionKey}"`;
-    throw new BatonError('not_found', `No deployed definition ${which}`);
-  }
-  return { status: result.created ? 201 : 200, body: instanceSummaryView(result.instance) };
-}
-
 export function instancesRouter(engine: Engine): Router {
   const router = Router();
 
   router.post('/', async (req, res) => {
-    sendAnswer(res, await startRoute(engine, req.body));
+    const body = validateBody<StartInstanceRequest>('start-instance-request', req.body);
+    const result = await startInstance(engine, body);
+    if (!result.ok) {
+      const which = body.version ? `version ${body.version} of "${body.definitionKey}"` : `"${body.definitionKey}"`;
+      throw new BatonError('not_found', `No deployed definition ${which}`);
+    }
+    sendAnswer(res, { status: result.created ? 201 : 200, body: instanceSummaryView(result.instance) });
   });
 
   router.get('/', async (req, res) => {

@@ -12,10 +12,7 @@ export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 export interface Drain {
   /** first middleware: while draining, answers 503 and closes the connection */
   guard: RequestHandler;
-  /** that answer, for the lean lane (api/lean-lane.ts) */
-  readonly answer: JsonAnswer;
   begin(): void;
-  readonly draining: boolean;
 }
 
 const SHUTTING_DOWN: JsonAnswer = {
@@ -31,12 +28,8 @@ export function createDrain(): Drain {
       if (!draining) return next();
       sendAnswer(res, SHUTTING_DOWN);
     },
-    answer: SHUTTING_DOWN,
     begin() {
       draining = true;
-    },
-    get draining() {
-      return draining;
     },
   };
 }

@@ -31,7 +31,7 @@ export interface Caller {
  */
 const STORED_COUNT_TTL_MS = 1000;
 
-/** What the check reads of a request: the same for express's and the lean lane's (api/lean-lane.ts). */
+/** What the check reads of a request. */
 export interface AuthRequest {
   method: string;
   path: string;
@@ -69,7 +69,7 @@ const refuse = (status: number, type: string, message: string, headers: Record<s
 });
 
 /** The unavailable answer, when the tokens cannot be read. */
-export const AUTH_UNAVAILABLE = refuse(503, 'Unavailable', 'Tokens cannot be checked: the database does not answer') as Extract<
+const AUTH_UNAVAILABLE = refuse(503, 'Unavailable', 'Tokens cannot be checked: the database does not answer') as Extract<
   AuthVerdict,
   { pass: false }
 >;

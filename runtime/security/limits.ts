@@ -1,7 +1,7 @@
 // Request limits checked before the routers run: JSON body size, variables size, and
 // parked long polls per node. Each refusal is JSON naming the limit and its setting.
 import type { ServerResponse } from 'node:http';
-import express, { Router, type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler } from 'express';
+import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
 import { refusalAnswer, sendAnswer, type Refusal } from '../api/answer.ts';
 import { camundaErrorHandler } from '../camunda/api/errors.ts';
@@ -125,29 +125,26 @@ function decodedHoldsNul(raw: string): boolean {
   }
 }
 
-const refuseNulInUrl: RequestHandler = (req, res, next) => {
-  if (!decodedHoldsNul(req.originalUrl.replace(/\+/g, ' '))) return next();
-  answerRefusal(res, {
-    status: 400,
-    type: 'ValidationError',
-    message: 'The URL holds a NUL character (%00), which no name, key or id may contain',
-    details: { limit: 'noNulCharacters' },
-  });
+const NUL_IN_URL: Refusal = {
+  status: 400,
+  type: 'ValidationError',
+  message: 'The URL holds a NUL character (%00), which no name, key or id may contain',
+  details: { limit: 'noNulCharacters' },
 };
 
-export function answerRefusal(res: ServerResponse, refusal: Refusal): void {
+function answerRefusal(res: ServerResponse, refusal: Refusal): void {
   sendAnswer(res, refusalAnswer(refusal));
 }
 
 /** What the limit checks read of a write: its path below the mount (/api, /engine-rest), its whole URL, its parsed body. */
-export interface WriteRequest {
+interface WriteRequest {
   path: string;
   originalUrl: string;
   body: unknown;
 }
 
 /** The first limit a parsed write body breaks, or undefined. */
-export function writeLimitRefusal(opts: LimitOptions, parkedPolls: ParkedPolls, req: WriteRequest): Refusal | undefined {
+function writeLimitRefusal(opts: LimitOptions, parkedPolls: ParkedPolls, req: WriteRequest): Refusal | undefined {
   if (holdsNul(req.body)) {
     return {
       status: 400,
@@ -180,24 +177,25 @@ export function writeLimitRefusal(opts: LimitOptions, parkedPolls: ParkedPolls, 
   return undefined;
 }
 
-function checkLimits(opts: LimitOptions, parkedPolls: ParkedPolls): RequestHandler {
-  return (req, res, next) => {
-    const refusal = writeLimitRefusal(opts, parkedPolls, req);
-    if (refusal) answerRefusal(res, refusal);
-    else next();
-  };
-}
-
 const TASK_RESULT = /^\/external-tasks\/([^/]+)\/(complete|bpmn-error)\/?$/i;
 const BATCH_COMPLETE = /^\/external-tasks\/complete-batch\/?$/i;
 
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 
+/** A path segment as the router hands it to the route, percent-escapes decoded; a malformed one never reaches the route. */
+function decodedSegment(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
 /** The (task, variables) pairs of a native complete, bpmn-error or batch complete that carry variables. */
 function resultVariables(req: WriteRequest): [string, Record<string, unknown>][] {
   const single = TASK_RESULT.exec(req.path)?.[1];
   const items = single
-    ? [{ id: single, variables: (req.body as { variables?: unknown } | undefined)?.variables }]
+    ? [{ id: decodedSegment(single), variables: (req.body as { variables?: unknown } | undefined)?.variables }]
     : BATCH_COMPLETE.test(req.path) && isObject(req.body)
       ? batchItems(req.body).filter(isObject)
       : [];
@@ -212,7 +210,7 @@ function resultVariables(req: WriteRequest): [string, Record<string, unknown>][]
  * A native complete or bpmn-error (each task of a batch) must not grow its instance's variables
  * past the limit. Resolves at once, without a query, for a result without variables.
  */
-export async function mergedVariablesRefusal(opts: LimitOptions, pool: Pool, req: WriteRequest): Promise<Refusal | undefined> {
+async function mergedVariablesRefusal(opts: LimitOptions, pool: Pool, req: WriteRequest): Promise<Refusal | undefined> {
   const pairs = resultVariables(req);
   if (pairs.length === 0) return undefined;
   const sizes = await measureMergedVariablesOfTasks(pool, pairs);
@@ -226,31 +224,6 @@ export async function mergedVariablesRefusal(opts: LimitOptions, pool: Pool, req
     type: 'PayloadTooLarge',
     message: `With ${batch ? `the variables of task ${taskId}` : 'these variables'} the instance would hold ${bytes} bytes of variables, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`,
     details: { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes, ...(batch ? { taskId } : {}) },
-  };
-}
-
-function checkMergedVariables(opts: LimitOptions, pool: Pool): RequestHandler {
-  return (req, res, next) => {
-    mergedVariablesRefusal(opts, pool, req).then((refusal) => (refusal ? answerRefusal(res, refusal) : next()), next);
-  };
-}
-
-// Parses like the router behind it would, so its own parser then finds the body read. The
-// checks run in the parser's callback, outside any router layer: one that threw there would
-// be an uncaught exception, so a throw is passed on as the request's error.
-function parseJson(parser: RequestHandler, onError: ErrorRequestHandler, maxDepth: number): RequestHandler {
-  return (req, res, next: NextFunction) => {
-    parser(req, res, (err?: unknown) => {
-      let refused: unknown;
-      try {
-        // Depth first: the surrogate walk recurses.
-        refused = err ?? refuseDeepNesting(req, maxDepth) ?? refuseLoneSurrogates(req);
-      } catch (thrown) {
-        refused = thrown;
-      }
-      if (refused) onError(refused, req, res, next);
-      else next();
-    });
   };
 }
 
@@ -310,17 +283,6 @@ function refuseLoneSurrogates(req: Request): Error | undefined {
   return withSurrogateEscapes.has(req) ? loneSurrogateError(req.body) : undefined;
 }
 
-/**
- * The checks after parsing, for a parser that has the raw body at hand (api/lean-lane.ts):
- * the error a parsed body is refused with, or undefined. Depth first: the surrogate walk recurses.
- */
-export function parsedBodyError(raw: Buffer, body: unknown, maxDepth: number): Error | undefined {
-  return (
-    (openedContainers(raw) > maxDepth ? deepNestingError(body, maxDepth) : undefined) ??
-    (raw.includes('\\ud') || raw.includes('\\uD') ? loneSurrogateError(body) : undefined)
-  );
-}
-
 function loneSurrogateError(body: unknown): Error | undefined {
   const at = loneSurrogateAt(body, '');
   if (at === undefined) return undefined;
@@ -345,63 +307,95 @@ function loneSurrogateAt(value: unknown, path: string): string | undefined {
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH']);
 
-export function limitsRouter(opts: LimitOptions, parkedPolls: ParkedPolls, log: Logger, pool: Pool): Router {
-  const router = Router();
-  const onlyWrites =
-    (handler: RequestHandler): RequestHandler =>
-    (req, res, next) =>
-      WRITES.has(req.method) ? handler(req, res, next) : next();
-  const camunda = express.json({
-    limit: opts.camundaJsonLimit,
-    type: ['application/json', 'application/*+json'],
-    verify: noteRawBody(opts.maxJsonDepth),
-  });
-  const native = express.json({ limit: opts.jsonLimit, verify: noteRawBody(opts.maxJsonDepth) });
-  const xml = express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit });
-  router.use(['/engine-rest', '/api'], refuseNulInUrl);
-  router.use('/engine-rest', (_req, res, next) => {
-    res.locals[BPMN_ELEMENT_LIMIT] = opts.maxBpmnElements;
-    next();
-  });
-  router.use(
-    '/engine-rest',
-    onlyWrites(parseJson(camunda, camundaErrorHandler(log), opts.maxJsonDepth)),
-    onlyWrites(checkLimits(opts, parkedPolls)),
+/** One of the two APIs whose requests the limits check: what differs between them. */
+interface Mount {
+  /** lower case; the checks see the path below it, as a router mounted there would */
+  prefix: string;
+  /** the body readers, run one after another: the first whose content type matches reads it */
+  parsers: RequestHandler[];
+  /** answers a body that cannot be read or parsed */
+  parseError: ErrorRequestHandler;
+  /** a native result may not grow its instance's variables past the limit */
+  checksMergedVariables: boolean;
+}
+
+/** The mount a path is under, matched as express matches a mount: any case, then the end or a slash. */
+function mountOf(path: string, mounts: Mount[]): Mount | undefined {
+  return mounts.find(
+    ({ prefix }) =>
+      (path.length === prefix.length || path[prefix.length] === '/') &&
+      (path.startsWith(prefix) || path.slice(0, prefix.length).toLowerCase() === prefix),
   );
-  const passOn: ErrorRequestHandler = (err, _req, _res, next) => next(err);
-  // One layer, not four: every /api request walks the router's layers, and each costs a path match and closures.
-  router.use(
-    '/api',
-    onlyWrites(
-      inSeries([
-        parseJson(native, passOn, opts.maxJsonDepth),
-        parseJson(xml, passOn, opts.maxJsonDepth),
-        checkLimits(opts, parkedPolls),
-        checkMergedVariables(opts, pool),
-      ]),
-    ),
-  );
-  return router;
 }
 
 /**
- * Middlewares run one after another as one: the first error, or a refusal that answers
- * without calling next, ends the series. A handler that throws passes its error on, as
- * the router would have done for a layer of its own.
+ * The limits of /api and /engine-rest as one middleware: the URL, then the body, read once
+ * with the mount's parser and limit (the routers behind find it read), then the checks of a
+ * write. One function, not a router of its own: every request walks each router layer
+ * in front of its route.
  */
-function inSeries(handlers: RequestHandler[]): RequestHandler {
+export function limitsMiddleware(opts: LimitOptions, parkedPolls: ParkedPolls, log: Logger, pool: Pool): RequestHandler {
+  const verify = noteRawBody(opts.maxJsonDepth);
+  const mounts: Mount[] = [
+    {
+      prefix: '/api',
+      parsers: [
+        express.json({ limit: opts.jsonLimit, verify }),
+        express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit }),
+      ],
+      // the app's error table
+      parseError: (err, _req, _res, next) => next(err),
+      checksMergedVariables: true,
+    },
+    {
+      prefix: '/engine-rest',
+      parsers: [express.json({ limit: opts.camundaJsonLimit, type: ['application/json', 'application/*+json'], verify })],
+      parseError: camundaErrorHandler(log),
+      checksMergedVariables: false,
+    },
+  ];
+  const camunda = mounts[1];
+
   return (req, res, next) => {
-    let at = 0;
-    const step = (err?: unknown): void => {
-      if (err) return next(err);
-      const handler = handlers[at++];
-      if (!handler) return next();
+    const mount = mountOf(req.path, mounts);
+    if (!mount) return next();
+    if (req.originalUrl.includes('%') && decodedHoldsNul(req.originalUrl)) return answerRefusal(res, NUL_IN_URL);
+    if (mount === camunda) res.locals[BPMN_ELEMENT_LIMIT] = opts.maxBpmnElements;
+    readBody(mount.parsers, opts.maxJsonDepth, req, res, (err) => {
+      if (err) return mount.parseError(err, req, res, next);
+      if (!WRITES.has(req.method)) return next();
+      // Runs in the parser's callback, outside any router layer: a throw here would be an uncaught exception.
       try {
-        void handler(req, res, step);
+        const below = req.path.slice(mount.prefix.length) || '/';
+        const write: WriteRequest = { path: below, originalUrl: req.originalUrl, body: req.body };
+        const refusal = writeLimitRefusal(opts, parkedPolls, write);
+        if (refusal) return answerRefusal(res, refusal);
+        if (!mount.checksMergedVariables) return next();
+        mergedVariablesRefusal(opts, pool, write).then((merged) => (merged ? answerRefusal(res, merged) : next()), next);
       } catch (thrown) {
         next(thrown);
       }
-    };
-    step();
+    });
   };
+}
+
+/**
+ * Runs the parsers one after another, then the checks after parsing; `done` gets the first
+ * error. Depth first: the surrogate walk recurses.
+ */
+function readBody(parsers: RequestHandler[], maxDepth: number, req: Request, res: Response, done: (err?: unknown) => void): void {
+  let at = 0;
+  const step = (err?: unknown): void => {
+    if (err) return done(err);
+    const parser = parsers[at++];
+    if (parser) return void parser(req, res, step);
+    let refused: unknown;
+    try {
+      refused = refuseDeepNesting(req, maxDepth) ?? refuseLoneSurrogates(req);
+    } catch (thrown) {
+      refused = thrown;
+    }
+    done(refused);
+  };
+  step();
 }

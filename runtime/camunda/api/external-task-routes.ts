@@ -1,5 +1,5 @@
 // /engine-rest/external-task: Camunda 7's external task resource.
-import { Router, type RequestHandler } from 'express';
+import { Router, type Response } from 'express';
 import type { Engine } from '../../engine/context.ts';
 import { fetchCamundaTasks } from '../engine/fetch.ts';
 import { extendCamundaLock, lockCamundaTask, setCamundaRetries, unlockCamundaTask } from '../engine/leases.ts';
@@ -9,8 +9,8 @@ import type { CamundaTopicFilter } from '../store/fetch.ts';
 import { countCamundaTasks, findCamundaTask, listCamundaTasks } from '../store/queries.ts';
 import { withPlannerDefaults } from '../../store/db.ts';
 import { isUuid } from '../../shared/validate.ts';
-import { abortedByHangUp, sendAnswer, type JsonAnswer } from '../../api/answer.ts';
-import { CamundaError, camundaJson, invalidRequest, sendJson } from './errors.ts';
+import { abortedByHangUp } from '../../api/answer.ts';
+import { CamundaError, invalidRequest, sendJson, sendNoContent } from './errors.ts';
 import { readTaskQuery } from './task-query.ts';
 import { validateCamundaBody } from './validate.ts';
 import { readVariables, type WireVariable } from './variables.ts';
@@ -30,162 +30,111 @@ interface FetchBody {
 
 type Vars = Record<string, WireVariable> | null | undefined;
 
-// fetchAndLock and the lock holder's calls are served by the router below and by the lean
-// lane (api/lean-lane.ts) alike.
-
-/** POST /engine-rest/external-task/fetchAndLock; no answer once the caller has hung up. */
-export async function camundaFetchRoute(
-  engine: Engine,
-  parkedPolls: ParkedPolls,
-  raw: unknown,
-  gone: AbortSignal,
-): Promise<JsonAnswer | undefined> {
-  const body = validateCamundaBody<FetchBody>('fetch-and-lock-request', raw);
-  const waitMs = body.asyncResponseTimeout ?? 0;
-  if (waitMs > MAX_ASYNC_RESPONSE_TIMEOUT_MS) {
-    throw invalidRequest(
-      `The asynchronous response timeout cannot be set to a value greater than ${MAX_ASYNC_RESPONSE_TIMEOUT_MS} milliseconds`,
-    );
-  }
-  const topics = body.topics ?? [];
-  if (topics.length === 0 || body.maxTasks === 0) return camundaJson(200, []);
-  const tasks = await fetchCamundaTasks(engine, parkedPolls, {
-    workerId: body.workerId,
-    maxTasks: body.maxTasks,
-    usePriority: body.usePriority ?? true,
-    createTimeOrder: body.sorting?.[0]?.sortOrder ?? 'asc',
-    topics,
-    waitMs,
-    // A caller that hangs up while parked must not be left holding locks.
-    signal: gone,
-  });
-  if (gone.aborted) return undefined;
-  const topicOf = new Map(topics.map((t) => [t.topicName, t] as const));
-  return camundaJson(
-    200,
-    tasks.map((t) => lockedTaskView(t, topicOf.get(t.topic) ?? {})),
-  );
-}
-
-async function completeRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
-  const body = validateCamundaBody<{ workerId: string; variables?: Vars; localVariables?: Vars }>('complete-request', raw);
-  const taskId = taskIdOf(id);
-  const variables = readVariables({ ...body.variables, ...body.localVariables });
-  return answerOf(
-    await completeCamundaTask(engine, { taskId, workerId: body.workerId, variables }),
-    taskId,
-    body.workerId,
-    'completed',
-  );
-}
-
-async function failureRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
-  const body = validateCamundaBody<{
-    workerId: string;
-    errorMessage?: string | null;
-    errorDetails?: string | null;
-    retries?: number | null;
-    retryTimeout?: number | null;
-    variables?: Vars;
-    localVariables?: Vars;
-  }>('failure-request', raw);
-  const taskId = taskIdOf(id);
-  const variables = readVariables({ ...body.variables, ...body.localVariables });
-  const result = await failCamundaTask(engine, {
-    taskId,
-    workerId: body.workerId,
-    retries: body.retries ?? 0,
-    retryTimeoutMs: body.retryTimeout ?? 0,
-    errorMessage: body.errorMessage ?? null,
-    errorDetails: body.errorDetails ?? null,
-    variables,
-  });
-  return answerOf(result, taskId, body.workerId, 'failed');
-}
-
-async function bpmnErrorRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
-  const body = validateCamundaBody<{ workerId: string; errorCode: string; errorMessage?: string | null; variables?: Vars }>(
-    'bpmn-error-request',
-    raw,
-  );
-  const taskId = taskIdOf(id);
-  const variables = readVariables(body.variables);
-  const result = await reportCamundaBpmnError(engine, {
-    taskId,
-    workerId: body.workerId,
-    errorCode: body.errorCode,
-    errorMessage: body.errorMessage ?? null,
-    variables,
-  });
-  return answerOf(result, taskId, body.workerId, 'reported as a BPMN error');
-}
-
-async function extendLockRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
-  const body = validateCamundaBody<{ workerId: string; newDuration: number }>('extend-lock-request', raw);
-  const taskId = taskIdOf(id);
-  return answerOf(
-    await extendCamundaLock(engine, { taskId, workerId: body.workerId, lockDurationMs: body.newDuration }),
-    taskId,
-    body.workerId,
-    'extended',
-  );
-}
-
-async function lockRoute(engine: Engine, id: string | undefined, raw: unknown): Promise<JsonAnswer> {
-  const body = validateCamundaBody<{ workerId: string; lockDuration: number }>('lock-request', raw);
-  const taskId = taskIdOf(id);
-  return answerOf(
-    await lockCamundaTask(engine, { taskId, workerId: body.workerId, lockDurationMs: body.lockDuration }),
-    taskId,
-    body.workerId,
-    'locked',
-  );
-}
-
-async function unlockRoute(engine: Engine, id: string | undefined): Promise<JsonAnswer> {
-  const taskId = taskIdOf(id);
-  return answerOf(await unlockCamundaTask(engine, taskId), taskId, '', 'unlocked');
-}
-
-export type CamundaTaskCall = 'complete' | 'failure' | 'bpmnError' | 'extendLock' | 'lock' | 'unlock';
-
-/** POST /engine-rest/external-task/:id/<call>, by call. */
-export const CAMUNDA_TASK_CALL_ROUTES: Record<
-  CamundaTaskCall,
-  (engine: Engine, id: string | undefined, raw: unknown) => Promise<JsonAnswer>
-> = {
-  complete: completeRoute,
-  failure: failureRoute,
-  bpmnError: bpmnErrorRoute,
-  extendLock: extendLockRoute,
-  lock: lockRoute,
-  unlock: unlockRoute,
-};
-
 export function externalTaskRouter(engine: Engine, parkedPolls: ParkedPolls): Router {
   const router = Router();
 
   router.post('/fetchAndLock', async (req, res) => {
-    const answer = await camundaFetchRoute(engine, parkedPolls, req.body, abortedByHangUp(res));
-    if (answer) sendAnswer(res, answer);
+    const body = validateCamundaBody<FetchBody>('fetch-and-lock-request', req.body);
+    const waitMs = body.asyncResponseTimeout ?? 0;
+    if (waitMs > MAX_ASYNC_RESPONSE_TIMEOUT_MS) {
+      throw invalidRequest(
+        `The asynchronous response timeout cannot be set to a value greater than ${MAX_ASYNC_RESPONSE_TIMEOUT_MS} milliseconds`,
+      );
+    }
+    const topics = body.topics ?? [];
+    if (topics.length === 0 || body.maxTasks === 0) return sendJson(res, 200, []);
+    // A caller that hangs up while parked must not be left holding locks.
+    const gone = abortedByHangUp(res);
+    const tasks = await fetchCamundaTasks(engine, parkedPolls, {
+      workerId: body.workerId,
+      maxTasks: body.maxTasks,
+      usePriority: body.usePriority ?? true,
+      createTimeOrder: body.sorting?.[0]?.sortOrder ?? 'asc',
+      topics,
+      waitMs,
+      signal: gone,
+    });
+    if (gone.aborted) return;
+    const topicOf = new Map(topics.map((t) => [t.topicName, t] as const));
+    sendJson(
+      res,
+      200,
+      tasks.map((t) => lockedTaskView(t, topicOf.get(t.topic) ?? {})),
+    );
   });
 
-  const call =
-    (route: (typeof CAMUNDA_TASK_CALL_ROUTES)[CamundaTaskCall]): RequestHandler<{ id: string }> =>
-    async (req, res) => {
-      sendAnswer(res, await route(engine, req.params.id, req.body));
-    };
-  router.post('/:id/complete', call(CAMUNDA_TASK_CALL_ROUTES.complete));
-  router.post('/:id/failure', call(CAMUNDA_TASK_CALL_ROUTES.failure));
-  router.post('/:id/bpmnError', call(CAMUNDA_TASK_CALL_ROUTES.bpmnError));
-  router.post('/:id/extendLock', call(CAMUNDA_TASK_CALL_ROUTES.extendLock));
-  router.post('/:id/lock', call(CAMUNDA_TASK_CALL_ROUTES.lock));
-  router.post('/:id/unlock', call(CAMUNDA_TASK_CALL_ROUTES.unlock));
+  router.post('/:id/complete', async (req, res) => {
+    const body = validateCamundaBody<{ workerId: string; variables?: Vars; localVariables?: Vars }>('complete-request', req.body);
+    const taskId = taskIdOf(req.params.id);
+    const variables = readVariables({ ...body.variables, ...body.localVariables });
+    const result = await completeCamundaTask(engine, { taskId, workerId: body.workerId, variables });
+    answer(res, result, taskId, body.workerId, 'completed');
+  });
+
+  router.post('/:id/failure', async (req, res) => {
+    const body = validateCamundaBody<{
+      workerId: string;
+      errorMessage?: string | null;
+      errorDetails?: string | null;
+      retries?: number | null;
+      retryTimeout?: number | null;
+      variables?: Vars;
+      localVariables?: Vars;
+    }>('failure-request', req.body);
+    const taskId = taskIdOf(req.params.id);
+    const variables = readVariables({ ...body.variables, ...body.localVariables });
+    const result = await failCamundaTask(engine, {
+      taskId,
+      workerId: body.workerId,
+      retries: body.retries ?? 0,
+      retryTimeoutMs: body.retryTimeout ?? 0,
+      errorMessage: body.errorMessage ?? null,
+      errorDetails: body.errorDetails ?? null,
+      variables,
+    });
+    answer(res, result, taskId, body.workerId, 'failed');
+  });
+
+  router.post('/:id/bpmnError', async (req, res) => {
+    const body = validateCamundaBody<{ workerId: string; errorCode: string; errorMessage?: string | null; variables?: Vars }>(
+      'bpmn-error-request',
+      req.body,
+    );
+    const taskId = taskIdOf(req.params.id);
+    const variables = readVariables(body.variables);
+    const result = await reportCamundaBpmnError(engine, {
+      taskId,
+      workerId: body.workerId,
+      errorCode: body.errorCode,
+      errorMessage: body.errorMessage ?? null,
+      variables,
+    });
+    answer(res, result, taskId, body.workerId, 'reported as a BPMN error');
+  });
+
+  router.post('/:id/extendLock', async (req, res) => {
+    const body = validateCamundaBody<{ workerId: string; newDuration: number }>('extend-lock-request', req.body);
+    const taskId = taskIdOf(req.params.id);
+    const result = await extendCamundaLock(engine, { taskId, workerId: body.workerId, lockDurationMs: body.newDuration });
+    answer(res, result, taskId, body.workerId, 'extended');
+  });
+
+  router.post('/:id/lock', async (req, res) => {
+    const body = validateCamundaBody<{ workerId: string; lockDuration: number }>('lock-request', req.body);
+    const taskId = taskIdOf(req.params.id);
+    const result = await lockCamundaTask(engine, { taskId, workerId: body.workerId, lockDurationMs: body.lockDuration });
+    answer(res, result, taskId, body.workerId, 'locked');
+  });
+
+  router.post('/:id/unlock', async (req, res) => {
+    const taskId = taskIdOf(req.params.id);
+    answer(res, await unlockCamundaTask(engine, taskId), taskId, '', 'unlocked');
+  });
 
   router.put('/:id/retries', async (req, res) => {
     const body = validateCamundaBody<{ retries: number }>('retries-request', req.body);
     const taskId = taskIdOf(req.params.id);
-    sendAnswer(res, answerOf(await setCamundaRetries(engine, taskId, body.retries), taskId, '', 'given retries'));
+    answer(res, await setCamundaRetries(engine, taskId, body.retries), taskId, '', 'given retries');
   });
 
   router.get('/count', async (req, res) => {
@@ -219,8 +168,9 @@ function missing(taskId: string): CamundaError {
   return new CamundaError(404, 'RestException', `External task with id ${taskId} does not exist`);
 }
 
-function answerOf(result: CamundaCallResult, taskId: string, workerId: string, verb: string): JsonAnswer {
-  if (result.ok) return { status: 204 };
+/** 204 for a call that took effect; a refused one is thrown, for Camunda's error table to answer. */
+function answer(res: Response, result: CamundaCallResult, taskId: string, workerId: string, verb: string): void {
+  if (result.ok) return sendNoContent(res);
   if (result.reason === 'not_found') throw missing(taskId);
   const holder =
     result.task?.state === 'locked'
