@@ -55,10 +55,7 @@ export class BatonApp extends LightElement {
     if (section === 'diagrams' && id) return html`<baton-editor .diagramId=${id}></baton-editor>`;
     if (section === 'instances' && id) return html`<baton-instance-view .instanceId=${id}></baton-instance-view>`;
     if (section === 'instances') {
-      return html`<baton-instance-list
-        .definitionKey=${params.get('definitionKey') ?? ''}
-        .status=${params.get('status') ?? ''}
-      ></baton-instance-list>`;
+      return html`<baton-instance-list .definitionKey=${params.get('definitionKey') ?? ''} .status=${params.get('status') ?? ''}></baton-instance-list>`;
     }
     if (section === 'definitions' && id) {
       const version = Number(params.get('version')) || undefined;

@@ -78,32 +78,25 @@ export class BatonDefinitionView extends LightElement {
     const sampled = sample && sample.size >= sample.limit ? sample.size : 0;
     return html`<section class="page definition-view">
       <div class="page-head">
-        <h1>
-          ${this.definitionKey}
-          ${d ? html`<small>version ${d.version}${d.version === this.latestVersion ? ' (latest)' : ''}</small>` : nothing}
-        </h1>
+        <h1>${this.definitionKey} ${d ? html`<small>version ${d.version}${d.version === this.latestVersion ? ' (latest)' : ''}</small>` : nothing}</h1>
         <div class="actions"><a href="#/instances?definitionKey=${encodeURIComponent(this.definitionKey)}">Instances</a></div>
       </div>
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
       ${
         d
-          ? html`<p class="meta">
-              fingerprint <code title=${d.fingerprint}>${d.fingerprint.slice(0, 12)}</code> · deployed ${formatTime(d.deployedAt)}
-              · ${sampled ? `the newest ${sampled.toLocaleString('en-US')} instances` : 'instances'}:
-              ${counts.length ? counts.map(([s, n]) => html`<span class="status status-${s}">${s} ${n}</span> `) : 'none yet'}
-            </p>`
+          ? html`<p class="meta">fingerprint <code title=${d.fingerprint}>${d.fingerprint.slice(0, 12)}</code> · deployed ${formatTime(d.deployedAt)}
+        · ${sampled ? `the newest ${sampled.toLocaleString('en-US')} instances` : 'instances'}: ${counts.length ? counts.map(([s, n]) => html`<span class="status status-${s}">${s} ${n}</span> `) : 'none yet'}</p>`
           : nothing
       }
       ${
         this.latestVersion > 1
-          ? html`<nav class="versions" aria-label="Versions">
-              Versions:
-              ${Array.from({ length: this.latestVersion }, (_, i) => i + 1).map((v) =>
-                v === d?.version
-                  ? html`<strong>v${v}</strong>`
-                  : html`<a href="#/definitions/${encodeURIComponent(this.definitionKey)}?version=${v}">v${v}</a>`,
-              )}
-            </nav>`
+          ? html`<nav class="versions" aria-label="Versions">Versions:
+        ${Array.from({ length: this.latestVersion }, (_, i) => i + 1).map((v) =>
+          v === d?.version
+            ? html`<strong>v${v}</strong>`
+            : html`<a href="#/definitions/${encodeURIComponent(this.definitionKey)}?version=${v}">v${v}</a>`,
+        )}
+      </nav>`
           : nothing
       }
       <div class="canvas viewer" aria-label="Heatmap: instances per element"></div>

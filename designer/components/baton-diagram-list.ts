@@ -101,10 +101,10 @@ export class BatonDiagramList extends LightElement {
     const name =
       this.renaming === d.id
         ? html`<form class="inline-form" @submit=${(e: Event) => this.rename(d, e)}>
-            <input name="name" aria-label="New name" .value=${d.name} maxlength="255" required autofocus />
-            <button type="submit">Save</button>
-            <button type="button" @click=${() => (this.renaming = undefined)}>Cancel</button>
-          </form>`
+          <input name="name" aria-label="New name" .value=${d.name} maxlength="255" required autofocus />
+          <button type="submit">Save</button>
+          <button type="button" @click=${() => (this.renaming = undefined)}>Cancel</button>
+        </form>`
         : html`<a href="#/diagrams/${d.id}">${d.name}</a>`;
     return html`<tr data-diagram-id=${d.id}>
       <td>${name}</td>
@@ -120,27 +120,16 @@ export class BatonDiagramList extends LightElement {
   private renderDefinitions() {
     if (this.definitions.length === 0) return html`<p class="empty">Nothing deployed yet: open a diagram and press Deploy.</p>`;
     return html`<table class="data">
-      <thead>
-        <tr>
-          <th>Key</th>
-          <th>Latest version</th>
-          <th>Fingerprint</th>
-          <th>Deployed</th>
-          <th></th>
-        </tr>
-      </thead>
-      <tbody>
-        ${this.definitions.map(
-          (d) =>
-            html`<tr>
-              <td><a href="#/definitions/${encodeURIComponent(d.key)}">${d.key}</a></td>
-              <td>${d.version}</td>
-              <td><code title=${d.fingerprint}>${d.fingerprint.slice(0, 12)}</code></td>
-              <td>${formatTime(d.deployedAt)}</td>
-              <td class="actions"><a href="#/instances?definitionKey=${encodeURIComponent(d.key)}">Instances</a></td>
-            </tr>`,
-        )}
-      </tbody>
+      <thead><tr><th>Key</th><th>Latest version</th><th>Fingerprint</th><th>Deployed</th><th></th></tr></thead>
+      <tbody>${this.definitions.map(
+        (d) => html`<tr>
+        <td><a href="#/definitions/${encodeURIComponent(d.key)}">${d.key}</a></td>
+        <td>${d.version}</td>
+        <td><code title=${d.fingerprint}>${d.fingerprint.slice(0, 12)}</code></td>
+        <td>${formatTime(d.deployedAt)}</td>
+        <td class="actions"><a href="#/instances?definitionKey=${encodeURIComponent(d.key)}">Instances</a></td>
+      </tr>`,
+      )}</tbody>
     </table>`;
   }
 
@@ -152,13 +141,7 @@ export class BatonDiagramList extends LightElement {
           <div class="actions">
             <button class="primary" @click=${() => this.createDiagram()}>New diagram</button>
             <button @click=${() => (this.querySelector('#import-file') as HTMLInputElement).click()}>Import .bpmn</button>
-            <input
-              id="import-file"
-              type="file"
-              accept=".bpmn,.xml,application/xml,text/xml"
-              hidden
-              @change=${(e: Event) => this.importFile(e)}
-            />
+            <input id="import-file" type="file" accept=".bpmn,.xml,application/xml,text/xml" hidden @change=${(e: Event) => this.importFile(e)} />
           </div>
         </div>
         ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
@@ -168,17 +151,9 @@ export class BatonDiagramList extends LightElement {
             : this.diagrams.length === 0
               ? html`<p class="empty">No diagrams yet. Create one, or import a .bpmn file (Camunda Modeler files work).</p>`
               : html`<table class="data diagram-list">
-                  <thead>
-                    <tr>
-                      <th>Name</th>
-                      <th>Last saved</th>
-                      <th></th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${this.diagrams.map((d) => this.renderDiagram(d))}
-                  </tbody>
-                </table>`
+              <thead><tr><th>Name</th><th>Last saved</th><th></th></tr></thead>
+              <tbody>${this.diagrams.map((d) => this.renderDiagram(d))}</tbody>
+            </table>`
         }
         <h2>Deployed processes</h2>
         ${this.renderDefinitions()}

@@ -216,8 +216,8 @@ export class BatonEditor extends LightElement {
           ? html`Deployed <strong>${d.key}</strong> as <strong class="deploy-version">version ${d.version}</strong>`
           : html`Unchanged: <strong>${d.key}</strong> is already <strong class="deploy-version">version ${d.version}</strong>`
       }
-      · fingerprint <code class="deploy-fingerprint" title=${d.fingerprint}>${d.fingerprint.slice(0, 12)}</code> ·
-      <a href="#/definitions/${encodeURIComponent(d.key)}">heatmap</a>
+      · fingerprint <code class="deploy-fingerprint" title=${d.fingerprint}>${d.fingerprint.slice(0, 12)}</code>
+      · <a href="#/definitions/${encodeURIComponent(d.key)}">heatmap</a>
     </div>`;
   }
 
@@ -230,13 +230,7 @@ export class BatonEditor extends LightElement {
       <div class="editor">
         <div class="toolbar" role="toolbar" aria-label="Diagram">
           <a href="#/diagrams" class="back">← Diagrams</a>
-          <input
-            class="diagram-name"
-            aria-label="Diagram name"
-            .value=${this.name}
-            maxlength="255"
-            @change=${(e: Event) => this.rename(e)}
-          />
+          <input class="diagram-name" aria-label="Diagram name" .value=${this.name} maxlength="255" @change=${(e: Event) => this.rename(e)} />
           <span class="save-state save-${this.saveState}" role="status">${stateText}</span>
           <span class="spacer"></span>
           <button @click=${() => this.command('undo')} title="Undo (Ctrl+Z)">Undo</button>
@@ -250,12 +244,8 @@ export class BatonEditor extends LightElement {
         ${this.notice ? html`<p class="notice" role="status">${this.notice}</p>` : nothing}
         ${
           this.importWarnings.length
-            ? html`<details class="warning">
-                <summary>${this.importWarnings.length} import warning(s)</summary>
-                <ul>
-                  ${this.importWarnings.map((w) => html`<li>${w}</li>`)}
-                </ul>
-              </details>`
+            ? html`<details class="warning"><summary>${this.importWarnings.length} import warning(s)</summary>
+          <ul>${this.importWarnings.map((w) => html`<li>${w}</li>`)}</ul></details>`
             : nothing
         }
         ${this.renderDeployResult()}
@@ -266,12 +256,8 @@ export class BatonEditor extends LightElement {
             ${this.deployed ? html`<baton-start-form .definitionKey=${this.deployed.key}></baton-start-form>` : nothing}
           </aside>
         </div>
-        <baton-problems-panel
-          .problems=${problems}
-          .checking=${this.linting}
-          .ok=${this.lint?.ok ?? null}
-          @baton-select-element=${(e: CustomEvent<{ elementId: string }>) => this.selectElement(e.detail.elementId)}
-        ></baton-problems-panel>
+        <baton-problems-panel .problems=${problems} .checking=${this.linting} .ok=${this.lint?.ok ?? null}
+          @baton-select-element=${(e: CustomEvent<{ elementId: string }>) => this.selectElement(e.detail.elementId)}></baton-problems-panel>
       </div>
     `;
   }

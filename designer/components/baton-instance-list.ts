@@ -107,20 +107,14 @@ export class BatonInstanceList extends LightElement {
     return html`<section class="page">
       <div class="page-head"><h1>Instances</h1></div>
       <form class="filters" @submit=${(e: Event) => this.applyFilter(e)} aria-label="Filter instances">
-        <label
-          >Definition
-          <select name="definitionKey">
-            ${['', ...new Set([...this.keys, ...(this.definitionKey ? [this.definitionKey] : [])])].map(
-              (k) => html`<option value=${k} ?selected=${k === this.definitionKey}>${k || 'any'}</option>`,
-            )}
-          </select></label
-        >
-        <label
-          >Status
-          <select name="status" .value=${this.status}>
-            ${['', 'running', 'incident', 'completed', 'canceled'].map((s) => html`<option value=${s} ?selected=${s === this.status}>${s || 'any'}</option>`)}
-          </select></label
-        >
+        <label>Definition <select name="definitionKey">
+          ${['', ...new Set([...this.keys, ...(this.definitionKey ? [this.definitionKey] : [])])].map(
+            (k) => html`<option value=${k} ?selected=${k === this.definitionKey}>${k || 'any'}</option>`,
+          )}
+        </select></label>
+        <label>Status <select name="status" .value=${this.status}>
+          ${['', 'running', 'incident', 'completed', 'canceled'].map((s) => html`<option value=${s} ?selected=${s === this.status}>${s || 'any'}</option>`)}
+        </select></label>
         <label>Business key <input name="businessKey" .value=${this.businessKey} placeholder="any" /></label>
         <button type="submit">Filter</button>
       </form>
@@ -131,36 +125,18 @@ export class BatonInstanceList extends LightElement {
           : this.items.length === 0
             ? html`<p class="empty">No instances match. Start one from a deployed diagram.</p>`
             : html`<table class="data instance-list">
-                <thead>
-                  <tr>
-                    <th>Instance</th>
-                    <th>Definition</th>
-                    <th>Business key</th>
-                    <th>Status</th>
-                    <th>Started</th>
-                    <th>Ended</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${this.items.map(
-                    (i) =>
-                      html`<tr data-instance-id=${i.id}>
-                        <td>
-                          <a href="#/instances/${i.id}"><code>${i.id.slice(0, 8)}</code></a>
-                        </td>
-                        <td>
-                          <a href="#/definitions/${encodeURIComponent(i.definitionKey)}?version=${i.version}"
-                            >${i.definitionKey} v${i.version}</a
-                          >
-                        </td>
-                        <td>${i.businessKey ?? '—'}</td>
-                        <td><span class="status status-${i.status}">${i.status}</span></td>
-                        <td>${formatTime(i.createdAt)}</td>
-                        <td>${formatTime(i.endedAt)}</td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>`
+            <thead><tr><th>Instance</th><th>Definition</th><th>Business key</th><th>Status</th><th>Started</th><th>Ended</th></tr></thead>
+            <tbody>${this.items.map(
+              (i) => html`<tr data-instance-id=${i.id}>
+              <td><a href="#/instances/${i.id}"><code>${i.id.slice(0, 8)}</code></a></td>
+              <td><a href="#/definitions/${encodeURIComponent(i.definitionKey)}?version=${i.version}">${i.definitionKey} v${i.version}</a></td>
+              <td>${i.businessKey ?? '—'}</td>
+              <td><span class="status status-${i.status}">${i.status}</span></td>
+              <td>${formatTime(i.createdAt)}</td>
+              <td>${formatTime(i.endedAt)}</td>
+            </tr>`,
+            )}</tbody>
+          </table>`
       }
       <div class="pager">
         <button ?disabled=${this.cursors.length === 0} @click=${() => this.page('first')}>First page</button>

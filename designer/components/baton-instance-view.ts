@@ -99,24 +99,19 @@ export class BatonInstanceView extends LightElement {
 
   private renderHistory(history: HistoryEvent[]) {
     if (history.length === 0) return html`<p class="empty">No history yet.</p>`;
-    return html`<ol class="timeline">
-      ${[...history].reverse().map(
-        (e) =>
-          html`<li>
-            <time>${formatTime(e.at)}</time> <span class="kind">${e.kind}</span>
-            ${e.stepId ? html`<code>${e.stepId}</code>` : nothing}
-            ${Object.keys(e.data ?? {}).length ? html`<span class="data">${JSON.stringify(e.data)}</span>` : nothing}
-          </li>`,
-      )}
-    </ol>`;
+    return html`<ol class="timeline">${[...history].reverse().map(
+      (e) => html`<li>
+      <time>${formatTime(e.at)}</time> <span class="kind">${e.kind}</span>
+      ${e.stepId ? html`<code>${e.stepId}</code>` : nothing}
+      ${Object.keys(e.data ?? {}).length ? html`<span class="data">${JSON.stringify(e.data)}</span>` : nothing}
+    </li>`,
+    )}</ol>`;
   }
 
   private renderLog() {
     const lines = this.log.map((entry) => {
       if (entry.type === 'gap')
-        return html`<li class="log-gap">
-          frames ${entry.fromSeq}–${entry.toSeq} of generation ${entry.generation} were deleted by retention
-        </li>`;
+        return html`<li class="log-gap">frames ${entry.fromSeq}–${entry.toSeq} of generation ${entry.generation} were deleted by retention</li>`;
       if (entry.type === 'generation') return html`<li class="log-generation">replayed: generation ${entry.generation}</li>`;
       const f = entry.frame;
       const stepId = typeof f.data.stepId === 'string' ? f.data.stepId : undefined;
@@ -133,101 +128,53 @@ export class BatonInstanceView extends LightElement {
       reconnecting: 'reconnecting…',
       refused: 'refused',
     }[this.liveState];
-    return html`<section aria-label="Progress log" class="progress">
-      <h2>
-        Progress log
-        <span class="live-state live-${this.liveState}" data-state=${this.liveState}
-          >${state}${this.liveMessage ? `: ${this.liveMessage}` : ''}</span
-        >
-      </h2>
-      ${
-        lines.length === 0
-          ? html`<p class="empty">No frames yet.</p>`
-          : html`<ol class="progress-log" aria-live="polite">
-              ${lines}
-            </ol>`
-      }
+    return html`<section aria-label="Progress log" class="progress"><h2>Progress log
+        <span class="live-state live-${this.liveState}" data-state=${this.liveState}>${state}${this.liveMessage ? `: ${this.liveMessage}` : ''}</span></h2>
+      ${lines.length === 0 ? html`<p class="empty">No frames yet.</p>` : html`<ol class="progress-log" aria-live="polite">${lines}</ol>`}
     </section>`;
   }
 
   private renderDetail(s: InstanceSnapshot) {
     const d = s.detail;
     const open = d.status === 'running' || d.status === 'incident';
-    return html` <div class="page-head">
-        <h1>
-          Instance <code>${d.id.slice(0, 8)}</code>
-          <span class="status status-${d.status}" data-status=${d.status}>${d.status}</span>
-        </h1>
-        <div class="actions">
-          ${open ? html`<button class="danger" @click=${() => this.cancel()}>Cancel instance</button>` : nothing}
-        </div>
+    return html`
+      <div class="page-head">
+        <h1>Instance <code>${d.id.slice(0, 8)}</code> <span class="status status-${d.status}" data-status=${d.status}>${d.status}</span></h1>
+        <div class="actions">${open ? html`<button class="danger" @click=${() => this.cancel()}>Cancel instance</button>` : nothing}</div>
       </div>
       <p class="meta">
         <a href="#/definitions/${encodeURIComponent(d.definitionKey)}?version=${d.version}">${d.definitionKey} v${d.version}</a>
-        · business key ${d.businessKey ?? '—'} · started
-        ${formatTime(d.createdAt)}${d.endedAt ? html` · ended ${formatTime(d.endedAt)}` : nothing}
+        · business key ${d.businessKey ?? '—'} · started ${formatTime(d.createdAt)}${d.endedAt ? html` · ended ${formatTime(d.endedAt)}` : nothing}
       </p>
       ${this.actionError ? html`<p class="error" role="alert">${this.actionError}</p>` : nothing}
       <div class="panels">
-        <section aria-label="Incidents">
-          <h2>Incidents</h2>
+        <section aria-label="Incidents"><h2>Incidents</h2>
           ${
             d.incidents.length === 0
               ? html`<p class="empty">None open.</p>`
-              : html`<ul class="incidents">
-                  ${d.incidents.map(
-                    (i) =>
-                      html`<li>
-                        <code>${i.stepId}</code> <span class="kind">${i.kind}</span> ${i.message}
-                        <button @click=${() => this.act(() => api.retryIncident(i.id))}>Retry</button>
-                      </li>`,
-                  )}
-                </ul>`
+              : html`<ul class="incidents">${d.incidents.map(
+                  (i) => html`<li>
+            <code>${i.stepId}</code> <span class="kind">${i.kind}</span> ${i.message}
+            <button @click=${() => this.act(() => api.retryIncident(i.id))}>Retry</button></li>`,
+                )}</ul>`
           }
         </section>
-        <section aria-label="Open tasks">
-          <h2>Open tasks</h2>
+        <section aria-label="Open tasks"><h2>Open tasks</h2>
           ${
             d.tasks.length === 0
               ? html`<p class="empty">None.</p>`
               : html`<table class="data tasks">
-                  <thead>
-                    <tr>
-                      <th>Step</th>
-                      <th>Topic</th>
-                      <th>State</th>
-                      <th>Worker</th>
-                      <th>Lock expires</th>
-                      <th>Attempt</th>
-                      <th>Retries left</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${d.tasks.map(
-                      (t) =>
-                        html`<tr data-step-id=${t.stepId}>
-                          <td><code>${t.stepId}</code></td>
-                          <td>${t.topic}</td>
-                          <td>${t.state}</td>
-                          <td>${t.workerId ?? '—'}</td>
-                          <td>${formatTime(t.lockExpiresAt)}</td>
-                          <td>${t.attempt}</td>
-                          <td>${t.retriesLeft}</td>
-                        </tr>`,
-                    )}
-                  </tbody>
-                </table>`
+            <thead><tr><th>Step</th><th>Topic</th><th>State</th><th>Worker</th><th>Lock expires</th><th>Attempt</th><th>Retries left</th></tr></thead>
+            <tbody>${d.tasks.map(
+              (t) => html`<tr data-step-id=${t.stepId}>
+              <td><code>${t.stepId}</code></td><td>${t.topic}</td><td>${t.state}</td><td>${t.workerId ?? '—'}</td>
+              <td>${formatTime(t.lockExpiresAt)}</td><td>${t.attempt}</td><td>${t.retriesLeft}</td></tr>`,
+            )}</tbody></table>`
           }
         </section>
-        <section aria-label="Variables">
-          <h2>Variables</h2>
-          <pre class="variables">${JSON.stringify(d.variables, null, 2)}</pre>
-        </section>
+        <section aria-label="Variables"><h2>Variables</h2><pre class="variables">${JSON.stringify(d.variables, null, 2)}</pre></section>
         ${this.renderLog()}
-        <section aria-label="History">
-          <h2>History</h2>
-          ${this.renderHistory(s.history)}
-        </section>
+        <section aria-label="History"><h2>History</h2>${this.renderHistory(s.history)}</section>
       </div>`;
   }
 
@@ -235,9 +182,7 @@ export class BatonInstanceView extends LightElement {
     return html`<section class="page instance-view">
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
       <div class="canvas viewer" aria-label="Instance diagram"></div>
-      <div class="legend">
-        ${['active', 'completed', 'skipped', 'incident', 'canceled'].map((s) => html`<span class="legend-${s}">${s}</span>`)}
-      </div>
+      <div class="legend">${['active', 'completed', 'skipped', 'incident', 'canceled'].map((s) => html`<span class="legend-${s}">${s}</span>`)}</div>
       ${this.snapshot ? this.renderDetail(this.snapshot) : html`<p class="empty">Loading…</p>`}
     </section>`;
   }

@@ -32,23 +32,16 @@ export class BatonProblemsPanel extends LightElement {
             : 'No problems: the diagram compiles';
     return html`
       <section class="problems" aria-label="Problems">
-        <h2>
-          Problems
-          <span class="problems-summary ${errors ? 'bad' : 'good'}">${summary}</span>
-          ${this.checking ? html`<span class="checking">checking…</span>` : nothing}
-        </h2>
+        <h2>Problems <span class="problems-summary ${errors ? 'bad' : 'good'}">${summary}</span>
+          ${this.checking ? html`<span class="checking">checking…</span>` : nothing}</h2>
         <ul>
           ${this.problems.map(
-            (p) =>
-              html`<li>
-                <button
-                  class="problem problem-${p.severity}"
-                  data-element-id=${p.elementId}
-                  @click=${() => this.emit('baton-select-element', { elementId: p.elementId })}
-                >
-                  <span class="severity">${p.severity}</span> <code>${p.elementId}</code> ${p.message}
-                </button>
-              </li>`,
+            (p) => html`<li>
+            <button class="problem problem-${p.severity}" data-element-id=${p.elementId}
+              @click=${() => this.emit('baton-select-element', { elementId: p.elementId })}>
+              <span class="severity">${p.severity}</span> <code>${p.elementId}</code> ${p.message}
+            </button>
+          </li>`,
           )}
         </ul>
       </section>

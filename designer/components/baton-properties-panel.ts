@@ -54,21 +54,15 @@ export class BatonPropertiesPanel extends LightElement {
   private field(label: string, value: string, apply: (v: string) => void, hint = '', type = 'text') {
     const id = `prop-${label.toLowerCase().replace(/\W+/g, '-')}`;
     return html`<label for=${id}>${label}</label>
-      <input
-        id=${id}
-        name=${id}
-        type=${type}
-        .value=${live(value)}
-        @change=${(e: Event) => apply((e.target as HTMLInputElement).value)}
-      />
+      <input id=${id} name=${id} type=${type} .value=${live(value)}
+        @change=${(e: Event) => apply((e.target as HTMLInputElement).value)} />
       ${hint ? html`<small>${hint}</small>` : nothing}`;
   }
 
   private renderTask(el: DiagramElement) {
     const task = this.props.readTask(el);
     if (!task) return nothing;
-    return html`<fieldset>
-      <legend>External task</legend>
+    return html`<fieldset><legend>External task</legend>
       ${this.field('Topic', task.topic, (v) => this.props.setTopic(el, v), 'Workers fetch tasks by topic (camunda:topic)')}
       ${this.field('Retries', task.retries, (v) => this.props.setRetries(el, v), 'Retries after the first failure; empty = 3 (baton:retries)', 'number')}
       ${this.field('Priority', task.priority, (v) => this.props.setPriority(el, v), 'Higher is fetched first; empty = 0 (camunda:taskPriority)', 'number')}
@@ -80,18 +74,10 @@ export class BatonPropertiesPanel extends LightElement {
     if (!flow) return nothing;
     if (!flow.choosing)
       return html`<p class="hint">Conditions apply only to flows leaving an exclusive or inclusive gateway.</p>`;
-    return html`<fieldset>
-      <legend>Sequence flow</legend>
+    return html`<fieldset><legend>Sequence flow</legend>
       ${this.field('Condition', flow.condition, (v) => this.props.setCondition(el, v), 'FEEL "= total > 100" or JUEL "${total > 100}"')}
-      <label class="check"
-        ><input
-          type="checkbox"
-          name="prop-default"
-          .checked=${live(flow.isDefault)}
-          @change=${(e: Event) => this.props.setDefaultFlow(el, (e.target as HTMLInputElement).checked)}
-        />
-        Default flow</label
-      >
+      <label class="check"><input type="checkbox" name="prop-default" .checked=${live(flow.isDefault)}
+        @change=${(e: Event) => this.props.setDefaultFlow(el, (e.target as HTMLInputElement).checked)} /> Default flow</label>
     </fieldset>`;
   }
 
@@ -101,18 +87,11 @@ export class BatonPropertiesPanel extends LightElement {
       date: 'ISO-8601 date-time, e.g. 2030-01-01T09:00:00Z',
       cycle: 'ISO-8601 repetition, e.g. R3/PT10M',
     };
-    return html`<fieldset>
-      <legend>Timer</legend>
+    return html`<fieldset><legend>Timer</legend>
       <label for="prop-timer-kind">Fires after</label>
-      <select
-        id="prop-timer-kind"
-        name="prop-timer-kind"
-        .value=${live(timerKind)}
-        @change=${(e: Event) => this.events.setTimer(el, (e.target as HTMLSelectElement).value as TimerKind, expression)}
-      >
-        <option value="duration">a duration</option>
-        <option value="date">a date</option>
-        <option value="cycle">a cycle</option>
+      <select id="prop-timer-kind" name="prop-timer-kind" .value=${live(timerKind)}
+        @change=${(e: Event) => this.events.setTimer(el, (e.target as HTMLSelectElement).value as TimerKind, expression)}>
+        <option value="duration">a duration</option><option value="date">a date</option><option value="cycle">a cycle</option>
       </select>
       ${this.field('Timer', expression, (v) => this.events.setTimer(el, timerKind, v), hints[timerKind])}
     </fieldset>`;
@@ -124,19 +103,14 @@ export class BatonPropertiesPanel extends LightElement {
       case 'timer':
         return this.renderTimer(el, event.timerKind, event.expression);
       case 'message':
-        return html`<fieldset>
-          <legend>Message</legend>
+        return html`<fieldset><legend>Message</legend>
           ${this.field('Message name', event.name, (v) => this.events.setReference(el, 'message', v), 'Messages are correlated by this name')}
           ${event.catches ? this.field('Correlation key', event.correlationKey, (v) => this.events.setCorrelationKey(el, v), 'FEEL, e.g. = orderId; empty = the business key (baton:correlationKey)') : nothing}
         </fieldset>`;
       case 'signal':
-        return html`<fieldset>
-          <legend>Signal</legend>
-          ${this.field('Signal name', event.name, (v) => this.events.setReference(el, 'signal', v))}
-        </fieldset>`;
+        return html`<fieldset><legend>Signal</legend>${this.field('Signal name', event.name, (v) => this.events.setReference(el, 'signal', v))}</fieldset>`;
       case 'error':
-        return html`<fieldset>
-          <legend>Error</legend>
+        return html`<fieldset><legend>Error</legend>
           ${this.field('Error code', event.errorCode, (v) => this.events.setReference(el, 'error', v), 'Matches the code a worker reports with bpmn-error; empty catches any')}
         </fieldset>`;
       default:
@@ -147,16 +121,16 @@ export class BatonPropertiesPanel extends LightElement {
   override render() {
     const el = this.element?.labelTarget ?? this.element;
     if (!this.host || !el) {
-      return html`<section class="properties" aria-label="Properties">
-        <h2>Properties</h2>
-        <p class="empty">Select an element to edit its properties.</p>
-      </section>`;
+      return html`<section class="properties" aria-label="Properties"><h2>Properties</h2>
+        <p class="empty">Select an element to edit its properties.</p></section>`;
     }
     const bo = el.businessObject;
     return html`<section class="properties" aria-label="Properties" data-revision=${this.revision}>
       <h2>Properties</h2>
       <p class="element-id"><span>${bo.$type.replace('bpmn:', '')}</span> <code>${bo.id}</code></p>
-      ${this.field('Name', String(bo.name ?? ''), (v) => this.props.setName(el, v))} ${this.renderTask(el)} ${this.renderFlow(el)}
+      ${this.field('Name', String(bo.name ?? ''), (v) => this.props.setName(el, v))}
+      ${this.renderTask(el)}
+      ${this.renderFlow(el)}
       ${this.renderEvent(el)}
     </section>`;
   }

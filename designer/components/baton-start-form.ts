@@ -71,11 +71,8 @@ export class BatonStartForm extends LightElement {
       <button class="primary" type="submit">Start instance</button>
       ${
         this.started
-          ? html`<p class="started" role="status">
-              Started
-              <a href="#/instances/${this.started.id}">${this.started.businessKey ?? this.started.id.slice(0, 8)}</a>
-              (${this.started.status})
-            </p>`
+          ? html`<p class="started" role="status">Started
+        <a href="#/instances/${this.started.id}">${this.started.businessKey ?? this.started.id.slice(0, 8)}</a> (${this.started.status})</p>`
           : nothing
       }
     </form>`;

@@ -62,31 +62,21 @@ export class BatonTokenDialog extends LightElement {
   }
 
   override render() {
-    return html` <button
-        class="token-button"
-        type="button"
-        aria-haspopup="dialog"
-        @click=${() => void this.edit()}
-        title=${this.hasToken ? 'An API token is set for this browser' : 'No API token set'}
-      >
+    return html`
+      <button class="token-button" type="button" aria-haspopup="dialog" @click=${() => void this.edit()}
+        title=${this.hasToken ? 'An API token is set for this browser' : 'No API token set'}>
         ${this.hasToken ? 'Token set' : 'Set token'}
       </button>
-      <dialog
-        class="token-dialog"
-        aria-labelledby="token-dialog-title"
-        @cancel=${(e: Event) => {
-          e.preventDefault();
-          this.finish(undefined);
-        }}
-      >
+      <dialog class="token-dialog" aria-labelledby="token-dialog-title" @cancel=${(e: Event) => {
+        e.preventDefault();
+        this.finish(undefined);
+      }}>
         <form @submit=${(e: Event) => this.onSubmit(e)}>
           <h2 id="token-dialog-title">API token</h2>
           ${this.reason ? html`<p class="error" role="alert">${this.reason}</p>` : nothing}
-          <p>
-            The server checks a token on every call. Paste one of role admin (deploy, start, operate) or viewer (watch only); it
-            is kept in this browser's storage.
-          </p>
-          <label>Token <input name="token" type="password" autocomplete="off" spellcheck="false" /></label>
+          <p>The server checks a token on every call. Paste one of role admin (deploy, start, operate)
+            or viewer (watch only); it is kept in this browser's storage.</p>
+          <label>Token <input name="token" type="password" autocomplete="off" spellcheck="false"></label>
           <div class="actions">
             <button class="primary" type="submit">Save</button>
             <button type="button" @click=${() => this.finish('')}>Clear</button>
