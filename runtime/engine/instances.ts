@@ -9,14 +9,8 @@ import { withTransaction, type PoolClient } from '../store/db.ts';
 import { BatonError } from '../shared/errors.ts';
 import { newInstanceId } from '../shared/uuid.ts';
 import { findDefinition } from '../store/definitions.ts';
-import {
-  applyEffectsDelivering,
-  insertInstance,
-  lockInstance,
-  TRANSITION_GUARD_LOST,
-  type InstanceRow,
-  type LockedInstance,
-} from '../store/instances.ts';
+import { insertInstance, lockInstance, type InstanceRow, type LockedInstance } from '../store/instances.ts';
+import { TRANSITION_GUARD_LOST, writeTransitions } from '../store/transition-writer.ts';
 
 export interface StartInstanceRequest {
   definitionKey: string;
@@ -87,16 +81,11 @@ async function startOptimistically(engine: Engine, req: StartInstanceRequest): P
     let createdAt: Date;
     if (delivery.length === 0) createdAt = await engine.starts.write({ instance, effects: fx, status, variables, insert });
     else {
-      const written = await applyEffectsDelivering(engine.pool, {
-        instance,
-        effects: fx,
-        status,
-        variables,
-        insert,
-        delivery: delivery.map((h) => h.task),
-      });
-      createdAt = written.at;
-      await deliverHanded(engine, delivery, written.handed);
+      const written = await writeTransitions(engine.pool, [
+        { instance, effects: fx, status, variables, insert, delivery: delivery.map((h) => h.task) },
+      ]);
+      createdAt = written.createdAt;
+      await deliverHanded(engine, delivery, written.delivered);
     }
     const ended = status === 'completed' || status === 'compensated';
     return {

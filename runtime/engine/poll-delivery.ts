@@ -6,8 +6,8 @@ import { randomUUID } from 'node:crypto';
 import type { Effects } from '../model/effects.ts';
 import type { Engine } from './context.ts';
 import type { PollClaim } from './parked-polls.ts';
-import type { DeliveredTask } from '../store/apply-effects.ts';
-import { TRANSITION_GUARD_LOST } from '../store/instances.ts';
+import type { DeliveredTask } from '../store/transition-statement.ts';
+import { TRANSITION_GUARD_LOST } from '../store/transition-writer.ts';
 import { unlockTask, type LockedTaskRow } from '../store/tasks.ts';
 
 /** A poll claimed for one new task of a transition (fx.tasks[task.index]), with the lock the statement will write for it. */

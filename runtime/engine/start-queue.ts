@@ -1,15 +1,15 @@
 // The writes of optimistic starts (engine/instances.ts), a few statements in flight at a
 // time: starts that arrive while those run wait and go together as the next statement
-// (store/apply-together.ts). A statement's cost to PostgreSQL is mostly per statement, so
+// (store/transition-statement.ts). A statement's cost to PostgreSQL is mostly per statement, so
 // under load a start costs a fraction of one alone; an idle node sends each start at once,
 // as before, so a lone start waits for nothing.
 import type { Pool } from '../store/db.ts';
-import { applyEffects, applyEffectsTogether, type ApplyEffectsParams } from '../store/instances.ts';
-import { writableTogether } from '../store/apply-together.ts';
+import { framableHere, type TransitionWrite } from '../store/transition-statement.ts';
+import { writeTransitions } from '../store/transition-writer.ts';
 
 export interface StartQueue {
-  /** Writes one start's transition (applyEffects with `insert`); answers its created_at, or fails as applyEffects would. */
-  write(p: ApplyEffectsParams): Promise<Date>;
+  /** Writes one start's transition (a TransitionWrite with `insert`); answers its created_at, or fails as writeTransitions would. */
+  write(p: TransitionWrite): Promise<Date>;
 }
 
 export interface StartQueueOptions {
@@ -20,7 +20,7 @@ export interface StartQueueOptions {
 }
 
 interface Waiting {
-  p: ApplyEffectsParams;
+  p: TransitionWrite;
   resolve: (createdAt: Date) => void;
   reject: (err: unknown) => void;
 }
@@ -41,16 +41,13 @@ export function createStartQueue(pool: Pool, opts: StartQueueOptions): StartQueu
   const waiting: Waiting[] = [];
   let inFlight = 0;
 
-  const alone = (w: Waiting) => applyEffects(pool, w.p).then(w.resolve, w.reject);
+  const write = (list: TransitionWrite[]) => writeTransitions(pool, list).then((written) => written.createdAt);
+  const alone = (w: Waiting) => write([w.p]).then(w.resolve, w.reject);
 
   async function send(batch: Waiting[]): Promise<void> {
     if (batch.length === 1) return alone(batch[0]!);
     try {
-      const createdAt = await applyEffectsTogether(
-        pool,
-        'starts',
-        batch.map((w) => w.p),
-      );
+      const createdAt = await write(batch.map((w) => w.p));
       for (const w of batch) w.resolve(createdAt);
     } catch (err) {
       // One start's guard (or bad input) fails the statement for all: each goes alone.
@@ -71,7 +68,8 @@ export function createStartQueue(pool: Pool, opts: StartQueueOptions): StartQueu
 
   return {
     write(p) {
-      if (!writableTogether('starts', p)) return applyEffects(pool, p);
+      // A start the statement cannot frame itself (an incident at once) goes alone, framed by the trigger.
+      if (!framableHere(p)) return write([p]);
       return new Promise<Date>((resolve, reject) => {
         waiting.push({ p, resolve, reject });
         pump();

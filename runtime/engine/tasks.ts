@@ -11,19 +11,14 @@ import { commitTransition, needsCommitTransition } from './transition.ts';
 import { withPipelinedTransaction, withTransaction, type PoolClient } from '../store/db.ts';
 import { runPipelined, valuesOf } from '../store/pipeline.ts';
 import { claimParkedPolls, deliverHanded, settleUnwritten } from './poll-delivery.ts';
+import { framableInStatement, type TransitionWrite } from '../store/transition-statement.ts';
+import { frameTransitions, TRANSITION_GUARD_LOST, writeTransitions } from '../store/transition-writer.ts';
 import {
-  applyEffects,
-  applyEffectsTogether,
-  applyEffectsDelivering,
-  frameTransitions,
-  framableInStatement,
   cancelOpenWork,
   lockInstanceOfTask,
   lockInstancesOfTasks,
   readTaskTransition,
   readTaskTransitions,
-  TRANSITION_GUARD_LOST,
-  type ApplyEffectsParams,
   type LockedInstance,
   type TaskSnapshot,
 } from '../store/instances.ts';
@@ -113,13 +108,8 @@ async function completeOptimistically(engine: Engine, req: CompleteTaskRequest):
   // A chain's next task goes to a poll parked for its topic, locked in this statement (engine/poll-delivery.ts).
   const delivery = claimParkedPolls(engine, write.effects);
   try {
-    if (delivery.length === 0) await applyEffects(engine.pool, write);
-    else
-      await deliverHanded(
-        engine,
-        delivery,
-        (await applyEffectsDelivering(engine.pool, { ...write, delivery: delivery.map((h) => h.task) })).handed,
-      );
+    const written = await writeTransitions(engine.pool, [{ ...write, delivery: delivery.map((h) => h.task) }]);
+    if (delivery.length > 0) await deliverHanded(engine, delivery, written.delivered);
     return true;
   } catch (err) {
     // a lost guard wrote nothing: the polls park on, and the locked path rings the topics it commits
@@ -138,7 +128,7 @@ async function completionOf(
   read: { instance: LockedInstance; task: TaskSnapshot },
   req: CompleteTaskRequest,
   tx?: PoolClient,
-): Promise<ApplyEffectsParams | undefined> {
+): Promise<TransitionWrite | undefined> {
   const { instance, task } = read;
   if (
     task.state !== 'locked' ||
@@ -231,13 +221,13 @@ async function completeInOneTransaction(
           () => readTaskTransitions(tx, ids(items)),
         ]),
       ) as [void, string[], Awaited<ReturnType<typeof readTaskTransitions>>];
-      const writes: ApplyEffectsParams[] = [];
+      const writes: TransitionWrite[] = [];
       let pending = items;
       let reads = firstReads;
       for (let round = 0; round < BATCH_ROUNDS && pending.length > 0; round++) {
         const taken = new Set<string>();
         const later: typeof items = [];
-        const roundWrites: ApplyEffectsParams[] = [];
+        const roundWrites: TransitionWrite[] = [];
         for (const item of pending) {
           const read = reads.get(item.taskId);
           if (!read) continue;
@@ -262,19 +252,16 @@ async function completeInOneTransaction(
         // task of an instance waits for the next round, whose read goes out behind this round's
         // writes and so sees them.
         const last = pending.length === 0 || round === BATCH_ROUNDS - 1;
-        // The round's writes as one statement (store/apply-together.ts): one guard for all of
-        // them, so a lost one fails the batch, which then goes one by one. The last round's
+        // The round's writes as one statement (store/transition-statement.ts): one guard for all
+        // of them, so a lost one fails the batch, which then goes one by one. The last round's
         // statement also frames the whole batch (after its writes, checking for progress as
         // frameTransitions would) unless a transition raises an incident.
         const framed = roundWrites.map((write) => ({ ...write, framesAtEnd: true }));
-        const framesHere = last && framed.length > 0 && framableInStatement(writes);
-        const group: (() => Promise<unknown>)[] = framesHere
-          ? [() => applyEffectsTogether(tx, 'completes', framed, writes)]
-          : framed.length > 1
-            ? [() => applyEffectsTogether(tx, 'completes', framed)]
-            : framed.map((write) => () => applyEffects(tx, write));
+        const framesBatch = last && framed.length > 0 && framableInStatement(writes);
+        const group: (() => Promise<unknown>)[] =
+          framed.length === 0 ? [] : [() => writeTransitions(tx, framed, framesBatch ? writes : undefined)];
         if (last) {
-          if (writes.length > 0 && !framesHere) group.push(() => frameTransitions(tx, writes));
+          if (writes.length > 0 && !framesBatch) group.push(() => frameTransitions(tx, writes));
           group.push(edges.commit);
         } else group.push(() => readTaskTransitions(tx, ids(pending)));
         const answers = valuesOf(await runPipelined(tx, group));

@@ -7,7 +7,9 @@ import type { Plan } from '../compiler/plan.ts';
 import type { PoolClient, Queryable } from '../store/db.ts';
 import { consumeBufferedMessages } from './inbox.ts';
 import { advanceCompensation, queueCompensations } from '../store/compensations.ts';
-import { applyEffects, cancelOpenWork, type ApplyEffectsParams, type LockedInstance } from '../store/instances.ts';
+import { cancelOpenWork, type LockedInstance } from '../store/instances.ts';
+import type { TransitionWrite } from '../store/transition-statement.ts';
+import { writeTransitions } from '../store/transition-writer.ts';
 
 export interface CommitOptions {
   /** forces a status (cancel); otherwise derived from the steps */
@@ -37,14 +39,16 @@ export async function commitTransition(
   if (closing) closeOpenSteps(instance, fx);
   const status = opts.status ?? deriveStatus(instance.state, fx);
   if (status !== instance.status) fx.events.push({ kind: `instance:${status}` });
-  await applyEffects(tx, {
-    instance,
-    effects: fx,
-    status,
-    variables,
-    ...(opts.incidentTaskIds ? { incidentTaskIds: opts.incidentTaskIds } : {}),
-    ...(opts.framesAtEnd ? { framesAtEnd: true } : {}),
-  });
+  await writeTransitions(tx, [
+    {
+      instance,
+      effects: fx,
+      status,
+      variables,
+      ...(opts.incidentTaskIds ? { incidentTaskIds: opts.incidentTaskIds } : {}),
+      ...(opts.framesAtEnd ? { framesAtEnd: true } : {}),
+    },
+  ]);
   if (closing) await cancelOpenWork(tx, instance.id);
   return status;
 }
@@ -68,9 +72,9 @@ export function needsCommitTransition(fx: Effects): boolean {
  * no compensation, no termination, no forced status): its status derived and its status
  * event added as commitTransition adds them, written framed by the transaction's last
  * statement (framesAtEnd). Several such writes of different instances can go together
- * (store/apply-together.ts).
+ * (store/transition-statement.ts).
  */
-export function plainFramedWrite(instance: LockedInstance, fx: Effects, variables: Variables): ApplyEffectsParams {
+export function plainFramedWrite(instance: LockedInstance, fx: Effects, variables: Variables): TransitionWrite {
   if (needsCommitTransition(fx)) {
     throw new Error(`plainFramedWrite: the transition of instance ${instance.id} needs commitTransition`);
   }

@@ -8,18 +8,9 @@ import { fireDueStartTimers } from './start-timers.ts';
 import { commitTransition, plainFramedWrite, needsCommitTransition } from './transition.ts';
 import { withPipelinedTransaction, withTransaction, type PoolClient } from '../store/db.ts';
 import { runPipelined, valuesOf } from '../store/pipeline.ts';
-import {
-  applyEffects,
-  applyEffectsTogether,
-  framableInStatement,
-  frameTransitions,
-  instanceExists,
-  lockInstance,
-  readHeldInstances,
-  tryLockInstance,
-  type ApplyEffectsParams,
-  type LockedInstance,
-} from '../store/instances.ts';
+import { instanceExists, lockInstance, readHeldInstances, tryLockInstance, type LockedInstance } from '../store/instances.ts';
+import { framableInStatement, type TransitionWrite } from '../store/transition-statement.ts';
+import { frameTransitions, writeTransitions } from '../store/transition-writer.ts';
 import {
   deleteSubscription,
   findDueTimers,
@@ -63,7 +54,7 @@ interface TimerTransition {
   /** its commit reads inside the transaction (the inbox) or sends more than one statement (compensation, terminate) */
   alone: boolean;
   /** with framesAtEnd and not alone: its one write, which a batch may send together with others' (commit sends it alone) */
-  write?: ApplyEffectsParams;
+  write?: TransitionWrite;
   /** its instance and effects, for frameTransitions (the events are complete once commit has sent its statement) */
   framed: { instance: LockedInstance; effects: Effects };
 }
@@ -88,7 +79,7 @@ async function timerTransition(
   const alone = needsCommitTransition(fx);
   if (framesAtEnd && !alone) {
     const write = plainFramedWrite(instance, fx, instance.variables);
-    return { alone, write, framed: { instance, effects: fx }, commit: () => applyEffects(tx, write) };
+    return { alone, write, framed: { instance, effects: fx }, commit: () => writeTransitions(tx, [write]) };
   }
   return {
     alone,
@@ -165,20 +156,15 @@ async function fireTimerBatch(engine: Engine, candidates: { id: string; instance
           () => readHeldInstances(tx, [...new Set(candidates.map((c) => c.instance_id))]),
         ]),
       ) as [void, Awaited<ReturnType<typeof lockAndMarkDueTimers>>, Map<string, LockedInstance>];
-      // The firings' writes go out as one statement (store/apply-together.ts), pipelined with
+      // The firings' writes go out as one statement (store/transition-statement.ts), pipelined with
       // what follows them, in instance order (the order the locks were taken in); one that
       // must read first goes alone, after those before it.
-      let writes: ApplyEffectsParams[] = [];
+      let writes: TransitionWrite[] = [];
       let pending: (() => Promise<unknown>)[] = [];
       const framed: TimerTransition['framed'][] = [];
       const flush = async () => {
         const together = writes;
-        const calls = [
-          ...(together.length > 1
-            ? [() => applyEffectsTogether(tx, 'locked', together)]
-            : together.map((w) => () => applyEffects(tx, w))),
-          ...pending,
-        ];
+        const calls = [...(together.length > 0 ? [() => writeTransitions(tx, together)] : []), ...pending];
         writes = [];
         pending = [];
         if (calls.length > 0) valuesOf(await runPipelined(tx, calls));
@@ -209,7 +195,7 @@ async function fireTimerBatch(engine: Engine, candidates: { id: string; instance
       if (writes.length > 0 && framableInStatement(framed)) {
         const last = writes;
         writes = [];
-        pending.push(() => applyEffectsTogether(tx, 'locked', last, framed));
+        pending.push(() => writeTransitions(tx, last, framed));
       } else if (framed.length > 0) pending.push(() => frameTransitions(tx, framed));
       if (timers.length > 0)
         pending.push(() =>

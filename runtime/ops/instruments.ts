@@ -3,7 +3,7 @@
 // for this process; Prometheus sums the nodes. Each server's registry (metrics.ts)
 // registers these same objects.
 import { Counter, Histogram, type Metric } from 'prom-client';
-import { onInstanceLifecycle } from '../store/instances.ts';
+import { onInstanceLifecycle } from '../store/transition-writer.ts';
 
 export const fetchToLockSeconds = new Histogram({
   name: 'baton_task_fetch_to_lock_seconds',

@@ -1,8 +1,24 @@
-// Frames: the per-(instance, generation) replay buffer of the progress stream.
-// Writing happens in SQL (migration 0008: a deferred trigger on events and
-// flush_progress); this module reads them and keeps their retention.
+// Frames: the per-(instance, generation) replay buffer of the progress stream. The
+// statements that write events write their frames too where they can (the transition
+// statement, fetch-and-lock), through appendHeadsCte; otherwise the deferred trigger on
+// events and flush_progress do (migrations 0011, 0016). This module also reads them.
 import type { Queryable } from './db.ts';
 import type { FrameNotice } from './notifications.ts';
+
+/**
+ * The CTE `head` that moves frame heads on: `rows` is the rest of a select answering
+ * (instance_id, generation, frames to add, ended_at or null) per head, in instance order: the
+ * order the trigger takes heads in at commit, so two writers never wait for each other in a
+ * cycle. A head already ended takes no frames, as in the trigger. Answers (instance_id,
+ * generation, last_seq) of every head it moved; its frames are numbered up to last_seq.
+ */
+export function appendHeadsCte(rows: string): string {
+  return `head as (insert into frame_heads as h (instance_id, generation, last_seq, ended_at)
+            select ${rows}
+            on conflict (instance_id, generation) do update set last_seq = h.last_seq + excluded.last_seq, ended_at = excluded.ended_at
+             where h.ended_at is null
+         returning h.instance_id, h.generation, h.last_seq)`;
+}
 
 export interface FrameRow {
   instance_id: string;

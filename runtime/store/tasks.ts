@@ -3,6 +3,7 @@ import type { Variables } from '../model/effects.ts';
 import type { TaskState } from '../model/vocabulary.ts';
 import type { Pool, Queryable } from './db.ts';
 import { HELD_TASK_SQL } from './open-states.ts';
+import { appendHeadsCte } from './frames.ts';
 import {
   fetchWithinFlowLimits,
   limitedPickSql,
@@ -196,12 +197,7 @@ function lockPickedSql(framedSql: string): string {
 // trigger. Saves a deferred trigger call and its framing statement per instance and fetch.
 const FRAME_LOCKED_SQL = `counted as (
              select instance_id, generation, count(*)::int as n from ev where framed group by instance_id, generation),
-           head as (
-             insert into frame_heads as h (instance_id, generation, last_seq)
-             select instance_id, generation, n from counted order by instance_id
-             on conflict (instance_id, generation) do update set last_seq = h.last_seq + excluded.last_seq
-              where h.ended_at is null
-             returning h.instance_id, h.generation, h.last_seq),
+           ${appendHeadsCte('instance_id, generation, n, null::timestamptz from counted order by instance_id')},
            fw as (
              insert into frames (instance_id, generation, seq, kind, data, at)
              select e.instance_id, e.generation, head.last_seq - c.n + (row_number() over (partition by e.instance_id order by e.seq))::int,

@@ -6,7 +6,8 @@
 // the transactional path.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emptyEffects } from '../../runtime/model/effects.ts';
-import { applyEffects, readTaskTransition, TRANSITION_GUARD_LOST } from '../../runtime/store/instances.ts';
+import { readTaskTransition } from '../../runtime/store/instances.ts';
+import { TRANSITION_GUARD_LOST, writeTransitions } from '../../runtime/store/transition-writer.ts';
 import { parallelBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { complete, deploy, fetchOne, historyKinds, start, waitForStatus } from '../support/flows.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -38,13 +39,15 @@ async function writeFrom(
 ) {
   const fx = emptyEffects();
   fx.events.push({ kind: 'task:completed', stepId: read.task.step_id, taskId: read.task.id, data: {} });
-  return applyEffects(t.db.pool, {
-    instance: read.instance,
-    effects: fx,
-    status: 'running',
-    variables: read.instance.variables,
-    guard: { revision: read.instance.revision, completes: { taskId: read.task.id, ...holder } },
-  });
+  return writeTransitions(t.db.pool, [
+    {
+      instance: read.instance,
+      effects: fx,
+      status: 'running',
+      variables: read.instance.variables,
+      guard: { revision: read.instance.revision, completes: { taskId: read.task.id, ...holder } },
+    },
+  ]);
 }
 
 describe('optimistic complete', () => {

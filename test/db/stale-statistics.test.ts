@@ -11,11 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { emptyEffects } from '../../runtime/model/effects.ts';
 import { TaskState } from '../../runtime/model/vocabulary.ts';
-import { applyEffectsStatement } from '../../runtime/store/apply-effects.ts';
-import { applyEffectsTogetherStatement } from '../../runtime/store/apply-together.ts';
+import { transitionStatement, type TransitionWrite } from '../../runtime/store/transition-statement.ts';
 import { currentHolder, failTaskCamunda, lockTokenOf } from '../../runtime/camunda/store/tasks.ts';
 import type { Queryable } from '../../runtime/store/db.ts';
-import { cancelOpenWork, type ApplyEffectsParams } from '../../runtime/store/instances.ts';
+import { cancelOpenWork } from '../../runtime/store/instances.ts';
 import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TIMER_SQL, READY_TASK_SQL } from '../../runtime/store/open-states.ts';
 import { recordProgress } from '../../runtime/store/progress.ts';
 import { extendLock, failTask, markTaskDone, markTaskErrored, unlockTask } from '../../runtime/store/tasks.ts';
@@ -192,7 +191,7 @@ describe('firings of due timers with statistics from when none waited', () => {
     const { rows } = await db.pool.query<{ instance_id: string }>(
       `select instance_id from timers where state = 'waiting' order by id limit 21`,
     );
-    const list: ApplyEffectsParams[] = rows.map((r) => {
+    const list: TransitionWrite[] = rows.map((r) => {
       const fx = emptyEffects();
       fx.endedWaits.push('wait');
       fx.events.push({ kind: 'step:completed', stepId: 'wait' });
@@ -218,7 +217,7 @@ describe('firings of due timers with statistics from when none waited', () => {
         framesAtEnd: true,
       };
     });
-    const st = applyEffectsTogetherStatement('locked', list);
+    const st = transitionStatement(list, { alone: false });
     const { rows: plan } = await db.pool.query<Explained>({ text: `explain (format json) ${st.text}`, values: st.values });
     expect(indexSearches(plan, 'timers_')).toEqual([
       { index: 'timers_instance_idx', cond: expect.stringMatching(/\binstance_id = /) },
@@ -301,19 +300,30 @@ describe('guards of a held task with statistics from when few tasks were locked'
     ).toEqual(pk);
   });
 
-  it('given the same, then a complete written with its transition (apply_effects) marks its task done through the primary key', async () => {
+  it('given the same, then a complete written with its transition (the transition statement) marks its task done through the primary key', async () => {
     const t = await heldTask();
     const {
       rows: [row],
     } = await db.pool.query('select revision, generation, definition_id from instances where id = $1', [t.instanceId]);
-    const st = applyEffectsStatement({
-      instance: { id: t.instanceId, generation: row.generation, business_key: null, definition_id: row.definition_id },
-      effects: emptyEffects(),
-      status: 'running',
-      variables: {},
-      incidentTaskIds: [],
-      guard: { revision: row.revision, completes: { taskId: t.id, workerId: 'w', lockToken: t.lockToken } },
-    });
+    const st = transitionStatement(
+      [
+        {
+          instance: {
+            id: t.instanceId,
+            generation: row.generation,
+            business_key: null,
+            definition_id: row.definition_id,
+            definition_key: 'stale',
+          },
+          effects: emptyEffects(),
+          status: 'running',
+          variables: {},
+          incidentTaskIds: [],
+          guard: { revision: row.revision, completes: { taskId: t.id, workerId: 'w', lockToken: t.lockToken } },
+        },
+      ],
+      { alone: true },
+    );
     const { rows } = await db.pool.query<Explained>({ text: `explain (format json) ${st.text}`, values: st.values });
     expect(scans(rows, 'external_tasks')).toEqual(['Index Scan on external_tasks_pkey']);
   });

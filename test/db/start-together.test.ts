@@ -8,8 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emptyEffects, type Effects } from '../../runtime/model/effects.ts';
 import { createEngine, type Engine } from '../../runtime/engine/context.ts';
 import { startInstance, type StartInstanceRequest } from '../../runtime/engine/instances.ts';
-import { applyEffectsTogetherStatement, type TogetherKind } from '../../runtime/store/apply-together.ts';
-import type { ApplyEffectsParams } from '../../runtime/store/instances.ts';
+import { transitionStatement, type TransitionWrite } from '../../runtime/store/transition-statement.ts';
+
+type TogetherKind = 'starts' | 'completes' | 'locked';
 import { buildBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { deploy } from '../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../support/server.ts';
@@ -314,7 +315,7 @@ describe('the statements of transitions written together', () => {
         ] as [TogetherKind, boolean][]) {
           // a start raising an incident is never written together (the trigger frames it), nor framed by a batch's statement
           if ((kind === 'starts' || framing) && mask & 8) continue;
-          const list: ApplyEffectsParams[] = [0, 1].map((k) => {
+          const list: TransitionWrite[] = [0, 1].map((k) => {
             const fx = emptyEffects();
             PARTS.forEach((add, i) => (mask & (1 << i) ? add(fx) : undefined));
             fx.events.push({ kind: 'step:activated', stepId: 'x1' });
@@ -343,7 +344,7 @@ describe('the statements of transitions written together', () => {
                 : {}),
             };
           });
-          const st = applyEffectsTogetherStatement(kind, list, framing ? list : undefined);
+          const st = transitionStatement(list, { alone: kind === 'starts', ...(framing ? { frameBatch: list } : {}) });
           expect(texts.get(st.name) ?? st.text, st.name).toBe(st.text);
           texts.set(st.name, st.text);
           await client.query('begin');

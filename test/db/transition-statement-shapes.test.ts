@@ -1,11 +1,11 @@
-// applyEffects writes each transition with a statement of only the parts it uses, one
-// named prepared statement per shape (store/apply-effects.ts). PostgreSQL refuses a
+// writeTransitions writes transitions with a statement of only the parts they use, one
+// named prepared statement per shape (store/transition-statement.ts). PostgreSQL refuses a
 // prepared statement that leaves a parameter unused or of unknown type, and the driver
 // refuses one name with two texts: every shape is run here against a real instance.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emptyEffects, type Effects } from '../../runtime/model/effects.ts';
-import { applyEffectsStatement } from '../../runtime/store/apply-effects.ts';
+import { transitionStatement, type TransitionWrite } from '../../runtime/store/transition-statement.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
 import { deploy, start } from '../support/flows.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -36,26 +36,27 @@ const PARTS: ((fx: Effects) => void)[] = [
 // '-alone': the statement is its own transaction and frames its events itself
 // '-end': inside a transaction that frames at its end (frameTransitions): a batch of
 // completes (guarded), a batch of timer firings (the instance locked, no guard)
-// '-handoff': a start, or an optimistic complete, that hands its new task to a parked poll (engine/poll-delivery.ts)
+// '-batch': the batch's last write, which also frames the batch
+// '-delivery': a start, or an optimistic complete, that delivers its new task to a parked poll (engine/poll-delivery.ts)
 const MODES = [
   'update',
-  'guard',
   'completes',
   'insert',
   'insert-latest',
-  'guard-alone',
+  'update-alone',
   'completes-alone',
   'insert-alone',
   'update-end',
-  'guard-end',
   'completes-end',
-  'insert-handoff',
-  'insert-handoff-alone',
-  'completes-handoff',
-  'completes-handoff-alone',
+  'update-end-batch',
+  'completes-end-batch',
+  'insert-delivery',
+  'insert-delivery-alone',
+  'completes-delivery',
+  'completes-delivery-alone',
 ] as const;
 
-describe('applyEffects shapes', () => {
+describe('transition statement shapes', () => {
   it('given every combination of parts and every way of writing the row, then each statement prepares and runs, and one name always has one text', async () => {
     const {
       rows: [row],
@@ -68,25 +69,24 @@ describe('applyEffects shapes', () => {
           const fx = emptyEffects();
           PARTS.forEach((add, i) => (mask & (1 << i) ? add(fx) : undefined));
           const insert = mode.startsWith('insert');
-          const st = applyEffectsStatement({
+          const write: TransitionWrite = {
             instance: {
               id: insert ? randomUUID() : instanceId,
               generation: row.generation,
               business_key: null,
               definition_id: definitionId,
+              definition_key: 'shapes',
             },
             effects: fx,
             status: 'running',
             variables: { mask },
             incidentTaskIds: fx.incidents.map(() => null),
-            ...(mode.startsWith('guard') ? { guard: { revision: row.revision } } : {}),
             ...(mode.startsWith('completes')
               ? { guard: { revision: row.revision, completes: { taskId: randomUUID(), workerId: 'w', lockToken: randomUUID() } } }
               : {}),
             ...(insert ? { insert: { latestOnly: mode === 'insert-latest' } } : {}),
-            alone: mode.endsWith('-alone'),
-            framesAtEnd: mode.endsWith('-end'),
-            ...(mode.includes('handoff')
+            framesAtEnd: mode.includes('-end'),
+            ...(mode.includes('delivery')
               ? {
                   delivery: fx.tasks.map((_, index) => ({
                     index,
@@ -97,6 +97,12 @@ describe('applyEffects shapes', () => {
                   })),
                 }
               : {}),
+          };
+          // a batch frames only transitions without incidents (framableInStatement)
+          if (mode.endsWith('-batch') && fx.incidents.length > 0) continue;
+          const st = transitionStatement([write], {
+            alone: mode.endsWith('-alone'),
+            ...(mode.endsWith('-batch') ? { frameBatch: [write] } : {}),
           });
           expect(texts.get(st.name) ?? st.text, st.name).toBe(st.text);
           texts.set(st.name, st.text);
@@ -119,7 +125,7 @@ describe('applyEffects shapes', () => {
       client.release();
     }
     // without events or with an incident, '-alone' writes the same statement as without
-    expect(texts.size).toBeGreaterThan((1 << PARTS.length) * 5);
+    expect(texts.size).toBeGreaterThan((1 << PARTS.length) * 6);
   }, 120_000);
 
   it('given a complete of a one-task instance, then its statement has only steps, flows, events and their frames, the instance row and the task', () => {
@@ -127,24 +133,24 @@ describe('applyEffects shapes', () => {
     fx.steps.push({ stepId: 'work', status: 'completed' }, { stepId: 'end', status: 'completed' });
     fx.flows.push({ flowId: 'f2', state: 'taken' });
     fx.events.push({ kind: 'task:completed', stepId: 'work' }, { kind: 'instance:completed' });
-    const input = {
-      instance: { id: randomUUID(), generation: 1, business_key: null, definition_id: randomUUID() },
+    const write: TransitionWrite = {
+      instance: { id: randomUUID(), generation: 1, business_key: null, definition_id: randomUUID(), definition_key: 'k' },
       effects: fx,
       status: 'completed' as const,
       variables: {},
       incidentTaskIds: [],
       guard: { revision: 2, completes: { taskId: randomUUID(), workerId: 'w', lockToken: randomUUID() } },
     };
-    const st = applyEffectsStatement({ ...input, alone: true });
+    const st = transitionStatement([write], { alone: true });
     const ctes = (text: string) => [...text.matchAll(/(?:with|,)\s+(\w+) as (?:materialized )?\(/g)].map((m) => m[1]);
-    expect(ctes(st.text)).toEqual(['i', 's', 'f', 'done', 'locks', 'pend', 'e', 'head', 'fw', 'guarded']);
+    expect(ctes(st.text)).toEqual(['x', 'i', 'done', 's', 'f', 'guarded', 'locks', 'pend', 'e', 'hx', 'head', 'fw']);
     expect(Math.max(...[...st.text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])))).toBe(st.values.length);
-    // inside a transaction (a batch of completes) the trigger frames at commit
-    const inTransaction = applyEffectsStatement({ ...input, alone: false });
-    expect(ctes(inTransaction.text)).toEqual(['i', 's', 'f', 'done', 'e', 'guarded']);
+    // inside a transaction the trigger frames at commit
+    const inTransaction = transitionStatement([write], { alone: false });
+    expect(ctes(inTransaction.text)).toEqual(['x', 'i', 'done', 's', 'f', 'guarded', 'e']);
   });
 
-  it("given a complete that starts a chain's next task handed to a parked poll, then the task insert is among the parts run before the progress check and the frame head, and the flow-limit check joins the guard", () => {
+  it("given a complete that starts a chain's next task delivered to a parked poll, then the task insert is among the parts run before the progress check and the frame head, and the flow-limit check joins the guard", () => {
     const fx = emptyEffects();
     fx.steps.push({ stepId: 'one', status: 'completed' }, { stepId: 'two', status: 'active' });
     fx.flows.push({ flowId: 'f2', state: 'taken' });
@@ -154,35 +160,44 @@ describe('applyEffects shapes', () => {
       { kind: 'step:completed', stepId: 'one' },
       { kind: 'step:activated', stepId: 'two' },
     );
-    const st = applyEffectsStatement({
-      instance: { id: randomUUID(), generation: 1, business_key: 'bk', definition_id: randomUUID() },
-      effects: fx,
-      status: 'running',
-      variables: {},
-      incidentTaskIds: [],
-      alone: true,
-      guard: { revision: 2, completes: { taskId: randomUUID(), workerId: 'w', lockToken: randomUUID() } },
-      delivery: [{ index: 0, taskId: randomUUID(), workerId: 'poller', lockToken: randomUUID(), lockDurationMs: 1000 }],
-    });
+    const st = transitionStatement(
+      [
+        {
+          instance: { id: randomUUID(), generation: 1, business_key: 'bk', definition_id: randomUUID(), definition_key: 'k' },
+          effects: fx,
+          status: 'running',
+          variables: {},
+          incidentTaskIds: [],
+          guard: { revision: 2, completes: { taskId: randomUUID(), workerId: 'w', lockToken: randomUUID() } },
+          delivery: [{ index: 0, taskId: randomUUID(), workerId: 'poller', lockToken: randomUUID(), lockDurationMs: 1000 }],
+        },
+      ],
+      { alone: true },
+    );
     const ctes = (text: string) => [...text.matchAll(/(?:with|,)\s+(\w+) as (?:materialized )?\(/g)].map((m) => m[1]);
-    expect(ctes(st.text)).toEqual(['i', 's', 'f', 't', 'done', 'locks', 'pend', 'e', 'head', 'fw', 'guarded']);
+    expect(ctes(st.text)).toEqual(['x', 'i', 'done', 's', 'f', 't', 'guarded', 'locks', 'pend', 'e', 'hx', 'head', 'fw']);
     expect(st.text).toMatch(
-      /locks as materialized \(select \(select count\(\*\) from s\) \+ \(select count\(\*\) from f\) \+ \(select count\(\*\) from t\) \+ \(select count\(\*\) from i\) \+ \(select count\(\*\) from done\)/,
+      /locks as materialized \(select \(select count\(\*\) from guarded\) \+ \(select count\(\*\) from i\) \+ \(select count\(\*\) from done\) \+ \(select count\(\*\) from s\) \+ \(select count\(\*\) from f\) \+ \(select count\(\*\) from t\)/,
     );
     expect(st.text).toMatch(
-      /baton_transition_guard\(exists \(select 1 from i\) and not exists \(select 1 from flow_limit_topics/,
+      /and \(select count\(\*\) from done\) = cardinality\(\$\d+::uuid\[\]\) and not exists \(select 1 from flow_limit_topics/,
     );
     expect(Math.max(...[...st.text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])))).toBe(st.values.length);
-    // an unguarded write never hands off: only a guard can refuse a flow-limited topic
+    // a write under the instance's lock never delivers: only a guard can refuse a flow-limited topic
     expect(() =>
-      applyEffectsStatement({
-        instance: { id: randomUUID(), generation: 1, business_key: null, definition_id: randomUUID() },
-        effects: fx,
-        status: 'running',
-        variables: {},
-        incidentTaskIds: [],
-        delivery: [{ index: 0, taskId: randomUUID(), workerId: 'poller', lockToken: randomUUID(), lockDurationMs: 1000 }],
-      }),
+      transitionStatement(
+        [
+          {
+            instance: { id: randomUUID(), generation: 1, business_key: null, definition_id: randomUUID(), definition_key: 'k' },
+            effects: fx,
+            status: 'running',
+            variables: {},
+            incidentTaskIds: [],
+            delivery: [{ index: 0, taskId: randomUUID(), workerId: 'poller', lockToken: randomUUID(), lockDurationMs: 1000 }],
+          },
+        ],
+        { alone: true },
+      ),
     ).toThrow(/only a start or a guarded complete/);
   });
 });

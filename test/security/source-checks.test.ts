@@ -53,10 +53,25 @@ const REVIEWED: Record<string, RegExp[]> = {
     // the per-topic or the wide pick and their answers (perTopicPickSql, widePickSql, answerOrCoveredSql)
     /^pickSql$/,
     /^answerSql$/,
+    /^appendHeadsCte\('[a-z_, :()]+'\)$/,
     /^releasedSql$/,
   ],
-  // the (instance, step) pairs of a part and the guard: placeholders only
-  'runtime/store/apply-together.ts': [/^pairs$/, /^guard$/],
+  // the columns of a part, the (instance, step) pairs, the answer's source, the optional
+  // columns of a delivery and of framing: placeholders and fragments written in the file
+  'runtime/store/transition-statement.ts': [
+    /^columns$/,
+    /^named$/,
+    /^pairs$/,
+    /^from$/,
+    /^framed \? ', ' \+ framed : ''$/,
+    /^framed \? ', framed' : ''$/,
+    /^lock \? ', attempt' : ''$/,
+    /^lock \? ' \|\| ' \+ lockExpiryData\('y'\) \+ ', y\.attempt' : ''$/,
+    /^lock\?\.(columns|named) \?\? ''$/,
+    /^delivering \? ' \|\| ' \+ lockExpiryData\('f'\) : ''$/,
+  ],
+  // appendHeadsCte's rows: a select list and a source written by its callers
+  'runtime/store/frames.ts': [/^rows$/],
   // limitedPickSql's options are placeholders ('$1') and fragments its two callers build from constants.
   'runtime/store/flow-limits.ts': [/^topicsParam$/, /^o\.(resources|topics|maxTasks|candidates)$/, /^o\.order\('[a-z]+'\)$/],
   // the next pages' cursor condition (AFTER_CURSOR_SQL) or nothing
