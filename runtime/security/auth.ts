@@ -2,7 +2,7 @@
 // Bearer tokens everywhere; Basic (the password is the token) for clients that only
 // speak Basic, such as the Camunda client's BasicAuthInterceptor.
 import { timingSafeEqual } from 'node:crypto';
-import type { RequestHandler } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { refusalAnswer, sendAnswer, type Refusal } from '../api/answer.ts';
 import type { Pool } from '../store/db.ts';
@@ -42,7 +42,13 @@ export interface AuthRequest {
 /** A refusal is answered as JSON { type, message } with its status and headers. */
 export type AuthVerdict = { pass: true; caller?: Caller } | ({ pass: false } & Refusal);
 
-export type Authorizer = (req: AuthRequest) => Promise<AuthVerdict>;
+/**
+ * The verdict, at once when nothing needs the database (no tokens at all, BATON_TOKENS'
+ * tokens, a refusal): a request then goes on without waiting for a promise's turn.
+ */
+export type Authorizer = (req: AuthRequest) => AuthVerdict | Promise<AuthVerdict>;
+
+const PASS: AuthVerdict = { pass: true };
 
 function presentedSecret(header: string | undefined): string | undefined {
   if (!header) return undefined;
@@ -89,36 +95,11 @@ export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}
         counting = undefined;
       }));
 
-  const authEnabled = async (): Promise<boolean> => {
-    if (configured.length > 0) return true;
-    // Only the first request waits for a count; later ones use the last and refresh it aside.
-    if (stored.at === -Infinity) await recount();
-    else if (Date.now() - stored.at > STORED_COUNT_TTL_MS) {
-      recount().catch((err: Error) => log.warn({ err: err.message }, 'auth:count_failed'));
-    }
-    return stored.count > 0;
-  };
-
-  const identify = async (secret: string): Promise<Caller | undefined> => {
-    const hash = hashToken(secret);
-    const fromEnv = configured.find((t) => sameHash(t.hash, hash));
-    if (fromEnv) return { name: fromEnv.name, role: fromEnv.role };
-    const row = await findActiveToken(pool, hash);
-    return row ? { name: row.name, role: row.role } : undefined;
-  };
-
-  return async (req) => {
-    const access = accessFor(req.method, req.path);
-    if (access === 'open' || !(await authEnabled())) return { pass: true };
-    const client = req.client;
-    const waitMs = limiter.retryAfterMs(client);
-    const denied = (reason: string, caller?: Caller) =>
-      log.warn(
-        { method: req.method, path: req.path, client, reason, ...(caller ? { caller: caller.name, role: caller.role } : {}) },
-        'auth:denied',
-      );
+  /** The verdict on a request to a route that needs a token, once tokens are known to exist. */
+  const check = (req: AuthRequest, access: readonly Role[]): AuthVerdict | Promise<AuthVerdict> => {
+    const waitMs = limiter.retryAfterMs(req.client);
     if (waitMs > 0) {
-      denied('rate_limited');
+      logDenied(log, req, 'rate_limited');
       return refuse(
         429,
         'TooManyRequests',
@@ -127,11 +108,20 @@ export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}
       );
     }
     const secret = presentedSecret(req.authorization);
-    const caller = secret ? await identify(secret) : undefined;
+    if (!secret) return judge(req, access, undefined, false);
+    const hash = hashToken(secret);
+    const fromEnv = configured.find((t) => sameHash(t.hash, hash));
+    if (fromEnv) return judge(req, access, { name: fromEnv.name, role: fromEnv.role }, true);
+    return findActiveToken(pool, hash).then((row) =>
+      judge(req, access, row ? { name: row.name, role: row.role } : undefined, true),
+    );
+  };
+
+  const judge = (req: AuthRequest, access: readonly Role[], caller: Caller | undefined, presented: boolean): AuthVerdict => {
     if (!caller) {
-      limiter.recordFailure(client);
-      denied(secret ? 'unknown_token' : 'no_token');
-      const message = secret
+      limiter.recordFailure(req.client);
+      logDenied(log, req, presented ? 'unknown_token' : 'no_token');
+      const message = presented
         ? 'The token is not valid (unknown or revoked)'
         : 'This route needs a token: send "Authorization: Bearer <token>"';
       // Basic is offered on /engine-rest only (the Camunda client): on /api a browser would answer it with its own password prompt.
@@ -141,7 +131,7 @@ export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}
       return refuse(401, 'Unauthorized', message, { 'www-authenticate': challenge });
     }
     if (!access.includes(caller.role)) {
-      denied('wrong_role', caller);
+      logDenied(log, req, 'wrong_role', caller);
       return refuse(
         403,
         'Forbidden',
@@ -150,28 +140,62 @@ export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}
     }
     return { pass: true, caller };
   };
+
+  return (req) => {
+    const access = accessFor(req.method, req.path);
+    if (access === 'open') return PASS;
+    if (configured.length > 0) return check(req, access);
+    // Only the first request waits for a count of the stored tokens; later ones use the last and refresh it aside.
+    if (stored.at === -Infinity) return recount().then(() => (stored.count > 0 ? check(req, access) : PASS));
+    if (Date.now() - stored.at > STORED_COUNT_TTL_MS) {
+      recount().catch((err: Error) => log.warn({ err: err.message }, 'auth:count_failed'));
+    }
+    return stored.count > 0 ? check(req, access) : PASS;
+  };
+}
+
+function logDenied(log: Logger, req: AuthRequest, reason: string, caller?: Caller): void {
+  log.warn(
+    {
+      method: req.method,
+      path: req.path,
+      client: req.client,
+      reason,
+      ...(caller ? { caller: caller.name, role: caller.role } : {}),
+    },
+    'auth:denied',
+  );
 }
 
 /** Express's side of the authorizer: a refusal answers, a pass goes on with res.locals.caller set. */
 export function authMiddleware(authorize: Authorizer, log: Logger): RequestHandler {
   return (req, res, next) => {
-    authorize({
-      method: req.method,
-      path: req.path,
-      authorization: req.headers.authorization,
-      client: req.socket.remoteAddress ?? 'unknown',
-    }).then(
-      (verdict) => {
-        if (verdict.pass) {
-          if (verdict.caller) res.locals.caller = verdict.caller;
-          return next();
-        }
-        sendAnswer(res, refusalAnswer(verdict));
-      },
-      (err: Error) => {
-        log.error({ err: err.message, method: req.method, path: req.path }, 'auth:unavailable');
-        sendAnswer(res, refusalAnswer(AUTH_UNAVAILABLE));
-      },
+    let verdict: AuthVerdict | Promise<AuthVerdict>;
+    try {
+      verdict = authorize({
+        method: req.method,
+        path: req.path,
+        authorization: req.headers.authorization,
+        client: req.socket.remoteAddress ?? 'unknown',
+      });
+    } catch (err) {
+      return unavailable(log, req, res, err as Error);
+    }
+    if (!(verdict instanceof Promise)) return follow(verdict, res, next);
+    verdict.then(
+      (later) => follow(later, res, next),
+      (err: Error) => unavailable(log, req, res, err),
     );
   };
+}
+
+function follow(verdict: AuthVerdict, res: Response, next: NextFunction): void {
+  if (!verdict.pass) return sendAnswer(res, refusalAnswer(verdict));
+  if (verdict.caller) res.locals.caller = verdict.caller;
+  next();
+}
+
+function unavailable(log: Logger, req: Request, res: Response, err: Error): void {
+  log.error({ err: err.message, method: req.method, path: req.path }, 'auth:unavailable');
+  sendAnswer(res, refusalAnswer(AUTH_UNAVAILABLE));
 }

@@ -208,11 +208,14 @@ function resultVariables(req: WriteRequest): [string, Record<string, unknown>][]
 
 /**
  * A native complete or bpmn-error (each task of a batch) must not grow its instance's variables
- * past the limit. Resolves at once, without a query, for a result without variables.
+ * past the limit: `pairs` are its tasks with variables (resultVariables), one query for all.
  */
-async function mergedVariablesRefusal(opts: LimitOptions, pool: Pool, req: WriteRequest): Promise<Refusal | undefined> {
-  const pairs = resultVariables(req);
-  if (pairs.length === 0) return undefined;
+async function mergedVariablesRefusal(
+  opts: LimitOptions,
+  pool: Pool,
+  req: WriteRequest,
+  pairs: [string, Record<string, unknown>][],
+): Promise<Refusal | undefined> {
   const sizes = await measureMergedVariablesOfTasks(pool, pairs);
   const over = sizes.findIndex((bytes) => bytes !== undefined && bytes > opts.maxVariablesBytes);
   if (over < 0) return undefined;
@@ -311,8 +314,9 @@ const WRITES = new Set(['POST', 'PUT', 'PATCH']);
 interface Mount {
   /** lower case; the checks see the path below it, as a router mounted there would */
   prefix: string;
-  /** the body readers, run one after another: the first whose content type matches reads it */
-  parsers: RequestHandler[];
+  json: RequestHandler;
+  /** BPMN sent as XML (the native API's deploy and lint) */
+  xml?: RequestHandler;
   /** answers a body that cannot be read or parsed */
   parseError: ErrorRequestHandler;
   /** a native result may not grow its instance's variables past the limit */
@@ -336,32 +340,28 @@ function mountOf(path: string, mounts: Mount[]): Mount | undefined {
  */
 export function limitsMiddleware(opts: LimitOptions, parkedPolls: ParkedPolls, log: Logger, pool: Pool): RequestHandler {
   const verify = noteRawBody(opts.maxJsonDepth);
-  const mounts: Mount[] = [
-    {
-      prefix: '/api',
-      parsers: [
-        express.json({ limit: opts.jsonLimit, verify }),
-        express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit }),
-      ],
-      // the app's error table
-      parseError: (err, _req, _res, next) => next(err),
-      checksMergedVariables: true,
-    },
-    {
-      prefix: '/engine-rest',
-      parsers: [express.json({ limit: opts.camundaJsonLimit, type: ['application/json', 'application/*+json'], verify })],
-      parseError: camundaErrorHandler(log),
-      checksMergedVariables: false,
-    },
-  ];
-  const camunda = mounts[1];
+  const camunda: Mount = {
+    prefix: '/engine-rest',
+    json: express.json({ limit: opts.camundaJsonLimit, type: ['application/json', 'application/*+json'], verify }),
+    parseError: camundaErrorHandler(log),
+    checksMergedVariables: false,
+  };
+  const native: Mount = {
+    prefix: '/api',
+    json: express.json({ limit: opts.jsonLimit, verify }),
+    xml: express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit }),
+    // the app's error table
+    parseError: (err, _req, _res, next) => next(err),
+    checksMergedVariables: true,
+  };
+  const mounts = [native, camunda];
 
   return (req, res, next) => {
     const mount = mountOf(req.path, mounts);
     if (!mount) return next();
     if (req.originalUrl.includes('%') && decodedHoldsNul(req.originalUrl)) return answerRefusal(res, NUL_IN_URL);
     if (mount === camunda) res.locals[BPMN_ELEMENT_LIMIT] = opts.maxBpmnElements;
-    readBody(mount.parsers, opts.maxJsonDepth, req, res, (err) => {
+    readBody(mount, opts.maxJsonDepth, req, res, (err) => {
       if (err) return mount.parseError(err, req, res, next);
       if (!WRITES.has(req.method)) return next();
       // Runs in the parser's callback, outside any router layer: a throw here would be an uncaught exception.
@@ -370,8 +370,10 @@ export function limitsMiddleware(opts: LimitOptions, parkedPolls: ParkedPolls, l
         const write: WriteRequest = { path: below, originalUrl: req.originalUrl, body: req.body };
         const refusal = writeLimitRefusal(opts, parkedPolls, write);
         if (refusal) return answerRefusal(res, refusal);
-        if (!mount.checksMergedVariables) return next();
-        mergedVariablesRefusal(opts, pool, write).then((merged) => (merged ? answerRefusal(res, merged) : next()), next);
+        // Most writes carry no result variables: they go on at once, without a query.
+        const pairs = mount.checksMergedVariables ? resultVariables(write) : [];
+        if (pairs.length === 0) return next();
+        mergedVariablesRefusal(opts, pool, write, pairs).then((merged) => (merged ? answerRefusal(res, merged) : next()), next);
       } catch (thrown) {
         next(thrown);
       }
@@ -380,15 +382,13 @@ export function limitsMiddleware(opts: LimitOptions, parkedPolls: ParkedPolls, l
 }
 
 /**
- * Runs the parsers one after another, then the checks after parsing; `done` gets the first
- * error. Depth first: the surrogate walk recurses.
+ * Reads the body: as JSON, else (a body the JSON parser left, on /api) as XML; then the
+ * checks after parsing, depth first (the surrogate walk recurses). `done` gets the first error.
  */
-function readBody(parsers: RequestHandler[], maxDepth: number, req: Request, res: Response, done: (err?: unknown) => void): void {
-  let at = 0;
-  const step = (err?: unknown): void => {
+function readBody(mount: Mount, maxDepth: number, req: Request, res: Response, done: (err?: unknown) => void): void {
+  void mount.json(req, res, (err?: unknown) => {
     if (err) return done(err);
-    const parser = parsers[at++];
-    if (parser) return void parser(req, res, step);
+    if (req.body === undefined && mount.xml) return void mount.xml(req, res, done);
     let refused: unknown;
     try {
       refused = refuseDeepNesting(req, maxDepth) ?? refuseLoneSurrogates(req);
@@ -396,6 +396,5 @@ function readBody(parsers: RequestHandler[], maxDepth: number, req: Request, res
       refused = thrown;
     }
     done(refused);
-  };
-  step();
+  });
 }

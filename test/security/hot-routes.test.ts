@@ -437,6 +437,25 @@ describe('given a server with tokens and tight limits', () => {
     expect(await databaseDigest(t.db.pool)).toBe(before);
   });
 
+  it('a caller who hangs up mid-body gets nothing and leaves nothing behind; the server goes on serving', async () => {
+    const before = await databaseDigest(t.db.pool);
+    await new Promise<void>((resolve) => {
+      const req = request(`${t.url}/api/instances`, { method: 'POST', headers: { ...json(ADMIN), 'content-length': '100' } });
+      req.on('error', () => resolve());
+      req.write('{"definitionKey":');
+      setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 50);
+    });
+    const fetched = await send(t.url, '/api/external-tasks/fetch-and-lock', {
+      headers: json(WORKER),
+      body: '{"workerId":"w","maxTasks":1,"topics":[{"name":"none","lockDurationMs":1000}]}',
+    });
+    expect([fetched.status, fetched.text]).toEqual([200, '[]']);
+    expect(await databaseDigest(t.db.pool)).toBe(before);
+  });
+
   it('successes answer JSON with a charset, or 204 with no body and no content type; Camunda answers exactly application/json', async () => {
     const started = await send(t.url, '/api/instances', { headers: json(ADMIN), body: '{"definitionKey":"hot"}' });
     expect([started.status, started.headers['content-type']]).toEqual([201, NATIVE_JSON]);
@@ -468,25 +487,6 @@ describe('given a server with tokens and tight limits', () => {
       [204, '', undefined],
       [204, '', undefined],
     ]);
-  });
-
-  it('a caller who hangs up mid-body gets nothing and leaves nothing behind; the server goes on serving', async () => {
-    const before = await databaseDigest(t.db.pool);
-    await new Promise<void>((resolve) => {
-      const req = request(`${t.url}/api/instances`, { method: 'POST', headers: { ...json(ADMIN), 'content-length': '100' } });
-      req.on('error', () => resolve());
-      req.write('{"definitionKey":');
-      setTimeout(() => {
-        req.destroy();
-        resolve();
-      }, 50);
-    });
-    const fetched = await send(t.url, '/api/external-tasks/fetch-and-lock', {
-      headers: json(WORKER),
-      body: '{"workerId":"w","maxTasks":1,"topics":[{"name":"none","lockDurationMs":1000}]}',
-    });
-    expect([fetched.status, fetched.text]).toEqual([200, '[]']);
-    expect(await databaseDigest(t.db.pool)).toBe(before);
   });
 });
 
