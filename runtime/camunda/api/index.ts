@@ -1,7 +1,8 @@
 // The Camunda 7 compatible REST API under /engine-rest (docs/camunda-compatibility.md).
-// Mounted before the native JSON parser: it parses its own bodies (larger limit for
-// base64 File variables, multipart deployments) and answers errors in Camunda's shape.
-import express, { Router } from 'express';
+// Its JSON bodies are read by the security layer in front of it, with a limit of their own
+// (larger: File variables travel base64); multipart deployments are read by their route, and
+// errors are answered in Camunda's shape.
+import { Router } from 'express';
 import type { Engine } from '../../engine/context.ts';
 import type { ParkedPolls } from '../../engine/parked-polls.ts';
 import { deploymentRouter } from './deployment-routes.ts';
@@ -16,15 +17,10 @@ export const CAMUNDA_KEEP_ALIVE_TIMEOUT_MS = 65_000;
 /** The Camunda 7 REST version whose subset Baton follows (docs/camunda-compatibility.md). */
 export const CAMUNDA_REST_VERSION = '7.20.0';
 
-export interface CamundaApiOptions {
-  /** JSON body limit; File variables travel base64 inside JSON */
-  jsonLimit?: string;
-}
-
-export function camundaRouter(engine: Engine, parkedPolls: ParkedPolls, opts: CamundaApiOptions = {}): Router {
+export function camundaRouter(engine: Engine, parkedPolls: ParkedPolls): Router {
   const router = Router();
-  // Authorization (Basic or Bearer, e.g. the client's BasicAuthInterceptor) is checked by the security layer in front of this router, not here.
-  router.use(express.json({ limit: opts.jsonLimit ?? '20mb', type: ['application/json', 'application/*+json'] }));
+  // Authorization (Basic or Bearer, e.g. the client's BasicAuthInterceptor) is checked by the security layer in front of
+  // this router, not here.
   // Tools such as Camunda Modeler ask which engine and REST version they talk to before deploying.
   router.get('/engine', (_req, res) => sendJson(res, 200, [{ name: 'default' }]));
   router.get('/version', (_req, res) => sendJson(res, 200, { version: CAMUNDA_REST_VERSION }));
