@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { readConfig } from '../../runtime/config.ts';
-import { readSecuritySettings } from '../../runtime/security/settings.ts';
 
 describe('readConfig', () => {
   it('given no variables, then the documented defaults', () => {
@@ -46,21 +45,5 @@ describe('readConfig', () => {
       /BATON_SWEEP_INTERVAL_MS must be an integer of at least 10/,
     );
     expect(() => readConfig({ BATON_START_LANES: '0' })).toThrow(/BATON_START_LANES must be an integer of at least 1/);
-  });
-});
-
-describe('readSecuritySettings: BATON_MAX_JSON_DEPTH', () => {
-  it('given nothing, 64; given a value from 2 to 1000, that value', () => {
-    expect(readSecuritySettings({}).limits.maxJsonDepth).toBe(64);
-    expect(readSecuritySettings({ BATON_MAX_JSON_DEPTH: '200' }).limits.maxJsonDepth).toBe(200);
-  });
-
-  it('given a value past the ceiling or below 2, then a clear error names the variable and the range', () => {
-    expect(() => readSecuritySettings({ BATON_MAX_JSON_DEPTH: '1001' })).toThrow(
-      /BATON_MAX_JSON_DEPTH must be an integer of at least 2 and at most 1000, got "1001"/,
-    );
-    expect(() => readSecuritySettings({ BATON_MAX_JSON_DEPTH: '1' })).toThrow(
-      /BATON_MAX_JSON_DEPTH must be an integer of at least 2 and at most 1000/,
-    );
   });
 });
