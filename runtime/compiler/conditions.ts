@@ -1,5 +1,5 @@
 // Sequence-flow conditions -> FEEL. Only exclusive and inclusive gateways
-// choose among their outgoing flows (DESIGN.md §3); a condition anywhere else
+// choose among their outgoing flows (docs/ARCHITECTURE.md, "Execution rule"); a condition anywhere else
 // would either be ignored (parallel gateway, default flow) or change meaning.
 import { toFeel } from '../shared/feel.ts';
 import { errorAt, warningAt } from './diagnostics.ts';

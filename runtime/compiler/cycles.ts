@@ -1,4 +1,4 @@
-// The engine runs a DAG (DESIGN.md §3): loops are refused at deploy. A
+// The engine runs a DAG (docs/ARCHITECTURE.md, "Execution rule"): loops are refused at deploy. A
 // depth-first search from the start events (document order), then from any
 // node not yet visited, finds the back edges: the flows that close a loop.
 // Iterative, so a long chain of steps cannot overflow the call stack.

@@ -1,4 +1,4 @@
-// Fingerprint: SHA-256 over the stable step protocol (DESIGN.md §2). Two plans
+// Fingerprint: SHA-256 over the stable step protocol (docs/ARCHITECTURE.md, "The Plan"). Two plans
 // with the same fingerprint have the same steps and wiring, so running
 // instances can move between them; retries, priorities, topics, names,
 // conditions and layout are left out on purpose.

@@ -1,4 +1,5 @@
-// DESIGN.md §3: refuse diagrams whose BPMN meaning the DAG rule would change.
+// Refuses diagrams whose BPMN meaning the DAG rule would change (docs/ARCHITECTURE.md,
+// "Execution rule: a DAG with dead-path elimination"):
 // - a parallel join whose inputs are never all taken together (BPMN waits forever);
 // - a step that is not a join (task, end event, exclusive merge) where several
 //   incoming flows can be taken at once (BPMN runs it once per token, Baton once).

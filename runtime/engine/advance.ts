@@ -1,6 +1,6 @@
-// Pure DAG evaluation (DESIGN.md §3): given the resolved flows and reached steps
-// of one instance, compute what a transition changes. No I/O: the store writes
-// the returned Effects in one statement.
+// Pure DAG evaluation (docs/ARCHITECTURE.md, "Execution rule: a DAG with dead-path
+// elimination"): given the resolved flows and reached steps of one instance, compute what a
+// transition changes. No I/O: the store writes the returned Effects in one statement.
 import type { MultiInstanceSpec, Plan, PlanStep } from '../compiler/plan.ts';
 import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
 import { evaluateList, evaluateValue } from './loops.ts';

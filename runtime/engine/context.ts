@@ -43,7 +43,7 @@ export interface Engine {
    * version makes the optimistic start's guard fail and the entry is dropped.
    */
   startTargets: Map<string, { id: string; key: string; version: number }>;
-  /** the long polls parked on this node, to which a start may hand its new tasks (the server's ParkedPolls) */
+  /** the long polls parked on this node, to which a start or a complete may deliver its new tasks (the server's ParkedPolls) */
   delivery?: PollClaims;
   /** where optimistic starts are written, several in one statement under load */
   starts: StartQueue;

@@ -41,7 +41,7 @@ export interface LongPoll<T> {
   signal?: AbortSignal;
   /** one fetch-and-lock (a statement, or a limited fetch's transaction) in the given order */
   fetchOnce(order: FetchOrder): Promise<FetchOutcome<T>>;
-  /** while parked, starts and completes of this process may hand a new task to the poll (native polls only) */
+  /** while parked, starts and completes of this process may deliver a new task to the poll (native polls only) */
   delivery?: { offer: PollOffer; answer(task: LockedTaskRow): T };
 }
 

@@ -32,7 +32,7 @@ export async function startInstance(engine: Engine, req: StartInstanceRequest): 
 
 /**
  * The common start in one statement and one commit: the instance row and its first
- * transition written together (applyEffects' insert), computed against the definition
+ * transition written together (writeTransitions, an `insert` write), computed against the definition
  * this node last started for the key. Answers undefined, having written nothing, when
  * the transactional path must decide: the business key is taken, a newer version was
  * deployed, the definition is unknown here, or the start needs reads inside a

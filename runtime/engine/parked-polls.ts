@@ -1,18 +1,18 @@
-// Wakes parked long polls when a topic gets work. Postgres NOTIFY only rings the
-// notification: a woken poll fetches again, and a periodic re-check covers anything
-// a notification cannot announce (a retry backoff running out, a lost connection,
-// a node that died between its commit and its relay, store/notifications.ts).
-// A transition committed by this process rings at once, in-process; the relayed
-// payloads of this process are skipped when they come back. Notifications that other
-// statements still send themselves (an unlock, an expired lease) come back over the
-// LISTEN connection a round trip and an event-loop turn later.
+// The parked-poll registry: wakes parked long polls when a topic gets work. A notification
+// only wakes: a woken poll fetches again, and a periodic re-check covers anything a
+// notification cannot announce (a retry backoff running out, a lost connection, a node that
+// died between its commit and its relay, store/notifications.ts). A statement committed by
+// this process wakes its polls at once, in-process (after-commit notifications); the relayed
+// payloads of this process are skipped when they come back. What SQL notifies itself (the
+// flow-limit release trigger, migration 0009) comes back over the LISTEN connection a round
+// trip and an event-loop turn later.
 //
-// A native poll parks with an offer (engine/poll-delivery.ts): a start or a single complete of this process may
-// claim it while it is parked and unrung, insert its new task already locked for it in
-// its own statement, and deliver the row. While claimed, nothing ends the park
-// (a ring, the wait running out, the caller leaving, stop): the claim's outcome is
-// waited for, so a task locked for the poll is always seen by it (and given back by
-// pollForTasks if the caller has left).
+// A native poll parks with an offer (poll delivery, engine/poll-delivery.ts): a start or a
+// single complete of this process may claim it while it is parked and unrung, insert its new
+// task already locked for it in its own statement, and deliver the row. While claimed,
+// nothing ends the park (a notification, the wait running out, the caller leaving, stop): the
+// claim's outcome is waited for, so a task locked for the poll is always seen by it (and given
+// back by pollForTasks if the caller has left).
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { announceListener, onNotifications, readNotifications, TASKS_CHANNEL, TIMERS_CHANNEL } from '../store/notifications.ts';
@@ -42,11 +42,11 @@ export interface PollClaims {
 }
 
 export interface TopicSubscription {
-  /** resolves when one of the topics was notified since subscribing, or after ms, or on abort, or when a task was handed */
+  /** resolves when one of the topics was notified since subscribing, or after ms, or on abort, or when a task was delivered */
   wait(ms: number, signal?: AbortSignal): Promise<void>;
-  /** what a start or a complete handed to this poll while it waited (engine/poll-delivery.ts); emptied by the call */
+  /** what a start or a complete delivered to this poll while it waited (engine/poll-delivery.ts); emptied by the call */
   takeHanded(): LockedTaskRow[];
-  /** lets starts and completes of this process hand a task to the poll while it is parked; undefined withdraws it */
+  /** lets starts and completes of this process deliver a task to the poll while it is parked; undefined withdraws it */
   offer(offer: PollOffer | undefined): void;
   /** the poll fetches now: the tasks it was woken for are this fetch's to take */
   fetching(): void;

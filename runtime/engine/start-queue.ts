@@ -2,7 +2,7 @@
 // time: starts that arrive while those run wait and go together as the next statement
 // (store/transition-statement.ts). A statement's cost to PostgreSQL is mostly per statement, so
 // under load a start costs a fraction of one alone; an idle node sends each start at once,
-// as before, so a lone start waits for nothing.
+// so a lone start waits for nothing.
 import type { Pool } from '../store/db.ts';
 import { framableHere, type TransitionWrite } from '../store/transition-statement.ts';
 import { writeTransitions } from '../store/transition-writer.ts';

@@ -93,8 +93,8 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest): Pr
 /**
  * The common complete in two round trips and one commit: read the task, its instance
  * and state in one statement without locks, compute the step's completion, and write
- * it in one guarded statement (applyEffects' guard: same revision and generation, the
- * holder's lock). New tasks of topics a native poll parked on this node waits for are
+ * it in one guarded statement (writeTransitions with a `guard`: same revision and
+ * generation, the holder's lock). New tasks of topics a native poll parked on this node waits for are
  * inserted locked for it by that statement and answered to it (engine/poll-delivery.ts).
  * Answers false, having written nothing, whenever the locked path must
  * decide: the guard lost to a concurrent transition, the caller does not hold the lock

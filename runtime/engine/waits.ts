@@ -92,10 +92,10 @@ async function timerTransition(
 export const FIRING_LANES = 4;
 /**
  * Most firings one transaction commits. One commit for many firings is most of the
- * gain (a firing alone was 7 round trips and a commit); a larger batch holds its
- * instances' locks longer and loses more work to a rollback. At 25, a burst of 167 took
- * two transactions a lane; one of 42 a lane cost Node 12% less CPU per firing and ended
- * the bursts sooner (docs/PERFORMANCE.md, "Session 17").
+ * gain (a firing alone is 7 round trips and a commit); a larger batch holds its
+ * instances' locks longer and loses more work to a rollback. At 25 a burst of 167 takes
+ * two transactions a lane; at 50 it takes one of 42 a lane, which costs Node 12% less CPU
+ * per firing and ends the bursts sooner (docs/PERFORMANCE.md, "Timer bursts").
  */
 export const FIRINGS_PER_TRANSACTION = 50;
 

@@ -22,8 +22,8 @@ export interface TimerSchedulerOptions {
   /** most due timers one round takes in hand (split over the firing lanes at once) */
   batchSize: number;
   /**
-   * Pokes within this long of each other share one recomputation. Creating timers at
-   * 300/s used to run the firing queries 300 times a second; now at most 1000/this.
+   * Pokes within this long of each other share one recomputation, so creating timers at
+   * 300/s runs the firing queries at most 1000/this times a second, not 300.
    * A timer due the moment it is created fires up to this much later.
    */
   pokeCoalesceMs?: number;

@@ -1,4 +1,4 @@
-// Errors for bad input and missing things. Races are results, not errors (STYLE.md).
+// Errors for bad input and missing things. Races are results, not errors: a lost guard is a typed result.
 
 export const ErrorCode = {
   /** the request body or query does not match its schema */

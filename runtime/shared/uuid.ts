@@ -14,7 +14,7 @@ export function isUuid(id: string): boolean {
  * edge of those indexes, next to the last instance's, where random (version 4) ids put them
  * on a random page of each: after a checkpoint, every such page's first change writes the
  * whole page to the WAL, and the pages of a large history seldom stay cached
- * (docs/PERFORMANCE.md, "Session 24"). Lock tokens and other ids stay random.
+ * (docs/PERFORMANCE.md, "Time-ordered instance ids"). Lock tokens and other ids stay random.
  */
 export function newInstanceId(): string {
   return v7();

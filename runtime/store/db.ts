@@ -14,28 +14,29 @@ export interface PoolOptions {
 }
 
 /**
- * How long an idle connection stays open. pg's default (10 s) closed most of the pool in
+ * How long an idle connection stays open. pg's default (10 s) closes most of the pool in
  * any quiet spell, and the next burst (a second's due timers, the first start after a
- * pause) paid new connections: authentication, a new backend with cold caches, every
- * statement prepared again. Bench workload 5's first bursts were 160 ms late against 60-90.
+ * pause) pays new connections: authentication, a new backend with cold caches, every
+ * statement prepared again. With pg's default, bench workload 5's first bursts are 160 ms
+ * late, against 60-90 with this (docs/PERFORMANCE.md, "Timer bursts").
  */
 export const POOL_IDLE_MS = 300_000;
 
 /**
  * The planner settings of every connection of Baton's pools, set before the pool hands the
- * new connection out (docs/PERFORMANCE.md, "Session 19"). They are for the hot path:
+ * new connection out (docs/PERFORMANCE.md, "Generic plans and planner settings"). They are for the hot path:
  * statements prepared once per connection and run thousands of times a minute, each finding
  * its rows by an index.
  *
- * - `plan_cache_mode = force_generic_plan`: with the default PostgreSQL kept making custom
- *   plans for some of them (about 2 ms a plan for the fetch) and made them again on every
+ * - `plan_cache_mode = force_generic_plan`: with the default PostgreSQL keeps making custom
+ *   plans for some of them (about 2 ms a plan for the fetch) and makes them again on every
  *   connection after each analyze.
- * - `enable_seqscan = off`: a plan made while a table was nearly empty (a new database, the
- *   first minute of a deployment) scanned it whole, and kept doing so as the table grew,
+ * - `enable_seqscan = off`: a plan made while a table is nearly empty (a new database, the
+ *   first minute of a deployment) scans it whole, and keeps doing so as the table grows,
  *   until the next analyze.
  * - `jit = off`: a scan the planner cannot avoid (a small table without a fitting index)
  *   still costs 10^10 with sequential scans off, far above the JIT thresholds: PostgreSQL
- *   builds with LLVM then spent 100-300 ms compiling such statements. Baton's statements
+ *   builds with LLVM would spend 100-300 ms compiling such statements. Baton's statements
  *   are short; JIT does not pay for them anyway.
  *
  * Reads whose best plan depends on their parameters' values (the API's lists, where one

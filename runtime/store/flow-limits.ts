@@ -133,7 +133,7 @@ export interface FetchOutcome<T> {
   tasks: T[];
   /** nothing was locked and a rate limit has its next start in this many ms: poll again then */
   retryInMs?: number;
-  /** a flow limit covers the topics (the fetch went the limited way): no task may be handed to the poll */
+  /** a flow limit covers the topics (the fetch went the limited way): no task may be delivered to the poll */
   limited?: boolean;
 }
 

@@ -1,4 +1,4 @@
-// Incident rows: raised inside transitions (see applyEffects), resolved by an operator.
+// Incident rows: raised inside transitions (store/transition-statement.ts), resolved by an operator.
 import type { IncidentKind } from '../model/vocabulary.ts';
 import type { Queryable } from './db.ts';
 import { notifyAfterCommit } from './notifications.ts';

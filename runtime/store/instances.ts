@@ -194,7 +194,8 @@ const TASK_SNAPSHOT_SQL = `jsonb_build_object('id', t.id, 'step_id', t.step_id, 
 /**
  * A task with its instance and the instance's state, read in one statement (one
  * snapshot) and without locks: the optimistic complete computes its transition from
- * this and writes it with applyEffects' guard, which fails if anything moved meanwhile.
+ * this and writes it with a guarded write (store/transition-writer.ts), which fails if
+ * anything moved meanwhile.
  */
 export async function readTaskTransition(
   db: Queryable,
@@ -233,9 +234,9 @@ export async function lockInstancesOfTasks(db: Queryable, taskIds: string[]): Pr
  * readTaskTransition for many tasks in one statement. Inside a transaction that holds
  * their instances (lockInstancesOfTasks, an earlier statement: see loadState) it reads
  * what the transitions must start from. The ids go through a sub-select so the planner
- * cannot count them: otherwise a custom plan (knowing the batch's size) always looked
- * cheaper than the generic one and was made afresh on every call, costing as much as
- * running it (test/db/generic-plans.test.ts).
+ * cannot count them: otherwise a custom plan (knowing the batch's size) always looks
+ * cheaper than the generic one and is made afresh on every call, costing as much as
+ * running it (test/db/store/generic-plans.test.ts).
  */
 export async function readTaskTransitions(
   db: Queryable,

@@ -1,14 +1,15 @@
 // Notifications: "topic T has new tasks", "a timer was created", "instance X, generation G
-// has frames up to seq N". The hot statements (a transition, a fetch's frames) used to
-// call pg_notify themselves, and PostgreSQL serializes the commits of notifying
-// transactions: one cluster-wide lock is held from the notify queue insert through the
-// commit's WAL flush. With several workers that queue cost a fifth of the throughput
-// (docs/PERFORMANCE.md). Now those statements answer what they would have rung, and:
+// has frames up to seq N". The hot statements (a transition, a fetch's frames) do not call
+// pg_notify themselves: PostgreSQL serializes the commits of notifying transactions (one
+// cluster-wide lock is held from the notify queue insert through the commit's WAL flush),
+// and with several workers that queue costs about a fifth of the throughput
+// (docs/PERFORMANCE.md, "Notifications after the commit"). Those statements answer what they
+// would notify, and:
 //
 // - this process's listeners (long polls, the timer scheduler, progress followers) are
 //   told at once, after the commit, in-process;
 // - a relay sends the notifications to the other nodes in a statement of its own, one per
-//   turn of the event loop however many commits rang, several notifications per NOTIFY
+//   turn of the event loop however many commits notified, several notifications per NOTIFY
 //   payload, with synchronous_commit off: it writes no data, so its commit need not
 //   wait for a WAL flush while holding that lock.
 //
@@ -42,7 +43,7 @@ export interface FrameNotice {
   seq: number;
 }
 
-/** What one committed statement rang. */
+/** What one committed statement notifies. */
 export interface Notifications {
   /** topics that got ready tasks */
   topics?: readonly string[];
@@ -90,8 +91,8 @@ export function onNotifications(listener: NotificationListener): () => void {
 }
 
 /**
- * Rings bells once db's transaction has committed (at once for a statement sent through
- * the pool: it was its own transaction): here in-process, elsewhere through the relay.
+ * Sends the notifications once db's transaction has committed (at once for a statement sent
+ * through the pool: it was its own transaction): here in-process, elsewhere through the relay.
  */
 export function notifyAfterCommit(db: Queryable, bells: Notifications): void {
   if (!bells.topics?.length && !bells.timers && !bells.frames?.length) return;
@@ -109,7 +110,7 @@ export function notifyAfterCommit(db: Queryable, bells: Notifications): void {
   });
 }
 
-/** Resolves once every notification rung through the pool so far was sent (or given up); before pool.end(), and for tests. */
+/** Resolves once every notification given through the pool so far was sent (or given up); before pool.end(), and for tests. */
 export function flushNotifications(pool: pg.Pool): Promise<void> {
   return relays.get(pool)?.flush() ?? Promise.resolve();
 }
@@ -167,7 +168,7 @@ interface Sender {
   query: Queryable['query'];
 }
 
-/** Gathers the notifications rung through one pool and sends them in one statement per turn. */
+/** Gathers the notifications given through one pool and sends them in one statement per turn. */
 class Relay {
   private topics = new Set<string>();
   private timers = false;
@@ -281,7 +282,7 @@ class Relay {
   }
 }
 
-/** For a client we cannot see commit: plain notifications, delivered at its commit as before. */
+/** For a client whose commit this process cannot see: pg_notify in its transaction, which PostgreSQL delivers at its commit. */
 const DIRECT_SQL = `select count(pg_notify(x.channel, x.payload)) as sent from unnest($1::text[], $2::text[]) as x(channel, payload)`;
 
 const relays = new WeakMap<object, Relay>();

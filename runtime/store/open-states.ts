@@ -1,11 +1,12 @@
-// How a look-up of one instance's (or one task's) live rows names the live state, where the
+// How a look-up of one instance's (or one task's) open rows names the open state, where the
 // table also has a partial index over that state for other readers (the due timers, the open
 // incidents, the locked and ready tasks by topic or expiry).
 // Written as the states a row is not, these predicates do not imply that index's
 // (`state = 'waiting'`, `status = 'open'`), so the planner cannot take it: with statistics
-// from a moment when no row was live, it counted one live row, found that index as cheap
-// as the instance's and read every live row of the table to find the instance's
-// (docs/PERFORMANCE.md, "Session 9"). The tables' check constraints keep the two forms equal.
+// from a moment when no row was open, it would count one open row, find that index as cheap
+// as the instance's and read every open row of the table to find the instance's (a timer
+// cancel 13.3 ms with 10,000 waiting; docs/PERFORMANCE.md, "Stale statistics and partial
+// indexes"). The tables' check constraints keep the two forms equal.
 
 /** A waiting timer; matches the predicate of timers_instance_idx (migration 0015). */
 export const OPEN_TIMER_SQL = "state not in ('fired', 'canceled')";
@@ -15,7 +16,7 @@ export const OPEN_INCIDENT_SQL = "status <> 'resolved'";
 
 /**
  * A task a worker holds, in look-ups by the task's id (the guards of complete, failure,
- * extend, unlock, progress). `state = 'locked'` let stale statistics (analyzed while few
+ * extend, unlock, progress). `state = 'locked'` lets stale statistics (analyzed while few
  * tasks were locked) send them through external_tasks_locked_topic_idx, reading every
  * locked task: 1.2 ms per guard with 3,000 held against 0.02 ms by the primary key.
  */

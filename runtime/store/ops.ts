@@ -20,9 +20,10 @@ export interface GaugeRows {
 
 /**
  * One snapshot of the gauges /metrics reports; low-cardinality groups only, planned with
- * PostgreSQL's defaults, not the hot path's. Each statement reads live rows through a
- * partial index (finished instances are counted as they end, ops/instruments.ts), so a
- * scrape costs what is live, not what history holds.
+ * PostgreSQL's defaults, not the hot path's. Each statement reads only open rows (live
+ * instances, ready and locked tasks, open incidents) through a partial index (finished
+ * instances are counted as they end, ops/instruments.ts), so a scrape costs what is live,
+ * not what history holds.
  */
 export function readGauges(pool: Pool): Promise<GaugeRows> {
   return withPlannerDefaults(pool, readGaugesIn);
@@ -38,7 +39,7 @@ export async function readGaugesIn(db: Queryable): Promise<GaugeRows> {
   const tasks = await db.query<GaugeRows['tasks'][number]>({
     name: 'metrics_tasks',
     // One branch per state, each matching a partial index's predicate: `state in ('ready', 'locked')`
-    // implies neither, and read every task ever created (150 ms with a million done ones).
+    // implies neither, and reads every task ever created (150 ms with a million done ones).
     text: `select topic, 'ready' as state, count(*)::int as count,
                   extract(epoch from now() - min(created_at) filter (where retry_at <= now()))::float8 as oldest_seconds
              from external_tasks where state = 'ready' group by topic

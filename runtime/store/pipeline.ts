@@ -1,8 +1,9 @@
 // Several statements of one transaction in one write, answered in order: node-postgres'
-// pipeline mode, switched on for one group of calls and off again. A batch of 21 timer
-// firings used to be 21 round trips of `apply_effects`, each a socket write and a wake-up
-// of the backend on both sides (about 0.25 ms of Node CPU per write on the 2-core bench
-// machine); pipelined, it is one write, and the backend runs the statements back to back.
+// pipeline mode, switched on for one group of calls and off again. Sent one by one, 21
+// statements are 21 round trips, each a socket write and a wake-up of the backend on both
+// sides (about 0.25 ms of Node CPU per write on the 2-core bench machine); pipelined, they
+// are one write, and the backend runs the statements back to back (docs/PERFORMANCE.md,
+// "Batches in two round trips").
 import type { Queryable } from './db.ts';
 
 /** The parts of a pg client a pipelined group uses (pg 8.23: `pipeline`, `connection.stream`). */

@@ -1,4 +1,4 @@
-// External task rows: the lease lifecycle of DESIGN.md §4, one guarded statement each.
+// External task rows: the lease lifecycle (runtime/store/README.md, "Status diagrams"), one guarded statement each.
 import type { Variables } from '../model/effects.ts';
 import type { TaskState } from '../model/vocabulary.ts';
 import type { Pool, Queryable } from './db.ts';
@@ -130,8 +130,9 @@ export const PER_TOPIC_PICK_BUDGET = 200;
 // The pick: each topic's first maxTasks ready tasks in fetch order, read from its ready index
 // and locked (skipping rows other fetches hold), then the first maxTasks of them all. It reads
 // and locks at most topics × maxTasks rows however many tasks wait; picking across the topics
-// at once read and sorted every waiting task of them (a bitmap scan: 12.8 ms per fetch with
-// 1,500 tasks waiting in the three-step bench, docs/PERFORMANCE.md "Session 12"). The rows it
+// at once reads and sorts every waiting task of them (a bitmap scan: 12.8 ms per fetch with
+// 1,500 tasks waiting in the three-step bench, against 0.11 ms this way; docs/PERFORMANCE.md,
+// "fetch-and-lock with a backlog"). The rows it
 // locked and did not take (`released`) stay locked until the commit, and the fetch rings their topics.
 function perTopicPickSql(order: FetchOrder): string {
   return `cand as (
@@ -213,8 +214,8 @@ const ANSWER_SQL = `select l.*, i.business_key, i.variables || l.local_variables
 
 // The unlimited fetch's answer: the locked rows, or when it locked none, one row of nulls
 // whose flow_limited says whether a flow limit covers the topics (then the limited fetch
-// decides). It used to be a second statement (flow_limits_cover) after every empty fetch,
-// that is before every long poll parks: a round trip on the way to parking.
+// decides). In the same statement, not a second one (flow_limits_cover) after every empty
+// fetch: that would be a round trip before every long poll parks.
 // Each row also carries its frame head's seq (FRAME_LOCKED_SQL), for the notification.
 // `released`: how many rows the pick locked and did not take (perTopicPickSql).
 const answerOrCoveredSql = (releasedSql: string): string => `select a.*, c.flow_limited, c.released,

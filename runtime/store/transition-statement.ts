@@ -4,7 +4,7 @@
 // every part carries its instance id and generation, so one shape serves any number of
 // instances. PostgreSQL's cost of a transition is mostly per statement, not per row: a
 // start cost its backend 400-530 µs of CPU one at a time, 150-205 µs per instance eight at
-// a time (docs/PERFORMANCE.md, "Statements").
+// a time (docs/PERFORMANCE.md, "Cost is per statement: transitions written together").
 //
 // A statement has only the parts its transitions use: a complete of a one-task instance
 // writes steps, flows, events, the instance row and its task, and a statement with every
@@ -323,9 +323,10 @@ export function transitionStatement(
         ')',
     );
   }
-  // `instance_id = any(…)` gives the instance indexes a condition to search by: with statistics
-  // from when no timer waited, the planner read all of timers_instance_idx for each batch, the
-  // pairs joined to every waiting timer (docs/PERFORMANCE.md, "Plans").
+  // `instance_id = any(…)` gives the instance indexes a condition to search by: without it, with
+  // statistics from when no timer waited, the planner reads all of timers_instance_idx for each
+  // batch, the pairs joined to every waiting timer (docs/PERFORMANCE.md, "Stale statistics and
+  // partial indexes").
   const endedWaits = rows((w) => w.effects.endedWaits);
   if (endedWaits.length > 0) {
     shape += PART.endedWaits;

@@ -42,9 +42,10 @@ export async function msUntilNextTimer(db: Queryable): Promise<number | undefine
  * left to fire one by one) and the timers fired, ordered by instance, then due time: an
  * instance's timers fire in due order, and the frame heads are locked at commit in instance
  * order, like every statement that writes events of several instances. The timers are
- * read by instance: with `state = 'waiting'` and `due_at <= now()` the guard matched
- * timers_due_idx, and statistics from when no timer waited made that index look empty, so
- * every batch read every due timer (docs/PERFORMANCE.md, "Session 16"). OPEN_TIMER_SQL rules
+ * read by instance: with `state = 'waiting'` and `due_at <= now()` the guard would match
+ * timers_due_idx, and statistics from when no timer waited make that index look empty, so
+ * every batch would read every due timer (docs/PERFORMANCE.md, "Stale statistics and partial
+ * indexes"). OPEN_TIMER_SQL rules
  * that index out, and the instances' ids give timers_instance_idx, which it matches, a
  * condition to search by instead of a whole scan.
  */

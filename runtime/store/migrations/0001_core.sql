@@ -1,4 +1,4 @@
--- Why: the core tables of DESIGN.md §5. Every hot row carries instance_id so the
+-- Why: the core tables (runtime/store/README.md, "Tables"). Every hot row carries instance_id so the
 -- per-instance tables can later be co-located by it (Citus).
 
 create table definitions (
@@ -106,7 +106,7 @@ create table incidents (
 create index incidents_open_idx on incidents (created_at) where status = 'open';
 create index incidents_instance_idx on incidents (instance_id);
 
--- Timers and the message inbox: filled by the BPMN event semantics (issue 3).
+-- Timers and the message inbox: filled by the BPMN event semantics (docs/events.md).
 create table timers (
   id           uuid primary key default gen_random_uuid(),
   instance_id  uuid references instances (id) on delete cascade,

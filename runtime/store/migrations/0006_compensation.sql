@@ -13,7 +13,7 @@ alter table instances add constraint instances_status_check
 create table compensations (
   instance_id     uuid not null references instances (id) on delete cascade,
   generation      integer not null,
-  -- the completed step being undone; at most once per generation (DESIGN.md §8.7)
+  -- the completed step being undone; at most once per generation (docs/events.md, "Compensation (saga)")
   host_step_id    text not null,
   handler_step_id text not null,
   -- 1 runs first: the most recently completed host

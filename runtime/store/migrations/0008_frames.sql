@@ -1,4 +1,4 @@
--- Why: issue 6's live progress. Frames are a per-(instance, generation) replay
+-- Why: live progress (docs/progress.md). Frames are a per-(instance, generation) replay
 -- buffer with a dense seq, so a reconnecting client can ask for "everything after
 -- seq N" and get no gap and no duplicate. The seq counter lives in frame_heads and
 -- its row lock is held until commit, so seqs of one generation commit in order:
@@ -42,7 +42,7 @@ create table progress_reports (
 create index progress_reports_step_idx on progress_reports (instance_id, step_id);
 create index progress_reports_task_idx on progress_reports (task_id);
 
--- Appends one frame at the next seq of its generation and rings the doorbell.
+-- Appends one frame at the next seq of its generation and notifies baton_frames.
 -- Answers null (and writes nothing) once the generation has ended.
 create function append_frame(p_instance uuid, p_generation integer, p_kind text, p_data jsonb, p_at timestamptz)
 returns integer language plpgsql as $$

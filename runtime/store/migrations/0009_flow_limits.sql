@@ -1,4 +1,5 @@
--- Why: downstream services have capacity limits (issue 4 §3). A flow limit caps,
+-- Why: downstream services have capacity limits (docs/workers.md, "Flow control and fair
+-- priority"). A flow limit caps,
 -- for one resource, the locks held at once (max_concurrent) and the new locks per
 -- second (max_starts_per_second, a token bucket refilled on the database clock).
 -- A resource covers the topics listed in flow_limit_topics: by default only the
@@ -36,7 +37,7 @@ create index external_tasks_locked_topic_idx on external_tasks (topic) where sta
 create index external_tasks_ready_age_idx on external_tasks (topic, created_at) where state = 'ready';
 
 -- A released lock (complete, failure, BPMN error, unlock, expiry, cancel) frees
--- capacity: ring the doorbell of every topic of a resource with max_concurrent,
+-- capacity: notify baton_tasks for every topic of a resource with max_concurrent,
 -- so parked long polls fetch again at once instead of at the safety re-check.
 create function flow_limit_released() returns trigger language plpgsql as $$
 begin

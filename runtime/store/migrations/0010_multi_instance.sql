@@ -1,5 +1,5 @@
 -- Why: multi-instance service tasks run one external task per element of a
--- collection. A task row is now keyed by its element (loop_index; 0 for every
+-- collection. A task row is keyed by its element (loop_index; 0 for every
 -- other task) and carries the element's own variables (the element variable and
 -- loopCounter), which fetch-and-lock merges over the instance variables. The
 -- multi-instance step keeps its progress (elements, results, completed and

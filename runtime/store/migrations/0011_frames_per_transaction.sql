@@ -1,12 +1,12 @@
--- Why: issue 8. Every history event was framed on its own: a head update, a frame
--- insert and a NOTIFY per event, about 40% of what a one-task instance cost. Now the
--- first deferred trigger of a transaction for an (instance, generation) frames all of
--- that transaction's events of it at once (one head update, one multi-row insert, one
--- doorbell carrying the last seq) and marks the head with the transaction id, so the
--- triggers of the other events find the work done. The head lock is still taken at
--- commit, in the order the events were inserted, so nothing about deadlocks or the
--- commit order of seqs changes (docs/progress.md). Also baton_transition_guard, at the
--- end, for the optimistic starts and completes.
+-- Why: framing each history event on its own (a head update, a frame insert and a NOTIFY
+-- per event) costs about 40% of what a one-task instance costs (docs/PERFORMANCE.md,
+-- "Frames written in the statement"). The first deferred trigger of a transaction for an
+-- (instance, generation) frames all of that transaction's events of it at once (one head
+-- update, one multi-row insert, one notification carrying the last seq) and marks the head
+-- with the transaction id, so the triggers of the other events find the work done. The
+-- head lock is taken at commit, in the order the events were inserted, so the lock order
+-- and the commit order of seqs are those of 0008 (docs/progress.md). Also
+-- baton_transition_guard, at the end, for the optimistic starts and completes.
 
 alter table frame_heads add column framed_xid xid8;
 
@@ -86,7 +86,7 @@ begin
   return null;
 end $$;
 
--- An optimistic transition (runtime/store/instances.ts applyEffects with a guard) is one
+-- An optimistic transition (a guarded or insert write, runtime/store/transition-statement.ts) is one
 -- statement outside any transaction; when the instance moved since it was read, this
 -- aborts the statement, so none of its writes stay. SQLSTATE BT409 tells the caller to
 -- fall back to the locked path.

@@ -1,15 +1,15 @@
--- Why: issue 8. Framing cost about 38% of PostgreSQL's time per one-task instance: a
--- deferred trigger call per history event (plpgsql, even when it found the work done)
--- and a framing statement per transaction that read the events back. The optimistic
--- start and complete are one statement each, outside any transaction; they now write
--- their frames themselves (store/apply-effects.ts) and mark those events `framed`, and
--- the trigger's WHEN leaves such rows alone, so nothing is queued for them.
+-- Why: framing by the trigger costs about 38% of PostgreSQL's time per one-task instance:
+-- a deferred trigger call per history event (plpgsql, even when it finds the work done)
+-- and a framing statement per transaction that reads the events back (docs/PERFORMANCE.md,
+-- "Frames written in the statement"). The optimistic start and complete are one statement
+-- each, outside any transaction; they write their frames themselves
+-- (store/transition-statement.ts) and mark those events `framed`, and the trigger's WHEN
+-- leaves such rows alone, so nothing is queued for them.
 --
--- The lock-order argument of 0008/0011 still holds for them: the frame head is locked by
+-- The lock-order argument of 0008/0011 holds for them too: the frame head is locked by
 -- the last part of that statement, after every row lock it takes (the parts it depends
 -- on are run first), and the statement's commit follows at once. Every other writer of
--- events (transactions, fetch-and-lock, the sweepers) is framed by the trigger at commit
--- as before.
+-- events (transactions, fetch-and-lock, the sweepers) is framed by the trigger at commit.
 
 -- true: the statement that inserted the event also wrote its frame; null: the trigger frames it
 alter table events add column framed boolean;

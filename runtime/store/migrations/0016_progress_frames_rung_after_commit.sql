@@ -1,9 +1,9 @@
--- Why: issue 8. A transaction that sends a NOTIFY commits under PostgreSQL's cluster-wide
--- notify lock, held through its WAL flush (docs/ARCHITECTURE.md, "Doorbells after the
--- commit"), and every progress flush did: append_frame rang its frame. The flushes Node
--- sends (store/progress.ts) now ring after their commit themselves: their statement sets
+-- Why: a transaction that sends a NOTIFY commits under PostgreSQL's cluster-wide notify
+-- lock, held through its WAL flush (docs/ARCHITECTURE.md, "Notifications after the
+-- commit"), and append_frame notifies its frame in every progress flush. The flushes Node
+-- sends (store/progress.ts) notify after their commit themselves: their statement sets
 -- baton.ring_after_commit for its own transaction, and append_frame keeps quiet then. The
--- framing trigger's calls (0011: a transaction's events with progress pending) still ring
+-- framing trigger's calls (0011: a transaction's events with progress pending) notify
 -- here: their callers do not know the seqs.
 create or replace function append_frame(p_instance uuid, p_generation integer, p_kind text, p_data jsonb, p_at timestamptz)
 returns integer language plpgsql as $$
