@@ -1,4 +1,4 @@
-// /api/flow-limits: capacity limits of downstream resources (docs/workers.md, "Flow control").
+// /api/flow-limits: capacity limits of downstream resources (docs/workers.md, "Flow control and fair priority").
 // Reads for admin and viewer, writes for admin (runtime/security/roles.ts).
 import { Router } from 'express';
 import type { Engine } from '../engine/context.ts';

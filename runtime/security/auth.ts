@@ -26,8 +26,8 @@ export interface Caller {
 /**
  * How long "are there stored tokens at all?" is remembered; a created token takes effect
  * within it (and one count's round trip). Past it, the request is answered from the last
- * count while a new one is taken in the background: a request once a second used to wait
- * for that extra round trip, which showed in the bench's pickup p99.
+ * count while a new one is taken in the background, so no request waits for that extra
+ * round trip (once a second one would, and it shows in the bench's pickup p99).
  */
 const STORED_COUNT_TTL_MS = 1000;
 

@@ -22,7 +22,7 @@ export const FaultPoint = {
   /** engine: a compensation handler finished, the next one not committed yet */
   compensationMidSaga: 'compensation:mid-saga',
   /** store: a transition committed and its notifications rang in-process, not relayed to the other nodes yet */
-  doorbellsBeforeRelay: 'notifications:before-relay',
+  notificationsBeforeRelay: 'notifications:before-relay',
 } as const;
 export type FaultPoint = (typeof FaultPoint)[keyof typeof FaultPoint];
 

@@ -72,9 +72,9 @@ export async function readFrameHead(db: Queryable, instanceId: string, generatio
 
 /** Frames of one generation after a seq, in seq order. */
 /** The heads of every generation of the instances, as notifications: what a lost notification would have said (stream/frame-hub.ts). */
-export async function readFrameBells(db: Queryable, instanceIds: string[]): Promise<FrameNotice[]> {
+export async function readFrameNotices(db: Queryable, instanceIds: string[]): Promise<FrameNotice[]> {
   const { rows } = await db.query<{ instance_id: string; generation: number; last_seq: number }>({
-    name: 'read_frame_bells',
+    name: 'read_frame_notices',
     text: 'select instance_id, generation, last_seq from frame_heads where instance_id = any($1::uuid[])',
     values: [instanceIds],
   });

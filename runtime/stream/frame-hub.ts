@@ -8,7 +8,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { announceListener, FRAMES_CHANNEL, onNotifications, readNotifications } from '../store/notifications.ts';
-import { readFrameBells } from '../store/frames.ts';
+import { readFrameNotices } from '../store/frames.ts';
 
 export interface NewFrames {
   instanceId: string;
@@ -130,7 +130,7 @@ export class FrameHub {
     if (!client || this.stopped || this.rechecking || this.listeners.size === 0) return;
     this.rechecking = true;
     try {
-      for (const bell of await readFrameBells(client, [...this.listeners.keys()])) this.dispatch(bell);
+      for (const bell of await readFrameNotices(client, [...this.listeners.keys()])) this.dispatch(bell);
     } catch {
       // a lost connection reconnects and rings everyone
     } finally {
