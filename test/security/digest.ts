@@ -1,4 +1,4 @@
-// A digest of every table's rows (as test/db/bad-input.test.ts): rejected input must leave it unchanged.
+// A digest of every table's rows (as test/db/api/bad-input.test.ts): rejected input must leave it unchanged.
 import pg from 'pg';
 import type { Pool } from '../../runtime/store/db.ts';
 

@@ -1,4 +1,4 @@
-// Starts written together (engine/start-queue.ts, store/apply-together.ts): while a start's
+// Starts written together (engine/start-queue.ts, store/transition-statement.ts): while a start's
 // statement is in flight, the starts that arrive wait and go as one statement. Each must
 // write exactly what a lone start writes, a batch-mate's lost guard or refused input must
 // not cost the others their start, and every combination of parts must prepare and run.
