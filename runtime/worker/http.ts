@@ -1,6 +1,6 @@
 // The SDK's only door to the server: JSON over node:http with kept-alive connections, with
 // auth, and outcomes as values. Not fetch: undici's streams cost about as much CPU per call
-// as the server's whole handling of it (docs/PERFORMANCE.md, "HTTP: the SDK's client and the lean lane").
+// as the server's whole handling of it (docs/PERFORMANCE.md, "HTTP: the SDK's client and express").
 import http from 'node:http';
 import https from 'node:https';
 import type { WorkerAuth } from './types.ts';
