@@ -85,7 +85,14 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
     await pool.end();
     throw err;
   });
-  const engine = createEngine(pool, opts.log, opts.engine);
+  const limits: LimitOptions = {
+    ...DEFAULT_LIMITS,
+    jsonLimit: opts.jsonLimit ?? '1mb',
+    xmlLimit: opts.xmlLimit ?? '5mb',
+    ...opts.limits,
+  };
+  // The engine checks a result's variables against the limit with the variables its transition reads.
+  const engine = createEngine(pool, opts.log, { ...opts.engine, maxVariablesBytes: limits.maxVariablesBytes });
   await opts.prepare?.(engine);
   const parkedPolls = new ParkedPolls(opts.databaseUrl, opts.log);
   await parkedPolls.start();
@@ -113,14 +120,8 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   const drain = createDrain();
   app.use(drain.guard);
   const authorize = createAuthorizer(pool, opts.log, opts.auth);
-  const limits: LimitOptions = {
-    ...DEFAULT_LIMITS,
-    jsonLimit: opts.jsonLimit ?? '1mb',
-    xmlLimit: opts.xmlLimit ?? '5mb',
-    ...opts.limits,
-  };
   // Reads the body of every /api and /engine-rest request, once, with that API's limit.
-  app.use(securityLayer({ authorize, pool, log: opts.log, parkedPolls, limits }));
+  app.use(securityLayer({ authorize, log: opts.log, parkedPolls, limits }));
   // The workers' and starters' routes first: a request walks every layer mounted before its own.
   app.use('/api/instances', instancesRouter(engine));
   app.use('/api/external-tasks', tasksRouter(engine, parkedPolls), progressRouter(progress));

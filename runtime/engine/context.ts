@@ -22,6 +22,8 @@ export interface EngineOptions {
    */
   startLanes: number;
   startBatchMax: number;
+  /** how large a result may grow an instance's variables (jsonb text bytes); unlimited unless the server sets its limit */
+  maxVariablesBytes: number;
 }
 
 export const defaultEngineOptions: EngineOptions = {
@@ -30,6 +32,7 @@ export const defaultEngineOptions: EngineOptions = {
   leaseExpiryAllowance: 3,
   startLanes: 2,
   startBatchMax: 32,
+  maxVariablesBytes: Infinity,
 };
 
 export interface Engine {

@@ -25,7 +25,9 @@ import {
 import { listCompensations } from '../store/compensations.ts';
 import { finishHandler, startSaga } from './compensate.ts';
 import { indexPlan } from './plan-index.ts';
+import { BatonError } from '../shared/errors.ts';
 import { fault } from '../shared/faults.ts';
+import { jsonbTextBytes } from '../shared/variables-size.ts';
 import { taskRetries } from '../ops/instruments.ts';
 import {
   failExpiredLease,
@@ -46,9 +48,10 @@ export interface CompleteTaskRequest extends LockHolder {
   variables?: Variables;
 }
 
-export async function completeTask(engine: Engine, req: CompleteTaskRequest): Promise<TaskCallResult> {
-  if (await completeOptimistically(engine, req)) return { ok: true, duplicate: false };
+export async function completeTask(engine: Engine, req: CompleteTaskRequest, batchItem = false): Promise<TaskCallResult> {
+  if (await completeOptimistically(engine, req, batchItem)) return { ok: true, duplicate: false };
   return holderTransition(engine, req, { kind: 'complete', payload: req.variables }, async (tx, instance) => {
+    checkResultVariables(engine, instance.variables, req, batchItem);
     const result = await markTaskDone(tx, { ...req, generation: instance.generation });
     if (!result.ok) return result;
     const plan = await planOf(engine, instance.definition_id, tx);
@@ -101,8 +104,9 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest): Pr
  * (a repeat, a late result), or the transition needs reads inside a transaction
  * (multi-instance, compensation, message waits, termination).
  */
-async function completeOptimistically(engine: Engine, req: CompleteTaskRequest): Promise<boolean> {
+async function completeOptimistically(engine: Engine, req: CompleteTaskRequest, batchItem: boolean): Promise<boolean> {
   const read = await readTaskTransition(engine.pool, req.taskId);
+  if (read) checkResultVariables(engine, read.instance.variables, req, batchItem);
   const write = read && (await completionOf(engine, read, req));
   if (!write) return false;
   // A chain's next task goes to a poll parked for its topic, locked in this statement (engine/poll-delivery.ts).
@@ -186,7 +190,7 @@ export async function completeTasks(
       answers.push('completed');
       continue;
     }
-    const single = await completeTask(engine, { ...item, workerId });
+    const single = await completeTask(engine, { ...item, workerId }, true);
     answers.push(single.ok ? (single.duplicate ? 'repeated' : 'completed') : single.reason);
   }
   return answers;
@@ -221,6 +225,11 @@ async function completeInOneTransaction(
           () => readTaskTransitions(tx, ids(items)),
         ]),
       ) as [void, string[], Awaited<ReturnType<typeof readTaskTransitions>>];
+      // Nothing is written when one task's variables would grow its instance past the limit.
+      for (const item of items) {
+        const read = firstReads.get(item.taskId);
+        if (read) checkResultVariables(engine, read.instance.variables, item, true);
+      }
       const writes: TransitionWrite[] = [];
       let pending = items;
       let reads = firstReads;
@@ -270,10 +279,36 @@ async function completeInOneTransaction(
       return new Set(writes.map((w) => w.guard!.completes!.taskId));
     });
   } catch (err) {
+    // Bad input (variables past the limit) refuses the whole batch, having written nothing.
+    if (err instanceof BatonError) throw err;
     // A guard lost inside the batch (a lease expired meanwhile) or a deadlock: each on its own.
     engine.log.warn({ workerId, tasks: items.length, error: (err as Error).message }, 'task:batch_complete_fallback');
     return new Set();
   }
+}
+
+/**
+ * A result's variables must not grow its instance's variables past the limit (engine option
+ * maxVariablesBytes; BATON_MAX_VARIABLES_BYTES), measured as PostgreSQL measures the merged
+ * jsonb, from the variables the transition has already read: no query of its own. Checked
+ * before the holder's lock, so a repeat or a late result past the limit gets the same 413; a
+ * multi-instance element's result, which stays local, is held to the same bound.
+ */
+function checkResultVariables(
+  engine: Engine,
+  stored: Variables,
+  req: { taskId: string; variables?: Variables | undefined },
+  batchItem: boolean,
+): void {
+  const max = engine.options.maxVariablesBytes;
+  if (!req.variables || !Number.isFinite(max)) return;
+  const bytes = jsonbTextBytes({ ...stored, ...req.variables });
+  if (bytes <= max) return;
+  throw new BatonError(
+    'payload_too_large',
+    `With ${batchItem ? `the variables of task ${req.taskId}` : 'these variables'} the instance would hold ${bytes} bytes of variables, above the limit of ${max} bytes (BATON_MAX_VARIABLES_BYTES)`,
+    { limit: 'maxVariablesBytes', max, actual: bytes, ...(batchItem ? { taskId: req.taskId } : {}) },
+  );
 }
 
 export interface FailTaskRequest extends LockHolder {
@@ -336,6 +371,7 @@ export interface BpmnErrorRequest extends LockHolder {
  */
 export async function reportBpmnError(engine: Engine, req: BpmnErrorRequest): Promise<TaskCallResult> {
   return holderTransition(engine, req, { kind: 'bpmn-error', payload: req.variables }, async (tx, instance) => {
+    checkResultVariables(engine, instance.variables, req, false);
     const result = await markTaskErrored(tx, { ...req, generation: instance.generation, errorMessage: req.errorMessage ?? null });
     if (!result.ok) return result;
     const task = result.task;

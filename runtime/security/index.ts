@@ -23,13 +23,12 @@ export async function checkAuthBeforeListening(pool: Pool, host: string, auth: A
  */
 export function securityLayer(p: {
   authorize: Authorizer;
-  pool: Pool;
   log: Logger;
   parkedPolls: ParkedPolls;
   limits: LimitOptions;
 }): RequestHandler {
   const authenticate = authMiddleware(p.authorize, p.log);
-  const checkLimits = limitsMiddleware(p.limits, p.parkedPolls, p.log, p.pool);
+  const checkLimits = limitsMiddleware(p.limits, p.parkedPolls, p.log);
   return (req, res, next) =>
     authenticate(req, res, () => {
       // Called from the authorizer's promise: a throw would be an unhandled rejection, not the request's error.

@@ -6,10 +6,7 @@ import type { Logger } from 'pino';
 import { refusalAnswer, sendAnswer, type Refusal } from '../api/answer.ts';
 import { camundaErrorHandler } from '../camunda/api/errors.ts';
 import type { ParkedPolls } from '../engine/parked-polls.ts';
-import { isUuid } from '../shared/validate.ts';
 import { BatonError } from '../shared/errors.ts';
-import type { Pool } from '../store/db.ts';
-import { measureMergedVariablesOfTasks } from '../store/ops.ts';
 
 export interface LimitOptions {
   /** JSON body limit of /api (body-parser syntax: '1mb') */
@@ -177,59 +174,6 @@ function writeLimitRefusal(opts: LimitOptions, parkedPolls: ParkedPolls, req: Wr
   return undefined;
 }
 
-const TASK_RESULT = /^\/external-tasks\/([^/]+)\/(complete|bpmn-error)\/?$/i;
-const BATCH_COMPLETE = /^\/external-tasks\/complete-batch\/?$/i;
-
-const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
-
-/** A path segment as the router hands it to the route, percent-escapes decoded; a malformed one never reaches the route. */
-function decodedSegment(raw: string): string {
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return raw;
-  }
-}
-
-/** The (task, variables) pairs of a native complete, bpmn-error or batch complete that carry variables. */
-function resultVariables(req: WriteRequest): [string, Record<string, unknown>][] {
-  const single = TASK_RESULT.exec(req.path)?.[1];
-  const items = single
-    ? [{ id: decodedSegment(single), variables: (req.body as { variables?: unknown } | undefined)?.variables }]
-    : BATCH_COMPLETE.test(req.path) && isObject(req.body)
-      ? batchItems(req.body).filter(isObject)
-      : [];
-  return items.flatMap((item) =>
-    typeof item.id === 'string' && isUuid(item.id) && isObject(item.variables)
-      ? [[item.id, item.variables] as [string, Record<string, unknown>]]
-      : [],
-  );
-}
-
-/**
- * A native complete or bpmn-error (each task of a batch) must not grow its instance's variables
- * past the limit: `pairs` are its tasks with variables (resultVariables), one query for all.
- */
-async function mergedVariablesRefusal(
-  opts: LimitOptions,
-  pool: Pool,
-  req: WriteRequest,
-  pairs: [string, Record<string, unknown>][],
-): Promise<Refusal | undefined> {
-  const sizes = await measureMergedVariablesOfTasks(pool, pairs);
-  const over = sizes.findIndex((bytes) => bytes !== undefined && bytes > opts.maxVariablesBytes);
-  if (over < 0) return undefined;
-  const [taskId] = pairs[over]!;
-  const bytes = sizes[over]!;
-  const batch = BATCH_COMPLETE.test(req.path);
-  return {
-    status: 413,
-    type: 'PayloadTooLarge',
-    message: `With ${batch ? `the variables of task ${taskId}` : 'these variables'} the instance would hold ${bytes} bytes of variables, above the limit of ${opts.maxVariablesBytes} bytes (BATON_MAX_VARIABLES_BYTES)`,
-    details: { limit: 'maxVariablesBytes', max: opts.maxVariablesBytes, actual: bytes, ...(batch ? { taskId } : {}) },
-  };
-}
-
 // A body of 20,000 nested arrays is 40 KB, well inside the size limits, and every recursive
 // walk of it (these checks, JSON.stringify, the store) overflows the stack: a 500, or with a
 // lone surrogate escape in it an uncaught exception that stopped the process. Bodies whose
@@ -319,8 +263,6 @@ interface Mount {
   xml?: RequestHandler;
   /** answers a body that cannot be read or parsed */
   parseError: ErrorRequestHandler;
-  /** a native result may not grow its instance's variables past the limit */
-  checksMergedVariables: boolean;
 }
 
 /** The mount a path is under, matched as express matches a mount: any case, then the end or a slash. */
@@ -338,13 +280,12 @@ function mountOf(path: string, mounts: Mount[]): Mount | undefined {
  * write. One function, not a router of its own: every request walks each router layer
  * in front of its route.
  */
-export function limitsMiddleware(opts: LimitOptions, parkedPolls: ParkedPolls, log: Logger, pool: Pool): RequestHandler {
+export function limitsMiddleware(opts: LimitOptions, parkedPolls: ParkedPolls, log: Logger): RequestHandler {
   const verify = noteRawBody(opts.maxJsonDepth);
   const camunda: Mount = {
     prefix: '/engine-rest',
     json: express.json({ limit: opts.camundaJsonLimit, type: ['application/json', 'application/*+json'], verify }),
     parseError: camundaErrorHandler(log),
-    checksMergedVariables: false,
   };
   const native: Mount = {
     prefix: '/api',
@@ -352,7 +293,6 @@ export function limitsMiddleware(opts: LimitOptions, parkedPolls: ParkedPolls, l
     xml: express.text({ type: ['application/xml', 'text/xml'], limit: opts.xmlLimit }),
     // the app's error table
     parseError: (err, _req, _res, next) => next(err),
-    checksMergedVariables: true,
   };
   const mounts = [native, camunda];
 
@@ -370,10 +310,7 @@ export function limitsMiddleware(opts: LimitOptions, parkedPolls: ParkedPolls, l
         const write: WriteRequest = { path: below, originalUrl: req.originalUrl, body: req.body };
         const refusal = writeLimitRefusal(opts, parkedPolls, write);
         if (refusal) return answerRefusal(res, refusal);
-        // Most writes carry no result variables: they go on at once, without a query.
-        const pairs = mount.checksMergedVariables ? resultVariables(write) : [];
-        if (pairs.length === 0) return next();
-        mergedVariablesRefusal(opts, pool, write, pairs).then((merged) => (merged ? answerRefusal(res, merged) : next()), next);
+        next();
       } catch (thrown) {
         next(thrown);
       }

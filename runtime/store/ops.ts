@@ -69,23 +69,3 @@ export async function readGaugesIn(db: Queryable): Promise<GaugeRows> {
     inserted: { frames: insertedInto('frames'), incidents: insertedInto('incidents') },
   };
 }
-
-/**
- * Bytes of each task's instance variables once its `variables` are merged in (top level, as
- * a complete merges them), as PostgreSQL prints jsonb, in the order given; undefined for an
- * unknown task. One statement for a whole batch complete.
- */
-export async function measureMergedVariablesOfTasks(
-  db: Queryable,
-  pairs: [string, Record<string, unknown>][],
-): Promise<(number | undefined)[]> {
-  const { rows } = await db.query<{ n: number; bytes: number }>({
-    name: 'measure_merged_variables',
-    text: `select x.n::int, octet_length((i.variables || x.variables)::text)::int as bytes
-             from unnest($1::uuid[], $2::jsonb[]) with ordinality as x(task_id, variables, n)
-             join external_tasks t on t.id = x.task_id join instances i on i.id = t.instance_id`,
-    values: [pairs.map(([id]) => id), pairs.map(([, v]) => JSON.stringify(v))],
-  });
-  const bytes = new Map(rows.map((r) => [r.n, r.bytes]));
-  return pairs.map((_, i) => bytes.get(i + 1));
-}
