@@ -316,6 +316,24 @@ export interface FailTaskRequest extends LockHolder {
   errorDetails?: string;
 }
 
+/** The effects of a failure the store has applied: its task:failed event, with the retry it left (if any). */
+export function taskFailedEffects(task: ExternalTaskRow, workerId: string, errorMessage: string | null | undefined): Effects {
+  const fx = emptyEffects();
+  fx.events.push({
+    kind: 'task:failed',
+    stepId: task.step_id,
+    taskId: task.id,
+    data: {
+      workerId,
+      attempt: task.attempt,
+      errorMessage,
+      retriesLeft: task.retries_left,
+      retryAt: task.state === 'ready' ? task.retry_at : null,
+    },
+  });
+  return fx;
+}
+
 /** The engine decides: another attempt after a backoff, or an incident when retries are exhausted. */
 export async function failTask(engine: Engine, req: FailTaskRequest): Promise<TaskCallResult> {
   return holderTransition(engine, req, { kind: 'failure', payload: req.errorDetails }, async (tx, instance) => {
@@ -328,19 +346,7 @@ export async function failTask(engine: Engine, req: FailTaskRequest): Promise<Ta
     });
     if (!result.ok) return result;
     const task = result.task;
-    const fx = emptyEffects();
-    fx.events.push({
-      kind: 'task:failed',
-      stepId: task.step_id,
-      taskId: task.id,
-      data: {
-        workerId: req.workerId,
-        attempt: task.attempt,
-        errorMessage: req.errorMessage,
-        retriesLeft: task.retries_left,
-        retryAt: task.state === 'ready' ? task.retry_at : null,
-      },
-    });
+    const fx = taskFailedEffects(task, req.workerId, req.errorMessage);
     const plan = await planOf(engine, instance.definition_id, tx);
     if (task.state === 'failed') {
       await settleExhaustedTask(

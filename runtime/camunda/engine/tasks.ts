@@ -6,7 +6,13 @@
 import { completeStep } from '../../engine/advance.ts';
 import { emptyEffects, type Effects, type Variables } from '../../model/effects.ts';
 import { planOf, type Engine } from '../../engine/context.ts';
-import { completeTask, reportBpmnError, settleExhaustedTask, type TaskCallResult } from '../../engine/tasks.ts';
+import {
+  completeTask,
+  reportBpmnError,
+  settleExhaustedTask,
+  taskFailedEffects,
+  type TaskCallResult,
+} from '../../engine/tasks.ts';
 import { commitTransition, type CommitOptions } from '../../engine/transition.ts';
 import type { InstanceStatus } from '../../model/vocabulary.ts';
 import type { Plan } from '../../compiler/plan.ts';
@@ -95,19 +101,7 @@ export async function failCamundaTask(engine: Engine, req: CamundaFailureRequest
     if (!result.ok) return result;
     const task = result.task;
     const stored = { ...instance.variables, ...req.variables.values };
-    const fx = emptyEffects();
-    fx.events.push({
-      kind: 'task:failed',
-      stepId: task.step_id,
-      taskId: task.id,
-      data: {
-        workerId: req.workerId,
-        attempt: task.attempt,
-        errorMessage: req.errorMessage,
-        retriesLeft: task.retries_left,
-        retryAt: task.state === 'ready' ? task.retry_at : null,
-      },
-    });
+    const fx = taskFailedEffects(task, req.workerId, req.errorMessage);
     const plan = await planOf(engine, instance.definition_id, tx);
     if (task.state === 'failed') {
       await settleExhaustedTask(

@@ -80,7 +80,7 @@ beforeAll(async () => {
       [
         { id: 's', type: 'startEvent' },
         { id: 'work', type: 'serviceTask', topic: 'race-work' },
-        { id: 'timeout', type: 'boundaryEvent', attachedTo: 'work', timer: { duration: 'PT0.1S' } },
+        { id: 'timeout', type: 'boundaryEvent', attachedTo: 'work', timer: { duration: 'PT0.3S' } },
         { id: 'merge', type: 'exclusiveGateway' },
         { id: 'e', type: 'endEvent' },
       ],
