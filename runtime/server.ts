@@ -27,11 +27,13 @@ import { eventsRouter } from './api/events-routes.ts';
 import { createPool } from './store/db.ts';
 import { flushNotifications } from './store/notifications.ts';
 import { applyMigrations } from './store/migrate.ts';
+import { watchTokenChanges } from './store/token-changes.ts';
 import {
   checkAuthBeforeListening,
   createAuthorizer,
   DEFAULT_LIMITS,
   designerHeaders,
+  isLoopbackHost,
   securityLayer,
   type AuthOptions,
   type LimitOptions,
@@ -119,7 +121,10 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.set('etag', false);
   const drain = createDrain();
   app.use(drain.guard);
-  const authorize = createAuthorizer(pool, opts.log, opts.auth);
+  const tokenChanges = await watchTokenChanges(opts.databaseUrl, opts.log);
+  // Open while no token exists only where nobody else can reach it (docs/security.md, "Open mode").
+  const openWithoutTokens = isLoopbackHost(opts.host);
+  const authorize = createAuthorizer(pool, opts.log, { ...opts.auth, changes: tokenChanges, openWithoutTokens });
   // Reads the body of every /api and /engine-rest request, once, with that API's limit.
   app.use(securityLayer({ authorize, log: opts.log, parkedPolls, limits }));
   // The workers' and starters' routes first: a request walks every layer mounted before its own.
@@ -153,7 +158,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
     pool,
     hub: frameHub,
     log: opts.log,
-    authorize: socketAuthorizer(pool, opts.log, opts.auth?.tokens),
+    authorize: socketAuthorizer(pool, opts.log, opts.auth?.tokens, openWithoutTokens),
     ...(opts.progressStream ? { options: opts.progressStream } : {}),
   });
   await new Promise<void>((resolve, reject) => {
@@ -183,7 +188,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
         timers.stop(),
         retention.stop(),
       ]);
-      await Promise.all([frameHub.stop(), progress.close()]);
+      await Promise.all([frameHub.stop(), progress.close(), tokenChanges.stop()]);
       await flushNotifications(pool); // the other nodes hear the last commits' notifications
       await pool.end(); // waits for clients still checked out
     },

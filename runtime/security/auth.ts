@@ -6,6 +6,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { refusalAnswer, sendAnswer, type Refusal } from '../api/answer.ts';
 import type { Pool } from '../store/db.ts';
+import type { TokenChanges } from '../store/token-changes.ts';
 import { countActiveTokens, findActiveToken } from '../store/tokens.ts';
 import { FailureLimiter, type FailureLimiterOptions } from './failure-limiter.ts';
 import { accessFor, normalizePath, type Role } from './roles.ts';
@@ -16,6 +17,18 @@ export interface AuthOptions {
   tokens?: ConfiguredToken[];
   /** rate limit of requests without a valid token, per client address */
   failures?: FailureLimiterOptions;
+  /**
+   * Changes to the tokens table as they happen: while they are heard, stored tokens once
+   * looked up and the count of them are kept until one changes; without it (or while its
+   * connection is down) every request with a stored token reads the table.
+   */
+  changes?: TokenChanges;
+  /**
+   * Whether every route is open while no token exists at all: only on a loopback address
+   * (server.ts). Elsewhere a request without a valid token is refused even after the last
+   * token was revoked.
+   */
+  openWithoutTokens?: boolean;
 }
 
 export interface Caller {
@@ -24,12 +37,15 @@ export interface Caller {
 }
 
 /**
- * How long "are there stored tokens at all?" is remembered; a created token takes effect
+ * While changes to the tokens table are not heard: how long "are there stored tokens at
+ * all?" is remembered; a created token takes effect
  * within it (and one count's round trip). Past it, the request is answered from the last
  * count while a new one is taken in the background, so no request waits for that extra
  * round trip (once a second one would, and it shows in the bench's pickup p99).
  */
 const STORED_COUNT_TTL_MS = 1000;
+/** Stored tokens kept at most; past it the cache starts over (a deployment has a handful). */
+const KNOWN_TOKENS_MAX = 1000;
 
 /** What the check reads of a request. */
 export interface AuthRequest {
@@ -84,16 +100,51 @@ const AUTH_UNAVAILABLE = refuse(503, 'Unavailable', 'Tokens cannot be checked: t
 export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}): Authorizer {
   const configured = opts.tokens ?? [];
   const limiter = new FailureLimiter(opts.failures ?? { burst: 20, perMinute: 60 });
+  const changes = opts.changes;
+  const openWithoutTokens = opts.openWithoutTokens ?? false;
+  // Bumped by every change: a read that began before one is answered but not kept.
+  let version = 0;
+  /** stored tokens by hash, kept while changes are heard; only valid ones (a guess is not worth a slot) */
+  const known = new Map<string, Caller>();
   let stored = { count: 0, at: -Infinity };
-  let counting: Promise<void> | undefined;
-  const recount = (): Promise<void> =>
-    (counting ??= countActiveTokens(pool)
-      .then((count) => {
-        stored = { count, at: Date.now() };
+  let counting: Promise<number> | undefined;
+  const recount = (): Promise<number> => {
+    if (counting) return counting;
+    const since = version;
+    const count: Promise<number> = countActiveTokens(pool)
+      .then((n) => {
+        if (since === version) stored = { count: n, at: Date.now() };
+        return n;
       })
       .finally(() => {
-        counting = undefined;
-      }));
+        if (counting === count) counting = undefined;
+      });
+    return (counting = count);
+  };
+  changes?.onChange(() => {
+    version++;
+    known.clear();
+    stored = { count: 0, at: -Infinity };
+    counting = undefined;
+  });
+  const countIsFresh = (): boolean => changes?.listening === true || Date.now() - stored.at <= STORED_COUNT_TTL_MS;
+
+  /** The caller a stored token names, from the cache while changes are heard. */
+  const storedCaller = (hash: string): Caller | undefined | Promise<Caller | undefined> => {
+    if (changes?.listening) {
+      const caller = known.get(hash);
+      if (caller) return caller;
+    }
+    const since = version;
+    return findActiveToken(pool, hash).then((row) => {
+      const caller = row ? { name: row.name, role: row.role } : undefined;
+      if (caller && changes?.listening && since === version) {
+        if (known.size >= KNOWN_TOKENS_MAX) known.clear();
+        known.set(hash, caller);
+      }
+      return caller;
+    });
+  };
 
   /** The verdict on a request to a route that needs a token, once tokens are known to exist. */
   const check = (req: AuthRequest, access: readonly Role[]): AuthVerdict | Promise<AuthVerdict> => {
@@ -112,9 +163,9 @@ export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}
     const hash = hashToken(secret);
     const fromEnv = configured.find((t) => sameHash(t.hash, hash));
     if (fromEnv) return judge(req, access, { name: fromEnv.name, role: fromEnv.role }, true);
-    return findActiveToken(pool, hash).then((row) =>
-      judge(req, access, row ? { name: row.name, role: row.role } : undefined, true),
-    );
+    const caller = storedCaller(hash);
+    if (!(caller instanceof Promise)) return judge(req, access, caller, true);
+    return caller.then((found) => judge(req, access, found, true));
   };
 
   const judge = (req: AuthRequest, access: readonly Role[], caller: Caller | undefined, presented: boolean): AuthVerdict => {
@@ -144,10 +195,11 @@ export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}
   return (req) => {
     const access = accessFor(req.method, req.path);
     if (access === 'open') return PASS;
-    if (configured.length > 0) return check(req, access);
-    // Only the first request waits for a count of the stored tokens; later ones use the last and refresh it aside.
-    if (stored.at === -Infinity) return recount().then(() => (stored.count > 0 ? check(req, access) : PASS));
-    if (Date.now() - stored.at > STORED_COUNT_TTL_MS) {
+    if (configured.length > 0 || !openWithoutTokens) return check(req, access);
+    // Only the first request (and the first after a change) waits for a count of the stored
+    // tokens; while changes are not heard, later ones use the last and refresh it aside.
+    if (stored.at === -Infinity) return recount().then((count) => (count > 0 ? check(req, access) : PASS));
+    if (!countIsFresh()) {
       recount().catch((err: Error) => log.warn({ err: err.message }, 'auth:count_failed'));
     }
     return stored.count > 0 ? check(req, access) : PASS;

@@ -11,6 +11,7 @@ import { assertSafeToServe } from './tokens.ts';
 export { createAuthorizer, type AuthOptions, type Authorizer } from './auth.ts';
 export { DEFAULT_LIMITS, type LimitOptions } from './limits.ts';
 export { designerHeaders } from './headers.ts';
+export { isLoopbackHost } from './tokens.ts';
 
 /** Throws when the server would be reachable from other hosts without any token. */
 export async function checkAuthBeforeListening(pool: Pool, host: string, auth: AuthOptions = {}): Promise<void> {

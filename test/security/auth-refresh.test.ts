@@ -29,7 +29,7 @@ beforeAll(async () => {
   };
   const app = express();
   const log = pino({ level: 'silent' });
-  app.use(authMiddleware(createAuthorizer(slow, log), log));
+  app.use(authMiddleware(createAuthorizer(slow, log, { openWithoutTokens: true }), log));
   app.get('/api/instances', (_req, res) => res.json([]));
   server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));

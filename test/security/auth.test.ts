@@ -100,9 +100,35 @@ describe('stored tokens', () => {
     lines.length = 0;
     expect(await runOpsCommand(config, 'token', ['list'], (l) => lines.push(l))).toBe(0);
     expect(lines.join('\n')).toMatch(/^dash\tviewer\tcreated /);
+    // A second token keeps the server closed once dash is revoked.
+    expect(await runOpsCommand(config, 'token', ['create', '--role', 'admin', '--name', 'ops'], () => undefined)).toBe(0);
     expect(await runOpsCommand(config, 'token', ['revoke', 'dash'], () => undefined)).toBe(0);
+    // Refused once the revoke's notification reaches the server (milliseconds), and from then on.
+    await expect
+      .poll(async () => (await get(`${server.url}/api/instances`, secret)).status, { timeout: 2000, interval: 5 })
+      .toBe(401);
     expect((await get(`${server.url}/api/instances`, secret)).status).toBe(401);
     expect(await runOpsCommand(config, 'token', ['revoke', 'dash'], () => undefined)).toBe(1);
+    // With the last token revoked, a loopback server is open again, as before any token existed.
+    expect(await runOpsCommand(config, 'token', ['revoke', 'ops'], () => undefined)).toBe(0);
+    await expect.poll(async () => (await get(`${server.url}/api/instances`)).status, { timeout: 2000, interval: 5 }).toBe(200);
+  });
+
+  it('given a server on a public address, when its last stored token is revoked, then it stays closed', async () => {
+    const db = await freshDb();
+    const config = readConfig({ DATABASE_URL: db.url });
+    const lines: string[] = [];
+    expect(await runOpsCommand(config, 'token', ['create', '--role', 'viewer', '--name', 'last'], (l) => lines.push(l))).toBe(0);
+    const secret = lines.join('').trim();
+    const server = await serve(db, { host: '0.0.0.0' });
+    const url = server.url.replace('0.0.0.0', '127.0.0.1');
+    expect((await get(`${url}/api/instances`, secret)).status).toBe(200);
+    expect((await get(`${url}/api/instances`)).status).toBe(401);
+    expect(await runOpsCommand(config, 'token', ['revoke', 'last'], () => undefined)).toBe(0);
+    await expect.poll(async () => (await get(`${url}/api/instances`, secret)).status, { timeout: 2000, interval: 5 }).toBe(401);
+    // No token is left, and still nothing is open.
+    expect((await get(`${url}/api/instances`)).status).toBe(401);
+    expect((await get(`${url}/api/definitions`)).status).toBe(401);
   });
 });
 

@@ -22,6 +22,7 @@ const CONSTANT = [
   /^TASKS_CHANNEL$/,
   /^TIMERS_CHANNEL$/,
   /^FRAMES_CHANNEL$/,
+  /^TOKENS_CHANNEL$/,
   /^[A-Z][A-Z_]*_SQL$/,
   /^w\.sql$/,
   /^pg\.escapeIdentifier\(\w+\)$/,
