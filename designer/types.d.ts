@@ -7,3 +7,32 @@ declare module 'camunda-bpmn-moddle/resources/camunda.json' {
   const descriptor: Record<string, unknown>;
   export default descriptor;
 }
+declare module 'zeebe-bpmn-moddle/resources/zeebe.json' {
+  const descriptor: Record<string, unknown>;
+  export default descriptor;
+}
+// The bpmn.io properties panel ships no declarations; the designer uses a few of its exports.
+declare module 'bpmn-js-properties-panel' {
+  export const BpmnPropertiesPanelModule: Record<string, unknown>;
+  export const BpmnPropertiesProviderModule: Record<string, unknown>;
+  export const CamundaPlatformPropertiesProviderModule: Record<string, unknown>;
+  export const ZeebePropertiesProviderModule: Record<string, unknown>;
+  export function useService(name: string): unknown;
+}
+declare module '@bpmn-io/properties-panel' {
+  import type { FunctionComponent } from '@bpmn-io/properties-panel/preact';
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  export const TextFieldEntry: FunctionComponent<any>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  export const SelectEntry: FunctionComponent<any>;
+  export function isTextFieldEntryEdited(node: unknown): boolean;
+  export function isSelectEntryEdited(node: unknown): boolean;
+}
+declare module 'camunda-bpmn-js-behaviors/lib/camunda-platform' {
+  const module: Record<string, unknown>;
+  export default module;
+}
+declare module 'camunda-bpmn-js-behaviors/lib/camunda-cloud' {
+  const module: Record<string, unknown>;
+  export default module;
+}

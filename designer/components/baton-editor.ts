@@ -3,12 +3,12 @@ import { html, nothing } from 'lit';
 import { api, ApiError } from '../client/api-client.ts';
 import type { DeployResult, Diagnostic, LintResult } from '../client/types.ts';
 import { createModeler } from '../modeler/create-modeler.ts';
+import { diagramDialect, DIALECTS, type Dialect } from '../modeler/dialect.ts';
 import { renameForeignPrefixes } from '../modeler/foreign-prefixes.ts';
 import type { DiagramHost, ElementRegistry, Canvas, Selection } from '../modeler/diagram-services.ts';
 import type LintMarkers from '../modeler/lint/lint-markers.ts';
 import { downloadText, LightElement } from './light-element.ts';
 import './baton-problems-panel.ts';
-import './baton-properties-panel.ts';
 import './baton-start-form.ts';
 
 const LINT_DELAY_MS = 300;
@@ -29,6 +29,7 @@ export class BatonEditor extends LightElement {
     importWarnings: { state: true },
     notice: { state: true },
     host: { state: true },
+    dialect: { state: true },
   };
   declare diagramId: string;
   declare name: string;
@@ -40,6 +41,7 @@ export class BatonEditor extends LightElement {
   declare importWarnings: string[];
   declare notice: string;
   declare host: DiagramHost | undefined;
+  declare dialect: Dialect | undefined;
 
   private lintTimer: ReturnType<typeof setTimeout> | undefined;
   private saveTimer: ReturnType<typeof setTimeout> | undefined;
@@ -58,6 +60,7 @@ export class BatonEditor extends LightElement {
     this.importWarnings = [];
     this.notice = '';
     this.host = undefined;
+    this.dialect = undefined;
   }
 
   private readonly warnBeforeLeaving = (e: BeforeUnloadEvent) => {
@@ -82,13 +85,19 @@ export class BatonEditor extends LightElement {
   }
 
   override async firstUpdated(): Promise<void> {
-    const host = createModeler(this.querySelector('.canvas') as HTMLElement);
-    host.on('commandStack.changed', () => this.onChange());
-    this.host = host;
     try {
       const diagram = await api.getDiagram(this.diagramId);
       this.name = diagram.name;
-      const { warnings } = await host.importXML(renameForeignPrefixes(diagram.xml));
+      const xml = renameForeignPrefixes(diagram.xml);
+      // The properties panel edits the dialect the file is written for.
+      this.dialect = diagramDialect(xml);
+      const host = createModeler(this.querySelector('.canvas') as HTMLElement, {
+        dialect: this.dialect,
+        propertiesParent: this.querySelector('.properties-panel') as HTMLElement,
+      });
+      host.on('commandStack.changed', () => this.onChange());
+      this.host = host;
+      const { warnings } = await host.importXML(xml);
       this.importWarnings = warnings.map((w) => (w as Error).message ?? String(w));
       host.get<Canvas>('canvas').zoom('fit-viewport');
       this.runLint();
@@ -252,7 +261,8 @@ export class BatonEditor extends LightElement {
         <div class="editor-body">
           <div class="canvas" tabindex="0" aria-label="BPMN canvas"></div>
           <aside class="side">
-            <baton-properties-panel .host=${this.host}></baton-properties-panel>
+            <p class="dialect" title="The properties panel edits this engine's attributes">${this.dialect ? DIALECTS[this.dialect] : ''}</p>
+            <div class="properties-panel" aria-label="Properties"></div>
             ${this.deployed ? html`<baton-start-form .definitionKey=${this.deployed.key}></baton-start-form>` : nothing}
           </aside>
         </div>

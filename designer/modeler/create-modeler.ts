@@ -1,24 +1,59 @@
 // Builds the bpmn-js instances of the designer with Baton's modules and moddle extensions.
 import Modeler from 'bpmn-js/lib/Modeler';
 import NavigatedViewer from 'bpmn-js/lib/NavigatedViewer';
+import {
+  BpmnPropertiesPanelModule,
+  BpmnPropertiesProviderModule,
+  CamundaPlatformPropertiesProviderModule,
+  ZeebePropertiesProviderModule,
+} from 'bpmn-js-properties-panel';
+import camundaPlatformBehaviors from 'camunda-bpmn-js-behaviors/lib/camunda-platform';
+import camundaCloudBehaviors from 'camunda-bpmn-js-behaviors/lib/camunda-cloud';
 import camundaModdle from 'camunda-bpmn-moddle/resources/camunda.json';
+import zeebeModdle from 'zeebe-bpmn-moddle/resources/zeebe.json';
 import minimapModule from 'diagram-js-minimap';
 import batonModdle from './baton-moddle/baton.json';
+import type { Dialect } from './dialect.ts';
 import type { DiagramHost } from './diagram-services.ts';
 import heatmapModule from './heatmap/index.ts';
 import lintModule from './lint/index.ts';
-import propertiesModule from './properties/index.ts';
+import batonPropertiesModule from './properties/index.ts';
 import statusModule from './status/index.ts';
 
-// Camunda's attributes (camunda:topic, camunda:taskPriority) and ours (baton:retries) are
-// known to the model, so they survive import/export and edit as plain properties.
-const moddleExtensions = { camunda: camundaModdle, baton: batonModdle };
+// The dialect's attributes (camunda:topic, zeebe:taskDefinition) and ours (baton:retries) are
+// known to the model, so they survive import/export and the panel edits them. One modeler
+// knows one dialect: camunda's and zeebe's descriptors cannot share a model.
+const DIALECT_MODULES = {
+  camunda7: {
+    moddle: { camunda: camundaModdle },
+    modules: [CamundaPlatformPropertiesProviderModule, camundaPlatformBehaviors],
+  },
+  zeebe: {
+    moddle: { zeebe: zeebeModdle },
+    modules: [ZeebePropertiesProviderModule, camundaCloudBehaviors],
+  },
+};
 
-export function createModeler(container: HTMLElement): DiagramHost {
+export interface ModelerOptions {
+  dialect: Dialect;
+  /** where the properties panel is drawn */
+  propertiesParent: HTMLElement;
+}
+
+export function createModeler(container: HTMLElement, options: ModelerOptions): DiagramHost {
+  const dialect = DIALECT_MODULES[options.dialect];
   return new Modeler({
     container,
-    additionalModules: [minimapModule, lintModule, propertiesModule],
-    moddleExtensions,
+    additionalModules: [
+      minimapModule,
+      lintModule,
+      BpmnPropertiesPanelModule,
+      BpmnPropertiesProviderModule,
+      ...dialect.modules,
+      batonPropertiesModule,
+    ],
+    moddleExtensions: { ...dialect.moddle, baton: batonModdle },
+    propertiesPanel: { parent: options.propertiesParent },
   }) as unknown as DiagramHost;
 }
 
@@ -27,6 +62,6 @@ export function createViewer(container: HTMLElement): DiagramHost {
   return new NavigatedViewer({
     container,
     additionalModules: [statusModule, heatmapModule],
-    moddleExtensions,
+    moddleExtensions: { camunda: camundaModdle, baton: batonModdle },
   }) as unknown as DiagramHost;
 }

@@ -12,6 +12,7 @@ import { parseBpmn } from './parse.ts';
 import type { CompileOptions, CompileResult, Diagnostic } from './plan.ts';
 import { selectProcess } from './select.ts';
 import { checkSoundness } from './soundness.ts';
+import { checkUnrunSettings } from './unrun-settings.ts';
 import { readMultiInstances } from './multi-instance.ts';
 
 export { fingerprintPlan } from './fingerprint.ts';
@@ -56,6 +57,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     ...loops.diagnostics,
     ...checkGraph(graph, document.unresolved),
     ...checkCycles(graph),
+    ...checkUnrunSettings(process, document.definitions),
   ];
   // Soundness reasons over a well-formed DAG of supported steps only.
   if (!hasErrors(diagnostics)) diagnostics.push(...checkSoundness(graph));

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../support/server.ts';
 import { openDesigner, type BrowserHarness } from './support/browser.ts';
+import { entry, fillEntry, unfoldGroups } from './support/panel.ts';
 
 let h: BrowserHarness;
 beforeAll(async () => {
@@ -20,6 +21,14 @@ const shape = (id: string, marker = '') => h.page.locator(`g.djs-element${marker
 async function selectShape(id: string): Promise<void> {
   await h.page.locator('.canvas').click({ position: { x: 600, y: 500 } });
   await shape(id).click();
+}
+
+/** Clicks a flow near its start, away from its label (a click on the label selects the label). */
+async function selectFlow(id: string): Promise<void> {
+  await h.page.locator('.canvas').click({ position: { x: 600, y: 500 } });
+  const hit = h.page.locator(`g.djs-connection[data-element-id="${id}"] .djs-hit`).first();
+  const box = (await hit.boundingBox())!;
+  await hit.click({ force: true, position: { x: Math.min(20, box.width / 4), y: box.height / 2 } });
 }
 
 async function savedXml(id: string, contains: string): Promise<string> {
@@ -48,8 +57,9 @@ describe('drawing', () => {
     await h.page.locator('.djs-context-pad [data-action="append.end-event"]').click();
     await h.page.locator('.problems .problem').first().waitFor(); // end event added; the task still has no topic
     await selectShape(taskId!);
-    await h.page.locator('#prop-topic').fill('drawn-topic');
-    await h.page.locator('#prop-topic').press('Enter');
+    await unfoldGroups(h.page);
+    await entry(h.page, 'implementationType').selectOption('external');
+    await fillEntry(h.page, 'externalTopic', 'drawn-topic');
     await h.page.locator('.problems-summary.good').waitFor();
     await h.screenshot('08-drawn');
 
@@ -77,27 +87,31 @@ describe('problems', () => {
 });
 
 describe('properties of flows', () => {
-  it('given the order sample, when the "no" flow becomes the default and its condition changes, then the saved XML has both', async () => {
+  it('given the order sample, when a condition changes and the "no" flow stops and starts being the default, then the saved XML follows', async () => {
     const xml = await readFile(path.resolve('samples/order.bpmn'), 'utf8');
     const created = await h.t.api.post('/api/diagrams', { name: 'Order', xml });
     await h.page.goto(`${h.t.url}/#/diagrams/${created.body.id}`);
     await h.page.locator('.problems-summary.good').waitFor();
     await shape('Flow_Review_label').click(); // the flow bends, its label is an easy target
-    await expect.poll(() => h.page.locator('#prop-condition').inputValue()).toMatch(/total/);
-    await h.page.locator('#prop-condition').fill('= total > 500');
-    await h.page.locator('#prop-condition').press('Enter');
+    await unfoldGroups(h.page);
+    await expect.poll(() => entry(h.page, 'conditionExpression').inputValue()).toMatch(/total/);
+    await fillEntry(h.page, 'conditionExpression', '= total > 500');
     await savedXml(created.body.id, '= total &gt; 500');
 
-    await h.page.locator('g[data-element-id="Flow_NoReview"] .djs-hit').click({ force: true });
-    await h.page.locator('input[name="prop-default"]').check();
-    await h.page.locator('.problems-summary').waitFor();
-    await savedXml(created.body.id, 'default="Flow_NoReview"');
-    await h.page.locator('input[name="prop-default"]').uncheck();
+    // The default flow is changed from the replace menu, as in Camunda Modeler: the sample's "no"
+    // flow is the default; it becomes a plain flow and then the default again.
+    await selectFlow('Flow_NoReview');
+    await h.page.locator('.djs-context-pad [data-action="replace"]').click();
+    await h.page.locator('.djs-popup [data-id="replace-with-sequence-flow"]').click();
     const after = await waitFor(async () => {
       const { body } = await h.t.api.get(`/api/diagrams/${created.body.id}`);
       return body.xml.includes('default="Flow_NoReview"') ? undefined : (body.xml as string);
     });
     expect(after).not.toContain('default="Flow_NoReview"');
+    await selectFlow('Flow_NoReview');
+    await h.page.locator('.djs-context-pad [data-action="replace"]').click();
+    await h.page.locator('.djs-popup [data-id="replace-with-default-flow"]').click();
+    await savedXml(created.body.id, 'default="Flow_NoReview"');
   });
 
   it('given an edit, when the analyst leaves the editor at once, then the change is saved anyway', async () => {
@@ -106,8 +120,8 @@ describe('properties of flows', () => {
     await h.page.goto(`${h.t.url}/#/diagrams/${order.id}`);
     await h.page.locator('.problems-summary').waitFor();
     await shape('Task_ChargeCard').click();
-    await h.page.locator('#prop-retries').fill('7');
-    await h.page.locator('#prop-retries').press('Enter');
+    await unfoldGroups(h.page);
+    await entry(h.page, 'batonRetries').fill('7');
     await h.page.getByRole('link', { name: '← Diagrams' }).click(); // before the autosave delay
     await savedXml(order.id, 'baton:retries="7"');
   });
@@ -121,20 +135,20 @@ describe('properties of events', () => {
     await h.page.locator('.problems-summary:not(:text("Not checked yet"))').waitFor();
 
     await selectShape('wait');
-    await h.page.locator('#prop-timer').fill('PT5M');
-    await h.page.locator('#prop-timer').press('Enter');
-    await h.page.locator('#prop-timer-kind').selectOption('cycle');
-    await expect.poll(() => h.page.locator('#prop-timer').inputValue()).toBe('PT5M');
+    await unfoldGroups(h.page);
+    await entry(h.page, 'timerEventDefinitionType').selectOption('timeCycle');
+    await fillEntry(h.page, 'timerEventDefinitionValue', 'PT5M');
 
     await selectShape('paid');
-    await h.page.locator('#prop-message-name').fill('payment-received');
-    await h.page.locator('#prop-message-name').press('Enter');
-    await h.page.locator('#prop-correlation-key').fill('= orderId');
-    await h.page.locator('#prop-correlation-key').press('Enter');
+    await unfoldGroups(h.page);
+    await entry(h.page, 'messageRef').selectOption('create-new');
+    await fillEntry(h.page, 'messageName', 'payment-received');
+    await fillEntry(h.page, 'batonCorrelationKey', '= orderId');
 
     await selectShape('declined');
-    await h.page.locator('#prop-error-code').fill('CARD_DECLINED');
-    await h.page.locator('#prop-error-code').press('Enter');
+    await unfoldGroups(h.page);
+    await entry(h.page, 'errorRef').selectOption('create-new');
+    await fillEntry(h.page, 'errorCode', 'CARD_DECLINED');
 
     const saved = await savedXml(created.body.id, 'errorCode="CARD_DECLINED"');
     expect(saved).toMatch(/<bpmn:timeCycle xsi:type="bpmn:tFormalExpression">PT5M<\/bpmn:timeCycle>/);
@@ -193,8 +207,9 @@ describe('unsaved changes', () => {
       route.request().method() === 'PATCH' ? route.abort() : route.continue(),
     );
     await page.locator('g.djs-element[data-element-id="work"]').click();
-    await page.locator('#prop-topic').fill('lost?');
-    await page.locator('#prop-topic').press('Enter');
+    await unfoldGroups(page);
+    await entry(page, 'implementationType').selectOption('external');
+    await fillEntry(page, 'externalTopic', 'lost?');
     await page.locator('.save-state.save-failed').waitFor();
     await page.getByText('Not saved: The Baton server does not answer').waitFor();
 

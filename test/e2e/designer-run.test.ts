@@ -4,6 +4,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../support/server.ts';
+import { entry, fillEntry, unfoldGroups } from './support/panel.ts';
 import { openDesigner, type BrowserHarness } from './support/browser.ts';
 
 const FIXTURE = path.resolve('test/e2e/fixtures/no-topic.bpmn');
@@ -41,12 +42,13 @@ describe('designer: lint, deploy, start, watch', () => {
     ]);
     await problem.click();
     await shape('work', '.selected').waitFor();
-    await expect(h.page.locator('.properties .element-id code').textContent()).resolves.toBe('work');
+    await expect.poll(() => entry(h.page, 'id').inputValue()).toBe('work');
   });
 
   it('given the topic is set in the properties panel, then the marker goes, the draft autosaves and undo brings the problem back', async () => {
-    await h.page.locator('#prop-topic').fill('e2e-charge');
-    await h.page.locator('#prop-topic').press('Tab');
+    await unfoldGroups(h.page);
+    await entry(h.page, 'implementationType').selectOption('external');
+    await fillEntry(h.page, 'externalTopic', 'e2e-charge');
     await h.page.locator('.problems-summary.good').waitFor();
     expect(await shape('work', '.baton-lint-error').count()).toBe(0);
     await h.page.locator('.save-state.save-saved').waitFor();

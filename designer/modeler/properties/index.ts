@@ -1,7 +1,6 @@
-import BatonProperties from './baton-properties.ts';
-import EventProperties from './event-properties.ts';
+import BatonPropertiesProvider from './baton-properties-provider.ts';
 
 export default {
-  batonProperties: ['type', BatonProperties],
-  batonEventProperties: ['type', EventProperties],
+  __init__: ['batonPropertiesProvider'],
+  batonPropertiesProvider: ['type', BatonPropertiesProvider],
 };

@@ -1,0 +1,64 @@
+// Engine settings a diagram carries that Baton does not run. Camunda Modeler and the designer's
+// properties panel offer them for both dialects; Baton deploys such a diagram but says, per
+// element, what it will not do, so nothing the analyst set is dropped in silence.
+import { warningAt } from './diagnostics.ts';
+import { describeElement, type BpmnDefinitions, type BpmnElement } from './model.ts';
+import type { Diagnostic } from './plan.ts';
+
+/** Extension elements by moddle type (camunda's typed, zeebe's generic), and what to tell. */
+const UNRUN_ELEMENTS: Record<string, string> = {
+  'camunda:InputOutput':
+    'input/output mappings (Inputs, Outputs) are not run: the worker receives the process variables, and its result variables are merged as they are',
+  'zeebe:ioMapping':
+    'input/output mappings (Input mapping, Output mapping) are not run: the worker receives the process variables, and its result variables are merged as they are',
+  'camunda:ExecutionListener': 'execution listeners are not run',
+  'zeebe:executionListeners': 'execution listeners are not run',
+  'camunda:TaskListener': 'task listeners are not run',
+  'zeebe:taskListeners': 'task listeners are not run',
+  'camunda:Field': 'field injections configure Java delegates, which Baton does not run',
+  'camunda:Connector': 'connectors are not run: use an external task with a topic',
+  'camunda:FailedJobRetryTimeCycle': 'the retry time cycle is not read: set Retries in the Baton group (baton:retries)',
+  'camunda:ErrorEventDefinition':
+    'error event definitions of an external task are not evaluated: a worker reports a BPMN error with bpmn-error',
+  'zeebe:taskHeaders': 'task headers are not sent to workers',
+  'zeebe:priorityDefinition': 'the job priority is not read',
+  'zeebe:subscription':
+    'the subscription correlation key is not read: set Correlation key in the Baton group (baton:correlationKey)',
+};
+
+/** Attributes camunda-bpmn-moddle reads into properties, and what to tell. */
+const UNRUN_ATTRIBUTES: Record<string, string> = {
+  jobPriority: 'the job priority (camunda:jobPriority) is not read: set the task priority',
+  initiator: 'the initiator variable (camunda:initiator) is not set',
+  formKey: 'the form key (camunda:formKey) is not shown: the designer draws its start form from the variables',
+  candidateStarterGroups: 'candidate starter groups are not checked: tokens and roles decide who starts',
+  candidateStarterUsers: 'candidate starter users are not checked: tokens and roles decide who starts',
+  historyTimeToLive: 'the history time to live is not read: Baton keeps history for BATON_RETENTION_DAYS',
+};
+
+interface WithSettings extends BpmnElement {
+  readonly extensionElements?: { values?: BpmnElement[] };
+  readonly flowElements?: BpmnElement[];
+  get?(name: string): unknown;
+}
+
+/** Over the process deployed and the messages of the file (a zeebe:subscription sits on the message). */
+export function checkUnrunSettings(process: BpmnElement, definitions: BpmnDefinitions): Diagnostic[] {
+  const diagnostics: Diagnostic[] = [];
+  const visit = (element: WithSettings): void => {
+    const told = new Set<string>();
+    for (const value of element.extensionElements?.values ?? []) {
+      const text = UNRUN_ELEMENTS[value.$type];
+      if (text) told.add(text);
+    }
+    for (const [attribute, text] of Object.entries(UNRUN_ATTRIBUTES)) {
+      const value = element.get?.(`camunda:${attribute}`);
+      if (value !== undefined && value !== null && value !== '') told.add(text);
+    }
+    for (const text of told) diagnostics.push(warningAt(element.id ?? 'definitions', `${describeElement(element)}: ${text}`));
+    for (const child of element.flowElements ?? []) visit(child as WithSettings);
+  };
+  visit(process as WithSettings);
+  for (const root of definitions.rootElements ?? []) if (root.$type === 'bpmn:Message') visit(root as WithSettings);
+  return diagnostics;
+}

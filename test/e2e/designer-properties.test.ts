@@ -1,0 +1,112 @@
+// The bpmn.io properties panel in the dialect of the file: a Camunda 7 diagram edits camunda:
+// attributes, a Zeebe diagram zeebe: ones. Topic, retries and an input mapping are set in the
+// panel, survive a reload, and deploy; lint says that Baton does not run the mapping.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/server.ts';
+import { openDesigner, type BrowserHarness } from './support/browser.ts';
+import { entry, fillEntry, unfoldGroups } from './support/panel.ts';
+
+let h: BrowserHarness;
+beforeAll(async () => {
+  h = await openDesigner();
+}, 120_000);
+afterAll(async () => {
+  await h?.close();
+});
+
+async function openFixture(file: string, name: string): Promise<string> {
+  const xml = await readFile(path.resolve('test/e2e/fixtures', file), 'utf8');
+  const created = await h.t.api.post('/api/diagrams', { name, xml });
+  await h.page.goto(`${h.t.url}/#/diagrams/${created.body.id}`);
+  await h.page.locator('.problems-summary:not(:text("Not checked yet"))').waitFor();
+  return created.body.id as string;
+}
+
+async function selectWork(): Promise<void> {
+  await h.page.locator('.canvas').click({ position: { x: 600, y: 500 } });
+  await h.page.locator('g.djs-element[data-element-id="work"]').click();
+  await unfoldGroups(h.page);
+}
+
+async function savedXml(id: string, ...contains: string[]): Promise<string> {
+  return waitFor(
+    async () => {
+      const { body } = await h.t.api.get(`/api/diagrams/${id}`);
+      return contains.every((c) => body.xml.includes(c)) ? (body.xml as string) : undefined;
+    },
+    10_000,
+    `the saved XML to contain ${contains.join(', ')}`,
+  );
+}
+
+async function deployAndExpectMappingWarning(): Promise<void> {
+  await h.page.getByRole('button', { name: 'Deploy' }).click();
+  await h.page.locator('.deploy-result').getByText('Deployed').waitFor();
+  await h.page.locator('.problem', { hasText: 'input/output mappings' }).waitFor();
+}
+
+describe('a Camunda 7 diagram', () => {
+  it('given topic, retries and an input mapping set in the panel, then a reload shows them, the XML holds them and deploy accepts them', async () => {
+    const id = await openFixture('no-topic.bpmn', 'Camunda 7 properties');
+    await expect(h.page.locator('.side .dialect').textContent()).resolves.toBe('Camunda 7');
+    await selectWork();
+    await entry(h.page, 'implementationType').selectOption('external');
+    await fillEntry(h.page, 'externalTopic', 'c7-charge');
+    await fillEntry(h.page, 'batonRetries', '4');
+    await h.page.locator('[data-group-id="group-CamundaPlatform__Input"] .bio-properties-panel-add-entry').click();
+    await fillEntry(h.page, 'work-inputParameter-0-name', 'amount');
+    await fillEntry(h.page, 'work-inputParameter-0-stringOrExpression', '${total}');
+    const xml = await savedXml(
+      id,
+      'camunda:topic="c7-charge"',
+      'baton:retries="4"',
+      '<camunda:inputParameter name="amount">${total}',
+    );
+    expect(xml).toContain('camunda:type="external"');
+    expect(xml).not.toContain('zeebe:');
+
+    await h.page.reload();
+    await h.page.locator('.problems-summary:not(:text("Not checked yet"))').waitFor();
+    await selectWork();
+    await expect.poll(() => entry(h.page, 'externalTopic').inputValue()).toBe('c7-charge');
+    await expect(entry(h.page, 'batonRetries').inputValue()).resolves.toBe('4');
+    await expect(entry(h.page, 'work-inputParameter-0-name').inputValue()).resolves.toBe('amount');
+    await deployAndExpectMappingWarning();
+    const { body } = await h.t.api.get('/api/definitions/e2e-order');
+    expect(body).toMatchObject({ key: 'e2e-order' });
+    expect(h.consoleErrors).toEqual([]);
+  });
+});
+
+describe('a Zeebe diagram', () => {
+  it('given job type, retries and an input mapping set in the panel, then a reload shows them, the XML holds them and deploy accepts them', async () => {
+    const id = await openFixture('no-type-zeebe.bpmn', 'Zeebe properties');
+    await expect(h.page.locator('.side .dialect').textContent()).resolves.toBe('Zeebe (Camunda 8)');
+    await selectWork();
+    await fillEntry(h.page, 'taskDefinitionType', 'zeebe-charge');
+    await fillEntry(h.page, 'taskDefinitionRetries', '5');
+    // The Zeebe panel's task definition replaces the Camunda 7 implementation and Baton's retries field.
+    expect(await entry(h.page, 'implementationType').count()).toBe(0);
+    expect(await entry(h.page, 'batonRetries').count()).toBe(0);
+    await h.page.locator('[data-group-id="group-inputs"] .bio-properties-panel-add-entry').click();
+    await fillEntry(h.page, 'work-input-0-target', 'amount');
+    await entry(h.page, 'work-input-0-source').fill('total');
+    await h.page.locator('.canvas').click({ position: { x: 600, y: 500 } }); // leaves the FEEL editor
+    const xml = await savedXml(id, 'type="zeebe-charge"', 'retries="5"', '<zeebe:input source="=total" target="amount" />');
+    expect(xml).toMatch(/<zeebe:taskDefinition type="zeebe-charge" retries="5" \/>/);
+    expect(xml).not.toContain('camunda:');
+
+    await h.page.reload();
+    await h.page.locator('.problems-summary:not(:text("Not checked yet"))').waitFor();
+    await selectWork();
+    await expect.poll(() => entry(h.page, 'taskDefinitionType').inputValue()).toBe('zeebe-charge');
+    await expect(entry(h.page, 'taskDefinitionRetries').inputValue()).resolves.toBe('5');
+    await expect(entry(h.page, 'work-input-0-target').inputValue()).resolves.toBe('amount');
+    await deployAndExpectMappingWarning();
+    const { body } = await h.t.api.get('/api/definitions/e2e-zeebe-order');
+    expect(body).toMatchObject({ key: 'e2e-zeebe-order' });
+    expect(h.consoleErrors).toEqual([]);
+  });
+});

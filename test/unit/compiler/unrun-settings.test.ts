@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import { compilePlan, processXml, straight, task } from './bpmn-helpers.ts';
+
+const ZEEBE = 'xmlns:zeebe="http://camunda.org/schema/zeebe/1.0"';
+
+async function warningsOf(xml: string): Promise<string[]> {
+  const { warnings } = await compilePlan(xml);
+  return warnings.map((w) => `${w.elementId}: ${w.message}`);
+}
+
+describe('settings Baton does not run', () => {
+  it('given a task with only what Baton reads, then nothing is said', async () => {
+    expect(await warningsOf(processXml(straight(task('T', 'work', 'baton:retries="2" camunda:taskPriority="5"'), 'T')))).toEqual(
+      [],
+    );
+  });
+
+  it('given Camunda 7 mappings, listeners, field injections and a retry cycle, then each is named on its element, once', async () => {
+    const body = `<bpmn:serviceTask id="T" name="Charge card" camunda:type="external" camunda:topic="charge" camunda:jobPriority="3">
+      <bpmn:extensionElements>
+        <camunda:inputOutput><camunda:inputParameter name="amount">\${total}</camunda:inputParameter><camunda:outputParameter name="x">1</camunda:outputParameter></camunda:inputOutput>
+        <camunda:executionListener class="a.B" event="start" /><camunda:executionListener class="a.C" event="end" />
+        <camunda:field name="f"><camunda:string>v</camunda:string></camunda:field>
+        <camunda:failedJobRetryTimeCycle>R3/PT1M</camunda:failedJobRetryTimeCycle>
+      </bpmn:extensionElements>
+    </bpmn:serviceTask>`;
+    const warnings = await warningsOf(processXml(straight(body, 'T')));
+    expect(warnings).toHaveLength(5);
+    expect(warnings.every((w) => w.startsWith('T: T "Charge card": '))).toBe(true);
+    expect(warnings.join('\n')).toMatch(/input\/output mappings \(Inputs, Outputs\) are not run/);
+    expect(warnings.join('\n')).toMatch(/execution listeners are not run/);
+    expect(warnings.join('\n')).toMatch(/field injections/);
+    expect(warnings.join('\n')).toMatch(/retry time cycle is not read: set Retries in the Baton group \(baton:retries\)/);
+    expect(warnings.join('\n')).toMatch(/camunda:jobPriority/);
+  });
+
+  it('given Zeebe input mappings, task headers and a message subscription key, then each is named', async () => {
+    const body = `<bpmn:serviceTask id="T">
+      <bpmn:extensionElements>
+        <zeebe:taskDefinition type="charge" />
+        <zeebe:ioMapping><zeebe:input source="=total" target="amount" /></zeebe:ioMapping>
+        <zeebe:taskHeaders><zeebe:header key="k" value="v" /></zeebe:taskHeaders>
+      </bpmn:extensionElements>
+    </bpmn:serviceTask>`;
+    const xml = processXml(straight(body, 'T'), ZEEBE).replace(
+      '</bpmn:definitions>',
+      `<bpmn:message id="M" name="paid"><bpmn:extensionElements><zeebe:subscription correlationKey="=orderId" /></bpmn:extensionElements></bpmn:message>
+</bpmn:definitions>`,
+    );
+    const warnings = await warningsOf(xml);
+    expect(warnings).toEqual([
+      expect.stringMatching(/^T: T: input\/output mappings \(Input mapping, Output mapping\) are not run/),
+      'T: T: task headers are not sent to workers',
+      expect.stringMatching(/^M: M "paid": the subscription correlation key is not read: set Correlation key/),
+    ]);
+  });
+
+  it('given process-level settings, then they are named on the process', async () => {
+    const xml = processXml(straight(task('T'), 'T')).replace(
+      '<bpmn:process id="p" isExecutable="true">',
+      '<bpmn:process id="p" isExecutable="true" camunda:historyTimeToLive="180" camunda:candidateStarterGroups="sales">',
+    );
+    const warnings = await warningsOf(xml);
+    expect(warnings).toEqual([
+      expect.stringMatching(/^p: p: candidate starter groups/),
+      expect.stringMatching(/^p: p: the history time to live/),
+    ]);
+  });
+});
