@@ -3,6 +3,7 @@ import { html, nothing } from 'lit';
 import type { ApiError } from '../client/api-client.ts';
 import { api } from '../client/api-client.ts';
 import type { DefinitionSummary, DiagramSummary } from '../client/types.ts';
+import { DIALECTS, type Dialect } from '../modeler/dialect.ts';
 import { newDiagramXml } from '../modeler/new-diagram.ts';
 import { formatTime, LightElement } from './light-element.ts';
 
@@ -57,7 +58,8 @@ export class BatonDiagramList extends LightElement {
   private createDiagram(): Promise<void> {
     return this.run(async () => {
       const name = `Untitled ${this.diagrams.length + 1}`;
-      const created = await api.createDiagram(name, newDiagramXml(name));
+      const dialect = (this.querySelector('#new-dialect') as HTMLSelectElement | null)?.value as Dialect | undefined;
+      const created = await api.createDiagram(name, newDiagramXml(name, dialect));
       this.navigate(`#/diagrams/${created.id}`);
     });
   }
@@ -140,6 +142,9 @@ export class BatonDiagramList extends LightElement {
           <h1>Diagrams</h1>
           <div class="actions">
             <button class="primary" @click=${() => this.createDiagram()}>New diagram</button>
+            <select id="new-dialect" aria-label="Dialect of a new diagram" title="The engine attributes a new diagram is written for">
+              ${Object.entries(DIALECTS).map(([value, label]) => html`<option value=${value}>${label}</option>`)}
+            </select>
             <button @click=${() => (this.querySelector('#import-file') as HTMLInputElement).click()}>Import .bpmn</button>
             <input id="import-file" type="file" accept=".bpmn,.xml,application/xml,text/xml" hidden @change=${(e: Event) => this.importFile(e)} />
           </div>

@@ -5,13 +5,16 @@ import type { DeployResult, Diagnostic, LintResult } from '../client/types.ts';
 import { createModeler } from '../modeler/create-modeler.ts';
 import { diagramDialect, DIALECTS, type Dialect } from '../modeler/dialect.ts';
 import { renameForeignPrefixes } from '../modeler/foreign-prefixes.ts';
-import type { DiagramHost, ElementRegistry, Canvas, Selection } from '../modeler/diagram-services.ts';
+import type { Canvas, DiagramElement, DiagramHost, ElementRegistry, Modeling, Selection } from '../modeler/diagram-services.ts';
+import { processKeyFor } from '../modeler/new-diagram.ts';
 import type LintMarkers from '../modeler/lint/lint-markers.ts';
 import { downloadText, LightElement } from './light-element.ts';
 import './baton-problems-panel.ts';
 import './baton-start-form.ts';
 
 const LINT_DELAY_MS = 300;
+
+const refusedText = (count: number): string => `Deploy refused: ${count} problem(s), see below`;
 const AUTOSAVE_DELAY_MS = 1500;
 const SAVE_RETRY_MS = 5000;
 
@@ -96,6 +99,7 @@ export class BatonEditor extends LightElement {
         propertiesParent: this.querySelector('.properties-panel') as HTMLElement,
       });
       host.on('commandStack.changed', () => this.onChange());
+      this.querySelector('.properties-panel')?.addEventListener('keydown', this.onPanelKeys as EventListener, true);
       this.host = host;
       const { warnings } = await host.importXML(xml);
       this.importWarnings = warnings.map((w) => (w as Error).message ?? String(w));
@@ -158,6 +162,8 @@ export class BatonEditor extends LightElement {
 
   private showProblems(result: LintResult): void {
     this.lint = result;
+    // A refused deploy's banner follows the problems it counted: gone once they are fixed.
+    if (this.error.startsWith('Deploy refused')) this.error = result.ok ? '' : refusedText(result.diagnostics.length);
     this.host?.get<LintMarkers>('lintMarkers').show([...result.diagnostics, ...result.warnings]);
   }
 
@@ -183,11 +189,28 @@ export class BatonEditor extends LightElement {
       return;
     }
     try {
+      const before = this.name;
       this.name = (await api.renameDiagram(this.diagramId, name)).name;
+      this.processFollowsName(before, this.name);
     } catch (err) {
       this.error = (err as ApiError).message;
       input.value = this.name;
     }
+  }
+
+  /**
+   * The process key and name follow the diagram's name while they still are what the old name
+   * gave them (a new diagram's slug and name); once edited in the panel they stay.
+   */
+  private processFollowsName(before: string, after: string): void {
+    const host = this.host;
+    const root = host?.get<Canvas>('canvas').getRootElement() as DiagramElement | undefined;
+    const process = root?.businessObject;
+    if (!host || !root || process?.$type !== 'bpmn:Process') return;
+    const changes: Record<string, string> = {};
+    if (process.name === before) changes.name = after;
+    if (process.id === processKeyFor(before)) changes.id = processKeyFor(after);
+    if (Object.keys(changes).length > 0) host.get<Modeling>('modeling').updateProperties(root, changes);
   }
 
   private async deploy(): Promise<void> {
@@ -201,7 +224,7 @@ export class BatonEditor extends LightElement {
       const apiError = err as ApiError;
       if (apiError.type === 'CompileError' && Array.isArray(apiError.details)) {
         this.showProblems({ ok: false, diagnostics: apiError.details as Diagnostic[], warnings: [] });
-        this.error = `Deploy refused: ${apiError.details.length} problem(s), see below`;
+        this.error = refusedText(apiError.details.length);
       } else this.error = `Deploy failed: ${apiError.message}`;
     }
   }
@@ -211,6 +234,27 @@ export class BatonEditor extends LightElement {
     if (kind === 'xml') downloadText(`${base}.bpmn`, await this.currentXml(), 'application/xml');
     else downloadText(`${base}.svg`, (await this.host!.saveSVG()).svg, 'image/svg+xml');
   }
+
+  /**
+   * Ctrl+Z / Ctrl+Y (Cmd on a Mac) inside a properties field undo and redo on the diagram's
+   * command stack, as the Undo button does: the field first commits what was typed (its own
+   * step), so the browser's text undo never writes a change the Undo button would bring back.
+   */
+  private readonly onPanelKeys = (e: KeyboardEvent) => {
+    if (!(e.ctrlKey || e.metaKey) || e.altKey) return;
+    const key = e.key.toLowerCase();
+    if (key !== 'z' && key !== 'y') return;
+    e.preventDefault();
+    e.stopPropagation();
+    const field = document.activeElement instanceof HTMLElement ? document.activeElement : undefined;
+    field?.blur();
+    // After the panel has drawn the committed value: a field whose value goes there and back
+    // within one drawing would keep showing what was typed.
+    setTimeout(() => {
+      this.command(key === 'y' || e.shiftKey ? 'redo' : 'undo');
+      if (field?.isConnected) field.focus();
+    });
+  };
 
   private command(name: 'undo' | 'redo'): void {
     this.host?.get<{ undo(): void; redo(): void }>('commandStack')[name]();

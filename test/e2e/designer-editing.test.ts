@@ -1,0 +1,115 @@
+// What an analyst hits while editing: the deploy-refused banner after the problems are fixed,
+// the key and name a new diagram deploys under, and Ctrl+Z inside a properties field
+// mixed with the Undo button.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/server.ts';
+import { openDesigner, type BrowserHarness } from './support/browser.ts';
+import { entry, fillEntry, unfoldGroups } from './support/panel.ts';
+
+let h: BrowserHarness;
+beforeAll(async () => {
+  h = await openDesigner();
+}, 120_000);
+afterAll(async () => {
+  await h?.close();
+});
+
+async function openFixture(file: string, name: string): Promise<string> {
+  const xml = await readFile(path.resolve('test/e2e/fixtures', file), 'utf8');
+  const created = await h.t.api.post('/api/diagrams', { name, xml });
+  await h.page.goto(`${h.t.url}/#/diagrams/${created.body.id}`);
+  await h.page.locator('.problems-summary:not(:text("Not checked yet"))').waitFor();
+  return created.body.id as string;
+}
+
+async function select(id: string): Promise<void> {
+  await h.page.locator('.canvas').click({ position: { x: 600, y: 500 } });
+  await h.page.locator(`g.djs-element[data-element-id="${id}"]`).click();
+  await unfoldGroups(h.page);
+}
+
+async function savedXml(id: string, test: (xml: string) => boolean, what: string): Promise<string> {
+  return waitFor(
+    async () => {
+      const { body } = await h.t.api.get(`/api/diagrams/${id}`);
+      return test(body.xml) ? (body.xml as string) : undefined;
+    },
+    10_000,
+    what,
+  );
+}
+
+describe('the deploy-refused banner', () => {
+  it('given a refused deploy, when its problems are fixed, then the banner goes', async () => {
+    await openFixture('no-topic.bpmn', 'Banner');
+    await h.page.getByRole('button', { name: 'Deploy' }).click();
+    const banner = h.page.getByText(/Deploy refused: 1 problem/);
+    await banner.waitFor();
+    await select('work');
+    await entry(h.page, 'implementationType').selectOption('external');
+    await fillEntry(h.page, 'externalTopic', 'banner-topic');
+    await h.page.locator('.problems-summary.good').waitFor();
+    await banner.waitFor({ state: 'detached' });
+    h.consoleErrors.splice(0); // the refused deploy's 400, logged by Chromium
+  });
+});
+
+describe('a new diagram', () => {
+  it('given it is renamed, then its process key and name follow the name, the key can be edited, and deploy uses them', async () => {
+    await h.page.goto(h.t.url);
+    await h.page.getByRole('button', { name: 'New diagram' }).click();
+    await h.page.locator('.problems-summary:not(:text("Not checked yet"))').waitFor();
+    const name = h.page.getByLabel('Diagram name');
+    await name.fill('Expense approval');
+    await name.press('Enter');
+    await expect.poll(() => name.inputValue()).toBe('Expense approval');
+    // Nothing selected: the panel shows the process.
+    await h.page.locator('.canvas').click({ position: { x: 600, y: 500 } });
+    await unfoldGroups(h.page);
+    await expect.poll(() => entry(h.page, 'id').inputValue()).toBe('expense-approval');
+    await expect(entry(h.page, 'name').inputValue()).resolves.toBe('Expense approval');
+    await fillEntry(h.page, 'id', 'expenses');
+    await h.page.getByRole('button', { name: 'Deploy' }).click();
+    await h.page.locator('.deploy-result').getByText('Deployed').waitFor();
+    const { body } = await h.t.api.get('/api/definitions/expenses');
+    expect(body).toMatchObject({ key: 'expenses' });
+    expect(body.xml).toContain('<bpmn:process id="expenses" name="Expense approval"');
+  });
+});
+
+describe('a new Zeebe diagram', () => {
+  it('given Zeebe is chosen, then the diagram is written for Zeebe and the panel edits zeebe: attributes', async () => {
+    await h.page.goto(h.t.url);
+    await h.page.getByLabel('Dialect of a new diagram').selectOption('zeebe');
+    await h.page.getByRole('button', { name: 'New diagram' }).click();
+    await h.page.locator('.problems-summary:not(:text("Not checked yet"))').waitFor();
+    await expect(h.page.locator('.side .dialect').textContent()).resolves.toBe('Zeebe (Camunda 8)');
+    const id = h.page.url().split('/').pop()!;
+    const { body } = await h.t.api.get(`/api/diagrams/${id}`);
+    expect(body.xml).toContain('xmlns:zeebe="http://camunda.org/schema/zeebe/1.0"');
+    expect(body.xml).not.toContain('xmlns:camunda=');
+  });
+});
+
+describe('undo', () => {
+  it('given Ctrl+Z inside a properties field, then it undoes the field’s last change, and the Undo button the change before it', async () => {
+    const id = await openFixture('no-topic.bpmn', 'Undo');
+    await select('work');
+    await entry(h.page, 'implementationType').selectOption('external');
+    await fillEntry(h.page, 'externalTopic', 'first');
+    await savedXml(id, (x) => x.includes('camunda:topic="first"'), 'topic first');
+    const topic = entry(h.page, 'externalTopic');
+    await topic.fill('second');
+    await topic.press('Control+z');
+    await expect.poll(() => topic.inputValue()).toBe('first');
+    await savedXml(id, (x) => x.includes('camunda:topic="first"'), 'topic first again');
+    await h.page.getByRole('button', { name: 'Undo' }).click();
+    await expect.poll(() => topic.inputValue()).toBe('');
+    const xml = await savedXml(id, (x) => !/camunda:topic="[^"]/.test(x), 'no topic');
+    expect(xml).toContain('camunda:type="external"'); // the change before the topic stays
+    await h.page.getByRole('button', { name: 'Redo' }).click();
+    await expect.poll(() => topic.inputValue()).toBe('first');
+  });
+});
