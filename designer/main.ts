@@ -4,5 +4,6 @@ import 'bpmn-js/dist/assets/bpmn-js.css';
 import 'bpmn-js/dist/assets/bpmn-font/css/bpmn-embedded.css';
 import 'diagram-js-minimap/assets/diagram-js-minimap.css';
 import '@bpmn-io/properties-panel/dist/assets/properties-panel.css';
+import 'bpmn-js-token-simulation/assets/css/bpmn-js-token-simulation.css';
 import './styles.css';
 import './components/baton-app.ts';

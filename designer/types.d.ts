@@ -36,3 +36,7 @@ declare module 'camunda-bpmn-js-behaviors/lib/camunda-cloud' {
   const module: Record<string, unknown>;
   export default module;
 }
+declare module 'bpmn-js-token-simulation/lib/modeler' {
+  const module: Record<string, unknown>;
+  export default module;
+}

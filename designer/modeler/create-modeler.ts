@@ -12,6 +12,7 @@ import camundaCloudBehaviors from 'camunda-bpmn-js-behaviors/lib/camunda-cloud';
 import camundaModdle from 'camunda-bpmn-moddle/resources/camunda.json';
 import zeebeModdle from 'zeebe-bpmn-moddle/resources/zeebe.json';
 import minimapModule from 'diagram-js-minimap';
+import tokenSimulationModule from 'bpmn-js-token-simulation/lib/modeler';
 import batonModdle from './baton-moddle/baton.json';
 import type { Dialect } from './dialect.ts';
 import type { DiagramHost } from './diagram-services.ts';
@@ -51,6 +52,8 @@ export function createModeler(container: HTMLElement, options: ModelerOptions): 
       BpmnPropertiesProviderModule,
       ...dialect.modules,
       batonPropertiesModule,
+      // Walks the diagram before deploying: tokens, gateway choices, events fired by hand.
+      tokenSimulationModule,
     ],
     moddleExtensions: { ...dialect.moddle, baton: batonModdle },
     propertiesPanel: { parent: options.propertiesParent },
