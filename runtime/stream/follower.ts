@@ -40,6 +40,11 @@ export class Follower implements InstanceListener {
   private pumping: Promise<void> | undefined;
   private dirty = false;
   private closed = false;
+  /**
+   * Set by the first pump. Rings before it send nothing, so the subscribe's answer goes out
+   * before the first frame; they lose nothing, as the first pump reads everything after the cursor.
+   */
+  private started = false;
   private announced: number;
   private pendingGeneration: number | undefined;
 
@@ -57,27 +62,29 @@ export class Follower implements InstanceListener {
   ) {
     this.cursor = afterSeq;
     this.announced = generation;
-    if (currentGeneration > generation) this.pendingGeneration = currentGeneration;
+    // A subscribe that arrives after a replay learns of it like a live one: after the tail.
+    if (currentGeneration > generation) this.pendingGeneration = generation + 1;
   }
 
   ring(bell: NewFrames | undefined): void {
     if (this.closed) return;
     if (bell && bell.generation > this.generation) {
       // Announced once the old generation's remaining frames are out (its last is instance:ended).
-      this.pendingGeneration = Math.max(this.pendingGeneration ?? 0, bell.generation);
-      void this.pump();
-      return;
-    }
-    if (bell && (bell.generation !== this.generation || bell.seq <= this.cursor)) return;
-    void this.pump();
+      // It names the next generation, not the newest: each one stays readable, and a client that
+      // follows the announcements one by one gets the frames of every generation.
+      this.pendingGeneration = this.generation + 1;
+    } else if (bell && (bell.generation !== this.generation || bell.seq <= this.cursor)) return;
+    if (this.started) void this.pump();
   }
 
   /**
-   * Sends everything after the cursor; concurrent calls fold into one more round.
+   * Sends everything after the cursor; concurrent calls fold into one more round. The first
+   * call starts the follower: from then on a ring pumps too.
    * Never rejects: a failed read (the database is away) is tried again in a second,
    * from the same cursor, so nothing is skipped.
    */
   pump(): Promise<void> {
+    this.started = true;
     if (this.pumping) {
       this.dirty = true;
       return this.pumping;

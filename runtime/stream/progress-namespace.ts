@@ -25,9 +25,14 @@ interface SubscribeRequest {
   afterSeq?: number;
 }
 
-type Ack = (
-  answer: { ok: true; generation: number; lastSeq: number } | { ok: false; error: { type: string; message: string } },
-) => void;
+interface SubscribeAnswer {
+  ok: true;
+  generation: number;
+  /** the generation's highest seq when the subscribe was checked: frames up to it are replayed, later ones follow live */
+  lastSeq: number;
+}
+
+type Ack = (answer: SubscribeAnswer | { ok: false; error: { type: string; message: string } }) => void;
 
 export interface ProgressStreamDeps {
   pool: Pool;
@@ -63,10 +68,17 @@ export function attachProgressStream(io: Server, deps: ProgressStreamDeps): Name
 
     socket.on('subscribe', (raw: unknown, ack?: Ack) => {
       const reply: Ack = typeof ack === 'function' ? ack : () => undefined;
-      subscribe(raw).then(reply, (err: unknown) => {
-        if (!(err instanceof BatonError)) deps.log.error({ err: (err as Error).message }, 'progress:subscribe_failed');
-        reply({ ok: false, error: errorOf(err) });
-      });
+      subscribe(raw).then(
+        ({ answer, follower }) => {
+          // The answer first: a client that subscribed without a generation learns it before any frame.
+          reply(answer);
+          void follower.pump();
+        },
+        (err: unknown) => {
+          if (!(err instanceof BatonError)) deps.log.error({ err: (err as Error).message }, 'progress:subscribe_failed');
+          reply({ ok: false, error: errorOf(err) });
+        },
+      );
     });
 
     socket.on('unsubscribe', (raw: unknown, ack?: (a: { ok: boolean }) => void) => {
@@ -79,8 +91,16 @@ export function attachProgressStream(io: Server, deps: ProgressStreamDeps): Name
       for (const id of [...followers.keys()]) stop(id);
     });
 
-    const subscribe = async (raw: unknown): Promise<{ ok: true; generation: number; lastSeq: number }> => {
+    const subscribe = async (raw: unknown): Promise<{ answer: SubscribeAnswer; follower: Follower }> => {
       const req = validateBody<SubscribeRequest>('progress-subscribe', raw);
+      if (req.generation === undefined && req.afterSeq !== undefined && req.afterSeq > 0) {
+        // Every generation numbers its frames from 1: a seq alone could name a frame of any of them.
+        throw new BatonError(
+          'validation',
+          `afterSeq ${req.afterSeq} needs the generation it belongs to: subscribe with {instanceId, generation, afterSeq}, ` +
+            'or without afterSeq to follow the current generation from its start',
+        );
+      }
       const target = await findStreamTarget(deps.pool, req.instanceId);
       if (!target) throw new BatonError('not_found', `No instance with id "${req.instanceId}"`);
       const generation = req.generation ?? target.generation;
@@ -88,6 +108,16 @@ export function attachProgressStream(io: Server, deps: ProgressStreamDeps): Name
         throw new BatonError(
           'not_found',
           `Instance ${req.instanceId} has no generation ${generation} (its current one is ${target.generation})`,
+        );
+      }
+      const afterSeq = req.afterSeq ?? 0;
+      // A seq is committed before any client can hold it, so the head read now is at or past it.
+      const head = await readFrameHead(deps.pool, req.instanceId, generation);
+      if (afterSeq > head.lastSeq) {
+        throw new BatonError(
+          'conflict',
+          `Generation ${generation} of instance ${req.instanceId} ends at seq ${head.lastSeq} (lastSeq), so afterSeq ${afterSeq} ` +
+            `is no position in it: subscribe with the generation that seq came from, or with afterSeq 0 to replay generation ${generation} from its start`,
         );
       }
       stop(req.instanceId);
@@ -101,7 +131,7 @@ export function attachProgressStream(io: Server, deps: ProgressStreamDeps): Name
         read,
         req.instanceId,
         generation,
-        req.afterSeq ?? 0,
+        afterSeq,
         outputOf(socket),
         opts,
         (f) => {
@@ -113,9 +143,7 @@ export function attachProgressStream(io: Server, deps: ProgressStreamDeps): Name
       // here on rings the notification, and one committed before is found by the first read.
       followers.set(req.instanceId, follower);
       await deps.hub.follow(req.instanceId, follower);
-      const head = await readFrameHead(deps.pool, req.instanceId, generation);
-      void follower.pump();
-      return { ok: true, generation, lastSeq: head.lastSeq };
+      return { answer: { ok: true, generation, lastSeq: head.lastSeq }, follower };
     };
   });
 

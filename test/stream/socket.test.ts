@@ -21,6 +21,8 @@ beforeAll(async () => {
   await deploy(t.api, singleTaskBpmn('stream-fail', 'stream-fail', { retries: 0 }));
   // Each test its own topic: a fetch must find the task of its own instance.
   for (const key of ['stream-ticks', 'stream-reconnect', 'stream-unsub']) await deploy(t.api, singleTaskBpmn(key, key));
+  await deploy(t.api, singleTaskBpmn('stream-pos', 'stream-pos'));
+  await deploy(t.api, singleTaskBpmn('stream-pos-replay', 'stream-pos-replay', { retries: 0 }));
 });
 afterAll(async () => {
   for (const c of clients) c.close();
@@ -89,7 +91,7 @@ describe('subscribe', () => {
       await new Promise((r) => setTimeout(r, 5 + (round % 5) * 5));
       const afterSeq = round % 3; // also from the middle
       const c = client();
-      const ack = await c.subscribe({ instanceId: id, afterSeq });
+      const ack = await c.subscribe({ instanceId: id, generation: 1, afterSeq });
       expect(ack.ok).toBe(true);
       await new Promise((r) => setTimeout(r, 20));
       writing = false;
@@ -114,7 +116,7 @@ describe('subscribe', () => {
     expect((await complete(t.api, task, 'w')).status).toBe(204);
 
     const second = client();
-    expect((await second.subscribe({ instanceId: id, afterSeq: seen.at(-1) })).ok).toBe(true);
+    expect((await second.subscribe({ instanceId: id, generation: 1, afterSeq: seen.at(-1) })).ok).toBe(true);
     await second.waitForKind(id);
     const stored = (await storedSeqs(id)).map((f) => f.seq);
     expect([...seen, ...second.seqs(id)]).toEqual(stored);
@@ -187,6 +189,100 @@ describe('generations', () => {
   });
 });
 
+describe('positions: a seq belongs to a generation', () => {
+  it('given an afterSeq above 0 without a generation, then the subscribe is refused and says to pass the generation; afterSeq 0 alone starts the current generation, answered before its first frame', async () => {
+    const id = await start(t.api, 'stream-pos');
+    const c = client();
+    expect(await c.subscribe({ instanceId: id, afterSeq: 2 })).toEqual({
+      ok: false,
+      error: {
+        type: 'ValidationError',
+        message:
+          'afterSeq 2 needs the generation it belongs to: subscribe with {instanceId, generation, afterSeq}, ' +
+          'or without afterSeq to follow the current generation from its start',
+      },
+    });
+    expect(c.frames).toEqual([]);
+
+    const stored = await storedSeqs(id);
+    expect(await c.subscribe({ instanceId: id, afterSeq: 0 })).toEqual({ ok: true, generation: 1, lastSeq: stored.length });
+    await c.waitForSeq(id, stored.length);
+    expect(c.log.map((e) => e.event)).toEqual(['ack', 'ack', ...stored.map(() => 'frame')]);
+    expect(c.seqs(id)).toEqual(range(1, stored.length));
+  });
+
+  it("given an afterSeq past the generation's last seq, then the subscribe is refused with a Conflict naming lastSeq and where to restart, and nothing is sent", async () => {
+    const id = await start(t.api, 'stream-pos');
+    const last = (await storedSeqs(id)).length;
+    const c = client();
+    const refused = await c.subscribe({ instanceId: id, generation: 1, afterSeq: last + 1 });
+    expect(refused).toEqual({
+      ok: false,
+      error: {
+        type: 'Conflict',
+        message:
+          `Generation 1 of instance ${id} ends at seq ${last} (lastSeq), so afterSeq ${last + 1} is no position in it: ` +
+          'subscribe with the generation that seq came from, or with afterSeq 0 to replay generation 1 from its start',
+      },
+    });
+    expect(await c.subscribe({ instanceId: id, generation: 1, afterSeq: last - 1 })).toEqual({
+      ok: true,
+      generation: 1,
+      lastSeq: last,
+    });
+    await c.waitForSeq(id, last);
+    expect(c.seqs(id)).toEqual([last]);
+  });
+
+  it("given a client of generation 1 that comes back after a replay, then a bare afterSeq and one past generation 2's end are refused, and {generation: 1, afterSeq} gets the rest of generation 1, then the generation event", async () => {
+    const id = await start(t.api, 'stream-pos-replay');
+    const before = client();
+    await before.subscribe({ instanceId: id });
+    const task = await fetchOne(t.api, 'w', 'stream-pos-replay');
+    await before.waitForKind(id, 'task:locked');
+    before.close();
+    const had = before.lastSeq(id);
+    const failed = await t.api.post(`/api/external-tasks/${task.id}/failure`, {
+      workerId: 'w',
+      lockToken: task.lockToken,
+      errorMessage: 'no',
+    });
+    expect(failed.status).toBe(204);
+    await waitForStatus(t.api, id, 'incident');
+    expect((await t.api.post(`/api/instances/${id}/replay`)).body).toMatchObject({ generation: 2 });
+    const gen1 = (await storedSeqs(id, 1)).map((f) => f.seq);
+    const gen2Last = (await storedSeqs(id, 2)).length;
+    const gen1Last = gen1.at(-1) ?? 0;
+    expect(gen1Last).toBeGreaterThan(gen2Last); // the seq the client holds is also past generation 2's end
+
+    const back = client();
+    expect(await back.subscribe({ instanceId: id, afterSeq: gen1Last })).toMatchObject({
+      ok: false,
+      error: { type: 'ValidationError', message: expect.stringContaining('needs the generation it belongs to') },
+    });
+    expect(await back.subscribe({ instanceId: id, generation: 2, afterSeq: gen1Last })).toMatchObject({
+      ok: false,
+      error: { type: 'Conflict', message: expect.stringContaining(`ends at seq ${gen2Last} (lastSeq)`) },
+    });
+    expect(back.frames).toEqual([]);
+
+    expect(await back.subscribe({ instanceId: id, generation: 1, afterSeq: had })).toEqual({
+      ok: true,
+      generation: 1,
+      lastSeq: gen1Last,
+    });
+    await expect.poll(() => back.generations.length, { timeout: 10_000 }).toBe(1);
+    const tail = back.log.slice(back.log.map((e) => e.event).lastIndexOf('ack'));
+    expect(tail.map((e) => (e.event === 'frame' ? e.data.seq : e.event))).toEqual([
+      'ack',
+      ...gen1.filter((seq) => seq > had),
+      'generation',
+    ]);
+    expect(back.frames.at(-1)?.kind).toBe('instance:ended');
+    expect(back.generations).toEqual([{ instanceId: id, generation: 2 }]);
+  });
+});
+
 describe('retention', () => {
   it('given frames deleted by retention, then a subscriber is told the gone range and still gets the final frame', async () => {
     const r = await startTestServer({ sweepIntervalMs: 100, frameRetentionMs: 0 });
@@ -213,7 +309,11 @@ describe('retention', () => {
       );
       const c = new ProgressClient(r.url);
       clients.push(c);
-      expect(await c.subscribe({ instanceId: id, afterSeq: 1 })).toEqual({ ok: true, generation: 1, lastSeq: last });
+      expect(await c.subscribe({ instanceId: id, generation: 1, afterSeq: 1 })).toEqual({
+        ok: true,
+        generation: 1,
+        lastSeq: last,
+      });
       const ended = await c.waitForKind(id);
       expect(ended.seq).toBe(last);
       expect(c.gaps).toEqual([{ instanceId: id, generation: 1, fromSeq: 2, toSeq: last - 1 }]);

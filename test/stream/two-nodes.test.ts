@@ -59,7 +59,7 @@ describe('two nodes', () => {
 
       const onB = new ProgressClient(b.url);
       clients.push(onB);
-      const ack = await onB.subscribe({ instanceId: id, afterSeq: seenOnA.at(-1) });
+      const ack = await onB.subscribe({ instanceId: id, generation: 1, afterSeq: seenOnA.at(-1) });
       expect(ack.ok).toBe(true);
       await report(100);
       expect((await complete(b.api, task, 'worker')).status).toBe(204);

@@ -14,12 +14,19 @@ export interface WireFrame {
 export type SubscribeAck =
   { ok: true; generation: number; lastSeq: number } | { ok: false; error: { type: string; message: string } };
 
+/** Everything the client got, in arrival order; `ack` is a subscribe's answer. */
+export type ClientEvent =
+  | { event: 'frame'; data: WireFrame }
+  | { event: 'gap' | 'generation' | 'resubscribe'; data: any }
+  | { event: 'ack'; data: SubscribeAck };
+
 export class ProgressClient {
   readonly socket: Socket;
   readonly frames: WireFrame[] = [];
   readonly gaps: { instanceId: string; generation: number; fromSeq: number; toSeq: number }[] = [];
   readonly generations: { instanceId: string; generation: number }[] = [];
   readonly resubscribes: { instanceId: string; generation: number; afterSeq: number }[] = [];
+  readonly log: ClientEvent[] = [];
 
   constructor(baseUrl: string, opts: { token?: string } = {}) {
     this.socket = io(`${baseUrl}/progress`, {
@@ -28,10 +35,22 @@ export class ProgressClient {
       forceNew: true,
       ...(opts.token ? { auth: { token: opts.token } } : {}),
     });
-    this.socket.on('frame', (f: WireFrame) => this.frames.push(f));
-    this.socket.on('gap', (g) => this.gaps.push(g));
-    this.socket.on('generation', (g) => this.generations.push(g));
-    this.socket.on('resubscribe', (r) => this.resubscribes.push(r));
+    this.socket.on('frame', (f: WireFrame) => {
+      this.frames.push(f);
+      this.log.push({ event: 'frame', data: f });
+    });
+    this.socket.on('gap', (g) => {
+      this.gaps.push(g);
+      this.log.push({ event: 'gap', data: g });
+    });
+    this.socket.on('generation', (g) => {
+      this.generations.push(g);
+      this.log.push({ event: 'generation', data: g });
+    });
+    this.socket.on('resubscribe', (r) => {
+      this.resubscribes.push(r);
+      this.log.push({ event: 'resubscribe', data: r });
+    });
   }
 
   /** resolves once connected; rejects with the server's refusal ({type, message} in `data`) */
@@ -45,7 +64,14 @@ export class ProgressClient {
 
   async subscribe(req: { instanceId: string; generation?: number; afterSeq?: number } | unknown): Promise<SubscribeAck> {
     await this.connected();
-    return this.socket.timeout(10_000).emitWithAck('subscribe', req) as Promise<SubscribeAck>;
+    // The answer is logged when it arrives, so the log shows what came before and after it.
+    return new Promise((resolve, reject) => {
+      this.socket.timeout(10_000).emit('subscribe', req, (err: Error | null, ack: SubscribeAck) => {
+        if (err) return reject(err);
+        this.log.push({ event: 'ack', data: ack });
+        resolve(ack);
+      });
+    });
   }
 
   seqs(instanceId: string, generation = 1): number[] {
