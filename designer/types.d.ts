@@ -40,3 +40,18 @@ declare module 'bpmn-js-token-simulation/lib/modeler' {
   const module: Record<string, unknown>;
   export default module;
 }
+declare module 'bpmn-js-differ' {
+  interface Changed {
+    model: { id: string; name?: string };
+    attrs: Record<string, { oldValue: unknown; newValue: unknown }>;
+  }
+  export function diff(
+    oldDefinitions: unknown,
+    newDefinitions: unknown,
+  ): {
+    _added: Record<string, { id: string; name?: string }>;
+    _removed: Record<string, { id: string; name?: string }>;
+    _changed: Record<string, Changed>;
+    _layoutChanged: Record<string, { id: string; name?: string }>;
+  };
+}

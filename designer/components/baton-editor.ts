@@ -1,12 +1,14 @@
 // One diagram in the modeler: autosaved draft, lint as you draw, deploy and start.
 import { html, nothing } from 'lit';
 import { api, ApiError } from '../client/api-client.ts';
-import type { DeployResult, Diagnostic, LintResult } from '../client/types.ts';
+import type { Definition, DeployResult, Diagnostic, LintResult } from '../client/types.ts';
 import { createModeler } from '../modeler/create-modeler.ts';
 import { diagramDialect, DIALECTS, type Dialect } from '../modeler/dialect.ts';
 import { renameForeignPrefixes } from '../modeler/foreign-prefixes.ts';
 import type { Canvas, DiagramElement, DiagramHost, ElementRegistry, Modeling, Selection } from '../modeler/diagram-services.ts';
 import { processKeyFor } from '../modeler/new-diagram.ts';
+import type DiffMarkers from '../modeler/compare/diff-markers.ts';
+import type { DiagramDiff } from '../modeler/compare/diff-markers.ts';
 import type LintMarkers from '../modeler/lint/lint-markers.ts';
 import { downloadText, LightElement } from './light-element.ts';
 import './baton-problems-panel.ts';
@@ -33,6 +35,9 @@ export class BatonEditor extends LightElement {
     notice: { state: true },
     host: { state: true },
     dialect: { state: true },
+    deployedLatest: { state: true },
+    difference: { state: true },
+    comparing: { state: true },
   };
   declare diagramId: string;
   declare name: string;
@@ -45,6 +50,12 @@ export class BatonEditor extends LightElement {
   declare notice: string;
   declare host: DiagramHost | undefined;
   declare dialect: Dialect | undefined;
+  /** the latest deployed version of the diagram's process key; null: none deployed */
+  declare deployedLatest: Definition | null | undefined;
+  /** what the canvas changes against deployedLatest */
+  declare difference: DiagramDiff | undefined;
+  /** the differences are marked on the canvas */
+  declare comparing: boolean;
 
   private lintTimer: ReturnType<typeof setTimeout> | undefined;
   private saveTimer: ReturnType<typeof setTimeout> | undefined;
@@ -64,6 +75,9 @@ export class BatonEditor extends LightElement {
     this.notice = '';
     this.host = undefined;
     this.dialect = undefined;
+    this.deployedLatest = undefined;
+    this.difference = undefined;
+    this.comparing = false;
   }
 
   private readonly warnBeforeLeaving = (e: BeforeUnloadEvent) => {
@@ -161,10 +175,42 @@ export class BatonEditor extends LightElement {
   }
 
   private showProblems(result: LintResult): void {
+    if (result.processKey) void this.followDeployed(result.processKey);
+    else void this.refreshDifference();
     this.lint = result;
     // A refused deploy's banner follows the problems it counted: gone once they are fixed.
     if (this.error.startsWith('Deploy refused')) this.error = result.ok ? '' : refusedText(result.diagnostics.length);
     this.host?.get<LintMarkers>('lintMarkers').show([...result.diagnostics, ...result.warnings]);
+  }
+
+  /** Looks up what is deployed under the key (when it changes) and what the canvas changes against it. */
+  private async followDeployed(key: string): Promise<void> {
+    if (this.deployedLatest === undefined || (this.deployedLatest && this.deployedLatest.key !== key)) {
+      try {
+        this.deployedLatest = await api.getDefinition(key);
+      } catch (err) {
+        if (!(err instanceof ApiError) || err.status !== 404) return;
+        this.deployedLatest = null;
+      }
+    }
+    await this.refreshDifference();
+  }
+
+  private async refreshDifference(): Promise<void> {
+    const markers = this.host?.get<DiffMarkers>('diffMarkers');
+    if (!markers || !this.deployedLatest) {
+      this.difference = undefined;
+      return;
+    }
+    this.difference = await markers.diffAgainst(this.deployedLatest.xml);
+    if (this.comparing) markers.show(this.difference);
+  }
+
+  private toggleCompare(): void {
+    this.comparing = !this.comparing;
+    const markers = this.host?.get<DiffMarkers>('diffMarkers');
+    if (this.comparing && this.difference) markers?.show(this.difference);
+    else markers?.clear();
   }
 
   private selectElement(elementId: string): void {
@@ -218,7 +264,9 @@ export class BatonEditor extends LightElement {
     this.error = '';
     await this.save();
     try {
-      this.deployed = await api.deploy(await this.currentXml());
+      const xml = await this.currentXml();
+      this.deployed = await api.deploy(xml);
+      this.deployedLatest = { ...this.deployed, xml };
       this.showProblems({ ok: true, diagnostics: [], warnings: this.deployed.warnings });
     } catch (err) {
       const apiError = err as ApiError;
@@ -274,6 +322,35 @@ export class BatonEditor extends LightElement {
     </div>`;
   }
 
+  /** Where the draft stands against what is deployed, and, while comparing, what changed. */
+  private renderDeployedStatus() {
+    const d = this.deployedLatest;
+    if (d === undefined) return nothing;
+    if (d === null) return html`<p class="deployed-status" role="status">Not deployed yet</p>`;
+    const diff = this.difference;
+    const changed = diff && diff.added.length + diff.changed.length + diff.moved.length + diff.removed.length > 0;
+    const fingerprint = this.lint?.fingerprint;
+    return html`<p class="deployed-status" role="status">
+      Deployed as <a href="#/definitions/${encodeURIComponent(d.key)}"><strong>${d.key}</strong> v${d.version}</a>
+      · ${changed ? html`<span class="draft-changed">draft changed since</span>` : 'the draft is the same'}
+      ${
+        this.comparing && diff
+          ? html`<span class="compare-summary">
+            · ${diff.added.length} added, ${diff.changed.length} changed, ${diff.moved.length} moved, ${diff.removed.length} removed${
+              diff.removed.length ? html` (${diff.removed.join(', ')})` : nothing
+            }
+            · ${
+              !fingerprint
+                ? 'the steps cannot be compared until the diagram compiles'
+                : fingerprint === d.fingerprint
+                  ? 'same steps (fingerprint unchanged)'
+                  : html`<strong>the steps change</strong> (fingerprint ${d.fingerprint.slice(0, 8)} → ${fingerprint.slice(0, 8)})`
+            }</span>`
+          : nothing
+      }
+    </p>`;
+  }
+
   override render() {
     const stateText = { saved: 'All changes saved', unsaved: 'Unsaved changes', saving: 'Saving…', failed: 'Not saved' }[
       this.saveState
@@ -291,6 +368,8 @@ export class BatonEditor extends LightElement {
           <button @click=${() => this.save()}>Save</button>
           <button @click=${() => this.exportFile('xml')}>Export XML</button>
           <button @click=${() => this.exportFile('svg')}>Export SVG</button>
+          <button class="compare" aria-pressed=${this.comparing ? 'true' : 'false'} ?disabled=${!this.deployedLatest}
+            title="Mark what changed against the deployed version" @click=${() => this.toggleCompare()}>Compare</button>
           <button class="primary deploy" @click=${() => this.deploy()}>Deploy</button>
         </div>
         ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
@@ -302,12 +381,13 @@ export class BatonEditor extends LightElement {
             : nothing
         }
         ${this.renderDeployResult()}
+        ${this.renderDeployedStatus()}
         <div class="editor-body">
           <div class="canvas" tabindex="0" aria-label="BPMN canvas"></div>
           <aside class="side">
             <p class="dialect" title="The properties panel edits this engine's attributes">${this.dialect ? DIALECTS[this.dialect] : ''}</p>
             <div class="properties-panel" aria-label="Properties"></div>
-            ${this.deployed ? html`<baton-start-form .definitionKey=${this.deployed.key}></baton-start-form>` : nothing}
+            ${this.deployedLatest ? html`<baton-start-form .definitionKey=${this.deployedLatest.key}></baton-start-form>` : nothing}
           </aside>
         </div>
         <baton-problems-panel .problems=${problems} .checking=${this.linting} .ok=${this.lint?.ok ?? null}

@@ -16,6 +16,7 @@ import tokenSimulationModule from 'bpmn-js-token-simulation/lib/modeler';
 import batonModdle from './baton-moddle/baton.json';
 import type { Dialect } from './dialect.ts';
 import type { DiagramHost } from './diagram-services.ts';
+import compareModule from './compare/index.ts';
 import heatmapModule from './heatmap/index.ts';
 import lintModule from './lint/index.ts';
 import batonPropertiesModule from './properties/index.ts';
@@ -48,6 +49,7 @@ export function createModeler(container: HTMLElement, options: ModelerOptions): 
     additionalModules: [
       minimapModule,
       lintModule,
+      compareModule,
       BpmnPropertiesPanelModule,
       BpmnPropertiesProviderModule,
       ...dialect.modules,
