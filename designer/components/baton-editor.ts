@@ -10,6 +10,7 @@ import { processKeyFor } from '../modeler/new-diagram.ts';
 import type DiffMarkers from '../modeler/compare/diff-markers.ts';
 import type { DiagramDiff } from '../modeler/compare/diff-markers.ts';
 import type LintMarkers from '../modeler/lint/lint-markers.ts';
+import type ProblemFixes from '../modeler/lint/problem-fixes.ts';
 import { downloadText, LightElement } from './light-element.ts';
 import './baton-problems-panel.ts';
 import './baton-start-form.ts';
@@ -60,6 +61,8 @@ export class BatonEditor extends LightElement {
   private lintTimer: ReturnType<typeof setTimeout> | undefined;
   private saveTimer: ReturnType<typeof setTimeout> | undefined;
   private lintSeq = 0;
+  /** the process key deployedLatest was looked up for */
+  private lookedUpKey: string | undefined;
   private saving: Promise<void> = Promise.resolve();
 
   constructor() {
@@ -185,12 +188,15 @@ export class BatonEditor extends LightElement {
 
   /** Looks up what is deployed under the key (when it changes) and what the canvas changes against it. */
   private async followDeployed(key: string): Promise<void> {
-    if (this.deployedLatest === undefined || (this.deployedLatest && this.deployedLatest.key !== key)) {
+    if (this.lookedUpKey !== key) {
+      this.lookedUpKey = key;
       try {
-        this.deployedLatest = await api.getDefinition(key);
-      } catch (err) {
-        if (!(err instanceof ApiError) || err.status !== 404) return;
-        this.deployedLatest = null;
+        // Through the list: a key never deployed is an answer here, not a 404 in the console.
+        const known = (await api.listDefinitions()).some((d) => d.key === key);
+        this.deployedLatest = known ? await api.getDefinition(key) : null;
+      } catch {
+        this.lookedUpKey = undefined; // unknown for now: the next lint asks again
+        return;
       }
     }
     await this.refreshDifference();
@@ -391,6 +397,7 @@ export class BatonEditor extends LightElement {
           </aside>
         </div>
         <baton-problems-panel .problems=${problems} .checking=${this.linting} .ok=${this.lint?.ok ?? null}
+          .explain=${this.host ? (p: Diagnostic) => this.host!.get<ProblemFixes>('problemFixes').explain(p) : undefined}
           @baton-select-element=${(e: CustomEvent<{ elementId: string }>) => this.selectElement(e.detail.elementId)}></baton-problems-panel>
       </div>
     `;

@@ -56,6 +56,33 @@ describe('the deploy-refused banner', () => {
   });
 });
 
+describe('problems in the analyst’s words', () => {
+  it('given a plain task and a condition without "=", then each problem names the element and its fix, and the fixes make the diagram compile', async () => {
+    const id = await openFixture('first-draft.bpmn', 'First draft');
+    const row = (elementId: string) =>
+      h.page.locator('.problem-row', { has: h.page.locator(`.problem[data-element-id="${elementId}"]`) });
+    await expect(row('check').textContent()).resolves.toMatch(/'Check policy' is a plain task, which Baton does not run/);
+    await expect(row('yes').textContent()).resolves.toMatch(
+      /The condition of 'yes' needs "=" in front to be FEEL: = total > 1000/,
+    );
+    // The compiler's own words stay at hand.
+    await expect(row('yes').locator('.problem').getAttribute('title')).resolves.toMatch(/neither FEEL nor JUEL/);
+
+    await row('yes').locator('.problem-fix', { hasText: 'Add "="' }).click();
+    await savedXml(id, (x) => x.includes('= total &gt; 1000'), 'the condition with =');
+    await row('check').locator('.problem-fix', { hasText: 'Make it a service task' }).click();
+    const topicRow = h.page.locator('.problem-row', { hasText: "Set Topic for 'Check policy'" });
+    await topicRow.locator('.problem-fix', { hasText: 'Set topic' }).click();
+    // The fix leaves the cursor in the topic field.
+    await expect.poll(() => h.page.evaluate(() => document.activeElement?.id)).toBe('bio-properties-panel-externalTopic');
+    await h.page.keyboard.type('check-policy');
+    await h.page.keyboard.press('Tab');
+    await h.page.locator('.problems-summary.good').waitFor();
+    const xml = await savedXml(id, (x) => x.includes('camunda:topic="check-policy"'), 'the topic');
+    expect(xml).toMatch(/<bpmn:serviceTask id="[^"]+" name="Check policy" camunda:type="external" camunda:topic="check-policy">/);
+  });
+});
+
 describe('a new diagram', () => {
   it('given it is renamed, then its process key and name follow the name, the key can be edited, and deploy uses them', async () => {
     await h.page.goto(h.t.url);
