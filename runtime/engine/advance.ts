@@ -6,6 +6,7 @@ import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
 import { evaluateList, evaluateValue } from './loops.ts';
 import { firstDue } from '../shared/timers.ts';
 import { startCompensationThrow } from './compensate.ts';
+import { decideOutgoing } from './gateway-decisions.ts';
 import { indexPlan } from './plan-index.ts';
 import type { FlowState, IncidentKind, StepStatus } from '../model/vocabulary.ts';
 import { type Effects, type InstanceState, type LoopState, type Variables } from '../model/effects.ts';
@@ -181,11 +182,13 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   }
   const decision = decideOutgoing(plan, step, vars);
   if (!decision.ok) {
-    raiseIncident(state, fx, step.id, decision.kind, decision.message, decision.details);
+    raiseIncident(state, fx, step.id, decision.kind, decision.message, decision.details, decision.tested);
     return;
   }
   setStep(state, fx, step.id, 'completed');
-  fx.events.push({ kind: 'step:completed', stepId: step.id, ...(isGateway(step) ? { data: { taken: decision.taken } } : {}) });
+  // A choosing gateway's event says what it tested and which variables were missing (gateway-decisions.ts).
+  const data = decision.record ?? (isGateway(step) ? { taken: decision.taken } : undefined);
+  fx.events.push({ kind: 'step:completed', stepId: step.id, ...(data ? { data: { ...data } } : {}) });
   if (step.kind === 'terminateEndEvent' && step.scope !== undefined) {
     // Inside a subprocess, terminate ends that subprocess only: its other open steps are canceled.
     cancelScope(plan, step.scope, step.id, state, fx);
@@ -420,53 +423,15 @@ function raiseIncident(
   kind: IncidentKind,
   message: string,
   details?: Record<string, unknown>,
+  eventData?: object,
 ): void {
   setStep(state, fx, stepId, 'incident');
   fx.incidents.push({ stepId, kind, message, ...(details ? { details } : {}) });
-  fx.events.push({ kind: 'incident:created', stepId, data: { kind, message } });
+  fx.events.push({ kind: 'incident:created', stepId, data: { kind, message, ...eventData } });
 }
 
 function isGateway(step: PlanStep): boolean {
   return step.kind === 'exclusiveGateway' || step.kind === 'inclusiveGateway' || step.kind === 'parallelGateway';
-}
-
-type Decision =
-  { ok: true; taken: string[] } | { ok: false; kind: IncidentKind; message: string; details?: Record<string, unknown> };
-
-/** Which outgoing flows a step takes when it completes. */
-function decideOutgoing(plan: Plan, step: PlanStep, vars: Variables): Decision {
-  if (step.kind !== 'exclusiveGateway' && step.kind !== 'inclusiveGateway') return { ok: true, taken: step.outgoing };
-  const taken: string[] = [];
-  for (const flowId of step.outgoing) {
-    if (flowId === step.defaultFlow) continue;
-    const flow = indexPlan(plan).flows.get(flowId);
-    let holds = true;
-    if (flow?.condition) {
-      const result = evaluateCondition(flow.condition.feel, vars);
-      if (!result.ok) {
-        return {
-          ok: false,
-          kind: 'condition_error',
-          message: `Condition of flow ${flowId} at ${step.id} failed: ${result.message}`,
-          details: { flowId, condition: flow.condition.source },
-        };
-      }
-      holds = result.value;
-    }
-    if (!holds) continue;
-    taken.push(flowId);
-    if (step.kind === 'exclusiveGateway') break;
-  }
-  if (taken.length === 0 && step.defaultFlow) taken.push(step.defaultFlow);
-  if (taken.length === 0) {
-    return {
-      ok: false,
-      kind: 'no_matching_flow',
-      message: `Gateway ${step.id}: no outgoing flow condition holds and there is no default flow. Check the variables, then retry the incident.`,
-      details: { outgoing: step.outgoing },
-    };
-  }
-  return { ok: true, taken };
 }
 
 /** Marks the step's outgoing flows taken or skipped and evaluates the steps they lead to. */

@@ -88,8 +88,31 @@ export function needsThread(feel: string): boolean {
   return known;
 }
 
+/**
+ * A name feelin looked up and did not find (its warnings NO_VARIABLE_FOUND and
+ * NO_FUNCTION_FOUND), by its place in the expression: feel.ts names the missing variables.
+ */
+export interface NotFound {
+  type: 'variable' | 'function';
+  from: number;
+  to: number;
+}
+
 /** What the thread sends back: only the JSON-like part of a result crosses. */
-export type ThreadResult = { ok: true; value: string | number | boolean | null; type: string } | { ok: false; message: string };
+export type ThreadResult =
+  { ok: true; value: string | number | boolean | null; type: string; notFound: NotFound[] } | { ok: false; message: string };
+
+/** The not-found warnings of one evaluation, each place once (a loop repeats them). THREAD_SOURCE has a copy. */
+export function notFoundOf(warnings: readonly { type: string; position: { from: number; to: number } }[]): NotFound[] {
+  const seen = new Map<string, NotFound>();
+  for (const w of warnings) {
+    if (w.type !== 'NO_VARIABLE_FOUND' && w.type !== 'NO_FUNCTION_FOUND') continue;
+    const type = w.type === 'NO_VARIABLE_FOUND' ? 'variable' : 'function';
+    const key = `${type}:${w.position.from}:${w.position.to}`;
+    if (!seen.has(key)) seen.set(key, { type, from: w.position.from, to: w.position.to });
+  }
+  return [...seen.values()];
+}
 
 const FEELIN_URL = pathToFileURL(createRequire(import.meta.url).resolve('feelin')).href;
 
@@ -98,12 +121,24 @@ const THREAD_SOURCE = `
 import { workerData } from 'node:worker_threads';
 const { evaluate } = await import(workerData.feelin);
 const flags = new Int32Array(workerData.flags);
+// notFoundOf below, as plain JavaScript
+const notFoundOf = (warnings) => {
+  const seen = new Map();
+  for (const w of warnings) {
+    if (w.type !== 'NO_VARIABLE_FOUND' && w.type !== 'NO_FUNCTION_FOUND') continue;
+    const type = w.type === 'NO_VARIABLE_FOUND' ? 'variable' : 'function';
+    const key = type + ':' + w.position.from + ':' + w.position.to;
+    if (!seen.has(key)) seen.set(key, { type, from: w.position.from, to: w.position.to });
+  }
+  return [...seen.values()];
+};
 workerData.port.on('message', ({ feel, variables }) => {
   let answer;
   try {
-    const value = evaluate(feel, variables).value;
+    const { value, warnings } = evaluate(feel, variables);
     const plain = value === null || value === undefined || ['string', 'number', 'boolean'].includes(typeof value);
-    answer = { ok: true, value: plain ? (value ?? null) : null, type: value === null || value === undefined ? 'null' : Array.isArray(value) ? 'list' : typeof value };
+    answer = { ok: true, value: plain ? (value ?? null) : null, type: value === null || value === undefined ? 'null' : Array.isArray(value) ? 'list' : typeof value,
+      notFound: notFoundOf(warnings) };
   } catch (cause) {
     // Deep recursion ends on the thread's stack before the time budget on a fast machine.
     const deep = cause instanceof RangeError && /call stack/i.test(cause.message);

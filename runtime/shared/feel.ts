@@ -4,10 +4,19 @@
 // deploy. Nothing here ever calls eval: a string like '${"a && b"}' stays a string.
 // Length, depth and evaluation time are bounded by the budget in feel-budget.ts.
 import { evaluate, parseExpression } from 'feelin';
-import { checkFeelSize, evaluateInThread, feelBudget, needsThread, type ThreadResult } from './feel-budget.ts';
+import {
+  checkFeelSize,
+  evaluateInThread,
+  feelBudget,
+  needsThread,
+  notFoundOf,
+  type NotFound,
+  type ThreadResult,
+} from './feel-budget.ts';
 
 export type ToFeelResult = { ok: true; feel: string } | { ok: false; message: string };
-export type ConditionResult = { ok: true; value: boolean } | { ok: false; message: string };
+/** missingVariables: the variables the condition read and the instance does not have (FEEL reads them as null). */
+export type ConditionResult = { ok: true; value: boolean; missingVariables: string[] } | { ok: false; message: string };
 
 const HINT = 'write FEEL such as "= total > 100" or JUEL such as "${total > 100}"';
 
@@ -63,7 +72,20 @@ export function checkFeel(feel: string): string | undefined {
 export function evaluateCondition(feel: string, variables: Record<string, unknown>): ConditionResult {
   const result = evaluateBudgeted(feel, variables);
   if (!result.ok) return { ok: false, message: `Condition "${feel}" failed: ${result.message}` };
-  return { ok: true, value: result.value === true };
+  return { ok: true, value: result.value === true, missingVariables: missingVariablesOf(feel, result.notFound) };
+}
+
+/**
+ * The names an evaluation looked up and did not find, first use first. A variable set to
+ * null is present. Not counted: the name of an unknown function (feelin reports the call's
+ * name as a missing variable too) and a missing key inside a present context (`order.total`).
+ */
+function missingVariablesOf(feel: string, notFound: NotFound[]): string[] {
+  const calls = new Set(notFound.filter((n) => n.type === 'function').map((n) => n.from));
+  const names = notFound
+    .filter((n) => n.type === 'variable' && !calls.has(n.from))
+    .map((n) => feel.slice(n.from, n.to).trim().replace(/\s+/g, ' '));
+  return [...new Set(names)];
 }
 
 /** Evaluates a FEEL expression to a correlation key: a string or number becomes its text; anything else is refused. */
@@ -91,11 +113,13 @@ export function evaluateKey(
 function evaluateBudgeted(feel: string, variables: Record<string, unknown>): ThreadResult {
   try {
     if (needsThread(feel)) return evaluateInThread(feel, variables);
-    const value: unknown = evaluate(feel, variables).value;
-    if (value === null || value === undefined) return { ok: true, value: null, type: 'null' };
+    const evaluated = evaluate(feel, variables);
+    const value: unknown = evaluated.value;
+    const notFound = notFoundOf(evaluated.warnings);
+    if (value === null || value === undefined) return { ok: true, value: null, type: 'null', notFound };
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
-      return { ok: true, value, type: typeof value };
-    return { ok: true, value: null, type: Array.isArray(value) ? 'list' : typeof value };
+      return { ok: true, value, type: typeof value, notFound };
+    return { ok: true, value: null, type: Array.isArray(value) ? 'list' : typeof value, notFound };
   } catch (cause) {
     return { ok: false, message: messageOf(cause) };
   }

@@ -109,6 +109,69 @@ describe('advance', () => {
     expect(fx.tasks.map((t) => t.stepId)).toEqual(['small']);
   });
 
+  it('given an exclusive gateway, when its condition reads a missing variable, then the default flow is taken and its event says which variable was missing', () => {
+    const state = fresh();
+    const fx = emptyEffects();
+    startPlan(exclusive, state, {}, fx);
+    expect(fx.tasks.map((t) => t.stepId)).toEqual(['small']);
+    expect(fx.events.find((e) => e.stepId === 'gw')).toEqual({
+      kind: 'step:completed',
+      stepId: 'gw',
+      data: {
+        taken: ['f3'],
+        byDefault: true,
+        flows: [{ id: 'f2', condition: 'total > 100', result: false }],
+        missingVariables: ['total'],
+      },
+    });
+  });
+
+  it('given an exclusive gateway, when its variables are set, then its event lists the tested conditions and no missing variable', () => {
+    const state = fresh();
+    const fx = emptyEffects();
+    startPlan(exclusive, state, { total: 150 }, fx);
+    expect(fx.events.find((e) => e.stepId === 'gw')?.data).toEqual({
+      taken: ['f2'],
+      byDefault: false,
+      flows: [{ id: 'f2', condition: 'total > 100', result: true }],
+      missingVariables: [],
+    });
+    const done = emptyEffects();
+    completeStep(exclusive, 'big', state, {}, done);
+    // a merging gateway tests no condition
+    expect(done.events.find((e) => e.stepId === 'merge')?.data).toEqual({
+      taken: ['f6'],
+      byDefault: false,
+      flows: [],
+      missingVariables: [],
+    });
+  });
+
+  it('given no default and a condition over a missing variable, then the incident, its details and its event name the variable', () => {
+    const noDefault = plan({ start: 'startEvent', gw: 'exclusiveGateway', big: 'serviceTask', end: 'endEvent' }, [
+      ['start', 'gw'],
+      ['gw', 'big', 'total > 100'],
+      ['big', 'end'],
+    ]);
+    const fx = emptyEffects();
+    startPlan(noDefault, fresh(), {}, fx);
+    const flows = [{ id: 'f2', condition: 'total > 100', result: false }];
+    expect(fx.incidents).toEqual([
+      {
+        stepId: 'gw',
+        kind: 'no_matching_flow',
+        message: expect.stringContaining('the conditions read variable "total", which the instance does not have'),
+        details: { outgoing: ['f2'], flows, missingVariables: ['total'] },
+      },
+    ]);
+    expect(fx.events.find((e) => e.kind === 'incident:created')?.data).toEqual({
+      kind: 'no_matching_flow',
+      message: fx.incidents[0]?.message,
+      flows,
+      missingVariables: ['total'],
+    });
+  });
+
   it('given no default and no true condition, then the gateway raises an incident and a retry with new variables resumes it', () => {
     const noDefault = plan({ start: 'startEvent', gw: 'exclusiveGateway', big: 'serviceTask', end: 'endEvent' }, [
       ['start', 'gw'],
@@ -158,6 +221,26 @@ describe('advance', () => {
     completeStep(inclusive, 'c', state, {}, last);
     expect(state.steps.join).toBe('completed');
     expect(deriveStatus(state, last)).toBe('completed');
+  });
+
+  it('given an inclusive gateway, when one condition reads a missing variable, then the others still decide and its event names the variable', () => {
+    const split = plan({ start: 'startEvent', split: 'inclusiveGateway', a: 'serviceTask', b: 'serviceTask' }, [
+      ['start', 'split'],
+      ['split', 'a', 'x > 0'],
+      ['split', 'b', 'y > 0'],
+    ]);
+    const fx = emptyEffects();
+    startPlan(split, fresh(), { x: 1 }, fx);
+    expect(fx.tasks.map((t) => t.stepId)).toEqual(['a']);
+    expect(fx.events.find((e) => e.stepId === 'split')?.data).toEqual({
+      taken: ['f2'],
+      byDefault: false,
+      flows: [
+        { id: 'f2', condition: 'x > 0', result: true },
+        { id: 'f3', condition: 'y > 0', result: false },
+      ],
+      missingVariables: ['y'],
+    });
   });
 
   it('given a parallel join fed by an exclusive split, when one input is skipped, then the join raises an incident naming it', () => {

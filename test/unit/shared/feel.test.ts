@@ -64,7 +64,7 @@ describe('toFeel: JUEL conditions (Camunda 7) translated to FEEL', () => {
 
   it('keeps operators inside strings as text, never as code', () => {
     expect(feelOf("${'a && b || !c' == s}")).toBe('"a && b || !c" = s');
-    expect(evaluateCondition(feelOf("${'a && b || !c' == s}"), { s: 'a && b || !c' })).toEqual({ ok: true, value: true });
+    expect(evaluateCondition(feelOf("${'a && b || !c' == s}"), { s: 'a && b || !c' })).toMatchObject({ ok: true, value: true });
     expect(feelOf('${s == "${x}"}')).toBe('s = "${x}"');
   });
 
@@ -136,7 +136,7 @@ describe('translated JUEL evaluates as Camunda 7 would', () => {
     ['${not empty customer.phone and customer.smsOptIn}', { customer: { phone: '+31', smsOptIn: true } }, true],
     ['${not empty customer.phone and customer.smsOptIn}', { customer: { phone: '', smsOptIn: true } }, false],
   ])('%s with %j is %s', (source, variables, expected) => {
-    expect(evaluateCondition(feelOf(source), variables)).toEqual({ ok: true, value: expected });
+    expect(evaluateCondition(feelOf(source), variables)).toMatchObject({ ok: true, value: expected });
   });
 });
 
@@ -155,11 +155,37 @@ describe('checkFeel', () => {
 
 describe('evaluateCondition', () => {
   it('holds only for a result of exactly true', () => {
-    expect(evaluateCondition('a', { a: true })).toEqual({ ok: true, value: true });
-    expect(evaluateCondition('a', { a: 'true' })).toEqual({ ok: true, value: false });
-    expect(evaluateCondition('a', { a: 1 })).toEqual({ ok: true, value: false });
-    expect(evaluateCondition('a', {})).toEqual({ ok: true, value: false });
-    expect(evaluateCondition('a > 1', { a: 'x' })).toEqual({ ok: true, value: false });
+    expect(evaluateCondition('a', { a: true })).toEqual({ ok: true, value: true, missingVariables: [] });
+    expect(evaluateCondition('a', { a: 'true' })).toEqual({ ok: true, value: false, missingVariables: [] });
+    expect(evaluateCondition('a', { a: 1 })).toEqual({ ok: true, value: false, missingVariables: [] });
+    expect(evaluateCondition('a', {})).toEqual({ ok: true, value: false, missingVariables: ['a'] });
+    expect(evaluateCondition('a > 1', { a: 'x' })).toEqual({ ok: true, value: false, missingVariables: [] });
+  });
+
+  it.each([
+    ['total > 100', {}, ['total']],
+    ['total > 100', { total: null }, []],
+    ['total > 100', { total: 5 }, []],
+    ['x > 1 or y > 2 or x > 3', { x: 5 }, ['y']],
+    ['a > b', {}, ['a', 'b']],
+    ['order.total > 100', {}, ['order']],
+    ['order.total > 100', { order: {} }, []],
+    ['count(items) > 0', {}, ['items']],
+    ['lenght(name) > 1', { name: 'ab' }, []],
+    ['for i in [1, 2] return i > limit', {}, ['limit']],
+    ['some i in items satisfies i > 1', {}, ['items']],
+    ['order  total > 1', {}, ['order total']],
+  ])('names the variables %s reads and %j lacks: %j', (feel, variables, missing) => {
+    expect(evaluateCondition(feel, variables)).toMatchObject({ ok: true, missingVariables: missing });
+  });
+
+  it('names them for a JUEL condition too, as the translated FEEL reads them', () => {
+    expect(evaluateCondition(feelOf('${total > 100 && region == "EU"}'), { region: 'EU' })).toEqual({
+      ok: true,
+      value: false,
+      missingVariables: ['total'],
+    });
+    expect(evaluateCondition(feelOf('${empty note}'), {})).toEqual({ ok: true, value: true, missingVariables: ['note'] });
   });
 
   it('answers ok:false with the message instead of throwing', () => {
