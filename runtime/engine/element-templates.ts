@@ -85,9 +85,12 @@ function refuseInvalid(template: ElementTemplate, dialect: TemplateDialect): voi
   const schema = zeebe
     ? `Zeebe element-template schema ${getZeebeSchemaVersion()}`
     : `Camunda 7 element-template schema ${getSchemaVersion()}`;
+  // A Zeebe template can break dozens of rules at once: the message names the first few, details has all.
+  const shown = details.slice(0, 5).map((d) => `${d.path} ${d.message}`);
+  if (details.length > shown.length) shown.push(`and ${details.length - shown.length} more in details`);
   throw new BatonError(
     'validation',
-    `Element template "${template.id}" does not follow the ${schema}: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`,
+    `Element template "${template.id}" does not follow the ${schema}: ${shown.join('; ')}`,
     details,
   );
 }

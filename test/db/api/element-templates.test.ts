@@ -104,6 +104,13 @@ describe('publishing element templates', () => {
     expect(z.status).toBe(400);
     expect(z.body.message).toMatch(/Zeebe element-template schema/);
     expect(z.body.details).toEqual(expect.arrayContaining([expect.objectContaining({ path: '/properties/1/binding' })]));
+    const manyBroken = zeebe();
+    manyBroken.properties.push(
+      ...Array.from({ length: 8 }, (_, i) => ({ type: 'String', binding: { type: `zeebe:nothing${i}` } })),
+    );
+    const many = await put(manyBroken);
+    expect(many.body.details.length).toBeGreaterThan(5);
+    expect(many.body.message).toMatch(new RegExp(`and ${many.body.details.length - 5} more in details$`));
     expect(await databaseDigest(t.db.pool)).toBe(before);
   });
 
