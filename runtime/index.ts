@@ -5,7 +5,7 @@ export type { Plan, PlanStep, PlanFlow, Diagnostic, CompileResult } from './comp
 export { startEmbeddedPostgres } from './store/embedded.ts';
 export { applyMigrations } from './store/migrate.ts';
 export { readConfig, type Config } from './config.ts';
-export { createWorker, BpmnError, LockLostError, WorkerStoppingError } from './worker/index.ts';
+export { createWorker, BpmnError, LockLostError, TemplateRefusedError, WorkerStoppingError } from './worker/index.ts';
 export type {
   Worker,
   WorkerOptions,
@@ -13,6 +13,7 @@ export type {
   TaskContext,
   TaskHandler,
   SubscribeOptions,
+  ElementTemplate,
   WorkerAuth,
   WorkerLogger,
 } from './worker/index.ts';

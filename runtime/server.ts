@@ -7,12 +7,14 @@ import type { Logger } from 'pino';
 import { CAMUNDA_KEEP_ALIVE_TIMEOUT_MS, camundaRouter } from './camunda/api/index.ts';
 import { definitionsRouter } from './api/definitions-routes.ts';
 import { designerApiRouter, designerStatic } from './api/designer-routes.ts';
+import { elementTemplatesRouter } from './api/element-templates-routes.ts';
 import { errorMiddleware, notFoundRoute } from './api/errors.ts';
 import { flowLimitsRouter } from './api/flow-limits-routes.ts';
 import { incidentsRouter } from './api/incidents-routes.ts';
 import { instancesRouter } from './api/instances-routes.ts';
 import { progressRouter } from './api/progress-routes.ts';
 import { tasksRouter } from './api/tasks-routes.ts';
+import { topicsRouter } from './api/topics-routes.ts';
 import { createEngine, type Engine, type EngineOptions } from './engine/context.ts';
 import { SAFETY_RECHECK_MS } from './engine/fetch.ts';
 import { ParkedPolls } from './engine/parked-polls.ts';
@@ -143,6 +145,8 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use('/api/definitions', definitionsRouter(engine));
   app.use('/api/incidents', incidentsRouter(engine));
   app.use('/api/flow-limits', flowLimitsRouter(engine));
+  app.use('/api/element-templates', elementTemplatesRouter(engine));
+  app.use('/api/topics', topicsRouter(engine));
   app.use('/api', eventsRouter(engine));
   app.use('/api', designerApiRouter(engine));
   app.use(designerHeaders(), designerStatic());
@@ -188,7 +192,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
         timers.stop(),
         retention.stop(),
       ]);
-      await Promise.all([frameHub.stop(), progress.close(), tokenChanges.stop()]);
+      await Promise.all([frameHub.stop(), progress.close(), tokenChanges.stop(), engine.fetchActivity.close()]);
       await flushNotifications(pool); // the other nodes hear the last commits' notifications
       await pool.end(); // waits for clients still checked out
     },

@@ -2,7 +2,9 @@
 // the per-element heatmap of a definition's instances.
 import { Router } from 'express';
 import { compileBpmn } from '../compiler/index.ts';
+import type { Diagnostic, Plan } from '../compiler/plan.ts';
 import type { Engine } from '../engine/context.ts';
+import { findUnservedTopics } from '../engine/element-templates.ts';
 import { sampleHeatmap } from '../store/diagrams.ts';
 import { findDefinition } from '../store/definitions.ts';
 import { BatonError } from '../shared/errors.ts';
@@ -14,7 +16,8 @@ export const HEATMAP_LIMIT = 1_000;
 export function lintRouter(engine: Engine): Router {
   const router = Router();
 
-  // The same compiler as deploy, so the designer's problems are exactly the deploy's refusals.
+  // The same compiler as deploy, so the designer's problems are exactly the deploy's refusals;
+  // the warnings add what only the server knows (topics no worker asks for), never a refusal.
   router.post('/lint', async (req, res) => {
     const { xml, processId } = validateBody<{ xml: string; processId?: string }>('diagram-lint-request', req.body);
     const result = await compileBpmn(xml, processId ? { processId } : {});
@@ -25,7 +28,7 @@ export function lintRouter(engine: Engine): Router {
             processKey: result.plan.processKey,
             fingerprint: result.fingerprint,
             diagnostics: [],
-            warnings: result.warnings,
+            warnings: [...result.warnings, ...(await unservedTopicWarnings(engine, result.plan))],
           }
         : { ok: false, diagnostics: result.diagnostics, warnings: [] },
     );
@@ -56,4 +59,25 @@ export function lintRouter(engine: Engine): Router {
   });
 
   return router;
+}
+
+/** A warning the compiler cannot give: the code says which, for the designer to act on. */
+type ServerWarning = Diagnostic & { code: 'topic-without-worker' };
+
+/** One warning per service task whose topic no worker fetched within the activity window and no template binds. */
+async function unservedTopicWarnings(engine: Engine, plan: Plan): Promise<ServerWarning[]> {
+  const tasks = plan.steps.filter((s) => s.task !== undefined);
+  const unserved = await findUnservedTopics(
+    engine,
+    tasks.map((s) => s.task!.topic),
+  );
+  const hours = Math.round(engine.fetchActivity.windowMs / 3_600_000);
+  return tasks
+    .filter((s) => unserved.has(s.task!.topic))
+    .map((s) => ({
+      elementId: s.id,
+      severity: 'warning' as const,
+      code: 'topic-without-worker' as const,
+      message: `No worker has fetched topic '${s.task!.topic}' of '${s.name ?? s.id}' in the last ${hours} h and no element template binds it: start a worker for topic '${s.task!.topic}' or check the spelling`,
+    }));
 }

@@ -3,6 +3,7 @@ import type { Plan } from '../compiler/plan.ts';
 import type { PollClaims } from './parked-polls.ts';
 import type { Pool, Queryable } from '../store/db.ts';
 import { findDefinitionById } from '../store/definitions.ts';
+import { FetchActivity } from './fetch-activity.ts';
 import { createStartQueue, type StartQueue } from './start-queue.ts';
 
 export interface EngineOptions {
@@ -24,6 +25,8 @@ export interface EngineOptions {
   startBatchMax: number;
   /** how large a result may grow an instance's variables (jsonb text bytes); unlimited unless the server sets its limit */
   maxVariablesBytes: number;
+  /** how often at most a node writes the fetches it saw (engine/fetch-activity.ts) */
+  fetchActivityFlushMs: number;
 }
 
 export const defaultEngineOptions: EngineOptions = {
@@ -33,6 +36,7 @@ export const defaultEngineOptions: EngineOptions = {
   startLanes: 2,
   startBatchMax: 32,
   maxVariablesBytes: Infinity,
+  fetchActivityFlushMs: 5_000,
 };
 
 export interface Engine {
@@ -50,6 +54,8 @@ export interface Engine {
   delivery?: PollClaims;
   /** where optimistic starts are written, several in one statement under load */
   starts: StartQueue;
+  /** which workers fetched which topics: held in memory, written every few seconds */
+  fetchActivity: FetchActivity;
 }
 
 export function createEngine(pool: Pool, log: Logger, options: Partial<EngineOptions> = {}): Engine {
@@ -61,6 +67,7 @@ export function createEngine(pool: Pool, log: Logger, options: Partial<EngineOpt
     plans: new Map(),
     startTargets: new Map(),
     starts: createStartQueue(pool, { lanes: opts.startLanes, maxBatch: opts.startBatchMax }),
+    fetchActivity: new FetchActivity(pool, log, opts.fetchActivityFlushMs),
   };
 }
 

@@ -52,6 +52,8 @@ export async function pollForTasks<T extends { id: string; lock_token: string | 
   p: LongPoll<T>,
 ): Promise<T[]> {
   const deadline = Date.now() + p.waitMs;
+  // In memory: the fetch itself stays one statement per try.
+  engine.fetchActivity.record(p.topics, p.workerId);
   // Subscribe before the first fetch, so a notification during it is not missed.
   const subscription = p.waitMs > 0 ? parkedPolls.subscribe(p.topics, p.capacity) : undefined;
   try {

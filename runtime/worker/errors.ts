@@ -33,3 +33,21 @@ export class WorkerStoppingError extends Error {
     super(`The worker stopped before the handler of task ${taskId} finished; the task was unlocked for another worker`);
   }
 }
+
+/** The server refused a subscription's element template (a 4xx): the worker did not start. */
+export class TemplateRefusedError extends Error {
+  override readonly name = 'TemplateRefusedError';
+  constructor(
+    readonly topic: string,
+    readonly templateId: string,
+    readonly status: number,
+    readonly type: string,
+    readonly serverMessage: string,
+    /** what the server said to fix, e.g. the element-template schema's complaints */
+    readonly details?: unknown,
+  ) {
+    super(
+      `The server refused the element template "${templateId}" of topic "${topic}" (${status} ${type}): ${serverMessage}. The worker did not start; fix the template and start again.`,
+    );
+  }
+}

@@ -8,7 +8,7 @@ import type { WorkerAuth } from './types.ts';
 /** What one call came to; network trouble is an outcome, not an exception. */
 export type CallOutcome<T> =
   | { kind: 'ok'; status: number; body: T }
-  | { kind: 'refused'; status: number; type: string; message: string }
+  | { kind: 'refused'; status: number; type: string; message: string; details?: unknown }
   | { kind: 'unreachable'; error: Error };
 
 export interface CallOptions {
@@ -22,6 +22,7 @@ export interface CallOptions {
 
 export interface HttpClient {
   post<T>(path: string, body: unknown, opts?: CallOptions): Promise<CallOutcome<T>>;
+  put<T>(path: string, body: unknown, opts?: CallOptions): Promise<CallOutcome<T>>;
   /** closes the idle kept-alive connections; calls in flight finish on theirs */
   close(): void;
 }
@@ -41,48 +42,50 @@ export function createHttpClient(baseUrl: string, auth?: WorkerAuth, opts: { idl
   const basePath = root.pathname.replace(/\/+$/, '');
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (auth) headers.authorization = authorizationOf(auth);
-  return {
-    post<T>(path: string, body: unknown, opts: CallOptions = {}): Promise<CallOutcome<T>> {
-      const payload = Buffer.from(JSON.stringify(body));
-      return new Promise((resolve) => {
-        const timeoutMs = opts.timeoutMs ?? 30_000;
-        let answered = false;
-        const req = transport.request({
-          protocol: root.protocol,
-          hostname: root.hostname,
-          port: root.port,
-          path: `${basePath}${path}`,
-          method: 'POST',
-          agent,
-          headers: { ...headers, 'content-length': String(payload.length) },
-        });
-        // Aborting is allowed only until the headers arrive: dropping a read answer could drop locked tasks.
-        const giveUp = (error: Error) => {
-          if (!answered) req.destroy(error);
-        };
-        const onAbort = () => giveUp(reasonOf(opts.signal?.reason));
-        const timer = setTimeout(() => giveUp(new Error(`No answer from ${path} within ${timeoutMs} ms`)), timeoutMs);
-        const settle = (outcome: CallOutcome<T>) => {
-          clearTimeout(timer);
-          opts.signal?.removeEventListener('abort', onAbort);
-          resolve(outcome);
-        };
-        opts.signal?.addEventListener('abort', onAbort, { once: true });
-        if (opts.signal?.aborted) onAbort();
-        req.on('error', (error) => settle({ kind: 'unreachable', error }));
-        req.on('response', (res) => {
-          answered = true;
-          clearTimeout(timer);
-          opts.signal?.removeEventListener('abort', onAbort);
-          opts.onHeaders?.();
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('error', (error) => settle({ kind: 'unreachable', error }));
-          res.on('end', () => settle(outcomeOf<T>(path, res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'))));
-        });
-        req.end(payload);
+  function send<T>(method: 'POST' | 'PUT', path: string, body: unknown, opts: CallOptions): Promise<CallOutcome<T>> {
+    const payload = Buffer.from(JSON.stringify(body));
+    return new Promise((resolve) => {
+      const timeoutMs = opts.timeoutMs ?? 30_000;
+      let answered = false;
+      const req = transport.request({
+        protocol: root.protocol,
+        hostname: root.hostname,
+        port: root.port,
+        path: `${basePath}${path}`,
+        method,
+        agent,
+        headers: { ...headers, 'content-length': String(payload.length) },
       });
-    },
+      // Aborting is allowed only until the headers arrive: dropping a read answer could drop locked tasks.
+      const giveUp = (error: Error) => {
+        if (!answered) req.destroy(error);
+      };
+      const onAbort = () => giveUp(reasonOf(opts.signal?.reason));
+      const timer = setTimeout(() => giveUp(new Error(`No answer from ${path} within ${timeoutMs} ms`)), timeoutMs);
+      const settle = (outcome: CallOutcome<T>) => {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+        resolve(outcome);
+      };
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      if (opts.signal?.aborted) onAbort();
+      req.on('error', (error) => settle({ kind: 'unreachable', error }));
+      req.on('response', (res) => {
+        answered = true;
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+        opts.onHeaders?.();
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', (error) => settle({ kind: 'unreachable', error }));
+        res.on('end', () => settle(outcomeOf<T>(path, res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'))));
+      });
+      req.end(payload);
+    });
+  }
+  return {
+    post: (path, body, opts = {}) => send('POST', path, body, opts),
+    put: (path, body, opts = {}) => send('PUT', path, body, opts),
     close() {
       for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
     },
@@ -107,10 +110,15 @@ function authorizationOf(auth: WorkerAuth): string {
   return `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
 }
 
-function errorOf(text: string, status: number): { type: string; message: string } {
+function errorOf(text: string, status: number): { type: string; message: string; details?: unknown } {
   try {
-    const parsed = JSON.parse(text) as { type?: unknown; message?: unknown };
-    if (typeof parsed.type === 'string') return { type: parsed.type, message: String(parsed.message ?? '') };
+    const parsed = JSON.parse(text) as { type?: unknown; message?: unknown; details?: unknown };
+    if (typeof parsed.type === 'string')
+      return {
+        type: parsed.type,
+        message: String(parsed.message ?? ''),
+        ...(parsed.details !== undefined ? { details: parsed.details } : {}),
+      };
   } catch {
     // not JSON: a proxy or a crashed server answered
   }

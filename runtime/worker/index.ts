@@ -1,7 +1,8 @@
 // Public entry point of the worker SDK.
 export { createWorker } from './worker.ts';
-export { BpmnError, LockLostError, WorkerStoppingError } from './errors.ts';
+export { BpmnError, LockLostError, TemplateRefusedError, WorkerStoppingError } from './errors.ts';
 export type {
+  ElementTemplate,
   SubscribeOptions,
   TaskContext,
   TaskHandler,

@@ -11,6 +11,20 @@ export interface WorkerLogger {
   error(obj: object, msg: string): void;
 }
 
+/**
+ * Camunda's element-template JSON (Camunda 7 or Zeebe, as its `$schema` says), binding this
+ * topic: `camunda:topic` (with `camunda:type` = external) or the `zeebe:taskDefinition` type.
+ */
+export interface ElementTemplate {
+  $schema?: string;
+  id: string;
+  name: string;
+  /** a published id and version never changes: bump it with every change */
+  version?: number;
+  properties: object[];
+  [field: string]: unknown;
+}
+
 export interface WorkerOptions {
   /** server root, e.g. http://127.0.0.1:8080 (the SDK talks to its native /api) */
   baseUrl: string;
@@ -37,6 +51,8 @@ export interface WorkerOptions {
 export interface SubscribeOptions {
   /** lease for this topic's tasks; defaults to the worker's lockDurationMs */
   lockDurationMs?: number;
+  /** published when the worker starts, so the designer offers it for this topic (docs/workers.md, "Element templates") */
+  template?: ElementTemplate;
 }
 
 /** One locked attempt of an external task, as the handler sees it. */
@@ -71,8 +87,14 @@ export type TaskHandler = (
 export interface Worker {
   readonly workerId: string;
   subscribe(topic: string, handler: TaskHandler, opts?: SubscribeOptions): Worker;
-  /** starts fetching in the background; idempotent */
+  /** publishes the subscriptions' templates, then fetches in the background; idempotent */
   start(): Worker;
+  /**
+   * Resolves once start() has published the templates and the worker fetches. Rejects with a
+   * TemplateRefusedError when the server refused a template (the worker is stopped then), or
+   * a WorkerStoppingError when stop() came first.
+   */
+  ready(): Promise<void>;
   /** fetches nothing new, waits for running handlers up to the grace period, unlocks what it still holds */
   stop(): Promise<void>;
   /** handlers running or reporting right now */

@@ -1,14 +1,17 @@
 // createWorker: a long-polling fetch loop that fills free slots, and a stop that leaves nothing locked.
 import { pino } from 'pino';
+import { templateTopic } from '../shared/element-templates.ts';
 import { createBackoff, sleep } from './backoff.ts';
-import { createHttpClient } from './http.ts';
+import { TemplateRefusedError } from './errors.ts';
+import { createHttpClient, isTransient } from './http.ts';
 import { runTask, type LockedTask, type RunningTask } from './run-task.ts';
 import { createCompletionBatcher, unlockTask } from './task-calls.ts';
-import type { SubscribeOptions, TaskHandler, Worker, WorkerLogger, WorkerOptions } from './types.ts';
+import type { ElementTemplate, SubscribeOptions, TaskHandler, Worker, WorkerLogger, WorkerOptions } from './types.ts';
 
 interface Subscription {
   handler: TaskHandler;
   lockDurationMs: number;
+  template?: ElementTemplate;
 }
 
 interface Settings {
@@ -34,6 +37,7 @@ export function createWorker(options: WorkerOptions): Worker {
   let poll: { abort: AbortController; answered: boolean } | undefined;
   let loop: Promise<void> | undefined;
   let stopped: Promise<void> | undefined;
+  const readiness = createReadiness();
 
   const calls = { http, log, callTimeoutMs: settings.callTimeoutMs };
   const deps = { ...calls, completions: createCompletionBatcher(calls), workerId, reportAttempts: settings.reportAttempts };
@@ -103,6 +107,53 @@ export function createWorker(options: WorkerOptions): Worker {
     return undefined;
   }
 
+  /** Each template once, before the first fetch; false when one was refused or the worker stopped meanwhile. */
+  async function publishTemplates(): Promise<boolean> {
+    for (const [topic, sub] of subscriptions) {
+      if (!sub.template) continue;
+      const refused = await publishTemplate(topic, sub.template);
+      if (refused) {
+        log.error(
+          { workerId, topic, templateId: refused.templateId, status: refused.status, error: refused.serverMessage },
+          'template:refused',
+        );
+        readiness.reject(refused);
+        void worker.stop();
+        return false;
+      }
+      if (stopping.signal.aborted) break;
+    }
+    if (stopping.signal.aborted) {
+      readiness.reject(new Error(`Worker ${workerId} stopped before it was ready`));
+      return false;
+    }
+    return true;
+  }
+
+  /** PUT, tried again with the fetch back-off while the server cannot be reached or answers 5xx/429; a 4xx is final. */
+  async function publishTemplate(topic: string, template: ElementTemplate): Promise<TemplateRefusedError | undefined> {
+    const backoff = createBackoff(settings.backoffMinMs, settings.backoffMaxMs);
+    while (!stopping.signal.aborted) {
+      const outcome = await http.put('/api/element-templates', template, {
+        signal: stopping.signal,
+        timeoutMs: settings.callTimeoutMs,
+      });
+      if (outcome.kind === 'ok') {
+        const created = outcome.status === 201;
+        log.info({ workerId, topic, templateId: template.id, version: template.version, created }, 'template:published');
+        return undefined;
+      }
+      if (outcome.kind === 'refused' && !isTransient(outcome))
+        return new TemplateRefusedError(topic, template.id, outcome.status, outcome.type, outcome.message, outcome.details);
+      if (stopping.signal.aborted) break;
+      const error =
+        outcome.kind === 'unreachable' ? outcome.error.message : `${outcome.status} ${outcome.type}: ${outcome.message}`;
+      log.warn({ workerId, topic, templateId: template.id, error }, 'template:publish_failed');
+      await sleep(backoff.next(), stopping.signal);
+    }
+    return undefined;
+  }
+
   async function stopWorker(): Promise<void> {
     stopping.abort();
     // A poll the server has not answered is dropped: the server then locks nothing for it.
@@ -125,7 +176,8 @@ export function createWorker(options: WorkerOptions): Worker {
       if (subscriptions.has(topic)) throw new Error(`Topic "${topic}" already has a handler in worker ${workerId}`);
       const lockDurationMs = opts.lockDurationMs ?? settings.lockDurationMs;
       checkRange('lockDurationMs', lockDurationMs, 100, 86_400_000);
-      subscriptions.set(topic, { handler, lockDurationMs });
+      if (opts.template) checkTemplate(topic, opts.template, loop !== undefined);
+      subscriptions.set(topic, { handler, lockDurationMs, ...(opts.template ? { template: opts.template } : {}) });
       return worker;
     },
     start() {
@@ -134,9 +186,16 @@ export function createWorker(options: WorkerOptions): Worker {
         throw new Error(`Worker ${workerId} has no subscriptions; call subscribe(topic, handler) first`);
       if (!loop) {
         log.info({ workerId, topics: [...subscriptions.keys()], concurrency: settings.concurrency }, 'worker:started');
-        loop = fetchLoop();
+        loop = publishTemplates().then((published) => {
+          if (!published) return;
+          readiness.resolve();
+          return fetchLoop();
+        });
       }
       return worker;
+    },
+    ready() {
+      return readiness.promise;
     },
     stop() {
       stopped ??= stopWorker();
@@ -168,6 +227,32 @@ function settingsOf(o: WorkerOptions): Settings {
   checkRange('reportAttempts', s.reportAttempts, 1, 1_000);
   checkRange('callTimeoutMs', s.callTimeoutMs, 100, 600_000);
   return s;
+}
+
+/** The template must bind the topic it is subscribed with, and be published at start. */
+function checkTemplate(topic: string, template: ElementTemplate, started: boolean): void {
+  if (started)
+    throw new Error(
+      `Subscribe topic "${topic}" with its template before start(): templates are published when the worker starts`,
+    );
+  if (!template || typeof template !== 'object' || typeof template.id !== 'string')
+    throw new TypeError(`The template of topic "${topic}" must be an element-template object with an "id"`);
+  const bound = templateTopic(template);
+  if (!bound.ok) throw new TypeError(bound.message);
+  if (bound.topic !== topic)
+    throw new TypeError(`Element template "${template.id}" binds topic "${bound.topic}" but is subscribed to topic "${topic}"`);
+}
+
+/** ready(): a promise settled once; nobody need listen to a rejection. */
+function createReadiness() {
+  let resolve!: () => void;
+  let reject!: (err: Error) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => {});
+  return { promise, resolve, reject };
 }
 
 function checkRange(name: string, value: number, min: number, max: number): void {

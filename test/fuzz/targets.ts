@@ -59,6 +59,21 @@ export const TARGETS: Target[] = [
     path: () => '/api/flow-limits/fz-limit',
     valid: () => ({ maxConcurrent: 2, maxStartsPerSecond: 1.5, topics: ['fz-a', 'fz-b'] }),
   },
+  {
+    method: 'PUT',
+    path: () => '/api/element-templates',
+    valid: () => ({
+      id: 'fz.template',
+      name: 'Fuzzed',
+      version: 1,
+      appliesTo: ['bpmn:ServiceTask'],
+      properties: [
+        { type: 'Hidden', value: 'external', binding: { type: 'property', name: 'camunda:type' } },
+        { type: 'Hidden', value: 'fz-task', binding: { type: 'property', name: 'camunda:topic' } },
+        { label: 'Amount', type: 'String', value: '${amount}', binding: { type: 'camunda:inputParameter', name: 'amount' } },
+      ],
+    }),
+  },
   { method: 'POST', path: () => '/api/diagrams', valid: () => ({ name: 'd', xml }) },
   { method: 'PATCH', path: () => `/api/diagrams/${missing}`, valid: () => ({ name: 'd' }) },
   {
@@ -111,5 +126,7 @@ export const QUERY_TARGETS: { path: (ids: FuzzIds) => string; valid: Record<stri
   { path: (i) => `/api/instances/${i.instanceId}/history`, valid: { afterSeq: '0', limit: '5' } },
   { path: () => '/api/incidents', valid: { status: 'open', limit: '5' } },
   { path: () => '/api/definitions/fz/heatmap', valid: { version: '1' } },
+  { path: () => '/api/element-templates', valid: { topic: 'fz-task' } },
+  { path: () => '/api/topics/activity', valid: { topic: 'fz-task' } },
   { path: () => '/engine-rest/external-task', valid: { topicName: 'fz-task', maxResults: '5' } },
 ];

@@ -28,6 +28,8 @@ function expectedRoles(method: string, p: string): Caller[] | 'open' {
   if (p.startsWith('/api/external-tasks')) return ['admin', 'worker'];
   if (p.startsWith('/engine-rest/external-task')) return read ? ['admin', 'worker', 'viewer'] : ['admin', 'worker'];
   if (p === '/engine-rest/engine' || p === '/engine-rest/version') return ['admin', 'worker', 'viewer'];
+  if (p.startsWith('/api/element-templates')) return read ? ['admin', 'worker', 'viewer'] : ['admin', 'worker'];
+  if (p.startsWith('/api/topics')) return read ? ['admin', 'worker', 'viewer'] : ['admin'];
   if (read || p === '/api/definitions/lint') return ['admin', 'viewer'];
   return ['admin'];
 }

@@ -11,6 +11,8 @@ export const MOUNTS: Record<string, string> = {
   progressRouter: '/api/external-tasks',
   incidentsRouter: '/api/incidents',
   flowLimitsRouter: '/api/flow-limits',
+  elementTemplatesRouter: '/api/element-templates',
+  topicsRouter: '/api/topics',
   eventsRouter: '/api',
   diagramsRouter: '/api/diagrams',
   lintRouter: '/api/definitions',

@@ -12,6 +12,9 @@ function scripted(batchAnswer: CallOutcome<unknown>) {
       calls.push(path);
       return (path.endsWith('complete-batch') ? batchAnswer : { kind: 'ok', status: 204, body: undefined }) as CallOutcome<T>;
     },
+    async put(path: string) {
+      throw new Error(`the batcher does not PUT (${path})`);
+    },
     close() {},
   };
   const log = { info() {}, warn() {}, error() {}, debug() {} };
