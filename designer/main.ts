@@ -5,5 +5,7 @@ import 'bpmn-js/dist/assets/bpmn-font/css/bpmn-embedded.css';
 import 'diagram-js-minimap/assets/diagram-js-minimap.css';
 import '@bpmn-io/properties-panel/dist/assets/properties-panel.css';
 import 'bpmn-js-token-simulation/assets/css/bpmn-js-token-simulation.css';
+import 'bpmn-js-element-templates/dist/assets/element-templates.css';
+import '@bpmn-io/element-template-chooser/dist/element-template-chooser.css';
 import './styles.css';
 import './components/baton-app.ts';

@@ -55,3 +55,11 @@ declare module 'bpmn-js-differ' {
     _layoutChanged: Record<string, { id: string; name?: string }>;
   };
 }
+declare module 'bpmn-js-element-templates' {
+  export const ElementTemplatesPropertiesProviderModule: Record<string, unknown>;
+  export const CloudElementTemplatesPropertiesProviderModule: Record<string, unknown>;
+}
+declare module '@bpmn-io/element-template-chooser' {
+  const module: Record<string, unknown>;
+  export default module;
+}

@@ -5,12 +5,14 @@ import type {
   DeployResult,
   Diagram,
   DiagramSummary,
+  ElementTemplateJson,
   Heatmap,
   HistoryEvent,
   InstanceDetail,
   InstanceFilter,
   InstanceSummary,
   LintResult,
+  TopicActivity,
 } from './types.ts';
 import { askForToken, authHeaders, currentToken } from './auth.ts';
 
@@ -99,6 +101,9 @@ export const api = {
     request<Definition>('GET', version ? `/api/definitions/${enc(key)}/versions/${version}` : `/api/definitions/${enc(key)}`),
   getHeatmap: (key: string, version?: number) =>
     request<Heatmap>('GET', `/api/definitions/${enc(key)}/heatmap${query({ version })}`),
+
+  listElementTemplates: () => request<ElementTemplateJson[]>('GET', '/api/element-templates'),
+  topicActivity: () => request<{ windowMs: number; items: TopicActivity[] }>('GET', '/api/topics/activity'),
 
   startInstance: (body: { definitionKey: string; businessKey?: string; variables?: Record<string, unknown> }) =>
     request<InstanceSummary>('POST', '/api/instances', body),

@@ -123,3 +123,20 @@ export interface Heatmap {
   /** the newest `limit` instances are counted; `size` of them were (all, when below the limit) */
   sample: { limit: number; size: number; since: string | null };
 }
+
+/** A worker's element template: Camunda's element-template JSON, for Camunda 7 or Zeebe ($schema tells). */
+export interface ElementTemplateJson {
+  $schema?: string;
+  id: string;
+  name: string;
+  version?: number;
+  appliesTo: string[];
+  [key: string]: unknown;
+}
+
+/** When a worker last fetched a topic (GET /api/topics/activity). */
+export interface TopicActivity {
+  topic: string;
+  lastFetchedAt: string;
+  workers: { workerId: string; lastFetchedAt: string }[];
+}

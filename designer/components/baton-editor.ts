@@ -11,6 +11,7 @@ import type DiffMarkers from '../modeler/compare/diff-markers.ts';
 import type { DiagramDiff } from '../modeler/compare/diff-markers.ts';
 import type LintMarkers from '../modeler/lint/lint-markers.ts';
 import type ProblemFixes from '../modeler/lint/problem-fixes.ts';
+import type WorkerActivity from '../modeler/templates/worker-activity.ts';
 import { downloadText, LightElement } from './light-element.ts';
 import './baton-problems-panel.ts';
 import './baton-start-form.ts';
@@ -19,6 +20,8 @@ const LINT_DELAY_MS = 300;
 
 const refusedText = (count: number): string => `Deploy refused: ${count} problem(s), see below`;
 const AUTOSAVE_DELAY_MS = 1500;
+/** How often the badges of which topics workers fetch are refreshed. */
+const ACTIVITY_REFRESH_MS = 15_000;
 const SAVE_RETRY_MS = 5000;
 
 type SaveState = 'saved' | 'unsaved' | 'saving' | 'failed';
@@ -61,6 +64,7 @@ export class BatonEditor extends LightElement {
   private lintTimer: ReturnType<typeof setTimeout> | undefined;
   private saveTimer: ReturnType<typeof setTimeout> | undefined;
   private lintSeq = 0;
+  private activityTimer: ReturnType<typeof setInterval> | undefined;
   /** the process key deployedLatest was looked up for */
   private lookedUpKey: string | undefined;
   private saving: Promise<void> = Promise.resolve();
@@ -98,6 +102,7 @@ export class BatonEditor extends LightElement {
     window.removeEventListener('beforeunload', this.warnBeforeLeaving);
     clearTimeout(this.lintTimer);
     clearTimeout(this.saveTimer);
+    clearInterval(this.activityTimer);
     // Leaving the editor inside the app saves at once: a change is never dropped silently.
     if (this.saveState !== 'saved' && this.host) void this.save().finally(() => this.host?.destroy());
     else this.host?.destroy();
@@ -118,12 +123,36 @@ export class BatonEditor extends LightElement {
       host.on('commandStack.changed', () => this.onChange());
       this.querySelector('.properties-panel')?.addEventListener('keydown', this.onPanelKeys as EventListener, true);
       this.host = host;
+      void this.loadTemplates(host, this.dialect);
       const { warnings } = await host.importXML(xml);
       this.importWarnings = warnings.map((w) => (w as Error).message ?? String(w));
       host.get<Canvas>('canvas').zoom('fit-viewport');
       this.runLint();
+      void this.showWorkerActivity();
+      this.activityTimer = setInterval(() => void this.showWorkerActivity(), ACTIVITY_REFRESH_MS);
     } catch (err) {
       this.error = err instanceof ApiError ? err.message : `The diagram could not be opened: ${(err as Error).message}`;
+    }
+  }
+
+  /** The workers' element templates of the diagram's dialect, for the chooser and the replace menu. */
+  private async loadTemplates(host: DiagramHost, dialect: Dialect): Promise<void> {
+    try {
+      const templates = (await api.listElementTemplates()).filter(
+        (t) => (/zeebe/i.test(t.$schema ?? '') ? 'zeebe' : 'camunda7') === dialect,
+      );
+      host.get<{ setTemplates(t: unknown[]): void }>('elementTemplatesLoader').setTemplates(templates);
+    } catch (err) {
+      this.notice = `Element templates could not be loaded: ${(err as Error).message}`;
+    }
+  }
+
+  private async showWorkerActivity(): Promise<void> {
+    try {
+      const { windowMs, items } = await api.topicActivity();
+      this.host?.get<WorkerActivity>('workerActivity').show(items, windowMs);
+    } catch {
+      // The badges stay as they were; the next refresh tries again.
     }
   }
 

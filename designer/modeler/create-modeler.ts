@@ -7,6 +7,11 @@ import {
   CamundaPlatformPropertiesProviderModule,
   ZeebePropertiesProviderModule,
 } from 'bpmn-js-properties-panel';
+import {
+  CloudElementTemplatesPropertiesProviderModule,
+  ElementTemplatesPropertiesProviderModule,
+} from 'bpmn-js-element-templates';
+import elementTemplateChooserModule from '@bpmn-io/element-template-chooser';
 import camundaPlatformBehaviors from 'camunda-bpmn-js-behaviors/lib/camunda-platform';
 import camundaCloudBehaviors from 'camunda-bpmn-js-behaviors/lib/camunda-cloud';
 import camundaModdle from 'camunda-bpmn-moddle/resources/camunda.json';
@@ -21,6 +26,7 @@ import heatmapModule from './heatmap/index.ts';
 import lintModule from './lint/index.ts';
 import batonPropertiesModule from './properties/index.ts';
 import statusModule from './status/index.ts';
+import templatesModule from './templates/index.ts';
 
 // The dialect's attributes (camunda:topic, zeebe:taskDefinition) and ours (baton:retries) are
 // known to the model, so they survive import/export and the panel edits them. One modeler
@@ -28,11 +34,11 @@ import statusModule from './status/index.ts';
 const DIALECT_MODULES = {
   camunda7: {
     moddle: { camunda: camundaModdle },
-    modules: [CamundaPlatformPropertiesProviderModule, camundaPlatformBehaviors],
+    modules: [CamundaPlatformPropertiesProviderModule, camundaPlatformBehaviors, ElementTemplatesPropertiesProviderModule],
   },
   zeebe: {
     moddle: { zeebe: zeebeModdle },
-    modules: [ZeebePropertiesProviderModule, camundaCloudBehaviors],
+    modules: [ZeebePropertiesProviderModule, camundaCloudBehaviors, CloudElementTemplatesPropertiesProviderModule],
   },
 };
 
@@ -53,6 +59,9 @@ export function createModeler(container: HTMLElement, options: ModelerOptions): 
       BpmnPropertiesPanelModule,
       BpmnPropertiesProviderModule,
       ...dialect.modules,
+      // The workers' element templates: the panel's Template group, its chooser, the replace menu.
+      elementTemplateChooserModule,
+      templatesModule,
       batonPropertiesModule,
       // Walks the diagram before deploying: tokens, gateway choices, events fired by hand.
       tokenSimulationModule,
