@@ -182,7 +182,8 @@ export class BatonInstanceView extends LightElement {
     return html`<section class="page instance-view">
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
       <div class="canvas viewer" aria-label="Instance diagram"></div>
-      <div class="legend">${['active', 'completed', 'skipped', 'incident', 'canceled'].map((s) => html`<span class="legend-${s}">${s}</span>`)}</div>
+      <div class="legend">${['active', 'completed', 'skipped', 'incident', 'canceled'].map((s) => html`<span class="legend-${s}">${s}</span>`)}
+        <span class="legend-taken">flow taken</span></div>
       ${this.snapshot ? this.renderDetail(this.snapshot) : html`<p class="empty">Loading…</p>`}
     </section>`;
   }

@@ -1,0 +1,88 @@
+// What a new analyst hit in a first hour, each checked in headless Chromium:
+// - the heatmap counts the instances that ran an element (skips apart); the instance view marks the flows taken;
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { complete, deploy, fetchTasks, start } from '../support/flows.ts';
+import { waitFor } from '../support/server.ts';
+import { openDesigner, type BrowserHarness } from './support/browser.ts';
+
+const fixture = (name: string) => path.resolve('test/e2e/fixtures', name);
+
+let h: BrowserHarness;
+beforeAll(async () => {
+  h = await openDesigner();
+}, 120_000);
+afterAll(async () => {
+  await h?.close();
+});
+
+const shape = (id: string, marker = '') => h.page.locator(`g.djs-element${marker}[data-element-id="${id}"]`);
+
+/** Completes every task of the topics until the instances have ended. */
+async function completeAll(topics: string[], instanceIds: string[]): Promise<void> {
+  await waitFor(
+    async () => {
+      for (const task of await fetchTasks(h.t.api, 'analyst-worker', topics)) {
+        expect((await complete(h.t.api, task, 'analyst-worker')).status).toBe(204);
+      }
+      const statuses = await Promise.all(instanceIds.map(async (id) => (await h.t.api.get(`/api/instances/${id}`)).body.status));
+      return statuses.every((s) => s === 'completed') ? true : undefined;
+    },
+    15_000,
+    'every instance to complete',
+  );
+}
+
+describe('heatmap and instance view of an exclusive gateway', () => {
+  const ids: Record<'cheap' | 'dear', string[]> = { cheap: [], dear: [] };
+
+  beforeAll(async () => {
+    await deploy(h.t.api, await readFile(fixture('expense-approval.bpmn'), 'utf8'));
+    for (const [kind, amount] of [
+      ['cheap', 50],
+      ['cheap', 80],
+      ['dear', 500],
+      ['dear', 900],
+    ] as const) {
+      ids[kind].push(await start(h.t.api, 'expense-approval', { variables: { amount } }));
+    }
+    await completeAll(['expense-pay', 'expense-notify'], [...ids.cheap, ...ids.dear]);
+  });
+
+  it('given two runs down each branch, when the definition view opens, then each element counts the instances that ran it and skips show apart', async () => {
+    await h.page.goto(`${h.t.url}/#/definitions/expense-approval`);
+    const heat = (id: string) => h.page.locator(`.baton-heat-badge[data-element-id="${id}"]`).textContent();
+    await h.page.locator('.baton-heat-badge[data-element-id="pay"]').waitFor();
+    const counts = Object.fromEntries(
+      await Promise.all(['start', 'gw', 'pay', 'notify', 'paid', 'rejected'].map(async (id) => [id, await heat(id)])),
+    );
+    expect(counts).toEqual({ start: '4', gw: '4', pay: '2', notify: '2', paid: '2', rejected: '2' });
+    const skipped = h.page.locator('.baton-heat-skipped');
+    expect(
+      Object.fromEntries(
+        await Promise.all(
+          (await skipped.all()).map(async (b) => [await b.getAttribute('data-element-id'), await b.textContent()]),
+        ),
+      ),
+    ).toEqual({ pay: '2 skipped', notify: '2 skipped', paid: '2 skipped', rejected: '2 skipped' });
+    // The busiest elements are shaded darkest; a branch taken half the time is lighter.
+    await shape('start', '.baton-heat-5').waitFor();
+    await shape('pay', '.baton-heat-3').waitFor();
+    await h.screenshot('analyst-01-heatmap');
+    expect(h.consoleErrors).toEqual([]);
+  });
+
+  it('given an instance that took the "yes" branch, when its view opens, then the flows it took are marked and the others show as skipped', async () => {
+    await h.page.goto(`${h.t.url}/#/instances/${ids.cheap[0]}`);
+    // A straight flow's group has no height, which playwright counts as hidden: wait for it in the DOM.
+    const flow = (id: string, marker: string) =>
+      h.page.locator(`g.djs-connection.${marker}[data-element-id="${id}"]`).waitFor({ state: 'attached' });
+    for (const id of ['f_start', 'yes', 'f_paid']) await flow(id, 'baton-flow-taken');
+    for (const id of ['no', 'f_rejected']) await flow(id, 'baton-flow-skipped');
+    expect(await h.page.locator('g.djs-connection.baton-flow-taken').count()).toBe(3);
+    await h.page.locator('.legend-taken').waitFor();
+    await h.screenshot('analyst-02-taken-flows');
+    expect(h.consoleErrors).toEqual([]);
+  });
+});
