@@ -9,7 +9,7 @@ import type { HistoryEvent } from '../client/types.ts';
 import { createViewer } from '../modeler/create-modeler.ts';
 import type { Canvas, DiagramHost } from '../modeler/diagram-services.ts';
 import type StepStatusMarkers from '../modeler/status/step-status-markers.ts';
-import { formatTime, LightElement } from './light-element.ts';
+import { formatTime, LightElement, shortId } from './light-element.ts';
 
 export class BatonInstanceView extends LightElement {
   static override properties = {
@@ -139,7 +139,7 @@ export class BatonInstanceView extends LightElement {
     const open = d.status === 'running' || d.status === 'incident';
     return html`
       <div class="page-head">
-        <h1>Instance <code>${d.id.slice(0, 8)}</code> <span class="status status-${d.status}" data-status=${d.status}>${d.status}</span></h1>
+        <h1>Instance ${d.businessKey ?? nothing} <code title=${d.id}>${shortId(d.id)}</code> <span class="status status-${d.status}" data-status=${d.status}>${d.status}</span></h1>
         <div class="actions">${open ? html`<button class="danger" @click=${() => this.cancel()}>Cancel instance</button>` : nothing}</div>
       </div>
       <p class="meta">

@@ -1,5 +1,6 @@
 // What a new analyst hit in a first hour, each checked in headless Chromium:
 // - the heatmap counts the instances that ran an element (skips apart); the instance view marks the flows taken;
+// - instance ids show the part that differs;
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,6 +84,33 @@ describe('heatmap and instance view of an exclusive gateway', () => {
     expect(await h.page.locator('g.djs-connection.baton-flow-taken').count()).toBe(3);
     await h.page.locator('.legend-taken').waitFor();
     await h.screenshot('analyst-02-taken-flows');
+    expect(h.consoleErrors).toEqual([]);
+  });
+});
+
+describe('instance ids', () => {
+  it('given two instances started one after the other, then the list, the instance view and the start form show the part of the id that differs', async () => {
+    await deploy(h.t.api, await readFile(fixture('long-process.bpmn'), 'utf8'));
+    const first = await start(h.t.api, 'long-process');
+    const second = await start(h.t.api, 'long-process');
+    const tail = (id: string) => `…${id.slice(-8)}`;
+
+    await h.page.goto(`${h.t.url}/#/instances?definitionKey=long-process`);
+    const shown = (id: string) => h.page.locator(`tr[data-instance-id="${id}"] td:first-child code`);
+    await shown(second).waitFor();
+    expect([await shown(first).textContent(), await shown(second).textContent()]).toEqual([tail(first), tail(second)]);
+    expect(tail(first)).not.toBe(tail(second));
+    await expect(shown(first).getAttribute('title')).resolves.toBe(first);
+
+    await shown(first).click();
+    await h.page.waitForURL(new RegExp(`#/instances/${first}$`));
+    await expect(h.page.locator('.instance-view h1 code').textContent()).resolves.toBe(tail(first));
+
+    await h.page.goto(`${h.t.url}/#/definitions/long-process`);
+    await h.page.getByRole('button', { name: 'Start instance' }).click();
+    await h.page.locator('.started a').waitFor();
+    const { items } = (await h.t.api.get('/api/instances?definitionKey=long-process&limit=1')).body;
+    await expect(h.page.locator('.started a').textContent()).resolves.toBe(tail(items[0].id));
     expect(h.consoleErrors).toEqual([]);
   });
 });
