@@ -1,6 +1,7 @@
 // What a new analyst hit in a first hour, each checked in headless Chromium:
 // - the heatmap counts the instances that ran an element (skips apart); the instance view marks the flows taken;
 // - instance ids show the part that differs;
+// - a sequence flow's lint badge sits on the flow;
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -112,5 +113,31 @@ describe('instance ids', () => {
     const { items } = (await h.t.api.get('/api/instances?definitionKey=long-process&limit=1')).body;
     await expect(h.page.locator('.started a').textContent()).resolves.toBe(tail(items[0].id));
     expect(h.consoleErrors).toEqual([]);
+  });
+});
+
+describe('editor canvas', () => {
+  it('given a warning on a bent sequence flow, then its badge sits on the middle of the flow, not on a task nearby', async () => {
+    await h.page.goto(h.t.url);
+    await h.page.locator('#import-file').setInputFiles(fixture('flow-warning.bpmn'));
+    await h.page.waitForURL(/#\/diagrams\/[0-9a-f-]{36}$/);
+    const badge = h.page.locator('.baton-lint-badge[data-element-id="f_plain"]');
+    await badge.waitFor();
+    await h.screenshot('analyst-03-flow-badge');
+    // f_plain runs (275,145) → (275,320) → (450,320); bpmn-js puts a flow's label at the
+    // middle of its middle segment, here (275, 232.5). Map it to the screen.
+    const expected = await h.page
+      .locator('g.djs-connection[data-element-id="f_plain"] .djs-visual > path')
+      .evaluate((p: SVGGraphicsElement) => {
+        const m = p.getScreenCTM()!;
+        return { x: m.a * 275 + m.c * 232.5 + m.e, y: m.b * 275 + m.d * 232.5 + m.f };
+      });
+    const box = (await badge.boundingBox())!;
+    const center = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+    expect(Math.hypot(center.x - expected.x, center.y - expected.y)).toBeLessThan(3);
+    const task = (await shape('approve').boundingBox())!;
+    const overlaps =
+      box.x < task.x + task.width && task.x < box.x + box.width && box.y < task.y + task.height && task.y < box.y + box.height;
+    expect(overlaps).toBe(false);
   });
 });
