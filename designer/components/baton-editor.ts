@@ -5,6 +5,7 @@ import type { DeployResult, Diagnostic, LintResult } from '../client/types.ts';
 import { createModeler } from '../modeler/create-modeler.ts';
 import { renameForeignPrefixes } from '../modeler/foreign-prefixes.ts';
 import type { DiagramHost, ElementRegistry, Canvas, Selection } from '../modeler/diagram-services.ts';
+import { fitViewport } from '../modeler/fit-viewport.ts';
 import type LintMarkers from '../modeler/lint/lint-markers.ts';
 import { downloadText, LightElement } from './light-element.ts';
 import './baton-problems-panel.ts';
@@ -90,7 +91,7 @@ export class BatonEditor extends LightElement {
       this.name = diagram.name;
       const { warnings } = await host.importXML(renameForeignPrefixes(diagram.xml));
       this.importWarnings = warnings.map((w) => (w as Error).message ?? String(w));
-      host.get<Canvas>('canvas').zoom('fit-viewport');
+      fitViewport(host.get<Canvas>('canvas'));
       this.runLint();
     } catch (err) {
       this.error = err instanceof ApiError ? err.message : `The diagram could not be opened: ${(err as Error).message}`;

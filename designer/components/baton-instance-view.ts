@@ -8,6 +8,7 @@ import { progressText, watchInstance, type InstanceSnapshot, type LiveState, typ
 import type { HistoryEvent } from '../client/types.ts';
 import { createViewer } from '../modeler/create-modeler.ts';
 import type { Canvas, DiagramHost } from '../modeler/diagram-services.ts';
+import { fitViewport } from '../modeler/fit-viewport.ts';
 import type StepStatusMarkers from '../modeler/status/step-status-markers.ts';
 import { formatTime, LightElement, shortId } from './light-element.ts';
 
@@ -77,7 +78,7 @@ export class BatonInstanceView extends LightElement {
     try {
       const definition = await api.getDefinition(key, version);
       await this.viewer!.importXML(definition.xml);
-      this.viewer!.get<Canvas>('canvas').zoom('fit-viewport');
+      fitViewport(this.viewer!.get<Canvas>('canvas'));
     } catch (err) {
       this.error = `The diagram of ${key} v${version} could not be shown: ${(err as Error).message}`;
     }

@@ -2,6 +2,7 @@
 // - the heatmap counts the instances that ran an element (skips apart); the instance view marks the flows taken;
 // - instance ids show the part that differs;
 // - a sequence flow's lint badge sits on the flow;
+// - fit-to-view keeps the diagram clear of the palette and the minimap button;
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -139,5 +140,21 @@ describe('editor canvas', () => {
     const overlaps =
       box.x < task.x + task.width && task.x < box.x + box.width && box.y < task.y + task.height && task.y < box.y + box.height;
     expect(overlaps).toBe(false);
+  });
+
+  it('given an imported diagram wider than the canvas, when it opens, then it is fitted between the palette and the minimap button, every element in view', async () => {
+    await h.page.goto(h.t.url);
+    await h.page.locator('#import-file').setInputFiles(fixture('long-process.bpmn'));
+    await h.page.waitForURL(/#\/diagrams\/[0-9a-f-]{36}$/);
+    await shape('end').waitFor();
+    await h.page.locator('.problems-summary.good').waitFor();
+    const palette = (await h.page.locator('.djs-palette').boundingBox())!;
+    const minimap = (await h.page.locator('.djs-minimap').boundingBox())!;
+    const first = (await shape('start').boundingBox())!;
+    const last = (await shape('end').boundingBox())!;
+    await h.screenshot('analyst-04-fit');
+    expect(first.x).toBeGreaterThanOrEqual(palette.x + palette.width);
+    expect(last.x + last.width).toBeLessThanOrEqual(minimap.x);
+    expect(h.consoleErrors).toEqual([]);
   });
 });
