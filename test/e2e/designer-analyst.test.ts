@@ -3,6 +3,7 @@
 // - instance ids show the part that differs;
 // - a sequence flow's lint badge sits on the flow;
 // - fit-to-view keeps the diagram clear of the palette and the minimap button;
+// - a file that is not BPMN is refused before a draft exists.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +22,10 @@ afterAll(async () => {
 });
 
 const shape = (id: string, marker = '') => h.page.locator(`g.djs-element${marker}[data-element-id="${id}"]`);
+
+async function diagramCount(): Promise<number> {
+  return ((await h.t.api.get('/api/diagrams')).body.items as unknown[]).length;
+}
 
 /** Completes every task of the topics until the instances have ended. */
 async function completeAll(topics: string[], instanceIds: string[]): Promise<void> {
@@ -156,5 +161,45 @@ describe('editor canvas', () => {
     expect(first.x).toBeGreaterThanOrEqual(palette.x + palette.width);
     expect(last.x + last.width).toBeLessThanOrEqual(minimap.x);
     expect(h.consoleErrors).toEqual([]);
+  });
+});
+
+describe('import', () => {
+  it('given a truncated .bpmn file or a file that is not XML, when imported, then a plain message says why and no draft is created', async () => {
+    await h.page.goto(h.t.url);
+    await h.page.getByRole('heading', { name: 'Diagrams' }).waitFor();
+    const before = await diagramCount();
+    const xml = await readFile(fixture('expense-approval.bpmn'), 'utf8');
+    const alert = h.page.locator('[role="alert"]');
+
+    await h.page.locator('#import-file').setInputFiles({
+      name: 'truncated.bpmn',
+      mimeType: 'application/xml',
+      buffer: Buffer.from(xml.slice(0, Math.floor(xml.length / 2))),
+    });
+    await alert.filter({ hasText: 'truncated.bpmn' }).waitFor();
+    await expect(alert.textContent()).resolves.toMatch(
+      /^truncated\.bpmn could not be imported: The file is not readable BPMN XML: unexpected end of file: the file stops before its elements are closed \(is it cut short\?\)/,
+    );
+
+    await h.page.locator('#import-file').setInputFiles({
+      name: 'notes.txt',
+      mimeType: 'text/plain',
+      buffer: Buffer.from('Expense policy: up to 100 EUR without approval'),
+    });
+    await alert.filter({ hasText: 'notes.txt' }).waitFor();
+    const text = await alert.textContent();
+    expect(text).toMatch(
+      /^notes\.txt could not be imported: The file is not readable BPMN XML: missing start tag at line 1, column 1: the file does not start with an XML element/,
+    );
+    expect(text).not.toMatch(/must match|pattern|\/xml/);
+
+    expect(h.page.url()).not.toMatch(/#\/diagrams\/[0-9a-f-]{36}/);
+    expect(await diagramCount()).toBe(before);
+    // Chromium logs each refused request itself; those two lines are expected, nothing else.
+    await waitFor(async () => (h.consoleErrors.length >= 2 ? true : undefined));
+    expect(h.consoleErrors.splice(0)).toEqual(
+      Array(2).fill('Failed to load resource: the server responded with a status of 400 (Bad Request)'),
+    );
   });
 });
