@@ -62,6 +62,12 @@ export interface StepState {
   endedAt: string | null;
 }
 
+/** A resolved sequence flow of an instance; flows still pending are not listed. */
+export interface FlowState {
+  flowId: string;
+  state: 'taken' | 'skipped';
+}
+
 export interface OpenTask {
   id: string;
   stepId: string;
@@ -93,6 +99,7 @@ export interface InstanceDetail extends InstanceSummary {
   updatedAt: string;
   variables: Record<string, unknown>;
   steps: StepState[];
+  flows: FlowState[];
   tasks: OpenTask[];
   incidents: Incident[];
 }

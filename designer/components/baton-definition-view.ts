@@ -6,6 +6,7 @@ import { pollEvery } from '../client/live.ts';
 import type { Definition, Heatmap } from '../client/types.ts';
 import { createViewer } from '../modeler/create-modeler.ts';
 import type { Canvas, DiagramHost } from '../modeler/diagram-services.ts';
+import { fitViewport } from '../modeler/fit-viewport.ts';
 import type HeatmapOverlays from '../modeler/heatmap/heatmap-overlays.ts';
 import { formatTime, LightElement } from './light-element.ts';
 import './baton-start-form.ts';
@@ -46,7 +47,7 @@ export class BatonDefinitionView extends LightElement {
       this.definition =
         this.version && this.version !== latest.version ? await api.getDefinition(this.definitionKey, this.version) : latest;
       await this.viewer.importXML(this.definition.xml);
-      this.viewer.get<Canvas>('canvas').zoom('fit-viewport');
+      fitViewport(this.viewer.get<Canvas>('canvas'));
     } catch (err) {
       this.error = (err as ApiError).message;
       return;

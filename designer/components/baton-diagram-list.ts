@@ -69,11 +69,14 @@ export class BatonDiagramList extends LightElement {
     const file = input.files?.[0];
     input.value = '';
     if (!file) return;
-    await this.run(async () => {
-      const xml = await file.text();
-      const created = await api.createDiagram(file.name.replace(/\.(bpmn|xml)$/i, '') || 'Imported', xml);
+    // The server refuses XML that does not parse as BPMN (no draft is created); say which file.
+    try {
+      const created = await api.createDiagram(file.name.replace(/\.(bpmn|xml)$/i, '') || 'Imported', await file.text());
+      this.error = '';
       this.navigate(`#/diagrams/${created.id}`);
-    });
+    } catch (err) {
+      this.error = `${file.name} could not be imported: ${(err as ApiError).message}`;
+    }
   }
 
   private async rename(diagram: DiagramSummary, e: Event): Promise<void> {

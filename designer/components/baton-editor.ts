@@ -6,6 +6,7 @@ import { createModeler } from '../modeler/create-modeler.ts';
 import { diagramDialect, DIALECTS, type Dialect } from '../modeler/dialect.ts';
 import { renameForeignPrefixes } from '../modeler/foreign-prefixes.ts';
 import type { Canvas, DiagramElement, DiagramHost, ElementRegistry, Modeling, Selection } from '../modeler/diagram-services.ts';
+import { fitViewport } from '../modeler/fit-viewport.ts';
 import { processKeyFor } from '../modeler/new-diagram.ts';
 import type DiffMarkers from '../modeler/compare/diff-markers.ts';
 import type { DiagramDiff } from '../modeler/compare/diff-markers.ts';
@@ -126,7 +127,7 @@ export class BatonEditor extends LightElement {
       void this.loadTemplates(host, this.dialect);
       const { warnings } = await host.importXML(xml);
       this.importWarnings = warnings.map((w) => (w as Error).message ?? String(w));
-      host.get<Canvas>('canvas').zoom('fit-viewport');
+      fitViewport(host.get<Canvas>('canvas'));
       this.runLint();
       void this.showWorkerActivity();
       this.activityTimer = setInterval(() => void this.showWorkerActivity(), ACTIVITY_REFRESH_MS);
@@ -339,6 +340,16 @@ export class BatonEditor extends LightElement {
     });
   };
 
+  /** Zoom by a step around the canvas's centre, or fit the whole diagram beside the palette. */
+  private zoom(step: 'in' | 'out' | 'fit'): void {
+    const canvas = this.host?.get<Canvas>('canvas');
+    if (!canvas) return;
+    if (step === 'fit') return fitViewport(canvas);
+    const { outer } = canvas.viewbox();
+    const centre = { x: outer.width / 2, y: outer.height / 2 };
+    canvas.zoom(Math.min(4, Math.max(0.2, canvas.zoom() * (step === 'in' ? 1.25 : 0.8))), centre);
+  }
+
   private command(name: 'undo' | 'redo'): void {
     this.host?.get<{ undo(): void; redo(): void }>('commandStack')[name]();
   }
@@ -400,6 +411,9 @@ export class BatonEditor extends LightElement {
           <span class="spacer"></span>
           <button @click=${() => this.command('undo')} title="Undo (Ctrl+Z)">Undo</button>
           <button @click=${() => this.command('redo')} title="Redo (Ctrl+Y)">Redo</button>
+          <button @click=${() => this.zoom('in')} title="Zoom in" aria-label="Zoom in">+</button>
+          <button @click=${() => this.zoom('out')} title="Zoom out" aria-label="Zoom out">−</button>
+          <button @click=${() => this.zoom('fit')} title="Fit the diagram to the view">Fit</button>
           <button @click=${() => this.save()}>Save</button>
           <button @click=${() => this.exportFile('xml')}>Export XML</button>
           <button @click=${() => this.exportFile('svg')}>Export SVG</button>

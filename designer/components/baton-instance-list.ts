@@ -4,7 +4,7 @@ import type { ApiError } from '../client/api-client.ts';
 import { api } from '../client/api-client.ts';
 import { pollEvery } from '../client/live.ts';
 import type { InstanceFilter, InstanceSummary } from '../client/types.ts';
-import { formatTime, LightElement } from './light-element.ts';
+import { formatTime, LightElement, shortId } from './light-element.ts';
 
 const PAGE_SIZE = 20;
 
@@ -128,7 +128,7 @@ export class BatonInstanceList extends LightElement {
             <thead><tr><th>Instance</th><th>Definition</th><th>Business key</th><th>Status</th><th>Started</th><th>Ended</th></tr></thead>
             <tbody>${this.items.map(
               (i) => html`<tr data-instance-id=${i.id}>
-              <td><a href="#/instances/${i.id}"><code>${i.id.slice(0, 8)}</code></a></td>
+              <td><a href="#/instances/${i.id}"><code title=${i.id}>${shortId(i.id)}</code></a></td>
               <td><a href="#/definitions/${encodeURIComponent(i.definitionKey)}?version=${i.version}">${i.definitionKey} v${i.version}</a></td>
               <td>${i.businessKey ?? '—'}</td>
               <td><span class="status status-${i.status}">${i.status}</span></td>

@@ -8,8 +8,9 @@ import { progressText, watchInstance, type InstanceSnapshot, type LiveState, typ
 import type { HistoryEvent } from '../client/types.ts';
 import { createViewer } from '../modeler/create-modeler.ts';
 import type { Canvas, DiagramHost } from '../modeler/diagram-services.ts';
+import { fitViewport } from '../modeler/fit-viewport.ts';
 import type StepStatusMarkers from '../modeler/status/step-status-markers.ts';
-import { formatTime, LightElement } from './light-element.ts';
+import { formatTime, LightElement, shortId } from './light-element.ts';
 
 export class BatonInstanceView extends LightElement {
   static override properties = {
@@ -77,7 +78,7 @@ export class BatonInstanceView extends LightElement {
     try {
       const definition = await api.getDefinition(key, version);
       await this.viewer!.importXML(definition.xml);
-      this.viewer!.get<Canvas>('canvas').zoom('fit-viewport');
+      fitViewport(this.viewer!.get<Canvas>('canvas'));
     } catch (err) {
       this.error = `The diagram of ${key} v${version} could not be shown: ${(err as Error).message}`;
     }
@@ -139,7 +140,7 @@ export class BatonInstanceView extends LightElement {
     const open = d.status === 'running' || d.status === 'incident';
     return html`
       <div class="page-head">
-        <h1>Instance <code>${d.id.slice(0, 8)}</code> <span class="status status-${d.status}" data-status=${d.status}>${d.status}</span></h1>
+        <h1>Instance ${d.businessKey ?? nothing} <code title=${d.id}>${shortId(d.id)}</code> <span class="status status-${d.status}" data-status=${d.status}>${d.status}</span></h1>
         <div class="actions">${open ? html`<button class="danger" @click=${() => this.cancel()}>Cancel instance</button>` : nothing}</div>
       </div>
       <p class="meta">
@@ -182,7 +183,8 @@ export class BatonInstanceView extends LightElement {
     return html`<section class="page instance-view">
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
       <div class="canvas viewer" aria-label="Instance diagram"></div>
-      <div class="legend">${['active', 'completed', 'skipped', 'incident', 'canceled'].map((s) => html`<span class="legend-${s}">${s}</span>`)}</div>
+      <div class="legend">${['active', 'completed', 'skipped', 'incident', 'canceled'].map((s) => html`<span class="legend-${s}">${s}</span>`)}
+        <span class="legend-taken">flow taken</span></div>
       ${this.snapshot ? this.renderDetail(this.snapshot) : html`<p class="empty">Loading…</p>`}
     </section>`;
   }

@@ -3,7 +3,7 @@ import { html, nothing } from 'lit';
 import type { ApiError } from '../client/api-client.ts';
 import { api } from '../client/api-client.ts';
 import type { InstanceSummary } from '../client/types.ts';
-import { LightElement } from './light-element.ts';
+import { LightElement, shortId } from './light-element.ts';
 
 /** Parses the variables text; an error message when it is not one JSON object. */
 export function parseVariables(text: string): { ok: true; value: Record<string, unknown> } | { ok: false; message: string } {
@@ -72,7 +72,7 @@ export class BatonStartForm extends LightElement {
       ${
         this.started
           ? html`<p class="started" role="status">Started
-        <a href="#/instances/${this.started.id}">${this.started.businessKey ?? this.started.id.slice(0, 8)}</a> (${this.started.status})</p>`
+        <a href="#/instances/${this.started.id}">${this.started.businessKey ?? shortId(this.started.id)}</a> (${this.started.status})</p>`
           : nothing
       }
     </form>`;

@@ -23,6 +23,15 @@ export function formatTime(iso: string | null | undefined): string {
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
 }
 
+/**
+ * An id shortened to its last 8 hex digits, which differ between any two ids: instance
+ * ids are uuid v7, whose first 12 digits are the start time, so the first 8 are the same
+ * for every instance started within about a minute. The whole id goes in a title.
+ */
+export function shortId(id: string): string {
+  return `…${id.slice(-8)}`;
+}
+
 /** Triggers a browser download of text content. */
 export function downloadText(filename: string, content: string, type: string): void {
   const url = URL.createObjectURL(new Blob([content], { type }));

@@ -1,5 +1,6 @@
 // Designer drafts: a diagram is a name and its current XML, saved without deploying.
 import { Router } from 'express';
+import { checkBpmnReadable } from '../compiler/index.ts';
 import type { Engine } from '../engine/context.ts';
 import {
   deleteDiagram,
@@ -30,6 +31,13 @@ function notFound(id: string): BatonError {
   return new BatonError('not_found', `No diagram with id "${id}"`);
 }
 
+/** A draft need not compile, but it must open: XML that does not parse as BPMN is refused. */
+async function requireReadableBpmn(xml: string | undefined): Promise<void> {
+  if (xml === undefined) return;
+  const readable = await checkBpmnReadable(xml);
+  if (!readable.ok) throw new BatonError('validation', readable.message, [{ path: '/xml', message: readable.message }]);
+}
+
 export function diagramsRouter(engine: Engine): Router {
   const router = Router();
 
@@ -39,6 +47,7 @@ export function diagramsRouter(engine: Engine): Router {
 
   router.post('/', async (req, res) => {
     const body = validateBody<Required<DiagramBody>>('diagram-create-request', req.body);
+    await requireReadableBpmn(body.xml);
     res.status(201).json(diagramView(await insertDiagram(engine.pool, { name: body.name.trim(), xml: body.xml })));
   });
 
@@ -52,6 +61,7 @@ export function diagramsRouter(engine: Engine): Router {
   router.patch('/:id', async (req, res) => {
     const id = requireUuid(req.params.id, 'diagram');
     const body = validateBody<DiagramBody>('diagram-update-request', req.body);
+    await requireReadableBpmn(body.xml);
     const diagram = await updateDiagram(engine.pool, id, { ...body, ...(body.name ? { name: body.name.trim() } : {}) });
     if (!diagram) throw notFound(id);
     res.json(diagramView(diagram));

@@ -41,6 +41,7 @@ export function instanceDetailView(d: InstanceDetail) {
       activatedAt: s.activated_at,
       endedAt: s.ended_at,
     })),
+    flows: d.flows.map((f) => ({ flowId: f.flow_id, state: f.state })),
     tasks: d.openTasks.map(taskView),
     incidents: d.openIncidents.map(incidentView),
   };

@@ -18,6 +18,16 @@ import { readMultiInstances } from './multi-instance.ts';
 export { fingerprintPlan } from './fingerprint.ts';
 export type { CompileOptions, CompileResult, Diagnostic, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
 
+/**
+ * Whether the XML is a BPMN document the designer can open, as deploy would read it; a
+ * draft need not compile, so nothing past the parse is checked. Never throws.
+ */
+export async function checkBpmnReadable(xml: string): Promise<{ ok: true } | { ok: false; message: string }> {
+  const parsed = await parseBpmn(xml);
+  if (parsed.ok) return { ok: true };
+  return { ok: false, message: parsed.diagnostics[0]?.message ?? 'The file is not readable BPMN XML' };
+}
+
 export async function compileBpmn(xml: string, options: CompileOptions = {}): Promise<CompileResult> {
   try {
     if (typeof xml !== 'string') return failWith('The BPMN document must be XML text');

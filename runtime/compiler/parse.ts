@@ -58,8 +58,26 @@ export async function parseBpmn(xml: string): Promise<ParseOutcome> {
 function describeParseFailure(cause: unknown): string {
   const error = cause instanceof Error ? cause : new Error(String(cause));
   const details = (error as { warnings?: ModdleWarning[] }).warnings?.[0]?.message;
-  const text = details ? `${error.message}: ${details}` : error.message;
+  const text = details ? `${error.message}: ${describeSyntaxError(details)}` : describeSyntaxError(error.message);
   return `The file is not readable BPMN XML: ${oneLine(text)}. Check that it is a complete BPMN 2.0 file with <bpmn:definitions> as root`;
+}
+
+/**
+ * The XML parser's "unparsable content X detected / line: L / column: C / nested error: E"
+ * as one phrase, with the line and column counted from 1 as editors do (the parser counts
+ * from 0). At the end of the file the parser gives no line, only an offset: a file cut
+ * short says so instead.
+ */
+function describeSyntaxError(message: string): string {
+  const m = /^unparsable content (?:([\s\S]*?) )?detected\s+line: (\d+)\s+column: (\d+)\s+nested error: (.+)$/.exec(
+    message.trim(),
+  );
+  if (!m) return message;
+  const [, near = '', line = '0', column = '0', nested = ''] = m;
+  if (nested === 'unexpected end of file') return `${nested}: the file stops before its elements are closed (is it cut short?)`;
+  const at = `at line ${Number(line) + 1}, column ${Number(column) + 1}`;
+  if (nested === 'missing start tag') return `${nested} ${at}: the file does not start with an XML element`;
+  return nested.includes('<') ? `${nested} ${at}` : `${nested} ${near.trim()} ${at}`;
 }
 
 function oneLine(text: string): string {

@@ -1,5 +1,5 @@
 // Read models for the API: lists, one instance in detail, history.
-import type { InstanceStatus } from '../model/vocabulary.ts';
+import type { FlowState, InstanceStatus } from '../model/vocabulary.ts';
 import type { Queryable } from './db.ts';
 import type { IncidentRow } from './incidents.ts';
 import type { InstanceRow } from './instances.ts';
@@ -48,9 +48,16 @@ export interface StepView {
   ended_at: Date | null;
 }
 
+/** A resolved sequence flow; a flow without a row is still pending. */
+export interface FlowView {
+  flow_id: string;
+  state: FlowState;
+}
+
 export interface InstanceDetail {
   instance: InstanceRow;
   steps: StepView[];
+  flows: FlowView[];
   openTasks: ExternalTaskRow[];
   openIncidents: IncidentRow[];
 }
@@ -59,7 +66,7 @@ export async function getInstanceDetail(db: Queryable, instanceId: string): Prom
   const { rows } = await db.query<InstanceRow>('select * from instances where id = $1', [instanceId]);
   const instance = rows[0];
   if (!instance) return undefined;
-  const [steps, tasks, incidents] = await Promise.all([
+  const [steps, flows, tasks, incidents] = await Promise.all([
     db.query<StepView>(
       `select s.step_id, s.status, s.activated_at, s.ended_at, coalesce(t.attempt, 0) as attempts
          from steps s
@@ -67,6 +74,7 @@ export async function getInstanceDetail(db: Queryable, instanceId: string): Prom
         where s.instance_id = $1 order by s.activated_at, s.step_id`,
       [instanceId],
     ),
+    db.query<FlowView>('select flow_id, state from flows where instance_id = $1 order by resolved_at, flow_id', [instanceId]),
     db.query<ExternalTaskRow>(`select * from external_tasks where instance_id = $1 and ${OPEN_TASK_SQL} order by created_at`, [
       instanceId,
     ]),
@@ -74,7 +82,7 @@ export async function getInstanceDetail(db: Queryable, instanceId: string): Prom
       instanceId,
     ]),
   ]);
-  return { instance, steps: steps.rows, openTasks: tasks.rows, openIncidents: incidents.rows };
+  return { instance, steps: steps.rows, flows: flows.rows, openTasks: tasks.rows, openIncidents: incidents.rows };
 }
 
 export interface EventRow {

@@ -120,6 +120,25 @@ describe('a new Zeebe diagram', () => {
   });
 });
 
+describe('zoom', () => {
+  it('given the zoom buttons, then the diagram grows, shrinks and fits beside the palette', async () => {
+    await openFixture('no-topic.bpmn', 'Zoom');
+    const scale = () =>
+      h.page.evaluate(() => {
+        const m = document.querySelector('.canvas .viewport')?.getAttribute('transform') ?? '';
+        return Number(/matrix\(([\d.]+)/.exec(m)?.[1] ?? 1);
+      });
+    const before = await scale();
+    await h.page.getByRole('button', { name: 'Zoom in' }).click();
+    await expect.poll(scale).toBeCloseTo(before * 1.25, 2);
+    await h.page.getByRole('button', { name: 'Zoom out' }).click();
+    await h.page.getByRole('button', { name: 'Zoom out' }).click();
+    await expect.poll(scale).toBeCloseTo(before * 0.8, 2);
+    await h.page.getByRole('button', { name: 'Fit', exact: true }).click();
+    await expect.poll(scale).toBeCloseTo(before, 2);
+  });
+});
+
 describe('undo', () => {
   it('given Ctrl+Z inside a properties field, then it undoes the field’s last change, and the Undo button the change before it', async () => {
     const id = await openFixture('no-topic.bpmn', 'Undo');

@@ -86,6 +86,36 @@ describe('diagrams API', () => {
   });
 });
 
+describe('diagrams API: XML that does not parse as BPMN', () => {
+  it('given a truncated file, a text file or another XML vocabulary, then 400 says what is wrong in plain words; nothing is created or saved', async () => {
+    const xml = singleTaskBpmn('whole', 'w');
+    const kept = await t.api.post('/api/diagrams', { name: 'Whole', xml });
+    const id = kept.body.id as string;
+    const before = await snapshotDiagrams();
+    const cases: [string, RegExp][] = [
+      [xml.slice(0, xml.indexOf('<bpmn:endEvent')), /unexpected end of file: the file stops before its elements are closed/],
+      [xml.slice(0, xml.indexOf('</bpmn:outgoing>') + 8), /unclosed tag <\/bpmn:o at line 5, column \d+/],
+      [xml.replace('</bpmn:process>', '</bpmn:proc>'), /closing tag mismatch <\/bpmn:proc> at line 10, column 3/],
+      ['Expense policy: up to 100 EUR', /missing start tag at line 1, column 1: the file does not start with an XML element/],
+      ['<html><body/></html>', /unexpected element <html> at line 1, column 1/],
+    ];
+    for (const [bad, reason] of cases) {
+      for (const res of [
+        await t.api.post('/api/diagrams', { name: 'Broken', xml: bad }),
+        await t.api.call('PATCH', `/api/diagrams/${id}`, { xml: bad }),
+      ]) {
+        expect(res.status, bad).toBe(400);
+        expect(res.body.type).toBe('ValidationError');
+        expect(res.body.message).toMatch(/^The file is not readable BPMN XML: /);
+        expect(res.body.message).toMatch(reason);
+        expect(res.body.message).not.toMatch(/must match|pattern/);
+        expect(res.body.details).toEqual([{ path: '/xml', message: res.body.message }]);
+      }
+    }
+    expect(await snapshotDiagrams()).toEqual(before);
+  });
+});
+
 describe('lint API', () => {
   it('given a task without a topic, then ok=false with a diagnostic on that task; nothing is deployed', async () => {
     const xml = singleTaskBpmn('lint-me', 'x').replace(' camunda:type="external" camunda:topic="x"', '');

@@ -1,4 +1,6 @@
-// Shows how many instances reached each element, shaded by share of the busiest element.
+// Shows how many instances ran each element, shaded by share of the busiest element. A
+// skipped step did not run (its branch was not taken: dead-path elimination records it as
+// `skipped`), so it is not counted; how many skipped it shows in a muted badge of its own.
 import type { Heatmap } from '../../client/types.ts';
 import type { Canvas, ElementRegistry, Overlays } from '../diagram-services.ts';
 
@@ -16,25 +18,27 @@ export default class HeatmapOverlays {
 
   show(heatmap: Heatmap): void {
     this.clear();
-    const totals = Object.entries(heatmap.elements).map(([id, byStatus]) => ({
-      id,
-      byStatus,
-      total: Object.values(byStatus).reduce((a, b) => a + (b ?? 0), 0),
-    }));
-    const max = Math.max(1, ...totals.map((t) => t.total));
-    for (const { id, byStatus, total } of totals) {
-      if (!this.elementRegistry.get(id) || total === 0) continue;
-      const marker = `baton-heat-${Math.max(1, Math.ceil((total / max) * LEVELS))}`;
-      this.canvas.addMarker(id, marker);
-      this.marked.push({ id, marker });
-      const badge = document.createElement('div');
-      badge.className = 'baton-heat-badge';
-      badge.dataset.elementId = id;
-      badge.textContent = String(total);
-      badge.title = Object.entries(byStatus)
+    const counts = Object.entries(heatmap.elements).map(([id, byStatus]) => {
+      const { skipped = 0, ...ran } = byStatus;
+      return { id, byStatus, skipped, ran: Object.values(ran).reduce((a, b) => a + (b ?? 0), 0) };
+    });
+    const max = Math.max(1, ...counts.map((c) => c.ran));
+    for (const { id, byStatus, skipped, ran } of counts) {
+      if (!this.elementRegistry.get(id) || ran + skipped === 0) continue;
+      // One row above the element, so the skips do not cover the element or its label.
+      const row = document.createElement('div');
+      row.className = 'baton-heat';
+      row.title = Object.entries(byStatus)
         .map(([status, n]) => `${status}: ${n}`)
         .join('\n');
-      this.overlays.add(id, 'baton-heat', { position: { top: -12, left: -6 }, html: badge });
+      if (ran > 0) {
+        const marker = `baton-heat-${Math.max(1, Math.ceil((ran / max) * LEVELS))}`;
+        this.canvas.addMarker(id, marker);
+        this.marked.push({ id, marker });
+        row.append(badge(id, 'baton-heat-badge', String(ran)));
+      }
+      if (skipped > 0) row.append(badge(id, 'baton-heat-skipped', `${skipped} skipped`));
+      this.overlays.add(id, 'baton-heat', { position: { top: -12, left: -6 }, html: row });
     }
   }
 
@@ -43,4 +47,12 @@ export default class HeatmapOverlays {
     this.marked = [];
     this.overlays.remove({ type: 'baton-heat' });
   }
+}
+
+function badge(id: string, className: string, text: string): HTMLElement {
+  const element = document.createElement('span');
+  element.className = className;
+  element.dataset.elementId = id;
+  element.textContent = text;
+  return element;
 }

@@ -1,6 +1,7 @@
 // Colors each element of an instance's diagram by its step status, with a small badge
-// for what needs attention (active, incident) and the attempt count.
-import type { Incident, OpenTask, StepState } from '../../client/types.ts';
+// for what needs attention (active, incident) and the attempt count; marks the sequence
+// flows the instance took, and those it skipped, so the path it ran can be read.
+import type { FlowState, Incident, OpenTask, StepState } from '../../client/types.ts';
 import type { Canvas, DiagramElement, ElementRegistry, Overlays } from '../diagram-services.ts';
 
 export const STEP_MARKERS: Record<StepState['status'], string> = {
@@ -11,8 +12,14 @@ export const STEP_MARKERS: Record<StepState['status'], string> = {
   canceled: 'baton-step-canceled',
 };
 
+export const FLOW_MARKERS: Record<FlowState['state'], string> = {
+  taken: 'baton-flow-taken',
+  skipped: 'baton-flow-skipped',
+};
+
 export interface StepMarks {
   steps: StepState[];
+  flows: FlowState[];
   tasks: OpenTask[];
   incidents: Incident[];
 }
@@ -27,14 +34,14 @@ export default class StepStatusMarkers {
     private readonly elementRegistry: ElementRegistry,
   ) {}
 
-  show({ steps, tasks, incidents }: StepMarks): void {
+  show({ steps, flows, tasks, incidents }: StepMarks): void {
     this.overlays.remove({ type: 'baton-step' });
     // A status this designer does not know yet (e.g. compensated) still gets a marker by name.
-    const next = new Map(
-      steps
-        .filter((s) => this.elementRegistry.get(s.stepId))
-        .map((s) => [s.stepId, STEP_MARKERS[s.status] ?? `baton-step-${s.status}`]),
-    );
+    const marks: [string, string][] = [
+      ...steps.map((s): [string, string] => [s.stepId, STEP_MARKERS[s.status] ?? `baton-step-${s.status}`]),
+      ...flows.map((f): [string, string] => [f.flowId, FLOW_MARKERS[f.state]]),
+    ];
+    const next = new Map(marks.filter(([id]) => this.elementRegistry.get(id)));
     for (const [id, marker] of this.marked) if (next.get(id) !== marker) this.canvas.removeMarker(id, marker);
     for (const [id, marker] of next) if (this.marked.get(id) !== marker) this.canvas.addMarker(id, marker);
     this.marked = next;

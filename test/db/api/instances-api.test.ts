@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBpmn, singleTaskBpmn } from '../../support/bpmn.ts';
-import { complete, deploy, fetchOne, start, waitForStatus } from '../../support/flows.ts';
+import { complete, deploy, fetchOne, instanceOf, start, waitForStatus } from '../../support/flows.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
@@ -146,6 +146,44 @@ describe('instances API', () => {
     expect(retry.body.instanceStatus).toBe('running');
     const task = await fetchOne(t.api, 'w', 'big-task');
     expect(task.variables).toEqual({ amount: 500 });
+  });
+
+  it('given an exclusive gateway, then the detail lists each resolved flow as taken or skipped, and leaves pending ones out', async () => {
+    await deploy(
+      t.api,
+      buildBpmn(
+        'branching',
+        [
+          { id: 's', type: 'startEvent' },
+          { id: 'gw', type: 'exclusiveGateway', default: 'low' },
+          { id: 'approve', type: 'serviceTask', topic: 'approve-task' },
+          { id: 'file', type: 'serviceTask', topic: 'file-task' },
+          { id: 'done', type: 'endEvent' },
+          { id: 'filed', type: 'endEvent' },
+        ],
+        [
+          { id: 'in', from: 's', to: 'gw' },
+          { id: 'high', from: 'gw', to: 'approve', condition: '= amount > 100' },
+          { id: 'low', from: 'gw', to: 'file' },
+          { id: 'approved', from: 'approve', to: 'done' },
+          { id: 'archived', from: 'file', to: 'filed' },
+        ],
+      ),
+    );
+    const id = await start(t.api, 'branching', { variables: { amount: 500 } });
+    const running = await instanceOf(t.api, id);
+    expect(Object.fromEntries(running.flows.map((f: { flowId: string; state: string }) => [f.flowId, f.state]))).toEqual({
+      in: 'taken',
+      high: 'taken',
+      low: 'skipped',
+      archived: 'skipped',
+    });
+    expect(running.steps.find((s: { stepId: string }) => s.stepId === 'file').status).toBe('skipped');
+
+    await complete(t.api, await fetchOne(t.api, 'w', 'approve-task'), 'w');
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect(done.flows).toContainEqual({ flowId: 'approved', state: 'taken' });
+    expect(done.flows).toHaveLength(5);
   });
 
   it('given starts one after another, by the native API and the Camunda one, then each id is a version 7 uuid and they sort as they started', async () => {

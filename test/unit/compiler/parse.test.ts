@@ -19,6 +19,18 @@ describe('parseBpmn: refusals before and during parsing', () => {
     expect(diagnostics[0]?.message).toMatch(/not readable BPMN XML: .*closing tag mismatch/);
   });
 
+  it('counts lines and columns from 1, as editors do, and says when a file stops early', async () => {
+    const xml = processXml(straight(task('T'), 'T'));
+    const lines = xml.split('\n');
+    const line = lines.findIndex((l) => l.includes('</bpmn:process>'));
+    const column = lines[line]!.indexOf('</bpmn:process>');
+    const [mismatch] = await compileDiagnostics(xml.replace('</bpmn:process>', '</bpmn:proc>'));
+    expect(mismatch?.message).toContain(`closing tag mismatch </bpmn:proc> at line ${line + 1}, column ${column + 1}.`);
+    const [cut] = await compileDiagnostics(xml.slice(0, xml.indexOf('</bpmn:process>')));
+    expect(cut?.message).toMatch(/unexpected end of file: the file stops before its elements are closed \(is it cut short\?\)/);
+    expect(cut?.message).not.toMatch(/line|column/);
+  });
+
   it.each([
     ['plain text', 'hello world', /missing start tag/],
     ['an empty string', '', /missing start tag/],
