@@ -7,7 +7,7 @@ import { api } from '../client/api-client.ts';
 import { progressText, watchInstance, type InstanceSnapshot, type LiveState, type LogEntry } from '../client/live.ts';
 import type { HistoryEvent } from '../client/types.ts';
 import { createViewer } from '../modeler/create-modeler.ts';
-import type { Canvas, DiagramHost } from '../modeler/diagram-services.ts';
+import type { Canvas, DiagramElement, DiagramHost, ElementRegistry } from '../modeler/diagram-services.ts';
 import { fitViewport } from '../modeler/fit-viewport.ts';
 import type StepStatusMarkers from '../modeler/status/step-status-markers.ts';
 import { formatTime, LightElement, shortId } from './light-element.ts';
@@ -21,6 +21,7 @@ export class BatonInstanceView extends LightElement {
     log: { state: true },
     liveState: { state: true },
     liveMessage: { state: true },
+    names: { state: true },
   };
   declare instanceId: string;
   declare snapshot: InstanceSnapshot | undefined;
@@ -29,6 +30,8 @@ export class BatonInstanceView extends LightElement {
   declare log: readonly LogEntry[];
   declare liveState: LiveState;
   declare liveMessage: string;
+  /** element names of the instance's diagram, by id: run views name steps as the analyst drew them */
+  declare names: ReadonlyMap<string, string>;
   private viewer: DiagramHost | undefined;
   private diagramLoaded: Promise<void> | undefined;
   private stop: (() => void) | undefined;
@@ -42,6 +45,7 @@ export class BatonInstanceView extends LightElement {
     this.log = [];
     this.liveState = 'connecting';
     this.liveMessage = '';
+    this.names = new Map();
   }
 
   override firstUpdated(): void {
@@ -79,6 +83,8 @@ export class BatonInstanceView extends LightElement {
       const definition = await api.getDefinition(key, version);
       await this.viewer!.importXML(definition.xml);
       fitViewport(this.viewer!.get<Canvas>('canvas'));
+      const elements = this.viewer!.get<ElementRegistry>('elementRegistry').getAll() as DiagramElement[];
+      this.names = new Map(elements.flatMap((e) => (e.businessObject?.name ? [[e.id, String(e.businessObject.name)]] : [])));
     } catch (err) {
       this.error = `The diagram of ${key} v${version} could not be shown: ${(err as Error).message}`;
     }
@@ -98,12 +104,36 @@ export class BatonInstanceView extends LightElement {
     return this.act(() => api.cancelInstance(this.instanceId));
   }
 
+  /** A step by its name, with its id as the tooltip; by its id when it has no name. */
+  private step(stepId: string) {
+    const name = this.names.get(stepId);
+    return name
+      ? html`<span class="step-name" data-step-id=${stepId} title=${stepId}>${name}</span>`
+      : html`<code data-step-id=${stepId}>${stepId}</code>`;
+  }
+
+  /** Says why a gateway took the flow it took when a condition read a variable the instance lacks. */
+  private decisionNote(e: HistoryEvent) {
+    const missing = e.data?.missingVariables;
+    if (!Array.isArray(missing) || missing.length === 0) return nothing;
+    const vars = missing.map((v) => `"${String(v)}"`).join(', ');
+    const taken = Array.isArray(e.data.taken) ? e.data.taken.map((id) => this.names.get(String(id)) ?? String(id)) : [];
+    const outcome =
+      e.kind === 'incident:created'
+        ? 'no flow was left'
+        : e.data.byDefault
+          ? 'the default flow was taken'
+          : `took ${taken.join(', ')}`;
+    return html`<span class="decision-note">${vars} ${missing.length === 1 ? 'was' : 'were'} not set, so the conditions reading ${missing.length === 1 ? 'it' : 'them'} did not hold: ${outcome}</span>`;
+  }
+
   private renderHistory(history: HistoryEvent[]) {
     if (history.length === 0) return html`<p class="empty">No history yet.</p>`;
     return html`<ol class="timeline">${[...history].reverse().map(
       (e) => html`<li>
       <time>${formatTime(e.at)}</time> <span class="kind">${e.kind}</span>
-      ${e.stepId ? html`<code>${e.stepId}</code>` : nothing}
+      ${e.stepId ? this.step(e.stepId) : nothing}
+      ${this.decisionNote(e)}
       ${Object.keys(e.data ?? {}).length ? html`<span class="data">${JSON.stringify(e.data)}</span>` : nothing}
     </li>`,
     )}</ol>`;
@@ -118,7 +148,7 @@ export class BatonInstanceView extends LightElement {
       const stepId = typeof f.data.stepId === 'string' ? f.data.stepId : undefined;
       return html`<li data-seq=${f.seq} data-kind=${f.kind}>
         <span class="seq">#${f.seq}</span> <time>${formatTime(f.at)}</time> <span class="kind">${f.kind}</span>
-        ${stepId ? html`<code>${stepId}</code>` : nothing}
+        ${stepId ? this.step(stepId) : nothing}
         ${f.kind === 'task:progress' ? html`<span class="progress-text">${progressText(f)}</span>` : nothing}
       </li>`;
     });
@@ -155,7 +185,7 @@ export class BatonInstanceView extends LightElement {
               ? html`<p class="empty">None open.</p>`
               : html`<ul class="incidents">${d.incidents.map(
                   (i) => html`<li>
-            <code>${i.stepId}</code> <span class="kind">${i.kind}</span> ${i.message}
+            ${this.step(i.stepId)} <span class="kind">${i.kind}</span> ${i.message}
             <button @click=${() => this.act(() => api.retryIncident(i.id))}>Retry</button></li>`,
                 )}</ul>`
           }
@@ -168,7 +198,7 @@ export class BatonInstanceView extends LightElement {
             <thead><tr><th>Step</th><th>Topic</th><th>State</th><th>Worker</th><th>Lock expires</th><th>Attempt</th><th>Retries left</th></tr></thead>
             <tbody>${d.tasks.map(
               (t) => html`<tr data-step-id=${t.stepId}>
-              <td><code>${t.stepId}</code></td><td>${t.topic}</td><td>${t.state}</td><td>${t.workerId ?? '—'}</td>
+              <td>${this.step(t.stepId)}</td><td>${t.topic}</td><td>${t.state}</td><td>${t.workerId ?? '—'}</td>
               <td>${formatTime(t.lockExpiresAt)}</td><td>${t.attempt}</td><td>${t.retriesLeft}</td></tr>`,
             )}</tbody></table>`
           }
