@@ -58,8 +58,16 @@ describe('FEEL budget: unit', () => {
     expect(needsThread('some x in items satisfies x > 2')).toBe(true);
     expect(needsThread('count(for i in 1..n return i) > 0')).toBe(true);
     expect(needsThread('{f: function(n) n}.f(1) = 1')).toBe(true);
-    expect(evaluateCondition('some x in items satisfies x > 2', { items: [1, 5] })).toEqual({ ok: true, value: true });
-    expect(evaluateCondition('every x in items satisfies x > 2', { items: [1, 5] })).toEqual({ ok: true, value: false });
+    expect(evaluateCondition('some x in items satisfies x > 2', { items: [1, 5] })).toEqual({
+      ok: true,
+      value: true,
+      missingVariables: [],
+    });
+    expect(evaluateCondition('every x in items satisfies x > 2', { items: [1, 5] })).toEqual({
+      ok: true,
+      value: false,
+      missingVariables: [],
+    });
   });
 
   it('stops an evaluation past the time budget, names the budget, and the next evaluation works', () => {
@@ -76,7 +84,11 @@ describe('FEEL budget: unit', () => {
       ok: false,
       message: expect.stringMatching(/budget/),
     });
-    expect(evaluateCondition('some x in items satisfies x = 3', { items: [1, 2, 3] })).toEqual({ ok: true, value: true });
+    expect(evaluateCondition('some x in items satisfies x = 3', { items: [1, 2, 3] })).toEqual({
+      ok: true,
+      value: true,
+      missingVariables: [],
+    });
   });
 
   it('refuses a correlation key longer than the result limit', () => {
