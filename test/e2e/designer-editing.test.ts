@@ -1,12 +1,10 @@
 // What an analyst hits while editing: the deploy-refused banner after the problems are fixed,
 // the key and name a new diagram deploys under, and Ctrl+Z inside a properties field
 // mixed with the Undo button.
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../support/server.ts';
 import { openDesigner, type BrowserHarness } from './support/browser.ts';
-import { entry, fillEntry, unfoldGroups } from './support/panel.ts';
+import { entry, fillEntry, openFixture, selectElement, unfoldGroups } from './support/panel.ts';
 
 let h: BrowserHarness;
 beforeAll(async () => {
@@ -15,20 +13,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
 });
-
-async function openFixture(file: string, name: string): Promise<string> {
-  const xml = await readFile(path.resolve('test/e2e/fixtures', file), 'utf8');
-  const created = await h.t.api.post('/api/diagrams', { name, xml });
-  await h.page.goto(`${h.t.url}/#/diagrams/${created.body.id}`);
-  await h.page.locator('.problems-summary:not(:text("Not checked yet"))').waitFor();
-  return created.body.id as string;
-}
-
-async function select(id: string): Promise<void> {
-  await h.page.locator('.canvas').click({ position: { x: 600, y: 500 } });
-  await h.page.locator(`g.djs-element[data-element-id="${id}"]`).click();
-  await unfoldGroups(h.page);
-}
 
 async function savedXml(id: string, test: (xml: string) => boolean, what: string): Promise<string> {
   return waitFor(
@@ -43,11 +27,11 @@ async function savedXml(id: string, test: (xml: string) => boolean, what: string
 
 describe('the deploy-refused banner', () => {
   it('given a refused deploy, when its problems are fixed, then the banner goes', async () => {
-    await openFixture('no-topic.bpmn', 'Banner');
+    await openFixture(h, 'no-topic.bpmn', 'Banner');
     await h.page.getByRole('button', { name: 'Deploy' }).click();
     const banner = h.page.getByText(/Deploy refused: 1 problem/);
     await banner.waitFor();
-    await select('work');
+    await selectElement(h.page, 'work');
     await entry(h.page, 'implementationType').selectOption('external');
     await fillEntry(h.page, 'externalTopic', 'banner-topic');
     await h.page.locator('.problems-summary.good').waitFor();
@@ -58,7 +42,7 @@ describe('the deploy-refused banner', () => {
 
 describe('problems in the analyst’s words', () => {
   it('given a plain task and a condition without "=", then each problem names the element and its fix, and the fixes make the diagram compile', async () => {
-    const id = await openFixture('first-draft.bpmn', 'First draft');
+    const id = await openFixture(h, 'first-draft.bpmn', 'First draft');
     const row = (elementId: string) =>
       h.page.locator('.problem-row', { has: h.page.locator(`.problem[data-element-id="${elementId}"]`) });
     await expect(row('check').textContent()).resolves.toMatch(/'Check policy' is a plain task, which Baton does not run/);
@@ -122,7 +106,7 @@ describe('a new Zeebe diagram', () => {
 
 describe('zoom', () => {
   it('given the zoom buttons, then the diagram grows, shrinks and fits beside the palette', async () => {
-    await openFixture('no-topic.bpmn', 'Zoom');
+    await openFixture(h, 'no-topic.bpmn', 'Zoom');
     const scale = () =>
       h.page.evaluate(() => {
         const m = document.querySelector('.canvas .viewport')?.getAttribute('transform') ?? '';
@@ -141,8 +125,8 @@ describe('zoom', () => {
 
 describe('undo', () => {
   it('given Ctrl+Z inside a properties field, then it undoes the field’s last change, and the Undo button the change before it', async () => {
-    const id = await openFixture('no-topic.bpmn', 'Undo');
-    await select('work');
+    const id = await openFixture(h, 'no-topic.bpmn', 'Undo');
+    await selectElement(h.page, 'work');
     await entry(h.page, 'implementationType').selectOption('external');
     await fillEntry(h.page, 'externalTopic', 'first');
     await savedXml(id, (x) => x.includes('camunda:topic="first"'), 'topic first');

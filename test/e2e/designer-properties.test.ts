@@ -1,12 +1,10 @@
 // The bpmn.io properties panel in the dialect of the file: a Camunda 7 diagram edits camunda:
 // attributes, a Zeebe diagram zeebe: ones. Topic, retries and an input mapping are set in the
 // panel, survive a reload, and deploy; lint says that Baton does not run the mapping.
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../support/server.ts';
 import { openDesigner, type BrowserHarness } from './support/browser.ts';
-import { entry, fillEntry, unfoldGroups } from './support/panel.ts';
+import { entry, fillEntry, openFixture, selectElement } from './support/panel.ts';
 
 let h: BrowserHarness;
 beforeAll(async () => {
@@ -15,20 +13,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
 });
-
-async function openFixture(file: string, name: string): Promise<string> {
-  const xml = await readFile(path.resolve('test/e2e/fixtures', file), 'utf8');
-  const created = await h.t.api.post('/api/diagrams', { name, xml });
-  await h.page.goto(`${h.t.url}/#/diagrams/${created.body.id}`);
-  await h.page.locator('.problems-summary:not(:text("Not checked yet"))').waitFor();
-  return created.body.id as string;
-}
-
-async function selectWork(): Promise<void> {
-  await h.page.locator('.canvas').click({ position: { x: 600, y: 500 } });
-  await h.page.locator('g.djs-element[data-element-id="work"]').click();
-  await unfoldGroups(h.page);
-}
 
 async function savedXml(id: string, ...contains: string[]): Promise<string> {
   return waitFor(
@@ -49,9 +33,9 @@ async function deployAndExpectMappingWarning(): Promise<void> {
 
 describe('a Camunda 7 diagram', () => {
   it('given topic, retries and an input mapping set in the panel, then a reload shows them, the XML holds them and deploy accepts them', async () => {
-    const id = await openFixture('no-topic.bpmn', 'Camunda 7 properties');
+    const id = await openFixture(h, 'no-topic.bpmn', 'Camunda 7 properties');
     await expect(h.page.locator('.side .dialect').textContent()).resolves.toBe('Camunda 7');
-    await selectWork();
+    await selectElement(h.page, 'work');
     await entry(h.page, 'implementationType').selectOption('external');
     await fillEntry(h.page, 'externalTopic', 'c7-charge');
     await fillEntry(h.page, 'batonRetries', '4');
@@ -69,7 +53,7 @@ describe('a Camunda 7 diagram', () => {
 
     await h.page.reload();
     await h.page.locator('.problems-summary:not(:text("Not checked yet"))').waitFor();
-    await selectWork();
+    await selectElement(h.page, 'work');
     await expect.poll(() => entry(h.page, 'externalTopic').inputValue()).toBe('c7-charge');
     await expect(entry(h.page, 'batonRetries').inputValue()).resolves.toBe('4');
     await expect(entry(h.page, 'work-inputParameter-0-name').inputValue()).resolves.toBe('amount');
@@ -82,9 +66,9 @@ describe('a Camunda 7 diagram', () => {
 
 describe('a Zeebe diagram', () => {
   it('given job type, retries and an input mapping set in the panel, then a reload shows them, the XML holds them and deploy accepts them', async () => {
-    const id = await openFixture('no-type-zeebe.bpmn', 'Zeebe properties');
+    const id = await openFixture(h, 'no-type-zeebe.bpmn', 'Zeebe properties');
     await expect(h.page.locator('.side .dialect').textContent()).resolves.toBe('Zeebe (Camunda 8)');
-    await selectWork();
+    await selectElement(h.page, 'work');
     await fillEntry(h.page, 'taskDefinitionType', 'zeebe-charge');
     await fillEntry(h.page, 'taskDefinitionRetries', '5');
     // The Zeebe panel's task definition replaces the Camunda 7 implementation and Baton's retries field.
@@ -100,7 +84,7 @@ describe('a Zeebe diagram', () => {
 
     await h.page.reload();
     await h.page.locator('.problems-summary:not(:text("Not checked yet"))').waitFor();
-    await selectWork();
+    await selectElement(h.page, 'work');
     await expect.poll(() => entry(h.page, 'taskDefinitionType').inputValue()).toBe('zeebe-charge');
     await expect(entry(h.page, 'taskDefinitionRetries').inputValue()).resolves.toBe('5');
     await expect(entry(h.page, 'work-input-0-target').inputValue()).resolves.toBe('amount');
