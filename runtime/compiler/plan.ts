@@ -17,6 +17,8 @@ export const StepKind = {
   exclusiveGateway: 'exclusiveGateway',
   /** takes every outgoing flow whose condition holds, else the default */
   inclusiveGateway: 'inclusiveGateway',
+  /** takes every outgoing flow to its catch events; the first event that fires wins and the others are skipped */
+  eventBasedGateway: 'eventBasedGateway',
   /** intermediate catch event: waits for a timer, a message or a signal (see `wait`) */
   catchEvent: 'catchEvent',
   /** boundary event on a service task: waits while its host is active (see `boundary`) */

@@ -99,10 +99,10 @@ function boundariesByHost(graph: ProcessGraph): Map<string, GraphNode[]> {
 /** Scenarios of each outgoing flow of `node`, given the scenarios in which it runs. */
 function leave(node: GraphNode, activation: Scenarios, algebra: ScenarioAlgebra): [string, Scenarios][] {
   const { outgoing } = node;
-  if (outgoing.length < 2 || (node.kind !== 'exclusiveGateway' && node.kind !== 'inclusiveGateway')) {
-    return outgoing.map((id) => [id, activation]);
-  }
-  if (node.kind === 'exclusiveGateway') {
+  const choosing = node.kind === 'exclusiveGateway' || node.kind === 'inclusiveGateway' || node.kind === 'eventBasedGateway';
+  if (outgoing.length < 2 || !choosing) return outgoing.map((id) => [id, activation]);
+  // An event-based gateway takes exactly one path, as an exclusive one does: the first event decides.
+  if (node.kind === 'exclusiveGateway' || node.kind === 'eventBasedGateway') {
     algebra.declare(node.id, outgoing);
     return outgoing.map((id) => [id, algebra.restrict(activation, node.id, id)]);
   }

@@ -64,12 +64,36 @@ export function fireWait(
   setStep(state, fx, step.id, 'completed');
   fx.endedWaits.push(step.id);
   fx.events.push({ kind: 'step:completed', stepId: step.id, data: { trigger: step.wait?.trigger, ...data } });
+  endRace(plan, step, state, vars, fx);
   if (host && step.boundary?.interrupting) {
     skipOpenBoundaries(plan, host, state, vars, fx);
     resolveFlows(plan, host, [], state, vars, fx); // the host's own path is dead
   }
   leaveStep(plan, step, state, vars, fx);
   return true;
+}
+
+/**
+ * A catch event after an event-based gateway fired first: the gateway's other events stop
+ * waiting and their paths are skipped in the same transition, so a later timer or message
+ * for them finds nothing to fire (a message goes to the inbox like any unmatched one).
+ */
+function endRace(plan: Plan, winner: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+  const index = indexPlan(plan);
+  for (const flowId of winner.incoming) {
+    const gateway = index.steps.get(index.flows.get(flowId)?.source ?? '');
+    if (gateway?.kind !== 'eventBasedGateway') continue;
+    for (const outgoing of gateway.outgoing) {
+      const other = index.steps.get(index.flows.get(outgoing)?.target ?? '');
+      const status = other ? state.steps[other.id] : undefined;
+      if (!other || other === winner || (status !== 'active' && status !== 'incident')) continue;
+      setStep(state, fx, other.id, 'skipped');
+      fx.endedWaits.push(other.id);
+      if (status === 'incident') fx.canceledTasks.push(other.id); // resolves its incident (a correlation key that failed)
+      fx.events.push({ kind: 'step:skipped', stepId: other.id, data: { by: winner.id } });
+      resolveFlows(plan, other, [], state, vars, fx);
+    }
+  }
 }
 
 /**
@@ -431,7 +455,12 @@ function raiseIncident(
 }
 
 function isGateway(step: PlanStep): boolean {
-  return step.kind === 'exclusiveGateway' || step.kind === 'inclusiveGateway' || step.kind === 'parallelGateway';
+  return (
+    step.kind === 'exclusiveGateway' ||
+    step.kind === 'inclusiveGateway' ||
+    step.kind === 'parallelGateway' ||
+    step.kind === 'eventBasedGateway'
+  );
 }
 
 /** Marks the step's outgoing flows taken or skipped and evaluates the steps they lead to. */

@@ -11,7 +11,7 @@ export interface EventTrigger {
 }
 
 export type NodeSpec =
-  | { id: string; type: 'startEvent' | 'endEvent' | 'terminateEndEvent' | 'parallelGateway' }
+  | { id: string; type: 'startEvent' | 'endEvent' | 'terminateEndEvent' | 'parallelGateway' | 'eventBasedGateway' }
   | ({ id: string; type: 'catchEvent' } & EventTrigger)
   | { id: string; type: 'timerStart'; timer: NonNullable<EventTrigger['timer']> }
   /** message or signal start event */
