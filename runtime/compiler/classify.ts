@@ -85,7 +85,10 @@ export function classifyNode(node: BpmnFlowNode): Classification {
 
 function classifyServiceTask(node: BpmnFlowNode): Classification {
   if (node.loopCharacteristics && node.loopCharacteristics.$type !== 'bpmn:MultiInstanceLoopCharacteristics') {
-    return refuse(node, 'standard loops are not supported (Baton runs acyclic processes); use multi-instance over a collection');
+    return refuse(
+      node,
+      'standard loops are not supported yet; draw the loop with sequence flows back to the task, or use multi-instance over a collection',
+    );
   }
   return { supported: true, kind: StepKind.serviceTask };
 }

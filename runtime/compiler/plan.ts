@@ -29,6 +29,8 @@ export const StepKind = {
   subProcess: 'subProcess',
   /** error end event: throws a BPMN error to the error boundaries of its enclosing subprocesses */
   errorEndEvent: 'errorEndEvent',
+  /** a cycle of sequence flows (id `loop:<head>`): its body runs once per pass, from its head (see `cycle`) */
+  loop: 'loop',
 } as const;
 export type StepKind = (typeof StepKind)[keyof typeof StepKind];
 
@@ -117,6 +119,21 @@ export interface PlanStep {
   throwError?: { errorCode?: string };
   /** set for multi-instance service tasks */
   multiInstance?: MultiInstanceSpec;
+  /** id of the innermost loop whose body holds the step; absent outside loops */
+  inLoop?: string;
+  /** set for loop steps */
+  cycle?: CycleSpec;
+}
+
+/** A loop's body: a pass starts at the head with fresh step and flow states. */
+export interface CycleSpec {
+  head: string;
+  /** the steps of the body, nested loops' included */
+  steps: string[];
+  /** flows back to the head: a pass that takes one is followed by another */
+  backFlows: string[];
+  /** flows out of the body: held while passes run, then resolved as the last pass resolved them */
+  exitFlows: string[];
 }
 
 export interface FlowCondition {

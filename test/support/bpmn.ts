@@ -210,3 +210,24 @@ export function parallelBpmn(processId: string, topicA: string, topicB: string):
     ],
   );
 }
+
+/** start -> review -> rejected? -> rework -> review again; approved -> end */
+export function reworkBpmn(key: string): string {
+  return buildBpmn(
+    key,
+    [
+      { id: 's', type: 'startEvent' },
+      { id: 'review', type: 'serviceTask', topic: `${key}-review` },
+      { id: 'decide', type: 'exclusiveGateway', default: 'approved' },
+      { id: 'rework', type: 'serviceTask', topic: `${key}-rework` },
+      { id: 'e', type: 'endEvent' },
+    ],
+    [
+      { from: 's', to: 'review' },
+      { from: 'review', to: 'decide' },
+      { id: 'rejected', from: 'decide', to: 'rework', condition: '=approved = false' },
+      { id: 'approved', from: 'decide', to: 'e' },
+      { id: 'again', from: 'rework', to: 'review' },
+    ],
+  );
+}
