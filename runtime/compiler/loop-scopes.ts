@@ -3,8 +3,7 @@
 // to the head are its back flows. Cut those, and the body is acyclic again: the engine runs
 // it with dead-path elimination once per pass. Cycles left inside a body after its back flows
 // are cut are loops nested in it. Refused, naming elements: a cycle entered at several steps
-// (or never), a cycle without a step that waits (it would spin), and elements whose waits are
-// not yet kept apart per pass.
+// (or never), a cycle without a step that waits (it would spin), and compensation inside a loop.
 import { errorAt } from './diagnostics.ts';
 import type { GraphNode, ProcessGraph } from './graph.ts';
 import { describeElement } from './model.ts';
@@ -29,11 +28,8 @@ export interface LoopScopesResult {
   diagnostics: Diagnostic[];
 }
 
-/** Steps whose waits (timer rows, subscriptions) are keyed by element only: not yet run inside a loop. */
+/** Compensation undoes completed steps newest first; which pass's steps a loop would undo is not decided yet. */
 const NOT_IN_LOOPS: Record<string, string> = {
-  catchEvent: 'intermediate catch events',
-  boundaryEvent: 'boundary events',
-  eventBasedGateway: 'event-based gateways',
   compensationThrow: 'compensation events',
 };
 
@@ -105,7 +101,8 @@ function loopOf(
   const exitFlows = graph.flows.filter((f) => steps.has(f.source) && !steps.has(f.target)).map((f) => f.id);
   const body = [...steps].map((id) => graph.nodes.get(id) as GraphNode);
   for (const node of body) {
-    const what = NOT_IN_LOOPS[node.kind ?? ''];
+    const compensation = (node.element.eventDefinitions ?? []).some((d) => d.$type === 'bpmn:CompensateEventDefinition');
+    const what = NOT_IN_LOOPS[node.kind ?? ''] ?? (compensation ? 'compensation boundary events' : undefined);
     if (what)
       diagnostics.push(
         errorAt(
@@ -115,11 +112,11 @@ function loopOf(
       );
   }
   // An element Baton does not run is refused on its own; it may well be one that waits.
-  if (!body.some((n) => n.kind === 'serviceTask' || n.kind === undefined)) {
+  if (!body.some((n) => n.kind === 'serviceTask' || n.kind === 'catchEvent' || n.kind === undefined)) {
     diagnostics.push(
       errorAt(
         head.id,
-        `The loop through ${names} has no step that waits (a service task): each pass would end at once and the loop would spin. Add the task the loop repeats`,
+        `The loop through ${names} has no step that waits (a service task or a catch event): each pass would end at once and the loop would spin. Add the task or the event the loop repeats`,
       ),
     );
   }

@@ -260,9 +260,21 @@ function startWait(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
       );
       return;
     }
-    fx.subscriptions.push({ stepId: step.id, kind: 'message', name: wait.name, correlationKey: key.value });
+    fx.subscriptions.push({
+      stepId: step.id,
+      kind: 'message',
+      name: wait.name,
+      correlationKey: key.value,
+      ...scopePathOf(plan, step, state),
+    });
   } else if (wait.trigger === 'message' || wait.trigger === 'signal') {
-    fx.subscriptions.push({ stepId: step.id, kind: wait.trigger, name: wait.name, correlationKey: null });
+    fx.subscriptions.push({
+      stepId: step.id,
+      kind: wait.trigger,
+      name: wait.name,
+      correlationKey: null,
+      ...scopePathOf(plan, step, state),
+    });
   } else if (wait.trigger === 'timer') {
     const due = firstDue(wait.timer);
     if (due.ok) fx.timers.push({ stepId: step.id, due: due.due });
@@ -583,13 +595,21 @@ function settleLoops(plan: Plan, touched: Set<string>, state: InstanceState, var
     const cycle = loop.cycle;
     const status = state.steps[loop.id];
     if (!cycle || (status !== undefined && status !== 'active') || state.steps[cycle.head] === undefined) continue;
-    if (cycle.steps.some((id) => state.steps[id] === 'active' || state.steps[id] === 'incident')) continue;
+    if (cycle.steps.some((id) => passOpenAt(plan, id, state))) continue;
     if (cycle.backFlows.some((f) => state.flows[f] === 'taken')) {
       nextPass(plan, loop, cycle, state, vars, fx);
     } else {
       endLoop(plan, loop, cycle, touched, state, vars, fx);
     }
   }
+}
+
+/** A step keeps its pass open while it runs, waits in an incident, or has ended with outputs not yet resolved. */
+function passOpenAt(plan: Plan, stepId: string, state: InstanceState): boolean {
+  const status = state.steps[stepId];
+  if (status === 'active' || status === 'incident') return true;
+  if (status !== 'completed' && status !== 'skipped') return false;
+  return stepById(plan, stepId).outgoing.some((f) => state.flows[f] === undefined);
 }
 
 function nextPass(plan: Plan, loop: PlanStep, cycle: CycleSpec, state: InstanceState, vars: Variables, fx: Effects): void {
@@ -609,6 +629,11 @@ function nextPass(plan: Plan, loop: PlanStep, cycle: CycleSpec, state: InstanceS
   for (const id of flows) delete state.flows[id];
   fx.steps = fx.steps.filter((x) => !steps.has(x.stepId));
   fx.flows = fx.flows.filter((x) => !flows.has(x.flowId));
+  // Waits of the pass before are ended by the reset (resetSteps); waits this transition started
+  // and ended in that pass are never written; the new pass's waits are its own.
+  fx.endedWaits = fx.endedWaits.filter((id) => !steps.has(id));
+  fx.timers = fx.timers.filter((x) => !steps.has(x.stepId));
+  fx.subscriptions = fx.subscriptions.filter((x) => !steps.has(x.stepId));
   if (state.completedOrder) state.completedOrder = state.completedOrder.filter((id) => !steps.has(id));
   fx.resetSteps.push(...steps);
   fx.resetFlows.push(...flows);

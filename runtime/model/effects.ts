@@ -77,6 +77,8 @@ export interface NewSubscription {
   name: string;
   /** message correlation key; null: the instance's business key */
   correlationKey: string | null;
+  /** inside a loop: the pass it waits in (as NewTask's) */
+  scopePath?: string;
 }
 
 export interface Effects {
@@ -100,7 +102,7 @@ export interface Effects {
   terminated: boolean;
   /** multi-instance progress and loop passes that changed, by step id (written with the step's row) */
   loops: Record<string, LoopState | PassState>;
-  /** a loop's next pass began: the rows of these steps and flows from earlier passes are removed */
+  /** a loop's next pass began: the rows of these steps and flows from earlier passes are removed, their waits ended */
   resetSteps: string[];
   resetFlows: string[];
 }

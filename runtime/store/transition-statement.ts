@@ -350,11 +350,12 @@ export function transitionStatement(
     const kinds = $(subscriptions.map((x) => x.item.kind));
     const names = $(subscriptions.map((x) => x.item.name));
     const keys = $(subscriptions.map((x) => x.item.correlationKey));
+    const scopes = $(subscriptions.map((x) => x.item.scopePath ?? '/'));
     ctes.push(
-      `sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key)
-            select y.iid, y.step_id, y.gen, y.kind, y.name, y.correlation_key
-              from unnest($${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${kinds}::text[], $${names}::text[], $${keys}::text[])
-                   as y(iid, gen, step_id, kind, name, correlation_key)` +
+      `sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key, scope_path)
+            select y.iid, y.step_id, y.gen, y.kind, y.name, y.correlation_key, y.scope_path
+              from unnest($${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${kinds}::text[], $${names}::text[], $${keys}::text[], $${scopes}::text[])
+                   as y(iid, gen, step_id, kind, name, correlation_key, scope_path)` +
         hold('sb') +
         ')',
     );
@@ -363,7 +364,9 @@ export function transitionStatement(
   // statistics from when no timer waited, the planner reads all of timers_instance_idx for each
   // batch, the pairs joined to every waiting timer (docs/PERFORMANCE.md, "Stale statistics and
   // partial indexes").
-  const endedWaits = rows((w) => w.effects.endedWaits);
+  // A loop's next pass ends the waits of the pass before; the new pass's rows, written by this
+  // same statement, are not seen by it.
+  const endedWaits = rows((w) => [...w.effects.endedWaits, ...w.effects.resetSteps]);
   if (endedWaits.length > 0) {
     shape += PART.endedWaits;
     const waitIds = idsOf(endedWaits);

@@ -8,6 +8,47 @@ let t: TestServer;
 beforeAll(async () => {
   t = await startTestServer();
   await deploy(t.api, reworkBpmn('revise'));
+  // A task retried from the start when its timer runs out: the boundary path leads back.
+  await deploy(
+    t.api,
+    buildBpmn(
+      'patience',
+      [
+        { id: 's', type: 'startEvent' },
+        { id: 'merge', type: 'exclusiveGateway' },
+        { id: 'work', type: 'serviceTask', topic: 'patience-work' },
+        { id: 'timeout', type: 'boundaryEvent', attachedTo: 'work', timer: { duration: 'PT0.3S' } },
+        { id: 'e', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'merge' },
+        { from: 'merge', to: 'work' },
+        { from: 'work', to: 'e' },
+        { id: 'retry', from: 'timeout', to: 'merge' },
+      ],
+    ),
+  );
+  // Each rejected review waits for the author's revision, correlated by the order id.
+  await deploy(
+    t.api,
+    buildBpmn(
+      'revisions',
+      [
+        { id: 's', type: 'startEvent' },
+        { id: 'review', type: 'serviceTask', topic: 'revisions-review' },
+        { id: 'decide', type: 'exclusiveGateway', default: 'approved' },
+        { id: 'revised', type: 'catchEvent', message: 'revised', correlationKey: 'orderId' },
+        { id: 'e', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'review' },
+        { from: 'review', to: 'decide' },
+        { id: 'rejected', from: 'decide', to: 'revised', condition: '=approved = false' },
+        { id: 'approved', from: 'decide', to: 'e' },
+        { id: 'again', from: 'revised', to: 'review' },
+      ],
+    ),
+  );
   // No default: a review that sets no verdict stops the pass in an incident at the gateway.
   await deploy(
     t.api,
@@ -192,5 +233,49 @@ describe('loops', () => {
     expect(events.filter((e) => e.kind === 'loop:pass_started').map((e) => e.data?.pass)).toEqual([1, 2]);
     expect(events.find((e) => e.kind === 'loop:completed')?.data).toEqual({ passes: 2 });
     expect(second.idempotencyKey).toBe(`${id}/review/1/loop:review#2`);
+  });
+
+  it('given a timer boundary whose path leads back, each pass has its own timer: the one that fired is not armed again, the next is canceled when the task completes', async () => {
+    const id = await start(t.api, 'patience');
+    const first = await fetchOne(t.api, 'w', 'patience-work');
+    // The first attempt is never completed: its timer fires, cancels it and starts pass 2.
+    const second = await fetchOne(t.api, 'w', 'patience-work');
+    expect(second.id).not.toBe(first.id);
+    expect((await complete(t.api, first, 'w')).status).toBe(409);
+    expect((await complete(t.api, second, 'w')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+    const { rows } = await t.db.pool.query<{ state: string }>(
+      'select state from timers where instance_id = $1 order by created_at',
+      [id],
+    );
+    expect(rows.map((r) => r.state)).toEqual(['fired', 'canceled']);
+    const events = await history(id);
+    expect(events.filter((e) => e.kind === 'step:completed' && e.stepId === 'timeout').map((e) => e.data?.scopePath)).toEqual([
+      '/loop:merge#1',
+    ]);
+    expect(events.find((e) => e.kind === 'loop:completed')?.data).toEqual({ passes: 2 });
+  });
+
+  it('given a message catch in the loop, each pass subscribes afresh and a revision sent twice moves it once', async () => {
+    const id = await start(t.api, 'revisions', { variables: { orderId: 'r-1' } });
+    await work(id, 'revisions-review', { approved: false });
+    const sent = await t.api.post('/api/messages', { name: 'revised', correlationKey: 'r-1', messageId: 'rev-1' });
+    expect(sent.body).toMatchObject({ status: 'matched', instanceId: id });
+    expect(
+      (await t.api.post('/api/messages', { name: 'revised', correlationKey: 'r-1', messageId: 'rev-1' })).body,
+    ).toMatchObject({
+      status: 'duplicate',
+    });
+    await work(id, 'revisions-review', { approved: false });
+    expect(
+      (await t.api.post('/api/messages', { name: 'revised', correlationKey: 'r-1', messageId: 'rev-2' })).body,
+    ).toMatchObject({
+      status: 'matched',
+    });
+    await work(id, 'revisions-review', { approved: true });
+    await waitForStatus(t.api, id, 'completed');
+    const { rows } = await t.db.pool.query('select 1 from subscriptions where instance_id = $1', [id]);
+    expect(rows).toEqual([]);
+    expect(count(await history(id), 'step:completed', 'review')).toBe(3);
   });
 });

@@ -130,7 +130,7 @@ describe('events', () => {
     );
   });
 
-  it('given a boundary path leading back to its host, then the loop is refused while boundaries do not run in loops', async () => {
+  it('given a boundary path leading back to its host, then it is a loop that repeats the host each time the boundary fires', async () => {
     const xml = buildBpmn(
       'p',
       [
@@ -147,15 +147,13 @@ describe('events', () => {
         { id: 'back', from: 'b', to: 'merge' },
       ],
     );
-    const diagnostics = await diagnosticsOf(xml);
-    expect(diagnostics).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({
-          elementId: 'b',
-          message: expect.stringContaining('boundary events do not run inside a loop yet'),
-        }),
-      ]),
-    );
+    const plan = await compileOk(xml);
+    expect(plan.steps.find((s) => s.kind === 'loop')?.cycle).toEqual({
+      head: 'merge',
+      steps: expect.arrayContaining(['merge', 'work', 'b']),
+      backFlows: ['back'],
+      exitFlows: [expect.any(String)],
+    });
   });
 
   it('given an interrupting boundary and the host path merging in an exclusive gateway, then it is sound; a parallel join there is refused', async () => {

@@ -121,15 +121,23 @@ describe('loop scopes', () => {
     ]);
   });
 
-  it('refuse waits inside a loop for now, naming them', async () => {
-    const xml = readFixture('loop.bpmn').replace(
-      '<bpmn:serviceTask id="Try" camunda:type="external" camunda:topic="try" />',
-      '<bpmn:serviceTask id="Try" camunda:type="external" camunda:topic="try" /><bpmn:boundaryEvent id="Late" attachedToRef="Try"><bpmn:timerEventDefinition><bpmn:timeDuration>PT1H</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent>',
+  it('keep a boundary event on a step of the body in the body, and refuse compensation inside a loop', async () => {
+    const withBoundary = (definition: string) =>
+      readFixture('loop.bpmn').replace(
+        '<bpmn:serviceTask id="Try" camunda:type="external" camunda:topic="try" />',
+        `<bpmn:serviceTask id="Try" camunda:type="external" camunda:topic="try" /><bpmn:boundaryEvent id="Late" attachedToRef="Try">${definition}</bpmn:boundaryEvent><bpmn:endEvent id="Gone" /><bpmn:sequenceFlow id="Flow_Late" sourceRef="Late" targetRef="Gone" />`,
+      );
+    const { plan } = await compilePlan(
+      withBoundary('<bpmn:timerEventDefinition><bpmn:timeDuration>PT1H</bpmn:timeDuration></bpmn:timerEventDefinition>'),
     );
-    expect(errorsOf(await compileDiagnostics(xml))).toContainEqual(
+    expect(plan.steps.find((s) => s.id === 'loop:Merge')?.cycle).toMatchObject({
+      steps: expect.arrayContaining(['Late']),
+      exitFlows: ['Flow_Late', 'Flow_Done'],
+    });
+    expect(errorsOf(await compileDiagnostics(withBoundary('<bpmn:compensateEventDefinition />')))).toContainEqual(
       expect.objectContaining({
         elementId: 'Late',
-        message: expect.stringContaining('boundary events do not run inside a loop yet'),
+        message: expect.stringContaining('compensation boundary events do not run inside a loop yet'),
       }),
     );
   });
