@@ -14,6 +14,7 @@ import { selectProcess } from './select.ts';
 import { checkSoundness } from './soundness.ts';
 import { checkUnrunSettings } from './unrun-settings.ts';
 import { readMultiInstances } from './multi-instance.ts';
+import { readIoMappings } from './io-mappings.ts';
 
 export { fingerprintPlan } from './fingerprint.ts';
 export type { CompileOptions, CompileResult, Diagnostic, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
@@ -58,6 +59,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const conditions = compileConditions(graph);
   const events = readEventSpecs(graph, allArtifacts(process));
   const loops = readMultiInstances(graph, [document.definitions, process]);
+  const io = readIoMappings(graph);
   const diagnostics: Diagnostic[] = [
     ...parsed.diagnostics,
     ...extractDiagnostics,
@@ -65,14 +67,15 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     ...conditions.diagnostics,
     ...events.diagnostics,
     ...loops.diagnostics,
+    ...io.diagnostics,
     ...checkGraph(graph, document.unresolved),
     ...checkCycles(graph),
-    ...checkUnrunSettings(process, document.definitions),
+    ...checkUnrunSettings(process, document.definitions, io.runs),
   ];
   // Soundness reasons over a well-formed DAG of supported steps only.
   if (!hasErrors(diagnostics)) diagnostics.push(...checkSoundness(graph));
   if (hasErrors(diagnostics)) return { ok: false, diagnostics };
-  const plan = buildPlan(graph, process.name, tasks.specs, conditions.conditions, events, loops.loops);
+  const plan = buildPlan(graph, process.name, tasks.specs, conditions.conditions, events, loops.loops, io.io);
   return { ok: true, plan, fingerprint: fingerprintPlan(plan), warnings: diagnostics };
 }
 
