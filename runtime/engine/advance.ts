@@ -143,7 +143,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     const inputs = step.io ? mapInputs(step, vars) : undefined;
     if (inputs && !inputs.ok) return raiseIncident(state, fx, step.id, 'io_mapping', inputs.message, inputs.details);
     setStep(state, fx, step.id, 'active');
-    fx.tasks.push({ stepId: step.id, ...step.task, ...(inputs ? { localVariables: inputs.locals } : {}) });
+    fx.tasks.push(inputs ? { stepId: step.id, ...step.task, localVariables: inputs.locals } : { stepId: step.id, ...step.task });
     fx.events.push({ kind: 'step:activated', stepId: step.id });
     for (const boundaryId of step.boundaries ?? []) startWait(stepById(plan, boundaryId), state, vars, fx);
     return;

@@ -57,18 +57,58 @@ async function fetchOneCamunda(topicName: string) {
   );
 }
 
+async function complete(taskId: string, body: Record<string, unknown>) {
+  return engineRest(t.url, 'POST', `/external-task/${taskId}/complete`, { workerId: 'cw', ...body });
+}
+
 describe('input/output mappings through the Camunda 7 worker API', () => {
   it('given a task with inputs and an output, then fetchAndLock shows the inputs and complete writes only the output', async () => {
     const id = await startByKey(t.url, 'cio', { variables: { order: { value: '{"total":5}', type: 'Json' } } });
     const task = await fetchOneCamunda('cio-work');
     expect(task.variables.amount).toMatchObject({ value: 5 });
     expect(task.variables.currency).toMatchObject({ value: 'EUR', type: 'String' });
-    const done = await engineRest(t.url, 'POST', `/external-task/${task.id}/complete`, {
-      workerId: 'cw',
-      variables: { amount: { value: 7 }, note: { value: 'x' } },
-    });
+    const done = await complete(task.id, { variables: { amount: { value: 7 } }, localVariables: { note: { value: 'x' } } });
     expect(done.status).toBe(204);
     const instance = await waitForStatus(t.api, id, 'completed');
     expect(instance.variables).toEqual({ order: { total: 5 }, charged: 7 });
+  });
+
+  it('given a complete with transient variables, then the outputs still decide what is written', async () => {
+    const id = await startByKey(t.url, 'cio', { variables: { order: { value: '{"total":2}', type: 'Json' } } });
+    const task = await fetchOneCamunda('cio-work');
+    const done = await complete(task.id, {
+      variables: { note: { value: 'x' }, secret: { value: 's', type: 'String', valueInfo: { transient: true } } },
+    });
+    expect(done.status).toBe(204);
+    expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({ order: { total: 2 }, charged: 2 });
+  });
+
+  it('given an output that cannot be evaluated, then 400 InvalidRequestException and the task stays locked for its worker', async () => {
+    await deploy(
+      t.api,
+      `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="cio_bad" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:serviceTask id="work"><bpmn:extensionElements>
+      <zeebe:taskDefinition type="cio-bad" /><zeebe:ioMapping><zeebe:output source="=2 in (1..limit)" target="inRange" /></zeebe:ioMapping>
+    </bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work" />
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`,
+    );
+    const id = await startByKey(t.url, 'cio_bad');
+    const task = await fetchOneCamunda('cio-bad');
+    const refused = await complete(task.id, { variables: { limit: { value: 'a' } } });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({
+      type: 'InvalidRequestException',
+      message: expect.stringMatching(/^Output mapping of task work to inRange/),
+    });
+    const fine = await complete(task.id, { variables: { limit: { value: 3 } } });
+    expect(fine.status).toBe(204);
+    expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({ inRange: true });
   });
 });
