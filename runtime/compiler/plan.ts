@@ -109,6 +109,8 @@ export interface PlanStep {
   outgoing: string[];
   /** set for serviceTask only */
   task?: TaskSpec;
+  /** input/output mappings of a service task */
+  io?: IoSpec;
   /** id of the default outgoing flow, for exclusive and inclusive gateways */
   defaultFlow?: string;
   /** set for catchEvent and boundaryEvent */
@@ -131,8 +133,6 @@ export interface PlanStep {
   throwError?: { errorCode?: string };
   /** set for multi-instance service tasks */
   multiInstance?: MultiInstanceSpec;
-  /** input/output mappings of a service task */
-  io?: IoSpec;
 }
 
 export interface FlowCondition {
