@@ -63,6 +63,9 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest, bat
       step?.multiInstance && !step.io?.outputs.length
         ? (req.variables ?? {})
         : taskResultOf(step, instance.variables, result.task, req.variables ?? {});
+    // Outputs can write more than the result carried (a copy of a large input): measure what is written.
+    if (step?.io?.outputs.length && !step.multiInstance)
+      checkResultVariables(engine, instance.variables, { taskId: req.taskId, variables: written }, batchItem);
     const variables = step?.multiInstance ? { ...instance.variables } : { ...instance.variables, ...written };
     const fx = emptyEffects();
     fx.events.push({

@@ -209,4 +209,18 @@ describe('input/output mappings, Camunda 8 dialect', () => {
     const next = await fetchOne(t.api, 'w', 'io_bad_out-after');
     expect(next.variables).toEqual({ inRange: true });
   });
+
+  it('given outputs that write more than the result carried, then the variables limit applies to what they write', async () => {
+    const small = await startTestServer({ limits: { maxVariablesBytes: 2_000 } });
+    try {
+      await deploy(small.api, zeebeBpmn('io_big', '<zeebe:output source="=[big, big, big]" target="copies" />'));
+      const id = await start(small.api, 'io_big', { variables: { big: 'x'.repeat(600) } });
+      const task = await fetchOne(small.api, 'w', 'io_big-work');
+      const refused = await complete(small.api, task, 'w');
+      expect(refused.status).toBe(413);
+      expect((await waitForStatus(small.api, id, 'running')).variables).toEqual({ big: 'x'.repeat(600) });
+    } finally {
+      await small.close();
+    }
+  });
 });
