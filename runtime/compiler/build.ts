@@ -6,6 +6,7 @@ import type { Diagnostic, FlowCondition, IoSpec, MultiInstanceSpec, Plan, PlanFl
 import { subProcessStarts } from './checks.ts';
 import type { EventSpecs } from './events.ts';
 import { readTaskSpec } from './task-spec.ts';
+import type { LoopScope } from './loop-scopes.ts';
 
 export interface TaskSpecsResult {
   specs: Map<string, TaskSpec>;
@@ -32,10 +33,14 @@ export function buildPlan(
   conditions: Map<string, FlowCondition>,
   events: EventSpecs,
   loops: Map<string, MultiInstanceSpec> = new Map(),
+  cycles: readonly LoopScope[] = [],
   io: Map<string, IoSpec> = new Map(),
 ): Plan {
   const steps: PlanStep[] = [];
   const starts = subProcessStarts(graph);
+  // The innermost loop of a step is the smallest body that holds it.
+  const bySize = [...cycles].sort((a, b) => a.steps.length - b.steps.length);
+  const inLoop = (id: string) => bySize.find((l) => l.steps.includes(id))?.id;
   for (const node of graph.nodes.values()) {
     if (node.kind === undefined) continue; // never reached: unsupported nodes fail the compile
     const task = specs.get(node.id);
@@ -55,6 +60,19 @@ export function buildPlan(
       ...(node.kind === 'errorEndEvent' ? { throwError: { ...events.errors.get(node.id) } } : {}),
       ...(loops.has(node.id) ? { multiInstance: structuredClone(loops.get(node.id)!) } : {}),
       ...(io.has(node.id) ? { io: structuredClone(io.get(node.id)!) } : {}),
+      ...optional('inLoop', inLoop(node.id)),
+    });
+  }
+  for (const loop of cycles) {
+    const head = graph.nodes.get(loop.head);
+    steps.push({
+      id: loop.id,
+      kind: 'loop',
+      incoming: [],
+      outgoing: [],
+      ...(head?.scope !== undefined ? { scope: head.scope } : {}),
+      ...optional('inLoop', loop.parent),
+      cycle: { head: loop.head, steps: [...loop.steps], backFlows: [...loop.backFlows], exitFlows: [...loop.exitFlows] },
     });
   }
   const flows: PlanFlow[] = graph.flows.map((flow) => {
@@ -88,6 +106,10 @@ function eventFields(
     ...(isHandler ? { compensationHandler: true } : {}),
     ...(thrown ? { throwCompensation: { ...thrown } } : {}),
   };
+}
+
+function optional<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
 }
 
 /** Names are optional in BPMN; an empty one is left out rather than stored as "". */

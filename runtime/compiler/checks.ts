@@ -10,6 +10,7 @@ export function checkGraph(graph: ProcessGraph, unresolved: UnresolvedReference[
   return [
     ...checkStartEvents(graph),
     ...checkSubProcessStarts(graph),
+    ...checkEventGateways(graph),
     ...[...graph.nodes.values()].flatMap((node) => [...checkConnections(node), ...checkDefaultFlow(node, unresolved)]),
   ];
 }
@@ -92,6 +93,7 @@ const KIND_LABELS: Record<string, string> = {
   parallelGateway: 'Parallel gateway',
   exclusiveGateway: 'Exclusive gateway',
   inclusiveGateway: 'Inclusive gateway',
+  eventBasedGateway: 'Event-based gateway',
   catchEvent: 'Intermediate catch event',
   boundaryEvent: 'Boundary event',
   compensationThrow: 'Compensation event',
@@ -101,6 +103,47 @@ const KIND_LABELS: Record<string, string> = {
 
 export function describeKind(kind: string): string {
   return KIND_LABELS[kind] ?? kind;
+}
+
+/**
+ * An event-based gateway races the events its flows lead to: each target is an intermediate
+ * catch event (timer, message or signal) reached from the gateway alone, so that the event
+ * that fires first decides the path, and there are at least two of them.
+ */
+function checkEventGateways(graph: ProcessGraph): Diagnostic[] {
+  const diagnostics: Diagnostic[] = [];
+  const flows = new Map(graph.flows.map((flow) => [flow.id, flow]));
+  for (const gateway of graph.nodes.values()) {
+    if (gateway.kind !== 'eventBasedGateway') continue;
+    const label = describeElement(gateway.element);
+    if (gateway.outgoing.length === 1)
+      diagnostics.push(
+        errorAt(
+          gateway.id,
+          `Event-based gateway ${label} has one outgoing flow: it chooses between events, so give it two or more, each to an intermediate catch event, or remove the gateway`,
+        ),
+      );
+    for (const flowId of gateway.outgoing) {
+      const target = graph.nodes.get(flows.get(flowId)?.target ?? '');
+      if (!target || target.kind === undefined) continue; // an unsupported target is reported on its own
+      if (target.kind !== 'catchEvent') {
+        diagnostics.push(
+          errorAt(
+            target.id,
+            `${describeKind(target.kind)} ${describeElement(target.element)} follows event-based gateway ${gateway.id}, which waits for events: put a timer, message or signal intermediate catch event between them`,
+          ),
+        );
+      } else if (target.incoming.length > 1) {
+        diagnostics.push(
+          errorAt(
+            target.id,
+            `Intermediate catch event ${describeElement(target.element)} after event-based gateway ${gateway.id} has other incoming flows (${target.incoming.filter((id) => id !== flowId).join(', ')}): an event of the race is reached from the gateway only; merge the other paths after the event`,
+          ),
+        );
+      }
+    }
+  }
+  return diagnostics;
 }
 
 /** An embedded subprocess begins at exactly one inner none start event. */

@@ -10,8 +10,14 @@ const GATEWAY_KINDS: Record<string, StepKind> = {
   'bpmn:InclusiveGateway': StepKind.inclusiveGateway,
 };
 
+/** bpmn:EventBasedGateway with the attributes moddle reads. */
+interface BpmnEventBasedGateway extends BpmnFlowNode {
+  readonly instantiate?: boolean;
+  readonly eventGatewayType?: string;
+}
+
 const SUPPORTED =
-  'Baton runs none, timer, message and signal start events, none, terminate and error end events, embedded subprocesses, external service tasks, exclusive, inclusive and parallel gateways, timer/message/signal intermediate catch events and timer/message/signal/error/compensation boundary events on service tasks and subprocesses, compensation handlers and compensation throw and end events';
+  'Baton runs none, timer, message and signal start events, none, terminate and error end events, embedded subprocesses, external service tasks, exclusive, inclusive, parallel and event-based gateways, timer/message/signal intermediate catch events and timer/message/signal/error/compensation boundary events on service tasks and subprocesses, compensation handlers and compensation throw and end events';
 
 const CATCH_TRIGGERS = ['bpmn:TimerEventDefinition', 'bpmn:MessageEventDefinition', 'bpmn:SignalEventDefinition'];
 const START_TRIGGERS = CATCH_TRIGGERS;
@@ -29,6 +35,8 @@ export function classifyNode(node: BpmnFlowNode): Classification {
   const gateway = GATEWAY_KINDS[node.$type];
   if (gateway) return { supported: true, kind: gateway };
   switch (node.$type) {
+    case 'bpmn:EventBasedGateway':
+      return classifyEventGateway(node as BpmnEventBasedGateway);
     case 'bpmn:StartEvent':
       if (definitions.length === 0 || (definitions.length === 1 && START_TRIGGERS.includes(definitions[0] as string)))
         return { supported: true, kind: StepKind.startEvent };
@@ -77,9 +85,21 @@ export function classifyNode(node: BpmnFlowNode): Classification {
 
 function classifyServiceTask(node: BpmnFlowNode): Classification {
   if (node.loopCharacteristics && node.loopCharacteristics.$type !== 'bpmn:MultiInstanceLoopCharacteristics') {
-    return refuse(node, 'standard loops are not supported (Baton runs acyclic processes); use multi-instance over a collection');
+    return refuse(
+      node,
+      'standard loops are not supported yet; draw the loop with sequence flows back to the task, or use multi-instance over a collection',
+    );
   }
   return { supported: true, kind: StepKind.serviceTask };
+}
+
+function classifyEventGateway(node: BpmnEventBasedGateway): Classification {
+  if (node.instantiate || node.eventGatewayType === 'Parallel')
+    return refuse(
+      node,
+      'an event-based gateway that starts instances (instantiate or eventGatewayType="Parallel") is not supported; start with message or signal start events instead',
+    );
+  return { supported: true, kind: StepKind.eventBasedGateway };
 }
 
 /** The BPMN type as a modeler shows it: event definitions and loop markers included. */

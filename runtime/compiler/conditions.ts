@@ -50,6 +50,14 @@ function compileCondition(
       ),
     };
   }
+  if (source.kind === 'eventBasedGateway') {
+    return {
+      diagnostic: warningAt(
+        flow.id,
+        `Sequence flow ${flow.id} leaves event-based gateway ${from}, which takes the path of the event that fires first: its condition "${text}" is ignored; remove it`,
+      ),
+    };
+  }
   const gateway = source.kind === 'exclusiveGateway' || source.kind === 'inclusiveGateway';
   if (gateway && source.element.default?.id === flow.id) {
     return {

@@ -35,5 +35,5 @@ export function flowsById(graph: ProcessGraph): Map<string, GraphFlow> {
 }
 
 export function isGateway(kind: StepKind | undefined): boolean {
-  return kind === 'parallelGateway' || kind === 'exclusiveGateway' || kind === 'inclusiveGateway';
+  return kind === 'parallelGateway' || kind === 'exclusiveGateway' || kind === 'inclusiveGateway' || kind === 'eventBasedGateway';
 }

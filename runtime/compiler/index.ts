@@ -3,7 +3,6 @@
 import { buildPlan, readTaskSpecs } from './build.ts';
 import { checkGraph } from './checks.ts';
 import { compileConditions } from './conditions.ts';
-import { checkCycles } from './cycles.ts';
 import { errorAt, hasErrors } from './diagnostics.ts';
 import { readEventSpecs } from './events.ts';
 import { allArtifacts, extractGraph } from './extract.ts';
@@ -14,6 +13,7 @@ import { selectProcess } from './select.ts';
 import { checkSoundness } from './soundness.ts';
 import { checkUnrunSettings } from './unrun-settings.ts';
 import { readMultiInstances } from './multi-instance.ts';
+import { findLoopScopes } from './loop-scopes.ts';
 import { readIoMappings } from './io-mappings.ts';
 
 export { fingerprintPlan } from './fingerprint.ts';
@@ -59,6 +59,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const conditions = compileConditions(graph);
   const events = readEventSpecs(graph, allArtifacts(process));
   const loops = readMultiInstances(graph, [document.definitions, process]);
+  const cycles = findLoopScopes(graph);
   const io = readIoMappings(graph);
   const diagnostics: Diagnostic[] = [
     ...parsed.diagnostics,
@@ -69,13 +70,13 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     ...loops.diagnostics,
     ...io.diagnostics,
     ...checkGraph(graph, document.unresolved),
-    ...checkCycles(graph),
+    ...cycles.diagnostics,
     ...checkUnrunSettings(process, document.definitions, io.runs),
   ];
-  // Soundness reasons over a well-formed DAG of supported steps only.
-  if (!hasErrors(diagnostics)) diagnostics.push(...checkSoundness(graph));
+  // Soundness reasons over well-formed loop bodies of supported steps only.
+  if (!hasErrors(diagnostics)) diagnostics.push(...checkSoundness(graph, cycles.loops));
   if (hasErrors(diagnostics)) return { ok: false, diagnostics };
-  const plan = buildPlan(graph, process.name, tasks.specs, conditions.conditions, events, loops.loops, io.io);
+  const plan = buildPlan(graph, process.name, tasks.specs, conditions.conditions, events, loops.loops, cycles.loops, io.io);
   return { ok: true, plan, fingerprint: fingerprintPlan(plan), warnings: diagnostics };
 }
 

@@ -17,6 +17,8 @@ export const StepKind = {
   exclusiveGateway: 'exclusiveGateway',
   /** takes every outgoing flow whose condition holds, else the default */
   inclusiveGateway: 'inclusiveGateway',
+  /** takes every outgoing flow to its catch events; the first event that fires wins and the others are skipped */
+  eventBasedGateway: 'eventBasedGateway',
   /** intermediate catch event: waits for a timer, a message or a signal (see `wait`) */
   catchEvent: 'catchEvent',
   /** boundary event on a service task: waits while its host is active (see `boundary`) */
@@ -27,6 +29,8 @@ export const StepKind = {
   subProcess: 'subProcess',
   /** error end event: throws a BPMN error to the error boundaries of its enclosing subprocesses */
   errorEndEvent: 'errorEndEvent',
+  /** a cycle of sequence flows (id `loop:<head>`): its body runs once per pass, from its head (see `cycle`) */
+  loop: 'loop',
 } as const;
 export type StepKind = (typeof StepKind)[keyof typeof StepKind];
 
@@ -133,6 +137,21 @@ export interface PlanStep {
   throwError?: { errorCode?: string };
   /** set for multi-instance service tasks */
   multiInstance?: MultiInstanceSpec;
+  /** id of the innermost loop whose body holds the step; absent outside loops */
+  inLoop?: string;
+  /** set for loop steps */
+  cycle?: CycleSpec;
+}
+
+/** A loop's body: a pass starts at the head with fresh step and flow states. */
+export interface CycleSpec {
+  head: string;
+  /** the steps of the body, nested loops' included */
+  steps: string[];
+  /** flows back to the head: a pass that takes one is followed by another */
+  backFlows: string[];
+  /** flows out of the body: held while passes run, then resolved as the last pass resolved them */
+  exitFlows: string[];
 }
 
 export interface FlowCondition {

@@ -1,8 +1,9 @@
-// Refuses diagrams whose BPMN meaning the DAG rule would change (docs/ARCHITECTURE.md,
-// "Execution rule: a DAG with dead-path elimination"):
+// Refuses diagrams whose BPMN meaning the dead-path-elimination rule would change
+// (docs/ARCHITECTURE.md, "Execution rule"), over each loop body with its back flows cut:
 // - a parallel join whose inputs are never all taken together (BPMN waits forever);
 // - a step that is not a join (task, end event, exclusive merge) where several
-//   incoming flows can be taken at once (BPMN runs it once per token, Baton once).
+//   incoming flows can be taken at once (BPMN runs it once per token, Baton once);
+// - a loop pass that can both go back to its head and leave the loop.
 // For every flow we compute the scenarios (choices of the exclusive and
 // inclusive gateways upstream) in which it is taken, then compare incoming flows.
 import { errorAt, warningAt } from './diagnostics.ts';
@@ -11,14 +12,24 @@ import { describeElement } from './model.ts';
 import type { Diagnostic } from './plan.ts';
 import { ALWAYS, ScenarioAlgebra, TooManyScenarios, conflictOf, type Scenarios } from './scenarios.ts';
 import { describeKind } from './checks.ts';
+import type { LoopScope } from './loop-scopes.ts';
 
 const TAKEN = 'taken';
 const SKIPPED = 'skipped';
 
-export function checkSoundness(graph: ProcessGraph): Diagnostic[] {
+/**
+ * Over the graph with the loops' back flows cut: each pass of a loop body is acyclic and is
+ * checked as any other part. A pass must also end one way: never both back to its head and
+ * out of its loop.
+ */
+export function checkSoundness(source: ProcessGraph, loops: readonly LoopScope[] = []): Diagnostic[] {
+  const graph = withoutBackFlows(source, new Set(loops.flatMap((l) => l.backFlows)));
   try {
     const taken = computeTakenScenarios(graph);
-    return [...graph.nodes.values()].flatMap((node) => checkIncoming(node, taken.scenarios, taken.algebra));
+    return [
+      ...[...graph.nodes.values()].flatMap((node) => checkIncoming(node, taken.scenarios, taken.algebra)),
+      ...loops.flatMap((loop) => checkPassEnds(loop, taken.scenarios, taken.algebra)),
+    ];
   } catch (cause) {
     if (!(cause instanceof TooManyScenarios)) throw cause;
     return [
@@ -28,6 +39,33 @@ export function checkSoundness(graph: ProcessGraph): Diagnostic[] {
       ),
     ];
   }
+}
+
+/** The back flows stay outgoing flows of their sources (their scenarios are computed) but are no input of the head. */
+function withoutBackFlows(graph: ProcessGraph, back: Set<string>): ProcessGraph {
+  if (back.size === 0) return graph;
+  const nodes = new Map(
+    [...graph.nodes].map(([id, node]): [string, GraphNode] => [
+      id,
+      { ...node, incoming: node.incoming.filter((f) => !back.has(f)) },
+    ]),
+  );
+  return { ...graph, nodes };
+}
+
+function checkPassEnds(loop: LoopScope, taken: Map<string, Scenarios>, algebra: ScenarioAlgebra): Diagnostic[] {
+  for (const back of loop.backFlows) {
+    for (const exit of loop.exitFlows) {
+      if (algebra.both(taken.get(back) ?? [], taken.get(exit) ?? []).length === 0) continue;
+      return [
+        errorAt(
+          back,
+          `A pass of the loop that starts at ${loop.head} can take flow ${back} back to ${loop.head} and flow ${exit} out of the loop at once: BPMN would run both, Baton runs a pass that ends one way. Decide between going back and leaving with one exclusive gateway`,
+        ),
+      ];
+    }
+  }
+  return [];
 }
 
 interface TakenScenarios {
@@ -99,10 +137,10 @@ function boundariesByHost(graph: ProcessGraph): Map<string, GraphNode[]> {
 /** Scenarios of each outgoing flow of `node`, given the scenarios in which it runs. */
 function leave(node: GraphNode, activation: Scenarios, algebra: ScenarioAlgebra): [string, Scenarios][] {
   const { outgoing } = node;
-  if (outgoing.length < 2 || (node.kind !== 'exclusiveGateway' && node.kind !== 'inclusiveGateway')) {
-    return outgoing.map((id) => [id, activation]);
-  }
-  if (node.kind === 'exclusiveGateway') {
+  const choosing = node.kind === 'exclusiveGateway' || node.kind === 'inclusiveGateway' || node.kind === 'eventBasedGateway';
+  if (outgoing.length < 2 || !choosing) return outgoing.map((id) => [id, activation]);
+  // An event-based gateway takes exactly one path, as an exclusive one does: the first event decides.
+  if (node.kind === 'exclusiveGateway' || node.kind === 'eventBasedGateway') {
     algebra.declare(node.id, outgoing);
     return outgoing.map((id) => [id, algebra.restrict(activation, node.id, id)]);
   }
@@ -155,7 +193,10 @@ function orderTopologically(graph: ProcessGraph, attached: Map<string, GraphNode
     order.push(node);
     for (const boundary of attached.get(node.id) ?? []) release(boundary);
     for (const start of innerStarts.get(node.id) ?? []) release(start);
-    for (const flowId of node.outgoing) release(graph.nodes.get(flows.get(flowId)?.target ?? ''));
+    for (const flowId of node.outgoing) {
+      const target = graph.nodes.get(flows.get(flowId)?.target ?? '');
+      if (target?.incoming.includes(flowId)) release(target); // a back flow is no input of its head
+    }
   }
   return order;
 }

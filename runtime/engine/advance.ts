@@ -1,7 +1,8 @@
-// Pure DAG evaluation (docs/ARCHITECTURE.md, "Execution rule: a DAG with dead-path
-// elimination"): given the resolved flows and reached steps of one instance, compute what a
-// transition changes. No I/O: the store writes the returned Effects in one statement.
-import type { MultiInstanceSpec, Plan, PlanStep } from '../compiler/plan.ts';
+// Pure step-graph evaluation (docs/ARCHITECTURE.md, "Execution rule: acyclic step graphs with
+// dead-path elimination", loops one pass at a time): given the resolved flows and reached steps
+// of one instance, compute what a transition changes. No I/O: the store writes the returned
+// Effects in one statement.
+import type { CycleSpec, MultiInstanceSpec, Plan, PlanStep } from '../compiler/plan.ts';
 import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
 import { evaluateList, evaluateValue } from './loops.ts';
 import { firstDue } from '../shared/timers.ts';
@@ -10,7 +11,14 @@ import { decideOutgoing } from './gateway-decisions.ts';
 import { mapInputs, type InputsResult } from './io-mappings.ts';
 import { indexPlan } from './plan-index.ts';
 import type { FlowState, IncidentKind, StepStatus } from '../model/vocabulary.ts';
-import { type Effects, type InstanceState, type LoopState, type Variables } from '../model/effects.ts';
+import {
+  type Effects,
+  type InstanceState,
+  type LoopState,
+  type NewEvent,
+  type PassState,
+  type Variables,
+} from '../model/effects.ts';
 
 /**
  * Lets the new instance's token leave its start event: the given one (a timer start
@@ -31,7 +39,7 @@ export function startPlan(plan: Plan, state: InstanceState, vars: Variables, fx:
 export function completeStep(plan: Plan, stepId: string, state: InstanceState, vars: Variables, fx: Effects): void {
   const step = stepById(plan, stepId);
   setStep(state, fx, step.id, 'completed');
-  fx.events.push({ kind: 'step:completed', stepId: step.id });
+  pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id });
   skipOpenBoundaries(plan, step, state, vars, fx);
   leaveStep(plan, step, state, vars, fx);
 }
@@ -59,18 +67,42 @@ export function fireWait(
     if (state.steps[host.id] !== 'active' && state.steps[host.id] !== 'incident') return false;
     setStep(state, fx, host.id, 'canceled');
     fx.canceledTasks.push(host.id);
-    fx.events.push({ kind: 'step:canceled', stepId: host.id, data: { by: step.id } });
+    pushEvent(plan, state, fx, { kind: 'step:canceled', stepId: host.id, data: { by: step.id } });
     if (host.kind === 'subProcess') cancelScope(plan, host.id, step.id, state, fx);
   }
   setStep(state, fx, step.id, 'completed');
   fx.endedWaits.push(step.id);
-  fx.events.push({ kind: 'step:completed', stepId: step.id, data: { trigger: step.wait?.trigger, ...data } });
+  pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, data: { trigger: step.wait?.trigger, ...data } });
+  endRace(plan, step, state, vars, fx);
   if (host && step.boundary?.interrupting) {
     skipOpenBoundaries(plan, host, state, vars, fx);
     resolveFlows(plan, host, [], state, vars, fx); // the host's own path is dead
   }
   leaveStep(plan, step, state, vars, fx);
   return true;
+}
+
+/**
+ * A catch event after an event-based gateway fired first: the gateway's other events stop
+ * waiting and their paths are skipped in the same transition, so a later timer or message
+ * for them finds nothing to fire (a message goes to the inbox like any unmatched one).
+ */
+function endRace(plan: Plan, winner: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+  const index = indexPlan(plan);
+  for (const flowId of winner.incoming) {
+    const gateway = index.steps.get(index.flows.get(flowId)?.source ?? '');
+    if (gateway?.kind !== 'eventBasedGateway') continue;
+    for (const outgoing of gateway.outgoing) {
+      const other = index.steps.get(index.flows.get(outgoing)?.target ?? '');
+      const status = other ? state.steps[other.id] : undefined;
+      if (!other || other === winner || (status !== 'active' && status !== 'incident')) continue;
+      setStep(state, fx, other.id, 'skipped');
+      fx.endedWaits.push(other.id);
+      if (status === 'incident') fx.canceledTasks.push(other.id); // resolves its incident (a correlation key that failed)
+      pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: other.id, data: { by: winner.id } });
+      resolveFlows(plan, other, [], state, vars, fx);
+    }
+  }
 }
 
 /**
@@ -128,8 +160,10 @@ function setStep(state: InstanceState, fx: Effects, stepId: string, status: Step
 
 function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects, resumed = false): void {
   if (fx.terminated) return;
+  const cycle = indexPlan(plan).loopOfHead.get(step.id);
+  if (cycle && state.steps[cycle.id] !== 'active') startPass(plan, cycle, 1, state, fx);
   if (step.kind === 'serviceTask' && step.task && step.multiInstance) {
-    const loop = state.loops?.[step.id];
+    const loop = elementsOf(state, step.id);
     if (resumed && loop) {
       // An incident of the completion condition was retried: decide again, do not restart.
       setStep(state, fx, step.id, 'active');
@@ -141,21 +175,25 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   }
   if (step.kind === 'serviceTask' && step.task) {
     const inputs = step.io ? mapInputs(step, vars) : undefined;
-    if (inputs && !inputs.ok) return raiseIncident(state, fx, step.id, 'io_mapping', inputs.message, inputs.details);
+    if (inputs && !inputs.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', inputs.message, inputs.details);
     setStep(state, fx, step.id, 'active');
-    fx.tasks.push(inputs ? { stepId: step.id, ...step.task, localVariables: inputs.locals } : { stepId: step.id, ...step.task });
-    fx.events.push({ kind: 'step:activated', stepId: step.id });
-    for (const boundaryId of step.boundaries ?? []) startWait(stepById(plan, boundaryId), state, vars, fx);
+    fx.tasks.push(
+      inputs
+        ? { stepId: step.id, ...step.task, localVariables: inputs.locals, ...scopePathOf(plan, step, state) }
+        : { stepId: step.id, ...step.task, ...scopePathOf(plan, step, state) },
+    );
+    pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id });
+    for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
     return;
   }
   if (step.kind === 'catchEvent') {
-    startWait(step, state, vars, fx);
+    startWait(plan, step, state, vars, fx);
     return;
   }
   if (step.kind === 'subProcess' && step.subProcess) {
     setStep(state, fx, step.id, 'active');
-    fx.events.push({ kind: 'step:activated', stepId: step.id });
-    for (const boundaryId of step.boundaries ?? []) startWait(stepById(plan, boundaryId), state, vars, fx);
+    pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id });
+    for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
     activateStep(plan, stepById(plan, step.subProcess.start), state, vars, fx);
     return;
   }
@@ -165,7 +203,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   }
   if (step.kind === 'compensationThrow') {
     setStep(state, fx, step.id, 'active');
-    fx.events.push({ kind: 'step:activated', stepId: step.id });
+    pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id });
     if (!startCompensationThrow(plan, step, state, fx)) completeStep(plan, step.id, state, vars, fx);
     return;
   }
@@ -173,6 +211,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     const skipped = step.incoming.filter((f) => state.flows[f] === 'skipped');
     if (skipped.length > 0) {
       raiseIncident(
+        plan,
         state,
         fx,
         step.id,
@@ -185,13 +224,13 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   }
   const decision = decideOutgoing(plan, step, vars);
   if (!decision.ok) {
-    raiseIncident(state, fx, step.id, decision.kind, decision.message, decision.details, decision.tested);
+    raiseIncident(plan, state, fx, step.id, decision.kind, decision.message, decision.details, decision.tested);
     return;
   }
   setStep(state, fx, step.id, 'completed');
   // A choosing gateway's event says what it tested and which variables were missing (gateway-decisions.ts).
   const data = decision.record ?? (isGateway(step) ? { taken: decision.taken } : undefined);
-  fx.events.push({ kind: 'step:completed', stepId: step.id, ...(data ? { data: { ...data } } : {}) });
+  pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, ...(data ? { data: { ...data } } : {}) });
   if (step.kind === 'terminateEndEvent' && step.scope !== undefined) {
     // Inside a subprocess, terminate ends that subprocess only: its other open steps are canceled.
     cancelScope(plan, step.scope, step.id, state, fx);
@@ -200,7 +239,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   }
   if (step.kind === 'terminateEndEvent') {
     fx.terminated = true;
-    fx.events.push({ kind: 'instance:terminated', stepId: step.id });
+    pushEvent(plan, state, fx, { kind: 'instance:terminated', stepId: step.id });
     return;
   }
   resolveFlows(plan, step, decision.taken, state, vars, fx);
@@ -211,13 +250,14 @@ function leaveStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
 }
 
 /** A catch or boundary event starts waiting: a timer row or a subscription; an error boundary needs neither. */
-function startWait(step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+function startWait(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
   const wait = step.wait;
   if (!wait) return;
   if (wait.trigger === 'message' && wait.correlationKey) {
     const key = evaluateKey(wait.correlationKey, vars);
     if (!key.ok) {
       raiseIncident(
+        plan,
         state,
         fx,
         step.id,
@@ -235,7 +275,7 @@ function startWait(step: PlanStep, state: InstanceState, vars: Variables, fx: Ef
     if (due.ok) fx.timers.push({ stepId: step.id, due: due.due });
   }
   setStep(state, fx, step.id, 'active');
-  fx.events.push({ kind: 'step:activated', stepId: step.id, data: { waitsFor: wait.trigger } });
+  pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id, data: { waitsFor: wait.trigger } });
 }
 
 /**
@@ -248,6 +288,7 @@ function startLoop(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
   const items = evaluateList(mi.collection, vars);
   if (!items.ok) {
     raiseIncident(
+      plan,
       state,
       fx,
       step.id,
@@ -261,16 +302,16 @@ function startLoop(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
   const first: Variables[] = [];
   for (let i = 0; i < (mi.sequential ? Math.min(1, items.value.length) : items.value.length); i++) {
     const locals = elementLocals(step, items.value, i, vars);
-    if (!locals.ok) return raiseIncident(state, fx, step.id, 'io_mapping', locals.message, locals.details);
+    if (!locals.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', locals.message, locals.details);
     first.push(locals.locals);
   }
   setStep(state, fx, step.id, 'active');
-  fx.events.push({
+  pushEvent(plan, state, fx, {
     kind: 'step:activated',
     stepId: step.id,
     data: { nrOfInstances: items.value.length, sequential: mi.sequential },
   });
-  for (const boundaryId of step.boundaries ?? []) startWait(stepById(plan, boundaryId), state, vars, fx);
+  for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
   const loop: LoopState = { items: items.value, created: 0, completed: [], results: items.value.map(() => null) };
   (state.loops ??= {})[step.id] = loop;
   fx.loops[step.id] = loop;
@@ -278,7 +319,7 @@ function startLoop(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
     settleLoop(plan, step, loop, state, vars, fx);
     return;
   }
-  for (const locals of first) createElement(step, loop, fx, locals);
+  for (const locals of first) createElement(plan, step, loop, state, fx, locals);
 }
 
 /** An element's own variables: its element variable and loopCounter, then its input mappings over them. */
@@ -288,9 +329,23 @@ function elementLocals(step: PlanStep, items: unknown[], index: number, vars: Va
   return step.io ? mapInputs(step, vars, base) : { ok: true, locals: base };
 }
 
-function createElement(step: PlanStep, loop: LoopState, fx: Effects, localVariables: Variables): void {
+function createElement(
+  plan: Plan,
+  step: PlanStep,
+  loop: LoopState,
+  state: InstanceState,
+  fx: Effects,
+  localVariables: Variables,
+): void {
   const index = loop.created++;
-  fx.tasks.push({ stepId: step.id, ...(step.task as NonNullable<PlanStep['task']>), loopIndex: index, localVariables });
+  const task = step.task as NonNullable<PlanStep['task']>;
+  fx.tasks.push({ stepId: step.id, ...task, loopIndex: index, localVariables, ...scopePathOf(plan, step, state) });
+}
+
+/** A multi-instance step's progress (a loop step's row holds its pass instead). */
+function elementsOf(state: InstanceState, stepId: string): LoopState | undefined {
+  const stored = state.loops?.[stepId];
+  return stored && 'items' in stored ? stored : undefined;
 }
 
 /**
@@ -309,7 +364,7 @@ export function completeLoopElement(
   fx: Effects,
 ): void {
   const step = stepById(plan, stepId);
-  const loop = state.loops?.[stepId];
+  const loop = elementsOf(state, stepId);
   if (!step.multiInstance || !loop || loop.completed.includes(index)) return;
   loop.completed.push(index);
   const elementVariable = step.multiInstance.elementVariable;
@@ -320,7 +375,7 @@ export function completeLoopElement(
   loop.results[index] = result.ok ? result.value : null;
   fx.loops[stepId] = loop;
   fx.steps.push({ stepId, status: state.steps[stepId] as StepStatus }); // carries the new progress
-  fx.events.push({
+  pushEvent(plan, state, fx, {
     kind: 'loop:element_completed',
     stepId,
     data: {
@@ -345,6 +400,7 @@ function settleLoop(plan: Plan, step: PlanStep, loop: LoopState, state: Instance
     const holds = evaluateCondition(mi.completionCondition.feel, { ...vars, ...counts });
     if (!holds.ok) {
       raiseIncident(
+        plan,
         state,
         fx,
         step.id,
@@ -360,14 +416,14 @@ function settleLoop(plan: Plan, step: PlanStep, loop: LoopState, state: Instance
     if (!mi.sequential || loop.created >= total) return;
     // A failing input stops the step in an incident; its retry settles the loop again and creates this element.
     const locals = elementLocals(step, loop.items, loop.created, vars);
-    if (!locals.ok) return raiseIncident(state, fx, step.id, 'io_mapping', locals.message, locals.details);
-    createElement(step, loop, fx, locals.locals);
+    if (!locals.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', locals.message, locals.details);
+    createElement(plan, step, loop, state, fx, locals.locals);
     return;
   }
   if (mi.outputCollection) vars[mi.outputCollection] = loop.results;
   // Elements still open when the condition holds are canceled: their workers get LockLost.
   if (loop.completed.length < loop.created) fx.canceledTasks.push(step.id);
-  fx.events.push({
+  pushEvent(plan, state, fx, {
     kind: 'loop:completed',
     stepId: step.id,
     data: { ...counts, canceled: loop.created - loop.completed.length },
@@ -385,6 +441,7 @@ function throwError(plan: Plan, step: PlanStep, state: InstanceState, vars: Vari
   const boundary = findErrorBoundary(plan, step.scope, code, state);
   if (boundary?.wait?.trigger !== 'error') {
     raiseIncident(
+      plan,
       state,
       fx,
       step.id,
@@ -395,7 +452,11 @@ function throwError(plan: Plan, step: PlanStep, state: InstanceState, vars: Vari
     return;
   }
   setStep(state, fx, step.id, 'completed');
-  fx.events.push({ kind: 'step:completed', stepId: step.id, data: { errorCode: code ?? null, caughtBy: boundary.id } });
+  pushEvent(plan, state, fx, {
+    kind: 'step:completed',
+    stepId: step.id,
+    data: { errorCode: code ?? null, caughtBy: boundary.id },
+  });
   if (boundary.wait.errorCodeVariable) vars[boundary.wait.errorCodeVariable] = code ?? null;
   fireWait(plan, boundary.id, state, vars, fx, { errorCode: code ?? null, thrownBy: step.id });
 }
@@ -406,7 +467,7 @@ function cancelScope(plan: Plan, scopeId: string, by: string, state: InstanceSta
     const status = state.steps[child.id];
     if ((status !== 'active' && status !== 'incident') || child.compensationHandler) continue;
     setStep(state, fx, child.id, 'canceled');
-    fx.events.push({ kind: 'step:canceled', stepId: child.id, data: { by } });
+    pushEvent(plan, state, fx, { kind: 'step:canceled', stepId: child.id, data: { by } });
     // canceledTasks also resolves the step's open incident
     if (child.kind === 'serviceTask' || status === 'incident') fx.canceledTasks.push(child.id);
     if (child.kind === 'catchEvent' || child.kind === 'boundaryEvent') fx.endedWaits.push(child.id);
@@ -430,12 +491,13 @@ function skipOpenBoundaries(plan: Plan, host: PlanStep, state: InstanceState, va
     const boundary = stepById(plan, boundaryId);
     setStep(state, fx, boundaryId, 'skipped');
     fx.endedWaits.push(boundaryId);
-    fx.events.push({ kind: 'step:skipped', stepId: boundaryId });
+    pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: boundaryId });
     resolveFlows(plan, boundary, [], state, vars, fx);
   }
 }
 
 function raiseIncident(
+  plan: Plan,
   state: InstanceState,
   fx: Effects,
   stepId: string,
@@ -446,44 +508,167 @@ function raiseIncident(
 ): void {
   setStep(state, fx, stepId, 'incident');
   fx.incidents.push({ stepId, kind, message, ...(details ? { details } : {}) });
-  fx.events.push({ kind: 'incident:created', stepId, data: { kind, message, ...eventData } });
+  pushEvent(plan, state, fx, { kind: 'incident:created', stepId, data: { kind, message, ...eventData } });
 }
 
 function isGateway(step: PlanStep): boolean {
-  return step.kind === 'exclusiveGateway' || step.kind === 'inclusiveGateway' || step.kind === 'parallelGateway';
+  return (
+    step.kind === 'exclusiveGateway' ||
+    step.kind === 'inclusiveGateway' ||
+    step.kind === 'parallelGateway' ||
+    step.kind === 'eventBasedGateway'
+  );
 }
 
 /** Marks the step's outgoing flows taken or skipped and evaluates the steps they lead to. */
 function resolveFlows(plan: Plan, from: PlanStep, taken: string[], state: InstanceState, vars: Variables, fx: Effects): void {
   const queue: string[] = [];
-  const mark = (flowId: string, flowState: FlowState) => {
-    state.flows[flowId] = flowState;
-    fx.flows.push({ flowId, state: flowState });
-    const flow = indexPlan(plan).flows.get(flowId);
-    if (flow) queue.push(flow.target);
-  };
-  for (const flowId of from.outgoing) mark(flowId, taken.includes(flowId) ? 'taken' : 'skipped');
+  const touched = new Set<string>(from.inLoop !== undefined ? [from.inLoop] : []);
+  for (const flowId of from.outgoing) markFlow(plan, flowId, taken.includes(flowId) ? 'taken' : 'skipped', state, fx, queue);
+  propagate(plan, queue, touched, state, vars, fx);
+  settleLoops(plan, touched, state, vars, fx);
+  settleScope(plan, from.scope, state, vars, fx);
+}
+
+/** A back or exit flow of a loop is held: the loop's pass decides when its target is evaluated. */
+function markFlow(plan: Plan, flowId: string, flowState: FlowState, state: InstanceState, fx: Effects, queue: string[]): void {
+  state.flows[flowId] = flowState;
+  fx.flows.push({ flowId, state: flowState });
+  const index = indexPlan(plan);
+  const flow = index.flows.get(flowId);
+  if (flow && !index.heldFlows.has(flowId)) queue.push(flow.target);
+}
+
+/** Evaluates the queued steps, and the steps their outputs lead to, until nothing more is ready. */
+function propagate(plan: Plan, queue: string[], touched: Set<string>, state: InstanceState, vars: Variables, fx: Effects): void {
+  const { backFlows } = indexPlan(plan);
   while (queue.length > 0 && !fx.terminated) {
     const step = stepById(plan, queue.shift() as string);
     if (state.steps[step.id] !== undefined) continue;
     // An error or terminate end event earlier in this loop may have ended the subprocess.
     if (step.scope !== undefined && state.steps[step.scope] !== 'active') continue;
-    const incoming = step.incoming.map((f) => state.flows[f]);
+    const incoming = step.incoming.filter((f) => !backFlows.has(f)).map((f) => state.flows[f]);
     if (incoming.some((s) => s === undefined)) continue; // not all inputs resolved yet
+    if (step.inLoop !== undefined) touched.add(step.inLoop);
     if (incoming.includes('taken')) {
       activateStep(plan, step, state, vars, fx);
     } else {
       // Dead-path elimination: every input skipped, so the step, its boundary events and its outputs are skipped.
       setStep(state, fx, step.id, 'skipped');
-      fx.events.push({ kind: 'step:skipped', stepId: step.id });
-      for (const flowId of step.outgoing) mark(flowId, 'skipped');
+      pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: step.id });
+      for (const flowId of step.outgoing) markFlow(plan, flowId, 'skipped', state, fx, queue);
       for (const boundaryId of step.boundaries ?? []) {
         if (state.steps[boundaryId] !== undefined) continue;
         setStep(state, fx, boundaryId, 'skipped');
-        fx.events.push({ kind: 'step:skipped', stepId: boundaryId });
-        for (const flowId of stepById(plan, boundaryId).outgoing) mark(flowId, 'skipped');
+        pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: boundaryId });
+        for (const flowId of stepById(plan, boundaryId).outgoing) markFlow(plan, flowId, 'skipped', state, fx, queue);
       }
     }
   }
-  settleScope(plan, from.scope, state, vars, fx);
+}
+
+/** A history event; one about a step inside a loop names the pass it belongs to (`scopePath`). */
+function pushEvent(plan: Plan, state: InstanceState, fx: Effects, event: NewEvent): void {
+  const step = event.stepId === undefined ? undefined : indexPlan(plan).steps.get(event.stepId);
+  const where = step?.inLoop !== undefined || step?.cycle !== undefined ? scopePathOf(plan, step, state) : {};
+  fx.events.push(where.scopePath === undefined ? event : { ...event, data: { ...event.data, ...where } });
+}
+
+/** The pass a loop runs, 1 for the first. */
+function passOf(state: InstanceState, loopId: string): number {
+  const stored = state.loops?.[loopId];
+  return stored && 'pass' in stored ? stored.pass : 1;
+}
+
+function startPass(plan: Plan, loop: PlanStep, pass: number, state: InstanceState, fx: Effects): void {
+  const progress: PassState = { pass };
+  (state.loops ??= {})[loop.id] = progress;
+  fx.loops[loop.id] = progress;
+  setStep(state, fx, loop.id, 'active');
+  pushEvent(plan, state, fx, { kind: 'loop:pass_started', stepId: loop.id, data: { pass } });
+}
+
+/** Where a step runs: the passes of the loops around it, outermost first; nothing at the top. */
+function scopePathOf(plan: Plan, step: PlanStep, state: InstanceState): { scopePath?: string } {
+  const parts: string[] = [];
+  for (let at = step.inLoop; at !== undefined; at = stepById(plan, at).inLoop) parts.unshift(`${at}#${passOf(state, at)}`);
+  return parts.length === 0 ? {} : { scopePath: `/${parts.join('/')}` };
+}
+
+/**
+ * Loops whose body changed, innermost first: a loop whose pass has no open step left
+ * either starts its next pass at its head (a back flow was taken) or ends, letting its
+ * exit flows move the token on as the last pass resolved them.
+ */
+function settleLoops(plan: Plan, touched: Set<string>, state: InstanceState, vars: Variables, fx: Effects): void {
+  const depth = (id: string): number => {
+    let d = 0;
+    for (let at = stepById(plan, id).inLoop; at !== undefined; at = stepById(plan, at).inLoop) d++;
+    return d;
+  };
+  while (touched.size > 0 && !fx.terminated) {
+    const loopId = [...touched].sort((a, b) => depth(b) - depth(a))[0] as string;
+    touched.delete(loopId);
+    const loop = stepById(plan, loopId);
+    const cycle = loop.cycle;
+    const status = state.steps[loop.id];
+    if (!cycle || (status !== undefined && status !== 'active') || state.steps[cycle.head] === undefined) continue;
+    if (cycle.steps.some((id) => state.steps[id] === 'active' || state.steps[id] === 'incident')) continue;
+    if (cycle.backFlows.some((f) => state.flows[f] === 'taken')) {
+      nextPass(plan, loop, cycle, state, vars, fx);
+    } else {
+      endLoop(plan, loop, cycle, touched, state, vars, fx);
+    }
+  }
+}
+
+function nextPass(plan: Plan, loop: PlanStep, cycle: CycleSpec, state: InstanceState, vars: Variables, fx: Effects): void {
+  const index = indexPlan(plan);
+  const pass = passOf(state, loop.id) + 1;
+  const inner = plan.steps
+    .filter((s) => s !== loop && s.cycle !== undefined && cycle.steps.includes(s.cycle.head))
+    .map((s) => s.id);
+  const steps = new Set([...cycle.steps, ...inner]);
+  const flows = new Set(plan.flows.filter((f) => cycle.steps.includes(f.source)).map((f) => f.id));
+  // Fresh states for the body: what this transition wrote of the pass before is history only.
+  for (const id of steps) {
+    delete state.steps[id];
+    delete state.loops?.[id];
+    delete fx.loops[id];
+  }
+  for (const id of flows) delete state.flows[id];
+  fx.steps = fx.steps.filter((x) => !steps.has(x.stepId));
+  fx.flows = fx.flows.filter((x) => !flows.has(x.flowId));
+  if (state.completedOrder) state.completedOrder = state.completedOrder.filter((id) => !steps.has(id));
+  fx.resetSteps.push(...steps);
+  fx.resetFlows.push(...flows);
+  startPass(plan, loop, pass, state, fx);
+  activateStep(plan, index.steps.get(cycle.head) as PlanStep, state, vars, fx);
+}
+
+function endLoop(
+  plan: Plan,
+  loop: PlanStep,
+  cycle: CycleSpec,
+  touched: Set<string>,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+): void {
+  const ran = state.steps[loop.id] === 'active';
+  setStep(state, fx, loop.id, ran ? 'completed' : 'skipped');
+  if (ran) {
+    fx.loops[loop.id] = { pass: passOf(state, loop.id) };
+    pushEvent(plan, state, fx, { kind: 'loop:completed', stepId: loop.id, data: { passes: passOf(state, loop.id) } });
+  } else {
+    pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: loop.id });
+  }
+  // An exit flow that leaves the enclosing loop too waits for that loop's end.
+  const parent = loop.inLoop !== undefined ? stepById(plan, loop.inLoop).cycle : undefined;
+  const queue = cycle.exitFlows
+    .filter((f) => state.flows[f] !== undefined)
+    .map((f) => indexPlan(plan).flows.get(f)?.target ?? '')
+    .filter((target) => parent === undefined || parent.steps.includes(target));
+  if (loop.inLoop !== undefined) touched.add(loop.inLoop);
+  propagate(plan, queue, touched, state, vars, fx);
 }

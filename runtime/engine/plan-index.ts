@@ -5,6 +5,12 @@ export interface PlanIndex {
   flows: Map<string, PlanFlow>;
   /** subprocess id -> the steps directly inside it */
   children: Map<string, PlanStep[]>;
+  /** head step id -> its loop step */
+  loopOfHead: Map<string, PlanStep>;
+  /** back flows of every loop: never an input that makes the head ready */
+  backFlows: Set<string>;
+  /** back and exit flows of every loop: resolved without moving the token on; the loop's end moves it on */
+  heldFlows: Set<string>;
 }
 
 const cache = new WeakMap<Plan, PlanIndex>();
@@ -15,10 +21,15 @@ export function indexPlan(plan: Plan): PlanIndex {
   if (!index) {
     const children = new Map<string, PlanStep[]>();
     for (const s of plan.steps) if (s.scope !== undefined) children.set(s.scope, [...(children.get(s.scope) ?? []), s]);
+    const loops = plan.steps.filter((s) => s.cycle !== undefined);
+    const backFlows = new Set(loops.flatMap((l) => l.cycle?.backFlows ?? []));
     index = {
       steps: new Map(plan.steps.map((s) => [s.id, s])),
       flows: new Map(plan.flows.map((f) => [f.id, f])),
       children,
+      loopOfHead: new Map(loops.map((l) => [l.cycle?.head ?? '', l])),
+      backFlows,
+      heldFlows: new Set([...backFlows, ...loops.flatMap((l) => l.cycle?.exitFlows ?? [])]),
     };
     cache.set(plan, index);
   }

@@ -5,6 +5,7 @@
 // generation are closed, so its late writes are refused.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import { resumeStep } from './advance.ts';
+import { indexPlan } from './plan-index.ts';
 import { emptyEffects, type Effects, type InstanceState, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition } from './transition.ts';
@@ -71,13 +72,16 @@ export async function replayInstance(engine: Engine, instanceId: string): Promis
  */
 export function keptByReplay(plan: Plan, state: InstanceState): { steps: Set<string>; flows: Set<string> } {
   const flowSource = new Map(plan.flows.map((f) => [f.id, f.source]));
+  const { backFlows } = indexPlan(plan);
   const byId = new Map(plan.steps.map((s) => [s.id, s]));
   const memo = new Map<string, boolean>();
   const isKept = (step: PlanStep): boolean => {
     const known = memo.get(step.id);
     if (known !== undefined) return known;
-    memo.set(step.id, false); // the plan is acyclic; this only guards against a malformed one
+    memo.set(step.id, false); // without back flows the plan is acyclic; this only guards against a malformed one
     const status = state.steps[step.id];
+    // A loop keeps its pass number while it runs: the pass goes on from the steps it kept.
+    if (step.kind === 'loop') return status === 'active' || status === 'completed';
     let kept = (status === 'completed' || status === 'skipped') && !step.compensationHandler;
     if (kept && step.boundary) {
       const host = byId.get(step.boundary.attachedTo);
@@ -90,6 +94,7 @@ export function keptByReplay(plan: Plan, state: InstanceState): { steps: Set<str
     }
     for (const flowId of step.incoming) {
       if (!kept) break;
+      if (backFlows.has(flowId)) continue; // a loop's back flow is no input of its head
       const source = byId.get(flowSource.get(flowId) ?? '');
       kept = source !== undefined && isKept(source) && state.flows[flowId] !== undefined;
     }
@@ -107,11 +112,12 @@ export function keptByReplay(plan: Plan, state: InstanceState): { steps: Set<str
  * skipped and skips its outputs. Repeats until nothing more can be reached.
  */
 function reachFrontier(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): void {
+  const { backFlows } = indexPlan(plan);
   for (let changed = true; changed && !fx.terminated;) {
     changed = false;
     for (const step of plan.steps) {
       if (state.steps[step.id] !== undefined || step.incoming.length === 0) continue;
-      const inputs = step.incoming.map((f) => state.flows[f]);
+      const inputs = step.incoming.filter((f) => !backFlows.has(f)).map((f) => state.flows[f]);
       if (inputs.some((s) => s === undefined)) continue;
       changed = true;
       if (inputs.includes('taken')) {

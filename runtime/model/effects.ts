@@ -14,8 +14,13 @@ export interface InstanceState {
   completedOrder?: string[];
   /** active: handlers are queued or running; saga: an onExhausted saga ran in this generation */
   compensation?: { active: boolean; saga: boolean };
-  /** progress of multi-instance steps, by step id */
-  loops?: Record<string, LoopState>;
+  /** progress of multi-instance steps and the pass of each loop, by step id */
+  loops?: Record<string, LoopState | PassState>;
+}
+
+/** The pass a loop runs (1 for the first), stored on the loop step's row. */
+export interface PassState {
+  pass: number;
 }
 
 /** A multi-instance step's progress, stored on its steps row. */
@@ -42,6 +47,8 @@ export interface NewTask {
   retries: number;
   /** multi-instance: the element's index and its own variables (element variable, loopCounter) */
   loopIndex?: number;
+  /** inside a loop: the passes of its enclosing loops, e.g. `/loop:Review#2`; absent at `/` */
+  scopePath?: string;
   localVariables?: Variables;
 }
 
@@ -91,8 +98,11 @@ export interface Effects {
   compensationMoves: { host: string; to: 'running' | 'done' }[];
   /** a terminate end event was reached: open work of the instance is cancelled */
   terminated: boolean;
-  /** multi-instance progress that changed, by step id (written with the step's row) */
-  loops: Record<string, LoopState>;
+  /** multi-instance progress and loop passes that changed, by step id (written with the step's row) */
+  loops: Record<string, LoopState | PassState>;
+  /** a loop's next pass began: the rows of these steps and flows from earlier passes are removed */
+  resetSteps: string[];
+  resetFlows: string[];
 }
 
 export function emptyEffects(): Effects {
@@ -110,5 +120,7 @@ export function emptyEffects(): Effects {
     compensationMoves: [],
     terminated: false,
     loops: {},
+    resetSteps: [],
+    resetFlows: [],
   };
 }

@@ -104,6 +104,8 @@ export const PART = {
   delivery: 1024,
   /** the statement also frames the batch's transitions (`frameBatch`) */
   frameBatch: 2048,
+  /** a loop's next pass: rows of its body's steps and flows from the pass before are removed */
+  reset: 4096,
 } as const;
 
 export interface TransitionStatement {
@@ -189,6 +191,30 @@ export function transitionStatement(
   else if (checksProgress) held.push('i');
   if (writes.some((w) => w.insert?.latestOnly)) shape += PART.latestOnly;
 
+  if (writes.some((w) => w.effects.resetSteps.length > 0 || w.effects.resetFlows.length > 0)) {
+    shape += PART.reset;
+    // Rows this statement writes again are overwritten instead: one statement touches a row once.
+    const stepRows = rows((w) =>
+      notWritten(
+        w.effects.resetSteps,
+        w.effects.steps.map((x) => x.stepId),
+      ),
+    );
+    const flowRows = rows((w) =>
+      notWritten(
+        w.effects.resetFlows,
+        w.effects.flows.map((x) => x.flowId),
+      ),
+    );
+    ctes.push(
+      `rs as (delete from steps where (instance_id, step_id) in (select * from unnest($${idsOf(stepRows)}::uuid[], $${$(stepRows.map((x) => x.item))}::text[]))` +
+        hold('rs') +
+        ')',
+      `rf as (delete from flows where (instance_id, flow_id) in (select * from unnest($${idsOf(flowRows)}::uuid[], $${$(flowRows.map((x) => x.item))}::text[]))` +
+        hold('rf') +
+        ')',
+    );
+  }
   const steps = rows((w) => lastStatusPerStep(w.effects.steps));
   if (steps.length > 0) {
     shape += PART.steps;
@@ -220,7 +246,8 @@ export function transitionStatement(
     const st = $(flows.map((f) => f.item.state));
     ctes.push(
       `f as (insert into flows (instance_id, flow_id, generation, state)
-            select y.iid, y.flow_id, y.gen, y.state from unnest($${iid}::uuid[], $${gen}::int[], $${fid}::text[], $${st}::text[]) as y(iid, gen, flow_id, state)` +
+            select y.iid, y.flow_id, y.gen, y.state from unnest($${iid}::uuid[], $${gen}::int[], $${fid}::text[], $${st}::text[]) as y(iid, gen, flow_id, state)
+            on conflict (instance_id, flow_id) do update set generation = excluded.generation, state = excluded.state, resolved_at = excluded.resolved_at` +
         hold('f') +
         ')',
     );
@@ -234,12 +261,21 @@ export function transitionStatement(
     const prio = $(tasks.map((t) => t.item.task.priority));
     const retries = $(tasks.map((t) => t.item.task.retries));
     const keys = $(
-      tasks.map((t) => idempotencyKey(t.w.instance.id, t.item.task.stepId, t.w.instance.generation, t.item.task.loopIndex)),
+      tasks.map((t) =>
+        idempotencyKey(
+          t.w.instance.id,
+          t.item.task.stepId,
+          t.w.instance.generation,
+          t.item.task.loopIndex,
+          t.item.task.scopePath,
+        ),
+      ),
     );
     const loopIdx = $(tasks.map((t) => t.item.task.loopIndex ?? 0));
     const locals = $(tasks.map((t) => t.item.task.localVariables ?? {}));
-    const columns = `$${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${topic}::text[], $${prio}::int[], $${retries}::int[], $${keys}::text[], $${loopIdx}::int[], $${locals}::jsonb[]`;
-    const named = 'iid, gen, step_id, topic, priority, retries, idempotency_key, loop_index, local_variables';
+    const scopes = $(tasks.map((t) => t.item.task.scopePath ?? '/'));
+    const columns = `$${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${topic}::text[], $${prio}::int[], $${retries}::int[], $${keys}::text[], $${loopIdx}::int[], $${locals}::jsonb[], $${scopes}::text[]`;
+    const named = 'iid, gen, step_id, topic, priority, retries, idempotency_key, loop_index, local_variables, scope_path';
     if (delivery) {
       const taskIds = $(tasks.map((t) => t.item.handed?.taskId ?? null));
       const workers = $(tasks.map((t) => t.item.handed?.workerId ?? null));
@@ -247,8 +283,8 @@ export function transitionStatement(
       const lockMs = $(tasks.map((t) => t.item.handed?.lockDurationMs ?? null));
       // A delivered task is locked as fetch-and-lock locks it (store/tasks.ts): attempt 1, expiry on the database clock.
       ctes.push(`t as (insert into external_tasks (id, instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables,
-                                         state, worker_id, lock_token, lock_expires_at, attempt)
-            select coalesce(y.id, gen_random_uuid()), y.iid, y.step_id, y.gen, y.topic, y.priority, y.retries, y.retries, y.idempotency_key, y.loop_index, y.local_variables,
+                                         scope_path, state, worker_id, lock_token, lock_expires_at, attempt)
+            select coalesce(y.id, gen_random_uuid()), y.iid, y.step_id, y.gen, y.topic, y.priority, y.retries, y.retries, y.idempotency_key, y.loop_index, y.local_variables, y.scope_path,
                    case when y.lock_token is null then 'ready' else 'locked' end, y.worker_id, y.lock_token,
                    statement_timestamp() + y.lock_ms * interval '1 millisecond', case when y.lock_token is null then 0 else 1 end
               from unnest(${columns}, $${taskIds}::uuid[], $${workers}::text[], $${tokens}::uuid[], $${lockMs}::int[])
@@ -258,8 +294,8 @@ export function transitionStatement(
       if (checksProgress) held.push('t');
     } else {
       ctes.push(
-        `t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables)
-            select y.iid, y.step_id, y.gen, y.topic, y.priority, y.retries, y.retries, y.idempotency_key, y.loop_index, y.local_variables
+        `t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables, scope_path)
+            select y.iid, y.step_id, y.gen, y.topic, y.priority, y.retries, y.retries, y.idempotency_key, y.loop_index, y.local_variables, y.scope_path
               from unnest(${columns})
                    as y(${named})` +
           hold('t') +
@@ -691,8 +727,20 @@ export function waitingTimers(fx: Effects): Effects['timers'] {
 }
 
 /** The same for every attempt of one step (one element of a multi-instance step) in one generation, different for anything else. */
-export function idempotencyKey(instanceId: string, stepId: string, generation: number, loopIndex?: number): string {
-  return `${instanceId}/${stepId}/${generation}${loopIndex === undefined ? '' : `/${loopIndex}`}`;
+/** Stable for one task of one pass of one generation: a worker that sees it twice did the work once. */
+export function idempotencyKey(
+  instanceId: string,
+  stepId: string,
+  generation: number,
+  loopIndex?: number,
+  scopePath?: string,
+): string {
+  return `${instanceId}/${stepId}/${generation}${loopIndex === undefined ? '' : `/${loopIndex}`}${scopePath === undefined ? '' : scopePath}`;
+}
+
+function notWritten(reset: string[], written: string[]): string[] {
+  const again = new Set(written);
+  return [...new Set(reset)].filter((id) => !again.has(id));
 }
 
 // A step may change twice in one transition (an incident resolved, then completed);

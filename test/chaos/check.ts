@@ -92,20 +92,25 @@ const CHECKS: Check[] = [
   },
   {
     invariant: 3,
-    check: 'each step completes once per generation',
-    sql: `select 'steps ' || instance_id || '/' || step_id || ' generation ' || generation as row, count(*) || ' step:completed events' as message
-            from events where kind = 'step:completed' group by instance_id, generation, step_id having count(*) > 1`,
+    check: 'each step completes once per generation and loop pass',
+    sql: `select 'steps ' || instance_id || '/' || step_id || ' generation ' || generation || coalesce(' pass ' || (data->>'scopePath'), '') as row,
+                 count(*) || ' step:completed events' as message
+            from events where kind = 'step:completed' group by instance_id, generation, step_id, data->>'scopePath' having count(*) > 1`,
   },
   {
     invariant: 3,
     check: 'each join fires once, after all its inputs',
     sql: `with joins as (
-            select i.id as instance_id, s->>'id' as step_id, s->'incoming' as incoming
+            -- a loop's back flow is no input of its head
+            select i.id as instance_id, s->>'id' as step_id,
+                   (select coalesce(jsonb_agg(x), '[]') from jsonb_array_elements_text(s->'incoming') x
+                     where not exists (select 1 from jsonb_array_elements(d.plan->'steps') l where l->'cycle'->'backFlows' ? x)) as incoming
               from instances i join definitions d on d.id = i.definition_id, jsonb_array_elements(d.plan->'steps') s
              where s->>'kind' = 'parallelGateway' and jsonb_array_length(s->'incoming') > 1)
-          select 'steps ' || j.instance_id || '/' || j.step_id || ' generation ' || e.generation as row, 'join fired ' || count(*) || ' times' as message
+          select 'steps ' || j.instance_id || '/' || j.step_id || ' generation ' || e.generation || coalesce(' pass ' || (e.data->>'scopePath'), '') as row,
+                 'join fired ' || count(*) || ' times' as message
             from joins j join events e on e.instance_id = j.instance_id and e.step_id = j.step_id and e.kind = 'step:completed'
-           group by j.instance_id, j.step_id, e.generation having count(*) > 1
+           group by j.instance_id, j.step_id, e.generation, e.data->>'scopePath' having count(*) > 1
           union all
           select 'steps ' || j.instance_id || '/' || j.step_id, 'join fired while input flow ' || f.value || ' was ' || coalesce(fl.state, 'unresolved')
             from joins j join steps s on s.instance_id = j.instance_id and s.step_id = j.step_id and s.status = 'completed'

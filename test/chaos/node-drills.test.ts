@@ -4,7 +4,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { announceListener, readNotifications } from '../../runtime/store/notifications.ts';
-import { buildBpmn, parallelBpmn, type FlowSpec, type NodeSpec } from '../support/bpmn.ts';
+import { buildBpmn, parallelBpmn, reworkBpmn, type FlowSpec, type NodeSpec } from '../support/bpmn.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus } from '../support/flows.ts';
 import { ProgressClient } from '../support/progress-client.ts';
@@ -227,6 +227,33 @@ describe('chaos drills: runtime nodes', () => {
       await listener.end();
     }
   }, 120_000);
+
+  it('drill 15: given a node that dies after committing the complete that ends a loop pass, then the next pass starts once, the retried complete is a no-op, and the loop ends after its passes', async () => {
+    const doomed = await startNode(db.url, { faults: 'api:after-complete-commit:crash:once' });
+    const api = apiClient(doomed.url);
+    await deploy(api, reworkBpmn('d15'));
+    const id = await start(api, 'd15');
+    const review = await fetchOne(api, 'd15-w', 'd15-review');
+    // The review rejects: its commit ends pass 1 and starts pass 2 at review; the node dies before answering.
+    await complete(api, review, 'd15-w', { approved: false }).catch(() => undefined);
+    await doomed.exited;
+    expect(doomed.output()).toContain('baton-fault api:after-complete-commit crash');
+    const again = await startNode(db.url, { port: doomed.port });
+    const retried = await complete(api, review, 'd15-w', { approved: false });
+    expect(retried.status).toBeLessThan(500);
+    const rework = await fetchOne(api, 'd15-w', 'd15-rework');
+    expect(await fetchTasks(api, 'd15-w', ['d15-rework'])).toEqual([]);
+    expect((await complete(api, rework, 'd15-w')).status).toBe(204);
+    const second = await fetchOne(api, 'd15-w', 'd15-review');
+    expect(second.idempotencyKey).not.toBe(review.idempotencyKey);
+    expect((await complete(api, second, 'd15-w', { approved: true })).status).toBe(204);
+    await waitForStatus(apiClient(again.url), id, 'completed');
+    const events = await history(db, id);
+    expect(kinds(events, 'loop:pass_started').map((e) => e.data.pass)).toEqual([1, 2]);
+    expect(kinds(events, 'task:completed')).toHaveLength(3);
+    expect(kinds(events, 'step:completed').filter((e) => e.stepId === 'review')).toHaveLength(2);
+    await expectInvariants(db);
+  }, 90_000);
 });
 
 function singleTask(id: string): string {

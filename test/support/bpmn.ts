@@ -11,7 +11,7 @@ export interface EventTrigger {
 }
 
 export type NodeSpec =
-  | { id: string; type: 'startEvent' | 'endEvent' | 'terminateEndEvent' | 'parallelGateway' }
+  | { id: string; type: 'startEvent' | 'endEvent' | 'terminateEndEvent' | 'parallelGateway' | 'eventBasedGateway' }
   | ({ id: string; type: 'catchEvent' } & EventTrigger)
   | { id: string; type: 'timerStart'; timer: NonNullable<EventTrigger['timer']> }
   /** message or signal start event */
@@ -221,6 +221,27 @@ export function parallelBpmn(processId: string, topicA: string, topicB: string):
       { from: 'a', to: 'join' },
       { from: 'b', to: 'join' },
       { from: 'join', to: 'end' },
+    ],
+  );
+}
+
+/** start -> review -> rejected? -> rework -> review again; approved -> end */
+export function reworkBpmn(key: string): string {
+  return buildBpmn(
+    key,
+    [
+      { id: 's', type: 'startEvent' },
+      { id: 'review', type: 'serviceTask', topic: `${key}-review` },
+      { id: 'decide', type: 'exclusiveGateway', default: 'approved' },
+      { id: 'rework', type: 'serviceTask', topic: `${key}-rework` },
+      { id: 'e', type: 'endEvent' },
+    ],
+    [
+      { from: 's', to: 'review' },
+      { from: 'review', to: 'decide' },
+      { id: 'rejected', from: 'decide', to: 'rework', condition: '=approved = false' },
+      { id: 'approved', from: 'decide', to: 'e' },
+      { id: 'again', from: 'rework', to: 'review' },
     ],
   );
 }

@@ -45,26 +45,51 @@ describe('definitions API', () => {
     expect(results.map((r) => r.body.version).sort()).toEqual([1, 2, 3, 4]);
   });
 
-  it('given a BPMN with a cycle, then 400 CompileError names the flow that closes it and nothing is stored', async () => {
-    const xml = buildBpmn(
+  it('given a loop Baton cannot run (entered at two steps, or without a task), then 400 CompileError names its elements and nothing is stored', async () => {
+    const entered = buildBpmn(
       'loop',
       [
         { id: 'start', type: 'startEvent' },
+        { id: 'x', type: 'exclusiveGateway', default: 'toB' },
         { id: 'a', type: 'serviceTask', topic: 'a' },
-        { id: 'gw', type: 'exclusiveGateway', default: 'back' },
+        { id: 'b', type: 'serviceTask', topic: 'b' },
+        { id: 'gw', type: 'exclusiveGateway', default: 'out' },
         { id: 'end', type: 'endEvent' },
       ],
       [
-        { from: 'start', to: 'a' },
-        { from: 'a', to: 'gw' },
-        { id: 'back', from: 'gw', to: 'a' },
-        { from: 'gw', to: 'end', condition: '${done}' },
+        { from: 'start', to: 'x' },
+        { id: 'toA', from: 'x', to: 'a', condition: '=fast' },
+        { id: 'toB', from: 'x', to: 'b' },
+        { from: 'a', to: 'b' },
+        { from: 'b', to: 'gw' },
+        { id: 'back', from: 'gw', to: 'a', condition: '=again' },
+        { id: 'out', from: 'gw', to: 'end' },
       ],
     );
-    const res = await t.api.post('/api/definitions', { xml });
-    expect(res.status).toBe(400);
-    expect(res.body.type).toBe('CompileError');
-    expect(res.body.details).toEqual(expect.arrayContaining([expect.objectContaining({ elementId: 'back' })]));
+    const spinning = buildBpmn(
+      'loop',
+      [
+        { id: 'start', type: 'startEvent' },
+        { id: 'm', type: 'exclusiveGateway' },
+        { id: 'gw', type: 'exclusiveGateway', default: 'out' },
+        { id: 'end', type: 'endEvent' },
+      ],
+      [
+        { from: 'start', to: 'm' },
+        { from: 'm', to: 'gw' },
+        { id: 'back', from: 'gw', to: 'm', condition: '=again' },
+        { id: 'out', from: 'gw', to: 'end' },
+      ],
+    );
+    for (const [xml, elementId, says] of [
+      [entered, 'a', 'is entered at 2 steps (a, b)'],
+      [spinning, 'm', 'has no step that waits'],
+    ] as const) {
+      const res = await t.api.post('/api/definitions', { xml });
+      expect(res.status).toBe(400);
+      expect(res.body.type).toBe('CompileError');
+      expect(res.body.details).toEqual([expect.objectContaining({ elementId, message: expect.stringContaining(says) })]);
+    }
     expect((await t.api.get('/api/definitions/loop')).status).toBe(404);
   });
 

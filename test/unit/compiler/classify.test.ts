@@ -47,7 +47,7 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
       'bpmn:IntermediateCatchEvent with bpmn:ConditionalEventDefinition "Wait" (id Wait): intermediate catch events wait for exactly one timer, message or signal',
     ],
     ['Signal', 'bpmn:IntermediateThrowEvent "Signal" (id Signal)'],
-    ['Race', 'bpmn:EventBasedGateway "Race" (id Race)'],
+    ['Race', 'bpmn:EventBasedGateway "Race" (id Race): an event-based gateway that starts instances'],
     ['Complex', 'bpmn:ComplexGateway "Complex" (id Complex)'],
     [
       'ErrorEnd',

@@ -130,7 +130,7 @@ describe('events', () => {
     );
   });
 
-  it('given a boundary path leading back to its host, then the loop is refused', async () => {
+  it('given a boundary path leading back to its host, then the loop is refused while boundaries do not run in loops', async () => {
     const xml = buildBpmn(
       'p',
       [
@@ -148,7 +148,14 @@ describe('events', () => {
       ],
     );
     const diagnostics = await diagnosticsOf(xml);
-    expect(diagnostics).toEqual(expect.arrayContaining([expect.objectContaining({ elementId: 'back' })]));
+    expect(diagnostics).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          elementId: 'b',
+          message: expect.stringContaining('boundary events do not run inside a loop yet'),
+        }),
+      ]),
+    );
   });
 
   it('given an interrupting boundary and the host path merging in an exclusive gateway, then it is sound; a parallel join there is refused', async () => {
