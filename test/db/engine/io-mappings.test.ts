@@ -224,3 +224,49 @@ describe('input/output mappings, Camunda 8 dialect', () => {
     }
   });
 });
+
+describe('input mappings in a loop', () => {
+  const loopXml = (id: string, mapping: string) => `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="s" />
+    <bpmn:serviceTask id="review"><bpmn:extensionElements>
+      <zeebe:taskDefinition type="${id}-review" /><zeebe:ioMapping>${mapping}</zeebe:ioMapping>
+    </bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:exclusiveGateway id="decide" default="done" />
+    <bpmn:endEvent id="e" />
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="review" />
+    <bpmn:sequenceFlow id="f2" sourceRef="review" targetRef="decide" />
+    <bpmn:sequenceFlow id="again" sourceRef="decide" targetRef="review"><bpmn:conditionExpression>=verdict = "again"</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="done" sourceRef="decide" targetRef="e" />
+  </bpmn:process>
+</bpmn:definitions>`;
+
+  it('given a task in a loop, then each pass evaluates its inputs again, and they never reach the process', async () => {
+    await deploy(t.api, loopXml('io_loop', '<zeebe:input source="=verdict" target="last" />'));
+    const id = await start(t.api, 'io_loop');
+    const first = await fetchOne(t.api, 'w', 'io_loop-review');
+    expect(first.variables).toEqual({ last: null });
+    await complete(t.api, first, 'w', { verdict: 'again' });
+    const second = await fetchOne(t.api, 'w', 'io_loop-review');
+    expect(second.variables).toEqual({ verdict: 'again', last: 'again' });
+    await complete(t.api, second, 'w', { verdict: 'done' });
+    expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({ verdict: 'done' });
+  });
+
+  it("given an input that fails on the second pass, then an incident; its retry creates that pass's task", async () => {
+    await deploy(t.api, loopXml('io_loop_bad', '<zeebe:input source="=2 in (1..limit)" target="inRange" />'));
+    const id = await start(t.api, 'io_loop_bad', { variables: { limit: 3 } });
+    const first = await fetchOne(t.api, 'w', 'io_loop_bad-review');
+    expect(first.variables.inRange).toBe(true);
+    await complete(t.api, first, 'w', { verdict: 'again', limit: 'a' });
+    const stuck = await waitForStatus(t.api, id, 'incident');
+    expect(stuck.incidents).toEqual([expect.objectContaining({ stepId: 'review', kind: 'io_mapping' })]);
+    expect((await t.api.post(`/api/incidents/${stuck.incidents[0].id}/retry`, { variables: { limit: 5 } })).status).toBe(200);
+    const second = await fetchOne(t.api, 'w', 'io_loop_bad-review');
+    expect(second.variables).toMatchObject({ inRange: true, limit: 5 });
+    expect(second.id).not.toBe(first.id);
+    await complete(t.api, second, 'w', { verdict: 'done' });
+    expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({ verdict: 'done', limit: 5 });
+  });
+});
