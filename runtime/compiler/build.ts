@@ -2,7 +2,7 @@
 import type { ProcessGraph } from './graph.ts';
 import type { BpmnElement } from './model.ts';
 import type { ParsedDocument } from './parse.ts';
-import type { Diagnostic, FlowCondition, MultiInstanceSpec, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
+import type { Diagnostic, FlowCondition, IoSpec, MultiInstanceSpec, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
 import { subProcessStarts } from './checks.ts';
 import type { EventSpecs } from './events.ts';
 import { readTaskSpec } from './task-spec.ts';
@@ -34,6 +34,7 @@ export function buildPlan(
   events: EventSpecs,
   loops: Map<string, MultiInstanceSpec> = new Map(),
   cycles: readonly LoopScope[] = [],
+  io: Map<string, IoSpec> = new Map(),
 ): Plan {
   const steps: PlanStep[] = [];
   const starts = subProcessStarts(graph);
@@ -58,6 +59,7 @@ export function buildPlan(
       ...(node.kind === 'subProcess' ? { subProcess: { start: starts.get(node.id) ?? '' } } : {}),
       ...(node.kind === 'errorEndEvent' ? { throwError: { ...events.errors.get(node.id) } } : {}),
       ...(loops.has(node.id) ? { multiInstance: structuredClone(loops.get(node.id)!) } : {}),
+      ...(io.has(node.id) ? { io: structuredClone(io.get(node.id)!) } : {}),
       ...optional('inLoop', inLoop(node.id)),
     });
   }

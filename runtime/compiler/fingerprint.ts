@@ -1,9 +1,10 @@
 // Fingerprint: SHA-256 over the stable step protocol (docs/ARCHITECTURE.md, "The Plan"). Two plans
 // with the same fingerprint have the same steps and wiring, so running
 // instances can move between them; retries, priorities, topics, names,
-// conditions and layout are left out on purpose.
+// conditions and layout are left out on purpose. A service task's input/output mappings are
+// covered (ioFields).
 import { createHash } from 'node:crypto';
-import type { Plan } from './plan.ts';
+import type { Plan, PlanStep } from './plan.ts';
 
 const PROTOCOL_VERSION = 'baton-plan-fingerprint/1';
 
@@ -14,7 +15,7 @@ export function fingerprintPlan(plan: Plan): string {
     PROTOCOL_VERSION,
     plan.processKey,
     `steps:${steps.length}`,
-    ...steps.flatMap((step) => [step.id, step.kind]),
+    ...steps.flatMap((step) => [step.id, step.kind, ...ioFields(step)]),
     `flows:${flows.length}`,
     ...flows.flatMap((flow) => [flow.id, flow.source, flow.target]),
   ];
@@ -22,6 +23,17 @@ export function fingerprintPlan(plan: Plan): string {
   // Length prefixes make the encoding unambiguous: ("ab","c") and ("a","bc") differ.
   for (const field of fields) hash.update(`${Buffer.byteLength(field, 'utf8')}:${field}`, 'utf8');
   return hash.digest('hex');
+}
+
+/**
+ * A step's input/output mappings: they decide which variables its worker sees and what its
+ * result writes, so an instance cannot move between plans that map differently. Only steps
+ * with mappings add fields, so every plan without them keeps its fingerprint.
+ */
+function ioFields(step: PlanStep): string[] {
+  if (!step.io) return [];
+  const pairs = (list: { target: string; feel: string }[]) => list.map((m) => [m.target, m.feel]);
+  return ['io', JSON.stringify({ inputs: pairs(step.io.inputs), outputs: pairs(step.io.outputs) })];
 }
 
 /** Code-unit order, the same on every machine (localeCompare is locale dependent). */

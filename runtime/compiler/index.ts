@@ -14,6 +14,7 @@ import { checkSoundness } from './soundness.ts';
 import { checkUnrunSettings } from './unrun-settings.ts';
 import { readMultiInstances } from './multi-instance.ts';
 import { findLoopScopes } from './loop-scopes.ts';
+import { readIoMappings } from './io-mappings.ts';
 
 export { fingerprintPlan } from './fingerprint.ts';
 export type { CompileOptions, CompileResult, Diagnostic, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
@@ -59,6 +60,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const events = readEventSpecs(graph, allArtifacts(process));
   const loops = readMultiInstances(graph, [document.definitions, process]);
   const cycles = findLoopScopes(graph);
+  const io = readIoMappings(graph);
   const diagnostics: Diagnostic[] = [
     ...parsed.diagnostics,
     ...extractDiagnostics,
@@ -66,14 +68,15 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     ...conditions.diagnostics,
     ...events.diagnostics,
     ...loops.diagnostics,
+    ...io.diagnostics,
     ...checkGraph(graph, document.unresolved),
     ...cycles.diagnostics,
-    ...checkUnrunSettings(process, document.definitions),
+    ...checkUnrunSettings(process, document.definitions, io.runs),
   ];
   // Soundness reasons over well-formed loop bodies of supported steps only.
   if (!hasErrors(diagnostics)) diagnostics.push(...checkSoundness(graph, cycles.loops));
   if (hasErrors(diagnostics)) return { ok: false, diagnostics };
-  const plan = buildPlan(graph, process.name, tasks.specs, conditions.conditions, events, loops.loops, cycles.loops);
+  const plan = buildPlan(graph, process.name, tasks.specs, conditions.conditions, events, loops.loops, cycles.loops, io.io);
   return { ok: true, plan, fingerprint: fingerprintPlan(plan), warnings: diagnostics };
 }
 

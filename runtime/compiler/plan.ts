@@ -79,6 +79,22 @@ export interface MultiInstanceSpec {
   outputElement?: string;
 }
 
+/** One input or output mapping of a service task: `feel` is evaluated and its value written to `target`. */
+export interface IoMapping {
+  /** variable name, or a dotted path (zeebe `order.total`) into an object variable */
+  target: string;
+  /** FEEL; literal text, lists and maps of camunda:inputOutput are compiled to FEEL literals */
+  feel: string;
+  /** the mapping as written in the BPMN file, for messages */
+  source: string;
+}
+
+/** Input and output mappings of a service task (camunda:inputOutput, zeebe:ioMapping), in document order. */
+export interface IoSpec {
+  inputs: IoMapping[];
+  outputs: IoMapping[];
+}
+
 export interface BoundarySpec {
   /** the service task or subprocess the event is attached to */
   attachedTo: string;
@@ -97,6 +113,8 @@ export interface PlanStep {
   outgoing: string[];
   /** set for serviceTask only */
   task?: TaskSpec;
+  /** input/output mappings of a service task */
+  io?: IoSpec;
   /** id of the default outgoing flow, for exclusive and inclusive gateways */
   defaultFlow?: string;
   /** set for catchEvent and boundaryEvent */

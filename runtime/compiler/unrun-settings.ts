@@ -2,15 +2,16 @@
 // properties panel offer them for both dialects; Baton deploys such a diagram but says, per
 // element, what it will not do, so nothing the analyst set is dropped in silence.
 import { warningAt } from './diagnostics.ts';
+import { IO_MAPPING_TYPES } from './io-mappings.ts';
 import { describeElement, type BpmnDefinitions, type BpmnElement } from './model.ts';
 import type { Diagnostic } from './plan.ts';
 
 /** Extension elements by moddle type (camunda's typed, zeebe's generic), and what to tell. */
 const UNRUN_ELEMENTS: Record<string, string> = {
   'camunda:InputOutput':
-    'input/output mappings (Inputs, Outputs) are not run: the worker receives the process variables, and its result variables are merged as they are',
+    'input/output mappings (Inputs, Outputs) are not run on this element (Baton runs them on service tasks only): its variables are read and written as they are',
   'zeebe:ioMapping':
-    'input/output mappings (Input mapping, Output mapping) are not run: the worker receives the process variables, and its result variables are merged as they are',
+    'input/output mappings (Input mapping, Output mapping) are not run on this element (Baton runs them on service tasks only): its variables are read and written as they are',
   'camunda:ExecutionListener': 'execution listeners are not run',
   'zeebe:executionListeners': 'execution listeners are not run',
   'camunda:TaskListener': 'task listeners are not run',
@@ -42,12 +43,22 @@ interface WithSettings extends BpmnElement {
   get?(name: string): unknown;
 }
 
-/** Over the process deployed and the messages of the file (a zeebe:subscription sits on the message). */
-export function checkUnrunSettings(process: BpmnElement, definitions: BpmnDefinitions): Diagnostic[] {
+/**
+ * Over the process deployed and the messages of the file (a zeebe:subscription sits on the message).
+ * `runsMappings`: the service tasks whose input/output mappings the plan carries (compiler/io-mappings.ts);
+ * mappings anywhere else (events, gateways, subprocesses) are still warned about.
+ */
+export function checkUnrunSettings(
+  process: BpmnElement,
+  definitions: BpmnDefinitions,
+  runsMappings: ReadonlySet<string> = new Set(),
+): Diagnostic[] {
   const diagnostics: Diagnostic[] = [];
   const visit = (element: WithSettings): void => {
     const told = new Set<string>();
+    const mapped = element.id !== undefined && runsMappings.has(element.id);
     for (const value of element.extensionElements?.values ?? []) {
+      if (mapped && (IO_MAPPING_TYPES as readonly string[]).includes(value.$type)) continue;
       const text = UNRUN_ELEMENTS[value.$type];
       if (text) told.add(text);
     }

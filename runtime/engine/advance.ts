@@ -8,6 +8,7 @@ import { evaluateList, evaluateValue } from './loops.ts';
 import { firstDue } from '../shared/timers.ts';
 import { startCompensationThrow } from './compensate.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
+import { mapInputs, type InputsResult } from './io-mappings.ts';
 import { indexPlan } from './plan-index.ts';
 import type { FlowState, IncidentKind, StepStatus } from '../model/vocabulary.ts';
 import {
@@ -173,8 +174,14 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     return;
   }
   if (step.kind === 'serviceTask' && step.task) {
+    const inputs = step.io ? mapInputs(step, vars) : undefined;
+    if (inputs && !inputs.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', inputs.message, inputs.details);
     setStep(state, fx, step.id, 'active');
-    fx.tasks.push({ stepId: step.id, ...step.task, ...scopePathOf(plan, step, state) });
+    fx.tasks.push(
+      inputs
+        ? { stepId: step.id, ...step.task, localVariables: inputs.locals, ...scopePathOf(plan, step, state) }
+        : { stepId: step.id, ...step.task, ...scopePathOf(plan, step, state) },
+    );
     pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id });
     for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
     return;
@@ -303,6 +310,13 @@ function startLoop(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
     );
     return;
   }
+  // Every element created now gets its inputs before any is: a failing one leaves no task behind.
+  const first: Variables[] = [];
+  for (let i = 0; i < (mi.sequential ? Math.min(1, items.value.length) : items.value.length); i++) {
+    const locals = elementLocals(step, items.value, i, vars);
+    if (!locals.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', locals.message, locals.details);
+    first.push(locals.locals);
+  }
   setStep(state, fx, step.id, 'active');
   pushEvent(plan, state, fx, {
     kind: 'step:activated',
@@ -317,13 +331,25 @@ function startLoop(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
     settleLoop(plan, step, loop, state, vars, fx);
     return;
   }
-  for (let i = 0; i < (mi.sequential ? 1 : items.value.length); i++) createElement(plan, step, loop, state, fx);
+  for (const locals of first) createElement(plan, step, loop, state, fx, locals);
 }
 
-function createElement(plan: Plan, step: PlanStep, loop: LoopState, state: InstanceState, fx: Effects): void {
-  const index = loop.created++;
+/** An element's own variables: its element variable and loopCounter, then its input mappings over them. */
+function elementLocals(step: PlanStep, items: unknown[], index: number, vars: Variables): InputsResult {
   const elementVariable = step.multiInstance?.elementVariable;
-  const localVariables: Variables = { ...(elementVariable ? { [elementVariable]: loop.items[index] } : {}), loopCounter: index };
+  const base: Variables = { ...(elementVariable ? { [elementVariable]: items[index] } : {}), loopCounter: index };
+  return step.io ? mapInputs(step, vars, base) : { ok: true, locals: base };
+}
+
+function createElement(
+  plan: Plan,
+  step: PlanStep,
+  loop: LoopState,
+  state: InstanceState,
+  fx: Effects,
+  localVariables: Variables,
+): void {
+  const index = loop.created++;
   const task = step.task as NonNullable<PlanStep['task']>;
   fx.tasks.push({ stepId: step.id, ...task, loopIndex: index, localVariables, ...scopePathOf(plan, step, state) });
 }
@@ -399,7 +425,11 @@ function settleLoop(plan: Plan, step: PlanStep, loop: LoopState, state: Instance
     done = holds.value;
   }
   if (!done) {
-    if (mi.sequential && loop.created < total) createElement(plan, step, loop, state, fx);
+    if (!mi.sequential || loop.created >= total) return;
+    // A failing input stops the step in an incident; its retry settles the loop again and creates this element.
+    const locals = elementLocals(step, loop.items, loop.created, vars);
+    if (!locals.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', locals.message, locals.details);
+    createElement(plan, step, loop, state, fx, locals.locals);
     return;
   }
   if (mi.outputCollection) vars[mi.outputCollection] = loop.results;

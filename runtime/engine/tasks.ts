@@ -3,7 +3,8 @@
 // applies the holder's guarded task update; a plain complete first tries the optimistic
 // path (an unlocked read, one guarded write) and falls back to that. A batch of completes
 // (completeTasks) writes the optimistic path's statements in one locked transaction.
-import type { Plan } from '../compiler/plan.ts';
+import type { Plan, PlanStep } from '../compiler/plan.ts';
+import { resultVariables } from './io-mappings.ts';
 import { completeLoopElement, completeStep, deriveStatus, findErrorBoundary, fireWait } from './advance.ts';
 import { emptyEffects, type Effects, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
@@ -56,8 +57,16 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest, bat
     if (!result.ok) return result;
     const plan = await planOf(engine, instance.definition_id, tx);
     const step = indexPlan(plan).steps.get(result.task.step_id);
-    // A multi-instance element's completion variables stay local: they make its result, not instance variables.
-    const variables = step?.multiInstance ? { ...instance.variables } : { ...instance.variables, ...req.variables };
+    // A multi-instance element's completion variables stay local: they make its result (through its
+    // output mappings, if any), not instance variables.
+    const written =
+      step?.multiInstance && !step.io?.outputs.length
+        ? (req.variables ?? {})
+        : taskResultOf(step, instance.variables, result.task, req.variables ?? {});
+    // Outputs can write more than the result carried (a copy of a large input): measure what is written.
+    if (step?.io?.outputs.length && !step.multiInstance)
+      checkResultVariables(engine, instance.variables, { taskId: req.taskId, variables: written }, batchItem);
+    const variables = step?.multiInstance ? { ...instance.variables } : { ...instance.variables, ...written };
     const fx = emptyEffects();
     fx.events.push({
       kind: 'task:completed',
@@ -70,7 +79,7 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest, bat
         plan,
         step.id,
         (result.task as { loop_index?: number }).loop_index ?? 0,
-        req.variables ?? {},
+        written,
         instance.state,
         variables,
         fx,
@@ -144,8 +153,11 @@ async function completionOf(
   // Inside a transaction a cold plan cache must be read through it, not a second connection.
   const plan = await planOf(engine, instance.definition_id, tx);
   const step = indexPlan(plan).steps.get(task.step_id);
-  if (!step || step.multiInstance || step.compensationHandler) return undefined;
-  const variables = { ...instance.variables, ...req.variables };
+  // Output mappings read the task's input locals, which this read does not carry: the locked path has them.
+  if (!step || step.multiInstance || step.compensationHandler || step.io?.outputs.length) return undefined;
+  // With input mappings only, a result variable named like an input stays on the task.
+  const result = step.io ? taskResultOf(step, instance.variables, undefined, req.variables ?? {}) : req.variables;
+  const variables = { ...instance.variables, ...result };
   const fx = emptyEffects();
   fx.events.push({
     kind: 'task:completed',
@@ -164,6 +176,23 @@ async function completionOf(
     variables,
     guard: { revision: instance.revision, completes: { taskId: task.id, workerId: req.workerId, lockToken: req.lockToken } },
   };
+}
+
+/**
+ * The variables a worker's result writes (engine/io-mappings.ts resultVariables): the result
+ * itself for a task without mappings; an output mapping that fails refuses the complete with a
+ * 400 (the transaction rolls back, the task stays locked for its holder to fail or complete again).
+ */
+export function taskResultOf(
+  step: PlanStep | undefined,
+  vars: Variables,
+  task: Pick<ExternalTaskRow, 'local_variables'> | undefined,
+  result: Variables,
+): Variables {
+  if (!step?.io) return result;
+  const mapped = resultVariables(step, vars, task?.local_variables ?? {}, result);
+  if (mapped.ok) return mapped.variables;
+  throw new BatonError('validation', mapped.message, mapped.details);
 }
 
 /** What a complete in a batch came to; `repeated`: the holder's complete was applied before. */

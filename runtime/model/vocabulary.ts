@@ -60,5 +60,7 @@ export const IncidentKind = {
   condition_error: 'condition_error',
   /** a parallel join saw a skipped input */
   join_skipped: 'join_skipped',
+  /** an input mapping of a service task could not be evaluated */
+  io_mapping: 'io_mapping',
 } as const;
 export type IncidentKind = (typeof IncidentKind)[keyof typeof IncidentKind];

@@ -38,6 +38,8 @@ export interface ExternalTaskRow {
   /** how long the latest attempt waited for flow-limit capacity */
   traffic_wait_ms: number;
   flow_waiting_since: Date | null;
+  /** the task's own variables: a multi-instance element's, its input mappings' */
+  local_variables: Variables;
 }
 
 /** The holder calls that end an attempt. */

@@ -27,6 +27,7 @@ export type NodeSpec =
       forCompensation?: boolean;
       onExhausted?: 'compensate' | 'incident';
       multiInstance?: MultiInstance;
+      io?: IoMappings;
     }
   /** compensation boundary on attachedTo, associated with the handler task */
   | { id: string; type: 'compensationBoundary'; attachedTo: string; handler: string }
@@ -45,6 +46,19 @@ export interface MultiInstance {
   completionCondition?: string;
   outputCollection?: string;
   outputElement?: string;
+}
+
+/** camunda:inputOutput of a service task: [name, body] pairs, the body as written (text or ${...}) */
+export interface IoMappings {
+  inputs?: [string, string][];
+  outputs?: [string, string][];
+}
+
+function ioXml(io: IoMappings | undefined): string {
+  if (!io) return '';
+  const params = (tag: string, list: [string, string][] = []) =>
+    list.map(([name, body]) => `<camunda:${tag} name="${escapeXml(name)}">${escapeXml(body)}</camunda:${tag}>`).join('');
+  return `<bpmn:extensionElements><camunda:inputOutput>${params('inputParameter', io.inputs)}${params('outputParameter', io.outputs)}</camunda:inputOutput></bpmn:extensionElements>`;
 }
 
 function loopXml(id: string, m: MultiInstance): string {
@@ -141,7 +155,7 @@ function renderScope(nodes: NodeSpec[], flows: FlowSpec[], flowPrefix: string, r
         const extra =
           `${n.retries !== undefined ? ` baton:retries="${n.retries}"` : ''}${n.priority !== undefined ? ` camunda:taskPriority="${n.priority}"` : ''}` +
           `${n.forCompensation ? ' isForCompensation="true"' : ''}${n.onExhausted ? ` baton:onExhausted="${n.onExhausted}"` : ''}`;
-        return `<bpmn:serviceTask id="${n.id}" camunda:type="external" camunda:topic="${escapeXml(n.topic)}"${extra}>${links}${n.multiInstance ? loopXml(n.id, n.multiInstance) : ''}</bpmn:serviceTask>`;
+        return `<bpmn:serviceTask id="${n.id}" camunda:type="external" camunda:topic="${escapeXml(n.topic)}"${extra}>${ioXml(n.io)}${links}${n.multiInstance ? loopXml(n.id, n.multiInstance) : ''}</bpmn:serviceTask>`;
       }
       case 'terminateEndEvent':
         return `<bpmn:endEvent id="${n.id}">${links}<bpmn:terminateEventDefinition id="${n.id}_def"/></bpmn:endEvent>`;

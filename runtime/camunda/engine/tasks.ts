@@ -6,11 +6,13 @@
 import { completeStep } from '../../engine/advance.ts';
 import { emptyEffects, type Effects, type Variables } from '../../model/effects.ts';
 import { planOf, type Engine } from '../../engine/context.ts';
+import { indexPlan } from '../../engine/plan-index.ts';
 import {
   completeTask,
   reportBpmnError,
   settleExhaustedTask,
   taskFailedEffects,
+  taskResultOf,
   type TaskCallResult,
 } from '../../engine/tasks.ts';
 import { commitTransition, type CommitOptions } from '../../engine/transition.ts';
@@ -69,7 +71,8 @@ async function completeWithTransient(engine: Engine, req: CamundaCompleteRequest
     const result = await markTaskDone(tx, { ...req, lockToken, generation: instance.generation });
     if (!result.ok) return result;
     const plan = await planOf(engine, instance.definition_id, tx);
-    const stored = { ...instance.variables, ...req.variables.values };
+    const step = indexPlan(plan).steps.get(result.task.step_id);
+    const stored = { ...instance.variables, ...taskResultOf(step, instance.variables, result.task, req.variables.values) };
     const fx = emptyEffects();
     fx.events.push({
       kind: 'task:completed',

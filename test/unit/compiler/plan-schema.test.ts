@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import planSchema from '../../../schemas/plan.schema.json' with { type: 'json' };
 import { compileBpmn } from '../../../runtime/compiler/index.ts';
 import type { Plan } from '../../../runtime/compiler/plan.ts';
-import { compilePlan, fixturesDir, readFixture } from './bpmn-helpers.ts';
+import { compilePlan, fixturesDir, processXml, readFixture, straight } from './bpmn-helpers.ts';
 
 const validate = new Ajv({ allErrors: true, strict: true }).compile(planSchema);
 
@@ -31,6 +31,26 @@ describe('schemas/plan.schema.json', () => {
       expect(validate.errors ?? [], `plan ${plan.processKey}`).toEqual([]);
       expect(valid).toBe(true);
     }
+  });
+
+  const mapped = processXml(
+    straight(
+      `<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t"><bpmn:extensionElements><camunda:inputOutput>
+        <camunda:inputParameter name="a">\${total}</camunda:inputParameter><camunda:outputParameter name="b">x</camunda:outputParameter>
+      </camunda:inputOutput></bpmn:extensionElements></bpmn:serviceTask>`,
+      'T',
+    ),
+  );
+
+  it('accepts a plan with input/output mappings, and rejects a mapping without FEEL', async () => {
+    const { plan } = await compilePlan(mapped);
+    expect(plan.steps.find((s) => s.id === 'T')?.io?.inputs).toHaveLength(1);
+    expect(validate(plan), JSON.stringify(validate.errors)).toBe(true);
+    const corrupt = {
+      ...plan,
+      steps: plan.steps.map((s) => (s.io ? { ...s, io: { ...s.io, outputs: [{ target: 'b', source: 'x' }] } } : s)),
+    };
+    expect(validate(corrupt)).toBe(false);
   });
 
   it('survives a JSON round trip (what the store writes) unchanged', async () => {

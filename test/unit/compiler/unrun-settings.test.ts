@@ -15,7 +15,7 @@ describe('settings Baton does not run', () => {
     );
   });
 
-  it('given Camunda 7 mappings, listeners, field injections and a retry cycle, then each is named on its element, once', async () => {
+  it("given Camunda 7 listeners, field injections and a retry cycle, then each is named on its element, once; the task's mappings run", async () => {
     const body = `<bpmn:serviceTask id="T" name="Charge card" camunda:type="external" camunda:topic="charge" camunda:jobPriority="3">
       <bpmn:extensionElements>
         <camunda:inputOutput><camunda:inputParameter name="amount">\${total}</camunda:inputParameter><camunda:outputParameter name="x">1</camunda:outputParameter></camunda:inputOutput>
@@ -25,16 +25,16 @@ describe('settings Baton does not run', () => {
       </bpmn:extensionElements>
     </bpmn:serviceTask>`;
     const warnings = await warningsOf(processXml(straight(body, 'T')));
-    expect(warnings).toHaveLength(5);
+    expect(warnings).toHaveLength(4);
     expect(warnings.every((w) => w.startsWith('T: T "Charge card": '))).toBe(true);
-    expect(warnings.join('\n')).toMatch(/input\/output mappings \(Inputs, Outputs\) are not run/);
+    expect(warnings.join('\n')).not.toMatch(/input\/output mappings/);
     expect(warnings.join('\n')).toMatch(/execution listeners are not run/);
     expect(warnings.join('\n')).toMatch(/field injections/);
     expect(warnings.join('\n')).toMatch(/retry time cycle is not read: set Retries in the Baton group \(baton:retries\)/);
     expect(warnings.join('\n')).toMatch(/camunda:jobPriority/);
   });
 
-  it('given Zeebe input mappings, task headers and a message subscription key, then each is named', async () => {
+  it("given Zeebe task headers and a message subscription key, then each is named; the task's input mappings run", async () => {
     const body = `<bpmn:serviceTask id="T">
       <bpmn:extensionElements>
         <zeebe:taskDefinition type="charge" />
@@ -49,10 +49,35 @@ describe('settings Baton does not run', () => {
     );
     const warnings = await warningsOf(xml);
     expect(warnings).toEqual([
-      expect.stringMatching(/^T: T: input\/output mappings \(Input mapping, Output mapping\) are not run/),
       'T: T: task headers are not sent to workers',
       expect.stringMatching(/^M: M "paid": the subscription correlation key is not read: set Correlation key/),
     ]);
+  });
+
+  it('given mappings on a subprocess, an event or a compensation handler, then each is still named: only service tasks run them', async () => {
+    const mapping =
+      '<bpmn:extensionElements><camunda:inputOutput><camunda:inputParameter name="x">1</camunda:inputParameter></camunda:inputOutput></bpmn:extensionElements>';
+    const body = [
+      '<bpmn:startEvent id="S" />',
+      `<bpmn:subProcess id="Sub">${mapping}<bpmn:startEvent id="S2" /><bpmn:endEvent id="E2">${mapping}</bpmn:endEvent>`,
+      '<bpmn:sequenceFlow id="F2" sourceRef="S2" targetRef="E2" /></bpmn:subProcess>',
+      `<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t" />`,
+      '<bpmn:boundaryEvent id="B" attachedToRef="T"><bpmn:compensateEventDefinition /></bpmn:boundaryEvent>',
+      `<bpmn:serviceTask id="Undo" camunda:type="external" camunda:topic="undo" isForCompensation="true">${mapping}</bpmn:serviceTask>`,
+      '<bpmn:endEvent id="E" />',
+      '<bpmn:sequenceFlow id="F1" sourceRef="S" targetRef="Sub" />',
+      '<bpmn:sequenceFlow id="F3" sourceRef="Sub" targetRef="T" />',
+      '<bpmn:sequenceFlow id="F4" sourceRef="T" targetRef="E" />',
+    ].join('\n');
+    const xml = processXml(body).replace(
+      '</bpmn:process>',
+      '<bpmn:association id="A" associationDirection="One" sourceRef="B" targetRef="Undo" /></bpmn:process>',
+    );
+    const warnings = await warningsOf(xml);
+    expect(warnings.filter((w) => /mappings/.test(w)).map((w) => w.split(':')[0])).toEqual(['Sub', 'E2', 'Undo']);
+    expect(warnings.find((w) => w.startsWith('Sub'))).toMatch(
+      /not run on this element \(Baton runs them on service tasks only\)/,
+    );
   });
 
   it('given process-level settings, then they are named on the process', async () => {

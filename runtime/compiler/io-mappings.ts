@@ -1,0 +1,174 @@
+// Input and output mappings of service tasks -> IoSpec (docs/ARCHITECTURE.md, "Input and output
+// mappings"). Camunda 7 files say <camunda:inputOutput> with inputParameter/outputParameter (text,
+// ${...}, camunda:list, camunda:map); Camunda 8 files say <zeebe:ioMapping> with input/output
+// (source: FEEL after "=", else a literal string; target: a name or a dotted path). Every value
+// becomes one FEEL expression, so the engine evaluates one language.
+import { checkFeel, toFeel } from '../shared/feel.ts';
+import { needsThread } from '../shared/feel-budget.ts';
+import { errorAt } from './diagnostics.ts';
+import type { ProcessGraph } from './graph.ts';
+import { describeElement, type BpmnElement } from './model.ts';
+import type { Diagnostic, IoMapping, IoSpec } from './plan.ts';
+
+/** The extension elements that carry mappings, in camunda-bpmn-moddle's typed and generic (zeebe) form. */
+export const IO_MAPPING_TYPES = ['camunda:InputOutput', 'zeebe:ioMapping'] as const;
+
+const SEGMENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+interface CamundaValue extends BpmnElement {
+  readonly name?: string;
+  readonly key?: string;
+  readonly value?: string;
+  readonly scriptFormat?: string;
+  readonly definition?: CamundaValue;
+  readonly items?: CamundaValue[];
+  readonly entries?: CamundaValue[];
+}
+
+interface MappingHolder extends BpmnElement {
+  readonly inputParameters?: CamundaValue[];
+  readonly outputParameters?: CamundaValue[];
+  readonly $children?: { $type: string; source?: string; target?: string }[];
+}
+
+/**
+ * Mappings of every service task that has some, by step id; `runs`: the elements whose mappings
+ * Baton runs (compiled here, or refused here with an error), which unrun-settings.ts leaves alone.
+ */
+export function readIoMappings(graph: ProcessGraph): {
+  io: Map<string, IoSpec>;
+  runs: Set<string>;
+  diagnostics: Diagnostic[];
+} {
+  const io = new Map<string, IoSpec>();
+  const runs = new Set<string>();
+  const diagnostics: Diagnostic[] = [];
+  for (const node of graph.nodes.values()) {
+    // A compensation handler's task is created by the saga, which runs no mappings: it keeps the "not run" warning.
+    if (node.kind !== 'serviceTask' || node.element.isForCompensation) continue;
+    runs.add(node.id);
+    const values = (node.element as { extensionElements?: { values?: MappingHolder[] } }).extensionElements?.values ?? [];
+    const holders = values.filter((v) => (IO_MAPPING_TYPES as readonly string[]).includes(v.$type));
+    if (holders.length === 0) continue;
+    const problems: string[] = [];
+    const spec: IoSpec = { inputs: [], outputs: [] };
+    for (const holder of holders) {
+      if (holder.$type === 'camunda:InputOutput') {
+        for (const p of holder.inputParameters ?? []) pushMapping(spec.inputs, readCamunda(p, 'input', problems), problems);
+        for (const p of holder.outputParameters ?? []) pushMapping(spec.outputs, readCamunda(p, 'output', problems), problems);
+      } else {
+        for (const child of holder.$children ?? []) {
+          const direction = child.$type === 'zeebe:input' ? 'input' : child.$type === 'zeebe:output' ? 'output' : undefined;
+          if (!direction) continue;
+          const list = direction === 'input' ? spec.inputs : spec.outputs;
+          pushMapping(list, readZeebe(child, direction, problems), problems);
+        }
+      }
+    }
+    if (problems.length > 0) {
+      diagnostics.push(errorAt(node.id, `Service task ${describeElement(node.element)}: ${problems.join('; ')}`));
+      continue;
+    }
+    if (spec.inputs.length > 0 || spec.outputs.length > 0) io.set(node.id, spec);
+  }
+  return { io, runs, diagnostics };
+}
+
+function pushMapping(list: IoMapping[], mapping: IoMapping | undefined, problems: string[]): void {
+  if (!mapping) return;
+  if (needsThread(mapping.feel)) {
+    problems.push(
+      `mapping to ${mapping.target} "${mapping.source}" iterates (for, some, every): compute the value in the worker`,
+    );
+    return;
+  }
+  const error = checkFeel(mapping.feel);
+  if (error !== undefined) problems.push(`mapping to ${mapping.target} "${mapping.source}": ${error}`);
+  else list.push(mapping);
+}
+
+function readCamunda(parameter: CamundaValue, direction: 'input' | 'output', problems: string[]): IoMapping | undefined {
+  const what = `camunda:${direction}Parameter "${parameter.name ?? ''}"`;
+  const name = parameter.name?.trim() ?? '';
+  if (name === '') {
+    problems.push(`a camunda:${direction}Parameter has no name: give it the variable name`);
+    return undefined;
+  }
+  if (name.includes('.')) {
+    problems.push(`${what}: a name with a dot is not supported (Baton reads dots as paths): rename the variable`);
+    return undefined;
+  }
+  const feel = camundaFeel(parameter, what, problems);
+  return feel === undefined ? undefined : { target: name, feel, source: sourceText(parameter) };
+}
+
+/** The FEEL of a parameter, list item or map entry: a list, a map, a script (refused) or text. */
+function camundaFeel(value: CamundaValue, what: string, problems: string[]): string | undefined {
+  if (value.$type === 'camunda:List') return joinAll(value.items ?? [], (item) => camundaFeel(item, what, problems), '[', ']');
+  if (value.$type === 'camunda:Map') {
+    const entry = (e: CamundaValue) => {
+      const inner = camundaFeel(e, what, problems);
+      return inner === undefined ? undefined : `${JSON.stringify(e.key ?? '')}: ${inner}`;
+    };
+    return joinAll(value.entries ?? [], entry, '{', '}');
+  }
+  if (value.$type === 'camunda:Script') return refuseScript(value, what, problems);
+  if (value.definition) return camundaFeel(value.definition, what, problems);
+  return textFeel(value.value, what, problems);
+}
+
+function joinAll<T>(items: T[], each: (item: T) => string | undefined, open: string, close: string): string | undefined {
+  const parts = items.map(each);
+  return parts.every((p) => p !== undefined) ? `${open}${parts.join(', ')}${close}` : undefined;
+}
+
+function refuseScript(script: CamundaValue, what: string, problems: string[]): undefined {
+  problems.push(
+    `${what} is a ${script.scriptFormat ?? ''} script (camunda:script), which Baton does not run: write the value as an expression such as \${order.total}, or compute it in the worker`,
+  );
+  return undefined;
+}
+
+/** Empty text is null (as in Camunda 7); a whole `${...}` is an expression; anything else is a literal string. */
+function textFeel(text: string | undefined, what: string, problems: string[]): string | undefined {
+  if (text === undefined || text.trim() === '') return 'null';
+  const trimmed = text.trim();
+  if (/^[$#]\{[\s\S]*\}$/.test(trimmed)) {
+    const feel = toFeel(trimmed);
+    if (feel.ok) return feel.feel;
+    problems.push(`${what} "${trimmed}" cannot be used: ${feel.message}`);
+    return undefined;
+  }
+  if (/[$#]\{/.test(text)) {
+    problems.push(`${what} "${trimmed}" mixes text and expressions, which Baton does not evaluate: write one \${...} expression`);
+    return undefined;
+  }
+  return JSON.stringify(text);
+}
+
+function readZeebe(
+  mapping: { source?: string; target?: string },
+  direction: 'input' | 'output',
+  problems: string[],
+): IoMapping | undefined {
+  const target = mapping.target?.trim() ?? '';
+  const source = mapping.source ?? '';
+  const what = `zeebe:${direction} to "${target}"`;
+  if (target === '' || !target.split('.').every((segment) => SEGMENT.test(segment))) {
+    problems.push(`zeebe:${direction} target "${target}" is not a variable name or a dotted path such as order.total`);
+    return undefined;
+  }
+  if (source.trim() === '') return { target, feel: 'null', source };
+  if (!source.trim().startsWith('=')) return { target, feel: JSON.stringify(source), source };
+  const feel = toFeel(source);
+  if (feel.ok) return { target, feel: feel.feel, source };
+  problems.push(`${what}: source "${source}" cannot be used: ${feel.message}`);
+  return undefined;
+}
+
+function sourceText(parameter: CamundaValue): string {
+  const definition = parameter.definition;
+  if (definition?.$type === 'camunda:List') return '<camunda:list>';
+  if (definition?.$type === 'camunda:Map') return '<camunda:map>';
+  return parameter.value?.trim() ?? '';
+}

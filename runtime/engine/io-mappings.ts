@@ -1,0 +1,105 @@
+// Input and output mappings of service tasks at run time (docs/ARCHITECTURE.md, "Input and output
+// mappings"). Inputs become the task's local variables when it is created; outputs decide what
+// of a worker's result reaches the process. Pure: the callers write what these return. A step
+// without mappings never gets here (each caller tests `step.io` first), so tasks without
+// mappings cost nothing extra.
+import type { IoMapping, PlanStep } from '../compiler/plan.ts';
+import type { Variables } from '../model/effects.ts';
+import { evaluateValue } from './loops.ts';
+
+export type MappingFailure = { ok: false; message: string; details: Record<string, unknown> };
+export type InputsResult = { ok: true; locals: Variables } | MappingFailure;
+
+/**
+ * The local variables of one task of `step`: `base` (a multi-instance element's variable and
+ * loopCounter) and then each input in order, evaluated over the process variables under the
+ * locals so far (a later input sees the earlier ones). A missing variable reads as null.
+ */
+export function mapInputs(step: PlanStep, vars: Variables, base: Variables = {}): InputsResult {
+  const locals: Variables = { ...base };
+  for (const mapping of step.io?.inputs ?? []) {
+    const value = evaluateValue(mapping.feel, { ...vars, ...locals });
+    if (!value.ok) return failure(step, 'Input', mapping, value.message, 'Fix the variables, then retry the incident');
+    assignPath(locals, mapping.target, value.value, locals);
+  }
+  return { ok: true, locals };
+}
+
+export type ResultVariablesResult = { ok: true; variables: Variables } | MappingFailure;
+
+/**
+ * What a worker's result writes to the process variables. With output mappings: only their
+ * targets, each evaluated over the process variables, then the task's locals (its inputs), then
+ * the result. Without: the result, less the names the task holds locally (its inputs), which
+ * stay on the task (a write goes to the innermost scope that has the name).
+ */
+export function resultVariables(step: PlanStep, vars: Variables, locals: Variables, result: Variables): ResultVariablesResult {
+  const io = step.io;
+  if (!io) return { ok: true, variables: result };
+  if (io.outputs.length === 0) {
+    const kept: Variables = { ...result };
+    for (const mapping of io.inputs) delete kept[topName(mapping.target)];
+    return { ok: true, variables: kept };
+  }
+  return mapOutputs(step, { ...vars, ...locals, ...result }, vars);
+}
+
+/** The outputs' targets over `scope`; a dotted target updates a copy of the object variable it names. */
+export function mapOutputs(step: PlanStep, scope: Variables, vars: Variables): ResultVariablesResult {
+  const out: Variables = {};
+  for (const mapping of step.io?.outputs ?? []) {
+    const value = evaluateValue(mapping.feel, scope);
+    if (!value.ok)
+      return failure(
+        step,
+        'Output',
+        mapping,
+        value.message,
+        'The task stays locked: report a failure for it, or complete it with variables the mapping can read',
+      );
+    assignPath(out, mapping.target, value.value, vars);
+  }
+  return { ok: true, variables: out };
+}
+
+/** `order.total` -> `order`. */
+function topName(target: string): string {
+  const dot = target.indexOf('.');
+  return dot < 0 ? target : target.slice(0, dot);
+}
+
+/**
+ * Sets `target` in `into`. A dotted path starts from the object already in `into`, else the one
+ * in `from` (copied, never changed in place), else an empty object; a non-object on the way is replaced.
+ */
+function assignPath(into: Variables, target: string, value: unknown, from: Variables): void {
+  const path = target.split('.');
+  const head = path[0] as string;
+  if (path.length === 1) {
+    into[head] = value;
+    return;
+  }
+  const start = head in into ? into[head] : from[head];
+  const root = copyObject(start);
+  into[head] = root;
+  let at = root;
+  for (let i = 1; i < path.length - 1; i++) {
+    const key = path[i] as string;
+    const next = copyObject(at[key]);
+    at[key] = next;
+    at = next;
+  }
+  at[path[path.length - 1] as string] = value;
+}
+
+function copyObject(value: unknown): Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? { ...(value as Record<string, unknown>) } : {};
+}
+
+function failure(step: PlanStep, kind: 'Input' | 'Output', mapping: IoMapping, message: string, next: string): MappingFailure {
+  return {
+    ok: false,
+    message: `${kind} mapping of task ${step.id} to ${mapping.target} ("${mapping.source}") failed: ${message}. ${next}.`,
+    details: { mapping: { direction: kind.toLowerCase(), target: mapping.target, source: mapping.source } },
+  };
+}

@@ -1,0 +1,114 @@
+// Input/output mappings through /engine-rest/external-task: a Camunda 7 worker sees a task's
+// inputs in fetchAndLock, its complete goes through the outputs, and the locals stay on the task.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBpmn } from '../support/bpmn.ts';
+import { deploy, waitForStatus } from '../support/flows.ts';
+import { startTestServer, waitFor, type TestServer } from '../support/server.ts';
+import { engineRest, startByKey } from './support.ts';
+
+let t: TestServer;
+
+beforeAll(async () => {
+  t = await startTestServer();
+  await deploy(
+    t.api,
+    buildBpmn(
+      'cio',
+      [
+        { id: 'start', type: 'startEvent' },
+        {
+          id: 'work',
+          type: 'serviceTask',
+          topic: 'cio-work',
+          io: {
+            inputs: [
+              ['amount', '${order.total}'],
+              ['currency', 'EUR'],
+            ],
+            outputs: [['charged', '${amount}']],
+          },
+        },
+        { id: 'end', type: 'endEvent' },
+      ],
+      [
+        { from: 'start', to: 'work' },
+        { from: 'work', to: 'end' },
+      ],
+    ),
+  );
+});
+afterAll(async () => {
+  await t.close();
+});
+
+async function fetchOneCamunda(topicName: string) {
+  return waitFor(
+    async () => {
+      const res = await engineRest(t.url, 'POST', '/external-task/fetchAndLock', {
+        workerId: 'cw',
+        maxTasks: 1,
+        topics: [{ topicName, lockDuration: 30_000 }],
+      });
+      expect(res.status).toBe(200);
+      return res.body[0];
+    },
+    10_000,
+    `a task on ${topicName}`,
+  );
+}
+
+async function complete(taskId: string, body: Record<string, unknown>) {
+  return engineRest(t.url, 'POST', `/external-task/${taskId}/complete`, { workerId: 'cw', ...body });
+}
+
+describe('input/output mappings through the Camunda 7 worker API', () => {
+  it('given a task with inputs and an output, then fetchAndLock shows the inputs and complete writes only the output', async () => {
+    const id = await startByKey(t.url, 'cio', { variables: { order: { value: '{"total":5}', type: 'Json' } } });
+    const task = await fetchOneCamunda('cio-work');
+    expect(task.variables.amount).toMatchObject({ value: 5 });
+    expect(task.variables.currency).toMatchObject({ value: 'EUR', type: 'String' });
+    const done = await complete(task.id, { variables: { amount: { value: 7 } }, localVariables: { note: { value: 'x' } } });
+    expect(done.status).toBe(204);
+    const instance = await waitForStatus(t.api, id, 'completed');
+    expect(instance.variables).toEqual({ order: { total: 5 }, charged: 7 });
+  });
+
+  it('given a complete with transient variables, then the outputs still decide what is written', async () => {
+    const id = await startByKey(t.url, 'cio', { variables: { order: { value: '{"total":2}', type: 'Json' } } });
+    const task = await fetchOneCamunda('cio-work');
+    const done = await complete(task.id, {
+      variables: { note: { value: 'x' }, secret: { value: 's', type: 'String', valueInfo: { transient: true } } },
+    });
+    expect(done.status).toBe(204);
+    expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({ order: { total: 2 }, charged: 2 });
+  });
+
+  it('given an output that cannot be evaluated, then 400 InvalidRequestException and the task stays locked for its worker', async () => {
+    await deploy(
+      t.api,
+      `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="cio_bad" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:serviceTask id="work"><bpmn:extensionElements>
+      <zeebe:taskDefinition type="cio-bad" /><zeebe:ioMapping><zeebe:output source="=2 in (1..limit)" target="inRange" /></zeebe:ioMapping>
+    </bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work" />
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`,
+    );
+    const id = await startByKey(t.url, 'cio_bad');
+    const task = await fetchOneCamunda('cio-bad');
+    const refused = await complete(task.id, { variables: { limit: { value: 'a' } } });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({
+      type: 'InvalidRequestException',
+      message: expect.stringMatching(/^Output mapping of task work to inRange/),
+    });
+    const fine = await complete(task.id, { variables: { limit: { value: 3 } } });
+    expect(fine.status).toBe(204);
+    expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({ inRange: true });
+  });
+});
