@@ -85,6 +85,8 @@ const DECK: readonly ChaosKind[] = [
 ];
 
 const TOPICS = [
+  'soak-loop-review',
+  'soak-loop-rework',
   'soak-a',
   'soak-b',
   'soak-retry',
@@ -154,10 +156,28 @@ function definitions(): string[] {
     { id: 'e', type: 'endEvent' },
   );
   flows.push({ from: previous, to: 'pay' }, { from: 'pay', to: 'e' });
-  return [parallelBpmn('soak-par', 'soak-a', 'soak-b'), timer, message, retry, buildBpmn('soak-saga', nodes, flows)];
+  // Two passes: the first review finds no rework done yet (the worker answers `<step>_by`), the second leaves.
+  const loop = buildBpmn(
+    'soak-loop',
+    [
+      { id: 's', type: 'startEvent' },
+      { id: 'review', type: 'serviceTask', topic: 'soak-loop-review' },
+      { id: 'decide', type: 'exclusiveGateway', default: 'done' },
+      { id: 'rework', type: 'serviceTask', topic: 'soak-loop-rework' },
+      { id: 'e', type: 'endEvent' },
+    ],
+    [
+      { from: 's', to: 'review' },
+      { from: 'review', to: 'decide' },
+      { id: 'again', from: 'decide', to: 'rework', condition: '=rework_by = null' },
+      { id: 'done', from: 'decide', to: 'e' },
+      { from: 'rework', to: 'review' },
+    ],
+  );
+  return [parallelBpmn('soak-par', 'soak-a', 'soak-b'), timer, message, retry, buildBpmn('soak-saga', nodes, flows), loop];
 }
 
-const KINDS = ['soak-par', 'soak-par', 'soak-timer', 'soak-msg', 'soak-retry', 'soak-saga'] as const;
+const KINDS = ['soak-par', 'soak-par', 'soak-timer', 'soak-msg', 'soak-retry', 'soak-saga', 'soak-loop'] as const;
 
 async function post(url: string, body: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(url, {
