@@ -40,6 +40,7 @@ export function instanceDetailView(d: InstanceDetail) {
       attempts: s.attempts,
       activatedAt: s.activated_at,
       endedAt: s.ended_at,
+      ...(s.pass !== null ? { pass: s.pass } : {}),
     })),
     flows: d.flows.map((f) => ({ flowId: f.flow_id, state: f.state })),
     tasks: d.openTasks.map(taskView),
@@ -61,7 +62,13 @@ export function taskView(t: ExternalTaskRow) {
     workerId: t.state === 'locked' ? t.worker_id : null,
     lockExpiresAt: t.lock_expires_at,
     errorMessage: t.error_message,
+    ...scopePathOf(t),
   };
+}
+
+/** Inside a loop, the pass the task belongs to (`/loop:Review#2`); nothing at the top. */
+function scopePathOf(t: { scope_path: string }): { scopePath?: string } {
+  return t.scope_path !== undefined && t.scope_path !== '/' ? { scopePath: t.scope_path } : {};
 }
 
 export function lockedTaskView(t: LockedTaskRow) {
@@ -77,6 +84,7 @@ export function lockedTaskView(t: LockedTaskRow) {
     lockExpiresAt: t.lock_expires_at,
     idempotencyKey: t.idempotency_key,
     variables: t.variables,
+    ...scopePathOf(t),
   };
 }
 

@@ -46,6 +46,8 @@ export interface StepView {
   attempts: number;
   activated_at: Date;
   ended_at: Date | null;
+  /** loop steps: the pass running, or the last one */
+  pass: number | null;
 }
 
 /** A resolved sequence flow; a flow without a row is still pending. */
@@ -68,9 +70,12 @@ export async function getInstanceDetail(db: Queryable, instanceId: string): Prom
   if (!instance) return undefined;
   const [steps, flows, tasks, incidents] = await Promise.all([
     db.query<StepView>(
-      `select s.step_id, s.status, s.activated_at, s.ended_at, coalesce(t.attempt, 0) as attempts
+      // A step in a loop or a multi-instance step has a task per pass or element: the attempts are the newest one's.
+      `select s.step_id, s.status, s.activated_at, s.ended_at, (s.loop->>'pass')::int as pass,
+              coalesce((select t.attempt from external_tasks t
+                         where t.instance_id = s.instance_id and t.step_id = s.step_id and t.generation = s.generation
+                         order by t.created_at desc, t.attempt desc limit 1), 0) as attempts
          from steps s
-         left join external_tasks t on t.instance_id = s.instance_id and t.step_id = s.step_id and t.generation = s.generation
         where s.instance_id = $1 order by s.activated_at, s.step_id`,
       [instanceId],
     ),

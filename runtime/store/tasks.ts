@@ -40,6 +40,8 @@ export interface ExternalTaskRow {
   flow_waiting_since: Date | null;
   /** the task's own variables: a multi-instance element's, its input mappings' */
   local_variables: Variables;
+  /** inside a loop, the pass it belongs to (`/loop:Review#2`); `/` outside loops */
+  scope_path: string;
 }
 
 /** The holder calls that end an attempt. */

@@ -65,8 +65,10 @@ export interface WorkerTask {
   /** 1 for the first lock of this task; every lock counts (retries, lease expiry, unlock) */
   attempt: number;
   retriesLeft: number;
-  /** the same for every attempt of this step in this generation: pass it to side effects */
+  /** the same for every attempt of this step in this generation and loop pass: pass it to side effects */
   idempotencyKey: string;
+  /** inside a loop, the pass the task belongs to, e.g. `/loop:Review#2` */
+  scopePath?: string;
   /** all instance variables at fetch time */
   variables: Record<string, unknown>;
 }

@@ -15,6 +15,7 @@ export interface LockedTask {
   lockExpiresAt: string;
   idempotencyKey: string;
   variables: Record<string, unknown>;
+  scopePath?: string;
 }
 
 export async function deploy(

@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBpmn, reworkBpmn } from '../../support/bpmn.ts';
-import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus, type LockedTask } from '../../support/flows.ts';
+import {
+  complete,
+  deploy,
+  fetchOne,
+  fetchTasks,
+  instanceOf,
+  start,
+  waitForStatus,
+  type LockedTask,
+} from '../../support/flows.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
@@ -176,6 +185,13 @@ describe('loops', () => {
 
     // Each pass's task is its own: a worker deduplicating by idempotency key runs each once.
     expect(new Set(reviews.map((r) => r.idempotencyKey)).size).toBe(3);
+    expect(reviews.map((r) => r.scopePath)).toEqual(['/loop:review#1', '/loop:review#2', '/loop:review#3']);
+    const view = await instanceOf(t.api, id);
+    expect(view.steps.filter((s: { stepId: string }) => s.stepId === 'review')).toHaveLength(1);
+    expect(view.steps.find((s: { stepId: string }) => s.stepId === 'loop:review')).toMatchObject({
+      status: 'completed',
+      pass: 3,
+    });
     expect(new Set(reviews.map((r) => r.id)).size).toBe(3);
     const events = await history(id);
     expect(events.filter((e) => e.kind === 'loop:pass_started').map((e) => e.data?.pass)).toEqual([1, 2, 3]);
