@@ -6,6 +6,8 @@
 //                                       (non-interrupting timer); 30 s would escalate (interrupting)
 //   npm run sample:events -- payment    payment.bpmn: the token waits for the payment-received
 //                                       message, correlated by orderId
+//   npm run sample:events -- review     review-loop.bpmn: the first draft is sent back for revision,
+//                                       the second is approved: the loop runs two passes
 //
 // BATON_URL (default http://127.0.0.1:8080) says where the server is.
 import { pino } from 'pino';
@@ -105,6 +107,20 @@ const samples: Record<
       worker.subscribe(
         'escalate-request',
         say('escalate (timeout fired)', async () => ({ escalated: true })),
+      );
+    },
+  },
+  review: {
+    key: 'review-loop',
+    variables: { document: 'release notes', revisions: 0 },
+    subscribe() {
+      worker.subscribe(
+        'review-document',
+        say('review document', async (task) => ({ approved: Number(task.variables.revisions) > 0 })),
+      );
+      worker.subscribe(
+        'revise-document',
+        say('revise document', async (task) => ({ revisions: Number(task.variables.revisions) + 1 })),
       );
     },
   },

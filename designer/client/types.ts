@@ -60,6 +60,8 @@ export interface StepState {
   attempts: number;
   activatedAt: string;
   endedAt: string | null;
+  /** loop steps (`loop:<head>`): the pass running, or the last one */
+  pass?: number;
 }
 
 /** A resolved sequence flow of an instance; flows still pending are not listed. */

@@ -1,7 +1,7 @@
 // One instance, live: its version's diagram marked by step status, tasks, incidents,
 // variables, the history timeline and the progress log. Updates come from client/live.ts:
 // Socket.IO frames, each of which also re-reads the detail.
-import { html, nothing } from 'lit';
+import { html, nothing, type TemplateResult } from 'lit';
 import type { ApiError } from '../client/api-client.ts';
 import { api } from '../client/api-client.ts';
 import { progressText, watchInstance, type InstanceSnapshot, type LiveState, type LogEntry } from '../client/live.ts';
@@ -105,7 +105,9 @@ export class BatonInstanceView extends LightElement {
   }
 
   /** A step by its name, with its id as the tooltip; by its id when it has no name. */
-  private step(stepId: string) {
+  private step(stepId: string): TemplateResult {
+    if (stepId.startsWith('loop:'))
+      return html`<span class="step-name" data-step-id=${stepId} title=${stepId}>loop at ${this.step(stepId.slice(5))}</span>`;
     const name = this.names.get(stepId);
     return name
       ? html`<span class="step-name" data-step-id=${stepId} title=${stepId}>${name}</span>`
@@ -133,6 +135,7 @@ export class BatonInstanceView extends LightElement {
       (e) => html`<li>
       <time>${formatTime(e.at)}</time> <span class="kind">${e.kind}</span>
       ${e.stepId ? this.step(e.stepId) : nothing}
+      ${typeof e.data?.scopePath === 'string' ? html`<span class="pass">${passOf(e.data.scopePath)}</span>` : nothing}
       ${this.decisionNote(e)}
       ${Object.keys(e.data ?? {}).length ? html`<span class="data">${JSON.stringify(e.data)}</span>` : nothing}
     </li>`,
@@ -221,3 +224,12 @@ export class BatonInstanceView extends LightElement {
 }
 
 customElements.define('baton-instance-view', BatonInstanceView);
+
+/** "pass 2", or "pass 1 of loop:outer, pass 3" for nested loops, from a scope path such as `/loop:outer#1/loop:draft#3`. */
+function passOf(scopePath: string): string {
+  const passes = scopePath
+    .split('/')
+    .filter(Boolean)
+    .map((part) => part.split('#'));
+  return passes.map(([loop, pass], i) => (i === passes.length - 1 ? `pass ${pass}` : `pass ${pass} of ${loop}`)).join(', ');
+}

@@ -9,7 +9,8 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 let t: TestServer;
 beforeAll(async () => {
   t = await startTestServer({ sweepIntervalMs: 200 });
-  for (const file of ['order-saga', 'approval', 'payment']) await deploy(t.api, await readFile(`samples/${file}.bpmn`, 'utf8'));
+  for (const file of ['order-saga', 'approval', 'payment', 'review-loop'])
+    await deploy(t.api, await readFile(`samples/${file}.bpmn`, 'utf8'));
 });
 afterAll(async () => {
   await t.close();
@@ -50,5 +51,13 @@ describe('event samples', () => {
     expect(code, output).toBe(0);
     expect(output).toMatch(/message payment-received: (matched|buffered)/);
     expect(output).toMatch(/fulfil order \(message matched\): done \{"fulfilled":120\}/);
+  }, 60_000);
+
+  it('given the review sample, then the first draft is revised, the second approved, and the loop ends after two passes', async () => {
+    const { code, output } = await runSample('review');
+    expect(code, output).toBe(0);
+    expect(output.match(/review document: done/g)).toHaveLength(2);
+    expect(output.match(/revise document: done \{"revisions":1\}/g)).toHaveLength(1);
+    expect(output).toMatch(/is completed/);
   }, 60_000);
 });

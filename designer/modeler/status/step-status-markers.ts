@@ -12,6 +12,9 @@ export const STEP_MARKERS: Record<StepState['status'], string> = {
   canceled: 'baton-step-canceled',
 };
 
+/** Loop steps are named `loop:<id of the step each pass starts at>` (docs/ARCHITECTURE.md, "Execution rule"). */
+const LOOP_PREFIX = 'loop:';
+
 export const FLOW_MARKERS: Record<FlowState['state'], string> = {
   taken: 'baton-flow-taken',
   skipped: 'baton-flow-skipped',
@@ -56,13 +59,20 @@ export default class StepStatusMarkers {
       );
       if (label) this.addBadge(step.stepId, label, step.status);
     }
+    // A loop step is no element of the diagram: its pass shows on the step every pass starts at.
+    for (const loop of steps) {
+      const head = loop.stepId.startsWith(LOOP_PREFIX) ? loop.stepId.slice(LOOP_PREFIX.length) : undefined;
+      if (head === undefined || loop.pass === undefined || !this.elementRegistry.get(head)) continue;
+      const text = loop.status === 'active' ? `pass ${loop.pass}` : `${loop.pass} ${loop.pass === 1 ? 'pass' : 'passes'}`;
+      this.addBadge(head, text, 'loop', { top: -12, right: 12 });
+    }
   }
 
-  private addBadge(id: string, label: string, status: string): void {
+  private addBadge(id: string, label: string, status: string, position: object = { bottom: 4, left: -6 }): void {
     const badge = document.createElement('div');
     badge.className = `baton-step-badge baton-step-badge-${status}`;
     badge.textContent = label;
-    this.overlays.add(id, 'baton-step', { position: { bottom: 4, left: -6 }, html: badge });
+    this.overlays.add(id, 'baton-step', { position, html: badge });
   }
 }
 
