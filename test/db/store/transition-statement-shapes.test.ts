@@ -32,6 +32,11 @@ const PARTS: ((fx: Effects) => void)[] = [
   (fx) => fx.subscriptions.push({ stepId: 's1', kind: 'signal', name: 'n', correlationKey: null }),
   (fx) => fx.endedWaits.push('w2'),
   (fx) => fx.canceledTasks.push('x2'),
+  // a loop's next pass: x1 and fx1 are written again by their parts when present, r1 and rf1 only removed
+  (fx) => {
+    fx.resetSteps.push('x1', 'r1');
+    fx.resetFlows.push('fx1', 'rf1');
+  },
 ];
 // '-alone': the statement is its own transaction and frames its events itself
 // '-end': inside a transaction that frames at its end (frameTransitions): a batch of
@@ -125,7 +130,7 @@ describe('transition statement shapes', () => {
       client.release();
     }
     // without events or with an incident, '-alone' writes the same statement as without
-    expect(texts.size).toBeGreaterThan((1 << PARTS.length) * 6);
+    expect(texts.size).toBeGreaterThanOrEqual((1 << PARTS.length) * 6);
   }, 120_000);
 
   it('given a complete of a one-task instance, then its statement has only steps, flows, events and their frames, the instance row and the task', () => {
