@@ -97,6 +97,13 @@ function loopOf(
     for (const inner of graph.nodes.values()) if (inner.scope === id) add(inner.id);
   };
   for (const id of component) add(id);
+  // The events an event-based gateway of the body races belong to the pass, the ones leading out
+  // too: the pass waits for all of them, and the first to fire decides whether it goes back.
+  for (const id of [...steps]) {
+    const node = graph.nodes.get(id);
+    if (node?.kind !== 'eventBasedGateway') continue;
+    for (const target of node.outgoing.map((f) => flows.get(f)?.target)) if (target && graph.nodes.has(target)) add(target);
+  }
   const backFlows = head.incoming.filter((id) => !cut.has(id) && component.has(flows.get(id)?.source ?? ''));
   const exitFlows = graph.flows.filter((f) => steps.has(f.source) && !steps.has(f.target)).map((f) => f.id);
   const body = [...steps].map((id) => graph.nodes.get(id) as GraphNode);

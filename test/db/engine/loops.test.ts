@@ -58,6 +58,35 @@ beforeAll(async () => {
       ],
     ),
   );
+  // Each pass asks every reviewer of the list (multi-instance), then waits for a decision or a
+  // 0.3 s timeout in a race (event-based gateway); the timeout sends the list round again.
+  await deploy(
+    t.api,
+    buildBpmn(
+      'rounds',
+      [
+        { id: 's', type: 'startEvent' },
+        {
+          id: 'ask',
+          type: 'serviceTask',
+          topic: 'rounds-ask',
+          multiInstance: { collection: 'reviewers', elementVariable: 'reviewer' },
+        },
+        { id: 'race', type: 'eventBasedGateway' },
+        { id: 'decided', type: 'catchEvent', message: 'rounds-decided', correlationKey: 'roundId' },
+        { id: 'quiet', type: 'catchEvent', timer: { duration: 'PT0.3S' } },
+        { id: 'e', type: 'endEvent' },
+      ],
+      [
+        { from: 's', to: 'ask' },
+        { from: 'ask', to: 'race' },
+        { from: 'race', to: 'decided' },
+        { from: 'race', to: 'quiet' },
+        { from: 'decided', to: 'e' },
+        { id: 'again', from: 'quiet', to: 'ask' },
+      ],
+    ),
+  );
   // No default: a review that sets no verdict stops the pass in an incident at the gateway.
   await deploy(
     t.api,
@@ -293,5 +322,27 @@ describe('loops', () => {
     const { rows } = await t.db.pool.query('select 1 from subscriptions where instance_id = $1', [id]);
     expect(rows).toEqual([]);
     expect(count(await history(id), 'step:completed', 'review')).toBe(3);
+  });
+
+  it('given a multi-instance task and an event race in the body, each pass asks every element afresh and the timer of the race that lost is never armed again', async () => {
+    const id = await start(t.api, 'rounds', { variables: { reviewers: ['ann', 'bob'], roundId: 'round-1' } });
+    const firstRound = [await fetchOne(t.api, 'w', 'rounds-ask'), await fetchOne(t.api, 'w', 'rounds-ask')];
+    for (const task of firstRound) expect((await complete(t.api, task, 'w')).status).toBe(204);
+    // Nobody decides: the race's timer fires and the list goes round again.
+    const secondRound = [await fetchOne(t.api, 'w', 'rounds-ask'), await fetchOne(t.api, 'w', 'rounds-ask')];
+    expect(secondRound.map((x) => x.variables.reviewer).sort()).toEqual(['ann', 'bob']);
+    expect(secondRound.every((x) => x.scopePath === '/loop:ask#2')).toBe(true);
+    for (const task of secondRound) expect((await complete(t.api, task, 'w')).status).toBe(204);
+    const decided = await t.api.post('/api/messages', { name: 'rounds-decided', correlationKey: 'round-1', messageId: 'rd-1' });
+    expect(decided.body).toMatchObject({ status: 'matched', instanceId: id });
+    await waitForStatus(t.api, id, 'completed');
+    const { rows } = await t.db.pool.query<{ state: string }>(
+      'select state from timers where instance_id = $1 order by created_at',
+      [id],
+    );
+    expect(rows.map((r) => r.state)).toEqual(['fired', 'canceled']);
+    const events = await history(id);
+    expect(events.filter((e) => e.kind === 'loop:completed' && e.stepId === 'ask')).toHaveLength(2);
+    expect(events.find((e) => e.kind === 'loop:completed' && e.stepId === 'loop:ask')?.data).toEqual({ passes: 2 });
   });
 });
