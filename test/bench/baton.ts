@@ -8,6 +8,7 @@ import { startBatonServer, type BatonServer } from '../../runtime/server.ts';
 import { createHttpClient, type HttpClient } from '../../runtime/worker/http.ts';
 import {
   FANOUT_BRANCHES,
+  LOOP_PASSES,
   PICKUP_IDLE_MS,
   PRODUCERS,
   RUNS,
@@ -37,8 +38,8 @@ const size = sizes(quick);
 const TIMER_SPREAD_S = quick ? 1 : 60;
 /** BENCH_BATON_WORKLOADS=throughput,scale (both by default): for working on one of them */
 const workloads = new Set((process.env.BENCH_BATON_WORKLOADS ?? 'throughput,scale').split(','));
-/** BENCH_ROUND=single,chain,fanout,pickup,timers (all by default): the parts of each throughput round to run */
-const roundParts = new Set((process.env.BENCH_ROUND ?? 'single,chain,fanout,pickup,timers').split(','));
+/** BENCH_ROUND=single,chain,fanout,pickup,timers,loop (all by default): the parts of each throughput round to run */
+const roundParts = new Set((process.env.BENCH_ROUND ?? 'single,chain,fanout,pickup,timers,loop').split(','));
 
 const NS =
   'xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"';
@@ -62,6 +63,13 @@ const fanoutXml = definition(
   `<bpmn:startEvent id="start"/><bpmn:parallelGateway id="fork"/><bpmn:parallelGateway id="join"/><bpmn:endEvent id="end"/>` +
     branches.map((b) => `${task(`b${b}`, 'fan')}${flow(`in${b}`, 'fork', `b${b}`)}${flow(`out${b}`, `b${b}`, 'join')}`).join('') +
     `${flow('f0', 'start', 'fork')}${flow('f9', 'join', 'end')}`,
+);
+// Workload 8: one task per pass; the worker counts the passes in n, and the pass that counted LOOP_PASSES leaves.
+const loopXml = definition(
+  'bench-loop',
+  `<bpmn:startEvent id="start"/>${task('work', 'loop-work')}<bpmn:exclusiveGateway id="again" default="out"/><bpmn:endEvent id="end"/>` +
+    `${flow('f1', 'start', 'work')}${flow('f2', 'work', 'again')}${flow('out', 'again', 'end')}` +
+    `<bpmn:sequenceFlow id="back" sourceRef="again" targetRef="work"><bpmn:conditionExpression xsi:type="bpmn:tFormalExpression">= n &lt; ${LOOP_PASSES}</bpmn:conditionExpression></bpmn:sequenceFlow>`,
 );
 const timerXml = (key: string, at: string) =>
   definition(
@@ -87,6 +95,7 @@ interface Task {
   id: string;
   lockToken: string;
   topic?: string;
+  variables?: Record<string, unknown>;
 }
 
 // The clients speak HTTP through the worker SDK's client (node:http, kept-alive connections),
@@ -114,6 +123,8 @@ async function throughput(
   topics: string[],
   instances: number,
   tasksPerInstance: number,
+  /** what the worker completes each task with; nothing by default */
+  variablesOf?: (task: Task) => Record<string, unknown>,
 ): Promise<ThroughputRound> {
   const target = instances * tasksPerInstance;
   let done = 0;
@@ -145,7 +156,7 @@ async function throughput(
         // what one fetch brought is completed with one call and one commit (complete-batch)
         await post(`${url}/api/external-tasks/complete-batch`, {
           workerId: `bench-${w}`,
-          tasks: tasks.map((t) => ({ id: t.id, lockToken: t.lockToken })),
+          tasks: tasks.map((t) => ({ id: t.id, lockToken: t.lockToken, ...(variablesOf ? { variables: variablesOf(t) } : {}) })),
         });
         done += tasks.length;
         if (done >= target && tEnd === 0) {
@@ -434,6 +445,7 @@ async function main(): Promise<void> {
     single: [],
     chain: [],
     fanout: [],
+    loop: [],
     pickup: [],
     timers: [],
     checks: [],
@@ -445,7 +457,7 @@ async function main(): Promise<void> {
   const rounds = benchRounds();
   const runRounds = () =>
     withServer(dbUrl, async (server) => {
-      for (const xml of [singleXml, chainXml, fanoutXml]) await post(`${server.url}/api/definitions`, { xml });
+      for (const xml of [singleXml, chainXml, fanoutXml, loopXml]) await post(`${server.url}/api/definitions`, { xml });
       // BENCH_SETUP_SQL: a statement run once the definitions are in, for experiments (e.g. disabling a trigger)
       if (process.env.BENCH_SETUP_SQL) await db.query(process.env.BENCH_SETUP_SQL);
       if (rounds.includes(0) && process.env.BENCH_PARK_TIMER === '1') {
@@ -471,6 +483,15 @@ async function main(): Promise<void> {
         if (roundParts.has('fanout'))
           result.fanout!.push(
             await timed('fanout', () => throughput(server.url, admin, 'bench-fanout', ['fan'], size.fanout, FANOUT_BRANCHES)),
+          );
+        partial(result);
+        if (roundParts.has('loop'))
+          result.loop!.push(
+            await timed('loop', () =>
+              throughput(server.url, admin, 'bench-loop', ['loop-work'], size.loop, LOOP_PASSES, (t) => ({
+                n: Number(t.variables?.n ?? 0) + 1,
+              })),
+            ),
           );
         partial(result);
         if (roundParts.has('pickup')) result.pickup!.push(await timed('pickup', () => pickupLatency(server.url, size.pickups)));
@@ -501,6 +522,7 @@ async function main(): Promise<void> {
         has('fanout') * size.fanout,
         has('fanout') * size.fanout * FANOUT_BRANCHES,
       );
+      await checkExactlyOnce(result, db, 'bench-loop', has('loop') * size.loop, has('loop') * size.loop * LOOP_PASSES);
       const timers = has('timers') * size.timers;
       const {
         rows: [t],

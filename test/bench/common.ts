@@ -36,6 +36,8 @@ export interface Sizes {
   pickups: number;
   /** workload 5: timers, due spread over TIMER_SPREAD_S seconds */
   timers: number;
+  /** workload 8 (Baton only): instances of a loop of LOOP_PASSES passes, one task each */
+  loop: number;
   /** workload 6: preloaded completed and waiting instances; latency samples per round */
   scaleCompleted: number;
   scaleWaiting: number;
@@ -48,6 +50,7 @@ export const FULL: Sizes = {
   fanout: 500,
   pickups: 500,
   timers: 10_000,
+  loop: 50,
   scaleCompleted: 1_000_000,
   scaleWaiting: 100_000,
   scaleSamples: 300,
@@ -58,6 +61,7 @@ export const QUICK: Sizes = {
   fanout: 10,
   pickups: 20,
   timers: 150,
+  loop: 3,
   scaleCompleted: 10_000,
   scaleWaiting: 1_000,
   scaleSamples: 20,
@@ -78,6 +82,7 @@ export const sizes = (quick: boolean): Sizes => {
     fanout: override('fanout'),
     pickups: override('pickups'),
     timers: override('timers'),
+    loop: override('loop'),
   };
 };
 
@@ -85,6 +90,8 @@ export const sizes = (quick: boolean): Sizes => {
 export const PRODUCERS = 16;
 export const WORKERS = 8;
 export const FANOUT_BRANCHES = 10;
+/** workload 8: the passes of each loop instance (a task each; the worker counts them in `n`) */
+export const LOOP_PASSES = 100;
 /**
  * Workload 4: the quiet time before each start, the same for every system, so that each
  * pickup starts from an idle system (a parked long poll, a worker waiting on LISTEN) and
@@ -213,6 +220,8 @@ export interface SystemResult {
   single?: ThroughputRound[];
   chain?: ThroughputRound[];
   fanout?: ThroughputRound[];
+  /** workload 8, Baton only: a loop of LOOP_PASSES passes */
+  loop?: ThroughputRound[];
   pickup?: { p50: number; p99: number }[];
   timers?: { p50: number; p99: number; max: number; count: number }[];
   scale?: {

@@ -17,6 +17,7 @@ import { startBatonServer } from '../../runtime/server.ts';
 import { startEmbeddedPostgres } from '../../runtime/store/embedded.ts';
 import {
   FANOUT_BRANCHES,
+  LOOP_PASSES,
   PICKUP_IDLE_MS,
   PRODUCERS,
   RUNS,
@@ -129,7 +130,7 @@ function plan(systems: SystemRun[], batonWorkloads: Set<string>): Turn[] {
   return turns;
 }
 
-const ROUND_PARTS = ['single', 'chain', 'fanout', 'pickup', 'timers'] as const;
+const ROUND_PARTS = ['single', 'chain', 'fanout', 'loop', 'pickup', 'timers'] as const;
 
 /** A system's result so far with one more child's added: rounds appended, checks kept, notes once. */
 function merge(into: SystemResult | undefined, part: SystemResult): SystemResult {
@@ -380,7 +381,7 @@ function printTable(t: TableInput): void {
       }),
     ]);
   };
-  const throughputRows = (n: string, key: 'single' | 'chain' | 'fanout', unit: string, steps: number) => {
+  const throughputRows = (n: string, key: 'single' | 'chain' | 'fanout' | 'loop', unit: string, steps: number) => {
     row(`${n} ${unit}/s`, (r) => med(r[key], (x) => x.perSec));
     if (steps > 1) row(`${n} steps/s`, (r) => med(r[key], (x) => x.stepsPerSec));
     ratioRow(`${n} Baton ÷ system`, (r) => med(r[key], (x) => x.perSec));
@@ -392,6 +393,7 @@ function printTable(t: TableInput): void {
   throughputRows(`1. single task, ${fmt(size.single)}:`, 'single', 'instances (jobs)', 1);
   throughputRows(`2. three steps, ${fmt(size.chain)}:`, 'chain', 'instances (chains)', 3);
   throughputRows(`3. fan-out ${FANOUT_BRANCHES}, ${fmt(size.fanout)}:`, 'fanout', 'instances', FANOUT_BRANCHES);
+  throughputRows(`8. loop of ${LOOP_PASSES} passes (Baton only), ${fmt(size.loop)}:`, 'loop', 'instances', LOOP_PASSES);
   row(
     `4. pickup p50 (ms), ${size.pickups} starts`,
     (r) => (r.pickup?.length ? median(r.pickup.map((x) => x.p50)) : undefined),
@@ -504,6 +506,7 @@ function printTable(t: TableInput): void {
       ['single/s', perRound(r.single, (x) => x.perSec)],
       ['chains/s', perRound(r.chain, (x) => x.perSec)],
       ['fan-out/s', perRound(r.fanout, (x) => x.perSec)],
+      ['loop passes/s', perRound(r.loop, (x) => x.stepsPerSec)],
       ['pickup p99 ms', perRound(r.pickup, (x) => x.p99, 1)],
       ['timer p50 ms', perRound(r.timers, (x) => x.p50, 1)],
       ['timer p99 ms', perRound(r.timers, (x) => x.p99, 1)],
