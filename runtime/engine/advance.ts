@@ -2,7 +2,7 @@
 // dead-path elimination", loops one pass at a time): given the resolved flows and reached steps
 // of one instance, compute what a transition changes. No I/O: the store writes the returned
 // Effects in one statement.
-import type { CycleSpec, MultiInstanceSpec, Plan, PlanStep } from '../compiler/plan.ts';
+import type { MultiInstanceSpec, Plan, PlanStep } from '../compiler/plan.ts';
 import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
 import { evaluateList, evaluateValue } from './loops.ts';
 import { firstDue } from '../shared/timers.ts';
@@ -11,14 +11,8 @@ import { decideOutgoing } from './gateway-decisions.ts';
 import { mapInputs, type InputsResult } from './io-mappings.ts';
 import { indexPlan } from './plan-index.ts';
 import type { FlowState, IncidentKind, StepStatus } from '../model/vocabulary.ts';
-import {
-  type Effects,
-  type InstanceState,
-  type LoopState,
-  type NewEvent,
-  type PassState,
-  type Variables,
-} from '../model/effects.ts';
+import { type Effects, type InstanceState, type LoopState, type NewEvent, type Variables } from '../model/effects.ts';
+import { scopePathOf, settleLoops, startPass, type PassMoves } from './loop-passes.ts';
 
 /**
  * Lets the new instance's token leave its start event: the given one (a timer start
@@ -161,7 +155,7 @@ function setStep(state: InstanceState, fx: Effects, stepId: string, status: Step
 function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects, resumed = false): void {
   if (fx.terminated) return;
   const cycle = indexPlan(plan).loopOfHead.get(step.id);
-  if (cycle && state.steps[cycle.id] !== 'active') startPass(plan, cycle, 1, state, fx);
+  if (cycle && state.steps[cycle.id] !== 'active') startPass(cycle, 1, state, fx, passMoves(plan, state, vars, fx));
   if (step.kind === 'serviceTask' && step.task && step.multiInstance) {
     const loop = elementsOf(state, step.id);
     if (resumed && loop) {
@@ -538,7 +532,7 @@ function resolveFlows(plan: Plan, from: PlanStep, taken: string[], state: Instan
   const touched = new Set<string>(from.inLoop !== undefined ? [from.inLoop] : []);
   for (const flowId of from.outgoing) markFlow(plan, flowId, taken.includes(flowId) ? 'taken' : 'skipped', state, fx, queue);
   propagate(plan, queue, touched, state, vars, fx);
-  settleLoops(plan, touched, state, vars, fx);
+  if (touched.size > 0) settleLoops(plan, touched, state, fx, passMoves(plan, state, vars, fx));
   settleScope(plan, from.scope, state, vars, fx);
 }
 
@@ -586,114 +580,12 @@ function pushEvent(plan: Plan, state: InstanceState, fx: Effects, event: NewEven
   fx.events.push(where.scopePath === undefined ? event : { ...event, data: { ...event.data, ...where } });
 }
 
-/** The pass a loop runs, 1 for the first. */
-function passOf(state: InstanceState, loopId: string): number {
-  const stored = state.loops?.[loopId];
-  return stored && 'pass' in stored ? stored.pass : 1;
-}
-
-function startPass(plan: Plan, loop: PlanStep, pass: number, state: InstanceState, fx: Effects): void {
-  const progress: PassState = { pass };
-  (state.loops ??= {})[loop.id] = progress;
-  fx.loops[loop.id] = progress;
-  setStep(state, fx, loop.id, 'active');
-  pushEvent(plan, state, fx, { kind: 'loop:pass_started', stepId: loop.id, data: { pass } });
-}
-
-/** Where a step runs: the passes of the loops around it, outermost first; nothing at the top. */
-function scopePathOf(plan: Plan, step: PlanStep, state: InstanceState): { scopePath?: string } {
-  const parts: string[] = [];
-  for (let at = step.inLoop; at !== undefined; at = stepById(plan, at).inLoop) parts.unshift(`${at}#${passOf(state, at)}`);
-  return parts.length === 0 ? {} : { scopePath: `/${parts.join('/')}` };
-}
-
-/**
- * Loops whose body changed, innermost first: a loop whose pass has no open step left
- * either starts its next pass at its head (a back flow was taken) or ends, letting its
- * exit flows move the token on as the last pass resolved them.
- */
-function settleLoops(plan: Plan, touched: Set<string>, state: InstanceState, vars: Variables, fx: Effects): void {
-  const depth = (id: string): number => {
-    let d = 0;
-    for (let at = stepById(plan, id).inLoop; at !== undefined; at = stepById(plan, at).inLoop) d++;
-    return d;
+/** What a loop's pass needs of this module: run a step, evaluate steps, set a status, record an event. */
+function passMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): PassMoves {
+  return {
+    activate: (step) => activateStep(plan, step, state, vars, fx),
+    propagate: (queue, touched) => propagate(plan, queue, touched, state, vars, fx),
+    setStep: (stepId, status) => setStep(state, fx, stepId, status),
+    event: (event) => pushEvent(plan, state, fx, event),
   };
-  while (touched.size > 0 && !fx.terminated) {
-    const loopId = [...touched].sort((a, b) => depth(b) - depth(a))[0] as string;
-    touched.delete(loopId);
-    const loop = stepById(plan, loopId);
-    const cycle = loop.cycle;
-    const status = state.steps[loop.id];
-    if (!cycle || (status !== undefined && status !== 'active') || state.steps[cycle.head] === undefined) continue;
-    if (cycle.steps.some((id) => passOpenAt(plan, id, state))) continue;
-    if (cycle.backFlows.some((f) => state.flows[f] === 'taken')) {
-      nextPass(plan, loop, cycle, state, vars, fx);
-    } else {
-      endLoop(plan, loop, cycle, touched, state, vars, fx);
-    }
-  }
-}
-
-/** A step keeps its pass open while it runs, waits in an incident, or has ended with outputs not yet resolved. */
-function passOpenAt(plan: Plan, stepId: string, state: InstanceState): boolean {
-  const status = state.steps[stepId];
-  if (status === 'active' || status === 'incident') return true;
-  if (status !== 'completed' && status !== 'skipped') return false;
-  return stepById(plan, stepId).outgoing.some((f) => state.flows[f] === undefined);
-}
-
-function nextPass(plan: Plan, loop: PlanStep, cycle: CycleSpec, state: InstanceState, vars: Variables, fx: Effects): void {
-  const index = indexPlan(plan);
-  const pass = passOf(state, loop.id) + 1;
-  const inner = plan.steps
-    .filter((s) => s !== loop && s.cycle !== undefined && cycle.steps.includes(s.cycle.head))
-    .map((s) => s.id);
-  const steps = new Set([...cycle.steps, ...inner]);
-  const flows = new Set(plan.flows.filter((f) => cycle.steps.includes(f.source)).map((f) => f.id));
-  // Fresh states for the body: what this transition wrote of the pass before is history only.
-  for (const id of steps) {
-    delete state.steps[id];
-    delete state.loops?.[id];
-    delete fx.loops[id];
-  }
-  for (const id of flows) delete state.flows[id];
-  fx.steps = fx.steps.filter((x) => !steps.has(x.stepId));
-  fx.flows = fx.flows.filter((x) => !flows.has(x.flowId));
-  // Waits of the pass before are ended by the reset (resetSteps); waits this transition started
-  // and ended in that pass are never written; the new pass's waits are its own.
-  fx.endedWaits = fx.endedWaits.filter((id) => !steps.has(id));
-  fx.timers = fx.timers.filter((x) => !steps.has(x.stepId));
-  fx.subscriptions = fx.subscriptions.filter((x) => !steps.has(x.stepId));
-  if (state.completedOrder) state.completedOrder = state.completedOrder.filter((id) => !steps.has(id));
-  fx.resetSteps.push(...steps);
-  fx.resetFlows.push(...flows);
-  startPass(plan, loop, pass, state, fx);
-  activateStep(plan, index.steps.get(cycle.head) as PlanStep, state, vars, fx);
-}
-
-function endLoop(
-  plan: Plan,
-  loop: PlanStep,
-  cycle: CycleSpec,
-  touched: Set<string>,
-  state: InstanceState,
-  vars: Variables,
-  fx: Effects,
-): void {
-  const ran = state.steps[loop.id] === 'active';
-  setStep(state, fx, loop.id, ran ? 'completed' : 'skipped');
-  if (ran) {
-    fx.loops[loop.id] = { pass: passOf(state, loop.id) };
-    pushEvent(plan, state, fx, { kind: 'loop:completed', stepId: loop.id, data: { passes: passOf(state, loop.id) } });
-  } else {
-    pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: loop.id });
-  }
-  // An exit flow that leaves the enclosing loop too waits for that loop's end.
-  const parent = loop.inLoop !== undefined ? stepById(plan, loop.inLoop).cycle : undefined;
-  const queue = cycle.exitFlows
-    .filter((f) => state.flows[f] !== undefined)
-    .map((f) => indexPlan(plan).flows.get(f)?.target ?? '')
-    .filter((target) => parent === undefined || parent.steps.includes(target));
-  if (loop.inLoop !== undefined) touched.add(loop.inLoop);
-  propagate(plan, queue, touched, state, vars, fx);
 }
