@@ -25,6 +25,7 @@ import { socketAuthorizer } from './stream/socket-auth.ts';
 import { startSweeper, type Sweeper } from './scheduler/sweeper.ts';
 import { exhaustExpiredLease } from './engine/tasks.ts';
 import { startTimerScheduler, type TimerScheduler } from './scheduler/timer-scheduler.ts';
+import { startCallReturns } from './engine/call-returns.ts';
 import { eventsRouter } from './api/events-routes.ts';
 import { createPool } from './store/db.ts';
 import { flushNotifications } from './store/notifications.ts';
@@ -49,6 +50,8 @@ export interface BatonServerOptions {
   host: string;
   log: Logger;
   sweepIntervalMs?: number;
+  /** how often call returns written by other nodes are looked for (ms) */
+  callReturnIntervalMs?: number;
   engine?: Partial<EngineOptions>;
   /** JSON body limit */
   jsonLimit?: string;
@@ -114,6 +117,8 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   // Sleeps no longer than a poll waits between re-checks: a notification lost with a node that died before relaying it costs at most that.
   const timers = startTimerScheduler(engine, opts.log, { maxSleepMs: SAFETY_RECHECK_MS, batchSize: 500 });
   parkedPolls.onTimerCreated(() => timers.poke());
+  // A child's end written by another node reaches this one within that long (its own, at once).
+  const callReturns = startCallReturns(engine, opts.log, { intervalMs: opts.callReturnIntervalMs ?? 250 });
   const retention = startRetention(pool, opts.log, opts.retention ?? { days: 0, intervalMs: 3_600_000 });
 
   const app = express();
@@ -190,6 +195,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
         closeHttp(http, sockets, (opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS) / 2),
         sweeper.stop(),
         timers.stop(),
+        callReturns.stop(),
         retention.stop(),
       ]);
       await Promise.all([frameHub.stop(), progress.close(), tokenChanges.stop(), engine.fetchActivity.close()]);

@@ -66,6 +66,12 @@ export function instancesRouter(engine: Engine): Router {
   router.post('/:id/cancel', async (req, res) => {
     const result = await cancelInstance(engine, requireUuid(req.params.id, 'instance'));
     if (!result.ok && result.reason === 'not_found') throw new BatonError('not_found', `No instance with id "${req.params.id}"`);
+    if (!result.ok && result.reason === 'called')
+      throw new BatonError(
+        'conflict',
+        `Instance ${req.params.id} was started by call activity ${result.parentStepId} of instance ${result.parentInstanceId}: cancel that instance, and its cancel ends this one`,
+        { parentInstanceId: result.parentInstanceId, parentStepId: result.parentStepId },
+      );
     if (!result.ok)
       throw new BatonError('conflict', `Instance ${req.params.id} already ended (${result.status ?? ''}); nothing to cancel`, {
         status: result.status,

@@ -45,6 +45,26 @@ export function instanceDetailView(d: InstanceDetail) {
     flows: d.flows.map((f) => ({ flowId: f.flow_id, state: f.state })),
     tasks: d.openTasks.map(taskView),
     incidents: d.openIncidents.map(incidentView),
+    ...(i.parent_instance_id
+      ? {
+          parent: {
+            instanceId: i.parent_instance_id,
+            stepId: i.parent_step_id,
+            ...(i.parent_scope_path && i.parent_scope_path !== '/' ? { scopePath: i.parent_scope_path } : {}),
+          },
+        }
+      : {}),
+    // A child's open incidents show on the parent here, next to the call activity that waits for it.
+    calledInstances: d.calledInstances.map((c) => ({
+      instanceId: c.id,
+      stepId: c.step_id,
+      ...(c.scope_path !== '/' ? { scopePath: c.scope_path } : {}),
+      generation: c.generation,
+      definitionKey: c.definition_key,
+      definitionVersion: c.definition_version,
+      status: c.status,
+      openIncidents: c.open_incidents,
+    })),
   };
 }
 

@@ -2,7 +2,17 @@
 import type { ProcessGraph } from './graph.ts';
 import type { BpmnElement } from './model.ts';
 import type { ParsedDocument } from './parse.ts';
-import type { Diagnostic, FlowCondition, IoSpec, MultiInstanceSpec, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
+import type {
+  CallSpec,
+  Diagnostic,
+  FlowCondition,
+  IoSpec,
+  MultiInstanceSpec,
+  Plan,
+  PlanFlow,
+  PlanStep,
+  TaskSpec,
+} from './plan.ts';
 import { subProcessStarts } from './checks.ts';
 import type { EventSpecs } from './events.ts';
 import { readTaskSpec } from './task-spec.ts';
@@ -35,6 +45,7 @@ export function buildPlan(
   loops: Map<string, MultiInstanceSpec> = new Map(),
   cycles: readonly LoopScope[] = [],
   io: Map<string, IoSpec> = new Map(),
+  calls: Map<string, CallSpec> = new Map(),
 ): Plan {
   const steps: PlanStep[] = [];
   const starts = subProcessStarts(graph);
@@ -60,6 +71,7 @@ export function buildPlan(
       ...(node.kind === 'errorEndEvent' ? { throwError: { ...events.errors.get(node.id) } } : {}),
       ...(loops.has(node.id) ? { multiInstance: structuredClone(loops.get(node.id)!) } : {}),
       ...(io.has(node.id) ? { io: structuredClone(io.get(node.id)!) } : {}),
+      ...(calls.has(node.id) ? { call: structuredClone(calls.get(node.id)!) } : {}),
       ...optional('inLoop', inLoop(node.id)),
     });
   }

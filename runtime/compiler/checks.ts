@@ -99,6 +99,7 @@ const KIND_LABELS: Record<string, string> = {
   compensationThrow: 'Compensation event',
   subProcess: 'Subprocess',
   errorEndEvent: 'Error end event',
+  callActivity: 'Call activity',
 };
 
 export function describeKind(kind: string): string {

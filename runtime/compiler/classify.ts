@@ -17,7 +17,7 @@ interface BpmnEventBasedGateway extends BpmnFlowNode {
 }
 
 const SUPPORTED =
-  'Baton runs none, timer, message and signal start events, none, terminate and error end events, embedded subprocesses, external service tasks, exclusive, inclusive, parallel and event-based gateways, timer/message/signal intermediate catch events and timer/message/signal/error/compensation boundary events on service tasks and subprocesses, compensation handlers and compensation throw and end events';
+  'Baton runs none, timer, message and signal start events, none, terminate and error end events, embedded subprocesses, call activities, external service tasks, exclusive, inclusive, parallel and event-based gateways, timer/message/signal intermediate catch events and timer/message/signal/error/compensation boundary events on service tasks, subprocesses and call activities, compensation handlers and compensation throw and end events';
 
 const CATCH_TRIGGERS = ['bpmn:TimerEventDefinition', 'bpmn:MessageEventDefinition', 'bpmn:SignalEventDefinition'];
 const START_TRIGGERS = CATCH_TRIGGERS;
@@ -56,6 +56,8 @@ export function classifyNode(node: BpmnFlowNode): Classification {
         : refuse(node, 'only compensation intermediate throw events are supported');
     case 'bpmn:ServiceTask':
       return classifyServiceTask(node);
+    case 'bpmn:CallActivity':
+      return { supported: true, kind: StepKind.callActivity };
     case 'bpmn:SubProcess':
       if (node.triggeredByEvent)
         return refuse(node, 'event subprocesses are not supported; use a boundary event on an embedded subprocess or task');

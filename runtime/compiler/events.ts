@@ -221,11 +221,11 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
   const hostId = node.element.attachedToRef?.id;
   const host = hostId ? graph.nodes.get(hostId) : undefined;
   const interrupting = node.element.cancelActivity !== false;
-  if (!host || (host.kind !== 'serviceTask' && host.kind !== 'subProcess')) {
+  if (!host || (host.kind !== 'serviceTask' && host.kind !== 'subProcess' && host.kind !== 'callActivity')) {
     specs.diagnostics.push(
       errorAt(
         node.id,
-        `Boundary event ${label} must be attached to a service task or an embedded subprocess${hostId ? ` (it sits on ${hostId})` : ''}`,
+        `Boundary event ${label} must be attached to a service task, an embedded subprocess or a call activity${hostId ? ` (it sits on ${hostId})` : ''}`,
       ),
     );
     return;

@@ -15,6 +15,7 @@ import { checkUnrunSettings } from './unrun-settings.ts';
 import { readMultiInstances } from './multi-instance.ts';
 import { findLoopScopes } from './loop-scopes.ts';
 import { readIoMappings } from './io-mappings.ts';
+import { readCallActivities } from './call-activities.ts';
 
 export { fingerprintPlan } from './fingerprint.ts';
 export type { CompileOptions, CompileResult, Diagnostic, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
@@ -61,6 +62,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const loops = readMultiInstances(graph, [document.definitions, process]);
   const cycles = findLoopScopes(graph);
   const io = readIoMappings(graph);
+  const calls = readCallActivities(graph);
   const diagnostics: Diagnostic[] = [
     ...parsed.diagnostics,
     ...extractDiagnostics,
@@ -69,14 +71,25 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     ...events.diagnostics,
     ...loops.diagnostics,
     ...io.diagnostics,
+    ...calls.diagnostics,
     ...checkGraph(graph, document.unresolved),
     ...cycles.diagnostics,
-    ...checkUnrunSettings(process, document.definitions, io.runs),
+    ...checkUnrunSettings(process, document.definitions, new Set([...io.runs, ...calls.mapped])),
   ];
   // Soundness reasons over well-formed loop bodies of supported steps only.
   if (!hasErrors(diagnostics)) diagnostics.push(...checkSoundness(graph, cycles.loops));
   if (hasErrors(diagnostics)) return { ok: false, diagnostics };
-  const plan = buildPlan(graph, process.name, tasks.specs, conditions.conditions, events, loops.loops, cycles.loops, io.io);
+  const plan = buildPlan(
+    graph,
+    process.name,
+    tasks.specs,
+    conditions.conditions,
+    events,
+    loops.loops,
+    cycles.loops,
+    io.io,
+    calls.calls,
+  );
   return { ok: true, plan, fingerprint: fingerprintPlan(plan), warnings: diagnostics };
 }
 

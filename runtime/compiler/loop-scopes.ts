@@ -119,11 +119,13 @@ function loopOf(
       );
   }
   // An element Baton does not run is refused on its own; it may well be one that waits.
-  if (!body.some((n) => n.kind === 'serviceTask' || n.kind === 'catchEvent' || n.kind === undefined)) {
+  if (
+    !body.some((n) => n.kind === 'serviceTask' || n.kind === 'catchEvent' || n.kind === 'callActivity' || n.kind === undefined)
+  ) {
     diagnostics.push(
       errorAt(
         head.id,
-        `The loop through ${names} has no step that waits (a service task or a catch event): each pass would end at once and the loop would spin. Add the task or the event the loop repeats`,
+        `The loop through ${names} has no step that waits (a service task, a call activity or a catch event): each pass would end at once and the loop would spin. Add the task or the event the loop repeats`,
       ),
     );
   }

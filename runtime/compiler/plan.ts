@@ -31,6 +31,8 @@ export const StepKind = {
   errorEndEvent: 'errorEndEvent',
   /** a cycle of sequence flows (id `loop:<head>`): its body runs once per pass, from its head (see `cycle`) */
   loop: 'loop',
+  /** call activity: starts an instance of another process and waits until it ends (see `call`) */
+  callActivity: 'callActivity',
 } as const;
 export type StepKind = (typeof StepKind)[keyof typeof StepKind];
 
@@ -95,6 +97,29 @@ export interface IoSpec {
   outputs: IoMapping[];
 }
 
+/**
+ * What a call activity calls and which variables cross. Both dialects compile to this: Camunda 7's
+ * calledElement with camunda:in/out, Zeebe's zeebe:calledElement with its propagate flags and
+ * zeebe:ioMapping.
+ */
+export interface CallSpec {
+  /** the called process id (definition key), or FEEL that yields it when the step starts */
+  process: { key: string } | { feel: string; source: string };
+  /** latest: the newest version when the step starts; version: exactly `version` */
+  binding: 'latest' | 'version';
+  version?: number;
+  /** the child starts with every variable the parent sees */
+  inAll: boolean;
+  /** child variables: FEEL over the parent's variables, applied over inAll's */
+  inputs: IoMapping[];
+  /** every variable of the ended child comes back (absent outputs) */
+  outAll: boolean;
+  /** parent variables: FEEL over the ended child's variables */
+  outputs: IoMapping[];
+  /** the child gets the parent's business key */
+  businessKey: boolean;
+}
+
 export interface BoundarySpec {
   /** the service task or subprocess the event is attached to */
   attachedTo: string;
@@ -141,6 +166,8 @@ export interface PlanStep {
   inLoop?: string;
   /** set for loop steps */
   cycle?: CycleSpec;
+  /** set for call activities */
+  call?: CallSpec;
 }
 
 /** A loop's body: a pass starts at the head with fresh step and flow states. */

@@ -9,6 +9,7 @@ import { firstDue } from '../shared/timers.ts';
 import { startCompensationThrow } from './compensate.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
 import { mapInputs, type InputsResult } from './io-mappings.ts';
+import { prepareCall } from './call-variables.ts';
 import { indexPlan } from './plan-index.ts';
 import type { FlowState, IncidentKind, StepStatus } from '../model/vocabulary.ts';
 import { type Effects, type InstanceState, type LoopState, type NewEvent, type Variables } from '../model/effects.ts';
@@ -30,10 +31,17 @@ export function startPlan(plan: Plan, state: InstanceState, vars: Variables, fx:
 }
 
 /** Completes a waiting step (a task) and moves the token on; its boundary events that did not fire are skipped. */
-export function completeStep(plan: Plan, stepId: string, state: InstanceState, vars: Variables, fx: Effects): void {
+export function completeStep(
+  plan: Plan,
+  stepId: string,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  data?: Record<string, unknown>,
+): void {
   const step = stepById(plan, stepId);
   setStep(state, fx, step.id, 'completed');
-  pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id });
+  pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, ...(data ? { data } : {}) });
   skipOpenBoundaries(plan, step, state, vars, fx);
   leaveStep(plan, step, state, vars, fx);
 }
@@ -61,6 +69,7 @@ export function fireWait(
     if (state.steps[host.id] !== 'active' && state.steps[host.id] !== 'incident') return false;
     setStep(state, fx, host.id, 'canceled');
     fx.canceledTasks.push(host.id);
+    if (host.kind === 'callActivity') fx.canceledCalls.push(host.id);
     pushEvent(plan, state, fx, { kind: 'step:canceled', stepId: host.id, data: { by: step.id } });
     if (host.kind === 'subProcess') cancelScope(plan, host.id, step.id, state, fx);
   }
@@ -182,6 +191,22 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   }
   if (step.kind === 'catchEvent') {
     startWait(plan, step, state, vars, fx);
+    return;
+  }
+  if (step.kind === 'callActivity' && step.call) {
+    const call = prepareCall(step, vars);
+    if (!call.ok) return raiseIncident(plan, state, fx, step.id, 'call_activity', call.message, call.details);
+    setStep(state, fx, step.id, 'active');
+    fx.calls.push({
+      stepId: step.id,
+      key: call.key,
+      ...(step.call.binding === 'version' && step.call.version !== undefined ? { version: step.call.version } : {}),
+      variables: call.variables,
+      businessKey: step.call.businessKey,
+      ...scopePathOf(plan, step, state),
+    });
+    pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id, data: { calls: call.key } });
+    for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
     return;
   }
   if (step.kind === 'subProcess' && step.subProcess) {
@@ -445,6 +470,10 @@ function settleLoop(plan: Plan, step: PlanStep, loop: LoopState, state: Instance
 function throwError(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
   const code = step.throwError?.errorCode;
   const boundary = findErrorBoundary(plan, step.scope, code, state);
+  if (boundary?.wait?.trigger !== 'error' && state.calledBy !== undefined) {
+    throwToParent(plan, step.id, code ?? null, null, state, fx);
+    return;
+  }
   if (boundary?.wait?.trigger !== 'error') {
     raiseIncident(
       plan,
@@ -467,6 +496,43 @@ function throwError(plan: Plan, step: PlanStep, state: InstanceState, vars: Vari
   fireWait(plan, boundary.id, state, vars, fx, { errorCode: code ?? null, thrownBy: step.id });
 }
 
+/**
+ * A BPMN error nothing in this instance catches, in an instance a call activity started: the
+ * step that threw it ends, the instance ends (its open work canceled) and the error goes to the
+ * call activity, where the parent's boundaries may catch it.
+ */
+export function throwToParent(
+  plan: Plan,
+  stepId: string,
+  errorCode: string | null,
+  errorMessage: string | null,
+  state: InstanceState,
+  fx: Effects,
+): void {
+  setStep(state, fx, stepId, 'completed');
+  pushEvent(plan, state, fx, { kind: 'step:completed', stepId, data: { errorCode, thrownTo: state.calledBy } });
+  fx.thrownError = { stepId, errorCode, errorMessage };
+  fx.terminated = true;
+}
+
+/**
+ * A call activity that could not start its child (the called process or version is not
+ * deployed, its business key is taken): the step activated in this transition stops in an
+ * incident instead; its boundaries stay armed, as on a failed task.
+ */
+export function failCall(
+  plan: Plan,
+  stepId: string,
+  state: InstanceState,
+  fx: Effects,
+  message: string,
+  details: Record<string, unknown>,
+): void {
+  fx.calls = fx.calls.filter((c) => c.stepId !== stepId);
+  fx.steps = fx.steps.filter((s) => s.stepId !== stepId);
+  raiseIncident(plan, state, fx, stepId, 'call_activity', message, details);
+}
+
 /** Cancels every open step inside a subprocess, nested ones too: tasks unfetchable, waits ended. */
 function cancelScope(plan: Plan, scopeId: string, by: string, state: InstanceState, fx: Effects): void {
   for (const child of indexPlan(plan).children.get(scopeId) ?? []) {
@@ -477,6 +543,7 @@ function cancelScope(plan: Plan, scopeId: string, by: string, state: InstanceSta
     // canceledTasks also resolves the step's open incident
     if (child.kind === 'serviceTask' || status === 'incident') fx.canceledTasks.push(child.id);
     if (child.kind === 'catchEvent' || child.kind === 'boundaryEvent') fx.endedWaits.push(child.id);
+    if (child.kind === 'callActivity') fx.canceledCalls.push(child.id);
     if (child.kind === 'subProcess') cancelScope(plan, child.id, by, state, fx);
   }
 }
@@ -502,7 +569,7 @@ function skipOpenBoundaries(plan: Plan, host: PlanStep, state: InstanceState, va
   }
 }
 
-function raiseIncident(
+export function raiseIncident(
   plan: Plan,
   state: InstanceState,
   fx: Effects,

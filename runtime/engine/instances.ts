@@ -64,6 +64,10 @@ async function startOptimistically(engine: Engine, req: StartInstanceRequest): P
     created_at: new Date(0),
     updated_at: new Date(0),
     ended_at: null,
+    parent_instance_id: null,
+    parent_step_id: null,
+    parent_scope_path: null,
+    parent_generation: null,
     state: { flows: {}, steps: {} },
   };
   const fx = emptyEffects();
@@ -148,7 +152,9 @@ export async function startInTransaction(
 }
 
 export type CancelInstanceResult =
-  { ok: true; status: InstanceStatus } | { ok: false; reason: 'not_found' | 'already_ended'; status?: InstanceStatus };
+  | { ok: true; status: InstanceStatus }
+  | { ok: false; reason: 'not_found' | 'already_ended'; status?: InstanceStatus }
+  | { ok: false; reason: 'called'; parentInstanceId: string; parentStepId: string };
 
 /** Cancels a running instance: its open tasks become unfetchable and late results get a conflict. */
 export async function cancelInstance(engine: Engine, instanceId: string): Promise<CancelInstanceResult> {
@@ -158,6 +164,14 @@ export async function cancelInstance(engine: Engine, instanceId: string): Promis
     if (instance.status === 'completed' || instance.status === 'canceled' || instance.status === 'compensated') {
       return { ok: false, reason: 'already_ended', status: instance.status };
     }
+    // A called instance ends with its call activity: cancel the parent, whose cancel reaches it.
+    if (instance.parent_instance_id)
+      return {
+        ok: false,
+        reason: 'called',
+        parentInstanceId: instance.parent_instance_id,
+        parentStepId: instance.parent_step_id ?? '',
+      };
     const status = await commitTransition(tx, instance, emptyEffects(), instance.variables, { status: 'canceled' });
     return { ok: true, status };
   });

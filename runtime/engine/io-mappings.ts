@@ -72,7 +72,7 @@ function topName(target: string): string {
  * Sets `target` in `into`. A dotted path starts from the object already in `into`, else the one
  * in `from` (copied, never changed in place), else an empty object; a non-object on the way is replaced.
  */
-function assignPath(into: Variables, target: string, value: unknown, from: Variables): void {
+export function assignPath(into: Variables, target: string, value: unknown, from: Variables): void {
   const path = target.split('.');
   const head = path[0] as string;
   if (path.length === 1) {

@@ -8,7 +8,7 @@ import { resumeStep } from './advance.ts';
 import { indexPlan } from './plan-index.ts';
 import { emptyEffects, type Effects, type InstanceState, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
-import { commitTransition } from './transition.ts';
+import { cancelChildren, commitTransition } from './transition.ts';
 import type { InstanceStatus } from '../model/vocabulary.ts';
 import { withTransaction } from '../store/db.ts';
 import { endFrameGeneration } from '../store/frames.ts';
@@ -33,6 +33,7 @@ export async function replayInstance(engine: Engine, instanceId: string): Promis
     // Old work first: cancelling waits for a fetch that holds a task row, and that
     // fetch may need the old generation's frame head, taken last below.
     await cancelOpenWork(tx, instance.id);
+    await cancelChildren(tx, instance.id, null);
     await resetForReplay(tx, { instanceId: instance.id, keepSteps: [...kept.steps], keepFlows: [...kept.flows] });
     const generation = await bumpGeneration(tx, instance.id, instance.generation);
     if (generation === null) throw new Error(`Instance ${instance.id} changed generation under its lock`);

@@ -5,7 +5,7 @@
 // (completeTasks) writes the optimistic path's statements in one locked transaction.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import { resultVariables } from './io-mappings.ts';
-import { completeLoopElement, completeStep, deriveStatus, findErrorBoundary, fireWait } from './advance.ts';
+import { completeLoopElement, completeStep, deriveStatus, findErrorBoundary, fireWait, throwToParent } from './advance.ts';
 import { emptyEffects, type Effects, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition, needsCommitTransition } from './transition.ts';
@@ -425,6 +425,13 @@ export async function reportBpmnError(engine: Engine, req: BpmnErrorRequest): Pr
       if (boundary.wait.errorCodeVariable) variables[boundary.wait.errorCodeVariable] = req.errorCode;
       if (boundary.wait.errorMessageVariable) variables[boundary.wait.errorMessageVariable] = req.errorMessage ?? null;
       fireWait(plan, boundary.id, instance.state, variables, fx, { errorCode: req.errorCode });
+      await commitTransition(tx, instance, fx, variables, { plan });
+      return result;
+    }
+    if (instance.state.calledBy !== undefined) {
+      // Nothing here catches it: the error goes on to the call activity that started this instance.
+      await markTaskCaught(tx, task.id);
+      throwToParent(plan, task.step_id, req.errorCode, req.errorMessage ?? null, instance.state, fx);
       await commitTransition(tx, instance, fx, variables, { plan });
       return result;
     }

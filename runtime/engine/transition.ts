@@ -1,13 +1,15 @@
 // The common tail of every instance transition: settle termination, derive the
 // status, and write everything in one statement.
-import type { Effects, Variables } from '../model/effects.ts';
-import { deriveStatus } from './advance.ts';
+import { emptyEffects, type Effects, type NewCall, type Variables } from '../model/effects.ts';
+import { deriveStatus, failCall, startPlan } from './advance.ts';
 import type { InstanceStatus } from '../model/vocabulary.ts';
 import type { Plan } from '../compiler/plan.ts';
 import type { PoolClient, Queryable } from '../store/db.ts';
 import { consumeBufferedMessages } from './inbox.ts';
 import { advanceCompensation, queueCompensations } from '../store/compensations.ts';
-import { cancelOpenWork, type LockedInstance } from '../store/instances.ts';
+import { cancelOpenWork, lockInstance, type LockedInstance } from '../store/instances.ts';
+import { findByBusinessKey, insertChildInstance, insertErrorReturn, openChildren } from '../store/calls.ts';
+import { findDefinition, findDefinitionById, type DefinitionRow } from '../store/definitions.ts';
 import type { TransitionWrite } from '../store/transition-statement.ts';
 import { writeTransitions } from '../store/transition-writer.ts';
 
@@ -35,9 +37,13 @@ export async function commitTransition(
     await consumeBufferedMessages(tx as PoolClient, instance, opts.plan, fx, variables);
   }
   await storeCompensationQueue(tx, instance, fx);
-  const closing = fx.terminated || opts.status === 'canceled';
+  // A child that throws its error on ends canceled: it did not complete, its parent decides what follows.
+  const forced = opts.status ?? (fx.thrownError ? 'canceled' : undefined);
+  if (fx.thrownError) await insertErrorReturn(tx, instance, fx.thrownError, variables);
+  const closing = fx.terminated || forced === 'canceled';
   if (closing) closeOpenSteps(instance, fx);
-  const status = opts.status ?? deriveStatus(instance.state, fx);
+  const children = fx.calls.length > 0 ? await resolveCalls(tx, instance, fx, opts.plan) : [];
+  const status = forced ?? deriveStatus(instance.state, fx);
   if (status !== instance.status) fx.events.push({ kind: `instance:${status}` });
   await writeTransitions(tx, [
     {
@@ -50,7 +56,95 @@ export async function commitTransition(
     },
   ]);
   if (closing) await cancelOpenWork(tx, instance.id);
+  if (closing || fx.canceledCalls.length > 0) await cancelChildren(tx, instance.id, closing ? null : fx.canceledCalls);
+  for (const child of children) await startChild(tx, instance, child);
   return status;
+}
+
+interface ResolvedCall {
+  call: NewCall;
+  definition: DefinitionRow;
+  businessKey: string | null;
+}
+
+/**
+ * The definitions the transition's call activities start. A call that cannot start (no such
+ * process or version, its business key taken) stops its step in an incident instead, before
+ * anything is written.
+ */
+async function resolveCalls(tx: Queryable, instance: LockedInstance, fx: Effects, known?: Plan): Promise<ResolvedCall[]> {
+  const resolved: ResolvedCall[] = [];
+  for (const call of [...fx.calls]) {
+    const definition = await findDefinition(tx, call.key, call.version);
+    const plan = known ?? (await findDefinitionById(tx, instance.definition_id))!.plan;
+    const wanted = call.version === undefined ? `process ${call.key}` : `version ${call.version} of process ${call.key}`;
+    if (!definition) {
+      failCall(
+        plan,
+        call.stepId,
+        instance.state,
+        fx,
+        `Call activity ${call.stepId} calls ${wanted}, which is not deployed. Deploy it, then retry the incident.`,
+        {
+          calledElement: call.key,
+          ...(call.version !== undefined ? { version: call.version } : {}),
+        },
+      );
+      continue;
+    }
+    const businessKey = call.businessKey ? instance.business_key : null;
+    const holder = businessKey === null ? undefined : await findByBusinessKey(tx, call.key, businessKey);
+    if (holder) {
+      failCall(
+        plan,
+        call.stepId,
+        instance.state,
+        fx,
+        `Call activity ${call.stepId} passes business key "${businessKey}", which instance ${holder} of process ${call.key} holds (a business key names one instance per process). Pass no business key, or end that instance, then retry the incident.`,
+        { calledElement: call.key, businessKey, heldBy: holder },
+      );
+      continue;
+    }
+    resolved.push({ call, definition, businessKey });
+  }
+  return resolved;
+}
+
+/** The child instance of a call activity and its first transition, in the parent's transaction. */
+async function startChild(tx: Queryable, parent: LockedInstance, { call, definition, businessKey }: ResolvedCall): Promise<void> {
+  const row = await insertChildInstance(tx, {
+    definitionId: definition.id,
+    parent: { instanceId: parent.id, stepId: call.stepId, scopePath: call.scopePath ?? '/', generation: parent.generation },
+    businessKey,
+    variables: call.variables,
+  });
+  if (!row) return; // this activation has its child already
+  const child: LockedInstance = { ...row, state: { flows: {}, steps: {}, calledBy: parent.id } };
+  const fx = emptyEffects();
+  fx.events.push({
+    kind: 'instance:started',
+    data: {
+      businessKey,
+      definitionId: definition.id,
+      parentInstanceId: parent.id,
+      parentStepId: call.stepId,
+      ...(call.scopePath ? { parentScopePath: call.scopePath } : {}),
+    },
+  });
+  startPlan(definition.plan, child.state, call.variables, fx);
+  await commitTransition(tx, child, fx, call.variables, { plan: definition.plan });
+}
+
+/**
+ * Cancels the running children of the instance (stepIds null) or of these call activities, and
+ * theirs in turn: the parent holds its lock, then takes theirs, in id order.
+ */
+export async function cancelChildren(tx: Queryable, parentId: string, stepIds: string[] | null): Promise<void> {
+  for (const id of await openChildren(tx, parentId, stepIds)) {
+    const child = await lockInstance(tx, id);
+    if (!child || child.status === 'completed' || child.status === 'canceled' || child.status === 'compensated') continue;
+    await commitTransition(tx, child, emptyEffects(), child.variables, { status: 'canceled' });
+  }
 }
 
 /**
@@ -63,7 +157,10 @@ export function needsCommitTransition(fx: Effects): boolean {
     fx.terminated ||
     fx.subscriptions.some((x) => x.kind === 'message') ||
     fx.compensationRuns.length > 0 ||
-    fx.compensationMoves.length > 0
+    fx.compensationMoves.length > 0 ||
+    fx.calls.length > 0 ||
+    fx.canceledCalls.length > 0 ||
+    fx.thrownError !== undefined
   );
 }
 
@@ -95,6 +192,7 @@ function closeOpenSteps(instance: LockedInstance, fx: Effects): void {
   fx.tasks = [];
   fx.timers = [];
   fx.subscriptions = [];
+  fx.calls = [];
 }
 
 async function storeCompensationQueue(tx: Queryable, instance: LockedInstance, fx: Effects): Promise<void> {

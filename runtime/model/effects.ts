@@ -16,6 +16,8 @@ export interface InstanceState {
   compensation?: { active: boolean; saga: boolean };
   /** progress of multi-instance steps and the pass of each loop, by step id */
   loops?: Record<string, LoopState | PassState>;
+  /** the parent instance, when a call activity started this one: an uncaught BPMN error goes there */
+  calledBy?: string;
 }
 
 /** The pass a loop runs (1 for the first), stored on the loop step's row. */
@@ -71,6 +73,27 @@ export interface NewTimer {
   due: DueRule;
 }
 
+/** A call activity starts its child instance (after the parent's write, in its transaction). */
+export interface NewCall {
+  stepId: string;
+  /** the called definition key, and the version a pinned call names */
+  key: string;
+  version?: number;
+  /** the child's variables: what the call passes in */
+  variables: Variables;
+  /** the child gets the parent's business key */
+  businessKey: boolean;
+  /** inside a loop: the pass the call activity runs in (as NewTask's) */
+  scopePath?: string;
+}
+
+/** A BPMN error nothing in this instance catches, thrown on to the call activity that started it. */
+export interface ThrownError {
+  stepId: string;
+  errorCode: string | null;
+  errorMessage: string | null;
+}
+
 export interface NewSubscription {
   stepId: string;
   kind: 'message' | 'signal';
@@ -105,6 +128,12 @@ export interface Effects {
   /** a loop's next pass began: the rows of these steps and flows from earlier passes are removed, their waits ended */
   resetSteps: string[];
   resetFlows: string[];
+  /** child instances to start */
+  calls: NewCall[];
+  /** call activities interrupted or canceled: their running child instances are canceled */
+  canceledCalls: string[];
+  /** set when this (child) instance ends by throwing a BPMN error to its parent */
+  thrownError?: ThrownError;
 }
 
 export function emptyEffects(): Effects {
@@ -124,5 +153,7 @@ export function emptyEffects(): Effects {
     loops: {},
     resetSteps: [],
     resetFlows: [],
+    calls: [],
+    canceledCalls: [],
   };
 }

@@ -62,5 +62,7 @@ export const IncidentKind = {
   join_skipped: 'join_skipped',
   /** an input mapping of a service task could not be evaluated */
   io_mapping: 'io_mapping',
+  /** a call activity could not start its child: no such process or version, a taken business key, a failed expression */
+  call_activity: 'call_activity',
 } as const;
 export type IncidentKind = (typeof IncidentKind)[keyof typeof IncidentKind];

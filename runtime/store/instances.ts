@@ -19,6 +19,11 @@ export interface InstanceRow {
   created_at: Date;
   updated_at: Date;
   ended_at: Date | null;
+  /** set when a call activity started the instance: the parent and the step that waits for it */
+  parent_instance_id: string | null;
+  parent_step_id: string | null;
+  parent_scope_path: string | null;
+  parent_generation: number | null;
 }
 
 /** An instance row locked FOR UPDATE together with its resolved flows and reached steps. */
@@ -141,6 +146,7 @@ function withState(instance: InstanceRow, state: StateColumns | undefined): Lock
       completedOrder: s.completed,
       compensation: { active: s.compensating, saga: s.saga },
       loops: s.loops,
+      ...(instance.parent_instance_id ? { calledBy: instance.parent_instance_id } : {}),
     },
   };
 }

@@ -5,6 +5,7 @@ import type { IncidentRow } from './incidents.ts';
 import type { InstanceRow } from './instances.ts';
 import type { ExternalTaskRow } from './tasks.ts';
 import { whereGiven } from './filters.ts';
+import { listCalledInstances, type CalledInstance } from './calls.ts';
 import { OPEN_INCIDENT_SQL, OPEN_TASK_SQL } from './open-states.ts';
 
 export interface ListInstancesParams {
@@ -62,13 +63,15 @@ export interface InstanceDetail {
   flows: FlowView[];
   openTasks: ExternalTaskRow[];
   openIncidents: IncidentRow[];
+  /** instances its call activities started */
+  calledInstances: CalledInstance[];
 }
 
 export async function getInstanceDetail(db: Queryable, instanceId: string): Promise<InstanceDetail | undefined> {
   const { rows } = await db.query<InstanceRow>('select * from instances where id = $1', [instanceId]);
   const instance = rows[0];
   if (!instance) return undefined;
-  const [steps, flows, tasks, incidents] = await Promise.all([
+  const [steps, flows, tasks, incidents, called] = await Promise.all([
     db.query<StepView>(
       // A step in a loop or a multi-instance step has a task per pass or element: the attempts are the newest one's.
       `select s.step_id, s.status, s.activated_at, s.ended_at, (s.loop->>'pass')::int as pass,
@@ -86,8 +89,16 @@ export async function getInstanceDetail(db: Queryable, instanceId: string): Prom
     db.query<IncidentRow>(`select * from incidents where instance_id = $1 and ${OPEN_INCIDENT_SQL} order by created_at`, [
       instanceId,
     ]),
+    listCalledInstances(db, instanceId),
   ]);
-  return { instance, steps: steps.rows, flows: flows.rows, openTasks: tasks.rows, openIncidents: incidents.rows };
+  return {
+    instance,
+    steps: steps.rows,
+    flows: flows.rows,
+    openTasks: tasks.rows,
+    openIncidents: incidents.rows,
+    calledInstances: called,
+  };
 }
 
 export interface EventRow {

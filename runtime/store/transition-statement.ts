@@ -27,7 +27,15 @@ export interface TaskHolder {
 
 /** One transition of one instance, as the engine computed it. */
 export interface TransitionWrite {
-  instance: { id: string; generation: number; business_key: string | null; definition_id: string; definition_key: string };
+  instance: {
+    id: string;
+    generation: number;
+    business_key: string | null;
+    definition_id: string;
+    definition_key: string;
+    /** set on a called instance: its end leaves a call return (migration 0024) */
+    parent_instance_id?: string | null;
+  };
   effects: Effects;
   status: InstanceStatus;
   variables: Variables;

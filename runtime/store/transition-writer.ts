@@ -7,6 +7,7 @@ import type { Queryable } from './db.ts';
 import { afterCommit, isPool } from './db.ts';
 import { notifyAfterCommit, readyTaskNotices } from './notifications.ts';
 import type { LockedTaskRow } from './tasks.ts';
+import { announceCallReturn } from './calls.ts';
 import {
   frameTransitionsStatement,
   transitionStatement,
@@ -48,6 +49,9 @@ export async function writeTransitions(
   });
   const delivering = writes.some((w) => (w.delivery?.length ?? 0) > 0);
   noteLifecycle(db, writes);
+  // A child that ended has a call return for its parent (the trigger of migration 0024).
+  if (writes.some((w) => w.instance.parent_instance_id && w.effects.events.some((e) => ENDS_CALL.has(e.kind))))
+    announceCallReturn(db);
   if (delivering) {
     // The answer is one row per delivered task (created_at: the transaction's now(), as the instance's).
     const w = writes[0]!;
@@ -130,6 +134,8 @@ export function onInstanceLifecycle(listener: (events: readonly InstanceLifecycl
 
 // Read off the transitions' own history events (instance:started, and instance:<status> at
 // every change of status), once their transaction has committed: a rolled-back write is not counted.
+const ENDS_CALL = new Set(['instance:completed', 'instance:compensated']);
+
 function noteLifecycle(db: Queryable, writes: TransitionWrite[]): void {
   if (lifecycleListeners.size === 0) return;
   const events: InstanceLifecycleEvent[] = [];

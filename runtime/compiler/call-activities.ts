@@ -1,0 +1,222 @@
+// Call activities -> CallSpec (docs/ARCHITECTURE.md, "Call activities"). Camunda 7 files say
+// calledElement="key" with camunda:calledElementBinding and camunda:in/camunda:out: nothing
+// crosses unless a mapping says so. Camunda 8 files say <zeebe:calledElement processId> with
+// propagateAllParentVariables/propagateAllChildVariables (true unless set false) and
+// zeebe:ioMapping. What Baton cannot run the way the file says is refused here, naming the element.
+import { checkFeel, toFeel } from '../shared/feel.ts';
+import { needsThread } from '../shared/feel-budget.ts';
+import { errorAt } from './diagnostics.ts';
+import type { ProcessGraph } from './graph.ts';
+import { describeElement, type BpmnElement } from './model.ts';
+import type { CallSpec, Diagnostic, IoMapping } from './plan.ts';
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+/** The one business-key expression Camunda 7 examples pass: the parent's own key. */
+const PARENT_BUSINESS_KEY = /^[$#]\{\s*execution\.processBusinessKey\s*\}$/;
+
+interface CallActivityElement extends BpmnElement {
+  readonly calledElement?: string;
+  readonly calledElementBinding?: string;
+  readonly calledElementVersion?: string;
+  readonly calledElementVersionTag?: string;
+  readonly calledElementTenantId?: string;
+  readonly variableMappingClass?: string;
+  readonly variableMappingDelegateExpression?: string;
+  readonly caseRef?: string;
+  readonly loopCharacteristics?: BpmnElement;
+  readonly extensionElements?: { values?: ExtensionValue[] };
+}
+
+interface ExtensionValue extends BpmnElement {
+  // camunda:in / camunda:out
+  readonly source?: string;
+  readonly sourceExpression?: string;
+  readonly target?: string;
+  readonly variables?: string;
+  readonly local?: boolean;
+  readonly businessKey?: string;
+  // zeebe:calledElement (generic: attributes as read from the XML)
+  readonly processId?: string;
+  readonly bindingType?: string;
+  readonly propagateAllChildVariables?: string;
+  readonly propagateAllParentVariables?: string;
+  readonly $children?: { $type: string; source?: string; target?: string }[];
+}
+
+/** The CallSpec of every call activity, by step id; `mapped`: the ones whose zeebe:ioMapping the spec carries. */
+export function readCallActivities(graph: ProcessGraph): {
+  calls: Map<string, CallSpec>;
+  mapped: Set<string>;
+  diagnostics: Diagnostic[];
+} {
+  const calls = new Map<string, CallSpec>();
+  const mapped = new Set<string>();
+  const diagnostics: Diagnostic[] = [];
+  for (const node of graph.nodes.values()) {
+    if (node.kind !== 'callActivity') continue;
+    const element = node.element as CallActivityElement;
+    const problems: string[] = [];
+    const values = element.extensionElements?.values ?? [];
+    const zeebe = values.find((v) => v.$type === 'zeebe:calledElement');
+    const spec = zeebe ? readZeebe(zeebe, values, problems) : readCamunda(element, values, problems);
+    if (element.loopCharacteristics)
+      problems.push('a multi-instance or looping call activity is not supported yet: call once, and loop in the called process');
+    if (problems.length > 0) {
+      diagnostics.push(errorAt(node.id, `Call activity ${describeElement(element)}: ${problems.join('; ')}`));
+      continue;
+    }
+    if (spec) calls.set(node.id, spec);
+    if (zeebe && values.some((v) => v.$type === 'zeebe:ioMapping')) mapped.add(node.id);
+  }
+  return { calls, mapped, diagnostics };
+}
+
+function readCamunda(element: CallActivityElement, values: ExtensionValue[], problems: string[]): CallSpec | undefined {
+  if (element.caseRef) problems.push('calling a CMMN case (camunda:caseRef) is not supported: call a BPMN process');
+  if (element.variableMappingClass || element.variableMappingDelegateExpression)
+    problems.push('a variable mapping delegate is Java code, which Baton does not run: use camunda:in and camunda:out');
+  if (element.calledElementTenantId) problems.push('camunda:calledElementTenantId is not supported: Baton has no tenants');
+  const process = readProcess(element.calledElement, 'calledElement', problems);
+  const binding = element.calledElementBinding ?? 'latest';
+  let version: number | undefined;
+  if (binding === 'version') {
+    version = Number(element.calledElementVersion);
+    if (!Number.isInteger(version) || version < 1) {
+      problems.push(`camunda:calledElementVersion "${element.calledElementVersion ?? ''}" is not a version number`);
+    }
+  } else if (binding !== 'latest') {
+    problems.push(
+      `camunda:calledElementBinding "${binding}" is not supported: use latest (the newest version) or version with camunda:calledElementVersion`,
+    );
+  }
+  const spec: CallSpec = {
+    process: process ?? { key: '?' },
+    binding: binding === 'version' ? 'version' : 'latest',
+    ...(version !== undefined ? { version } : {}),
+    inAll: false,
+    inputs: [],
+    outAll: false,
+    outputs: [],
+    businessKey: false,
+  };
+  for (const value of values) {
+    if (value.$type !== 'camunda:In' && value.$type !== 'camunda:Out') continue;
+    const direction = value.$type === 'camunda:In' ? 'in' : 'out';
+    const what = `camunda:${direction}`;
+    if (value.businessKey !== undefined) {
+      if (direction === 'in' && PARENT_BUSINESS_KEY.test(value.businessKey.trim())) spec.businessKey = true;
+      else
+        problems.push(
+          `${what} businessKey="${value.businessKey}" is not supported: Baton passes the parent's own key (#{execution.processBusinessKey})`,
+        );
+      continue;
+    }
+    if (direction === 'out' && value.local)
+      problems.push(`${what} local="true" is not supported: an output goes to the process variables`);
+    if (value.variables === 'all') {
+      if (direction === 'in') spec.inAll = true;
+      else spec.outAll = true;
+      continue;
+    }
+    const mapping = readCamundaMapping(value, what, problems);
+    if (mapping) (direction === 'in' ? spec.inputs : spec.outputs).push(mapping);
+  }
+  return process ? spec : undefined;
+}
+
+function readCamundaMapping(value: ExtensionValue, what: string, problems: string[]): IoMapping | undefined {
+  const target = value.target?.trim() ?? '';
+  if (!NAME.test(target)) {
+    problems.push(`${what} target "${target}" is not a variable name`);
+    return undefined;
+  }
+  if (value.sourceExpression !== undefined) {
+    const feel = toFeel(value.sourceExpression);
+    if (!feel.ok) {
+      problems.push(`${what} sourceExpression "${value.sourceExpression}" cannot be used: ${feel.message}`);
+      return undefined;
+    }
+    return checked({ target, feel: feel.feel, source: value.sourceExpression }, what, problems);
+  }
+  const source = value.source?.trim() ?? '';
+  if (!NAME.test(source)) {
+    problems.push(`${what} source "${source}" is not a variable name: name a variable, or use sourceExpression`);
+    return undefined;
+  }
+  return { target, feel: source, source };
+}
+
+function readZeebe(called: ExtensionValue, values: ExtensionValue[], problems: string[]): CallSpec | undefined {
+  const process = readProcess(called.processId, 'zeebe:calledElement processId', problems);
+  const binding = called.bindingType ?? 'latest';
+  if (binding !== 'latest')
+    problems.push(`bindingType "${binding}" is not supported: Baton calls the latest version (bindingType latest)`);
+  const spec: CallSpec = {
+    process: process ?? { key: '?' },
+    binding: 'latest',
+    inAll: called.propagateAllParentVariables !== 'false',
+    inputs: [],
+    outAll: called.propagateAllChildVariables !== 'false',
+    outputs: [],
+    businessKey: false,
+  };
+  for (const holder of values.filter((v) => v.$type === 'zeebe:ioMapping')) {
+    for (const child of holder.$children ?? []) {
+      const direction = child.$type === 'zeebe:input' ? 'input' : child.$type === 'zeebe:output' ? 'output' : undefined;
+      if (!direction) continue;
+      const mapping = readZeebeMapping(child, `zeebe:${direction}`, problems);
+      if (mapping) (direction === 'input' ? spec.inputs : spec.outputs).push(mapping);
+    }
+  }
+  // Output mappings say exactly what comes back (Zeebe's rule).
+  if (spec.outputs.length > 0) spec.outAll = false;
+  return process ? spec : undefined;
+}
+
+function readZeebeMapping(
+  mapping: { source?: string; target?: string },
+  what: string,
+  problems: string[],
+): IoMapping | undefined {
+  const target = mapping.target?.trim() ?? '';
+  const source = mapping.source ?? '';
+  if (!PATH.test(target)) {
+    problems.push(`${what} target "${target}" is not a variable name or a dotted path such as order.total`);
+    return undefined;
+  }
+  if (!source.trim().startsWith('=')) return { target, feel: JSON.stringify(source), source };
+  const feel = toFeel(source);
+  if (!feel.ok) {
+    problems.push(`${what} to "${target}": source "${source}" cannot be used: ${feel.message}`);
+    return undefined;
+  }
+  return checked({ target, feel: feel.feel, source }, what, problems);
+}
+
+/** A literal process id, or an expression (`=...` FEEL, `${...}`) evaluated when the step starts. */
+function readProcess(text: string | undefined, what: string, problems: string[]): CallSpec['process'] | undefined {
+  const trimmed = text?.trim() ?? '';
+  if (trimmed === '') {
+    problems.push(`${what} is empty: name the process to call (its id)`);
+    return undefined;
+  }
+  if (!trimmed.startsWith('=') && !/[$#]\{/.test(trimmed)) return { key: trimmed };
+  const feel = toFeel(trimmed);
+  if (!feel.ok) {
+    problems.push(`${what} "${trimmed}" cannot be used: ${feel.message}`);
+    return undefined;
+  }
+  return { feel: feel.feel, source: trimmed };
+}
+
+function checked(mapping: IoMapping, what: string, problems: string[]): IoMapping | undefined {
+  if (needsThread(mapping.feel)) {
+    problems.push(`${what} to ${mapping.target} "${mapping.source}" iterates (for, some, every): compute the value in a worker`);
+    return undefined;
+  }
+  const error = checkFeel(mapping.feel);
+  if (error === undefined) return mapping;
+  problems.push(`${what} to ${mapping.target} "${mapping.source}": ${error}`);
+  return undefined;
+}

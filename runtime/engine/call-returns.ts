@@ -1,0 +1,141 @@
+// The parent's side of a call activity: a child's end (a call_returns row, migration 0024) moves
+// the step that waits for it. Each return is its own transaction: take the row (SKIP LOCKED, so
+// any number of nodes share the work), lock the parent, apply, delete the row. A return whose
+// step no longer waits for that child (the parent was canceled or replayed, an interrupting
+// boundary ended the step, the loop pass moved on) is dropped.
+import type { Logger } from 'pino';
+import { completeStep, findErrorBoundary, fireWait, raiseIncident, throwToParent } from './advance.ts';
+import { returnedVariables } from './call-variables.ts';
+import { planOf, type Engine } from './context.ts';
+import { scopePathOf } from './loop-passes.ts';
+import { indexPlan } from './plan-index.ts';
+import { commitTransition } from './transition.ts';
+import { emptyEffects, type Effects, type Variables } from '../model/effects.ts';
+import type { Plan } from '../compiler/plan.ts';
+import { deleteCallReturn, onCallReturn, takeCallReturn, type CallReturnRow } from '../store/calls.ts';
+import { withTransaction } from '../store/db.ts';
+import { lockInstance, type LockedInstance } from '../store/instances.ts';
+
+/** Delivers one waiting return; answers false when none was left to take. */
+export async function deliverCallReturn(engine: Engine): Promise<boolean> {
+  return withTransaction(engine.pool, async (tx) => {
+    const row = await takeCallReturn(tx);
+    if (!row) return false;
+    await deleteCallReturn(tx, row.child_instance_id);
+    const parent = await lockInstance(tx, row.parent_instance_id);
+    if (!parent) return true;
+    const plan = await planOf(engine, parent.definition_id, tx);
+    if (!waitsFor(plan, parent, row)) {
+      engine.log.info({ childInstanceId: row.child_instance_id, parentInstanceId: parent.id }, 'call:return_dropped');
+      return true;
+    }
+    const variables = { ...parent.variables };
+    const fx = emptyEffects();
+    applyReturn(plan, parent, row, variables, fx);
+    await commitTransition(tx, parent, fx, variables, { plan });
+    return true;
+  });
+}
+
+function waitsFor(plan: Plan, parent: LockedInstance, row: CallReturnRow): boolean {
+  const step = indexPlan(plan).steps.get(row.parent_step_id);
+  if (!step || step.kind !== 'callActivity' || parent.generation !== row.parent_generation) return false;
+  if (parent.status !== 'running' && parent.status !== 'incident') return false;
+  if (parent.state.steps[step.id] !== 'active') return false;
+  return (scopePathOf(plan, step, parent.state).scopePath ?? '/') === row.parent_scope_path;
+}
+
+function applyReturn(plan: Plan, parent: LockedInstance, row: CallReturnRow, vars: Variables, fx: Effects): void {
+  const stepId = row.parent_step_id;
+  const step = indexPlan(plan).steps.get(stepId)!;
+  const child = { childInstanceId: row.child_instance_id };
+  if (row.outcome === 'completed') {
+    const returned = returnedVariables(step, vars, row.variables);
+    if (!returned.ok)
+      return raiseIncident(plan, parent.state, fx, stepId, 'io_mapping', returned.message, { ...returned.details, ...child });
+    Object.assign(vars, returned.variables);
+    completeStep(plan, stepId, parent.state, vars, fx, child);
+    return;
+  }
+  if (row.outcome === 'compensated') {
+    return raiseIncident(
+      plan,
+      parent.state,
+      fx,
+      stepId,
+      'call_activity',
+      `The instance ${row.child_instance_id} called by ${stepId} was compensated instead of completing. Retry the incident to call it again.`,
+      child,
+    );
+  }
+  const code = row.error_code ?? undefined;
+  const boundary = findErrorBoundary(plan, stepId, code, parent.state);
+  if (boundary?.wait?.trigger === 'error') {
+    if (boundary.wait.errorCodeVariable) vars[boundary.wait.errorCodeVariable] = row.error_code;
+    if (boundary.wait.errorMessageVariable) vars[boundary.wait.errorMessageVariable] = row.error_message;
+    fireWait(plan, boundary.id, parent.state, vars, fx, { errorCode: row.error_code, ...child });
+    return;
+  }
+  if (parent.state.calledBy !== undefined) {
+    throwToParent(plan, stepId, row.error_code, row.error_message, parent.state, fx);
+    return;
+  }
+  raiseIncident(
+    plan,
+    parent.state,
+    fx,
+    stepId,
+    'bpmn_error',
+    `The instance ${row.child_instance_id} called by ${stepId} threw ${row.error_code !== null ? `error ${row.error_code}` : 'an error without a code'} and no error boundary catches it`,
+    { errorCode: row.error_code, errorMessage: row.error_message, ...child },
+  );
+}
+
+export interface CallReturns {
+  /** deliver what is waiting now */
+  poke(): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * Delivers returns as this process's commits announce them (store/calls.ts), and every
+ * `intervalMs` for those another node's commits wrote, or that a crash left behind.
+ */
+export function startCallReturns(engine: Engine, log: Logger, opts: { intervalMs: number }): CallReturns {
+  let running: Promise<void> | undefined;
+  let again = false;
+  let stopped = false;
+  const drain = async (): Promise<void> => {
+    do {
+      again = false;
+      try {
+        while (!stopped && (await deliverCallReturn(engine)));
+      } catch (err) {
+        log.error({ err }, 'call:return_failed');
+      }
+    } while (again && !stopped);
+  };
+  const poke = (): void => {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = drain().finally(() => {
+      running = undefined;
+    });
+  };
+  const unsubscribe = onCallReturn(poke);
+  const timer = setInterval(poke, opts.intervalMs);
+  timer.unref();
+  poke();
+  return {
+    poke,
+    async stop() {
+      stopped = true;
+      unsubscribe();
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,162 @@
+// Call activities in the store: child instances linked to the step that waits for them, and
+// call_returns, how a child ended, waiting for its parent's transition (migration 0024).
+import type { Variables } from '../model/effects.ts';
+import type { InstanceStatus } from '../model/vocabulary.ts';
+import { newInstanceId } from '../shared/uuid.ts';
+import { afterCommit, type Queryable } from './db.ts';
+import type { InstanceRow } from './instances.ts';
+
+export interface ChildOf {
+  instanceId: string;
+  stepId: string;
+  /** '/' outside loops */
+  scopePath: string;
+  generation: number;
+}
+
+/**
+ * Inserts the child instance of a call activity, of the given definition, running. Answers
+ * undefined when this activation already has its child (a repeated start).
+ */
+export async function insertChildInstance(
+  db: Queryable,
+  p: { definitionId: string; parent: ChildOf; businessKey: string | null; variables: Variables },
+): Promise<InstanceRow | undefined> {
+  const { rows } = await db.query<InstanceRow>({
+    name: 'insert_child_instance',
+    text: `insert into instances (id, definition_id, definition_key, definition_version, business_key, variables, revision,
+                                  parent_instance_id, parent_step_id, parent_scope_path, parent_generation)
+           select $1, d.id, d.key, d.version, $3, $4, 0, $5, $6, $7, $8 from definitions d where d.id = $2
+           on conflict do nothing
+           returning *`,
+    values: [
+      newInstanceId(),
+      p.definitionId,
+      p.businessKey,
+      p.variables,
+      p.parent.instanceId,
+      p.parent.stepId,
+      p.parent.scopePath,
+      p.parent.generation,
+    ],
+  });
+  return rows[0];
+}
+
+/** The instance of `key` that holds `businessKey`, if any (business keys are unique per process). */
+export async function findByBusinessKey(db: Queryable, key: string, businessKey: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ id: string }>({
+    name: 'find_by_business_key',
+    text: 'select id from instances where definition_key = $1 and business_key = $2',
+    values: [key, businessKey],
+  });
+  return rows[0]?.id;
+}
+
+/** Children that have not ended, of the whole instance or of the given steps, in id order (the order locks are taken in). */
+export async function openChildren(db: Queryable, parentId: string, stepIds: string[] | null): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>({
+    name: 'open_children',
+    text: `select id from instances
+            where parent_instance_id = $1 and ($2::text[] is null or parent_step_id = any($2))
+              and status not in ('completed', 'canceled', 'compensated')
+            order by id`,
+    values: [parentId, stepIds],
+  });
+  return rows.map((r) => r.id);
+}
+
+export interface CallReturnRow {
+  child_instance_id: string;
+  parent_instance_id: string;
+  parent_step_id: string;
+  parent_scope_path: string;
+  parent_generation: number;
+  outcome: 'completed' | 'compensated' | 'error';
+  variables: Variables;
+  error_code: string | null;
+  error_message: string | null;
+}
+
+/** A child that throws a BPMN error on to its parent records it in its own transition. */
+export async function insertErrorReturn(
+  db: Queryable,
+  child: InstanceRow,
+  error: { errorCode: string | null; errorMessage: string | null },
+  variables: Variables,
+): Promise<void> {
+  await db.query({
+    name: 'insert_error_return',
+    text: `insert into call_returns (child_instance_id, parent_instance_id, parent_step_id, parent_scope_path, parent_generation,
+                                     outcome, variables, error_code, error_message)
+           values ($1, $2, $3, $4, $5, 'error', $6, $7, $8)
+           on conflict (child_instance_id) do nothing`,
+    values: [
+      child.id,
+      child.parent_instance_id,
+      child.parent_step_id,
+      child.parent_scope_path,
+      child.parent_generation,
+      variables,
+      error.errorCode,
+      error.errorMessage,
+    ],
+  });
+  announceCallReturn(db);
+}
+
+/** One return no other transaction is delivering, locked until this transaction ends. */
+export async function takeCallReturn(db: Queryable): Promise<CallReturnRow | undefined> {
+  const { rows } = await db.query<CallReturnRow>({
+    name: 'take_call_return',
+    text: 'select * from call_returns order by created_at limit 1 for update skip locked',
+  });
+  return rows[0];
+}
+
+export async function deleteCallReturn(db: Queryable, childId: string): Promise<void> {
+  await db.query({
+    name: 'delete_call_return',
+    text: 'delete from call_returns where child_instance_id = $1',
+    values: [childId],
+  });
+}
+
+export interface CalledInstance {
+  id: string;
+  step_id: string;
+  scope_path: string;
+  generation: number;
+  definition_key: string;
+  definition_version: number;
+  status: InstanceStatus;
+  open_incidents: number;
+}
+
+/** The instances call activities of `parentId` started, oldest first, with their open incidents. */
+export async function listCalledInstances(db: Queryable, parentId: string): Promise<CalledInstance[]> {
+  const { rows } = await db.query<CalledInstance>({
+    name: 'list_called_instances',
+    text: `select i.id, i.parent_step_id as step_id, i.parent_scope_path as scope_path, i.parent_generation as generation,
+                  i.definition_key, i.definition_version, i.status,
+                  (select count(*)::int from incidents x where x.instance_id = i.id and x.status = 'open') as open_incidents
+             from instances i where i.parent_instance_id = $1 order by i.created_at, i.id`,
+    values: [parentId],
+  });
+  return rows;
+}
+
+const returnListeners = new Set<() => void>();
+
+/** Called after a commit that may have written a call return (this process's writes only); answers the unsubscribe. */
+export function onCallReturn(fn: () => void): () => void {
+  returnListeners.add(fn);
+  return () => returnListeners.delete(fn);
+}
+
+/** Tells this process's return deliverers, once the transaction commits. */
+export function announceCallReturn(db: Queryable): void {
+  afterCommit(db, () => {
+    for (const fn of returnListeners) fn();
+  });
+}

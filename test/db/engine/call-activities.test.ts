@@ -1,0 +1,287 @@
+// Call activities against a real PostgreSQL, through the HTTP API: the child is an instance of
+// its own; variables cross as each dialect says (Camunda 7: only camunda:in/out; Zeebe: all,
+// unless mapped); the child's BPMN error reaches the parent's boundary; its incident shows on the
+// parent; canceling or interrupting the parent cancels the child (its late complete answers 409);
+// a pinned version is called after a newer one is deployed; a missing process is an incident
+// whose retry calls it once deployed.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { complete, deploy, fetchOne, instanceOf, start, waitForStatus, type LockedTask } from '../../support/flows.ts';
+import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
+
+let t: TestServer;
+
+const NS = `xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0"`;
+
+function definitions(id: string, body: string): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions ${NS} id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="${id}" isExecutable="true">${body}</bpmn:process>
+</bpmn:definitions>`;
+}
+
+/** start -> work (topic) -> end; `end` may be an error end event */
+function child(id: string, topic: string, opts: { retries?: number; errorEnd?: string } = {}): string {
+  const retries = opts.retries !== undefined ? ` baton:retries="${opts.retries}" xmlns:baton="https://baton.dev/schema/1.0"` : '';
+  const end = opts.errorEnd
+    ? `<bpmn:endEvent id="end"><bpmn:errorEventDefinition errorRef="E_${id}" /></bpmn:endEvent>`
+    : '<bpmn:endEvent id="end" />';
+  const xml = definitions(
+    id,
+    `<bpmn:startEvent id="start" />
+     <bpmn:serviceTask id="work" camunda:type="external" camunda:topic="${topic}"${retries} />
+     ${end}
+     <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work" />
+     <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end" />`,
+  );
+  return opts.errorEnd
+    ? xml.replace('</bpmn:definitions>', `<bpmn:error id="E_${id}" errorCode="${opts.errorEnd}" /></bpmn:definitions>`)
+    : xml;
+}
+
+/**
+ * start -> call -> after (topic `${id}-after`) -> end; `extensions` go on the call activity,
+ * `boundary` is attached to it and leads to handled (topic `${id}-handled`).
+ */
+function parent(id: string, call: { attributes: string; extensions?: string; boundary?: string }): string {
+  const boundary = call.boundary
+    ? `<bpmn:boundaryEvent id="caught" attachedToRef="call">${call.boundary}</bpmn:boundaryEvent>
+       <bpmn:serviceTask id="handled" camunda:type="external" camunda:topic="${id}-handled" />
+       <bpmn:endEvent id="handledEnd" />
+       <bpmn:sequenceFlow id="b1" sourceRef="caught" targetRef="handled" />
+       <bpmn:sequenceFlow id="b2" sourceRef="handled" targetRef="handledEnd" />`
+    : '';
+  return definitions(
+    id,
+    `<bpmn:startEvent id="start" />
+     <bpmn:callActivity id="call" ${call.attributes}>${call.extensions ? `<bpmn:extensionElements>${call.extensions}</bpmn:extensionElements>` : ''}</bpmn:callActivity>
+     <bpmn:serviceTask id="after" camunda:type="external" camunda:topic="${id}-after" />
+     <bpmn:endEvent id="end" />
+     <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="call" />
+     <bpmn:sequenceFlow id="f2" sourceRef="call" targetRef="after" />
+     <bpmn:sequenceFlow id="f3" sourceRef="after" targetRef="end" />
+     ${boundary}`,
+  );
+}
+
+const ok = async (res: Promise<{ status: number; body: unknown }>) => {
+  const r = await res;
+  expect(r.status, JSON.stringify(r.body)).toBeLessThan(300);
+};
+
+/** The instance's called instances, once `n` of them are there. */
+async function calledOf(id: string, n = 1): Promise<any[]> {
+  return waitFor(
+    async () => {
+      const called = (await instanceOf(t.api, id)).calledInstances as any[];
+      return called.length >= n ? called : undefined;
+    },
+    10_000,
+    `${n} called instance(s) of ${id}`,
+  );
+}
+
+async function stepStatus(id: string, stepId: string): Promise<string | undefined> {
+  return ((await instanceOf(t.api, id)).steps as any[]).find((s) => s.stepId === stepId)?.status;
+}
+
+beforeAll(async () => {
+  t = await startTestServer();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('call activities', () => {
+  it('given Camunda 7 camunda:in/out and the business key, then the child sees only what is passed in and the parent gets only what is passed out', async () => {
+    await deploy(t.api, child('c7_child', 'c7-child'));
+    await deploy(
+      t.api,
+      parent('c7_parent', {
+        attributes: 'calledElement="c7_child"',
+        extensions: `<camunda:in source="order" target="order" /><camunda:in sourceExpression="\${amount gt 3}" target="large" />
+                     <camunda:in businessKey="#{execution.processBusinessKey}" />
+                     <camunda:out source="result" target="childResult" />`,
+      }),
+    );
+    const id = await start(t.api, 'c7_parent', {
+      businessKey: 'order-17',
+      variables: { order: { id: 17 }, amount: 5, secret: 's' },
+    });
+    const task = await fetchOne(t.api, 'w', 'c7-child');
+    expect(task.variables).toEqual({ order: { id: 17 }, large: true });
+    expect(task.businessKey).toBe('order-17');
+    expect(task.instanceId).not.toBe(id);
+    const [called] = await calledOf(id);
+    expect(called).toMatchObject({ instanceId: task.instanceId, stepId: 'call', definitionKey: 'c7_child', status: 'running' });
+    expect((await instanceOf(t.api, task.instanceId)).parent).toEqual({ instanceId: id, stepId: 'call' });
+    expect(await stepStatus(id, 'call')).toBe('active');
+
+    await ok(complete(t.api, task, 'w', { result: 'shipped', other: 1 }));
+    const after = await fetchOne(t.api, 'w', 'c7_parent-after');
+    expect(after.instanceId).toBe(id);
+    expect(after.variables).toEqual({ order: { id: 17 }, amount: 5, secret: 's', childResult: 'shipped' });
+    expect((await instanceOf(t.api, task.instanceId)).status).toBe('completed');
+    await ok(complete(t.api, after, 'w'));
+    await waitForStatus(t.api, id, 'completed');
+    const history = (await t.api.get(`/api/instances/${task.instanceId}/history`)).body.items as any[];
+    expect(history[0]).toMatchObject({ kind: 'instance:started', data: { parentInstanceId: id, parentStepId: 'call' } });
+  });
+
+  it('given Zeebe defaults, then every variable crosses both ways; with an output mapping only the mapped one comes back', async () => {
+    await deploy(t.api, child('z_child', 'z-child'));
+    await deploy(
+      t.api,
+      parent('z_all', {
+        attributes: '',
+        extensions: `<zeebe:calledElement processId="=childKey" /><zeebe:ioMapping><zeebe:input source="=amount + 1" target="plus" /></zeebe:ioMapping>`,
+      }),
+    );
+    await deploy(
+      t.api,
+      parent('z_mapped', {
+        attributes: '',
+        extensions: `<zeebe:calledElement processId="z_child" propagateAllParentVariables="false" />
+                     <zeebe:ioMapping><zeebe:input source="=amount" target="amount" /><zeebe:output source="=result" target="order.result" /></zeebe:ioMapping>`,
+      }),
+    );
+    const all = await start(t.api, 'z_all', { variables: { amount: 1, childKey: 'z_child' } });
+    const first = await fetchOne(t.api, 'w', 'z-child');
+    expect(first.variables).toEqual({ amount: 1, childKey: 'z_child', plus: 2 });
+    await ok(complete(t.api, first, 'w', { result: 'a', extra: true }));
+    const afterAll = await fetchOne(t.api, 'w', 'z_all-after');
+    expect(afterAll.instanceId).toBe(all);
+    expect(afterAll.variables).toEqual({ amount: 1, childKey: 'z_child', plus: 2, result: 'a', extra: true });
+
+    const mapped = await start(t.api, 'z_mapped', { variables: { amount: 3, order: { id: 9 } } });
+    const second = await fetchOne(t.api, 'w', 'z-child');
+    expect(second.variables).toEqual({ amount: 3 });
+    await ok(complete(t.api, second, 'w', { result: 'b', extra: true }));
+    const afterMapped = await fetchOne(t.api, 'w', 'z_mapped-after');
+    expect(afterMapped.instanceId).toBe(mapped);
+    expect(afterMapped.variables).toEqual({ amount: 3, order: { id: 9, result: 'b' } });
+  });
+
+  it("given the child's worker reports a BPMN error and its error end event throws one, then the parent's error boundary catches each and the child ends canceled", async () => {
+    await deploy(t.api, child('err_child', 'err-child'));
+    await deploy(t.api, child('err_end_child', 'err-end-child', { errorEnd: 'OUT_OF_STOCK' }));
+    const boundary = '<bpmn:errorEventDefinition errorRef="E_any" camunda:errorCodeVariable="code" />';
+    const withError = (xml: string) =>
+      xml.replace('</bpmn:definitions>', '<bpmn:error id="E_any" errorCode="OUT_OF_STOCK" /></bpmn:definitions>');
+    await deploy(t.api, withError(parent('err_parent', { attributes: 'calledElement="err_child"', boundary })));
+    await deploy(t.api, withError(parent('err_end_parent', { attributes: 'calledElement="err_end_child"', boundary })));
+
+    const a = await start(t.api, 'err_parent');
+    const failing = await fetchOne(t.api, 'w', 'err-child');
+    await ok(
+      t.api.post(`/api/external-tasks/${failing.id}/bpmn-error`, {
+        workerId: 'w',
+        lockToken: failing.lockToken,
+        errorCode: 'OUT_OF_STOCK',
+      }),
+    );
+    const handledA = await fetchOne(t.api, 'w', 'err_parent-handled');
+    expect(handledA.instanceId).toBe(a);
+    expect(handledA.variables.code).toBe('OUT_OF_STOCK');
+    expect((await instanceOf(t.api, failing.instanceId)).status).toBe('canceled');
+    expect(await stepStatus(a, 'call')).toBe('canceled');
+
+    const b = await start(t.api, 'err_end_parent');
+    const work = await fetchOne(t.api, 'w', 'err-end-child');
+    await ok(complete(t.api, work, 'w'));
+    const handledB = await fetchOne(t.api, 'w', 'err_end_parent-handled');
+    expect(handledB.instanceId).toBe(b);
+    expect((await instanceOf(t.api, work.instanceId)).status).toBe('canceled');
+  });
+
+  it('given nothing catches the child error, then the parent stops in a bpmn_error incident on the call activity', async () => {
+    await deploy(t.api, child('unc_child', 'unc-child'));
+    await deploy(t.api, parent('unc_parent', { attributes: 'calledElement="unc_child"' }));
+    const id = await start(t.api, 'unc_parent');
+    const task = await fetchOne(t.api, 'w', 'unc-child');
+    await ok(
+      t.api.post(`/api/external-tasks/${task.id}/bpmn-error`, { workerId: 'w', lockToken: task.lockToken, errorCode: 'BOOM' }),
+    );
+    const incident = await waitForStatus(t.api, id, 'incident');
+    expect(incident.incidents).toMatchObject([{ stepId: 'call', kind: 'bpmn_error' }]);
+    expect(incident.incidents[0].message).toContain('error BOOM');
+  });
+
+  it("given the child's task fails for good, then its incident shows on the parent next to the call activity", async () => {
+    await deploy(t.api, child('inc_child', 'inc-child', { retries: 0 }));
+    await deploy(t.api, parent('inc_parent', { attributes: 'calledElement="inc_child"' }));
+    const id = await start(t.api, 'inc_parent');
+    const task = await fetchOne(t.api, 'w', 'inc-child');
+    const failed = await t.api.post(`/api/external-tasks/${task.id}/failure`, {
+      workerId: 'w',
+      lockToken: task.lockToken,
+      errorMessage: 'disk full',
+    });
+    expect(failed.status).toBeLessThan(300);
+    await waitForStatus(t.api, task.instanceId, 'incident');
+    const [called] = await calledOf(id);
+    expect(called).toMatchObject({ instanceId: task.instanceId, stepId: 'call', status: 'incident', openIncidents: 1 });
+  });
+
+  it('given the parent is canceled, then its child is canceled and the child task complete answers 409; the child alone cannot be canceled', async () => {
+    await deploy(t.api, child('cx_child', 'cx-child'));
+    await deploy(t.api, parent('cx_parent', { attributes: 'calledElement="cx_child"' }));
+    const id = await start(t.api, 'cx_parent');
+    const task = await fetchOne(t.api, 'w', 'cx-child');
+    const refused = await t.api.post(`/api/instances/${task.instanceId}/cancel`, {});
+    expect(refused.status).toBe(409);
+    expect(refused.body.message).toContain(id);
+    expect((await t.api.post(`/api/instances/${id}/cancel`, {})).status).toBe(200);
+    expect((await instanceOf(t.api, task.instanceId)).status).toBe('canceled');
+    expect((await complete(t.api, task, 'w')).status).toBe(409);
+  });
+
+  it('given an interrupting timer on the call activity fires, then the child is canceled and the timer path runs', async () => {
+    await deploy(t.api, child('tm_child', 'tm-child'));
+    await deploy(
+      t.api,
+      parent('tm_parent', {
+        attributes: 'calledElement="tm_child"',
+        boundary: '<bpmn:timerEventDefinition><bpmn:timeDuration>PT0.3S</bpmn:timeDuration></bpmn:timerEventDefinition>',
+      }),
+    );
+    const id = await start(t.api, 'tm_parent');
+    const task = await fetchOne(t.api, 'w', 'tm-child');
+    const handled = await fetchOne(t.api, 'w', 'tm_parent-handled');
+    expect(handled.instanceId).toBe(id);
+    expect((await instanceOf(t.api, task.instanceId)).status).toBe('canceled');
+    expect((await complete(t.api, task, 'w')).status).toBe(409);
+  });
+
+  it('given binding version, then the pinned version is called after a newer one is deployed; latest calls the newer', async () => {
+    await deploy(t.api, child('ver_child', 'ver-v1'));
+    await deploy(
+      t.api,
+      parent('ver_pinned', {
+        attributes: 'calledElement="ver_child" camunda:calledElementBinding="version" camunda:calledElementVersion="1"',
+      }),
+    );
+    await deploy(t.api, parent('ver_latest', { attributes: 'calledElement="ver_child"' }));
+    await deploy(t.api, child('ver_child', 'ver-v2'));
+    const pinned = await start(t.api, 'ver_pinned');
+    const latest = await start(t.api, 'ver_latest');
+    expect((await fetchOne(t.api, 'w', 'ver-v1')).businessKey).toBeNull();
+    expect((await calledOf(pinned))[0]).toMatchObject({ definitionKey: 'ver_child', definitionVersion: 1 });
+    await fetchOne(t.api, 'w', 'ver-v2');
+    expect((await calledOf(latest))[0]).toMatchObject({ definitionKey: 'ver_child', definitionVersion: 2 });
+  });
+
+  it('given the called process is not deployed, then the call activity is an incident; deployed and retried, the child runs', async () => {
+    await deploy(t.api, parent('miss_parent', { attributes: 'calledElement="miss_child"' }));
+    const id = await start(t.api, 'miss_parent');
+    const stuck = await waitForStatus(t.api, id, 'incident');
+    expect(stuck.incidents).toMatchObject([{ stepId: 'call', kind: 'call_activity' }]);
+    expect(stuck.incidents[0].message).toContain('miss_child');
+    expect(stuck.calledInstances).toEqual([]);
+    await deploy(t.api, child('miss_child', 'miss-child'));
+    expect((await t.api.post(`/api/incidents/${stuck.incidents[0].id}/retry`, {})).status).toBeLessThan(300);
+    const task: LockedTask = await fetchOne(t.api, 'w', 'miss-child');
+    await ok(complete(t.api, task, 'w'));
+    await ok(complete(t.api, await fetchOne(t.api, 'w', 'miss_parent-after'), 'w'));
+    await waitForStatus(t.api, id, 'completed');
+  });
+});

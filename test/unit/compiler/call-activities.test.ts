@@ -1,0 +1,121 @@
+// Call activities compile to a CallSpec in both dialects; what Baton cannot run as written is
+// refused naming the element.
+import { describe, expect, it } from 'vitest';
+import { compileDiagnostics, compilePlan, errorsOf, processXml, straight } from './bpmn-helpers.ts';
+
+const ZEEBE = 'xmlns:zeebe="http://camunda.org/schema/zeebe/1.0"';
+
+function callXml(attributes: string, extensions = '', inner = ''): string {
+  const ext = extensions ? `<bpmn:extensionElements>${extensions}</bpmn:extensionElements>` : '';
+  return processXml(straight(`<bpmn:callActivity id="C" ${attributes}>${ext}${inner}</bpmn:callActivity>`, 'C'), ZEEBE);
+}
+
+async function callSpec(xml: string) {
+  return (await compilePlan(xml)).plan.steps.find((s) => s.id === 'C');
+}
+
+describe('call activities: compiled', () => {
+  it('Camunda 7: calledElement, version binding, camunda:in/out and the business key', async () => {
+    const step = await callSpec(
+      callXml(
+        'calledElement="child" camunda:calledElementBinding="version" camunda:calledElementVersion="3"',
+        `<camunda:in source="a" target="b" /><camunda:in sourceExpression="\${x.y}" target="y" /><camunda:in variables="all" />
+         <camunda:in businessKey="#{execution.processBusinessKey}" /><camunda:out source="r" target="result" />`,
+      ),
+    );
+    expect(step).toMatchObject({
+      kind: 'callActivity',
+      call: {
+        process: { key: 'child' },
+        binding: 'version',
+        version: 3,
+        inAll: true,
+        inputs: [
+          { target: 'b', feel: 'a' },
+          { target: 'y', feel: 'x.y' },
+        ],
+        outAll: false,
+        outputs: [{ target: 'result', feel: 'r' }],
+        businessKey: true,
+      },
+    });
+  });
+
+  it('Zeebe: propagation on by default, an output mapping restricts what comes back, a FEEL process id', async () => {
+    const step = await callSpec(
+      callXml(
+        '',
+        `<zeebe:calledElement processId="=kind + &quot;_flow&quot;" /><zeebe:ioMapping><zeebe:output source="=total" target="order.total" /></zeebe:ioMapping>`,
+      ),
+    );
+    expect(step?.call).toMatchObject({
+      process: { feel: 'kind + "_flow"' },
+      binding: 'latest',
+      inAll: true,
+      outAll: false,
+      outputs: [{ target: 'order.total', feel: 'total' }],
+    });
+    const plain = await compilePlan(callXml('', '<zeebe:calledElement processId="child" propagateAllParentVariables="false" />'));
+    expect(plain.plan.steps.find((s) => s.id === 'C')?.call).toMatchObject({ inAll: false, outAll: true });
+    expect(plain.warnings).toEqual([]);
+  });
+});
+
+describe('call activities: refused with the element id', () => {
+  it.each([
+    ['no called element', '', '', '', 'calledElement is empty'],
+    [
+      'deployment binding',
+      'calledElement="c" camunda:calledElementBinding="deployment"',
+      '',
+      '',
+      'camunda:calledElementBinding "deployment" is not supported',
+    ],
+    [
+      'versionTag binding',
+      'calledElement="c" camunda:calledElementBinding="versionTag"',
+      '',
+      '',
+      '"versionTag" is not supported',
+    ],
+    [
+      'a bad version',
+      'calledElement="c" camunda:calledElementBinding="version" camunda:calledElementVersion="x"',
+      '',
+      '',
+      'is not a version number',
+    ],
+    ['a Java mapping', 'calledElement="c" camunda:variableMappingClass="a.B"', '', '', 'variable mapping delegate is Java code'],
+    [
+      'another business key',
+      'calledElement="c"',
+      '<camunda:in businessKey="${orderId}" />',
+      '',
+      'businessKey="${orderId}" is not supported',
+    ],
+    [
+      'a local out',
+      'calledElement="c"',
+      '<camunda:out source="a" target="a" local="true" />',
+      '',
+      'local="true" is not supported',
+    ],
+    [
+      'a Zeebe versionTag',
+      '',
+      '<zeebe:calledElement processId="c" bindingType="versionTag" versionTag="v1" />',
+      '',
+      'bindingType "versionTag"',
+    ],
+    [
+      'multi-instance',
+      'calledElement="c"',
+      '',
+      '<bpmn:multiInstanceLoopCharacteristics camunda:collection="items" />',
+      'multi-instance or looping call activity',
+    ],
+  ])('%s', async (_name, attributes, extensions, inner, text) => {
+    const errors = errorsOf(await compileDiagnostics(callXml(attributes, extensions, inner)));
+    expect(errors).toEqual([{ elementId: 'C', severity: 'error', message: expect.stringContaining(text) }]);
+  });
+});
