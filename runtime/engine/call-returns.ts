@@ -14,6 +14,7 @@ import { emptyEffects, type Effects, type Variables } from '../model/effects.ts'
 import type { Plan } from '../compiler/plan.ts';
 import { deleteCallReturn, onCallReturn, takeCallReturn, type CallReturnRow } from '../store/calls.ts';
 import { withTransaction } from '../store/db.ts';
+import { fault } from '../shared/faults.ts';
 import { lockInstance, type LockedInstance } from '../store/instances.ts';
 
 /** Delivers one waiting return; answers false when none was left to take. */
@@ -21,6 +22,7 @@ export async function deliverCallReturn(engine: Engine): Promise<boolean> {
   return withTransaction(engine.pool, async (tx) => {
     const row = await takeCallReturn(tx);
     if (!row) return false;
+    await fault('call:before-return');
     await deleteCallReturn(tx, row.child_instance_id);
     const parent = await lockInstance(tx, row.parent_instance_id);
     if (!parent) return true;

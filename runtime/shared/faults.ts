@@ -23,6 +23,8 @@ export const FaultPoint = {
   compensationMidSaga: 'compensation:mid-saga',
   /** store: a transition committed and its notifications rang in-process, not relayed to the other nodes yet */
   notificationsBeforeRelay: 'notifications:before-relay',
+  /** engine: a called instance's return is taken for delivery, its parent's transition not committed yet */
+  callBeforeReturn: 'call:before-return',
 } as const;
 export type FaultPoint = (typeof FaultPoint)[keyof typeof FaultPoint];
 

@@ -129,24 +129,28 @@ const CHECKS: Check[] = [
                    case when exists (select 1 from external_tasks t where t.instance_id = i.id and t.state in ('ready', 'locked')) then 'a task is still open' end,
                    case when exists (select 1 from timers m where m.instance_id = i.id and m.state = 'waiting') then 'a timer still waits' end,
                    case when exists (select 1 from subscriptions s where s.instance_id = i.id) then 'a subscription still waits' end,
-                   case when exists (select 1 from steps s where s.instance_id = i.id and s.status = 'active') then 'a step is still active' end)
+                   case when exists (select 1 from steps s where s.instance_id = i.id and s.status = 'active') then 'a step is still active' end,
+                   case when exists (select 1 from instances c where c.parent_instance_id = i.id and c.status not in ('completed', 'canceled', 'compensated')) then 'a called instance still runs' end)
             from instances i
            where i.status in ('completed', 'canceled', 'compensated') and (
                  exists (select 1 from external_tasks t where t.instance_id = i.id and t.state in ('ready', 'locked'))
               or exists (select 1 from timers m where m.instance_id = i.id and m.state = 'waiting')
               or exists (select 1 from subscriptions s where s.instance_id = i.id)
-              or exists (select 1 from steps s where s.instance_id = i.id and s.status = 'active'))
+              or exists (select 1 from steps s where s.instance_id = i.id and s.status = 'active')
+              or exists (select 1 from instances c where c.parent_instance_id = i.id and c.status not in ('completed', 'canceled', 'compensated')))
           union all
           select 'instances ' || i.id, 'incident status with no open incident'
             from instances i where i.status = 'incident' and not exists (select 1 from incidents n where n.instance_id = i.id and n.status = 'open')
           union all
-          select 'instances ' || i.id, i.status || ' with nothing to wait for: no open task, timer, subscription or incident'
+          select 'instances ' || i.id, i.status || ' with nothing to wait for: no open task, timer, subscription, incident, called instance or return'
             from instances i
            where i.status in ('running', 'compensating')
              and not exists (select 1 from external_tasks t where t.instance_id = i.id and t.state in ('ready', 'locked'))
              and not exists (select 1 from timers m where m.instance_id = i.id and m.state = 'waiting')
              and not exists (select 1 from subscriptions s where s.instance_id = i.id)
-             and not exists (select 1 from incidents n where n.instance_id = i.id and n.status = 'open')`,
+             and not exists (select 1 from incidents n where n.instance_id = i.id and n.status = 'open')
+             and not exists (select 1 from instances c where c.parent_instance_id = i.id and c.status not in ('completed', 'canceled', 'compensated'))
+             and not exists (select 1 from call_returns r where r.parent_instance_id = i.id)`,
   },
   {
     invariant: 5,

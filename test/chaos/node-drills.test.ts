@@ -4,7 +4,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { announceListener, readNotifications } from '../../runtime/store/notifications.ts';
-import { buildBpmn, parallelBpmn, reworkBpmn, type FlowSpec, type NodeSpec } from '../support/bpmn.ts';
+import { buildBpmn, callBpmn, parallelBpmn, reworkBpmn, type FlowSpec, type NodeSpec } from '../support/bpmn.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus } from '../support/flows.ts';
 import { ProgressClient } from '../support/progress-client.ts';
@@ -252,6 +252,27 @@ describe('chaos drills: runtime nodes', () => {
     expect(kinds(events, 'loop:pass_started').map((e) => e.data.pass)).toEqual([1, 2]);
     expect(kinds(events, 'task:completed')).toHaveLength(3);
     expect(kinds(events, 'step:completed').filter((e) => e.stepId === 'review')).toHaveLength(2);
+    await expectInvariants(db);
+  }, 90_000);
+
+  it("drill 16: given a node that dies after taking a called instance's return and before its parent moves on, then the restarted node delivers it once and the parent completes", async () => {
+    const doomed = await startNode(db.url, { faults: 'call:before-return:crash:once' });
+    const api = apiClient(doomed.url);
+    await deploy(api, singleTask('d16_child'));
+    await deploy(api, callBpmn('d16', 'd16_child'));
+    const id = await start(api, 'd16', { variables: { n: 1 } });
+    const task = await fetchOne(api, 'd16-w', 'd16_child');
+    await complete(api, task, 'd16-w', { done: true }).catch(() => undefined);
+    await doomed.exited;
+    expect(doomed.output()).toContain('baton-fault call:before-return crash');
+    // The child is over; its return waits in call_returns for a node to deliver it.
+    expect((await db.pool.query('select count(*)::int as n from call_returns')).rows[0].n).toBe(1);
+    const again = await startNode(db.url, { port: doomed.port });
+    const done = await waitForStatus(apiClient(again.url), id, 'completed', 30_000);
+    expect(done.variables).toEqual({ n: 1, done: true });
+    expect(done.calledInstances).toMatchObject([{ instanceId: task.instanceId, status: 'completed' }]);
+    expect(kinds(await history(db, id), 'step:completed').filter((e) => e.stepId === 'call')).toHaveLength(1);
+    expect((await db.pool.query('select count(*)::int as n from call_returns')).rows[0].n).toBe(0);
     await expectInvariants(db);
   }, 90_000);
 });

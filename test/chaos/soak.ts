@@ -10,7 +10,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../../runtime/store/embedded.ts';
-import { buildBpmn, parallelBpmn, type FlowSpec, type NodeSpec } from '../support/bpmn.ts';
+import { buildBpmn, callBpmn, parallelBpmn, type FlowSpec, type NodeSpec } from '../support/bpmn.ts';
 import { checkInvariants, formatReport, type Report } from './check.ts';
 import { freePort, killAll, sleep, startNode, startWorker, waitFor, type Proc, type RuntimeNode } from './harness.ts';
 import { createLedger, summarizeLedger, type LedgerSummary } from './ledger.ts';
@@ -62,6 +62,7 @@ const NODE_FAULTS = [
   'fetch:after-lock:crash:chance:0.001',
   'compensation:mid-saga:crash:chance:0.02',
   'notifications:before-relay:crash:chance:0.0005',
+  'call:before-return:crash:chance:0.02',
   'timer:before-fire:delay:50:chance:0.3',
   'message:before-match:delay:50:chance:0.3',
 ].join(',');
@@ -174,10 +175,12 @@ function definitions(): string[] {
       { from: 'rework', to: 'review' },
     ],
   );
-  return [parallelBpmn('soak-par', 'soak-a', 'soak-b'), timer, message, retry, buildBpmn('soak-saga', nodes, flows), loop];
+  // The parallel join again, as a called instance: the call waits for it, and its variables come back.
+  const call = callBpmn('soak-call', 'soak-par');
+  return [parallelBpmn('soak-par', 'soak-a', 'soak-b'), timer, message, retry, buildBpmn('soak-saga', nodes, flows), loop, call];
 }
 
-const KINDS = ['soak-par', 'soak-par', 'soak-timer', 'soak-msg', 'soak-retry', 'soak-saga', 'soak-loop'] as const;
+const KINDS = ['soak-par', 'soak-par', 'soak-timer', 'soak-msg', 'soak-retry', 'soak-saga', 'soak-loop', 'soak-call'] as const;
 
 async function post(url: string, body: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(url, {

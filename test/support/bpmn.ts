@@ -36,7 +36,9 @@ export type NodeSpec =
   /** error end event; code undefined = an error without a code */
   | { id: string; type: 'errorEndEvent'; code?: string }
   /** embedded subprocess with its own nodes and flows (flow ids default to <id>_Flow_<n>) */
-  | { id: string; type: 'subProcess'; nodes: NodeSpec[]; flows: FlowSpec[] };
+  | { id: string; type: 'subProcess'; nodes: NodeSpec[]; flows: FlowSpec[] }
+  /** call activity (Camunda 7): every variable in and out */
+  | { id: string; type: 'callActivity'; calledElement: string };
 
 /** multiInstanceLoopCharacteristics with camunda:collection/elementVariable and baton:outputCollection/outputElement */
 export interface MultiInstance {
@@ -157,6 +159,8 @@ function renderScope(nodes: NodeSpec[], flows: FlowSpec[], flowPrefix: string, r
           `${n.forCompensation ? ' isForCompensation="true"' : ''}${n.onExhausted ? ` baton:onExhausted="${n.onExhausted}"` : ''}`;
         return `<bpmn:serviceTask id="${n.id}" camunda:type="external" camunda:topic="${escapeXml(n.topic)}"${extra}>${ioXml(n.io)}${links}${n.multiInstance ? loopXml(n.id, n.multiInstance) : ''}</bpmn:serviceTask>`;
       }
+      case 'callActivity':
+        return `<bpmn:callActivity id="${n.id}" calledElement="${escapeXml(n.calledElement)}"><bpmn:extensionElements><camunda:in variables="all"/><camunda:out variables="all"/></bpmn:extensionElements>${links}</bpmn:callActivity>`;
       case 'terminateEndEvent':
         return `<bpmn:endEvent id="${n.id}">${links}<bpmn:terminateEventDefinition id="${n.id}_def"/></bpmn:endEvent>`;
       case 'timerStart':
@@ -242,6 +246,22 @@ export function reworkBpmn(key: string): string {
       { id: 'rejected', from: 'decide', to: 'rework', condition: '=approved = false' },
       { id: 'approved', from: 'decide', to: 'e' },
       { id: 'again', from: 'rework', to: 'review' },
+    ],
+  );
+}
+
+/** start -> call (`calledElement`, every variable in and out) -> end */
+export function callBpmn(processId: string, calledElement: string): string {
+  return buildBpmn(
+    processId,
+    [
+      { id: 'start', type: 'startEvent' },
+      { id: 'call', type: 'callActivity', calledElement },
+      { id: 'end', type: 'endEvent' },
+    ],
+    [
+      { from: 'start', to: 'call' },
+      { from: 'call', to: 'end' },
     ],
   );
 }
