@@ -118,7 +118,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   const timers = startTimerScheduler(engine, opts.log, { maxSleepMs: SAFETY_RECHECK_MS, batchSize: 500 });
   parkedPolls.onTimerCreated(() => timers.poke());
   // A child's end written by another node reaches this one within that long (its own, at once).
-  const callReturns = startCallReturns(engine, opts.log, { intervalMs: opts.callReturnIntervalMs ?? 250 });
+  const callReturns = startCallReturns(engine, opts.log, { intervalMs: opts.callReturnIntervalMs ?? 250, lanes: 4 });
   const retention = startRetention(pool, opts.log, opts.retention ?? { days: 0, intervalMs: 3_600_000 });
 
   const app = express();

@@ -103,18 +103,33 @@ export interface CallReturns {
  * Delivers returns as this process's commits announce them (store/calls.ts), and every
  * `intervalMs` for those another node's commits wrote, or that a crash left behind.
  */
-export function startCallReturns(engine: Engine, log: Logger, opts: { intervalMs: number }): CallReturns {
+export function startCallReturns(engine: Engine, log: Logger, opts: { intervalMs: number; lanes: number }): CallReturns {
   let running: Promise<void> | undefined;
   let again = false;
   let stopped = false;
+  // Lanes grow while there is work: a lane that delivered one starts another (up to `lanes`), so an
+  // idle poke costs one empty take, and a backlog is worked by several parents' transactions at
+  // once (SKIP LOCKED keeps the lanes on different returns).
+  let lanes = 0;
+  const lanesDone: Promise<void>[] = [];
+  const lane = async (): Promise<void> => {
+    lanes++;
+    try {
+      while (!stopped && (await deliverCallReturn(engine))) {
+        if (lanes < opts.lanes) lanesDone.push(lane());
+      }
+    } catch (err) {
+      log.error({ err }, 'call:return_failed');
+    } finally {
+      lanes--;
+    }
+  };
   const drain = async (): Promise<void> => {
     do {
       again = false;
-      try {
-        while (!stopped && (await deliverCallReturn(engine)));
-      } catch (err) {
-        log.error({ err }, 'call:return_failed');
-      }
+      lanesDone.length = 0;
+      lanesDone.push(lane());
+      while (lanesDone.length > 0) await lanesDone.shift();
     } while (again && !stopped);
   };
   const poke = (): void => {

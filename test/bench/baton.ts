@@ -9,6 +9,7 @@ import { createHttpClient, type HttpClient } from '../../runtime/worker/http.ts'
 import {
   FANOUT_BRANCHES,
   LOOP_PASSES,
+  CALL_CHAIN,
   PICKUP_IDLE_MS,
   PRODUCERS,
   RUNS,
@@ -38,8 +39,8 @@ const size = sizes(quick);
 const TIMER_SPREAD_S = quick ? 1 : 60;
 /** BENCH_BATON_WORKLOADS=throughput,scale (both by default): for working on one of them */
 const workloads = new Set((process.env.BENCH_BATON_WORKLOADS ?? 'throughput,scale').split(','));
-/** BENCH_ROUND=single,chain,fanout,pickup,timers,loop (all by default): the parts of each throughput round to run */
-const roundParts = new Set((process.env.BENCH_ROUND ?? 'single,chain,fanout,pickup,timers,loop').split(','));
+/** BENCH_ROUND=single,chain,fanout,pickup,timers,loop,calls (all by default): the parts of each throughput round to run */
+const roundParts = new Set((process.env.BENCH_ROUND ?? 'single,chain,fanout,pickup,timers,loop,calls').split(','));
 
 const NS =
   'xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"';
@@ -70,6 +71,24 @@ const loopXml = definition(
   `<bpmn:startEvent id="start"/>${task('work', 'loop-work')}<bpmn:exclusiveGateway id="again" default="out"/><bpmn:endEvent id="end"/>` +
     `${flow('f1', 'start', 'work')}${flow('f2', 'work', 'again')}${flow('out', 'again', 'end')}` +
     `<bpmn:sequenceFlow id="back" sourceRef="again" targetRef="work"><bpmn:conditionExpression xsi:type="bpmn:tFormalExpression">= n &lt; ${LOOP_PASSES}</bpmn:conditionExpression></bpmn:sequenceFlow>`,
+);
+// Workload 9: CALL_CHAIN call activities in sequence, each child instance one task.
+const callChildXml = definition(
+  'bench-call-child',
+  `<bpmn:startEvent id="start"/>${task('work', 'call-work')}<bpmn:endEvent id="end"/>${flow('f1', 'start', 'work')}${flow('f2', 'work', 'end')}`,
+);
+const calls = Array.from({ length: CALL_CHAIN }, (_, i) => `c${i + 1}`);
+const callsXml = definition(
+  'bench-calls',
+  `<bpmn:startEvent id="start"/><bpmn:endEvent id="end"/>` +
+    calls
+      .map(
+        (c, i) =>
+          `<bpmn:callActivity id="${c}" calledElement="bench-call-child"><bpmn:extensionElements><camunda:in variables="all"/><camunda:out variables="all"/></bpmn:extensionElements></bpmn:callActivity>` +
+          flow(`in${i}`, i === 0 ? 'start' : calls[i - 1]!, c),
+      )
+      .join('') +
+    flow('out', calls.at(-1)!, 'end'),
 );
 const timerXml = (key: string, at: string) =>
   definition(
@@ -125,6 +144,8 @@ async function throughput(
   tasksPerInstance: number,
   /** what the worker completes each task with; nothing by default */
   variablesOf?: (task: Task) => Record<string, unknown>,
+  /** an instance that ends after its last task (a call activity's return): the round ends when this resolves */
+  settled?: () => Promise<void>,
 ): Promise<ThroughputRound> {
   const target = instances * tasksPerInstance;
   let done = 0;
@@ -167,6 +188,10 @@ async function throughput(
     }),
   );
   await Promise.all([producers, workers]);
+  if (settled) {
+    await settled();
+    tEnd = performance.now();
+  }
   const seconds = (tEnd - t0) / 1000;
   return { perSec: instances / seconds, stepsPerSec: target / seconds, seconds, cost: await costSince(admin, mark, target) };
 }
@@ -273,6 +298,19 @@ async function checkExactlyOnce(
     r!.completed === instances && r!.other === 0 && r!.done === tasks && r!.events === tasks && r!.repeated === 0,
     JSON.stringify(r),
   );
+}
+
+/** Waits until no instance of `key` is still running (the parents of workload 9 end after their last child's return). */
+async function untilNoneRunning(db: pg.Client, key: string): Promise<void> {
+  for (const began = performance.now(); performance.now() - began < 300_000;) {
+    const { rows } = await db.query<{ n: number }>(
+      `select count(*)::int as n from instances where definition_key = $1 and status = 'running'`,
+      [key],
+    );
+    if (rows[0]!.n === 0) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`instances of ${key} still running after 300 s`);
 }
 
 /** Runs one workload round and says on stderr how long it took. */
@@ -446,6 +484,7 @@ async function main(): Promise<void> {
     chain: [],
     fanout: [],
     loop: [],
+    calls: [],
     pickup: [],
     timers: [],
     checks: [],
@@ -457,7 +496,8 @@ async function main(): Promise<void> {
   const rounds = benchRounds();
   const runRounds = () =>
     withServer(dbUrl, async (server) => {
-      for (const xml of [singleXml, chainXml, fanoutXml, loopXml]) await post(`${server.url}/api/definitions`, { xml });
+      for (const xml of [singleXml, chainXml, fanoutXml, loopXml, callChildXml, callsXml])
+        await post(`${server.url}/api/definitions`, { xml });
       // BENCH_SETUP_SQL: a statement run once the definitions are in, for experiments (e.g. disabling a trigger)
       if (process.env.BENCH_SETUP_SQL) await db.query(process.env.BENCH_SETUP_SQL);
       if (rounds.includes(0) && process.env.BENCH_PARK_TIMER === '1') {
@@ -494,6 +534,15 @@ async function main(): Promise<void> {
             ),
           );
         partial(result);
+        if (roundParts.has('calls'))
+          result.calls!.push(
+            await timed('calls', () =>
+              throughput(server.url, admin, 'bench-calls', ['call-work'], size.calls, CALL_CHAIN, undefined, () =>
+                untilNoneRunning(db, 'bench-calls'),
+              ),
+            ),
+          );
+        partial(result);
         if (roundParts.has('pickup')) result.pickup!.push(await timed('pickup', () => pickupLatency(server.url, size.pickups)));
         partial(result);
         // the timers fall due once the starts are done (at the rate workload 1 just measured), over TIMER_SPREAD_S
@@ -523,6 +572,14 @@ async function main(): Promise<void> {
         has('fanout') * size.fanout * FANOUT_BRANCHES,
       );
       await checkExactlyOnce(result, db, 'bench-loop', has('loop') * size.loop, has('loop') * size.loop * LOOP_PASSES);
+      await checkExactlyOnce(result, db, 'bench-calls', has('calls') * size.calls, 0);
+      await checkExactlyOnce(
+        result,
+        db,
+        'bench-call-child',
+        has('calls') * size.calls * CALL_CHAIN,
+        has('calls') * size.calls * CALL_CHAIN,
+      );
       const timers = has('timers') * size.timers;
       const {
         rows: [t],

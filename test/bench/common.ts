@@ -38,6 +38,8 @@ export interface Sizes {
   timers: number;
   /** workload 8 (Baton only): instances of a loop of LOOP_PASSES passes, one task each */
   loop: number;
+  /** workload 9 (Baton only): instances of CALL_CHAIN call activities in sequence, each child one task */
+  calls: number;
   /** workload 6: preloaded completed and waiting instances; latency samples per round */
   scaleCompleted: number;
   scaleWaiting: number;
@@ -51,6 +53,7 @@ export const FULL: Sizes = {
   pickups: 500,
   timers: 10_000,
   loop: 50,
+  calls: 1_000,
   scaleCompleted: 1_000_000,
   scaleWaiting: 100_000,
   scaleSamples: 300,
@@ -62,6 +65,7 @@ export const QUICK: Sizes = {
   pickups: 20,
   timers: 150,
   loop: 3,
+  calls: 20,
   scaleCompleted: 10_000,
   scaleWaiting: 1_000,
   scaleSamples: 20,
@@ -83,6 +87,7 @@ export const sizes = (quick: boolean): Sizes => {
     pickups: override('pickups'),
     timers: override('timers'),
     loop: override('loop'),
+    calls: override('calls'),
   };
 };
 
@@ -92,6 +97,8 @@ export const WORKERS = 8;
 export const FANOUT_BRANCHES = 10;
 /** workload 8: the passes of each loop instance (a task each; the worker counts them in `n`) */
 export const LOOP_PASSES = 100;
+/** workload 9: the call activities in sequence in each instance (each child runs one task) */
+export const CALL_CHAIN = 3;
 /**
  * Workload 4: the quiet time before each start, the same for every system, so that each
  * pickup starts from an idle system (a parked long poll, a worker waiting on LISTEN) and
@@ -222,6 +229,8 @@ export interface SystemResult {
   fanout?: ThroughputRound[];
   /** workload 8, Baton only: a loop of LOOP_PASSES passes */
   loop?: ThroughputRound[];
+  /** workload 9, Baton only: CALL_CHAIN call activities in sequence */
+  calls?: ThroughputRound[];
   pickup?: { p50: number; p99: number }[];
   timers?: { p50: number; p99: number; max: number; count: number }[];
   scale?: {

@@ -18,6 +18,7 @@ import { startEmbeddedPostgres } from '../../runtime/store/embedded.ts';
 import {
   FANOUT_BRANCHES,
   LOOP_PASSES,
+  CALL_CHAIN,
   PICKUP_IDLE_MS,
   PRODUCERS,
   RUNS,
@@ -130,7 +131,7 @@ function plan(systems: SystemRun[], batonWorkloads: Set<string>): Turn[] {
   return turns;
 }
 
-const ROUND_PARTS = ['single', 'chain', 'fanout', 'loop', 'pickup', 'timers'] as const;
+const ROUND_PARTS = ['single', 'chain', 'fanout', 'loop', 'calls', 'pickup', 'timers'] as const;
 
 /** A system's result so far with one more child's added: rounds appended, checks kept, notes once. */
 function merge(into: SystemResult | undefined, part: SystemResult): SystemResult {
@@ -381,7 +382,7 @@ function printTable(t: TableInput): void {
       }),
     ]);
   };
-  const throughputRows = (n: string, key: 'single' | 'chain' | 'fanout' | 'loop', unit: string, steps: number) => {
+  const throughputRows = (n: string, key: 'single' | 'chain' | 'fanout' | 'loop' | 'calls', unit: string, steps: number) => {
     row(`${n} ${unit}/s`, (r) => med(r[key], (x) => x.perSec));
     if (steps > 1) row(`${n} steps/s`, (r) => med(r[key], (x) => x.stepsPerSec));
     ratioRow(`${n} Baton ÷ system`, (r) => med(r[key], (x) => x.perSec));
@@ -394,6 +395,7 @@ function printTable(t: TableInput): void {
   throughputRows(`2. three steps, ${fmt(size.chain)}:`, 'chain', 'instances (chains)', 3);
   throughputRows(`3. fan-out ${FANOUT_BRANCHES}, ${fmt(size.fanout)}:`, 'fanout', 'instances', FANOUT_BRANCHES);
   throughputRows(`8. loop of ${LOOP_PASSES} passes (Baton only), ${fmt(size.loop)}:`, 'loop', 'instances', LOOP_PASSES);
+  throughputRows(`9. ${CALL_CHAIN} call activities (Baton only), ${fmt(size.calls)}:`, 'calls', 'instances', CALL_CHAIN);
   row(
     `4. pickup p50 (ms), ${size.pickups} starts`,
     (r) => (r.pickup?.length ? median(r.pickup.map((x) => x.p50)) : undefined),
@@ -507,6 +509,7 @@ function printTable(t: TableInput): void {
       ['chains/s', perRound(r.chain, (x) => x.perSec)],
       ['fan-out/s', perRound(r.fanout, (x) => x.perSec)],
       ['loop passes/s', perRound(r.loop, (x) => x.stepsPerSec)],
+      ['called children/s', perRound(r.calls, (x) => x.stepsPerSec)],
       ['pickup p99 ms', perRound(r.pickup, (x) => x.p99, 1)],
       ['timer p50 ms', perRound(r.timers, (x) => x.p50, 1)],
       ['timer p99 ms', perRound(r.timers, (x) => x.p99, 1)],
