@@ -104,6 +104,21 @@ export interface InstanceDetail extends InstanceSummary {
   flows: FlowState[];
   tasks: OpenTask[];
   incidents: Incident[];
+  /** the instances its call activities started */
+  calledInstances: CalledInstance[];
+  /** set on an instance a call activity started */
+  parent?: { instanceId: string; stepId: string; scopePath?: string };
+}
+
+export interface CalledInstance {
+  instanceId: string;
+  stepId: string;
+  scopePath?: string;
+  generation: number;
+  definitionKey: string;
+  definitionVersion: number;
+  status: InstanceStatus;
+  openIncidents: number;
 }
 
 export interface HistoryEvent {

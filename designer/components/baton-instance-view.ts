@@ -179,6 +179,12 @@ export class BatonInstanceView extends LightElement {
       <p class="meta">
         <a href="#/definitions/${encodeURIComponent(d.definitionKey)}?version=${d.version}">${d.definitionKey} v${d.version}</a>
         · business key ${d.businessKey ?? '—'} · started ${formatTime(d.createdAt)}${d.endedAt ? html` · ended ${formatTime(d.endedAt)}` : nothing}
+        ${
+          d.parent
+            ? html`· called by <a class="parent-link" href="#/instances/${d.parent.instanceId}"><code title=${d.parent.instanceId}>${shortId(d.parent.instanceId)}</code></a>
+              at <code>${d.parent.stepId}</code>`
+            : nothing
+        }
       </p>
       ${this.actionError ? html`<p class="error" role="alert">${this.actionError}</p>` : nothing}
       <div class="panels">
@@ -206,10 +212,25 @@ export class BatonInstanceView extends LightElement {
             )}</tbody></table>`
           }
         </section>
+        ${d.calledInstances.length > 0 ? this.renderCalled(d) : nothing}
         <section aria-label="Variables"><h2>Variables</h2><pre class="variables">${JSON.stringify(d.variables, null, 2)}</pre></section>
         ${this.renderLog()}
         <section aria-label="History"><h2>History</h2>${this.renderHistory(s.history)}</section>
       </div>`;
+  }
+
+  // A child's incident shows here, next to the call activity that waits for it.
+  private renderCalled(d: InstanceSnapshot['detail']) {
+    return html`<section aria-label="Called instances"><h2>Called instances</h2>
+      <table class="data called">
+        <thead><tr><th>Step</th><th>Instance</th><th>Process</th><th>Status</th><th>Open incidents</th></tr></thead>
+        <tbody>${d.calledInstances.map(
+          (c) => html`<tr data-step-id=${c.stepId}>
+          <td>${this.step(c.stepId)}${c.scopePath ? html` <span class="pass">${passOf(c.scopePath)}</span>` : nothing}</td>
+          <td><a href="#/instances/${c.instanceId}"><code title=${c.instanceId}>${shortId(c.instanceId)}</code></a></td>
+          <td>${c.definitionKey} v${c.definitionVersion}</td>
+          <td><span class="status status-${c.status}">${c.status}</span></td><td>${c.openIncidents}</td></tr>`,
+        )}</tbody></table></section>`;
   }
 
   override render() {

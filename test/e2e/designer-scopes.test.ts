@@ -1,8 +1,10 @@
-// An instance of a loop in the designer: the pass shows on the step every pass starts at, and
-// the history says which pass each step event belongs to.
+// Scopes in the instance view: a loop's pass shows on the step every pass starts at and the
+// history says which pass each step event belongs to; a call activity lists the instance it
+// started, which links back to its parent.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { complete, deploy, fetchOne, start, waitForStatus } from '../support/flows.ts';
 import { openDesigner, type BrowserHarness } from './support/browser.ts';
 
@@ -40,6 +42,30 @@ describe('a loop in the instance view', () => {
     await h.page
       .locator('.djs-overlays[data-container-id="Task_Review"] .baton-step-badge-loop', { hasText: '2 passes' })
       .waitFor();
+    expect(h.consoleErrors).toEqual([]);
+  });
+});
+
+describe('a call activity in the instance view', () => {
+  it('given a parent waiting on its child, then the parent lists the child with its status and links to it, and the child links back', async () => {
+    await deploy(h.t.api, singleTaskBpmn('e2e_child', 'e2e-child'));
+    await deploy(h.t.api, callBpmn('e2e_parent', 'e2e_child'));
+    const id = await start(h.t.api, 'e2e_parent');
+    const task = await fetchOne(h.t.api, 'calls-e2e', 'e2e-child');
+
+    await h.page.goto(`${h.t.url}/#/instances/${id}`);
+    const row = h.page.locator('table.called tbody tr[data-step-id="call"]');
+    await row.waitFor();
+    await expect(row.locator('.status').textContent()).resolves.toBe('running');
+    await row.locator(`a[href="#/instances/${task.instanceId}"]`).click();
+    const back = h.page.locator(`a.parent-link[href="#/instances/${id}"]`);
+    await back.waitFor();
+    expect(await h.page.locator('.meta').textContent()).toContain('called by');
+
+    expect((await complete(h.t.api, task, 'calls-e2e')).status).toBe(204);
+    await waitForStatus(h.t.api, id, 'completed');
+    await back.click();
+    await h.page.locator('table.called tbody tr[data-step-id="call"] .status', { hasText: 'completed' }).waitFor();
     expect(h.consoleErrors).toEqual([]);
   });
 });
