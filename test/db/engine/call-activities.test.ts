@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { complete, deploy, fetchOne, instanceOf, start, waitForStatus, type LockedTask } from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
+import { buildBpmn } from '../../support/bpmn.ts';
 
 let t: TestServer;
 
@@ -283,5 +284,39 @@ describe('call activities', () => {
     await ok(complete(t.api, task, 'w'));
     await ok(complete(t.api, await fetchOne(t.api, 'w', 'miss_parent-after'), 'w'));
     await waitForStatus(t.api, id, 'completed');
+  });
+
+  it('given a call activity inside a loop, then each pass calls a child of its own, named by the pass, and the loop leaves after the second', async () => {
+    await deploy(t.api, child('loop_child', 'loop-child'));
+    await deploy(
+      t.api,
+      buildBpmn(
+        'loop_parent',
+        [
+          { id: 'start', type: 'startEvent' },
+          { id: 'call', type: 'callActivity', calledElement: 'loop_child' },
+          { id: 'again', type: 'exclusiveGateway', default: 'out' },
+          { id: 'end', type: 'endEvent' },
+        ],
+        [
+          { from: 'start', to: 'call' },
+          { from: 'call', to: 'again' },
+          { id: 'back', from: 'again', to: 'call', condition: '=n < 2' },
+          { id: 'out', from: 'again', to: 'end' },
+        ],
+      ),
+    );
+    const id = await start(t.api, 'loop_parent', { variables: { n: 0 } });
+    for (let pass = 1; pass <= 2; pass++) {
+      const task = await fetchOne(t.api, 'w', 'loop-child');
+      expect(task.variables).toEqual({ n: pass - 1 });
+      await ok(complete(t.api, task, 'w', { n: pass }));
+    }
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect(done.variables).toEqual({ n: 2 });
+    expect(done.calledInstances.map((c: any) => [c.scopePath, c.status])).toEqual([
+      ['/loop:call#1', 'completed'],
+      ['/loop:call#2', 'completed'],
+    ]);
   });
 });
