@@ -11,6 +11,7 @@ import type {
   Plan,
   PlanFlow,
   PlanStep,
+  RepeatSpec,
   TaskSpec,
 } from './plan.ts';
 import { subProcessStarts } from './checks.ts';
@@ -84,7 +85,13 @@ export function buildPlan(
       outgoing: [],
       ...(head?.scope !== undefined ? { scope: head.scope } : {}),
       ...optional('inLoop', loop.parent),
-      cycle: { head: loop.head, steps: [...loop.steps], backFlows: [...loop.backFlows], exitFlows: [...loop.exitFlows] },
+      cycle: {
+        head: loop.head,
+        steps: [...loop.steps],
+        backFlows: [...loop.backFlows],
+        exitFlows: [...loop.exitFlows],
+        ...('repeat' in loop ? { repeat: structuredClone(loop.repeat as RepeatSpec) } : {}),
+      },
     });
   }
   const flows: PlanFlow[] = graph.flows.map((flow) => {

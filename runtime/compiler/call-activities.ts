@@ -60,8 +60,10 @@ export function readCallActivities(graph: ProcessGraph): {
     const values = element.extensionElements?.values ?? [];
     const zeebe = values.find((v) => v.$type === 'zeebe:calledElement');
     const spec = zeebe ? readZeebe(zeebe, values, problems) : readCamunda(element, values, problems);
-    if (element.loopCharacteristics)
-      problems.push('a multi-instance or looping call activity is not supported yet: call once, and loop in the called process');
+    if (element.loopCharacteristics?.$type === 'bpmn:MultiInstanceLoopCharacteristics')
+      problems.push(
+        'a multi-instance call activity is not supported yet: call once, and loop over the elements in the called process',
+      );
     if (problems.length > 0) {
       diagnostics.push(errorAt(node.id, `Call activity ${describeElement(element)}: ${problems.join('; ')}`));
       continue;

@@ -61,11 +61,8 @@ export function classifyNode(node: BpmnFlowNode): Classification {
     case 'bpmn:SubProcess':
       if (node.triggeredByEvent)
         return refuse(node, 'event subprocesses are not supported; use a boundary event on an embedded subprocess or task');
-      if (node.loopCharacteristics)
-        return refuse(
-          node,
-          'loops and multi-instance subprocesses are not supported; make the inner service task multi-instance',
-        );
+      if (node.loopCharacteristics?.$type === 'bpmn:MultiInstanceLoopCharacteristics')
+        return refuse(node, 'multi-instance subprocesses are not supported yet; make the inner service task multi-instance');
       return { supported: true, kind: StepKind.subProcess };
     case 'bpmn:Transaction':
       return refuse(
@@ -85,13 +82,7 @@ export function classifyNode(node: BpmnFlowNode): Classification {
   }
 }
 
-function classifyServiceTask(node: BpmnFlowNode): Classification {
-  if (node.loopCharacteristics && node.loopCharacteristics.$type !== 'bpmn:MultiInstanceLoopCharacteristics') {
-    return refuse(
-      node,
-      'standard loops are not supported yet; draw the loop with sequence flows back to the task, or use multi-instance over a collection',
-    );
-  }
+function classifyServiceTask(_node: BpmnFlowNode): Classification {
   return { supported: true, kind: StepKind.serviceTask };
 }
 

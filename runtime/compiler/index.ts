@@ -13,7 +13,8 @@ import { selectProcess } from './select.ts';
 import { checkSoundness } from './soundness.ts';
 import { checkUnrunSettings } from './unrun-settings.ts';
 import { readMultiInstances } from './multi-instance.ts';
-import { findLoopScopes } from './loop-scopes.ts';
+import { findLoopScopes, nestLoops } from './loop-scopes.ts';
+import { readStandardLoops } from './standard-loops.ts';
 import { readIoMappings } from './io-mappings.ts';
 import { readCallActivities } from './call-activities.ts';
 
@@ -61,6 +62,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const events = readEventSpecs(graph, allArtifacts(process));
   const loops = readMultiInstances(graph, [document.definitions, process]);
   const cycles = findLoopScopes(graph);
+  const repeats = readStandardLoops(graph, cycles.loops);
   const io = readIoMappings(graph);
   const calls = readCallActivities(graph);
   const diagnostics: Diagnostic[] = [
@@ -74,11 +76,15 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     ...calls.diagnostics,
     ...checkGraph(graph, document.unresolved),
     ...cycles.diagnostics,
+    ...repeats.diagnostics,
     ...checkUnrunSettings(process, document.definitions, new Set([...io.runs, ...calls.mapped])),
   ];
   // Soundness reasons over well-formed loop bodies of supported steps only.
   if (!hasErrors(diagnostics)) diagnostics.push(...checkSoundness(graph, cycles.loops));
   if (hasErrors(diagnostics)) return { ok: false, diagnostics };
+  // Loops of sequence flows and loop markers nest in one another as their bodies say.
+  const allLoops = [...cycles.loops, ...repeats.loops];
+  nestLoops(allLoops);
   const plan = buildPlan(
     graph,
     process.name,
@@ -86,7 +92,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     conditions.conditions,
     events,
     loops.loops,
-    cycles.loops,
+    allLoops,
     io.io,
     calls.calls,
   );

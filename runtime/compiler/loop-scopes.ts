@@ -46,13 +46,18 @@ export function findLoopScopes(graph: ProcessGraph): LoopScopesResult {
     }
   };
   visit(new Set(graph.nodes.keys()), new Set());
-  // The parent is the smallest other loop whose body holds the head (a loop in a subprocess in a loop too).
+  nestLoops(loops);
+  return { loops, diagnostics };
+}
+
+/** Sets each loop's parent: the smallest other loop whose body holds its head (a loop in a subprocess in a loop too). */
+export function nestLoops(loops: LoopScope[]): void {
   for (const loop of loops) {
     const holders = loops.filter((l) => l !== loop && l.steps.includes(loop.head));
     holders.sort((a, b) => a.steps.length - b.steps.length);
     if (holders[0]) loop.parent = holders[0].id;
+    else delete loop.parent;
   }
-  return { loops, diagnostics };
 }
 
 function loopOf(

@@ -179,6 +179,19 @@ export interface CycleSpec {
   backFlows: string[];
   /** flows out of the body: held while passes run, then resolved as the last pass resolved them */
   exitFlows: string[];
+  /** a loop marker (standardLoopCharacteristics) on the head: passes repeat by its condition, not by back flows */
+  repeat?: RepeatSpec;
+}
+
+/**
+ * standardLoopCharacteristics: after each pass in which the activity completed, another runs while
+ * `condition` holds and fewer than `maximum` passes ran; `testBefore` asks before the first too.
+ * The condition sees `loopCounter`, the passes run so far.
+ */
+export interface RepeatSpec {
+  condition?: FlowCondition;
+  testBefore: boolean;
+  maximum?: number;
 }
 
 export interface FlowCondition {

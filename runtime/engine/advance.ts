@@ -13,7 +13,7 @@ import { prepareCall } from './call-variables.ts';
 import { indexPlan } from './plan-index.ts';
 import type { FlowState, IncidentKind, StepStatus } from '../model/vocabulary.ts';
 import { type Effects, type InstanceState, type LoopState, type NewEvent, type Variables } from '../model/effects.ts';
-import { scopePathOf, settleLoops, startPass, type PassMoves } from './loop-passes.ts';
+import { passOf, scopePathOf, settleLoops, startPass, type PassMoves } from './loop-passes.ts';
 
 /**
  * Lets the new instance's token leave its start event: the given one (a timer start
@@ -163,8 +163,21 @@ function setStep(state: InstanceState, fx: Effects, stepId: string, status: Step
 
 function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects, resumed = false): void {
   if (fx.terminated) return;
+  if (step.kind === 'loop') {
+    // A loop marker's condition that failed was retried: decide again.
+    setStep(state, fx, step.id, 'active');
+    settleLoops(plan, new Set([step.id]), state, fx, passMoves(plan, state, vars, fx));
+    return;
+  }
   const cycle = indexPlan(plan).loopOfHead.get(step.id);
-  if (cycle && state.steps[cycle.id] !== 'active') startPass(cycle, 1, state, fx, passMoves(plan, state, vars, fx));
+  if (cycle && state.steps[cycle.id] !== 'active') {
+    if (cycle.cycle?.repeat?.testBefore) {
+      const first = repeatHolds(plan, cycle, 0, state, vars, fx, step.id);
+      if (first === undefined) return;
+      if (!first) return skipLoopedStep(plan, step, state, vars, fx);
+    }
+    startPass(cycle, 1, state, fx, passMoves(plan, state, vars, fx));
+  }
   if (step.kind === 'serviceTask' && step.task && step.multiInstance) {
     const loop = elementsOf(state, step.id);
     if (resumed && loop) {
@@ -177,12 +190,15 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     return;
   }
   if (step.kind === 'serviceTask' && step.task) {
-    const inputs = step.io ? mapInputs(step, vars) : undefined;
+    // A task with a loop marker sees its pass as loopCounter, a local of its task.
+    const counter = cycle?.cycle?.repeat ? { loopCounter: passOf(state, cycle.id) } : undefined;
+    const inputs = step.io ? mapInputs(step, vars, counter) : undefined;
     if (inputs && !inputs.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', inputs.message, inputs.details);
+    const locals = inputs?.ok ? inputs.locals : counter;
     setStep(state, fx, step.id, 'active');
     fx.tasks.push(
-      inputs
-        ? { stepId: step.id, ...step.task, localVariables: inputs.locals, ...scopePathOf(plan, step, state) }
+      locals
+        ? { stepId: step.id, ...step.task, localVariables: locals, ...scopePathOf(plan, step, state) }
         : { stepId: step.id, ...step.task, ...scopePathOf(plan, step, state) },
     );
     pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id });
@@ -647,12 +663,60 @@ function pushEvent(plan: Plan, state: InstanceState, fx: Effects, event: NewEven
   fx.events.push(where.scopePath === undefined ? event : { ...event, data: { ...event.data, ...where } });
 }
 
-/** What a loop's pass needs of this module: run a step, evaluate steps, set a status, record an event. */
+/** What a loop's pass needs of this module: run a step, evaluate steps, set a status, record an event, decide a loop marker. */
 function passMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): PassMoves {
   return {
     activate: (step) => activateStep(plan, step, state, vars, fx),
     propagate: (queue, touched) => propagate(plan, queue, touched, state, vars, fx),
     setStep: (stepId, status) => setStep(state, fx, stepId, status),
     event: (event) => pushEvent(plan, state, fx, event),
+    repeats: (loop) =>
+      // An activity that did not complete (an interrupting boundary fired) ends its loop.
+      state.steps[loop.cycle?.head ?? ''] === 'completed'
+        ? repeatHolds(plan, loop, passOf(state, loop.id), state, vars, fx, loop.id)
+        : false,
   };
+}
+
+/**
+ * Whether a loop marker runs another pass after `passes` of them: fewer than its maximum and its
+ * condition (over the variables and `loopCounter`) holds. A condition that cannot be evaluated
+ * stops `incidentAt` in an incident (answers undefined); its retry decides again.
+ */
+function repeatHolds(
+  plan: Plan,
+  loop: PlanStep,
+  passes: number,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  incidentAt: string,
+): boolean | undefined {
+  const repeat = loop.cycle?.repeat;
+  if (!repeat) return false;
+  if (repeat.maximum !== undefined && passes >= repeat.maximum) return false;
+  if (!repeat.condition) return true;
+  const result = evaluateCondition(repeat.condition.feel, { ...vars, loopCounter: passes });
+  if (result.ok) return result.value;
+  raiseIncident(
+    plan,
+    state,
+    fx,
+    incidentAt,
+    'condition_error',
+    `Loop condition of ${loop.cycle?.head} ("${repeat.condition.source}"): ${result.message}. Fix the variables, then retry the incident.`,
+    { loopCondition: repeat.condition.source },
+  );
+  return undefined;
+}
+
+/** testBefore found the condition false before the first pass: the activity does not run, the token moves on past it. */
+function skipLoopedStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+  setStep(state, fx, step.id, 'skipped');
+  pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: step.id, data: { loopCondition: false } });
+  for (const boundaryId of step.boundaries ?? []) {
+    setStep(state, fx, boundaryId, 'skipped');
+    resolveFlows(plan, stepById(plan, boundaryId), [], state, vars, fx);
+  }
+  resolveFlows(plan, step, step.outgoing, state, vars, fx);
 }

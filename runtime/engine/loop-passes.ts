@@ -16,6 +16,8 @@ export interface PassMoves {
   propagate(queue: string[], touched: Set<string>): void;
   setStep(stepId: string, status: StepStatus): void;
   event(event: NewEvent): void;
+  /** a loop marker's decision after a pass: another pass, the end, or undefined (an incident waits) */
+  repeats(loop: PlanStep): boolean | undefined;
 }
 
 function stepById(plan: Plan, stepId: string): PlanStep {
@@ -65,7 +67,14 @@ export function settleLoops(plan: Plan, touched: Set<string>, state: InstanceSta
     const status = state.steps[loop.id];
     if (!cycle || (status !== undefined && status !== 'active') || state.steps[cycle.head] === undefined) continue;
     if (cycle.steps.some((id) => passOpenAt(plan, id, state))) continue;
-    if (cycle.backFlows.some((f) => state.flows[f] === 'taken')) {
+    // A loop marker decides by its condition; a loop of sequence flows by the back flow its pass took.
+    const again = cycle.repeat
+      ? status === 'active'
+        ? moves.repeats(loop)
+        : false
+      : cycle.backFlows.some((f) => state.flows[f] === 'taken');
+    if (again === undefined) continue;
+    if (again) {
       nextPass(plan, loop, cycle, state, fx, moves);
     } else {
       endLoop(plan, loop, cycle, touched, state, fx, moves);

@@ -112,7 +112,7 @@ describe('call activities: refused with the element id', () => {
       'calledElement="c"',
       '',
       '<bpmn:multiInstanceLoopCharacteristics camunda:collection="items" />',
-      'multi-instance or looping call activity',
+      'a multi-instance call activity is not supported',
     ],
   ])('%s', async (_name, attributes, extensions, inner, text) => {
     const errors = errorsOf(await compileDiagnostics(callXml(attributes, extensions, inner)));

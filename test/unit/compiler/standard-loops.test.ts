@@ -1,0 +1,79 @@
+// Loop markers compile to loop scopes with a RepeatSpec; what cannot run as the specification
+// says is refused naming the element.
+import { describe, expect, it } from 'vitest';
+import { compileDiagnostics, compilePlan, errorsOf, flow, processXml, straight, task } from './bpmn-helpers.ts';
+
+const marker = (inner: string, attributes = '') =>
+  `<bpmn:standardLoopCharacteristics ${attributes}>${inner}</bpmn:standardLoopCharacteristics>`;
+const condition = (text: string) => `<bpmn:loopCondition xsi:type="bpmn:tFormalExpression">${text}</bpmn:loopCondition>`;
+const looping = (loop: string, extra = '') =>
+  processXml(
+    straight(`<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t">${loop}</bpmn:serviceTask>${extra}`, 'T'),
+  );
+
+describe('loop markers: compiled', () => {
+  it('a task with a condition, testBefore and a maximum becomes the head of a loop scope', async () => {
+    const { plan } = await compilePlan(looping(marker(condition('${loopCounter lt 3}'), 'testBefore="true" loopMaximum="10"')));
+    expect(plan.steps.find((s) => s.id === 'loop:T')).toMatchObject({
+      kind: 'loop',
+      cycle: {
+        head: 'T',
+        steps: ['T'],
+        backFlows: [],
+        exitFlows: ['F_out'],
+        repeat: { condition: { feel: 'loopCounter < 3' }, testBefore: true, maximum: 10 },
+      },
+    });
+    expect(plan.steps.find((s) => s.id === 'T')?.inLoop).toBe('loop:T');
+  });
+
+  it('a looping task inside a loop of sequence flows nests in it', async () => {
+    const body = [
+      '<bpmn:startEvent id="S" />',
+      `<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t">${marker('', 'loopMaximum="2"')}</bpmn:serviceTask>`,
+      '<bpmn:exclusiveGateway id="G" default="F_out" />',
+      '<bpmn:endEvent id="E" />',
+      flow('F_in', 'S', 'T'),
+      flow('F_g', 'T', 'G'),
+      flow('F_back', 'G', 'T', '= again'),
+      flow('F_out', 'G', 'E'),
+    ].join('\n');
+    const diagnostics = errorsOf(await compileDiagnostics(processXml(body)));
+    expect(diagnostics).toEqual([
+      expect.objectContaining({ elementId: 'T', message: expect.stringContaining('also starts a loop of sequence flows') }),
+    ]);
+    const inner = [
+      '<bpmn:startEvent id="S" />',
+      task('A'),
+      `<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t">${marker('', 'loopMaximum="2"')}</bpmn:serviceTask>`,
+      '<bpmn:exclusiveGateway id="G" default="F_out" />',
+      '<bpmn:endEvent id="E" />',
+      flow('F_in', 'S', 'A'),
+      flow('F_a', 'A', 'T'),
+      flow('F_g', 'T', 'G'),
+      flow('F_back', 'G', 'A', '= again'),
+      flow('F_out', 'G', 'E'),
+    ].join('\n');
+    const { plan } = await compilePlan(processXml(inner));
+    expect(plan.steps.find((s) => s.id === 'loop:T')?.inLoop).toBe('loop:A');
+  });
+});
+
+describe('loop markers: refused with the element id', () => {
+  it.each([
+    ['no condition and no maximum', marker(''), '', 'would repeat forever'],
+    ['a maximum of 0', marker('', 'loopMaximum="0"'), '', 'loopMaximum "0" is not a whole number'],
+    ['a condition that does not parse', marker(condition('= (')), '', 'loopCondition "= ("'],
+    [
+      'a non-interrupting boundary',
+      marker('', 'loopMaximum="2"'),
+      '<bpmn:boundaryEvent id="B" attachedToRef="T" cancelActivity="false"><bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent><bpmn:endEvent id="BE" />' +
+        flow('F_b', 'B', 'BE'),
+      'non-interrupting boundary event B',
+    ],
+  ])('%s', async (_name, loop, extra, text) => {
+    expect(errorsOf(await compileDiagnostics(looping(loop, extra)))).toEqual([
+      { elementId: 'T', severity: 'error', message: expect.stringContaining(text) },
+    ]);
+  });
+});
