@@ -60,6 +60,7 @@ export function instanceDetailView(d: InstanceDetail) {
       stepId: c.step_id,
       ...(c.scope_path !== '/' ? { scopePath: c.scope_path } : {}),
       generation: c.generation,
+      ...(c.loop_index !== null ? { loopCounter: c.loop_index } : {}),
       definitionKey: c.definition_key,
       definitionVersion: c.definition_version,
       status: c.status,

@@ -24,7 +24,6 @@ interface CallActivityElement extends BpmnElement {
   readonly variableMappingClass?: string;
   readonly variableMappingDelegateExpression?: string;
   readonly caseRef?: string;
-  readonly loopCharacteristics?: BpmnElement;
   readonly extensionElements?: { values?: ExtensionValue[] };
 }
 
@@ -60,10 +59,6 @@ export function readCallActivities(graph: ProcessGraph): {
     const values = element.extensionElements?.values ?? [];
     const zeebe = values.find((v) => v.$type === 'zeebe:calledElement');
     const spec = zeebe ? readZeebe(zeebe, values, problems) : readCamunda(element, values, problems);
-    if (element.loopCharacteristics?.$type === 'bpmn:MultiInstanceLoopCharacteristics')
-      problems.push(
-        'a multi-instance call activity is not supported yet: call once, and loop over the elements in the called process',
-      );
     if (problems.length > 0) {
       diagnostics.push(errorAt(node.id, `Call activity ${describeElement(element)}: ${problems.join('; ')}`));
       continue;

@@ -1,4 +1,4 @@
-// multiInstanceLoopCharacteristics on a service task -> MultiInstanceSpec.
+// multiInstanceLoopCharacteristics on a service task or call activity -> MultiInstanceSpec.
 // Camunda 7 attributes: camunda:collection (a variable name or ${...}),
 // camunda:elementVariable, isSequential, completionCondition; results are
 // collected by baton:outputCollection / baton:outputElement (FEEL).
@@ -20,7 +20,8 @@ export function readMultiInstances(
   const diagnostics: Diagnostic[] = [];
   for (const node of graph.nodes.values()) {
     const loop = node.element.loopCharacteristics as BpmnMultiInstance | undefined;
-    if (node.kind !== 'serviceTask' || loop?.$type !== 'bpmn:MultiInstanceLoopCharacteristics') continue;
+    if ((node.kind !== 'serviceTask' && node.kind !== 'callActivity') || loop?.$type !== 'bpmn:MultiInstanceLoopCharacteristics')
+      continue;
     const label = describeElement(node.element);
     const problems: string[] = [];
     const collection = readCollection(loop.collection, problems);
@@ -40,7 +41,7 @@ export function readMultiInstances(
       diagnostics.push(
         errorAt(
           node.id,
-          `Multi-instance service task ${label}: ${problems.join('; ') || 'set camunda:collection to the list variable (loopCardinality is not supported)'}`,
+          `Multi-instance ${node.kind === 'callActivity' ? 'call activity' : 'service task'} ${label}: ${problems.join('; ') || 'set camunda:collection to the list variable (loopCardinality is not supported)'}`,
         ),
       );
       continue;

@@ -65,7 +65,7 @@ export type WaitSpec =
   /** links the host to its compensation handler; it never waits at run time */
   | { trigger: 'compensation' };
 
-/** A service task run once per element of a collection (multiInstanceLoopCharacteristics). */
+/** A service task or call activity run once per element of a collection (multiInstanceLoopCharacteristics). */
 export interface MultiInstanceSpec {
   /** FEEL that yields the list (camunda:collection: a variable name or an expression) */
   collection: string;

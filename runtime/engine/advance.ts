@@ -178,7 +178,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     }
     startPass(cycle, 1, state, fx, passMoves(plan, state, vars, fx));
   }
-  if (step.kind === 'serviceTask' && step.task && step.multiInstance) {
+  if (((step.kind === 'serviceTask' && step.task) || (step.kind === 'callActivity' && step.call)) && step.multiInstance) {
     const loop = elementsOf(state, step.id);
     if (resumed && loop) {
       // An incident of the completion condition was retried: decide again, do not restart.
@@ -345,12 +345,12 @@ function startLoop(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
     );
     return;
   }
-  // Every element created now gets its inputs before any is: a failing one leaves no task behind.
-  const first: Variables[] = [];
+  // Every element created now gets its inputs before any is: a failing one leaves no task or child behind.
+  const first: ElementStart[] = [];
   for (let i = 0; i < (mi.sequential ? Math.min(1, items.value.length) : items.value.length); i++) {
-    const locals = elementLocals(step, items.value, i, vars);
-    if (!locals.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', locals.message, locals.details);
-    first.push(locals.locals);
+    const start = elementStart(step, items.value, i, vars);
+    if (!start.ok) return raiseIncident(plan, state, fx, step.id, start.kind, start.message, start.details);
+    first.push(start);
   }
   setStep(state, fx, step.id, 'active');
   pushEvent(plan, state, fx, {
@@ -366,14 +366,27 @@ function startLoop(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
     settleLoop(plan, step, loop, state, vars, fx);
     return;
   }
-  for (const locals of first) createElement(plan, step, loop, state, fx, locals);
+  for (const start of first) createElement(plan, step, loop, state, fx, start);
 }
 
-/** An element's own variables: its element variable and loopCounter, then its input mappings over them. */
-function elementLocals(step: PlanStep, items: unknown[], index: number, vars: Variables): InputsResult {
+/** How one element starts: a task's local variables, or a child's variables and called key. */
+type ElementStart =
+  | { ok: true; locals: Variables; key?: string }
+  | { ok: false; kind: 'io_mapping' | 'call_activity'; message: string; details: Record<string, unknown> };
+
+/**
+ * An element's own variables: its element variable and loopCounter, then a task's input mappings
+ * over them; a call activity's child gets what the call passes in, with the element's own on top.
+ */
+function elementStart(step: PlanStep, items: unknown[], index: number, vars: Variables): ElementStart {
   const elementVariable = step.multiInstance?.elementVariable;
   const base: Variables = { ...(elementVariable ? { [elementVariable]: items[index] } : {}), loopCounter: index };
-  return step.io ? mapInputs(step, vars, base) : { ok: true, locals: base };
+  if (step.kind === 'callActivity') {
+    const call = prepareCall(step, { ...vars, ...base });
+    return call.ok ? { ok: true, locals: { ...call.variables, ...base }, key: call.key } : { ...call, kind: 'call_activity' };
+  }
+  const inputs: InputsResult = step.io ? mapInputs(step, vars, base) : { ok: true, locals: base };
+  return inputs.ok ? inputs : { ...inputs, kind: 'io_mapping' };
 }
 
 function createElement(
@@ -382,11 +395,24 @@ function createElement(
   loop: LoopState,
   state: InstanceState,
   fx: Effects,
-  localVariables: Variables,
+  start: ElementStart,
 ): void {
+  if (!start.ok) return;
   const index = loop.created++;
+  if (step.kind === 'callActivity' && step.call) {
+    fx.calls.push({
+      stepId: step.id,
+      key: start.key ?? '',
+      ...(step.call.binding === 'version' && step.call.version !== undefined ? { version: step.call.version } : {}),
+      variables: start.locals,
+      businessKey: step.call.businessKey,
+      loopIndex: index,
+      ...scopePathOf(plan, step, state),
+    });
+    return;
+  }
   const task = step.task as NonNullable<PlanStep['task']>;
-  fx.tasks.push({ stepId: step.id, ...task, loopIndex: index, localVariables, ...scopePathOf(plan, step, state) });
+  fx.tasks.push({ stepId: step.id, ...task, loopIndex: index, localVariables: start.locals, ...scopePathOf(plan, step, state) });
 }
 
 /** A multi-instance step's progress (a loop step's row holds its pass instead). */
@@ -462,14 +488,17 @@ function settleLoop(plan: Plan, step: PlanStep, loop: LoopState, state: Instance
   if (!done) {
     if (!mi.sequential || loop.created >= total) return;
     // A failing input stops the step in an incident; its retry settles the loop again and creates this element.
-    const locals = elementLocals(step, loop.items, loop.created, vars);
-    if (!locals.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', locals.message, locals.details);
-    createElement(plan, step, loop, state, fx, locals.locals);
+    const start = elementStart(step, loop.items, loop.created, vars);
+    if (!start.ok) return raiseIncident(plan, state, fx, step.id, start.kind, start.message, start.details);
+    createElement(plan, step, loop, state, fx, start);
     return;
   }
   if (mi.outputCollection) vars[mi.outputCollection] = loop.results;
   // Elements still open when the condition holds are canceled: their workers get LockLost.
-  if (loop.completed.length < loop.created) fx.canceledTasks.push(step.id);
+  if (loop.completed.length < loop.created) {
+    fx.canceledTasks.push(step.id);
+    if (step.kind === 'callActivity') fx.canceledCalls.push(step.id);
+  }
   pushEvent(plan, state, fx, {
     kind: 'loop:completed',
     stepId: step.id,

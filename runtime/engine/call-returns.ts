@@ -4,7 +4,7 @@
 // step no longer waits for that child (the parent was canceled or replayed, an interrupting
 // boundary ended the step, the loop pass moved on) is dropped.
 import type { Logger } from 'pino';
-import { completeStep, findErrorBoundary, fireWait, raiseIncident, throwToParent } from './advance.ts';
+import { completeLoopElement, completeStep, findErrorBoundary, fireWait, raiseIncident, throwToParent } from './advance.ts';
 import { returnedVariables } from './call-variables.ts';
 import { planOf, type Engine } from './context.ts';
 import { scopePathOf } from './loop-passes.ts';
@@ -55,6 +55,9 @@ function applyReturn(plan: Plan, parent: LockedInstance, row: CallReturnRow, var
     const returned = returnedVariables(step, vars, row.variables);
     if (!returned.ok)
       return raiseIncident(plan, parent.state, fx, stepId, 'io_mapping', returned.message, { ...returned.details, ...child });
+    // An element's child returns its element's result (as a multi-instance task's does): outputElement and outputCollection gather it.
+    if (step.multiInstance && row.parent_loop_index !== null)
+      return completeLoopElement(plan, stepId, row.parent_loop_index, returned.variables, parent.state, vars, fx);
     Object.assign(vars, returned.variables);
     completeStep(plan, stepId, parent.state, vars, fx, child);
     return;

@@ -68,6 +68,7 @@ async function startOptimistically(engine: Engine, req: StartInstanceRequest): P
     parent_step_id: null,
     parent_scope_path: null,
     parent_generation: null,
+    parent_loop_index: null,
     state: { flows: {}, steps: {} },
   };
   const fx = emptyEffects();

@@ -114,7 +114,13 @@ async function resolveCalls(tx: Queryable, instance: LockedInstance, fx: Effects
 async function startChild(tx: Queryable, parent: LockedInstance, { call, definition, businessKey }: ResolvedCall): Promise<void> {
   const row = await insertChildInstance(tx, {
     definitionId: definition.id,
-    parent: { instanceId: parent.id, stepId: call.stepId, scopePath: call.scopePath ?? '/', generation: parent.generation },
+    parent: {
+      instanceId: parent.id,
+      stepId: call.stepId,
+      scopePath: call.scopePath ?? '/',
+      generation: parent.generation,
+      ...(call.loopIndex !== undefined ? { loopIndex: call.loopIndex } : {}),
+    },
     businessKey,
     variables: call.variables,
   });
@@ -129,6 +135,7 @@ async function startChild(tx: Queryable, parent: LockedInstance, { call, definit
       parentInstanceId: parent.id,
       parentStepId: call.stepId,
       ...(call.scopePath ? { parentScopePath: call.scopePath } : {}),
+      ...(call.loopIndex !== undefined ? { loopCounter: call.loopIndex } : {}),
     },
   });
   startPlan(definition.plan, child.state, call.variables, fx);

@@ -85,6 +85,8 @@ export interface NewCall {
   businessKey: boolean;
   /** inside a loop: the pass the call activity runs in (as NewTask's) */
   scopePath?: string;
+  /** multi-instance: the element this child runs */
+  loopIndex?: number;
 }
 
 /** A BPMN error nothing in this instance catches, thrown on to the call activity that started it. */

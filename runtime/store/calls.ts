@@ -12,6 +12,8 @@ export interface ChildOf {
   /** '/' outside loops */
   scopePath: string;
   generation: number;
+  /** multi-instance: the element the child runs */
+  loopIndex?: number;
 }
 
 /**
@@ -25,8 +27,8 @@ export async function insertChildInstance(
   const { rows } = await db.query<InstanceRow>({
     name: 'insert_child_instance',
     text: `insert into instances (id, definition_id, definition_key, definition_version, business_key, variables, revision,
-                                  parent_instance_id, parent_step_id, parent_scope_path, parent_generation)
-           select $1, d.id, d.key, d.version, $3, $4, 0, $5, $6, $7, $8 from definitions d where d.id = $2
+                                  parent_instance_id, parent_step_id, parent_scope_path, parent_generation, parent_loop_index)
+           select $1, d.id, d.key, d.version, $3, $4, 0, $5, $6, $7, $8, $9 from definitions d where d.id = $2
            on conflict do nothing
            returning *`,
     values: [
@@ -38,6 +40,7 @@ export async function insertChildInstance(
       p.parent.stepId,
       p.parent.scopePath,
       p.parent.generation,
+      p.parent.loopIndex ?? null,
     ],
   });
   return rows[0];
@@ -72,6 +75,7 @@ export interface CallReturnRow {
   parent_step_id: string;
   parent_scope_path: string;
   parent_generation: number;
+  parent_loop_index: number | null;
   outcome: 'completed' | 'compensated' | 'error';
   variables: Variables;
   error_code: string | null;
@@ -88,8 +92,8 @@ export async function insertErrorReturn(
   await db.query({
     name: 'insert_error_return',
     text: `insert into call_returns (child_instance_id, parent_instance_id, parent_step_id, parent_scope_path, parent_generation,
-                                     outcome, variables, error_code, error_message)
-           values ($1, $2, $3, $4, $5, 'error', $6, $7, $8)
+                                     parent_loop_index, outcome, variables, error_code, error_message)
+           values ($1, $2, $3, $4, $5, $6, 'error', $7, $8, $9)
            on conflict (child_instance_id) do nothing`,
     values: [
       child.id,
@@ -97,6 +101,7 @@ export async function insertErrorReturn(
       child.parent_step_id,
       child.parent_scope_path,
       child.parent_generation,
+      child.parent_loop_index,
       variables,
       error.errorCode,
       error.errorMessage,
@@ -127,6 +132,7 @@ export interface CalledInstance {
   step_id: string;
   scope_path: string;
   generation: number;
+  loop_index: number | null;
   definition_key: string;
   definition_version: number;
   status: InstanceStatus;
@@ -138,9 +144,9 @@ export async function listCalledInstances(db: Queryable, parentId: string): Prom
   const { rows } = await db.query<CalledInstance>({
     name: 'list_called_instances',
     text: `select i.id, i.parent_step_id as step_id, i.parent_scope_path as scope_path, i.parent_generation as generation,
-                  i.definition_key, i.definition_version, i.status,
+                  i.parent_loop_index as loop_index, i.definition_key, i.definition_version, i.status,
                   (select count(*)::int from incidents x where x.instance_id = i.id and x.status = 'open') as open_incidents
-             from instances i where i.parent_instance_id = $1 order by i.created_at, i.id`,
+             from instances i where i.parent_instance_id = $1 order by i.created_at, i.parent_loop_index, i.id`,
     values: [parentId],
   });
   return rows;

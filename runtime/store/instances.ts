@@ -24,6 +24,7 @@ export interface InstanceRow {
   parent_step_id: string | null;
   parent_scope_path: string | null;
   parent_generation: number | null;
+  parent_loop_index: number | null;
 }
 
 /** An instance row locked FOR UPDATE together with its resolved flows and reached steps. */

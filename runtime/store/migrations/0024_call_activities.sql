@@ -1,11 +1,14 @@
 -- A call activity's child is an instance of its own, linked to the step that waits for it
--- (parent instance, step, the loop pass it runs in, the parent's generation). One child per
--- activation: a repeated start of the same activation finds the one already there.
+-- (parent instance, step, the loop pass it runs in, the parent's generation, and for a
+-- multi-instance call activity the element). One child per activation: a repeated start of the
+-- same activation finds the one already there.
 alter table instances add column parent_instance_id uuid;
 alter table instances add column parent_step_id text;
 alter table instances add column parent_scope_path text;
 alter table instances add column parent_generation integer;
-create unique index instances_parent_idx on instances (parent_instance_id, parent_step_id, parent_scope_path, parent_generation)
+alter table instances add column parent_loop_index integer;
+create unique index instances_parent_idx
+  on instances (parent_instance_id, parent_step_id, parent_scope_path, parent_generation, coalesce(parent_loop_index, -1))
   where parent_instance_id is not null;
 
 -- How a child ended, for its parent: written in the child's own transaction (the trigger below
@@ -18,6 +21,7 @@ create table call_returns (
   parent_step_id     text not null,
   parent_scope_path  text not null,
   parent_generation  integer not null,
+  parent_loop_index  integer,
   outcome            text not null check (outcome in ('completed', 'compensated', 'error')),
   variables          jsonb not null default '{}',
   error_code         text,
@@ -28,9 +32,9 @@ create table call_returns (
 create function baton_call_returned() returns trigger language plpgsql as $$
 begin
   insert into call_returns (child_instance_id, parent_instance_id, parent_step_id, parent_scope_path, parent_generation,
-                            outcome, variables)
+                            parent_loop_index, outcome, variables)
   values (new.id, new.parent_instance_id, new.parent_step_id, new.parent_scope_path, new.parent_generation,
-          new.status, new.variables)
+          new.parent_loop_index, new.status, new.variables)
   on conflict (child_instance_id) do nothing;
   return null;
 end $$;

@@ -5,13 +5,22 @@
 // a pinned version is called after a newer one is deployed; a missing process is an incident
 // whose retry calls it once deployed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { complete, deploy, fetchOne, instanceOf, start, waitForStatus, type LockedTask } from '../../support/flows.ts';
+import {
+  complete,
+  deploy,
+  fetchOne,
+  fetchTasks,
+  instanceOf,
+  start,
+  waitForStatus,
+  type LockedTask,
+} from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 import { buildBpmn } from '../../support/bpmn.ts';
 
 let t: TestServer;
 
-const NS = `xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0"`;
+const NS = `xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" xmlns:baton="https://baton.dev/schema/bpmn/1.0" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"`;
 
 function definitions(id: string, body: string): string {
   return `<?xml version="1.0" encoding="UTF-8"?>
@@ -22,7 +31,7 @@ function definitions(id: string, body: string): string {
 
 /** start -> work (topic) -> end; `end` may be an error end event */
 function child(id: string, topic: string, opts: { retries?: number; errorEnd?: string } = {}): string {
-  const retries = opts.retries !== undefined ? ` baton:retries="${opts.retries}" xmlns:baton="https://baton.dev/schema/1.0"` : '';
+  const retries = opts.retries !== undefined ? ` baton:retries="${opts.retries}"` : '';
   const end = opts.errorEnd
     ? `<bpmn:endEvent id="end"><bpmn:errorEventDefinition errorRef="E_${id}" /></bpmn:endEvent>`
     : '<bpmn:endEvent id="end" />';
@@ -318,5 +327,65 @@ describe('call activities', () => {
       ['/loop:call#1', 'completed'],
       ['/loop:call#2', 'completed'],
     ]);
+  });
+
+  it('given a parallel multi-instance call activity over three elements, then three children run at once and the results come back in input order', async () => {
+    await deploy(t.api, child('mi_child', 'mi-child'));
+    const marker = (attributes: string, inner = '') =>
+      `<bpmn:multiInstanceLoopCharacteristics ${attributes} camunda:collection="items" camunda:elementVariable="item" baton:outputCollection="results" baton:outputElement="=done">${inner}</bpmn:multiInstanceLoopCharacteristics>`;
+    const mi = (id: string, attributes: string, inner = '') =>
+      parent(id, {
+        attributes: 'calledElement="mi_child"',
+        extensions: '<camunda:in variables="all" /><camunda:out variables="all" />',
+      }).replace('</bpmn:callActivity>', `${marker(attributes, inner)}</bpmn:callActivity>`);
+    await deploy(t.api, mi('mi_parallel', ''));
+    const id = await start(t.api, 'mi_parallel', { variables: { items: ['a', 'b', 'c'] } });
+    const tasks = await waitFor(
+      async () => {
+        const got = await fetchTasks(t.api, 'w', ['mi-child']);
+        return got.length === 3 ? got : undefined;
+      },
+      10_000,
+      'three children',
+    );
+    expect(tasks.map((x) => [x.variables.item, x.variables.loopCounter]).sort()).toEqual([
+      ['a', 0],
+      ['b', 1],
+      ['c', 2],
+    ]);
+    // Completed out of order: the collection keeps the input order.
+    for (const item of ['c', 'a', 'b']) {
+      const task = tasks.find((x) => x.variables.item === item)!;
+      await ok(complete(t.api, task, 'w', { done: `${item}!` }));
+    }
+    const after = await fetchOne(t.api, 'w', 'mi_parallel-after');
+    expect(after.variables.results).toEqual(['a!', 'b!', 'c!']);
+    expect(after.variables).not.toHaveProperty('done');
+    expect((await calledOf(id, 3)).map((c) => c.loopCounter)).toEqual([0, 1, 2]);
+  });
+
+  it('given a sequential multi-instance call activity with a completion condition, then children run one after another and the third is never called', async () => {
+    await deploy(t.api, child('seq_child', 'seq-child'));
+    const xml = parent('mi_seq', {
+      attributes: 'calledElement="seq_child"',
+      extensions: '<camunda:in variables="all" /><camunda:out variables="all" />',
+    }).replace(
+      '</bpmn:callActivity>',
+      `<bpmn:multiInstanceLoopCharacteristics isSequential="true" camunda:collection="items" camunda:elementVariable="item" baton:outputCollection="results" baton:outputElement="=done">
+         <bpmn:completionCondition xsi:type="bpmn:tFormalExpression">= nrOfCompletedInstances &gt;= 2</bpmn:completionCondition>
+       </bpmn:multiInstanceLoopCharacteristics></bpmn:callActivity>`,
+    );
+    await deploy(t.api, xml);
+    const id = await start(t.api, 'mi_seq', { variables: { items: ['x', 'y', 'z'] } });
+    for (const item of ['x', 'y']) {
+      const task = await fetchOne(t.api, 'w', 'seq-child');
+      expect(task.variables.item).toBe(item);
+      expect(await fetchTasks(t.api, 'w', ['seq-child'])).toEqual([]); // one at a time
+      await ok(complete(t.api, task, 'w', { done: item.toUpperCase() }));
+    }
+    const after = await fetchOne(t.api, 'w', 'mi_seq-after');
+    expect(after.instanceId).toBe(id);
+    expect(after.variables.results).toEqual(['X', 'Y', null]);
+    expect(await calledOf(id, 2)).toHaveLength(2);
   });
 });

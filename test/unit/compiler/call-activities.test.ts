@@ -107,13 +107,6 @@ describe('call activities: refused with the element id', () => {
       '',
       'bindingType "versionTag"',
     ],
-    [
-      'multi-instance',
-      'calledElement="c"',
-      '',
-      '<bpmn:multiInstanceLoopCharacteristics camunda:collection="items" />',
-      'a multi-instance call activity is not supported',
-    ],
   ])('%s', async (_name, attributes, extensions, inner, text) => {
     const errors = errorsOf(await compileDiagnostics(callXml(attributes, extensions, inner)));
     expect(errors).toEqual([{ elementId: 'C', severity: 'error', message: expect.stringContaining(text) }]);
