@@ -69,6 +69,7 @@ export function buildPlan(
       ...eventFields(node.id, events),
       ...(node.scope !== undefined ? { scope: node.scope } : {}),
       ...(node.kind === 'subProcess' ? { subProcess: { start: starts.get(node.id) ?? '' } } : {}),
+      ...(node.kind === 'eventSubProcess' ? { eventSubProcess: { start: eventStartOf(graph, node.id) } } : {}),
       ...(node.kind === 'errorEndEvent' ? { throwError: { ...events.errors.get(node.id) } } : {}),
       ...(loops.has(node.id) ? { multiInstance: structuredClone(loops.get(node.id)!) } : {}),
       ...(io.has(node.id) ? { io: structuredClone(io.get(node.id)!) } : {}),
@@ -105,6 +106,10 @@ export function buildPlan(
     };
   });
   return { processKey: graph.processId, ...nameOf(processName), steps, flows };
+}
+
+function eventStartOf(graph: ProcessGraph, eventSubProcess: string): string {
+  return [...graph.nodes.values()].find((n) => n.scope === eventSubProcess && n.kind === 'eventSubProcessStart')?.id ?? '';
 }
 
 function eventFields(

@@ -10,6 +10,7 @@ export function checkGraph(graph: ProcessGraph, unresolved: UnresolvedReference[
   return [
     ...checkStartEvents(graph),
     ...checkSubProcessStarts(graph),
+    ...checkEventSubProcesses(graph),
     ...checkEventGateways(graph),
     ...[...graph.nodes.values()].flatMap((node) => [...checkConnections(node), ...checkDefaultFlow(node, unresolved)]),
   ];
@@ -40,7 +41,7 @@ function checkConnections(node: GraphNode): Diagnostic[] {
   const label = describeElement(node.element);
   const diagnostics: Diagnostic[] = [];
   if (kind === undefined) return diagnostics;
-  if (kind === 'startEvent' && node.incoming.length > 0) {
+  if ((kind === 'startEvent' || kind === 'eventSubProcessStart') && node.incoming.length > 0) {
     diagnostics.push(
       errorAt(
         id,
@@ -48,7 +49,9 @@ function checkConnections(node: GraphNode): Diagnostic[] {
       ),
     );
   }
-  if (kind !== 'startEvent' && kind !== 'boundaryEvent' && !node.element.isForCompensation && node.incoming.length === 0) {
+  const startsItself =
+    kind === 'startEvent' || kind === 'boundaryEvent' || kind === 'eventSubProcess' || kind === 'eventSubProcessStart';
+  if (!startsItself && !node.element.isForCompensation && node.incoming.length === 0) {
     diagnostics.push(
       errorAt(id, `${describeKind(kind)} ${label} has no incoming sequence flow, so it can never run: connect it or delete it`),
     );
@@ -100,6 +103,8 @@ const KIND_LABELS: Record<string, string> = {
   subProcess: 'Subprocess',
   errorEndEvent: 'Error end event',
   callActivity: 'Call activity',
+  eventSubProcess: 'Event subprocess',
+  eventSubProcessStart: 'Start event',
 };
 
 export function describeKind(kind: string): string {
@@ -170,6 +175,42 @@ function checkSubProcessStarts(graph: ProcessGraph): Diagnostic[] {
         errorAt(
           extra.id,
           `Start event ${describeElement(extra.element)} is a second start event of subprocess ${sub.id} (the first is ${starts[0]?.id ?? '?'}): keep exactly one`,
+        ),
+      );
+  }
+  return diagnostics;
+}
+
+/**
+ * An event subprocess has no sequence flows of its own and starts at exactly one start event with
+ * a timer, message, signal or error trigger; it interrupts its scope (non-interrupting ones are
+ * not run yet: each firing would run the body again, alongside the ones before).
+ */
+function checkEventSubProcesses(graph: ProcessGraph): Diagnostic[] {
+  const diagnostics: Diagnostic[] = [];
+  for (const sub of graph.nodes.values()) {
+    if (sub.kind !== 'eventSubProcess') continue;
+    const label = describeElement(sub.element);
+    if (sub.incoming.length > 0 || sub.outgoing.length > 0)
+      diagnostics.push(
+        errorAt(sub.id, `Event subprocess ${label} has sequence flows: its start event's trigger starts it, so remove them`),
+      );
+    const starts = [...graph.nodes.values()].filter((n) => n.scope === sub.id && n.element.$type === 'bpmn:StartEvent');
+    if (starts.length !== 1) {
+      diagnostics.push(
+        errorAt(
+          sub.id,
+          `Event subprocess ${label} has ${starts.length} start events: give it exactly one, with a timer, message, signal or error trigger`,
+        ),
+      );
+      continue;
+    }
+    const start = starts[0] as GraphNode;
+    if ((start.element as { isInterrupting?: boolean }).isInterrupting === false)
+      diagnostics.push(
+        errorAt(
+          start.id,
+          `Start event ${describeElement(start.element)} of event subprocess ${sub.id} is non-interrupting, which Baton does not run yet: make it interrupting, or use a non-interrupting boundary event on a subprocess around the work it watches`,
         ),
       );
   }

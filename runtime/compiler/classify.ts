@@ -17,10 +17,11 @@ interface BpmnEventBasedGateway extends BpmnFlowNode {
 }
 
 const SUPPORTED =
-  'Baton runs none, timer, message and signal start events, none, terminate and error end events, embedded subprocesses, call activities, external service tasks, exclusive, inclusive, parallel and event-based gateways, timer/message/signal intermediate catch events and timer/message/signal/error/compensation boundary events on service tasks, subprocesses and call activities, compensation handlers and compensation throw and end events';
+  'Baton runs none, timer, message and signal start events, none, terminate and error end events, embedded and event subprocesses, call activities, external service tasks, exclusive, inclusive, parallel and event-based gateways, timer/message/signal intermediate catch events and timer/message/signal/error/compensation boundary events on service tasks, subprocesses and call activities, compensation handlers and compensation throw and end events';
 
 const CATCH_TRIGGERS = ['bpmn:TimerEventDefinition', 'bpmn:MessageEventDefinition', 'bpmn:SignalEventDefinition'];
 const START_TRIGGERS = CATCH_TRIGGERS;
+const EVENT_SUB_TRIGGERS = [...CATCH_TRIGGERS, 'bpmn:ErrorEventDefinition'];
 const BOUNDARY_TRIGGERS = [...CATCH_TRIGGERS, 'bpmn:ErrorEventDefinition', 'bpmn:CompensateEventDefinition'];
 
 /** Elements of process.flowElements that are data, not flow nodes: they never take part in the flow. */
@@ -30,8 +31,14 @@ export function isFlowNode(element: BpmnElement): boolean {
   return !(DATA_ELEMENTS as readonly string[]).includes(element.$type) && element.$instanceOf('bpmn:FlowNode');
 }
 
-export function classifyNode(node: BpmnFlowNode): Classification {
+/** `inEventSubProcess`: the node is directly inside an event subprocess, whose start event waits for a trigger. */
+export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Classification {
   const definitions = (node.eventDefinitions ?? []).map((d) => d.$type);
+  if (node.$type === 'bpmn:StartEvent' && inEventSubProcess) {
+    return definitions.length === 1 && EVENT_SUB_TRIGGERS.includes(definitions[0] as string)
+      ? { supported: true, kind: StepKind.eventSubProcessStart }
+      : refuse(node, 'the start event of an event subprocess has exactly one timer, message, signal or error trigger');
+  }
   const gateway = GATEWAY_KINDS[node.$type];
   if (gateway) return { supported: true, kind: gateway };
   switch (node.$type) {
@@ -60,7 +67,9 @@ export function classifyNode(node: BpmnFlowNode): Classification {
       return { supported: true, kind: StepKind.callActivity };
     case 'bpmn:SubProcess':
       if (node.triggeredByEvent)
-        return refuse(node, 'event subprocesses are not supported; use a boundary event on an embedded subprocess or task');
+        return node.loopCharacteristics
+          ? refuse(node, 'an event subprocess cannot loop or be multi-instance')
+          : { supported: true, kind: StepKind.eventSubProcess };
       if (node.loopCharacteristics?.$type === 'bpmn:MultiInstanceLoopCharacteristics')
         return refuse(node, 'multi-instance subprocesses are not supported yet; make the inner service task multi-instance');
       return { supported: true, kind: StepKind.subProcess };

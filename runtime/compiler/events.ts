@@ -43,7 +43,12 @@ export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = [
       const code = (node.element.eventDefinitions?.[0] as BpmnEventDefinition | undefined)?.errorRef?.errorCode?.trim();
       specs.errors.set(node.id, code ? { errorCode: code } : {});
     }
-    if (node.kind !== 'catchEvent' && node.kind !== 'boundaryEvent' && node.kind !== 'startEvent') continue;
+    const waits =
+      node.kind === 'catchEvent' ||
+      node.kind === 'boundaryEvent' ||
+      node.kind === 'startEvent' ||
+      node.kind === 'eventSubProcessStart';
+    if (!waits) continue;
     const definition = node.element.eventDefinitions?.[0] as BpmnEventDefinition | undefined;
     if (!definition) continue;
     const wait = readWait(node, definition, specs.diagnostics);

@@ -28,8 +28,11 @@ export function extractGraph(process: BpmnProcess, processId: string, unresolved
     for (const element of elements) {
       if (element.$type === 'bpmn:SequenceFlow') sequenceFlows.push(element as BpmnSequenceFlow);
       else if (isFlowNode(element)) {
-        const node = addNode(nodes, element as BpmnFlowNode, processId, diagnostics, scope);
-        if (node?.kind === 'subProcess') collect((element as BpmnSubProcess).flowElements ?? [], node.id);
+        // The start event of an event subprocess waits for its trigger: a kind of its own, never a process start.
+        const inEventSub = scope !== undefined && nodes.get(scope)?.kind === 'eventSubProcess';
+        const node = addNode(nodes, element as BpmnFlowNode, processId, diagnostics, scope, inEventSub);
+        if (node?.kind === 'subProcess' || node?.kind === 'eventSubProcess')
+          collect((element as BpmnSubProcess).flowElements ?? [], node.id);
       }
     }
   };
@@ -61,12 +64,13 @@ function addNode(
   processId: string,
   diagnostics: Diagnostic[],
   scope: string | undefined,
+  inEventSubProcess = false,
 ): GraphNode | undefined {
   if (!element.id) {
     diagnostics.push(errorAt(processId, `A ${element.$type} in process ${processId} has no id: give every element an id`));
     return undefined;
   }
-  const classification = classifyNode(element);
+  const classification = classifyNode(element, inEventSubProcess);
   if (!classification.supported) diagnostics.push(errorAt(element.id, classification.message));
   const kind = classification.supported ? classification.kind : undefined;
   const node: GraphNode = {

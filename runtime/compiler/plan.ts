@@ -33,6 +33,10 @@ export const StepKind = {
   loop: 'loop',
   /** call activity: starts an instance of another process and waits until it ends (see `call`) */
   callActivity: 'callActivity',
+  /** event subprocess: armed while its scope (the process or a subprocess) runs; its start's trigger interrupts that scope and runs its body */
+  eventSubProcess: 'eventSubProcess',
+  /** the start event of an event subprocess: waits for its trigger (see `wait`) while the event subprocess is armed */
+  eventSubProcessStart: 'eventSubProcessStart',
 } as const;
 export type StepKind = (typeof StepKind)[keyof typeof StepKind];
 
@@ -158,6 +162,8 @@ export interface PlanStep {
   scope?: string;
   /** set for subProcess: its inner none start event */
   subProcess?: { start: string };
+  /** set for eventSubProcess: its start event (the trigger), always interrupting */
+  eventSubProcess?: { start: string };
   /** set for errorEndEvent; errorCode absent: caught only by catch-all error boundaries */
   throwError?: { errorCode?: string };
   /** set for multi-instance service tasks */

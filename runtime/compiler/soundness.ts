@@ -85,18 +85,25 @@ function computeTakenScenarios(graph: ProcessGraph): TakenScenarios {
   if (starts.length > 1) algebra.declare('#start', starts);
   // A subprocess's inner start runs whenever the subprocess does.
   const subActivation = new Map<string, Scenarios>();
+  // An event subprocess runs in some of its scope's scenarios: when its trigger comes.
+  const fires = (node: GraphNode, scope: Scenarios): Scenarios => {
+    algebra.declare(`${node.id}#fired`, [TAKEN, SKIPPED]);
+    return algebra.restrict(scope, `${node.id}#fired`, TAKEN);
+  };
   for (const node of orderTopologically(graph, attached)) {
     let activation =
-      node.kind === 'startEvent' && node.scope !== undefined
-        ? (subActivation.get(node.scope) ?? [])
-        : node.kind === 'startEvent'
-          ? starts.length > 1
-            ? algebra.restrict(ALWAYS, '#start', node.id)
-            : ALWAYS
-          : node.kind === 'boundaryEvent'
-            ? (boundaryActivation.get(node.id) ?? [])
-            : algebra.either(node.incoming.map((id) => scenarios.get(id) ?? []));
-    if (node.kind === 'subProcess') subActivation.set(node.id, activation);
+      node.kind === 'eventSubProcess'
+        ? fires(node, node.scope === undefined ? ALWAYS : (subActivation.get(node.scope) ?? []))
+        : (node.kind === 'startEvent' || node.kind === 'eventSubProcessStart') && node.scope !== undefined
+          ? (subActivation.get(node.scope) ?? [])
+          : node.kind === 'startEvent'
+            ? starts.length > 1
+              ? algebra.restrict(ALWAYS, '#start', node.id)
+              : ALWAYS
+            : node.kind === 'boundaryEvent'
+              ? (boundaryActivation.get(node.id) ?? [])
+              : algebra.either(node.incoming.map((id) => scenarios.get(id) ?? []));
+    if (node.kind === 'subProcess' || node.kind === 'eventSubProcess') subActivation.set(node.id, activation);
     activation = splitBoundaries(node, attached.get(node.id) ?? [], activation, algebra, boundaryActivation);
     for (const [flowId, taken] of leave(node, activation, algebra)) scenarios.set(flowId, taken);
   }
@@ -172,11 +179,16 @@ function orderTopologically(graph: ProcessGraph, attached: Map<string, GraphNode
   const flows = flowsById(graph);
   const hosted = new Set([...attached.values()].flat().map((b) => b.id));
   // Inner start events wait for their subprocess as if a flow led from it to them.
+  // So do event subprocesses and their start events.
+  const startsWithScope = (n: GraphNode) =>
+    (n.kind === 'startEvent' || n.kind === 'eventSubProcess' || n.kind === 'eventSubProcessStart') &&
+    n.scope !== undefined &&
+    graph.nodes.has(n.scope);
   const innerStarts = new Map<string, GraphNode[]>();
   for (const n of graph.nodes.values()) {
-    if (n.kind === 'startEvent' && n.scope !== undefined) innerStarts.set(n.scope, [...(innerStarts.get(n.scope) ?? []), n]);
+    if (startsWithScope(n)) innerStarts.set(n.scope as string, [...(innerStarts.get(n.scope as string) ?? []), n]);
   }
-  const waitsForScope = (n: GraphNode) => (n.kind === 'startEvent' && n.scope !== undefined && graph.nodes.has(n.scope) ? 1 : 0);
+  const waitsForScope = (n: GraphNode) => (startsWithScope(n) ? 1 : 0);
   // A boundary waits for its host as if a flow led from the host to it.
   const waiting = new Map(
     [...graph.nodes.values()].map((n) => [n.id, n.incoming.length + (hosted.has(n.id) ? 1 : 0) + waitsForScope(n)]),

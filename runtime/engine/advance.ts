@@ -10,7 +10,7 @@ import { startCompensationThrow } from './compensate.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
 import { mapInputs, type InputsResult } from './io-mappings.ts';
 import { prepareCall } from './call-variables.ts';
-import { indexPlan } from './plan-index.ts';
+import { indexPlan, isInsideScope } from './plan-index.ts';
 import type { FlowState, IncidentKind, StepStatus } from '../model/vocabulary.ts';
 import { type Effects, type InstanceState, type LoopState, type NewEvent, type Variables } from '../model/effects.ts';
 import { passOf, scopePathOf, settleLoops, startPass, type PassMoves } from './loop-passes.ts';
@@ -27,7 +27,9 @@ export function startPlan(plan: Plan, state: InstanceState, vars: Variables, fx:
     setStep(state, fx, step.id, 'skipped');
     resolveFlows(plan, step, [], state, vars, fx);
   }
-  if (chosen) activateStep(plan, chosen, state, vars, fx);
+  if (!chosen) return;
+  armEventSubProcesses(plan, undefined, state, vars, fx);
+  activateStep(plan, chosen, state, vars, fx);
 }
 
 /** Completes a waiting step (a task) and moves the token on; its boundary events that did not fire are skipped. */
@@ -61,6 +63,10 @@ export function fireWait(
   data?: Record<string, unknown>,
 ): boolean {
   const step = stepById(plan, stepId);
+  if (state.steps[step.id] === 'active' && step.kind === 'eventSubProcessStart') {
+    fireEventSubProcess(plan, step, state, vars, fx, data);
+    return true;
+  }
   if (state.steps[step.id] !== 'active' || (step.kind !== 'catchEvent' && step.kind !== 'boundaryEvent')) return false;
   const host = step.boundary ? stepById(plan, step.boundary.attachedTo) : undefined;
   if (host && step.boundary?.interrupting) {
@@ -119,13 +125,18 @@ export function findErrorBoundary(
   code: string | undefined,
   state: InstanceState,
 ): PlanStep | undefined {
-  for (let at = hostId; at !== undefined; at = stepById(plan, at).scope) {
-    const open = (stepById(plan, at).boundaries ?? [])
+  const catching = (candidates: string[]): PlanStep | undefined => {
+    const open = candidates
       .map((id) => stepById(plan, id))
       .filter((b) => b.wait?.trigger === 'error' && state.steps[b.id] === 'active');
-    const found =
+    return (
       open.find((b) => b.wait?.trigger === 'error' && code !== undefined && b.wait.errorCode === code) ??
-      open.find((b) => b.wait?.trigger === 'error' && b.wait.errorCode === undefined);
+      open.find((b) => b.wait?.trigger === 'error' && b.wait.errorCode === undefined)
+    );
+  };
+  for (let at = hostId; at !== undefined; at = stepById(plan, at).scope) {
+    // The step's own boundaries, then the error event subprocesses of the scope it is in.
+    const found = catching(stepById(plan, at).boundaries ?? []) ?? catching(eventStartsOf(plan, stepById(plan, at).scope));
     if (found) return found;
   }
   return undefined;
@@ -229,6 +240,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     setStep(state, fx, step.id, 'active');
     pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id });
     for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
+    armEventSubProcesses(plan, step.id, state, vars, fx);
     activateStep(plan, stepById(plan, step.subProcess.start), state, vars, fx);
     return;
   }
@@ -514,7 +526,7 @@ function settleLoop(plan: Plan, step: PlanStep, loop: LoopState, state: Instance
  */
 function throwError(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
   const code = step.throwError?.errorCode;
-  const boundary = findErrorBoundary(plan, step.scope, code, state);
+  const boundary = findErrorBoundary(plan, step.id, code, state);
   if (boundary?.wait?.trigger !== 'error' && state.calledBy !== undefined) {
     throwToParent(plan, step.id, code ?? null, null, state, fx);
     return;
@@ -580,27 +592,106 @@ export function failCall(
 
 /** Cancels every open step inside a subprocess, nested ones too: tasks unfetchable, waits ended. */
 function cancelScope(plan: Plan, scopeId: string, by: string, state: InstanceState, fx: Effects): void {
-  for (const child of indexPlan(plan).children.get(scopeId) ?? []) {
-    const status = state.steps[child.id];
-    if ((status !== 'active' && status !== 'incident') || child.compensationHandler) continue;
-    setStep(state, fx, child.id, 'canceled');
-    pushEvent(plan, state, fx, { kind: 'step:canceled', stepId: child.id, data: { by } });
-    // canceledTasks also resolves the step's open incident
-    if (child.kind === 'serviceTask' || status === 'incident') fx.canceledTasks.push(child.id);
-    if (child.kind === 'catchEvent' || child.kind === 'boundaryEvent') fx.endedWaits.push(child.id);
-    if (child.kind === 'callActivity') fx.canceledCalls.push(child.id);
-    if (child.kind === 'subProcess') cancelScope(plan, child.id, by, state, fx);
+  for (const child of indexPlan(plan).children.get(scopeId) ?? []) cancelStep(plan, child, by, state, fx);
+}
+
+/** Cancels an open step: its task unfetchable, its wait ended, its child instances canceled, what is inside it too. */
+function cancelStep(plan: Plan, step: PlanStep, by: string, state: InstanceState, fx: Effects): void {
+  const status = state.steps[step.id];
+  // An event subprocess that never fired holds only its armed start event.
+  if (step.kind === 'eventSubProcess' && status === undefined) return cancelScope(plan, step.id, by, state, fx);
+  if ((status !== 'active' && status !== 'incident') || step.compensationHandler) return;
+  setStep(state, fx, step.id, 'canceled');
+  pushEvent(plan, state, fx, { kind: 'step:canceled', stepId: step.id, data: { by } });
+  // canceledTasks also resolves the step's open incident
+  if (step.kind === 'serviceTask' || status === 'incident') fx.canceledTasks.push(step.id);
+  if (step.kind === 'catchEvent' || step.kind === 'boundaryEvent' || step.kind === 'eventSubProcessStart')
+    fx.endedWaits.push(step.id);
+  if (step.kind === 'callActivity') fx.canceledCalls.push(step.id);
+  if (step.kind === 'subProcess' || step.kind === 'eventSubProcess') cancelScope(plan, step.id, by, state, fx);
+}
+
+/** The start events of the event subprocesses directly in `scope` (the process when undefined). */
+function eventStartsOf(plan: Plan, scope: string | undefined): string[] {
+  return (indexPlan(plan).eventSubProcesses.get(scope ?? '') ?? []).map((e) => e.eventSubProcess?.start ?? '');
+}
+
+/** A scope starts running: the start events of its event subprocesses wait for their triggers. */
+function armEventSubProcesses(plan: Plan, scope: string | undefined, state: InstanceState, vars: Variables, fx: Effects): void {
+  for (const start of eventStartsOf(plan, scope)) startWait(plan, stepById(plan, start), state, vars, fx);
+}
+
+/**
+ * An event subprocess's trigger came (timer, message, signal, or an error thrown in its scope):
+ * it interrupts its scope, whose other open work is canceled in this transition, and its body
+ * runs; when the body ends, the scope ends with it.
+ */
+function fireEventSubProcess(
+  plan: Plan,
+  start: PlanStep,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  data?: Record<string, unknown>,
+): void {
+  const eventSub = stepById(plan, start.scope as string);
+  const scope = eventSub.scope;
+  for (const step of plan.steps) {
+    if (step === eventSub || step === start || isInsideScope(plan, step.id, eventSub.id)) continue;
+    if (step.kind === 'eventSubProcess' || (scope !== undefined && !isInsideScope(plan, step.id, scope))) continue;
+    cancelStep(plan, step, eventSub.id, state, fx);
   }
+  for (const other of eventStartsOf(plan, scope))
+    if (other !== start.id) cancelStep(plan, stepById(plan, other), eventSub.id, state, fx);
+  setStep(state, fx, eventSub.id, 'active');
+  pushEvent(plan, state, fx, { kind: 'step:activated', stepId: eventSub.id, data: { trigger: start.wait?.trigger } });
+  setStep(state, fx, start.id, 'completed');
+  fx.endedWaits.push(start.id);
+  pushEvent(plan, state, fx, { kind: 'step:completed', stepId: start.id, data: { trigger: start.wait?.trigger, ...data } });
+  leaveStep(plan, start, state, vars, fx);
+}
+
+/** The scope's own work is done: its event subprocesses that never fired stop waiting. */
+function disarmEventSubProcesses(plan: Plan, scope: string | undefined, state: InstanceState, fx: Effects): void {
+  for (const start of eventStartsOf(plan, scope)) {
+    if (state.steps[start] !== 'active') continue;
+    setStep(state, fx, start, 'skipped');
+    fx.endedWaits.push(start);
+    pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: start });
+  }
+}
+
+/**
+ * At the process level nothing completes a scope step: once every step outside the event
+ * subprocesses has ended (and none of them runs), their start events stop waiting, so the
+ * instance can complete.
+ */
+function settleProcess(plan: Plan, state: InstanceState, fx: Effects): void {
+  const armed = eventStartsOf(plan, undefined).filter((id) => state.steps[id] === 'active');
+  if (armed.length === 0 || fx.terminated) return;
+  const open = plan.steps.some((s) => {
+    if (s.scope !== undefined || s.compensationHandler) return false;
+    const status = state.steps[s.id];
+    if (s.kind === 'eventSubProcess') return status === 'active' || status === 'incident';
+    return status === undefined || status === 'active' || status === 'incident';
+  });
+  if (!open) disarmEventSubProcesses(plan, undefined, state, fx);
 }
 
 /** A subprocess whose inner steps have all ended completes and leaves through its outgoing flows. */
 function settleScope(plan: Plan, scopeId: string | undefined, state: InstanceState, vars: Variables, fx: Effects): void {
   if (scopeId === undefined || fx.terminated || state.steps[scopeId] !== 'active') return;
-  const open = (indexPlan(plan).children.get(scopeId) ?? []).some((s) => {
+  const children = indexPlan(plan).children.get(scopeId) ?? [];
+  // After an event subprocess interrupted the scope, what its token never reached stays unreached.
+  const interrupted = children.some((s) => s.kind === 'eventSubProcess' && state.steps[s.id] !== undefined);
+  const open = children.some((s) => {
     const status = state.steps[s.id];
-    return !s.compensationHandler && (status === undefined || status === 'active' || status === 'incident');
+    if (s.kind === 'eventSubProcess') return status === 'active' || status === 'incident'; // one that never fired waits for nothing
+    return !s.compensationHandler && ((status === undefined && !interrupted) || status === 'active' || status === 'incident');
   });
-  if (!open) completeStep(plan, scopeId, state, vars, fx);
+  if (open) return;
+  disarmEventSubProcesses(plan, scopeId, state, fx);
+  completeStep(plan, scopeId, state, vars, fx);
 }
 
 function skipOpenBoundaries(plan: Plan, host: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
@@ -646,6 +737,7 @@ function resolveFlows(plan: Plan, from: PlanStep, taken: string[], state: Instan
   propagate(plan, queue, touched, state, vars, fx);
   if (touched.size > 0) settleLoops(plan, touched, state, fx, passMoves(plan, state, vars, fx));
   settleScope(plan, from.scope, state, vars, fx);
+  if (from.scope === undefined) settleProcess(plan, state, fx);
 }
 
 /** A back or exit flow of a loop is held: the loop's pass decides when its target is evaluated. */

@@ -11,6 +11,8 @@ export interface PlanIndex {
   backFlows: Set<string>;
   /** back and exit flows of every loop: resolved without moving the token on; the loop's end moves it on */
   heldFlows: Set<string>;
+  /** scope id ('' for the process) -> the event subprocesses directly in it */
+  eventSubProcesses: Map<string, PlanStep[]>;
 }
 
 const cache = new WeakMap<Plan, PlanIndex>();
@@ -23,6 +25,10 @@ export function indexPlan(plan: Plan): PlanIndex {
     for (const s of plan.steps) if (s.scope !== undefined) children.set(s.scope, [...(children.get(s.scope) ?? []), s]);
     const loops = plan.steps.filter((s) => s.cycle !== undefined);
     const backFlows = new Set(loops.flatMap((l) => l.cycle?.backFlows ?? []));
+    const eventSubProcesses = new Map<string, PlanStep[]>();
+    for (const s of plan.steps)
+      if (s.kind === 'eventSubProcess')
+        eventSubProcesses.set(s.scope ?? '', [...(eventSubProcesses.get(s.scope ?? '') ?? []), s]);
     index = {
       steps: new Map(plan.steps.map((s) => [s.id, s])),
       flows: new Map(plan.flows.map((f) => [f.id, f])),
@@ -30,6 +36,7 @@ export function indexPlan(plan: Plan): PlanIndex {
       loopOfHead: new Map(loops.map((l) => [l.cycle?.head ?? '', l])),
       backFlows,
       heldFlows: new Set([...backFlows, ...loops.flatMap((l) => l.cycle?.exitFlows ?? [])]),
+      eventSubProcesses,
     };
     cache.set(plan, index);
   }

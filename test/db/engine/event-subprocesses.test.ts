@@ -1,0 +1,132 @@
+// Event subprocesses against a real PostgreSQL, through the HTTP API: armed while their scope
+// runs, their trigger (timer, message, error) interrupts that scope in one transition (its open
+// task's late complete answers 409) and runs their body; when the scope ends first, they stop
+// waiting; non-interrupting ones are refused at deploy with the element id.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { complete, deploy, fetchOne, instanceOf, start, waitForStatus } from '../../support/flows.ts';
+import { startTestServer, type TestServer } from '../../support/server.ts';
+
+let t: TestServer;
+
+const NS = `xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn"`;
+const task = (id: string, topic: string) => `<bpmn:serviceTask id="${id}" camunda:type="external" camunda:topic="${topic}" />`;
+const flow = (id: string, from: string, to: string) => `<bpmn:sequenceFlow id="${id}" sourceRef="${from}" targetRef="${to}" />`;
+
+/** An event subprocess `id`: its start with `trigger`, then a task on `${topic}`, then its end. */
+function eventSub(id: string, trigger: string, topic: string, interrupting = true): string {
+  return `<bpmn:subProcess id="${id}" triggeredByEvent="true">
+    <bpmn:startEvent id="${id}_start"${interrupting ? '' : ' isInterrupting="false"'}>${trigger}</bpmn:startEvent>
+    ${task(`${id}_task`, topic)}<bpmn:endEvent id="${id}_end" />
+    ${flow(`${id}_f1`, `${id}_start`, `${id}_task`)}${flow(`${id}_f2`, `${id}_task`, `${id}_end`)}
+  </bpmn:subProcess>`;
+}
+
+const timer = (duration: string) =>
+  `<bpmn:timerEventDefinition><bpmn:timeDuration>${duration}</bpmn:timeDuration></bpmn:timerEventDefinition>`;
+
+/** start -> work -> end, with `extra` (event subprocesses) at the process level */
+function process(id: string, extra: string, roots = ''): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions ${NS} id="D_${id}" targetNamespace="https://baton.dev/test">${roots}
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="start" />${task('work', `${id}-work`)}<bpmn:endEvent id="end" />
+    ${flow('f1', 'start', 'work')}${flow('f2', 'work', 'end')}
+    ${extra}
+  </bpmn:process>
+</bpmn:definitions>`;
+}
+
+const statusOf = (i: any, stepId: string) => (i.steps as any[]).find((s) => s.stepId === stepId)?.status;
+
+beforeAll(async () => {
+  t = await startTestServer();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('event subprocesses', () => {
+  it("given an interrupting timer event subprocess, when it fires, then the main flow's open task is canceled (its late complete answers 409) and the body runs to the end", async () => {
+    await deploy(t.api, process('esp_timer', eventSub('late', timer('PT0.3S'), 'esp_timer-late')));
+    const id = await start(t.api, 'esp_timer');
+    const work = await fetchOne(t.api, 'w', 'esp_timer-work');
+    const late = await fetchOne(t.api, 'w', 'esp_timer-late');
+    expect(late.instanceId).toBe(id);
+    expect((await complete(t.api, work, 'w')).status).toBe(409);
+    expect((await complete(t.api, late, 'w')).status).toBe(204);
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect([statusOf(done, 'work'), statusOf(done, 'late'), statusOf(done, 'end')]).toEqual(['canceled', 'completed', undefined]);
+  });
+
+  it('given the main flow ends before the timer, then the event subprocess stops waiting and the instance completes', async () => {
+    await deploy(t.api, process('esp_quiet', eventSub('late', timer('PT1H'), 'esp_quiet-late')));
+    const id = await start(t.api, 'esp_quiet');
+    expect((await complete(t.api, await fetchOne(t.api, 'w', 'esp_quiet-work'), 'w')).status).toBe(204);
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect(statusOf(done, 'late_start')).toBe('skipped');
+    const { rows } = await t.db.pool.query(`select count(*)::int as n from timers where instance_id = $1 and state = 'waiting'`, [
+      id,
+    ]);
+    expect(rows[0].n).toBe(0);
+  });
+
+  it('given a message event subprocess inside an embedded subprocess, then the message interrupts only that subprocess, and the flow goes on after it', async () => {
+    const body = `<bpmn:startEvent id="start" />
+      <bpmn:subProcess id="sub"><bpmn:startEvent id="s_in" />${task('inner', 'esp_sub-inner')}<bpmn:endEvent id="e_in" />
+        ${flow('i1', 's_in', 'inner')}${flow('i2', 'inner', 'e_in')}
+        ${eventSub('cancelled', '<bpmn:messageEventDefinition messageRef="M" />', 'esp_sub-undo')}
+      </bpmn:subProcess>
+      ${task('after', 'esp_sub-after')}<bpmn:endEvent id="end" />
+      ${flow('f1', 'start', 'sub')}${flow('f2', 'sub', 'after')}${flow('f3', 'after', 'end')}`;
+    await deploy(
+      t.api,
+      `<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions ${NS} id="D_esp_sub" targetNamespace="https://baton.dev/test">
+      <bpmn:message id="M" name="order-cancelled" /><bpmn:process id="esp_sub" isExecutable="true">${body}</bpmn:process></bpmn:definitions>`,
+    );
+    const id = await start(t.api, 'esp_sub', { businessKey: 'order-5' });
+    const inner = await fetchOne(t.api, 'w', 'esp_sub-inner');
+    const sent = await t.api.post('/api/messages', { name: 'order-cancelled', correlationKey: 'order-5' });
+    expect(sent.status, JSON.stringify(sent.body)).toBeLessThan(300);
+    const undo = await fetchOne(t.api, 'w', 'esp_sub-undo');
+    expect((await complete(t.api, inner, 'w')).status).toBe(409);
+    expect((await complete(t.api, undo, 'w')).status).toBe(204);
+    const after = await fetchOne(t.api, 'w', 'esp_sub-after');
+    expect(after.instanceId).toBe(id);
+    expect((await complete(t.api, after, 'w')).status).toBe(204);
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect([statusOf(done, 'inner'), statusOf(done, 'cancelled'), statusOf(done, 'sub')]).toEqual([
+      'canceled',
+      'completed',
+      'completed',
+    ]);
+  });
+
+  it("given an error event subprocess, then a worker's BPMN error is caught by it and the code reaches its variable", async () => {
+    const error = '<bpmn:error id="E" errorCode="OUT_OF_STOCK" />';
+    const trigger = '<bpmn:errorEventDefinition errorRef="E" camunda:errorCodeVariable="code" />';
+    await deploy(t.api, process('esp_error', eventSub('oops', trigger, 'esp_error-oops'), error));
+    const id = await start(t.api, 'esp_error');
+    const work = await fetchOne(t.api, 'w', 'esp_error-work');
+    const thrown = await t.api.post(`/api/external-tasks/${work.id}/bpmn-error`, {
+      workerId: 'w',
+      lockToken: work.lockToken,
+      errorCode: 'OUT_OF_STOCK',
+    });
+    expect(thrown.status).toBeLessThan(300);
+    const oops = await fetchOne(t.api, 'w', 'esp_error-oops');
+    expect(oops.variables.code).toBe('OUT_OF_STOCK');
+    expect((await complete(t.api, oops, 'w')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+  });
+
+  it('given a non-interrupting event subprocess, then deploy answers 400 naming its start event', async () => {
+    const res = await t.api.post('/api/definitions', {
+      xml: process('esp_nonint', eventSub('watch', timer('PT1M'), 'esp_nonint-watch', false)),
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.details).toEqual([
+      expect.objectContaining({ elementId: 'watch_start', message: expect.stringContaining('non-interrupting') }),
+    ]);
+    expect((await instanceOf(t.api, await start(t.api, 'esp_quiet'))).status).toBe('running');
+  });
+});

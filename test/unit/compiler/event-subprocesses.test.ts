@@ -1,0 +1,54 @@
+// Event subprocesses compile to a scope armed by its start event's trigger; what Baton does not
+// run is refused naming the element.
+import { describe, expect, it } from 'vitest';
+import { compileDiagnostics, compilePlan, errorsOf, processXml, straight } from './bpmn-helpers.ts';
+
+const timer = '<bpmn:timerEventDefinition><bpmn:timeDuration>PT5M</bpmn:timeDuration></bpmn:timerEventDefinition>';
+
+function withEventSub(inner: string, attributes = ''): string {
+  return processXml(
+    straight('<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t" />', 'T') +
+      `<bpmn:subProcess id="ESP" triggeredByEvent="true" ${attributes}>${inner}</bpmn:subProcess>`,
+  );
+}
+
+const body = (start: string) =>
+  `${start}<bpmn:endEvent id="ESP_end" /><bpmn:sequenceFlow id="ESP_f" sourceRef="ESP_start" targetRef="ESP_end" />`;
+
+describe('event subprocesses: compiled', () => {
+  it('a timer event subprocess: its start waits for the timer, inside the event subprocess', async () => {
+    const { plan } = await compilePlan(withEventSub(body(`<bpmn:startEvent id="ESP_start">${timer}</bpmn:startEvent>`)));
+    expect(plan.steps.find((s) => s.id === 'ESP')).toMatchObject({
+      kind: 'eventSubProcess',
+      eventSubProcess: { start: 'ESP_start' },
+    });
+    expect(plan.steps.find((s) => s.id === 'ESP_start')).toMatchObject({
+      kind: 'eventSubProcessStart',
+      scope: 'ESP',
+      wait: { trigger: 'timer', timer: { kind: 'duration', expression: 'PT5M' } },
+    });
+  });
+});
+
+describe('event subprocesses: refused with the element id', () => {
+  it.each([
+    [
+      'non-interrupting',
+      body(`<bpmn:startEvent id="ESP_start" isInterrupting="false">${timer}</bpmn:startEvent>`),
+      'ESP_start',
+      'non-interrupting',
+    ],
+    [
+      'a none start',
+      body('<bpmn:startEvent id="ESP_start" />'),
+      'ESP_start',
+      'exactly one timer, message, signal or error trigger',
+    ],
+    ['no start', '<bpmn:endEvent id="ESP_end" />', 'ESP', 'has 0 start events'],
+  ])('%s', async (_name, inner, elementId, text) => {
+    const errors = errorsOf(await compileDiagnostics(withEventSub(inner)));
+    expect(errors).toEqual(
+      expect.arrayContaining([expect.objectContaining({ elementId, message: expect.stringContaining(text) })]),
+    );
+  });
+});
