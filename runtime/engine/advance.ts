@@ -651,6 +651,21 @@ function fireEventSubProcess(
   leaveStep(plan, start, state, vars, fx);
 }
 
+/**
+ * After an operator replay: the event subprocesses of the process and of every running
+ * subprocess wait again (the replayed generation's waits are new rows), unless one already ran.
+ */
+export function rearmEventSubProcesses(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): void {
+  for (const [scope, eventSubs] of indexPlan(plan).eventSubProcesses) {
+    if (scope !== '' && state.steps[scope] !== 'active') continue;
+    if (eventSubs.some((e) => state.steps[e.id] !== undefined)) continue;
+    for (const e of eventSubs) {
+      const start = e.eventSubProcess?.start ?? '';
+      if (state.steps[start] === undefined) startWait(plan, stepById(plan, start), state, vars, fx);
+    }
+  }
+}
+
 /** The scope's own work is done: its event subprocesses that never fired stop waiting. */
 function disarmEventSubProcesses(plan: Plan, scope: string | undefined, state: InstanceState, fx: Effects): void {
   for (const start of eventStartsOf(plan, scope)) {

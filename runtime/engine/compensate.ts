@@ -52,6 +52,7 @@ export function startSaga(plan: Plan, failedStepId: string, state: InstanceState
     if (stepId === failedStepId || (status !== 'active' && status !== 'incident')) continue;
     setStatus(state, fx, stepId, 'canceled');
     fx.events.push({ kind: 'step:canceled', stepId, data: { by: failedStepId } });
+    if (indexPlan(plan).steps.get(stepId)?.kind === 'callActivity') fx.canceledCalls.push(stepId);
   }
   fx.tasks = [];
   fx.timers = [];

@@ -4,7 +4,7 @@
 // were undone or were cut off run again. Tasks, locks and frames of the old
 // generation are closed, so its late writes are refused.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
-import { resumeStep } from './advance.ts';
+import { rearmEventSubProcesses, resumeStep } from './advance.ts';
 import { indexPlan } from './plan-index.ts';
 import { emptyEffects, type Effects, type InstanceState, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
@@ -49,6 +49,7 @@ export async function replayInstance(engine: Engine, instanceId: string): Promis
       data: { fromGeneration: instance.generation, fromStatus: instance.status, kept: [...kept.steps] },
     });
     reachFrontier(plan, state, instance.variables, fx);
+    rearmEventSubProcesses(plan, state, instance.variables, fx);
     // The new generation starts with no status of its own, so its first status is always announced.
     const unannounced = '' as InstanceStatus;
     const status = await commitTransition(tx, { ...instance, generation, state, status: unannounced }, fx, instance.variables, {

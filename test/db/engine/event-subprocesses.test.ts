@@ -129,4 +129,27 @@ describe('event subprocesses', () => {
     ]);
     expect((await instanceOf(t.api, await start(t.api, 'esp_quiet'))).status).toBe('running');
   });
+
+  it('given an operator replay of an instance whose event subprocess waits, then the replayed generation waits for it again', async () => {
+    await deploy(
+      t.api,
+      process('esp_replay', eventSub('late', timer('PT1H'), 'esp_replay-late')).replace(
+        'camunda:topic="esp_replay-work"',
+        'camunda:topic="esp_replay-work" baton:retries="0" xmlns:baton="https://baton.dev/schema/bpmn/1.0"',
+      ),
+    );
+    const id = await start(t.api, 'esp_replay');
+    const work = await fetchOne(t.api, 'w', 'esp_replay-work');
+    await t.api.post(`/api/external-tasks/${work.id}/failure`, {
+      workerId: 'w',
+      lockToken: work.lockToken,
+      errorMessage: 'down',
+    });
+    await waitForStatus(t.api, id, 'incident');
+    expect((await t.api.post(`/api/instances/${id}/replay`, {})).status).toBe(200);
+    const replayed = await waitForStatus(t.api, id, 'running');
+    expect(statusOf(replayed, 'late_start')).toBe('active');
+    const { rows } = await t.db.pool.query(`select generation from timers where instance_id = $1 and state = 'waiting'`, [id]);
+    expect(rows).toEqual([{ generation: 2 }]);
+  });
 });
