@@ -149,11 +149,11 @@ describe('embedded subprocesses in the compiler', () => {
     );
   });
 
-  it('given an event subprocess, a transaction or a compensation boundary on a subprocess, then diagnostics name them', async () => {
+  it('given an event subprocess with flows, a transaction or a compensation boundary on a subprocess, then diagnostics name them', async () => {
     const eventSub = withSub().replace('<bpmn:subProcess id="sub">', '<bpmn:subProcess id="sub" triggeredByEvent="true">');
     expect(await errors(eventSub)).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ elementId: 'sub', message: expect.stringContaining('event subprocesses are not supported') }),
+        expect.objectContaining({ elementId: 'sub', message: expect.stringContaining('has sequence flows') }),
       ]),
     );
     const transaction = withSub()
