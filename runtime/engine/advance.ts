@@ -585,8 +585,18 @@ export function failCall(
   message: string,
   details: Record<string, unknown>,
 ): void {
+  const removed = fx.calls.filter((c) => c.stepId === stepId).length;
   fx.calls = fx.calls.filter((c) => c.stepId !== stepId);
   fx.steps = fx.steps.filter((s) => s.stepId !== stepId);
+  // A multi-instance call activity's retry creates again the elements whose children did not start.
+  const loop = elementsOf(state, stepId);
+  if (loop) {
+    loop.created -= removed;
+    if (loop.created === 0) {
+      delete state.loops?.[stepId];
+      delete fx.loops[stepId];
+    } else fx.loops[stepId] = loop;
+  }
   raiseIncident(plan, state, fx, stepId, 'call_activity', message, details);
 }
 

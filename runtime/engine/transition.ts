@@ -75,6 +75,7 @@ interface ResolvedCall {
 async function resolveCalls(tx: Queryable, instance: LockedInstance, fx: Effects, known?: Plan): Promise<ResolvedCall[]> {
   const resolved: ResolvedCall[] = [];
   for (const call of [...fx.calls]) {
+    if (!fx.calls.includes(call)) continue; // its step already stopped in an incident (another element's call)
     const definition = await findDefinition(tx, call.key, call.version);
     const plan = known ?? (await findDefinitionById(tx, instance.definition_id))!.plan;
     const wanted = call.version === undefined ? `process ${call.key}` : `version ${call.version} of process ${call.key}`;
@@ -89,6 +90,17 @@ async function resolveCalls(tx: Queryable, instance: LockedInstance, fx: Effects
           calledElement: call.key,
           ...(call.version !== undefined ? { version: call.version } : {}),
         },
+      );
+      continue;
+    }
+    if (!definition.plan.steps.some((s) => s.kind === 'startEvent' && s.scope === undefined && s.wait === undefined)) {
+      failCall(
+        plan,
+        call.stepId,
+        instance.state,
+        fx,
+        `Call activity ${call.stepId} calls process ${call.key} (version ${definition.version}), which has no none start event to start at. Give it one, deploy it, then retry the incident.`,
+        { calledElement: call.key, version: definition.version },
       );
       continue;
     }
@@ -107,7 +119,8 @@ async function resolveCalls(tx: Queryable, instance: LockedInstance, fx: Effects
     }
     resolved.push({ call, definition, businessKey });
   }
-  return resolved;
+  // An element whose sibling failed starts no child either: the step waits in the incident.
+  return resolved.filter((r) => fx.calls.includes(r.call));
 }
 
 /** The child instance of a call activity and its first transition, in the parent's transaction. */

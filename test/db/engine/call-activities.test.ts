@@ -388,4 +388,36 @@ describe('call activities', () => {
     expect(after.variables.results).toEqual(['X', 'Y', null]);
     expect(await calledOf(id, 2)).toHaveLength(2);
   });
+
+  it('given a multi-instance call activity whose process is not deployed, then it is an incident, and once deployed its retry calls every element', async () => {
+    const xml = parent('mi_missing_parent', { attributes: 'calledElement="mi_missing"' }).replace(
+      '</bpmn:callActivity>',
+      '<bpmn:multiInstanceLoopCharacteristics camunda:collection="items" camunda:elementVariable="item" /></bpmn:callActivity>',
+    );
+    await deploy(t.api, xml);
+    const id = await start(t.api, 'mi_missing_parent', { variables: { items: [1, 2] } });
+    const stuck = await waitForStatus(t.api, id, 'incident');
+    expect(stuck.incidents).toMatchObject([{ stepId: 'call', kind: 'call_activity' }]);
+    await deploy(t.api, child('mi_missing', 'mi-missing'));
+    expect((await t.api.post(`/api/incidents/${stuck.incidents[0].id}/retry`, {})).status).toBeLessThan(300);
+    for (let i = 0; i < 2; i++) await ok(complete(t.api, await fetchOne(t.api, 'w', 'mi-missing'), 'w'));
+    expect((await fetchOne(t.api, 'w', 'mi_missing_parent-after')).instanceId).toBe(id);
+    expect(await calledOf(id, 2)).toHaveLength(2);
+  });
+
+  it('given a called process without a none start event, then the call activity is an incident that says so', async () => {
+    await deploy(
+      t.api,
+      definitions(
+        'msg_only',
+        `<bpmn:startEvent id="start"><bpmn:messageEventDefinition messageRef="M_msg_only" /></bpmn:startEvent><bpmn:endEvent id="end" />
+         <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="end" />`,
+      ).replace('</bpmn:definitions>', '<bpmn:message id="M_msg_only" name="msg-only" /></bpmn:definitions>'),
+    );
+    await deploy(t.api, parent('msg_only_parent', { attributes: 'calledElement="msg_only"' }));
+    const id = await start(t.api, 'msg_only_parent');
+    const stuck = await waitForStatus(t.api, id, 'incident');
+    expect(stuck.incidents[0].message).toContain('no none start event');
+    expect(stuck.calledInstances).toEqual([]);
+  });
 });
