@@ -2,18 +2,27 @@
 // dead-path elimination", loops one pass at a time): given the resolved flows and reached steps
 // of one instance, compute what a transition changes. No I/O: the store writes the returned
 // Effects in one statement.
-import type { MultiInstanceSpec, Plan, PlanStep } from '../compiler/plan.ts';
+import type { Plan, PlanStep } from '../compiler/plan.ts';
 import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
-import { evaluateList, evaluateValue } from './loops.ts';
 import { firstDue } from '../shared/timers.ts';
 import { startCompensationThrow } from './compensate.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
-import { mapInputs, type InputsResult } from './io-mappings.ts';
+import { mapInputs } from './io-mappings.ts';
 import { prepareCall } from './call-variables.ts';
-import { indexPlan, isInsideScope } from './plan-index.ts';
+import { indexPlan } from './plan-index.ts';
+import {
+  armEventSubProcesses,
+  disarmEventSubProcesses,
+  eventStartsOf,
+  fireEventSubProcess,
+  rearm,
+  settleProcess,
+  type ScopeMoves,
+} from './event-subprocesses.ts';
 import type { FlowState, IncidentKind, StepStatus } from '../model/vocabulary.ts';
-import { type Effects, type InstanceState, type LoopState, type NewEvent, type Variables } from '../model/effects.ts';
+import { type Effects, type InstanceState, type NewEvent, type Variables } from '../model/effects.ts';
 import { passOf, scopePathOf, settleLoops, startPass, type PassMoves } from './loop-passes.ts';
+import { completeElement, elementsOf, settleElements, startElements, type ElementMoves } from './multi-instance.ts';
 
 /**
  * Lets the new instance's token leave its start event: the given one (a timer start
@@ -28,7 +37,7 @@ export function startPlan(plan: Plan, state: InstanceState, vars: Variables, fx:
     resolveFlows(plan, step, [], state, vars, fx);
   }
   if (!chosen) return;
-  armEventSubProcesses(plan, undefined, state, vars, fx);
+  armEventSubProcesses(plan, undefined, scopeMoves(plan, state, vars, fx));
   activateStep(plan, chosen, state, vars, fx);
 }
 
@@ -64,7 +73,7 @@ export function fireWait(
 ): boolean {
   const step = stepById(plan, stepId);
   if (state.steps[step.id] === 'active' && step.kind === 'eventSubProcessStart') {
-    fireEventSubProcess(plan, step, state, vars, fx, data);
+    fireEventSubProcess(plan, step, scopeMoves(plan, state, vars, fx), data);
     return true;
   }
   if (state.steps[step.id] !== 'active' || (step.kind !== 'catchEvent' && step.kind !== 'boundaryEvent')) return false;
@@ -194,9 +203,9 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     if (resumed && loop) {
       // An incident of the completion condition was retried: decide again, do not restart.
       setStep(state, fx, step.id, 'active');
-      settleLoop(plan, step, loop, state, vars, fx);
+      settleElements(plan, step, loop, state, vars, fx, elementMoves(plan, state, vars, fx));
     } else {
-      startLoop(plan, step, state, vars, fx);
+      startElements(plan, step, state, vars, fx, elementMoves(plan, state, vars, fx));
     }
     return;
   }
@@ -240,7 +249,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     setStep(state, fx, step.id, 'active');
     pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id });
     for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
-    armEventSubProcesses(plan, step.id, state, vars, fx);
+    armEventSubProcesses(plan, step.id, scopeMoves(plan, state, vars, fx));
     activateStep(plan, stepById(plan, step.subProcess.start), state, vars, fx);
     return;
   }
@@ -335,188 +344,6 @@ function startWait(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
   }
   setStep(state, fx, step.id, 'active');
   pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id, data: { waitsFor: wait.trigger } });
-}
-
-/**
- * A multi-instance service task starts: one external task per element of the
- * collection, all at once (parallel) or the first only (sequential). An empty
- * collection completes the step at once.
- */
-function startLoop(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
-  const mi = step.multiInstance as MultiInstanceSpec;
-  const items = evaluateList(mi.collection, vars);
-  if (!items.ok) {
-    raiseIncident(
-      plan,
-      state,
-      fx,
-      step.id,
-      'condition_error',
-      `Collection of multi-instance task ${step.id}: ${items.message}. Set it to a list, then retry the incident.`,
-      { collection: mi.collection },
-    );
-    return;
-  }
-  // Every element created now gets its inputs before any is: a failing one leaves no task or child behind.
-  const first: ElementStart[] = [];
-  for (let i = 0; i < (mi.sequential ? Math.min(1, items.value.length) : items.value.length); i++) {
-    const start = elementStart(step, items.value, i, vars);
-    if (!start.ok) return raiseIncident(plan, state, fx, step.id, start.kind, start.message, start.details);
-    first.push(start);
-  }
-  setStep(state, fx, step.id, 'active');
-  pushEvent(plan, state, fx, {
-    kind: 'step:activated',
-    stepId: step.id,
-    data: { nrOfInstances: items.value.length, sequential: mi.sequential },
-  });
-  for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
-  const loop: LoopState = { items: items.value, created: 0, completed: [], results: items.value.map(() => null) };
-  (state.loops ??= {})[step.id] = loop;
-  fx.loops[step.id] = loop;
-  if (items.value.length === 0) {
-    settleLoop(plan, step, loop, state, vars, fx);
-    return;
-  }
-  for (const start of first) createElement(plan, step, loop, state, fx, start);
-}
-
-/** How one element starts: a task's local variables, or a child's variables and called key. */
-type ElementStart =
-  | { ok: true; locals: Variables; key?: string }
-  | { ok: false; kind: 'io_mapping' | 'call_activity'; message: string; details: Record<string, unknown> };
-
-/**
- * An element's own variables: its element variable and loopCounter, then a task's input mappings
- * over them; a call activity's child gets what the call passes in, with the element's own on top.
- */
-function elementStart(step: PlanStep, items: unknown[], index: number, vars: Variables): ElementStart {
-  const elementVariable = step.multiInstance?.elementVariable;
-  const base: Variables = { ...(elementVariable ? { [elementVariable]: items[index] } : {}), loopCounter: index };
-  if (step.kind === 'callActivity') {
-    const call = prepareCall(step, { ...vars, ...base });
-    return call.ok ? { ok: true, locals: { ...call.variables, ...base }, key: call.key } : { ...call, kind: 'call_activity' };
-  }
-  const inputs: InputsResult = step.io ? mapInputs(step, vars, base) : { ok: true, locals: base };
-  return inputs.ok ? inputs : { ...inputs, kind: 'io_mapping' };
-}
-
-function createElement(
-  plan: Plan,
-  step: PlanStep,
-  loop: LoopState,
-  state: InstanceState,
-  fx: Effects,
-  start: ElementStart,
-): void {
-  if (!start.ok) return;
-  const index = loop.created++;
-  if (step.kind === 'callActivity' && step.call) {
-    fx.calls.push({
-      stepId: step.id,
-      key: start.key ?? '',
-      ...(step.call.binding === 'version' && step.call.version !== undefined ? { version: step.call.version } : {}),
-      variables: start.locals,
-      businessKey: step.call.businessKey,
-      loopIndex: index,
-      ...scopePathOf(plan, step, state),
-    });
-    return;
-  }
-  const task = step.task as NonNullable<PlanStep['task']>;
-  fx.tasks.push({ stepId: step.id, ...task, loopIndex: index, localVariables: start.locals, ...scopePathOf(plan, step, state) });
-}
-
-/** A multi-instance step's progress (a loop step's row holds its pass instead). */
-function elementsOf(state: InstanceState, stepId: string): LoopState | undefined {
-  const stored = state.loops?.[stepId];
-  return stored && 'items' in stored ? stored : undefined;
-}
-
-/**
- * One element's task completed: its result is kept (outputElement over the
- * completion variables, which stay local to the element), then the step completes
- * when every element did or the completion condition holds (open elements are
- * canceled); a sequential step starts its next element.
- */
-export function completeLoopElement(
-  plan: Plan,
-  stepId: string,
-  index: number,
-  output: Variables,
-  state: InstanceState,
-  vars: Variables,
-  fx: Effects,
-): void {
-  const step = stepById(plan, stepId);
-  const loop = elementsOf(state, stepId);
-  if (!step.multiInstance || !loop || loop.completed.includes(index)) return;
-  loop.completed.push(index);
-  const elementVariable = step.multiInstance.elementVariable;
-  const scope = { ...vars, ...(elementVariable ? { [elementVariable]: loop.items[index] } : {}), loopCounter: index, ...output };
-  const result = step.multiInstance.outputElement
-    ? evaluateValue(step.multiInstance.outputElement, scope)
-    : { ok: true as const, value: output };
-  loop.results[index] = result.ok ? result.value : null;
-  fx.loops[stepId] = loop;
-  fx.steps.push({ stepId, status: state.steps[stepId] as StepStatus }); // carries the new progress
-  pushEvent(plan, state, fx, {
-    kind: 'loop:element_completed',
-    stepId,
-    data: {
-      loopCounter: index,
-      nrOfCompletedInstances: loop.completed.length,
-      ...(result.ok ? {} : { outputError: result.message }),
-    },
-  });
-  if (state.steps[stepId] === 'active') settleLoop(plan, step, loop, state, vars, fx);
-}
-
-function settleLoop(plan: Plan, step: PlanStep, loop: LoopState, state: InstanceState, vars: Variables, fx: Effects): void {
-  const mi = step.multiInstance as MultiInstanceSpec;
-  const total = loop.items.length;
-  const counts = {
-    nrOfInstances: total,
-    nrOfCompletedInstances: loop.completed.length,
-    nrOfActiveInstances: loop.created - loop.completed.length,
-  };
-  let done = loop.completed.length === total;
-  if (!done && mi.completionCondition) {
-    const holds = evaluateCondition(mi.completionCondition.feel, { ...vars, ...counts });
-    if (!holds.ok) {
-      raiseIncident(
-        plan,
-        state,
-        fx,
-        step.id,
-        'condition_error',
-        `Completion condition of multi-instance task ${step.id}: ${holds.message}. Fix the variables, then retry the incident.`,
-        { completionCondition: mi.completionCondition.source },
-      );
-      return;
-    }
-    done = holds.value;
-  }
-  if (!done) {
-    if (!mi.sequential || loop.created >= total) return;
-    // A failing input stops the step in an incident; its retry settles the loop again and creates this element.
-    const start = elementStart(step, loop.items, loop.created, vars);
-    if (!start.ok) return raiseIncident(plan, state, fx, step.id, start.kind, start.message, start.details);
-    createElement(plan, step, loop, state, fx, start);
-    return;
-  }
-  if (mi.outputCollection) vars[mi.outputCollection] = loop.results;
-  // Elements still open when the condition holds are canceled: their workers get LockLost.
-  if (loop.completed.length < loop.created) {
-    fx.canceledTasks.push(step.id);
-    if (step.kind === 'callActivity') fx.canceledCalls.push(step.id);
-  }
-  pushEvent(plan, state, fx, {
-    kind: 'loop:completed',
-    stepId: step.id,
-    data: { ...counts, canceled: loop.created - loop.completed.length },
-  });
-  completeStep(plan, step.id, state, vars, fx);
 }
 
 /**
@@ -621,88 +448,6 @@ function cancelStep(plan: Plan, step: PlanStep, by: string, state: InstanceState
   if (step.kind === 'subProcess' || step.kind === 'eventSubProcess') cancelScope(plan, step.id, by, state, fx);
 }
 
-/** The start events of the event subprocesses directly in `scope` (the process when undefined). */
-function eventStartsOf(plan: Plan, scope: string | undefined): string[] {
-  return (indexPlan(plan).eventSubProcesses.get(scope ?? '') ?? []).map((e) => e.eventSubProcess?.start ?? '');
-}
-
-/** A scope starts running: the start events of its event subprocesses wait for their triggers. */
-function armEventSubProcesses(plan: Plan, scope: string | undefined, state: InstanceState, vars: Variables, fx: Effects): void {
-  for (const start of eventStartsOf(plan, scope)) startWait(plan, stepById(plan, start), state, vars, fx);
-}
-
-/**
- * An event subprocess's trigger came (timer, message, signal, or an error thrown in its scope):
- * it interrupts its scope, whose other open work is canceled in this transition, and its body
- * runs; when the body ends, the scope ends with it.
- */
-function fireEventSubProcess(
-  plan: Plan,
-  start: PlanStep,
-  state: InstanceState,
-  vars: Variables,
-  fx: Effects,
-  data?: Record<string, unknown>,
-): void {
-  const eventSub = stepById(plan, start.scope as string);
-  const scope = eventSub.scope;
-  for (const step of plan.steps) {
-    if (step === eventSub || step === start || isInsideScope(plan, step.id, eventSub.id)) continue;
-    if (step.kind === 'eventSubProcess' || (scope !== undefined && !isInsideScope(plan, step.id, scope))) continue;
-    cancelStep(plan, step, eventSub.id, state, fx);
-  }
-  for (const other of eventStartsOf(plan, scope))
-    if (other !== start.id) cancelStep(plan, stepById(plan, other), eventSub.id, state, fx);
-  setStep(state, fx, eventSub.id, 'active');
-  pushEvent(plan, state, fx, { kind: 'step:activated', stepId: eventSub.id, data: { trigger: start.wait?.trigger } });
-  setStep(state, fx, start.id, 'completed');
-  fx.endedWaits.push(start.id);
-  pushEvent(plan, state, fx, { kind: 'step:completed', stepId: start.id, data: { trigger: start.wait?.trigger, ...data } });
-  leaveStep(plan, start, state, vars, fx);
-}
-
-/**
- * After an operator replay: the event subprocesses of the process and of every running
- * subprocess wait again (the replayed generation's waits are new rows), unless one already ran.
- */
-export function rearmEventSubProcesses(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): void {
-  for (const [scope, eventSubs] of indexPlan(plan).eventSubProcesses) {
-    if (scope !== '' && state.steps[scope] !== 'active') continue;
-    if (eventSubs.some((e) => state.steps[e.id] !== undefined)) continue;
-    for (const e of eventSubs) {
-      const start = e.eventSubProcess?.start ?? '';
-      if (state.steps[start] === undefined) startWait(plan, stepById(plan, start), state, vars, fx);
-    }
-  }
-}
-
-/** The scope's own work is done: its event subprocesses that never fired stop waiting. */
-function disarmEventSubProcesses(plan: Plan, scope: string | undefined, state: InstanceState, fx: Effects): void {
-  for (const start of eventStartsOf(plan, scope)) {
-    if (state.steps[start] !== 'active') continue;
-    setStep(state, fx, start, 'skipped');
-    fx.endedWaits.push(start);
-    pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: start });
-  }
-}
-
-/**
- * At the process level nothing completes a scope step: once every step outside the event
- * subprocesses has ended (and none of them runs), their start events stop waiting, so the
- * instance can complete.
- */
-function settleProcess(plan: Plan, state: InstanceState, fx: Effects): void {
-  const armed = eventStartsOf(plan, undefined).filter((id) => state.steps[id] === 'active');
-  if (armed.length === 0 || fx.terminated) return;
-  const open = plan.steps.some((s) => {
-    if (s.scope !== undefined || s.compensationHandler) return false;
-    const status = state.steps[s.id];
-    if (s.kind === 'eventSubProcess') return status === 'active' || status === 'incident';
-    return status === undefined || status === 'active' || status === 'incident';
-  });
-  if (!open) disarmEventSubProcesses(plan, undefined, state, fx);
-}
-
 /** A subprocess whose inner steps have all ended completes and leaves through its outgoing flows. */
 function settleScope(plan: Plan, scopeId: string | undefined, state: InstanceState, vars: Variables, fx: Effects): void {
   if (scopeId === undefined || fx.terminated || state.steps[scopeId] !== 'active') return;
@@ -715,7 +460,7 @@ function settleScope(plan: Plan, scopeId: string | undefined, state: InstanceSta
     return !s.compensationHandler && ((status === undefined && !interrupted) || status === 'active' || status === 'incident');
   });
   if (open) return;
-  disarmEventSubProcesses(plan, scopeId, state, fx);
+  disarmEventSubProcesses(plan, scopeId, state, scopeMoves(plan, state, vars, fx));
   completeStep(plan, scopeId, state, vars, fx);
 }
 
@@ -762,7 +507,7 @@ function resolveFlows(plan: Plan, from: PlanStep, taken: string[], state: Instan
   propagate(plan, queue, touched, state, vars, fx);
   if (touched.size > 0) settleLoops(plan, touched, state, fx, passMoves(plan, state, vars, fx));
   settleScope(plan, from.scope, state, vars, fx);
-  if (from.scope === undefined) settleProcess(plan, state, fx);
+  if (from.scope === undefined && !fx.terminated) settleProcess(plan, state, scopeMoves(plan, state, vars, fx));
 }
 
 /** A back or exit flow of a loop is held: the loop's pass decides when its target is evaluated. */
@@ -865,4 +610,51 @@ function skipLoopedStep(plan: Plan, step: PlanStep, state: InstanceState, vars: 
     resolveFlows(plan, stepById(plan, boundaryId), [], state, vars, fx);
   }
   resolveFlows(plan, step, step.outgoing, state, vars, fx);
+}
+
+/**
+ * After an operator replay: the event subprocesses of the process and of every running
+ * subprocess wait again (the replayed generation's waits are new rows), unless one already ran.
+ */
+export function rearmEventSubProcesses(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): void {
+  rearm(plan, state, scopeMoves(plan, state, vars, fx));
+}
+
+/** What event subprocesses need of this module: arm a wait, cancel a step, set a status, record an event, move on. */
+function scopeMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): ScopeMoves {
+  return {
+    startWait: (step) => startWait(plan, step, state, vars, fx),
+    cancel: (step, by) => cancelStep(plan, step, by, state, fx),
+    setStep: (stepId, status) => setStep(state, fx, stepId, status),
+    endWait: (stepId) => fx.endedWaits.push(stepId),
+    event: (event) => pushEvent(plan, state, fx, event),
+    leave: (step) => leaveStep(plan, step, state, vars, fx),
+  };
+}
+
+/**
+ * One element of a multi-instance step completed (its task, or its called instance): see
+ * multi-instance.ts completeElement.
+ */
+export function completeLoopElement(
+  plan: Plan,
+  stepId: string,
+  index: number,
+  output: Variables,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+): void {
+  completeElement(plan, stepId, index, output, state, vars, fx, elementMoves(plan, state, vars, fx));
+}
+
+/** What multi-instance steps need of this module: arm a boundary, set a status, record an event, raise an incident, complete. */
+function elementMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): ElementMoves {
+  return {
+    startWait: (step) => startWait(plan, step, state, vars, fx),
+    setStep: (stepId, status) => setStep(state, fx, stepId, status),
+    event: (event) => pushEvent(plan, state, fx, event),
+    raise: (stepId, kind, message, details) => raiseIncident(plan, state, fx, stepId, kind, message, details),
+    complete: (stepId) => completeStep(plan, stepId, state, vars, fx),
+  };
 }

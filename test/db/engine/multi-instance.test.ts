@@ -160,7 +160,7 @@ describe('parallel multi-instance', () => {
       expect.objectContaining({
         stepId: 'each',
         kind: 'condition_error',
-        message: expect.stringContaining('Collection of multi-instance task each'),
+        message: expect.stringContaining('Collection of multi-instance step each'),
       }),
     ]);
     const retried = await t.api.post(`/api/incidents/${instance.incidents[0].id}/retry`, { variables: { recipients: ['zoe'] } });

@@ -1,0 +1,227 @@
+// Multi-instance steps (docs/events.md, "Multi-instance service tasks"; call activities too): one
+// task or called instance per element of a collection, all at once or one after another, each
+// element's result gathered in input order. The step's progress (LoopState) is written on its
+// steps row. advance.ts evaluates the steps; this module decides about elements and calls back
+// into it (ElementMoves), as loop-passes.ts does.
+import type { MultiInstanceSpec, Plan, PlanStep } from '../compiler/plan.ts';
+import type { Effects, InstanceState, LoopState, NewEvent, Variables } from '../model/effects.ts';
+import type { IncidentKind, StepStatus } from '../model/vocabulary.ts';
+import { evaluateCondition } from '../shared/feel.ts';
+import { prepareCall } from './call-variables.ts';
+import { mapInputs, type InputsResult } from './io-mappings.ts';
+import { scopePathOf } from './loop-passes.ts';
+import { evaluateList, evaluateValue } from './loops.ts';
+import { indexPlan } from './plan-index.ts';
+
+/** What multi-instance steps need of the step evaluation (advance.ts). */
+export interface ElementMoves {
+  /** arms a boundary event of the step */
+  startWait(step: PlanStep): void;
+  setStep(stepId: string, status: StepStatus): void;
+  event(event: NewEvent): void;
+  raise(stepId: string, kind: IncidentKind, message: string, details: Record<string, unknown>): void;
+  /** the step completes and the token moves on */
+  complete(stepId: string): void;
+}
+
+function stepById(plan: Plan, stepId: string): PlanStep {
+  const step = indexPlan(plan).steps.get(stepId);
+  if (!step) throw new Error(`Step ${stepId} is not in plan ${plan.processKey}`);
+  return step;
+}
+
+/**
+ * A multi-instance service task starts: one external task per element of the
+ * collection, all at once (parallel) or the first only (sequential). An empty
+ * collection completes the step at once.
+ */
+export function startElements(
+  plan: Plan,
+  step: PlanStep,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  moves: ElementMoves,
+): void {
+  const mi = step.multiInstance as MultiInstanceSpec;
+  const items = evaluateList(mi.collection, vars);
+  if (!items.ok) {
+    moves.raise(
+      step.id,
+      'condition_error',
+      `Collection of multi-instance step ${step.id}: ${items.message}. Set it to a list, then retry the incident.`,
+      { collection: mi.collection },
+    );
+    return;
+  }
+  // Every element created now gets its inputs before any is: a failing one leaves no task or child behind.
+  const first: ElementStart[] = [];
+  for (let i = 0; i < (mi.sequential ? Math.min(1, items.value.length) : items.value.length); i++) {
+    const start = elementStart(step, items.value, i, vars);
+    if (!start.ok) return moves.raise(step.id, start.kind, start.message, start.details);
+    first.push(start);
+  }
+  moves.setStep(step.id, 'active');
+  moves.event({
+    kind: 'step:activated',
+    stepId: step.id,
+    data: { nrOfInstances: items.value.length, sequential: mi.sequential },
+  });
+  for (const boundaryId of step.boundaries ?? []) moves.startWait(stepById(plan, boundaryId));
+  const loop: LoopState = { items: items.value, created: 0, completed: [], results: items.value.map(() => null) };
+  (state.loops ??= {})[step.id] = loop;
+  fx.loops[step.id] = loop;
+  if (items.value.length === 0) {
+    settleElements(plan, step, loop, state, vars, fx, moves);
+    return;
+  }
+  for (const start of first) createElement(plan, step, loop, state, fx, start);
+}
+
+/** How one element starts: a task's local variables, or a child's variables and called key. */
+type ElementStart =
+  | { ok: true; locals: Variables; key?: string }
+  | { ok: false; kind: 'io_mapping' | 'call_activity'; message: string; details: Record<string, unknown> };
+
+/**
+ * An element's own variables: its element variable and loopCounter, then a task's input mappings
+ * over them; a call activity's child gets what the call passes in, with the element's own on top.
+ */
+function elementStart(step: PlanStep, items: unknown[], index: number, vars: Variables): ElementStart {
+  const elementVariable = step.multiInstance?.elementVariable;
+  const base: Variables = { ...(elementVariable ? { [elementVariable]: items[index] } : {}), loopCounter: index };
+  if (step.kind === 'callActivity') {
+    const call = prepareCall(step, { ...vars, ...base });
+    return call.ok ? { ok: true, locals: { ...call.variables, ...base }, key: call.key } : { ...call, kind: 'call_activity' };
+  }
+  const inputs: InputsResult = step.io ? mapInputs(step, vars, base) : { ok: true, locals: base };
+  return inputs.ok ? inputs : { ...inputs, kind: 'io_mapping' };
+}
+
+function createElement(
+  plan: Plan,
+  step: PlanStep,
+  loop: LoopState,
+  state: InstanceState,
+  fx: Effects,
+  start: ElementStart,
+): void {
+  if (!start.ok) return;
+  const index = loop.created++;
+  if (step.kind === 'callActivity' && step.call) {
+    fx.calls.push({
+      stepId: step.id,
+      key: start.key ?? '',
+      ...(step.call.binding === 'version' && step.call.version !== undefined ? { version: step.call.version } : {}),
+      variables: start.locals,
+      businessKey: step.call.businessKey,
+      loopIndex: index,
+      ...scopePathOf(plan, step, state),
+    });
+    return;
+  }
+  const task = step.task as NonNullable<PlanStep['task']>;
+  fx.tasks.push({ stepId: step.id, ...task, loopIndex: index, localVariables: start.locals, ...scopePathOf(plan, step, state) });
+}
+
+/** A multi-instance step's progress (a loop step's row holds its pass instead). */
+export function elementsOf(state: InstanceState, stepId: string): LoopState | undefined {
+  const stored = state.loops?.[stepId];
+  return stored && 'items' in stored ? stored : undefined;
+}
+
+/**
+ * One element's task completed: its result is kept (outputElement over the
+ * completion variables, which stay local to the element), then the step completes
+ * when every element did or the completion condition holds (open elements are
+ * canceled); a sequential step starts its next element.
+ */
+export function completeElement(
+  plan: Plan,
+  stepId: string,
+  index: number,
+  output: Variables,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  moves: ElementMoves,
+): void {
+  const step = stepById(plan, stepId);
+  const loop = elementsOf(state, stepId);
+  if (!step.multiInstance || !loop || loop.completed.includes(index)) return;
+  loop.completed.push(index);
+  const elementVariable = step.multiInstance.elementVariable;
+  const scope = { ...vars, ...(elementVariable ? { [elementVariable]: loop.items[index] } : {}), loopCounter: index, ...output };
+  const result = step.multiInstance.outputElement
+    ? evaluateValue(step.multiInstance.outputElement, scope)
+    : { ok: true as const, value: output };
+  loop.results[index] = result.ok ? result.value : null;
+  fx.loops[stepId] = loop;
+  fx.steps.push({ stepId, status: state.steps[stepId] as StepStatus }); // carries the new progress
+  moves.event({
+    kind: 'loop:element_completed',
+    stepId,
+    data: {
+      loopCounter: index,
+      nrOfCompletedInstances: loop.completed.length,
+      ...(result.ok ? {} : { outputError: result.message }),
+    },
+  });
+  if (state.steps[stepId] === 'active') settleElements(plan, step, loop, state, vars, fx, moves);
+}
+
+/**
+ * After an element completed (or none exist): the step completes when every element did or the
+ * completion condition holds (open elements are canceled); a sequential step starts its next element.
+ */
+export function settleElements(
+  plan: Plan,
+  step: PlanStep,
+  loop: LoopState,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  moves: ElementMoves,
+): void {
+  const mi = step.multiInstance as MultiInstanceSpec;
+  const total = loop.items.length;
+  const counts = {
+    nrOfInstances: total,
+    nrOfCompletedInstances: loop.completed.length,
+    nrOfActiveInstances: loop.created - loop.completed.length,
+  };
+  let done = loop.completed.length === total;
+  if (!done && mi.completionCondition) {
+    const holds = evaluateCondition(mi.completionCondition.feel, { ...vars, ...counts });
+    if (!holds.ok) {
+      moves.raise(
+        step.id,
+        'condition_error',
+        `Completion condition of multi-instance step ${step.id}: ${holds.message}. Fix the variables, then retry the incident.`,
+        { completionCondition: mi.completionCondition.source },
+      );
+      return;
+    }
+    done = holds.value;
+  }
+  if (!done) {
+    if (!mi.sequential || loop.created >= total) return;
+    // A failing input stops the step in an incident; its retry settles the loop again and creates this element.
+    const start = elementStart(step, loop.items, loop.created, vars);
+    if (!start.ok) return moves.raise(step.id, start.kind, start.message, start.details);
+    createElement(plan, step, loop, state, fx, start);
+    return;
+  }
+  if (mi.outputCollection) vars[mi.outputCollection] = loop.results;
+  // Elements still open when the condition holds are canceled: their workers get LockLost.
+  if (loop.completed.length < loop.created) {
+    fx.canceledTasks.push(step.id);
+    if (step.kind === 'callActivity') fx.canceledCalls.push(step.id);
+  }
+  moves.event({
+    kind: 'loop:completed',
+    stepId: step.id,
+    data: { ...counts, canceled: loop.created - loop.completed.length },
+  });
+  moves.complete(step.id);
+}
