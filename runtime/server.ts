@@ -117,8 +117,8 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   // Sleeps no longer than a poll waits between re-checks: a notification lost with a node that died before relaying it costs at most that.
   const timers = startTimerScheduler(engine, opts.log, { maxSleepMs: SAFETY_RECHECK_MS, batchSize: 500 });
   parkedPolls.onTimerCreated(() => timers.poke());
-  // A child's end written by another node reaches this one within that long (its own, at once).
-  const callReturns = startCallReturns(engine, opts.log, { intervalMs: opts.callReturnIntervalMs ?? 250, lanes: 4 });
+  // A node delivers the returns its own commits wrote at once; the re-check finds those a node that died left behind.
+  const callReturns = startCallReturns(engine, opts.log, { intervalMs: opts.callReturnIntervalMs ?? 1000, lanes: 4 });
   const retention = startRetention(pool, opts.log, opts.retention ?? { days: 0, intervalMs: 3_600_000 });
 
   const app = express();

@@ -12,7 +12,7 @@ import { indexPlan } from './plan-index.ts';
 import { commitTransition } from './transition.ts';
 import { emptyEffects, type Effects, type Variables } from '../model/effects.ts';
 import type { Plan } from '../compiler/plan.ts';
-import { deleteCallReturn, onCallReturn, takeCallReturn, type CallReturnRow } from '../store/calls.ts';
+import { anyCallReturn, deleteCallReturn, onCallReturn, takeCallReturn, type CallReturnRow } from '../store/calls.ts';
 import { withTransaction } from '../store/db.ts';
 import { fault } from '../shared/faults.ts';
 import { lockInstance, type LockedInstance } from '../store/instances.ts';
@@ -104,7 +104,8 @@ export interface CallReturns {
 
 /**
  * Delivers returns as this process's commits announce them (store/calls.ts), and every
- * `intervalMs` for those another node's commits wrote, or that a crash left behind.
+ * `intervalMs` those another node did not deliver: a crash between a child's commit and its
+ * delivery leaves them behind.
  */
 export function startCallReturns(engine: Engine, log: Logger, opts: { intervalMs: number; lanes: number }): CallReturns {
   let running: Promise<void> | undefined;
@@ -146,7 +147,15 @@ export function startCallReturns(engine: Engine, log: Logger, opts: { intervalMs
     });
   };
   const unsubscribe = onCallReturn(poke);
-  const timer = setInterval(poke, opts.intervalMs);
+  // The re-check looks before it opens a transaction: an idle node sends one statement a tick.
+  const recheck = (): void => {
+    if (stopped || running) return;
+    anyCallReturn(engine.pool).then(
+      (waiting) => waiting && poke(),
+      (err: Error) => log.warn({ err: err.message }, 'call:return_check_failed'),
+    );
+  };
+  const timer = setInterval(recheck, opts.intervalMs);
   timer.unref();
   poke();
   return {

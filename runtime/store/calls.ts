@@ -110,6 +110,15 @@ export async function insertErrorReturn(
   announceCallReturn(db);
 }
 
+/** Whether any return waits, read without a transaction: the idle re-check costs one statement. */
+export async function anyCallReturn(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ waiting: boolean }>({
+    name: 'any_call_return',
+    text: 'select exists (select 1 from call_returns) as waiting',
+  });
+  return rows[0]?.waiting === true;
+}
+
 /** One return no other transaction is delivering, locked until this transaction ends. */
 export async function takeCallReturn(db: Queryable): Promise<CallReturnRow | undefined> {
   const { rows } = await db.query<CallReturnRow>({
