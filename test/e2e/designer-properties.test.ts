@@ -95,3 +95,28 @@ describe('a Zeebe diagram', () => {
     expect(h.consoleErrors).toEqual([]);
   });
 });
+
+describe('a call activity in a Camunda 7 diagram', () => {
+  it('given the called element, a pinned version and "all variables in" set in the panel, then the XML holds them and the deployed plan calls that version with every variable', async () => {
+    const id = await openFixture(h, 'call-activity.bpmn', 'Camunda 7 call activity');
+    await selectElement(h.page, 'work');
+    await entry(h.page, 'calledElementType').selectOption('bpmn');
+    await fillEntry(h.page, 'calledElement', 'e2e-shipping');
+    await entry(h.page, 'calledElementBinding').selectOption('version');
+    await fillEntry(h.page, 'calledElementVersion', '2');
+    await entry(h.page, 'inMapping-propagation').check();
+    const xml = await savedXml(id, 'calledElement="e2e-shipping"', 'camunda:calledElementVersion="2"', 'variables="all"');
+    expect(xml).toContain('camunda:calledElementBinding="version"');
+
+    await h.page.getByRole('button', { name: 'Deploy' }).click();
+    await h.page.locator('.deploy-result').getByText('Deployed').waitFor();
+    const { body } = await h.t.api.get('/api/definitions/e2e-caller');
+    expect(body.plan.steps.find((s: { id: string }) => s.id === 'work')?.call).toMatchObject({
+      process: { key: 'e2e-shipping' },
+      binding: 'version',
+      version: 2,
+      inAll: true,
+    });
+    expect(h.consoleErrors).toEqual([]);
+  });
+});
