@@ -63,6 +63,8 @@ export interface BpmnMultiInstance extends BpmnElement {
   readonly collection?: string;
   /** camunda:elementVariable */
   readonly elementVariable?: string;
+  /** zeebe:loopCharacteristics among them */
+  readonly extensionElements?: { values?: BpmnElement[] };
 }
 
 /** Timer, message, signal and error event definitions, as far as the compiler reads them. */

@@ -4,7 +4,7 @@
 // collected by baton:outputCollection / baton:outputElement (FEEL).
 import { checkFeel, toFeel } from '../shared/feel.ts';
 import { needsThread } from '../shared/feel-budget.ts';
-import { errorAt } from './diagnostics.ts';
+import { errorAt, warningAt } from './diagnostics.ts';
 import type { ProcessGraph } from './graph.ts';
 import { describeElement, type BpmnElement, type BpmnMultiInstance } from './model.ts';
 import type { Diagnostic, MultiInstanceSpec } from './plan.ts';
@@ -24,24 +24,46 @@ export function readMultiInstances(
       continue;
     const label = describeElement(node.element);
     const problems: string[] = [];
-    const collection = readCollection(loop.collection, problems);
-    const elementVariable = loop.elementVariable?.trim();
+    // Camunda 8 files say <zeebe:loopCharacteristics inputCollection inputElement outputCollection outputElement>.
+    const zeebe = (loop.extensionElements?.values ?? []).find((v) => v.$type === 'zeebe:loopCharacteristics') as
+      ZeebeLoop | undefined;
+    if (zeebe && loop.collection)
+      problems.push('it has both camunda:collection and zeebe:loopCharacteristics: keep the one of the dialect the file is in');
+    const collection = zeebe
+      ? readExpression(zeebe.inputCollection, 'zeebe:loopCharacteristics inputCollection', problems, true)?.feel
+      : readCollection(loop.collection, problems);
+    const elementVariable = (zeebe ? zeebe.inputElement : loop.elementVariable)?.trim();
+    const elementWhat = zeebe ? 'zeebe:loopCharacteristics inputElement' : 'camunda:elementVariable';
     if (elementVariable !== undefined && elementVariable !== '' && !NAME.test(elementVariable))
-      problems.push(`camunda:elementVariable "${elementVariable}" is not a variable name`);
+      problems.push(`${elementWhat} "${elementVariable}" is not a variable name`);
     const completion = readExpression(loop.completionCondition?.body, 'completionCondition', problems);
     const batonOf = (name: string) =>
       readBatonAttribute(loop as never, [...scopes, node.element], name) ?? readBatonAttribute(node.element, scopes, name);
-    const outputCollection = batonOf('outputCollection')?.trim();
-    if (outputCollection !== undefined && !NAME.test(outputCollection))
-      problems.push(`baton:outputCollection "${outputCollection}" is not a variable name`);
-    const outputElementSource = batonOf('outputElement');
-    const outputElement = readExpression(outputElementSource, 'baton:outputElement', problems, true);
+    const outputCollection = (zeebe ? zeebe.outputCollection : batonOf('outputCollection'))?.trim();
+    const outputWhat = zeebe ? 'zeebe:loopCharacteristics outputCollection' : 'baton:outputCollection';
+    if (outputCollection !== undefined && outputCollection !== '' && !NAME.test(outputCollection))
+      problems.push(`${outputWhat} "${outputCollection}" is not a variable name`);
+    const outputElementSource = zeebe ? zeebe.outputElement : batonOf('outputElement');
+    const outputElement = readExpression(
+      outputElementSource,
+      zeebe ? 'zeebe:loopCharacteristics outputElement' : 'baton:outputElement',
+      problems,
+      true,
+    );
+    // Zeebe counts loopCounter from 1, Baton from 0 (as Camunda 7): say so where a Zeebe file may rely on it.
+    if (zeebe)
+      diagnostics.push(
+        warningAt(
+          node.id,
+          `Multi-instance ${label}: loopCounter counts from 0 in Baton (Camunda 8 counts from 1); expressions that read it see one less`,
+        ),
+      );
     if (node.element.isForCompensation) problems.push('a compensation handler cannot be multi-instance');
     if (problems.length > 0 || collection === undefined) {
       diagnostics.push(
         errorAt(
           node.id,
-          `Multi-instance ${node.kind === 'callActivity' ? 'call activity' : 'service task'} ${label}: ${problems.join('; ') || 'set camunda:collection to the list variable (loopCardinality is not supported)'}`,
+          `Multi-instance ${node.kind === 'callActivity' ? 'call activity' : 'service task'} ${label}: ${problems.join('; ') || 'set camunda:collection (or zeebe:loopCharacteristics inputCollection) to the list (loopCardinality is not supported)'}`,
         ),
       );
       continue;
@@ -56,6 +78,14 @@ export function readMultiInstances(
     });
   }
   return { loops, diagnostics };
+}
+
+/** zeebe:loopCharacteristics as the camunda moddle reads it (a generic element: attributes as properties). */
+interface ZeebeLoop extends BpmnElement {
+  readonly inputCollection?: string;
+  readonly inputElement?: string;
+  readonly outputCollection?: string;
+  readonly outputElement?: string;
 }
 
 /** A bare name is the variable; `${...}` or `= ...` is an expression. */

@@ -293,4 +293,36 @@ describe('sequential multi-instance', () => {
     const after = await fetchOne(t.api, 'w', 'mi_seq-after');
     expect(after.variables.booked).toEqual([{ seat: '9C' }]);
   });
+
+  it('given a Camunda 8 file with zeebe:loopCharacteristics, then each element runs with its inputElement and outputElement collects the results in input order', async () => {
+    const xml = `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_mi_zeebe" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="mi_zeebe" isExecutable="true">
+    <bpmn:startEvent id="s" />
+    <bpmn:serviceTask id="each"><bpmn:extensionElements><zeebe:taskDefinition type="mi_zeebe-each" /></bpmn:extensionElements>
+      <bpmn:multiInstanceLoopCharacteristics><bpmn:extensionElements>
+        <zeebe:loopCharacteristics inputCollection="=orders" inputElement="order" outputCollection="totals" outputElement="=total" />
+      </bpmn:extensionElements></bpmn:multiInstanceLoopCharacteristics></bpmn:serviceTask>
+    <bpmn:serviceTask id="after"><bpmn:extensionElements><zeebe:taskDefinition type="mi_zeebe-after" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="e" />
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="each" />
+    <bpmn:sequenceFlow id="f2" sourceRef="each" targetRef="after" />
+    <bpmn:sequenceFlow id="f3" sourceRef="after" targetRef="e" />
+  </bpmn:process>
+</bpmn:definitions>`;
+    const deployed = await t.api.post('/api/definitions', { xml });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(201);
+    expect(deployed.body.warnings).toEqual([
+      expect.objectContaining({ elementId: 'each', message: expect.stringContaining('loopCounter counts from 0') }),
+    ]);
+    const id = await start(t.api, 'mi_zeebe', { variables: { orders: [{ n: 1 }, { n: 2 }] } });
+    const tasks = await fetchAll('mi_zeebe-each', 2);
+    for (const task of [...tasks].reverse()) {
+      const order = task.variables.order as { n: number };
+      expect((await complete(t.api, task, 'w', { total: order.n * 10 })).status).toBe(204);
+    }
+    const after = await fetchOne(t.api, 'w', 'mi_zeebe-after');
+    expect(after.instanceId).toBe(id);
+    expect(after.variables.totals).toEqual([10, 20]);
+  });
 });
