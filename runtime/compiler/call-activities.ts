@@ -12,6 +12,9 @@ import type { CallSpec, Diagnostic, IoMapping } from './plan.ts';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+/** Baton deploys one process at a time, so "the version deployed with the caller" names nothing. */
+const DEPLOYMENT = 'Baton deploys one process at a time, so there is no deployment to bind to;';
+
 /** The one business-key expression Camunda 7 examples pass: the parent's own key. */
 const PARENT_BUSINESS_KEY = /^[$#]\{\s*execution\.processBusinessKey\s*\}$/;
 
@@ -38,6 +41,7 @@ interface ExtensionValue extends BpmnElement {
   // zeebe:calledElement (generic: attributes as read from the XML)
   readonly processId?: string;
   readonly bindingType?: string;
+  readonly versionTag?: string;
   readonly propagateAllChildVariables?: string;
   readonly propagateAllParentVariables?: string;
   readonly $children?: { $type: string; source?: string; target?: string }[];
@@ -77,20 +81,24 @@ function readCamunda(element: CallActivityElement, values: ExtensionValue[], pro
   const process = readProcess(element.calledElement, 'calledElement', problems);
   const binding = element.calledElementBinding ?? 'latest';
   let version: number | undefined;
+  let versionTag: string | undefined;
   if (binding === 'version') {
     version = Number(element.calledElementVersion);
     if (!Number.isInteger(version) || version < 1) {
       problems.push(`camunda:calledElementVersion "${element.calledElementVersion ?? ''}" is not a version number`);
     }
+  } else if (binding === 'versionTag') {
+    versionTag = readVersionTag(element.calledElementVersionTag, 'camunda:calledElementVersionTag', problems);
   } else if (binding !== 'latest') {
     problems.push(
-      `camunda:calledElementBinding "${binding}" is not supported: use latest (the newest version) or version with camunda:calledElementVersion`,
+      `camunda:calledElementBinding "${binding}" is not supported: ${DEPLOYMENT} use latest (the newest version), version with camunda:calledElementVersion, or versionTag with camunda:calledElementVersionTag`,
     );
   }
   const spec: CallSpec = {
     process: process ?? { key: '?' },
-    binding: binding === 'version' ? 'version' : 'latest',
+    binding: binding === 'version' || binding === 'versionTag' ? binding : 'latest',
     ...(version !== undefined ? { version } : {}),
+    ...(versionTag !== undefined ? { versionTag } : {}),
     inAll: false,
     inputs: [],
     outAll: false,
@@ -147,11 +155,16 @@ function readCamundaMapping(value: ExtensionValue, what: string, problems: strin
 function readZeebe(called: ExtensionValue, values: ExtensionValue[], problems: string[]): CallSpec | undefined {
   const process = readProcess(called.processId, 'zeebe:calledElement processId', problems);
   const binding = called.bindingType ?? 'latest';
-  if (binding !== 'latest')
-    problems.push(`bindingType "${binding}" is not supported: Baton calls the latest version (bindingType latest)`);
+  const versionTag =
+    binding === 'versionTag' ? readVersionTag(called.versionTag, 'zeebe:calledElement versionTag', problems) : undefined;
+  if (binding !== 'latest' && binding !== 'versionTag')
+    problems.push(
+      `bindingType "${binding}" is not supported: ${DEPLOYMENT} use latest (the newest version) or versionTag with versionTag`,
+    );
   const spec: CallSpec = {
     process: process ?? { key: '?' },
-    binding: 'latest',
+    binding: versionTag !== undefined ? 'versionTag' : 'latest',
+    ...(versionTag !== undefined ? { versionTag } : {}),
     inAll: called.propagateAllParentVariables !== 'false',
     inputs: [],
     outAll: called.propagateAllChildVariables !== 'false',
@@ -216,4 +229,18 @@ function checked(mapping: IoMapping, what: string, problems: string[]): IoMappin
   if (error === undefined) return mapping;
   problems.push(`${what} to ${mapping.target} "${mapping.source}": ${error}`);
   return undefined;
+}
+
+/** A version tag to bind to: literal text (an expression would be evaluated per call, which Baton does not do). */
+function readVersionTag(source: string | undefined, what: string, problems: string[]): string | undefined {
+  const text = source?.trim() ?? '';
+  if (text === '') {
+    problems.push(`${what} is empty: name the version tag of the called process`);
+    return undefined;
+  }
+  if (/^(=|\$\{|#\{)/.test(text)) {
+    problems.push(`${what} "${text}" is an expression: give the tag itself`);
+    return undefined;
+  }
+  return text;
 }

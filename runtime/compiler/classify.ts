@@ -1,5 +1,5 @@
 // Which BPMN flow nodes Baton runs, and a clear refusal for every other one.
-import { labelOf, type BpmnElement, type BpmnFlowNode } from './model.ts';
+import { labelOf, type BpmnElement, type BpmnFlowNode, type BpmnMultiInstance } from './model.ts';
 import { StepKind } from './plan.ts';
 
 export type Classification = { supported: true; kind: StepKind } | { supported: false; message: string };
@@ -70,8 +70,15 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
         return node.loopCharacteristics
           ? refuse(node, 'an event subprocess cannot loop or be multi-instance')
           : { supported: true, kind: StepKind.eventSubProcess };
-      if (node.loopCharacteristics?.$type === 'bpmn:MultiInstanceLoopCharacteristics')
-        return refuse(node, 'multi-instance subprocesses are not supported yet; make the inner service task multi-instance');
+      // A sequential one runs its elements as passes of a loop scope; parallel ones need scope instances side by side.
+      if (
+        node.loopCharacteristics?.$type === 'bpmn:MultiInstanceLoopCharacteristics' &&
+        (node.loopCharacteristics as BpmnMultiInstance).isSequential !== true
+      )
+        return refuse(
+          node,
+          'parallel multi-instance subprocesses are not supported yet: mark it sequential (isSequential="true") to run the elements one after another, or make the inner tasks multi-instance',
+        );
       return { supported: true, kind: StepKind.subProcess };
     case 'bpmn:Transaction':
       return refuse(

@@ -8,13 +8,14 @@ import { readEventSpecs } from './events.ts';
 import { allArtifacts, extractGraph } from './extract.ts';
 import { fingerprintPlan } from './fingerprint.ts';
 import { parseBpmn } from './parse.ts';
+import type { BpmnElement } from './model.ts';
 import type { CompileOptions, CompileResult, Diagnostic } from './plan.ts';
 import { selectProcess } from './select.ts';
 import { checkSoundness } from './soundness.ts';
 import { checkUnrunSettings } from './unrun-settings.ts';
 import { readMultiInstances } from './multi-instance.ts';
 import { findLoopScopes, nestLoops } from './loop-scopes.ts';
-import { readStandardLoops } from './standard-loops.ts';
+import { readElementLoops, readStandardLoops } from './standard-loops.ts';
 import { readIoMappings } from './io-mappings.ts';
 import { readCallActivities } from './call-activities.ts';
 
@@ -63,6 +64,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const loops = readMultiInstances(graph, [document.definitions, process]);
   const cycles = findLoopScopes(graph);
   const repeats = readStandardLoops(graph, cycles.loops);
+  const elementLoops = readElementLoops(graph, cycles.loops, loops.subprocesses);
   const io = readIoMappings(graph);
   const calls = readCallActivities(graph);
   const diagnostics: Diagnostic[] = [
@@ -77,13 +79,14 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     ...checkGraph(graph, document.unresolved),
     ...cycles.diagnostics,
     ...repeats.diagnostics,
+    ...elementLoops.diagnostics,
     ...checkUnrunSettings(process, document.definitions, new Set([...io.runs, ...calls.mapped])),
   ];
   // Soundness reasons over well-formed loop bodies of supported steps only.
   if (!hasErrors(diagnostics)) diagnostics.push(...checkSoundness(graph, cycles.loops));
   if (hasErrors(diagnostics)) return { ok: false, diagnostics };
   // Loops of sequence flows and loop markers nest in one another as their bodies say.
-  const allLoops = [...cycles.loops, ...repeats.loops];
+  const allLoops = [...cycles.loops, ...repeats.loops, ...elementLoops.loops];
   nestLoops(allLoops);
   const plan = buildPlan(
     graph,
@@ -96,7 +99,21 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     io.io,
     calls.calls,
   );
+  const versionTag = versionTagOf(process);
+  if (versionTag !== undefined) plan.versionTag = versionTag;
   return { ok: true, plan, fingerprint: fingerprintPlan(plan), warnings: diagnostics };
+}
+
+/** camunda:versionTag on the process, or a Camunda 8 file's <zeebe:versionTag value>: what call activities bind to. */
+function versionTagOf(process: BpmnElement): string | undefined {
+  const { versionTag, extensionElements } = process as BpmnElement & {
+    versionTag?: string;
+    extensionElements?: { values?: (BpmnElement & { value?: string })[] };
+  };
+  const camunda = versionTag?.trim();
+  const zeebe = (extensionElements?.values ?? []).find((v) => v.$type === 'zeebe:versionTag');
+  const tag = camunda || zeebe?.value?.trim();
+  return tag ? tag : undefined;
 }
 
 function failWith(message: string): CompileResult {

@@ -1,4 +1,5 @@
-// multiInstanceLoopCharacteristics on a service task or call activity -> MultiInstanceSpec.
+// multiInstanceLoopCharacteristics on a service task, call activity or (sequential) subprocess ->
+// MultiInstanceSpec. A subprocess's spec drives the passes of its loop scope (standard-loops.ts).
 // Camunda 7 attributes: camunda:collection (a variable name or ${...}),
 // camunda:elementVariable, isSequential, completionCondition; results are
 // collected by baton:outputCollection / baton:outputElement (FEEL).
@@ -11,17 +12,18 @@ import type { Diagnostic, MultiInstanceSpec } from './plan.ts';
 import { readBatonAttribute } from './task-spec.ts';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const KINDS: Record<string, string> = { serviceTask: 'service task', callActivity: 'call activity', subProcess: 'subprocess' };
 
 export function readMultiInstances(
   graph: ProcessGraph,
   scopes: BpmnElement[],
-): { loops: Map<string, MultiInstanceSpec>; diagnostics: Diagnostic[] } {
+): { loops: Map<string, MultiInstanceSpec>; subprocesses: Map<string, MultiInstanceSpec>; diagnostics: Diagnostic[] } {
   const loops = new Map<string, MultiInstanceSpec>();
+  const subprocesses = new Map<string, MultiInstanceSpec>();
   const diagnostics: Diagnostic[] = [];
   for (const node of graph.nodes.values()) {
     const loop = node.element.loopCharacteristics as BpmnMultiInstance | undefined;
-    if ((node.kind !== 'serviceTask' && node.kind !== 'callActivity') || loop?.$type !== 'bpmn:MultiInstanceLoopCharacteristics')
-      continue;
+    if (!KINDS[node.kind ?? ''] || loop?.$type !== 'bpmn:MultiInstanceLoopCharacteristics') continue;
     const label = describeElement(node.element);
     const problems: string[] = [];
     // Camunda 8 files say <zeebe:loopCharacteristics inputCollection inputElement outputCollection outputElement>.
@@ -32,6 +34,15 @@ export function readMultiInstances(
     const collection = zeebe
       ? readExpression(zeebe.inputCollection, 'zeebe:loopCharacteristics inputCollection', problems, true)?.feel
       : readCollection(loop.collection, problems);
+    // loopCardinality runs a number of elements when there is no collection; with one, the collection decides.
+    const cardinality = readExpression(loop.loopCardinality?.body, 'loopCardinality', problems, true);
+    if (cardinality && collection !== undefined)
+      diagnostics.push(
+        warningAt(
+          node.id,
+          `Multi-instance ${KINDS[node.kind ?? '']} ${label}: it has both a collection and loopCardinality; the collection decides how many elements run and loopCardinality "${cardinality.source}" is not used: remove one of them`,
+        ),
+      );
     const elementVariable = (zeebe ? zeebe.inputElement : loop.elementVariable)?.trim();
     const elementWhat = zeebe ? 'zeebe:loopCharacteristics inputElement' : 'camunda:elementVariable';
     if (elementVariable !== undefined && elementVariable !== '' && !NAME.test(elementVariable))
@@ -59,17 +70,24 @@ export function readMultiInstances(
         ),
       );
     if (node.element.isForCompensation) problems.push('a compensation handler cannot be multi-instance');
-    if (problems.length > 0 || collection === undefined) {
+    // A task's element result defaults to its completion variables; a subprocess has none of its own.
+    if (node.kind === 'subProcess' && outputCollection && !outputElement)
+      problems.push(`${outputWhat} needs an outputElement: the expression each element's result is read from`);
+    if (collection === undefined && cardinality && elementVariable)
+      problems.push(
+        `${elementWhat} "${elementVariable}" needs a collection to take its elements from; loopCardinality only counts`,
+      );
+    if (problems.length > 0 || (collection === undefined && !cardinality)) {
       diagnostics.push(
         errorAt(
           node.id,
-          `Multi-instance ${node.kind === 'callActivity' ? 'call activity' : 'service task'} ${label}: ${problems.join('; ') || 'set camunda:collection (or zeebe:loopCharacteristics inputCollection) to the list (loopCardinality is not supported)'}`,
+          `Multi-instance ${KINDS[node.kind ?? '']} ${label}: ${problems.join('; ') || 'set camunda:collection (or zeebe:loopCharacteristics inputCollection) to the list, or loopCardinality to the number of elements'}`,
         ),
       );
       continue;
     }
-    loops.set(node.id, {
-      collection,
+    (node.kind === 'subProcess' ? subprocesses : loops).set(node.id, {
+      ...(collection !== undefined ? { collection } : { cardinality: cardinality?.feel }),
       ...(elementVariable ? { elementVariable } : {}),
       sequential: loop.isSequential === true,
       ...(completion ? { completionCondition: completion } : {}),
@@ -77,7 +95,7 @@ export function readMultiInstances(
       ...(outputElement ? { outputElement: outputElement.feel } : {}),
     });
   }
-  return { loops, diagnostics };
+  return { loops, subprocesses, diagnostics };
 }
 
 /** zeebe:loopCharacteristics as the camunda moddle reads it (a generic element: attributes as properties). */

@@ -69,10 +69,12 @@ export type WaitSpec =
   /** links the host to its compensation handler; it never waits at run time */
   | { trigger: 'compensation' };
 
-/** A service task or call activity run once per element of a collection (multiInstanceLoopCharacteristics). */
+/** A service task, call activity or sequential subprocess run once per element of a collection (multiInstanceLoopCharacteristics). */
 export interface MultiInstanceSpec {
   /** FEEL that yields the list (camunda:collection: a variable name or an expression) */
-  collection: string;
+  collection?: string;
+  /** without a collection: FEEL that yields how many elements run (loopCardinality); each element is null */
+  cardinality?: string;
   /** variable each element's task gets its element in (camunda:elementVariable) */
   elementVariable?: string;
   /** one element at a time (isSequential) instead of all at once */
@@ -109,9 +111,13 @@ export interface IoSpec {
 export interface CallSpec {
   /** the called process id (definition key), or FEEL that yields it when the step starts */
   process: { key: string } | { feel: string; source: string };
-  /** latest: the newest version when the step starts; version: exactly `version` */
-  binding: 'latest' | 'version';
+  /**
+   * latest: the newest version when the step starts; version: exactly `version`; versionTag: the
+   * newest version whose process carries `versionTag`
+   */
+  binding: 'latest' | 'version' | 'versionTag';
   version?: number;
+  versionTag?: string;
   /** the child starts with every variable the parent sees */
   inAll: boolean;
   /** child variables: FEEL over the parent's variables, applied over inAll's */
@@ -198,6 +204,11 @@ export interface RepeatSpec {
   condition?: FlowCondition;
   testBefore: boolean;
   maximum?: number;
+  /**
+   * a sequential multi-instance subprocess: one pass per element of the collection, read when the
+   * loop starts; the element variable and loopCounter (0-based) are locals of the pass
+   */
+  elements?: MultiInstanceSpec;
 }
 
 export interface FlowCondition {
@@ -222,6 +233,8 @@ export interface Plan {
   /** BPMN process id; the definition key */
   processKey: string;
   name?: string;
+  /** camunda:versionTag or zeebe:versionTag of the process: call activities can bind to it */
+  versionTag?: string;
   /** steps in document order */
   steps: PlanStep[];
   /** flows in document order */

@@ -8,7 +8,7 @@ import { firstDue } from '../shared/timers.ts';
 import { startCompensationThrow } from './compensate.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
 import { mapInputs } from './io-mappings.ts';
-import { prepareCall } from './call-variables.ts';
+import { pinOf, prepareCall } from './call-variables.ts';
 import { indexPlan } from './plan-index.ts';
 import {
   armEventSubProcesses,
@@ -22,6 +22,7 @@ import {
 import type { FlowState, IncidentKind, StepStatus } from '../model/vocabulary.ts';
 import { type Effects, type InstanceState, type NewEvent, type Variables } from '../model/effects.ts';
 import { passOf, scopePathOf, settleLoops, startPass, type PassMoves } from './loop-passes.ts';
+import { elementPassEnded, passLocals, readElements, visibleVariables } from './element-passes.ts';
 import { completeElement, elementsOf, settleElements, startElements, type ElementMoves } from './multi-instance.ts';
 
 /**
@@ -190,14 +191,21 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     return;
   }
   const cycle = indexPlan(plan).loopOfHead.get(step.id);
-  if (cycle && state.steps[cycle.id] !== 'active') {
+  if (cycle && state.steps[cycle.id] !== 'active' && cycle.cycle?.repeat?.elements) {
+    const first = readElements(plan, cycle, state, vars);
+    if (!first.ok) return raiseIncident(plan, state, fx, step.id, 'condition_error', first.message, first.details);
+    if (first.progress.elements.length === 0) return skipLoopedStep(plan, step, state, vars, fx, { nrOfInstances: 0 });
+    startPass(cycle, 1, state, fx, passMoves(plan, state, vars, fx), first.progress);
+  } else if (cycle && state.steps[cycle.id] !== 'active') {
     if (cycle.cycle?.repeat?.testBefore) {
       const first = repeatHolds(plan, cycle, 0, state, vars, fx, step.id);
       if (first === undefined) return;
-      if (!first) return skipLoopedStep(plan, step, state, vars, fx);
+      if (!first) return skipLoopedStep(plan, step, state, vars, fx, { loopCondition: false });
     }
     startPass(cycle, 1, state, fx, passMoves(plan, state, vars, fx));
   }
+  // What the step reads: the locals of the multi-instance subprocess passes around it over the process variables.
+  const seen = visibleVariables(plan, step, state, vars);
   if (((step.kind === 'serviceTask' && step.task) || (step.kind === 'callActivity' && step.call)) && step.multiInstance) {
     const loop = elementsOf(state, step.id);
     if (resumed && loop) {
@@ -211,10 +219,12 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   }
   if (step.kind === 'serviceTask' && step.task) {
     // A task with a loop marker sees its pass as loopCounter, a local of its task.
-    const counter = cycle?.cycle?.repeat ? { loopCounter: passOf(state, cycle.id) } : undefined;
-    const inputs = step.io ? mapInputs(step, vars, counter) : undefined;
+    const counter = cycle?.cycle?.repeat && !cycle.cycle.repeat.elements ? { loopCounter: passOf(state, cycle.id) } : undefined;
+    const own = passLocals(plan, step, state);
+    const base = own || counter ? { ...own, ...counter } : undefined;
+    const inputs = step.io ? mapInputs(step, vars, base) : undefined;
     if (inputs && !inputs.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', inputs.message, inputs.details);
-    const locals = inputs?.ok ? inputs.locals : counter;
+    const locals = inputs?.ok ? inputs.locals : base;
     setStep(state, fx, step.id, 'active');
     fx.tasks.push(
       locals
@@ -230,13 +240,13 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     return;
   }
   if (step.kind === 'callActivity' && step.call) {
-    const call = prepareCall(step, vars);
+    const call = prepareCall(step, seen);
     if (!call.ok) return raiseIncident(plan, state, fx, step.id, 'call_activity', call.message, call.details);
     setStep(state, fx, step.id, 'active');
     fx.calls.push({
       stepId: step.id,
       key: call.key,
-      ...(step.call.binding === 'version' && step.call.version !== undefined ? { version: step.call.version } : {}),
+      ...pinOf(step.call),
       variables: call.variables,
       businessKey: step.call.businessKey,
       ...scopePathOf(plan, step, state),
@@ -278,7 +288,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
       return;
     }
   }
-  const decision = decideOutgoing(plan, step, vars);
+  const decision = decideOutgoing(plan, step, seen);
   if (!decision.ok) {
     raiseIncident(plan, state, fx, step.id, decision.kind, decision.message, decision.details, decision.tested);
     return;
@@ -310,7 +320,7 @@ function startWait(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
   const wait = step.wait;
   if (!wait) return;
   if (wait.trigger === 'message' && wait.correlationKey) {
-    const key = evaluateKey(wait.correlationKey, vars);
+    const key = evaluateKey(wait.correlationKey, visibleVariables(plan, step, state, vars));
     if (!key.ok) {
       raiseIncident(
         plan,
@@ -561,11 +571,18 @@ function passMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effect
     propagate: (queue, touched) => propagate(plan, queue, touched, state, vars, fx),
     setStep: (stepId, status) => setStep(state, fx, stepId, status),
     event: (event) => pushEvent(plan, state, fx, event),
-    repeats: (loop) =>
+    repeats: (loop) => {
       // An activity that did not complete (an interrupting boundary fired) ends its loop.
-      state.steps[loop.cycle?.head ?? ''] === 'completed'
-        ? repeatHolds(plan, loop, passOf(state, loop.id), state, vars, fx, loop.id)
-        : false,
+      if (state.steps[loop.cycle?.head ?? ''] !== 'completed') return false;
+      if (!loop.cycle?.repeat?.elements) return repeatHolds(plan, loop, passOf(state, loop.id), state, vars, fx, loop.id);
+      const ended = elementPassEnded(plan, loop, state, vars);
+      if (ended.again === undefined) {
+        raiseIncident(plan, state, fx, loop.id, 'condition_error', ended.message, ended.details);
+        return undefined;
+      }
+      pushEvent(plan, state, fx, { kind: 'loop:element_completed', stepId: loop.id, data: ended.data });
+      return ended.again;
+    },
   };
 }
 
@@ -587,7 +604,7 @@ function repeatHolds(
   if (!repeat) return false;
   if (repeat.maximum !== undefined && passes >= repeat.maximum) return false;
   if (!repeat.condition) return true;
-  const result = evaluateCondition(repeat.condition.feel, { ...vars, loopCounter: passes });
+  const result = evaluateCondition(repeat.condition.feel, { ...visibleVariables(plan, loop, state, vars), loopCounter: passes });
   if (result.ok) return result.value;
   raiseIncident(
     plan,
@@ -601,10 +618,20 @@ function repeatHolds(
   return undefined;
 }
 
-/** testBefore found the condition false before the first pass: the activity does not run, the token moves on past it. */
-function skipLoopedStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+/**
+ * testBefore found the condition false before the first pass, or a multi-instance subprocess's
+ * collection is empty: the activity does not run, the token moves on past it.
+ */
+function skipLoopedStep(
+  plan: Plan,
+  step: PlanStep,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  why: Record<string, unknown>,
+): void {
   setStep(state, fx, step.id, 'skipped');
-  pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: step.id, data: { loopCondition: false } });
+  pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: step.id, data: why });
   for (const boundaryId of step.boundaries ?? []) {
     setStep(state, fx, boundaryId, 'skipped');
     resolveFlows(plan, stepById(plan, boundaryId), [], state, vars, fx);

@@ -1,13 +1,20 @@
 // Which variables cross a call activity (docs/ARCHITECTURE.md, "Call activities"): what the child
 // starts with, and what its end writes back to the parent. Pure: advance.ts and call-returns.ts
 // write what these return.
-import type { IoMapping, PlanStep } from '../compiler/plan.ts';
+import type { CallSpec, IoMapping, PlanStep } from '../compiler/plan.ts';
 import type { Variables } from '../model/effects.ts';
 import { evaluateKey } from '../shared/feel.ts';
 import { assignPath, type MappingFailure } from './io-mappings.ts';
 import { evaluateValue } from './loops.ts';
 
 export type CallStart = { ok: true; key: string; variables: Variables } | MappingFailure;
+
+/** Which version of the called process a call starts: the one it pins, or (empty) the newest. */
+export function pinOf(call: CallSpec): { version?: number; versionTag?: string } {
+  if (call.binding === 'version' && call.version !== undefined) return { version: call.version };
+  if (call.binding === 'versionTag' && call.versionTag !== undefined) return { versionTag: call.versionTag };
+  return {};
+}
 
 /** The called key and the child's variables: everything visible (inAll), then each input in order over the parent's variables. */
 export function prepareCall(step: PlanStep, vars: Variables): CallStart {

@@ -32,9 +32,21 @@ export function passOf(state: InstanceState, loopId: string): number {
   return stored && 'pass' in stored ? stored.pass : 1;
 }
 
-/** A pass begins: the loop step is active with its number (written on its row). */
-export function startPass(loop: PlanStep, pass: number, state: InstanceState, fx: Effects, moves: PassMoves): void {
-  const progress: PassState = { pass };
+/**
+ * A pass begins: the loop step is active with its number (written on its row). A multi-instance
+ * subprocess's elements and results go from pass to pass; its first pass brings them.
+ */
+export function startPass(
+  loop: PlanStep,
+  pass: number,
+  state: InstanceState,
+  fx: Effects,
+  moves: PassMoves,
+  first?: Omit<PassState, 'pass'>,
+): void {
+  const before = state.loops?.[loop.id];
+  const carried = first ?? (pass > 1 && before && 'pass' in before ? { ...before } : {});
+  const progress: PassState = { ...carried, pass };
   (state.loops ??= {})[loop.id] = progress;
   fx.loops[loop.id] = progress;
   moves.setStep(loop.id, 'active');
@@ -131,7 +143,7 @@ function endLoop(
   const ran = state.steps[loop.id] === 'active';
   moves.setStep(loop.id, ran ? 'completed' : 'skipped');
   if (ran) {
-    fx.loops[loop.id] = { pass: passOf(state, loop.id) };
+    fx.loops[loop.id] = (state.loops?.[loop.id] as PassState | undefined) ?? { pass: passOf(state, loop.id) };
     moves.event({ kind: 'loop:completed', stepId: loop.id, data: { passes: passOf(state, loop.id) } });
   } else {
     moves.event({ kind: 'step:skipped', stepId: loop.id });

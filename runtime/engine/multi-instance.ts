@@ -7,10 +7,11 @@ import type { MultiInstanceSpec, Plan, PlanStep } from '../compiler/plan.ts';
 import type { Effects, InstanceState, LoopState, NewEvent, Variables } from '../model/effects.ts';
 import type { IncidentKind, StepStatus } from '../model/vocabulary.ts';
 import { evaluateCondition } from '../shared/feel.ts';
-import { prepareCall } from './call-variables.ts';
+import { pinOf, prepareCall } from './call-variables.ts';
 import { mapInputs, type InputsResult } from './io-mappings.ts';
 import { scopePathOf } from './loop-passes.ts';
-import { evaluateList, evaluateValue } from './loops.ts';
+import { passLocals, visibleVariables } from './element-passes.ts';
+import { evaluateElements, evaluateValue } from './loops.ts';
 import { indexPlan } from './plan-index.ts';
 
 /** What multi-instance steps need of the step evaluation (advance.ts). */
@@ -44,20 +45,20 @@ export function startElements(
   moves: ElementMoves,
 ): void {
   const mi = step.multiInstance as MultiInstanceSpec;
-  const items = evaluateList(mi.collection, vars);
+  const items = evaluateElements(mi, visibleVariables(plan, step, state, vars));
   if (!items.ok) {
     moves.raise(
       step.id,
       'condition_error',
-      `Collection of multi-instance step ${step.id}: ${items.message}. Set it to a list, then retry the incident.`,
-      { collection: mi.collection },
+      `${mi.collection !== undefined ? 'Collection' : 'Cardinality'} of multi-instance step ${step.id}: ${items.message}. Fix the variables, then retry the incident.`,
+      items.details,
     );
     return;
   }
   // Every element created now gets its inputs before any is: a failing one leaves no task or child behind.
   const first: ElementStart[] = [];
   for (let i = 0; i < (mi.sequential ? Math.min(1, items.value.length) : items.value.length); i++) {
-    const start = elementStart(step, items.value, i, vars);
+    const start = elementStart(step, items.value, i, vars, passLocals(plan, step, state));
     if (!start.ok) return moves.raise(step.id, start.kind, start.message, start.details);
     first.push(start);
   }
@@ -84,12 +85,19 @@ type ElementStart =
   | { ok: false; kind: 'io_mapping' | 'call_activity'; message: string; details: Record<string, unknown> };
 
 /**
- * An element's own variables: its element variable and loopCounter, then a task's input mappings
- * over them; a call activity's child gets what the call passes in, with the element's own on top.
+ * An element's own variables: the locals of the subprocess passes around the step (`outer`), its
+ * element variable and loopCounter, then a task's input mappings over them; a call activity's
+ * child gets what the call passes in, with the element's own on top.
  */
-function elementStart(step: PlanStep, items: unknown[], index: number, vars: Variables): ElementStart {
+function elementStart(
+  step: PlanStep,
+  items: unknown[],
+  index: number,
+  vars: Variables,
+  outer: Variables | undefined,
+): ElementStart {
   const elementVariable = step.multiInstance?.elementVariable;
-  const base: Variables = { ...(elementVariable ? { [elementVariable]: items[index] } : {}), loopCounter: index };
+  const base: Variables = { ...outer, ...(elementVariable ? { [elementVariable]: items[index] } : {}), loopCounter: index };
   if (step.kind === 'callActivity') {
     const call = prepareCall(step, { ...vars, ...base });
     return call.ok ? { ok: true, locals: { ...call.variables, ...base }, key: call.key } : { ...call, kind: 'call_activity' };
@@ -112,7 +120,7 @@ function createElement(
     fx.calls.push({
       stepId: step.id,
       key: start.key ?? '',
-      ...(step.call.binding === 'version' && step.call.version !== undefined ? { version: step.call.version } : {}),
+      ...pinOf(step.call),
       variables: start.locals,
       businessKey: step.call.businessKey,
       loopIndex: index,
@@ -151,7 +159,12 @@ export function completeElement(
   if (!step.multiInstance || !loop || loop.completed.includes(index)) return;
   loop.completed.push(index);
   const elementVariable = step.multiInstance.elementVariable;
-  const scope = { ...vars, ...(elementVariable ? { [elementVariable]: loop.items[index] } : {}), loopCounter: index, ...output };
+  const scope = {
+    ...visibleVariables(plan, step, state, vars),
+    ...(elementVariable ? { [elementVariable]: loop.items[index] } : {}),
+    loopCounter: index,
+    ...output,
+  };
   const result = step.multiInstance.outputElement
     ? evaluateValue(step.multiInstance.outputElement, scope)
     : { ok: true as const, value: output };
@@ -192,7 +205,7 @@ export function settleElements(
   };
   let done = loop.completed.length === total;
   if (!done && mi.completionCondition) {
-    const holds = evaluateCondition(mi.completionCondition.feel, { ...vars, ...counts });
+    const holds = evaluateCondition(mi.completionCondition.feel, { ...visibleVariables(plan, step, state, vars), ...counts });
     if (!holds.ok) {
       moves.raise(
         step.id,
@@ -207,7 +220,7 @@ export function settleElements(
   if (!done) {
     if (!mi.sequential || loop.created >= total) return;
     // A failing input stops the step in an incident; its retry settles the loop again and creates this element.
-    const start = elementStart(step, loop.items, loop.created, vars);
+    const start = elementStart(step, loop.items, loop.created, vars, passLocals(plan, step, state));
     if (!start.ok) return moves.raise(step.id, start.kind, start.message, start.details);
     createElement(plan, step, loop, state, fx, start);
     return;

@@ -76,9 +76,14 @@ async function resolveCalls(tx: Queryable, instance: LockedInstance, fx: Effects
   const resolved: ResolvedCall[] = [];
   for (const call of [...fx.calls]) {
     if (!fx.calls.includes(call)) continue; // its step already stopped in an incident (another element's call)
-    const definition = await findDefinition(tx, call.key, call.version);
+    const definition = await findDefinition(tx, call.key, call.version, call.versionTag);
     const plan = known ?? (await findDefinitionById(tx, instance.definition_id))!.plan;
-    const wanted = call.version === undefined ? `process ${call.key}` : `version ${call.version} of process ${call.key}`;
+    const wanted =
+      call.version !== undefined
+        ? `version ${call.version} of process ${call.key}`
+        : call.versionTag !== undefined
+          ? `process ${call.key} with version tag ${call.versionTag}`
+          : `process ${call.key}`;
     if (!definition) {
       failCall(
         plan,
@@ -89,6 +94,7 @@ async function resolveCalls(tx: Queryable, instance: LockedInstance, fx: Effects
         {
           calledElement: call.key,
           ...(call.version !== undefined ? { version: call.version } : {}),
+          ...(call.versionTag !== undefined ? { versionTag: call.versionTag } : {}),
         },
       );
       continue;

@@ -23,6 +23,10 @@ export interface InstanceState {
 /** The pass a loop runs (1 for the first), stored on the loop step's row. */
 export interface PassState {
   pass: number;
+  /** a sequential multi-instance subprocess: the collection read when it started (pass n runs element n-1) */
+  elements?: unknown[];
+  /** and each element's result (outputElement), null until its pass ends */
+  outputs?: unknown[];
 }
 
 /** A multi-instance step's progress, stored on its steps row. */
@@ -76,9 +80,10 @@ export interface NewTimer {
 /** A call activity starts its child instance (after the parent's write, in its transaction). */
 export interface NewCall {
   stepId: string;
-  /** the called definition key, and the version a pinned call names */
+  /** the called definition key, and the version or version tag a pinned call names */
   key: string;
   version?: number;
+  versionTag?: string;
   /** the child's variables: what the call passes in */
   variables: Variables;
   /** the child gets the parent's business key */

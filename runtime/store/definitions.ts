@@ -57,11 +57,18 @@ export async function findDefinitionById(db: Queryable, id: string): Promise<Def
 }
 
 /** The latest version of a key, or the given version. */
-export async function findDefinition(db: Queryable, key: string, version?: number): Promise<DefinitionRow | undefined> {
+/** The newest version of `key`, or exactly `version`, or the newest whose process carries `versionTag`. */
+export async function findDefinition(
+  db: Queryable,
+  key: string,
+  version?: number,
+  versionTag?: string,
+): Promise<DefinitionRow | undefined> {
   const { rows } = await db.query<DefinitionRow>(
     `select * from definitions where key = $1 and ($2::int is null or version = $2)
+        and ($3::text is null or plan->>'versionTag' = $3)
       order by version desc limit 1`,
-    [key, version ?? null],
+    [key, version ?? null, versionTag ?? null],
   );
   return rows[0];
 }

@@ -42,7 +42,10 @@ export type NodeSpec =
 
 /** multiInstanceLoopCharacteristics with camunda:collection/elementVariable and baton:outputCollection/outputElement */
 export interface MultiInstance {
-  collection: string;
+  /** absent: no camunda:collection attribute */
+  collection?: string;
+  /** the loopCardinality element's body */
+  cardinality?: string;
   elementVariable?: string;
   sequential?: boolean;
   completionCondition?: string;
@@ -65,12 +68,16 @@ function ioXml(io: IoMappings | undefined): string {
 
 function loopXml(id: string, m: MultiInstance): string {
   const attrs =
-    `camunda:collection="${escapeXml(m.collection)}"${m.elementVariable ? ` camunda:elementVariable="${m.elementVariable}"` : ''}${m.sequential ? ' isSequential="true"' : ''}` +
+    `${m.collection !== undefined ? `camunda:collection="${escapeXml(m.collection)}"` : ''}${m.elementVariable ? ` camunda:elementVariable="${m.elementVariable}"` : ''}${m.sequential ? ' isSequential="true"' : ''}` +
     `${m.outputCollection ? ` baton:outputCollection="${m.outputCollection}"` : ''}${m.outputElement ? ` baton:outputElement="${escapeXml(m.outputElement)}"` : ''}`;
+  const cardinality =
+    m.cardinality !== undefined
+      ? `<bpmn:loopCardinality xsi:type="bpmn:tFormalExpression">${escapeXml(m.cardinality)}</bpmn:loopCardinality>`
+      : '';
   const condition = m.completionCondition
     ? `<bpmn:completionCondition xsi:type="bpmn:tFormalExpression">${escapeXml(m.completionCondition)}</bpmn:completionCondition>`
     : '';
-  return `<bpmn:multiInstanceLoopCharacteristics id="${id}_loop" ${attrs}>${condition}</bpmn:multiInstanceLoopCharacteristics>`;
+  return `<bpmn:multiInstanceLoopCharacteristics id="${id}_loop" ${attrs}>${cardinality}${condition}</bpmn:multiInstanceLoopCharacteristics>`;
 }
 
 export interface FlowSpec {

@@ -280,6 +280,39 @@ describe('call activities', () => {
     expect((await calledOf(latest))[0]).toMatchObject({ definitionKey: 'ver_child', definitionVersion: 2 });
   });
 
+  it('given binding versionTag, then the newest version with that tag is called, not a newer one tagged otherwise; a tag nobody carries is an incident until it is deployed', async () => {
+    const tagged = (topic: string, tag: string) =>
+      child('tag_child', topic).replace('isExecutable="true"', `isExecutable="true" camunda:versionTag="${tag}"`);
+    await deploy(t.api, tagged('tag-a', 'stable'));
+    await deploy(t.api, tagged('tag-b', 'stable'));
+    await deploy(t.api, tagged('tag-c', 'next'));
+    await deploy(
+      t.api,
+      parent('tag_parent', {
+        attributes:
+          'calledElement="tag_child" camunda:calledElementBinding="versionTag" camunda:calledElementVersionTag="stable"',
+      }),
+    );
+    const id = await start(t.api, 'tag_parent');
+    await fetchOne(t.api, 'w', 'tag-b');
+    expect((await calledOf(id))[0]).toMatchObject({ definitionKey: 'tag_child', definitionVersion: 2 });
+
+    await deploy(
+      t.api,
+      parent('tag_missing', {
+        attributes: 'calledElement="tag_child" camunda:calledElementBinding="versionTag" camunda:calledElementVersionTag="v9"',
+      }),
+    );
+    const missing = await start(t.api, 'tag_missing');
+    const stuck = await waitForStatus(t.api, missing, 'incident');
+    expect(stuck.incidents).toMatchObject([{ stepId: 'call', kind: 'call_activity', details: { versionTag: 'v9' } }]);
+    expect(stuck.incidents[0].message).toContain('with version tag v9');
+    await deploy(t.api, tagged('tag-v9', 'v9'));
+    expect((await t.api.post(`/api/incidents/${stuck.incidents[0].id}/retry`, {})).status).toBeLessThan(300);
+    expect((await fetchOne(t.api, 'w', 'tag-v9')).instanceId).not.toBe(missing);
+    expect((await calledOf(missing))[0]).toMatchObject({ definitionKey: 'tag_child', definitionVersion: 4 });
+  });
+
   it('given the called process is not deployed, then the call activity is an incident; deployed and retried, the child runs', async () => {
     await deploy(t.api, parent('miss_parent', { attributes: 'calledElement="miss_child"' }));
     const id = await start(t.api, 'miss_parent');

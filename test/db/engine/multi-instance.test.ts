@@ -325,4 +325,22 @@ describe('sequential multi-instance', () => {
     expect(after.instanceId).toBe(id);
     expect(after.variables.totals).toEqual([10, 20]);
   });
+
+  it('given loopCardinality without a collection, then that many elements run with loopCounter 0..n-1; a count that is no whole number is an incident whose retry counts again', async () => {
+    await deploy(t.api, loopBpmn('mi_count', { cardinality: '${copies}', outputCollection: 'printed', outputElement: '= page' }));
+    const id = await start(t.api, 'mi_count', { variables: { copies: 3 } });
+    const tasks = await fetchAll('mi_count-each', 3);
+    expect(tasks.every((x) => x.instanceId === id)).toBe(true);
+    expect(tasks.map((x) => x.variables.loopCounter).sort()).toEqual([0, 1, 2]);
+    for (const task of tasks) expect((await complete(t.api, task, 'w', { page: task.variables.loopCounter })).status).toBe(204);
+    expect((await fetchOne(t.api, 'w', 'mi_count-after')).variables.printed).toEqual([0, 1, 2]);
+
+    const bad = await start(t.api, 'mi_count', { variables: { copies: 1.5 } });
+    const stuck = await waitForStatus(t.api, bad, 'incident');
+    expect(stuck.incidents).toMatchObject([{ stepId: 'each', kind: 'condition_error' }]);
+    expect(stuck.incidents[0].message).toContain('not a whole number');
+    const retried = await t.api.post(`/api/incidents/${stuck.incidents[0].id}/retry`, { variables: { copies: 1 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    expect((await fetchOne(t.api, 'w', 'mi_count-each')).instanceId).toBe(bad);
+  });
 });

@@ -61,6 +61,29 @@ describe('call activities: compiled', () => {
   });
 });
 
+describe('call activities: version tags', () => {
+  it('binds to a version tag in both dialects, and a process carries its own tag in the plan', async () => {
+    expect(
+      (
+        await callSpec(
+          callXml('calledElement="c" camunda:calledElementBinding="versionTag" camunda:calledElementVersionTag="v2"'),
+        )
+      )?.call,
+    ).toMatchObject({ process: { key: 'c' }, binding: 'versionTag', versionTag: 'v2' });
+    expect(
+      (await callSpec(callXml('', '<zeebe:calledElement processId="c" bindingType="versionTag" versionTag="2.0" />')))?.call,
+    ).toMatchObject({ process: { key: 'c' }, binding: 'versionTag', versionTag: '2.0' });
+    const tagged = callXml('calledElement="c"').replace('isExecutable="true"', 'isExecutable="true" camunda:versionTag="v7"');
+    expect((await compilePlan(tagged)).plan.versionTag).toBe('v7');
+    const zeebeTagged = callXml('calledElement="c"').replace(
+      /(<bpmn:process [^>]*>)/,
+      '$1<bpmn:extensionElements><zeebe:versionTag value="z1" /></bpmn:extensionElements>',
+    );
+    expect((await compilePlan(zeebeTagged)).plan.versionTag).toBe('z1');
+    expect((await compilePlan(callXml('calledElement="c"'))).plan.versionTag).toBeUndefined();
+  });
+});
+
 describe('call activities: refused with the element id', () => {
   it.each([
     ['no called element', '', '', '', 'calledElement is empty'],
@@ -72,11 +95,18 @@ describe('call activities: refused with the element id', () => {
       'camunda:calledElementBinding "deployment" is not supported',
     ],
     [
-      'versionTag binding',
+      'versionTag binding without a tag',
       'calledElement="c" camunda:calledElementBinding="versionTag"',
       '',
       '',
-      '"versionTag" is not supported',
+      'camunda:calledElementVersionTag is empty',
+    ],
+    [
+      'versionTag binding to an expression',
+      'calledElement="c" camunda:calledElementBinding="versionTag" camunda:calledElementVersionTag="${tag}"',
+      '',
+      '',
+      'is an expression',
     ],
     [
       'a bad version',
@@ -101,11 +131,11 @@ describe('call activities: refused with the element id', () => {
       'local="true" is not supported',
     ],
     [
-      'a Zeebe versionTag',
+      'a Zeebe deployment binding',
       '',
-      '<zeebe:calledElement processId="c" bindingType="versionTag" versionTag="v1" />',
+      '<zeebe:calledElement processId="c" bindingType="deployment" />',
       '',
-      'bindingType "versionTag"',
+      'no deployment to bind to',
     ],
   ])('%s', async (_name, attributes, extensions, inner, text) => {
     const errors = errorsOf(await compileDiagnostics(callXml(attributes, extensions, inner)));

@@ -55,8 +55,29 @@ describe('multi-instance service tasks in the compiler', () => {
     });
   });
 
+  it('loopCardinality without a collection runs that many elements; with one, the collection decides and deploy says so', async () => {
+    const counted = await compileBpmn(loop({ cardinality: '${count}' }));
+    expect(counted.ok && counted.plan.steps.find((s) => s.id === 'each')?.multiInstance).toEqual({
+      cardinality: 'count',
+      sequential: false,
+    });
+    if (counted.ok) expect(planSchemaErrors(counted.plan)).toEqual([]);
+    const both = await compileBpmn(loop({ collection: 'items', cardinality: '3' }));
+    if (!both.ok) throw new Error(JSON.stringify(both.diagnostics));
+    expect(both.plan.steps.find((s) => s.id === 'each')?.multiInstance).toEqual({ collection: 'items', sequential: false });
+    expect(both.warnings).toEqual([
+      expect.objectContaining({
+        elementId: 'each',
+        severity: 'warning',
+        message: expect.stringContaining('loopCardinality "3" is not used'),
+      }),
+    ]);
+  });
+
   it.each([
     [{ collection: '' }, 'set camunda:collection'],
+    [{ cardinality: '3', elementVariable: 'item' }, 'needs a collection'],
+    [{ cardinality: '${n +}' }, 'loopCardinality'],
     [{ collection: '${a +}' }, 'camunda:collection'],
     [{ collection: 'items', elementVariable: 'not a name' }, 'camunda:elementVariable'],
     [{ collection: 'items', completionCondition: '${x ==}' }, 'completionCondition'],

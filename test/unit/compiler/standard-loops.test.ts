@@ -77,3 +77,55 @@ describe('loop markers: refused with the element id', () => {
     ]);
   });
 });
+
+const subprocess = (loop: string) =>
+  processXml(
+    straight(
+      `<bpmn:subProcess id="P">${loop}<bpmn:startEvent id="PS" />${task('W')}<bpmn:endEvent id="PE" />${flow('P1', 'PS', 'W')}${flow('P2', 'W', 'PE')}</bpmn:subProcess>`,
+      'P',
+    ),
+  );
+const multi = (attributes: string) =>
+  `<bpmn:multiInstanceLoopCharacteristics camunda:collection="items" camunda:elementVariable="item" ${attributes} />`;
+
+describe('multi-instance subprocesses', () => {
+  it('a sequential one becomes a loop scope whose passes run the elements', async () => {
+    const { plan } = await compilePlan(
+      subprocess(multi('isSequential="true" baton:outputCollection="out" baton:outputElement="= result"')),
+    );
+    expect(plan.steps.find((s) => s.id === 'loop:P')).toMatchObject({
+      kind: 'loop',
+      cycle: {
+        head: 'P',
+        exitFlows: ['F_out'],
+        repeat: {
+          testBefore: true,
+          elements: {
+            collection: 'items',
+            elementVariable: 'item',
+            sequential: true,
+            outputCollection: 'out',
+            outputElement: 'result',
+          },
+        },
+      },
+    });
+    expect(plan.steps.find((s) => s.id === 'P')?.multiInstance).toBeUndefined();
+    expect(plan.steps.find((s) => s.id === 'W')?.inLoop).toBe('loop:P');
+  });
+
+  it('a parallel one, an output collection without an output element and no collection are refused naming the subprocess', async () => {
+    const parallel = errorsOf(await compileDiagnostics(subprocess(multi(''))));
+    expect(parallel).toEqual([
+      expect.objectContaining({ elementId: 'P', message: expect.stringContaining('isSequential="true"') }),
+    ]);
+    const noElement = errorsOf(await compileDiagnostics(subprocess(multi('isSequential="true" baton:outputCollection="out"'))));
+    expect(noElement).toEqual([
+      expect.objectContaining({ elementId: 'P', message: expect.stringContaining('needs an outputElement') }),
+    ]);
+    const noList = errorsOf(
+      await compileDiagnostics(subprocess('<bpmn:multiInstanceLoopCharacteristics isSequential="true" />')),
+    );
+    expect(noList).toEqual([expect.objectContaining({ elementId: 'P', message: expect.stringContaining('camunda:collection') })]);
+  });
+});

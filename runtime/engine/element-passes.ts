@@ -1,0 +1,100 @@
+// Sequential multi-instance subprocesses (docs/ARCHITECTURE.md, "Loop markers"): a loop scope
+// whose passes run the subprocess once per element of its collection, read when the loop
+// starts. The element variable and loopCounter (0-based, as Camunda 7) are locals of the pass:
+// every step inside reads them, and a task gets them as its own locals, so a worker's result
+// never writes them to the process. After each pass its result is kept (outputElement) and the
+// completion condition may end the loop early; the results land in outputCollection in input order.
+import type { Plan, PlanStep } from '../compiler/plan.ts';
+import type { InstanceState, PassState, Variables } from '../model/effects.ts';
+import { evaluateCondition } from '../shared/feel.ts';
+import { evaluateElements, evaluateValue } from './loops.ts';
+import { indexPlan } from './plan-index.ts';
+
+/** What stops a loop in an incident: the caller raises it on the step it names. */
+export interface PassProblem {
+  message: string;
+  details: Record<string, unknown>;
+}
+
+/** The locals of the element passes around `step`, an inner pass's over an outer one's; undefined outside any. */
+export function passLocals(plan: Plan, step: PlanStep, state: InstanceState): Variables | undefined {
+  const { steps } = indexPlan(plan);
+  let locals: Variables | undefined;
+  for (let at = step.inLoop; at !== undefined; at = steps.get(at)?.inLoop) {
+    const elements = steps.get(at)?.cycle?.repeat?.elements;
+    const progress = state.loops?.[at];
+    if (!elements || !progress || !('pass' in progress) || !progress.elements) continue;
+    const index = progress.pass - 1;
+    const own: Variables = {
+      ...(elements.elementVariable ? { [elements.elementVariable]: progress.elements[index] ?? null } : {}),
+      loopCounter: index,
+    };
+    locals = { ...own, ...locals };
+  }
+  return locals;
+}
+
+/** The variables `step` reads: the process variables with the locals of its element passes over them. */
+export function visibleVariables(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables): Variables {
+  const locals = passLocals(plan, step, state);
+  return locals ? { ...vars, ...locals } : vars;
+}
+
+/**
+ * The first pass's progress: the collection read over what the loop step sees. An empty
+ * collection answers an empty list (the subprocess is skipped); one that is not a list is a problem.
+ */
+export function readElements(
+  plan: Plan,
+  loop: PlanStep,
+  state: InstanceState,
+  vars: Variables,
+): { ok: true; progress: Omit<PassState, 'pass'> & { elements: unknown[] } } | ({ ok: false } & PassProblem) {
+  const spec = loop.cycle?.repeat?.elements;
+  if (!spec) throw new Error(`Loop ${loop.id} does not run elements`);
+  const items = evaluateElements(spec, visibleVariables(plan, loop, state, vars));
+  if (!items.ok)
+    return {
+      ok: false,
+      message: `${spec.collection !== undefined ? 'Collection' : 'Cardinality'} of multi-instance subprocess ${loop.cycle?.head}: ${items.message}. Fix the variables, then retry the incident.`,
+      details: items.details,
+    };
+  return { ok: true, progress: { elements: items.value, outputs: items.value.map(() => null) } };
+}
+
+/**
+ * A pass ended with its subprocess completed: its element's result is kept, and the loop runs
+ * the next element unless every element ran or the completion condition holds. On the last
+ * pass outputCollection is written (to the process variables `vars`).
+ */
+export function elementPassEnded(
+  plan: Plan,
+  loop: PlanStep,
+  state: InstanceState,
+  vars: Variables,
+): { again: boolean; data: Record<string, unknown> } | ({ again?: undefined } & PassProblem) {
+  const spec = loop.cycle?.repeat?.elements;
+  const progress = state.loops?.[loop.id];
+  if (!spec || !progress || !('pass' in progress) || !progress.elements) throw new Error(`Loop ${loop.id} has no elements`);
+  const index = progress.pass - 1;
+  const head = indexPlan(plan).steps.get(loop.cycle?.head ?? '') as PlanStep;
+  const seen = visibleVariables(plan, head, state, vars);
+  const result = spec.outputElement ? evaluateValue(spec.outputElement, seen) : { ok: true as const, value: null };
+  const outputs = progress.outputs ?? progress.elements.map(() => null);
+  outputs[index] = result.ok ? result.value : null;
+  progress.outputs = outputs;
+  const counts = { nrOfInstances: progress.elements.length, nrOfCompletedInstances: index + 1, nrOfActiveInstances: 0 };
+  const data = { loopCounter: index, nrOfCompletedInstances: index + 1, ...(result.ok ? {} : { outputError: result.message }) };
+  let done = index + 1 >= progress.elements.length;
+  if (!done && spec.completionCondition) {
+    const holds = evaluateCondition(spec.completionCondition.feel, { ...seen, ...counts });
+    if (!holds.ok)
+      return {
+        message: `Completion condition of multi-instance subprocess ${head.id}: ${holds.message}. Fix the variables, then retry the incident.`,
+        details: { completionCondition: spec.completionCondition.source },
+      };
+    done = holds.value;
+  }
+  if (done && spec.outputCollection) vars[spec.outputCollection] = outputs;
+  return { again: !done, data };
+}
