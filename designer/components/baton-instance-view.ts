@@ -129,17 +129,40 @@ export class BatonInstanceView extends LightElement {
     return html`<span class="decision-note">${vars} ${missing.length === 1 ? 'was' : 'were'} not set, so the conditions reading ${missing.length === 1 ? 'it' : 'them'} did not hold: ${outcome}</span>`;
   }
 
+  /** Newest first; the events of one scope instance (a loop's pass) that follow one another form a group of their own. */
   private renderHistory(history: HistoryEvent[]) {
     if (history.length === 0) return html`<p class="empty">No history yet.</p>`;
-    return html`<ol class="timeline">${[...history].reverse().map(
-      (e) => html`<li>
+    const groups: { scopePath?: string; events: HistoryEvent[] }[] = [];
+    for (const e of [...history].reverse()) {
+      const scopePath = typeof e.data?.scopePath === 'string' ? e.data.scopePath : undefined;
+      const last = groups.at(-1);
+      if (last && last.scopePath === scopePath) last.events.push(e);
+      else groups.push({ ...(scopePath !== undefined ? { scopePath } : {}), events: [e] });
+    }
+    return html`<ol class="timeline">${groups.map((g) =>
+      g.scopePath === undefined
+        ? g.events.map((e) => this.historyItem(e))
+        : html`<li class="scope-group" data-scope-path=${g.scopePath}><details open>
+            <summary>${this.scopeTitle(g.scopePath)} <span class="count">${g.events.length} ${g.events.length === 1 ? 'event' : 'events'}</span></summary>
+            <ol class="timeline">${g.events.map((e) => this.historyItem(e))}</ol>
+          </details></li>`,
+    )}</ol>`;
+  }
+
+  private historyItem(e: HistoryEvent): TemplateResult {
+    return html`<li>
       <time>${formatTime(e.at)}</time> <span class="kind">${e.kind}</span>
       ${e.stepId ? this.step(e.stepId) : nothing}
-      ${typeof e.data?.scopePath === 'string' ? html`<span class="pass">${passOf(e.data.scopePath)}</span>` : nothing}
       ${this.decisionNote(e)}
       ${Object.keys(e.data ?? {}).length ? html`<span class="data">${JSON.stringify(e.data)}</span>` : nothing}
-    </li>`,
-    )}</ol>`;
+    </li>`;
+  }
+
+  /** The innermost loop of a scope path and its pass, e.g. "loop at Review, pass 2". */
+  private scopeTitle(scopePath: string): TemplateResult {
+    const inner = scopePath.split('/').filter(Boolean).at(-1) ?? '';
+    const loopId = inner.split('#')[0] ?? inner;
+    return html`${this.step(loopId)}, <span class="pass">${passOf(scopePath)}</span>`;
   }
 
   private renderLog() {

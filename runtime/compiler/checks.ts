@@ -1,6 +1,6 @@
 // Structural checks on the graph of supported steps. Unsupported elements are
 // already reported by extract.ts, so they are skipped here to keep one message each.
-import { errorAt } from './diagnostics.ts';
+import { errorAt, warningAt } from './diagnostics.ts';
 import { isGateway, type GraphNode, type ProcessGraph } from './graph.ts';
 import { describeElement } from './model.ts';
 import type { UnresolvedReference } from './parse.ts';
@@ -61,6 +61,15 @@ function checkConnections(node: GraphNode): Diagnostic[] {
       errorAt(id, `End event ${label} has outgoing sequence flows (${node.outgoing.join(', ')}): an end event ends the flow`),
     );
   }
+  // A manual task says "done outside the system"; a plain one is often a placeholder for work a worker should do.
+  if (kind === 'passThrough' && node.element.$type === 'bpmn:Task') {
+    diagnostics.push(
+      warningAt(
+        id,
+        `Task ${label} is a plain task: nothing runs there and the token passes it at once; make it a service task if a worker should do the work`,
+      ),
+    );
+  }
   if (isGateway(kind) && node.outgoing.length === 0) {
     diagnostics.push(errorAt(id, `Gateway ${id} has no outgoing sequence flow: connect it to the next step or an end event`));
   }
@@ -93,6 +102,7 @@ const KIND_LABELS: Record<string, string> = {
   endEvent: 'End event',
   terminateEndEvent: 'Terminate end event',
   serviceTask: 'Service task',
+  passThrough: 'Task',
   parallelGateway: 'Parallel gateway',
   exclusiveGateway: 'Exclusive gateway',
   inclusiveGateway: 'Inclusive gateway',

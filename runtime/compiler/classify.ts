@@ -16,8 +16,7 @@ interface BpmnEventBasedGateway extends BpmnFlowNode {
   readonly eventGatewayType?: string;
 }
 
-const SUPPORTED =
-  'Baton runs none, timer, message and signal start events, none, terminate and error end events, embedded and event subprocesses, call activities, external service tasks, exclusive, inclusive, parallel and event-based gateways, timer/message/signal intermediate catch events and timer/message/signal/error/compensation boundary events on service tasks, subprocesses and call activities, compensation handlers and compensation throw and end events';
+const SUPPORTED = 'Baton does not run this element (docs/events.md lists what it runs)';
 
 const CATCH_TRIGGERS = ['bpmn:TimerEventDefinition', 'bpmn:MessageEventDefinition', 'bpmn:SignalEventDefinition'];
 const START_TRIGGERS = CATCH_TRIGGERS;
@@ -58,11 +57,21 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
         return { supported: true, kind: StepKind.errorEndEvent };
       return refuse(node, 'only none, terminate, error and compensation end events are supported');
     case 'bpmn:IntermediateThrowEvent':
+      if (definitions.length === 0) return { supported: true, kind: StepKind.passThrough };
       return definitions.length === 1 && definitions[0] === 'bpmn:CompensateEventDefinition'
         ? { supported: true, kind: StepKind.compensationThrow }
-        : refuse(node, 'only compensation intermediate throw events are supported');
+        : refuse(node, 'of intermediate throw events, Baton runs none and compensation ones: remove the trigger or the event');
     case 'bpmn:ServiceTask':
-      return classifyServiceTask(node);
+    case 'bpmn:SendTask':
+      return { supported: true, kind: StepKind.serviceTask };
+    case 'bpmn:BusinessRuleTask':
+      return classifyBusinessRuleTask(node);
+    case 'bpmn:Task':
+    case 'bpmn:ManualTask':
+      // Nothing runs a manual task: in Camunda 7 and Zeebe alike the token passes it at once.
+      return node.loopCharacteristics
+        ? refuse(node, 'a task that does nothing cannot loop or be multi-instance: remove the marker, or make it a service task')
+        : { supported: true, kind: StepKind.passThrough };
     case 'bpmn:CallActivity':
       return { supported: true, kind: StepKind.callActivity };
     case 'bpmn:SubProcess':
@@ -98,7 +107,17 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
   }
 }
 
-function classifyServiceTask(_node: BpmnFlowNode): Classification {
+/** A business rule task runs as an external task (camunda:type="external" or zeebe:taskDefinition); DMN is not evaluated. */
+function classifyBusinessRuleTask(node: BpmnFlowNode): Classification {
+  const { decisionRef, extensionElements } = node as BpmnFlowNode & {
+    decisionRef?: string;
+    extensionElements?: { values?: BpmnElement[] };
+  };
+  if (decisionRef || (extensionElements?.values ?? []).some((v) => v.$type === 'zeebe:calledDecision'))
+    return refuse(
+      node,
+      'Baton does not evaluate DMN decisions: give it an external implementation (camunda:type="external" with camunda:topic, or a zeebe:taskDefinition) and decide in a worker',
+    );
   return { supported: true, kind: StepKind.serviceTask };
 }
 

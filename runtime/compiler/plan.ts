@@ -9,8 +9,10 @@ export const StepKind = {
   endEvent: 'endEvent',
   /** terminate end event: ends the whole instance, cancelling open work */
   terminateEndEvent: 'terminateEndEvent',
-  /** service task executed by an external worker through a topic */
+  /** service task executed by an external worker through a topic (send and business rule tasks with a topic too) */
   serviceTask: 'serviceTask',
+  /** a plain or manual task, or a none intermediate throw event: the token passes straight through */
+  passThrough: 'passThrough',
   /** forks into every outgoing flow; joins when every incoming flow is taken */
   parallelGateway: 'parallelGateway',
   /** takes the first outgoing flow whose condition holds, else the default */

@@ -51,6 +51,8 @@ export function readTaskSpec(node: BpmnFlowNode, context: TaskContext): ReadTask
   return { ok: false, diagnostics };
 }
 
+const TASK_LABELS: Record<string, string> = { 'bpmn:SendTask': 'Send task', 'bpmn:BusinessRuleTask': 'Business rule task' };
+
 function readTopic(node: BpmnFlowNode, zeebe: ZeebeTaskDefinition | undefined): { topic: string } | { error: string } {
   const camundaTopic = node.type === 'external' ? node.topic?.trim() : undefined;
   if (camundaTopic) return { topic: camundaTopic };
@@ -61,8 +63,21 @@ function readTopic(node: BpmnFlowNode, zeebe: ZeebeTaskDefinition | undefined): 
     };
   }
   if (zeebeType) return { topic: zeebeType };
+  const what = TASK_LABELS[node.$type] ?? 'Service task';
+  const java = node as BpmnFlowNode & { class?: string; expression?: string; delegateExpression?: string };
+  const code = java.class
+    ? `camunda:class "${java.class}"`
+    : java.delegateExpression
+      ? `camunda:delegateExpression "${java.delegateExpression}"`
+      : java.expression
+        ? `camunda:expression "${java.expression}"`
+        : undefined;
+  if (code)
+    return {
+      error: `${what} ${node.id ?? '?'} runs Java code (${code}), which Baton does not run: set camunda:type="external" with a camunda:topic and do the work in an external worker`,
+    };
   return {
-    error: `Service task ${node.id ?? '?'} has no topic: set camunda:topic (with camunda:type=external) or a zeebe:taskDefinition type`,
+    error: `${what} ${node.id ?? '?'} has no topic: set camunda:topic (with camunda:type=external) or a zeebe:taskDefinition type`,
   };
 }
 

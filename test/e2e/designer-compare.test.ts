@@ -42,8 +42,8 @@ describe('version compare', () => {
     expect(await h.page.locator('g.djs-element.baton-diff-added[data-element-id="Task_ReviewOrder"]').count()).toBe(0);
     const summary = h.page.locator('.compare-summary');
     await expect.poll(() => summary.textContent()).toMatch(/2 added/); // the task and its flow
-    // A plain task does not compile, so the steps cannot be compared yet; as a service task with a topic they can.
-    await expect.poll(() => summary.textContent()).toMatch(/cannot be compared until the diagram compiles/);
+    // A plain task compiles (it passes through), so the steps already differ; as a service task with a topic they still do.
+    await expect.poll(() => summary.textContent()).toMatch(/the steps change/);
     await h.page.locator('.canvas').click({ position: { x: 600, y: 450 } });
     await h.page.locator(`g.djs-element[data-element-id="${added[0]}"]`).click();
     await h.page.locator('.djs-context-pad [data-action="replace"]').click();

@@ -45,7 +45,7 @@ describe('problems in the analyst’s words', () => {
     const id = await openFixture(h, 'first-draft.bpmn', 'First draft');
     const row = (elementId: string) =>
       h.page.locator('.problem-row', { has: h.page.locator(`.problem[data-element-id="${elementId}"]`) });
-    await expect(row('check').textContent()).resolves.toMatch(/'Check policy' is a plain task, which Baton does not run/);
+    await expect(row('check').textContent()).resolves.toMatch(/'Check policy' is a plain task, which does nothing/);
     await expect(row('yes').textContent()).resolves.toMatch(
       /The condition of 'yes' needs "=" in front to be FEEL: = total > 1000/,
     );

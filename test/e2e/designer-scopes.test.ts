@@ -1,5 +1,5 @@
 // Scopes in the instance view: a loop's pass shows on the step every pass starts at and the
-// history says which pass each step event belongs to; a call activity lists the instance it
+// history groups each pass's events under it; a call activity lists the instance it
 // started, which links back to its parent.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -35,6 +35,13 @@ describe('a loop in the instance view', () => {
     await expect(h.page.locator('.timeline .step-name', { hasText: 'loop at Review document' }).count()).resolves.toBeGreaterThan(
       0,
     );
+    // The history groups each pass's events under the pass.
+    const firstPass = h.page.locator('.timeline .scope-group[data-scope-path="/loop:Task_Review#1"]');
+    await expect(firstPass.locator('summary').first().textContent()).resolves.toContain('pass 1');
+    await expect(firstPass.locator('li .step-name', { hasText: 'Review document' }).count()).resolves.toBeGreaterThan(0);
+    await expect(
+      h.page.locator('.timeline .scope-group[data-scope-path="/loop:Task_Review#2"]').count(),
+    ).resolves.toBeGreaterThan(0);
 
     expect((await complete(h.t.api, again, 'loops-e2e', { approved: true })).status).toBe(204);
     await waitForStatus(h.t.api, id, 'completed');

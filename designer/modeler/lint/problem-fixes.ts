@@ -70,10 +70,10 @@ export default class ProblemFixes {
         fix: { label: `Set ${field.label.toLowerCase()}`, apply: () => this.focusField(element, field.entry) },
       };
     }
-    if (bo.$type === 'bpmn:Task' && /Unsupported element/.test(problem.message)) {
+    if (bo.$type === 'bpmn:Task' && /is a plain task/.test(problem.message)) {
       return {
         subject,
-        text: `${subject} is a plain task, which Baton does not run: make it a service task that a worker does`,
+        text: `${subject} is a plain task, which does nothing: make it a service task if a worker should do it`,
         fix: {
           label: 'Make it a service task',
           apply: () => this.selection.select(this.bpmnReplace.replaceElement(element, { type: 'bpmn:ServiceTask' })),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileDiagnostics, compilePlan, errorsOf, readFixture } from './bpmn-helpers.ts';
+import { compileDiagnostics, compilePlan, errorsOf, flow, processXml, readFixture } from './bpmn-helpers.ts';
 
 describe('classifyNode: supported elements', () => {
   it('compiles every supported kind of step', async () => {
@@ -30,11 +30,8 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
     ],
     ['Approve', 'bpmn:UserTask "Approve" (id Approve)'],
     ['Script', 'bpmn:ScriptTask "Script" (id Script)'],
-    ['PlainTask', 'bpmn:Task "PlainTask" (id PlainTask)'],
-    ['Send', 'bpmn:SendTask "Send" (id Send)'],
     ['Receive', 'bpmn:ReceiveTask "Receive" (id Receive)'],
-    ['Manual', 'bpmn:ManualTask "Manual" (id Manual)'],
-    ['Rules', 'bpmn:BusinessRuleTask "Rules" (id Rules)'],
+    ['Rules', 'bpmn:BusinessRuleTask "Rules" (id Rules): Baton does not evaluate DMN decisions'],
     ['SubStart', 'bpmn:StartEvent "SubStart" (id SubStart): the start event of an event subprocess has exactly one timer'],
     [
       'Timeout',
@@ -44,7 +41,7 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
       'Wait',
       'bpmn:IntermediateCatchEvent with bpmn:ConditionalEventDefinition "Wait" (id Wait): intermediate catch events wait for exactly one timer, message or signal',
     ],
-    ['Signal', 'bpmn:IntermediateThrowEvent "Signal" (id Signal)'],
+    ['Signal', 'bpmn:IntermediateThrowEvent with bpmn:SignalEventDefinition "Signal" (id Signal)'],
     ['Race', 'bpmn:EventBasedGateway "Race" (id Race): an event-based gateway that starts instances'],
     ['Complex', 'bpmn:ComplexGateway "Complex" (id Complex)'],
     [
@@ -62,12 +59,16 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
     const diagnostics = await compileDiagnostics(unsupported);
     // The call activity in it compiles; the loop marker without a condition or maximum and the
     // event subprocess with a flow into it are refused on their own.
+    // The plain and manual tasks pass through; the send task runs as an external task and needs a topic.
     const own = (id: string) => diagnostics.filter((d) => d.elementId === id).map((d) => d.message);
     expect(own('Each')).toEqual([expect.stringContaining('would repeat forever')]);
     expect(own('Sub')).toEqual([expect.stringContaining('has sequence flows')]);
-    const others = diagnostics.filter((d) => d.elementId !== 'Each' && d.elementId !== 'Sub');
+    expect(own('Send')).toEqual([expect.stringContaining('Send task Send has no topic')]);
+    expect(own('PlainTask')).toEqual([expect.stringContaining('is a plain task')]);
+    expect(own('Manual')).toEqual([]);
+    const others = diagnostics.filter((d) => !['Each', 'Sub', 'Send', 'PlainTask'].includes(d.elementId));
     expect(others.every((d) => d.message.startsWith('Unsupported element'))).toBe(true);
-    expect(diagnostics).toHaveLength(17);
+    expect(diagnostics).toHaveLength(16);
   });
 
   it('refuses a compensation handler that no compensation boundary links', async () => {
@@ -84,5 +85,59 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
         }),
       ]),
     );
+  });
+});
+
+describe('classifyNode: tasks that pass through or run as external tasks', () => {
+  const body = (elements: string, ids: string[]) =>
+    processXml(
+      [
+        '<bpmn:startEvent id="S" />',
+        elements,
+        '<bpmn:endEvent id="E" />',
+        ...['S', ...ids].map((from, i) => flow(`F${i}`, from, [...ids, 'E'][i] as string)),
+      ].join('\n'),
+      'xmlns:zeebe="http://camunda.org/schema/zeebe/1.0"',
+    );
+
+  it('a plain task, a manual task and a none intermediate throw event pass through; send and business rule tasks with a topic are external tasks', async () => {
+    const { plan } = await compilePlan(
+      body(
+        [
+          '<bpmn:task id="T" />',
+          '<bpmn:manualTask id="M" />',
+          '<bpmn:intermediateThrowEvent id="N" />',
+          '<bpmn:sendTask id="Send" camunda:type="external" camunda:topic="mail" />',
+          '<bpmn:businessRuleTask id="Rule"><bpmn:extensionElements><zeebe:taskDefinition type="score" /></bpmn:extensionElements></bpmn:businessRuleTask>',
+        ].join('\n'),
+        ['T', 'M', 'N', 'Send', 'Rule'],
+      ),
+    );
+    const kinds = Object.fromEntries(plan.steps.map((s) => [s.id, s.kind]));
+    expect(kinds).toMatchObject({
+      T: 'passThrough',
+      M: 'passThrough',
+      N: 'passThrough',
+      Send: 'serviceTask',
+      Rule: 'serviceTask',
+    });
+    expect(plan.steps.find((s) => s.id === 'Send')?.task?.topic).toBe('mail');
+    expect(plan.steps.find((s) => s.id === 'Rule')?.task?.topic).toBe('score');
+  });
+
+  it.each([
+    [
+      '<bpmn:task id="X"><bpmn:multiInstanceLoopCharacteristics camunda:collection="xs" /></bpmn:task>',
+      'cannot loop or be multi-instance',
+    ],
+    [
+      '<bpmn:businessRuleTask id="X"><bpmn:extensionElements><zeebe:calledDecision decisionId="d" resultVariable="r" /></bpmn:extensionElements></bpmn:businessRuleTask>',
+      'does not evaluate DMN decisions',
+    ],
+    ['<bpmn:serviceTask id="X" camunda:class="com.acme.Charge" />', 'runs Java code (camunda:class "com.acme.Charge")'],
+    ['<bpmn:sendTask id="X" camunda:delegateExpression="${mailer}" />', 'Send task X runs Java code'],
+  ])('%s is refused naming it', async (element, text) => {
+    const errors = errorsOf(await compileDiagnostics(body(element, ['X'])));
+    expect(errors).toEqual([expect.objectContaining({ elementId: 'X', message: expect.stringContaining(text) })]);
   });
 });

@@ -48,7 +48,6 @@ describe('readTaskSpec: Camunda 7 external tasks', () => {
     ['without topic', '<bpmn:serviceTask id="T" camunda:type="external" />'],
     ['with a blank topic', '<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="  " />'],
     ['with a topic but not camunda:type="external"', '<bpmn:serviceTask id="T" camunda:topic="t" />'],
-    ['implemented by a Java class', '<bpmn:serviceTask id="T" camunda:class="com.acme.Charge" />'],
   ])('refuses a service task %s', async (_what, xml) => {
     expect(await errorsFor(xml)).toEqual([
       {
