@@ -106,6 +106,7 @@ export function lockedTaskView(t: LockedTaskRow) {
     idempotencyKey: t.idempotency_key,
     variables: t.variables,
     ...scopePathOf(t),
+    ...(t.headers ? { headers: t.headers } : {}),
   };
 }
 

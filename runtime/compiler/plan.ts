@@ -51,6 +51,8 @@ export interface TaskSpec {
   priority: number;
   /** 'compensate': when retries run out, compensate the instance instead of raising an incident */
   onExhausted?: 'compensate';
+  /** zeebe:taskHeaders and camunda:properties: fixed key/value pairs each task hands its worker */
+  headers?: Record<string, string>;
 }
 
 /** When a timer is due: ISO-8601 as written in the BPMN. */

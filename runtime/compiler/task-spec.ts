@@ -31,6 +31,7 @@ export function readTaskSpec(node: BpmnFlowNode, context: TaskContext): ReadTask
       ),
     );
   }
+  const headers = readHeaders(node, diagnostics);
   const onExhausted = readBatonAttribute(node, context.scopes, 'onExhausted')?.trim();
   if (onExhausted !== undefined && onExhausted !== 'compensate' && onExhausted !== 'incident') {
     diagnostics.push(
@@ -45,10 +46,38 @@ export function readTaskSpec(node: BpmnFlowNode, context: TaskContext): ReadTask
         retries: retries.retries,
         priority,
         ...(onExhausted === 'compensate' ? { onExhausted: 'compensate' as const } : {}),
+        ...(headers ? { headers } : {}),
       },
     };
   }
   return { ok: false, diagnostics };
+}
+
+/** zeebe:taskHeaders (key/value) and camunda:properties (name/value) of a task, in document order; a name given twice is an error. */
+function readHeaders(node: BpmnFlowNode, diagnostics: Diagnostic[]): Record<string, string> | undefined {
+  const values = (node as BpmnFlowNode & { extensionElements?: { values?: HeaderContainer[] } }).extensionElements?.values ?? [];
+  const pairs: [string | undefined, string | undefined, string][] = [];
+  for (const value of values) {
+    if (value.$type === 'zeebe:taskHeaders') for (const h of value.$children ?? []) pairs.push([h.key, h.value, 'zeebe:header']);
+    if (value.$type === 'camunda:Properties')
+      for (const p of value.values ?? []) pairs.push([p.name, p.value, 'camunda:property']);
+  }
+  if (pairs.length === 0) return undefined;
+  const headers: Record<string, string> = {};
+  for (const [name, text, what] of pairs) {
+    const key = name?.trim() ?? '';
+    if (key === '')
+      diagnostics.push(errorAt(node.id ?? '?', `Task ${node.id ?? '?'} has a ${what} without a name: name it or remove it`));
+    else if (key in headers)
+      diagnostics.push(errorAt(node.id ?? '?', `Task ${node.id ?? '?'} has the header "${key}" twice: keep one`));
+    else headers[key] = text ?? '';
+  }
+  return headers;
+}
+
+interface HeaderContainer extends BpmnElement {
+  readonly $children?: { key?: string; value?: string }[];
+  readonly values?: { name?: string; value?: string }[];
 }
 
 const TASK_LABELS: Record<string, string> = { 'bpmn:SendTask': 'Send task', 'bpmn:BusinessRuleTask': 'Business rule task' };

@@ -21,7 +21,8 @@ const UNRUN_ELEMENTS: Record<string, string> = {
   'camunda:FailedJobRetryTimeCycle': 'the retry time cycle is not read: set Retries in the Baton group (baton:retries)',
   'camunda:ErrorEventDefinition':
     'error event definitions of an external task are not evaluated: a worker reports a BPMN error with bpmn-error',
-  'zeebe:taskHeaders': 'task headers are not sent to workers',
+  'zeebe:taskHeaders': 'task headers are not sent anywhere (Baton hands them to the workers of external tasks only)',
+  'camunda:Properties': 'extension properties are not read here (Baton hands them to the workers of external tasks only)',
   'zeebe:priorityDefinition': 'the job priority is not read',
   'zeebe:subscription':
     'the subscription correlation key is not read: set Correlation key in the Baton group (baton:correlationKey)',
@@ -46,19 +47,25 @@ interface WithSettings extends BpmnElement {
 /**
  * Over the process deployed and the messages of the file (a zeebe:subscription sits on the message).
  * `runsMappings`: the service tasks whose input/output mappings the plan carries (compiler/io-mappings.ts);
- * mappings anywhere else (events, gateways, subprocesses) are still warned about.
+ * mappings anywhere else (events, gateways, subprocesses) are still warned about. `sendsHeaders`: the
+ * external tasks whose headers and properties the plan carries.
  */
 export function checkUnrunSettings(
   process: BpmnElement,
   definitions: BpmnDefinitions,
   runsMappings: ReadonlySet<string> = new Set(),
+  sendsHeaders: ReadonlySet<string> = new Set(),
 ): Diagnostic[] {
   const diagnostics: Diagnostic[] = [];
   const visit = (element: WithSettings): void => {
     const told = new Set<string>();
     const mapped = element.id !== undefined && runsMappings.has(element.id);
+    const sends = element.id !== undefined && sendsHeaders.has(element.id);
     for (const value of element.extensionElements?.values ?? []) {
       if (mapped && (IO_MAPPING_TYPES as readonly string[]).includes(value.$type)) continue;
+      if (sends && (value.$type === 'zeebe:taskHeaders' || value.$type === 'camunda:Properties')) continue;
+      // Properties on the process are metadata for tools that read the model, in Camunda 7 too.
+      if (element === process && value.$type === 'camunda:Properties') continue;
       const text = UNRUN_ELEMENTS[value.$type];
       if (text) told.add(text);
     }

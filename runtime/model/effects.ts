@@ -56,6 +56,8 @@ export interface NewTask {
   /** inside a loop: the passes of its enclosing loops, e.g. `/loop:Review#2`; absent at `/` */
   scopePath?: string;
   localVariables?: Variables;
+  /** the step's task headers (zeebe:taskHeaders, camunda:properties), handed to its worker */
+  headers?: Record<string, string>;
 }
 
 export interface NewEvent {

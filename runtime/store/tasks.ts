@@ -42,6 +42,8 @@ export interface ExternalTaskRow {
   local_variables: Variables;
   /** inside a loop, the pass it belongs to (`/loop:Review#2`); `/` outside loops */
   scope_path: string;
+  /** its step's task headers (zeebe:taskHeaders, camunda:properties); null without any */
+  headers: Record<string, string> | null;
 }
 
 /** The holder calls that end an attempt. */

@@ -282,8 +282,10 @@ export function transitionStatement(
     const loopIdx = $(tasks.map((t) => t.item.task.loopIndex ?? 0));
     const locals = $(tasks.map((t) => t.item.task.localVariables ?? {}));
     const scopes = $(tasks.map((t) => t.item.task.scopePath ?? '/'));
-    const columns = `$${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${topic}::text[], $${prio}::int[], $${retries}::int[], $${keys}::text[], $${loopIdx}::int[], $${locals}::jsonb[], $${scopes}::text[]`;
-    const named = 'iid, gen, step_id, topic, priority, retries, idempotency_key, loop_index, local_variables, scope_path';
+    const headers = $(tasks.map((t) => t.item.task.headers ?? null));
+    const columns = `$${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${topic}::text[], $${prio}::int[], $${retries}::int[], $${keys}::text[], $${loopIdx}::int[], $${locals}::jsonb[], $${scopes}::text[], $${headers}::jsonb[]`;
+    const named =
+      'iid, gen, step_id, topic, priority, retries, idempotency_key, loop_index, local_variables, scope_path, headers';
     if (delivery) {
       const taskIds = $(tasks.map((t) => t.item.handed?.taskId ?? null));
       const workers = $(tasks.map((t) => t.item.handed?.workerId ?? null));
@@ -291,8 +293,8 @@ export function transitionStatement(
       const lockMs = $(tasks.map((t) => t.item.handed?.lockDurationMs ?? null));
       // A delivered task is locked as fetch-and-lock locks it (store/tasks.ts): attempt 1, expiry on the database clock.
       ctes.push(`t as (insert into external_tasks (id, instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables,
-                                         scope_path, state, worker_id, lock_token, lock_expires_at, attempt)
-            select coalesce(y.id, gen_random_uuid()), y.iid, y.step_id, y.gen, y.topic, y.priority, y.retries, y.retries, y.idempotency_key, y.loop_index, y.local_variables, y.scope_path,
+                                         scope_path, headers, state, worker_id, lock_token, lock_expires_at, attempt)
+            select coalesce(y.id, gen_random_uuid()), y.iid, y.step_id, y.gen, y.topic, y.priority, y.retries, y.retries, y.idempotency_key, y.loop_index, y.local_variables, y.scope_path, y.headers,
                    case when y.lock_token is null then 'ready' else 'locked' end, y.worker_id, y.lock_token,
                    statement_timestamp() + y.lock_ms * interval '1 millisecond', case when y.lock_token is null then 0 else 1 end
               from unnest(${columns}, $${taskIds}::uuid[], $${workers}::text[], $${tokens}::uuid[], $${lockMs}::int[])
@@ -302,8 +304,8 @@ export function transitionStatement(
       if (checksProgress) held.push('t');
     } else {
       ctes.push(
-        `t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables, scope_path)
-            select y.iid, y.step_id, y.gen, y.topic, y.priority, y.retries, y.retries, y.idempotency_key, y.loop_index, y.local_variables, y.scope_path
+        `t as (insert into external_tasks (instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables, scope_path, headers)
+            select y.iid, y.step_id, y.gen, y.topic, y.priority, y.retries, y.retries, y.idempotency_key, y.loop_index, y.local_variables, y.scope_path, y.headers
               from unnest(${columns})
                    as y(${named})` +
           hold('t') +

@@ -111,4 +111,39 @@ describe('input/output mappings through the Camunda 7 worker API', () => {
     expect(fine.status).toBe(204);
     expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({ inRange: true });
   });
+
+  it('given camunda:properties on the task, then includeExtensionProperties hands them over as extensionProperties, and without it they are null', async () => {
+    await deploy(
+      t.api,
+      `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="D" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="cio_props" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:serviceTask id="work" camunda:type="external" camunda:topic="cio-props"><bpmn:extensionElements>
+      <camunda:properties><camunda:property name="region" value="eu" /><camunda:property name="sla" value="PT1H" /></camunda:properties>
+    </bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work" />
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`,
+    );
+    await startByKey(t.url, 'cio_props');
+    await startByKey(t.url, 'cio_props');
+    const withProperties = await waitFor(
+      async () => {
+        const res = await engineRest(t.url, 'POST', '/external-task/fetchAndLock', {
+          workerId: 'cw',
+          maxTasks: 1,
+          topics: [{ topicName: 'cio-props', lockDuration: 30_000, includeExtensionProperties: true }],
+        });
+        expect(res.status).toBe(200);
+        return res.body[0];
+      },
+      10_000,
+      'a task on cio-props',
+    );
+    expect(withProperties.extensionProperties).toEqual({ region: 'eu', sla: 'PT1H' });
+    expect((await fetchOneCamunda('cio-props')).extensionProperties).toBeNull();
+  });
 });

@@ -16,6 +16,7 @@ export interface LockedTask {
   idempotencyKey: string;
   variables: Record<string, unknown>;
   scopePath?: string;
+  headers?: Record<string, string>;
 }
 
 export async function deploy(

@@ -41,7 +41,7 @@ export function lockedTaskView(
     tenantId: null,
     priority: t.priority,
     businessKey: t.business_key,
-    extensionProperties: topic.includeExtensionProperties ? {} : null,
+    extensionProperties: topic.includeExtensionProperties ? (t.headers ?? {}) : null,
     variables: renderVariables(t.variables, t.types, topic.variables),
   };
 }

@@ -109,4 +109,24 @@ describe('task kinds', () => {
     ]);
     expect((await t.api.get('/api/definitions/tk_dmn')).status).toBe(404);
   });
+
+  it('given zeebe:taskHeaders on a service task, then its worker receives them as headers with every task, and a task without any has none', async () => {
+    const xml = process(
+      'tk_headers',
+      [
+        '<bpmn:serviceTask id="ship"><bpmn:extensionElements><zeebe:taskDefinition type="tk_headers-ship" /><zeebe:taskHeaders><zeebe:header key="carrier" value="dhl" /><zeebe:header key="express" value="true" /></zeebe:taskHeaders></bpmn:extensionElements></bpmn:serviceTask>',
+        '<bpmn:serviceTask id="bill"><bpmn:extensionElements><zeebe:taskDefinition type="tk_headers-bill" /></bpmn:extensionElements></bpmn:serviceTask>',
+      ],
+      ['ship', 'bill'],
+    );
+    const res = await t.api.post('/api/definitions', { xml });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.warnings).toEqual([]);
+    await start(t.api, 'tk_headers');
+    const ship = await fetchOne(t.api, 'w', 'tk_headers-ship');
+    expect(ship.headers).toEqual({ carrier: 'dhl', express: 'true' });
+    expect((await complete(t.api, ship, 'w')).status).toBe(204);
+    const bill = await fetchOne(t.api, 'w', 'tk_headers-bill');
+    expect(bill).not.toHaveProperty('headers');
+  });
 });

@@ -117,8 +117,33 @@ describe('readTaskSpec: Camunda 8 (zeebe) task definitions', () => {
     const tasks = Object.fromEntries(plan.steps.filter((s) => s.task).map((s) => [s.id, s.task]));
     expect(tasks).toEqual({
       ReserveStock: { topic: 'reserve-stock', retries: 3, priority: 0 },
-      ChargeCard: { topic: 'charge-card', retries: 7, priority: 0 },
+      ChargeCard: { topic: 'charge-card', retries: 7, priority: 0, headers: { currency: 'EUR' } },
       ReviewOrder: { topic: 'review-order', retries: 1, priority: 0 },
     });
+  });
+});
+
+describe('readTaskSpec: headers for the worker', () => {
+  it('reads zeebe:taskHeaders and camunda:properties in document order', async () => {
+    const zeebe = zeebeTask(
+      '<zeebe:taskDefinition type="t" /><zeebe:taskHeaders><zeebe:header key="sla" value="PT1H" /><zeebe:header key="tier" value="" /></zeebe:taskHeaders>',
+    );
+    expect((await taskOf(zeebe, ZEEBE_NS))?.headers).toEqual({ sla: 'PT1H', tier: '' });
+    const camunda =
+      '<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t"><bpmn:extensionElements><camunda:properties><camunda:property name="region" value="eu" /></camunda:properties></bpmn:extensionElements></bpmn:serviceTask>';
+    expect((await taskOf(camunda))?.headers).toEqual({ region: 'eu' });
+    expect((await taskOf('<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t" />'))?.headers).toBeUndefined();
+  });
+
+  it('refuses a header named twice, and one without a name', async () => {
+    const twice = zeebeTask(
+      '<zeebe:taskDefinition type="t" /><zeebe:taskHeaders><zeebe:header key="a" value="1" /><zeebe:header key="a" value="2" /></zeebe:taskHeaders>',
+    );
+    expect(await errorsFor(twice, ZEEBE_NS)).toEqual([
+      expect.objectContaining({ message: expect.stringContaining('"a" twice') }),
+    ]);
+    const unnamed =
+      '<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t"><bpmn:extensionElements><camunda:properties><camunda:property value="x" /></camunda:properties></bpmn:extensionElements></bpmn:serviceTask>';
+    expect(await errorsFor(unnamed)).toEqual([expect.objectContaining({ message: expect.stringContaining('without a name') })]);
   });
 });

@@ -34,7 +34,7 @@ describe('settings Baton does not run', () => {
     expect(warnings.join('\n')).toMatch(/camunda:jobPriority/);
   });
 
-  it("given Zeebe task headers and a message subscription key, then each is named; the task's input mappings run", async () => {
+  it("given a message subscription key, then it is named; the task's input mappings and headers run, headers elsewhere are named", async () => {
     const body = `<bpmn:serviceTask id="T">
       <bpmn:extensionElements>
         <zeebe:taskDefinition type="charge" />
@@ -42,14 +42,19 @@ describe('settings Baton does not run', () => {
         <zeebe:taskHeaders><zeebe:header key="k" value="v" /></zeebe:taskHeaders>
       </bpmn:extensionElements>
     </bpmn:serviceTask>`;
-    const xml = processXml(straight(body, 'T'), ZEEBE).replace(
-      '</bpmn:definitions>',
-      `<bpmn:message id="M" name="paid"><bpmn:extensionElements><zeebe:subscription correlationKey="=orderId" /></bpmn:extensionElements></bpmn:message>
+    const xml = processXml(straight(body, 'T'), ZEEBE)
+      .replace(
+        '<bpmn:endEvent id="E" />',
+        '<bpmn:endEvent id="E"><bpmn:extensionElements><camunda:properties><camunda:property name="a" value="b" /></camunda:properties></bpmn:extensionElements></bpmn:endEvent>',
+      )
+      .replace(
+        '</bpmn:definitions>',
+        `<bpmn:message id="M" name="paid"><bpmn:extensionElements><zeebe:subscription correlationKey="=orderId" /></bpmn:extensionElements></bpmn:message>
 </bpmn:definitions>`,
-    );
+      );
     const warnings = await warningsOf(xml);
     expect(warnings).toEqual([
-      'T: T: task headers are not sent to workers',
+      'E: E: extension properties are not read here (Baton hands them to the workers of external tasks only)',
       expect.stringMatching(/^M: M "paid": the subscription correlation key is not read: set Correlation key/),
     ]);
   });
