@@ -24,6 +24,8 @@ export interface EventSpecs {
   throws: Map<string, { activityRef?: string }>;
   /** error end event id -> the error it throws */
   errors: Map<string, { errorCode?: string }>;
+  /** messages whose zeebe:subscription correlation key a catching event reads */
+  subscriptions: Set<string>;
   diagnostics: Diagnostic[];
 }
 
@@ -35,6 +37,7 @@ export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = [
     compensations: new Map(),
     throws: new Map(),
     errors: new Map(),
+    subscriptions: new Set(),
     diagnostics: [],
   };
   const associations = associationTargets(artifacts);
@@ -51,7 +54,7 @@ export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = [
     if (!waits) continue;
     const definition = node.element.eventDefinitions?.[0] as BpmnEventDefinition | undefined;
     if (!definition) continue;
-    const wait = readWait(node, definition, specs.diagnostics);
+    const wait = readWait(node, definition, specs);
     if (node.kind === 'startEvent' && wait?.trigger === 'timer' && wait.timer.kind === 'duration') {
       specs.diagnostics.push(
         errorAt(
@@ -139,7 +142,8 @@ function checkCompensation(graph: ProcessGraph, specs: EventSpecs): void {
   }
 }
 
-function readWait(node: GraphNode, definition: BpmnEventDefinition, diagnostics: Diagnostic[]): WaitSpec | undefined {
+function readWait(node: GraphNode, definition: BpmnEventDefinition, specs: EventSpecs): WaitSpec | undefined {
+  const { diagnostics } = specs;
   const label = describeElement(node.element);
   switch (definition.$type) {
     case 'bpmn:TimerEventDefinition': {
@@ -163,7 +167,22 @@ function readWait(node: GraphNode, definition: BpmnEventDefinition, diagnostics:
         );
         return undefined;
       }
-      const correlationKey = readCorrelationKey(node, diagnostics);
+      const own = readCorrelationKey(node, diagnostics);
+      // A message start event starts an instance whatever the key, in Zeebe too: only catching events read it.
+      const subscription =
+        node.kind === 'startEvent'
+          ? undefined
+          : readSubscriptionKey(node, definition.messageRef, specs.subscriptions, diagnostics);
+      if (own && subscription) {
+        diagnostics.push(
+          errorAt(
+            node.id,
+            `Message event ${label} has both baton:correlationKey and its message's zeebe:subscription correlationKey: keep one`,
+          ),
+        );
+        return undefined;
+      }
+      const correlationKey = own ?? subscription;
       return { trigger: 'message', name, ...(correlationKey ? { correlationKey } : {}) };
     }
     case 'bpmn:SignalEventDefinition': {
@@ -219,6 +238,36 @@ function readCorrelationKey(node: GraphNode, diagnostics: Diagnostic[]): string 
     return undefined;
   }
   return feel.feel;
+}
+
+/**
+ * A Camunda 8 file's key: <zeebe:subscription correlationKey> on the message, FEEL after "=",
+ * else the text itself as a fixed key.
+ */
+function readSubscriptionKey(
+  node: GraphNode,
+  message: BpmnElement | undefined,
+  read: Set<string>,
+  diagnostics: Diagnostic[],
+): string | undefined {
+  const values = (message as (BpmnElement & { extensionElements?: { values?: BpmnElement[] } }) | undefined)?.extensionElements
+    ?.values;
+  const subscription = values?.find((v) => v.$type === 'zeebe:subscription') as { correlationKey?: string } | undefined;
+  const source = subscription?.correlationKey?.trim();
+  if (!source || !message?.id) return undefined;
+  read.add(message.id);
+  if (!source.startsWith('=')) return JSON.stringify(source);
+  const problem = checkFeel(source.slice(1));
+  if (problem !== undefined) {
+    diagnostics.push(
+      errorAt(
+        node.id,
+        `The zeebe:subscription correlationKey "${source}" of the message ${describeElement(node.element)} waits for is not a valid expression: ${problem}`,
+      ),
+    );
+    return undefined;
+  }
+  return source.slice(1).trim();
 }
 
 function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | undefined, specs: EventSpecs): void {

@@ -80,7 +80,11 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     ...cycles.diagnostics,
     ...repeats.diagnostics,
     ...elementLoops.diagnostics,
-    ...checkUnrunSettings(process, document.definitions, new Set([...io.runs, ...calls.mapped]), new Set(tasks.specs.keys())),
+    ...checkUnrunSettings(process, document.definitions, {
+      mappings: new Set([...io.runs, ...calls.mapped]),
+      headers: new Set(tasks.specs.keys()),
+      subscriptions: events.subscriptions,
+    }),
   ];
   // Soundness reasons over well-formed loop bodies of supported steps only.
   if (!hasErrors(diagnostics)) diagnostics.push(...checkSoundness(graph, cycles.loops));

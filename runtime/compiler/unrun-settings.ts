@@ -25,7 +25,7 @@ const UNRUN_ELEMENTS: Record<string, string> = {
   'camunda:Properties': 'extension properties are not read here (Baton hands them to the workers of external tasks only)',
   'zeebe:priorityDefinition': 'the job priority is not read',
   'zeebe:subscription':
-    'the subscription correlation key is not read: set Correlation key in the Baton group (baton:correlationKey)',
+    'the subscription correlation key is not read: only intermediate catch events, boundary events and event subprocess starts read it (a message start event starts an instance whatever the key)',
 };
 
 /** Attributes camunda-bpmn-moddle reads into properties, and what to tell. */
@@ -44,26 +44,30 @@ interface WithSettings extends BpmnElement {
   get?(name: string): unknown;
 }
 
-/**
- * Over the process deployed and the messages of the file (a zeebe:subscription sits on the message).
- * `runsMappings`: the service tasks whose input/output mappings the plan carries (compiler/io-mappings.ts);
- * mappings anywhere else (events, gateways, subprocesses) are still warned about. `sendsHeaders`: the
- * external tasks whose headers and properties the plan carries.
- */
+/** What the plan carries, by element id: those settings are run, not warned about. */
+export interface CarriedSettings {
+  /** the steps whose input/output mappings run (compiler/io-mappings.ts, call activities); anywhere else they are warned about */
+  mappings?: ReadonlySet<string>;
+  /** the external tasks whose headers and properties reach their workers */
+  headers?: ReadonlySet<string>;
+  /** the messages whose zeebe:subscription correlation key the catching events read */
+  subscriptions?: ReadonlySet<string>;
+}
+
+/** Over the process deployed and the messages of the file (a zeebe:subscription sits on the message). */
 export function checkUnrunSettings(
   process: BpmnElement,
   definitions: BpmnDefinitions,
-  runsMappings: ReadonlySet<string> = new Set(),
-  sendsHeaders: ReadonlySet<string> = new Set(),
+  carried: CarriedSettings = {},
 ): Diagnostic[] {
   const diagnostics: Diagnostic[] = [];
   const visit = (element: WithSettings): void => {
     const told = new Set<string>();
-    const mapped = element.id !== undefined && runsMappings.has(element.id);
-    const sends = element.id !== undefined && sendsHeaders.has(element.id);
+    const has = (set: ReadonlySet<string> | undefined) => element.id !== undefined && set?.has(element.id) === true;
     for (const value of element.extensionElements?.values ?? []) {
-      if (mapped && (IO_MAPPING_TYPES as readonly string[]).includes(value.$type)) continue;
-      if (sends && (value.$type === 'zeebe:taskHeaders' || value.$type === 'camunda:Properties')) continue;
+      if (has(carried.mappings) && (IO_MAPPING_TYPES as readonly string[]).includes(value.$type)) continue;
+      if (has(carried.headers) && (value.$type === 'zeebe:taskHeaders' || value.$type === 'camunda:Properties')) continue;
+      if (has(carried.subscriptions) && value.$type === 'zeebe:subscription') continue;
       // Properties on the process are metadata for tools that read the model, in Camunda 7 too.
       if (element === process && value.$type === 'camunda:Properties') continue;
       const text = UNRUN_ELEMENTS[value.$type];

@@ -217,4 +217,30 @@ describe('signals', () => {
     const { rowCount } = await t.db.pool.query(`select 1 from messages where name = 'x'`);
     expect(rowCount).toBe(0);
   });
+
+  it('given a Camunda 8 file whose message has a zeebe:subscription correlationKey, then the catch correlates by that variable, not by the business key', async () => {
+    const xml = `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_zsub" targetNamespace="https://baton.dev/test">
+  <bpmn:message id="M" name="zsub-paid"><bpmn:extensionElements><zeebe:subscription correlationKey="=order.id" /></bpmn:extensionElements></bpmn:message>
+  <bpmn:process id="zsub" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:intermediateCatchEvent id="paid"><bpmn:messageEventDefinition messageRef="M" /></bpmn:intermediateCatchEvent>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="paid" />
+    <bpmn:sequenceFlow id="f2" sourceRef="paid" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`;
+    const deployed = await t.api.post('/api/definitions', { xml });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(201);
+    expect(deployed.body.warnings).toEqual([]);
+    const a = await start(t.api, 'zsub', { businessKey: 'zsub-bk-1', variables: { order: { id: 'A-7' } } });
+    const b = await start(t.api, 'zsub', { businessKey: 'zsub-bk-2', variables: { order: { id: 'B-9' } } });
+    // The business key no longer correlates: the message waits in the inbox.
+    const byKey = await t.api.post('/api/messages', { name: 'zsub-paid', correlationKey: 'zsub-bk-1', ttlMs: 0 });
+    expect(byKey.body.status).not.toBe('matched');
+    const res = await t.api.post('/api/messages', { name: 'zsub-paid', correlationKey: 'B-9' });
+    expect(res.body).toMatchObject({ status: 'matched', instanceId: b });
+    await waitForStatus(t.api, b, 'completed');
+    expect((await instanceOf(t.api, a)).status).toBe('running');
+  });
 });

@@ -179,3 +179,46 @@ describe('events', () => {
     expect(diagnostics).toEqual(expect.arrayContaining([expect.objectContaining({ elementId: 'join' })]));
   });
 });
+
+describe('zeebe:subscription correlation keys', () => {
+  const zeebeFile = (subscription: string, catchAttributes = '', startToo = false) => `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" xmlns:baton="https://baton.dev/schema/bpmn/1.0" id="D" targetNamespace="x">
+  <bpmn:message id="M" name="paid"><bpmn:extensionElements>${subscription}</bpmn:extensionElements></bpmn:message>
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:startEvent id="s">${startToo ? '<bpmn:messageEventDefinition messageRef="M" />' : ''}</bpmn:startEvent>
+    <bpmn:intermediateCatchEvent id="c" ${catchAttributes}><bpmn:messageEventDefinition messageRef="M" /></bpmn:intermediateCatchEvent>
+    <bpmn:endEvent id="e" />
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="c" /><bpmn:sequenceFlow id="f2" sourceRef="c" targetRef="e" />
+  </bpmn:process>
+</bpmn:definitions>`;
+  const waitOf = async (xml: string, id: string) => {
+    const result = await compileBpmn(xml);
+    if (!result.ok) throw new Error(JSON.stringify(result.diagnostics));
+    return { wait: result.plan.steps.find((s) => s.id === id)?.wait, warnings: result.warnings };
+  };
+
+  it('a catch reads "=expr" as FEEL and plain text as a fixed key; a message start event does not read it', async () => {
+    expect((await waitOf(zeebeFile('<zeebe:subscription correlationKey="=order.id" />'), 'c')).wait).toEqual({
+      trigger: 'message',
+      name: 'paid',
+      correlationKey: 'order.id',
+    });
+    expect((await waitOf(zeebeFile('<zeebe:subscription correlationKey="fixed-1" />'), 'c')).wait).toMatchObject({
+      correlationKey: '"fixed-1"',
+    });
+    const withStart = await waitOf(zeebeFile('<zeebe:subscription correlationKey="=order.id" />', '', true), 's');
+    expect(withStart.wait).toEqual({ trigger: 'message', name: 'paid' });
+    expect(withStart.warnings).toEqual([]);
+  });
+
+  it('both baton:correlationKey and a subscription key, or a key that is no expression, are refused naming the catch', async () => {
+    const both = await compileBpmn(zeebeFile('<zeebe:subscription correlationKey="=a" />', 'baton:correlationKey="= b"'));
+    expect(!both.ok && both.diagnostics).toEqual([
+      expect.objectContaining({ elementId: 'c', message: expect.stringContaining('keep one') }),
+    ]);
+    const bad = await compileBpmn(zeebeFile('<zeebe:subscription correlationKey="=a +" />'));
+    expect(!bad.ok && bad.diagnostics).toEqual([
+      expect.objectContaining({ elementId: 'c', message: expect.stringContaining('is not a valid expression') }),
+    ]);
+  });
+});

@@ -55,7 +55,7 @@ describe('settings Baton does not run', () => {
     const warnings = await warningsOf(xml);
     expect(warnings).toEqual([
       'E: E: extension properties are not read here (Baton hands them to the workers of external tasks only)',
-      expect.stringMatching(/^M: M "paid": the subscription correlation key is not read: set Correlation key/),
+      expect.stringMatching(/^M: M "paid": the subscription correlation key is not read: only intermediate catch events/),
     ]);
   });
 
