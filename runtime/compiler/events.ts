@@ -152,6 +152,24 @@ function readWait(node: GraphNode, definition: BpmnEventDefinition, specs: Event
         diagnostics.push(errorAt(node.id, `Timer event ${label} has no timeDuration, timeDate or timeCycle: set one`));
         return undefined;
       }
+      if (/^(=|[$#]\{)/.test(timer.expression)) {
+        // Evaluated when the timer starts: a start event's timer starts at deploy, with no variables to read.
+        if (node.kind === 'startEvent' || node.kind === 'eventSubProcessStart') {
+          diagnostics.push(
+            errorAt(
+              node.id,
+              `Timer event ${label} computes its time with "${timer.expression}": a start event's timer is set when it is deployed or armed, before there are variables to read; write the date, duration or cycle itself`,
+            ),
+          );
+          return undefined;
+        }
+        const feel = toFeel(timer.expression);
+        if (!feel.ok) {
+          diagnostics.push(errorAt(node.id, `Timer event ${label}: "${timer.expression}" cannot be used: ${feel.message}`));
+          return undefined;
+        }
+        return { trigger: 'timer', timer: { ...timer, feel: feel.feel } };
+      }
       const check = firstDue(timer);
       if (!check.ok) {
         diagnostics.push(errorAt(node.id, `Timer event ${label}: ${check.message}`));

@@ -58,8 +58,10 @@ export interface TaskSpec {
 /** When a timer is due: ISO-8601 as written in the BPMN. */
 export interface TimerSpec {
   kind: 'duration' | 'date' | 'cycle';
-  /** e.g. PT10S, 2026-12-01T09:00:00Z, R3/PT1H */
+  /** e.g. PT10S, 2026-12-01T09:00:00Z, R3/PT1H; an expression as written when `feel` is set */
   expression: string;
+  /** `${...}` or `=...`: FEEL evaluated over the variables when the timer starts; its text is read as `kind` says */
+  feel?: string;
 }
 
 /** What a catch or boundary event waits for. */

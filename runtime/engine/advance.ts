@@ -4,7 +4,7 @@
 // Effects in one statement.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
-import { firstDue } from '../shared/timers.ts';
+import { timerDue } from './timer-due.ts';
 import { startCompensationThrow } from './compensate.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
 import { mapInputs } from './io-mappings.ts';
@@ -235,7 +235,8 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
     return;
   }
-  if (step.kind === 'catchEvent') {
+  // A boundary is armed with its host; it activates here only when its incident (a timer that could not be set) is retried.
+  if (step.kind === 'catchEvent' || step.kind === 'boundaryEvent') {
     startWait(plan, step, state, vars, fx);
     return;
   }
@@ -349,8 +350,20 @@ function startWait(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
       ...scopePathOf(plan, step, state),
     });
   } else if (wait.trigger === 'timer') {
-    const due = firstDue(wait.timer);
-    if (due.ok) fx.timers.push({ stepId: step.id, due: due.due });
+    const due = timerDue(wait.timer, visibleVariables(plan, step, state, vars));
+    if (!due.ok) {
+      raiseIncident(
+        plan,
+        state,
+        fx,
+        step.id,
+        'condition_error',
+        `Timer of ${step.id}: ${due.message}. Fix the variables, then retry the incident.`,
+        { timer: wait.timer.expression },
+      );
+      return;
+    }
+    fx.timers.push({ stepId: step.id, due: due.due });
   }
   setStep(state, fx, step.id, 'active');
   pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id, data: { waitsFor: wait.trigger } });
@@ -476,10 +489,12 @@ function settleScope(plan: Plan, scopeId: string | undefined, state: InstanceSta
 
 function skipOpenBoundaries(plan: Plan, host: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
   for (const boundaryId of host.boundaries ?? []) {
-    if (state.steps[boundaryId] !== 'active') continue;
+    const status = state.steps[boundaryId];
+    if (status !== 'active' && status !== 'incident') continue;
     const boundary = stepById(plan, boundaryId);
     setStep(state, fx, boundaryId, 'skipped');
     fx.endedWaits.push(boundaryId);
+    if (status === 'incident') fx.canceledTasks.push(boundaryId); // resolves its incident (a timer that could not be set)
     pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: boundaryId });
     resolveFlows(plan, boundary, [], state, vars, fx);
   }

@@ -222,3 +222,43 @@ describe('zeebe:subscription correlation keys', () => {
     ]);
   });
 });
+
+describe('timers from expressions', () => {
+  const catching = (timer: { duration?: string; date?: string; cycle?: string }) =>
+    buildBpmn(
+      'p',
+      [
+        { id: 'start', type: 'startEvent' },
+        { id: 'wait', type: 'catchEvent', timer },
+        { id: 'end', type: 'endEvent' },
+      ],
+      [
+        { from: 'start', to: 'wait' },
+        { from: 'wait', to: 'end' },
+      ],
+    );
+
+  it('a ${...} or = expression on a catch compiles to FEEL evaluated when the timer starts; a literal stays as it is', async () => {
+    const juel = await compileBpmn(catching({ duration: '${reminder}' }));
+    expect(juel.ok && juel.plan.steps.find((s) => s.id === 'wait')?.wait).toEqual({
+      trigger: 'timer',
+      timer: { kind: 'duration', expression: '${reminder}', feel: 'reminder' },
+    });
+    const feel = await compileBpmn(catching({ date: '= date and time(due)' }));
+    expect(feel.ok && feel.plan.steps.find((s) => s.id === 'wait')?.wait).toMatchObject({
+      timer: { kind: 'date', feel: 'date and time(due)' },
+    });
+    const literal = await compileBpmn(catching({ duration: 'PT5M' }));
+    expect(literal.ok && literal.plan.steps.find((s) => s.id === 'wait')?.wait).toEqual({
+      trigger: 'timer',
+      timer: { kind: 'duration', expression: 'PT5M' },
+    });
+  });
+
+  it('an expression that cannot be read is refused naming the event', async () => {
+    const bad = await compileBpmn(catching({ duration: '${a +}' }));
+    expect(!bad.ok && bad.diagnostics).toEqual([
+      expect.objectContaining({ elementId: 'wait', message: expect.stringContaining('cannot be used') }),
+    ]);
+  });
+});

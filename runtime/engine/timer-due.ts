@@ -1,0 +1,31 @@
+// When a catch or boundary timer is due. A timer written as an expression (`${remindAt}`,
+// `= duration("PT" + string(hours) + "H")`) is evaluated over the variables the step sees when
+// it starts waiting; its text is then read as the timer's kind says. A value that cannot be read,
+// or a date already past, is a problem the caller turns into an incident: never a timer that
+// silently never fires.
+import type { TimerSpec } from '../compiler/plan.ts';
+import type { Variables } from '../model/effects.ts';
+import { firstDue, type TimerCheck } from '../shared/timers.ts';
+import { evaluateValue } from './loops.ts';
+
+export function timerDue(timer: TimerSpec, vars: Variables, now = Date.now()): TimerCheck {
+  if (timer.feel === undefined) return firstDue(timer);
+  const value = evaluateValue(timer.feel, vars);
+  if (!value.ok) return value;
+  if (typeof value.value !== 'string' || value.value.trim() === '')
+    return {
+      ok: false,
+      message: `"${timer.expression}" gives ${JSON.stringify(value.value)}, not the text of a ${KIND_NAMES[timer.kind]}`,
+    };
+  const due = firstDue({ kind: timer.kind, expression: value.value.trim() });
+  if (!due.ok) return { ok: false, message: `"${timer.expression}" gives "${value.value}": ${due.message}` };
+  if ('at' in due.due && Date.parse(due.due.at) < now)
+    return { ok: false, message: `"${timer.expression}" gives ${due.due.at}, which is already past` };
+  return due;
+}
+
+const KIND_NAMES: Record<TimerSpec['kind'], string> = {
+  duration: 'duration (PT10M)',
+  date: 'date and time (2026-12-01T09:00:00Z)',
+  cycle: 'cycle (R3/PT1H)',
+};
