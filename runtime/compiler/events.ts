@@ -11,7 +11,7 @@ import {
 } from './model.ts';
 import type { BoundarySpec, Diagnostic, TimerSpec, WaitSpec } from './plan.ts';
 import { checkFeel, toFeel } from '../shared/feel.ts';
-import { firstDue } from '../shared/timers.ts';
+import { firstDue, isCron } from '../shared/timers.ts';
 
 export interface EventSpecs {
   waits: Map<string, WaitSpec>;
@@ -29,7 +29,8 @@ export interface EventSpecs {
   diagnostics: Diagnostic[];
 }
 
-export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = []): EventSpecs {
+/** `zeebe`: the file is written for Camunda 8, so a cron cycle is Spring's, not Quartz's. */
+export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = [], zeebe = false): EventSpecs {
   const specs: EventSpecs = {
     waits: new Map(),
     boundaries: new Map(),
@@ -54,7 +55,7 @@ export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = [
     if (!waits) continue;
     const definition = node.element.eventDefinitions?.[0] as BpmnEventDefinition | undefined;
     if (!definition) continue;
-    const wait = readWait(node, definition, specs);
+    const wait = readWait(node, definition, specs, zeebe);
     if (node.kind === 'startEvent' && wait?.trigger === 'timer' && wait.timer.kind === 'duration') {
       specs.diagnostics.push(
         errorAt(
@@ -142,17 +143,20 @@ function checkCompensation(graph: ProcessGraph, specs: EventSpecs): void {
   }
 }
 
-function readWait(node: GraphNode, definition: BpmnEventDefinition, specs: EventSpecs): WaitSpec | undefined {
+function readWait(node: GraphNode, definition: BpmnEventDefinition, specs: EventSpecs, zeebe: boolean): WaitSpec | undefined {
   const { diagnostics } = specs;
   const label = describeElement(node.element);
   switch (definition.$type) {
     case 'bpmn:TimerEventDefinition': {
-      const timer = readTimer(definition);
+      const read = readTimer(definition);
+      // Only a cycle that is (or may turn out to be) cron needs to know whose cron it is.
+      const cronLike = read?.kind === 'cycle' && (isCron(read.expression) || EXPRESSION.test(read.expression));
+      const timer = read && cronLike && !zeebe ? { ...read, quartz: true as const } : read;
       if (!timer) {
         diagnostics.push(errorAt(node.id, `Timer event ${label} has no timeDuration, timeDate or timeCycle: set one`));
         return undefined;
       }
-      if (/^(=|[$#]\{)/.test(timer.expression)) {
+      if (EXPRESSION.test(timer.expression)) {
         // Evaluated when the timer starts: a start event's timer starts at deploy, with no variables to read.
         if (node.kind === 'startEvent' || node.kind === 'eventSubProcessStart') {
           diagnostics.push(
@@ -228,6 +232,9 @@ function readWait(node: GraphNode, definition: BpmnEventDefinition, specs: Event
       return undefined;
   }
 }
+
+/** A timer written as an expression: Camunda 7's `${...}`/`#{...}`, Camunda 8's `=...`. */
+const EXPRESSION = /^(=|[$#]\{)/;
 
 function readTimer(definition: BpmnEventDefinition): TimerSpec | undefined {
   const pick = (kind: TimerSpec['kind'], e: BpmnExpression | undefined) =>

@@ -8,7 +8,7 @@ import { readEventSpecs } from './events.ts';
 import { allArtifacts, extractGraph } from './extract.ts';
 import { fingerprintPlan } from './fingerprint.ts';
 import { parseBpmn } from './parse.ts';
-import type { BpmnElement } from './model.ts';
+import { BPMN_NAMESPACE, type BpmnElement } from './model.ts';
 import type { CompileOptions, CompileResult, Diagnostic } from './plan.ts';
 import { selectProcess } from './select.ts';
 import { checkSoundness } from './soundness.ts';
@@ -60,7 +60,8 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const { graph, diagnostics: extractDiagnostics } = extractGraph(process, processId, document.unresolved);
   const tasks = readTaskSpecs(graph, document, process);
   const conditions = compileConditions(graph);
-  const events = readEventSpecs(graph, allArtifacts(process));
+  const zeebeFile = Object.values(document.definitions.$attrs ?? {}).includes(BPMN_NAMESPACE.zeebe);
+  const events = readEventSpecs(graph, allArtifacts(process), zeebeFile);
   const loops = readMultiInstances(graph, [document.definitions, process]);
   const cycles = findLoopScopes(graph);
   const repeats = readStandardLoops(graph, cycles.loops);

@@ -62,6 +62,11 @@ export interface TimerSpec {
   expression: string;
   /** `${...}` or `=...`: FEEL evaluated over the variables when the timer starts; its text is read as `kind` says */
   feel?: string;
+  /**
+   * a cycle in a Camunda 7 file: a cron expression there is Quartz's (weekdays 1-7 from Sunday);
+   * absent, Zeebe's Spring cron (weekdays 0-7, Sunday 0 or 7)
+   */
+  quartz?: true;
 }
 
 /** What a catch or boundary event waits for. */

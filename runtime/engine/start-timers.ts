@@ -11,7 +11,7 @@ import {
   scheduleNextStartTimer,
   type StartTimerSpec,
 } from '../store/start-timers.ts';
-import { cycleOf, firstDue } from '../shared/timers.ts';
+import { cycleOf, firstDue, isCron, nextCron } from '../shared/timers.ts';
 
 /** The start timers a newly deployed plan needs. */
 export function startTimersOf(plan: Plan): StartTimerSpec[] {
@@ -46,6 +46,13 @@ export async function fireStartTimer(engine: Engine, timerId: string): Promise<b
     await startInTransaction(engine, tx, { definitionKey: definition.key, version: definition.version }, fired.step_id);
     const more = fired.repeats_left === null || fired.repeats_left > 0;
     if (fired.cycle_interval && more) await scheduleNextStartTimer(tx, fired, definition.key);
+    const timer = definition.plan.steps.find((s) => s.id === fired.step_id)?.wait;
+    if (timer?.trigger === 'timer' && timer.timer.kind === 'cycle' && isCron(timer.timer.expression)) {
+      // A cron cycle fires at its next occurrence after this one; one that fired late skips what it missed.
+      const after = new Date(Math.max(new Date(fired.due_at).getTime(), Date.now()));
+      const next = nextCron(timer.timer, after);
+      if ('at' in next) await scheduleNextStartTimer(tx, fired, definition.key, next.at);
+    }
     return true;
   });
 }

@@ -17,7 +17,7 @@ export function timerDue(timer: TimerSpec, vars: Variables, now = Date.now()): T
       ok: false,
       message: `"${timer.expression}" gives ${JSON.stringify(value.value)}, not the text of a ${KIND_NAMES[timer.kind]}`,
     };
-  const due = firstDue({ kind: timer.kind, expression: value.value.trim() });
+  const due = firstDue({ kind: timer.kind, expression: value.value.trim(), ...(timer.quartz ? { quartz: true as const } : {}) });
   if (!due.ok) return { ok: false, message: `"${timer.expression}" gives "${value.value}": ${due.message}` };
   if ('at' in due.due && Date.parse(due.due.at) < now)
     return { ok: false, message: `"${timer.expression}" gives ${due.due.at}, which is already past` };

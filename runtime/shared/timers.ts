@@ -1,6 +1,9 @@
 // ISO-8601 timer expressions of BPMN timer events. Checked here at deploy; the
 // due time itself is computed by PostgreSQL (its clock decides, and it reads the
 // same ISO forms: `'PT10S'::interval`, `'2026-12-01T09:00:00Z'::timestamptz`).
+// A cron cycle (Camunda 7's Quartz, Zeebe's Spring form, both with seconds) is read by
+// croner, in UTC; its next occurrence is computed here and handed over as a time.
+import { Cron } from 'croner';
 import type { TimerSpec } from '../compiler/plan.ts';
 
 const DURATION = /^P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?$/;
@@ -28,6 +31,10 @@ export function firstDue(timer: TimerSpec): TimerCheck {
     case 'date':
       return checkDate(text, 'timeDate');
     case 'cycle': {
+      if (isCron(text)) {
+        const next = nextCron(timer, new Date());
+        return 'message' in next ? { ok: false, message: next.message } : { ok: true, due: { at: next.at.toISOString() } };
+      }
       const m = CYCLE.exec(text);
       if (!m || !isIsoDuration(m[3] ?? '')) {
         return { ok: false, message: `timeCycle "${text}" is not R[n]/duration or R[n]/start/duration (for example R3/PT1H)` };
@@ -46,6 +53,28 @@ function checkDate(text: string, what: string): TimerCheck {
     };
   }
   return { ok: true, due: { at: text } };
+}
+
+/** An ISO cycle starts with R; five to seven fields are a cron expression. */
+export function isCron(text: string): boolean {
+  const fields = text.trim().split(/\s+/);
+  return !text.trim().startsWith('R') && fields.length >= 5 && fields.length <= 7;
+}
+
+/** The first occurrence of a cron cycle after `after`; a pattern that cannot be read, or never fires again, says why. */
+export function nextCron(timer: TimerSpec, after: Date): { at: Date } | { message: string } {
+  const text = timer.expression.trim();
+  let cron: Cron;
+  try {
+    // Quartz and Spring both write start/step ("0/5"), which croner reads with sloppyRanges.
+    cron = new Cron(text, { timezone: 'UTC', paused: true, sloppyRanges: true, alternativeWeekdays: timer.quartz === true });
+  } catch (cause) {
+    return {
+      message: `timeCycle "${text}" is not a cron expression Baton reads: ${cause instanceof Error ? cause.message : String(cause)}`,
+    };
+  }
+  const at = cron.nextRun(after);
+  return at ? { at } : { message: `timeCycle "${text}" never fires after ${after.toISOString()}` };
 }
 
 /** A cycle's period and how many firings it has (null: unbounded); undefined for other timers. */

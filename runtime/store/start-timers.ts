@@ -101,14 +101,14 @@ export async function markStartTimerFired(db: Queryable, timerId: string): Promi
 
 /**
  * The next firing of a cycle keeps its cadence: one period after the previous due
- * time. Only while the fired version is still the latest of its key: a newer
- * version's deploy replaced the schedule.
+ * time, or at `cronAt`, the next occurrence of a cron cycle. Only while the fired
+ * version is still the latest of its key: a newer version's deploy replaced the schedule.
  */
-export async function scheduleNextStartTimer(db: Queryable, fired: StartTimerRow, key: string): Promise<void> {
+export async function scheduleNextStartTimer(db: Queryable, fired: StartTimerRow, key: string, cronAt?: Date): Promise<void> {
   await lockStartSchedule(db, key);
   await db.query(
     `insert into timers (definition_id, step_id, generation, due_at, cycle_interval, repeats_left)
-     select $1, $2, 1, $3::timestamptz + $4::interval, $4, $5
+     select $1, $2, 1, coalesce($6::timestamptz, $3::timestamptz + $4::interval), $4, $5
       where not exists (select 1 from definitions d join definitions newer on newer.key = d.key and newer.version > d.version
                          where d.id = $1)`,
     [
@@ -117,6 +117,7 @@ export async function scheduleNextStartTimer(db: Queryable, fired: StartTimerRow
       fired.due_at,
       fired.cycle_interval,
       fired.repeats_left === null ? null : fired.repeats_left - 1,
+      cronAt ?? null,
     ],
   );
 }

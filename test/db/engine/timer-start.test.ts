@@ -49,6 +49,22 @@ describe('timer start events', () => {
     expect(statuses.rows.every((r) => r.status === 'completed')).toBe(true);
   });
 
+  it('given a Quartz cron cycle firing every second, then it starts an instance at each whole second, twice and more, until a new version replaces it', async () => {
+    await deploy(t.api, timerStarted('cron-ticker', { cycle: '0/1 * * * * ?' }));
+    await waitFor(async () => ((await instancesOf('cron-ticker')) >= 2 ? true : undefined), 10_000, 'two instances');
+    await deploy(t.api, timerStarted('cron-ticker', { date: '2099-01-01T00:00:00Z' }));
+    const { rows } = await t.db.pool.query(
+      `select t.due_at, t.state from timers t join definitions d on d.id = t.definition_id
+        where d.key = 'cron-ticker' and d.version = 1 order by t.due_at`,
+    );
+    const fired = rows.filter((r) => r.state === 'fired');
+    expect(fired.length).toBeGreaterThanOrEqual(2);
+    // Each firing is due on a whole second, a later occurrence than the one before (one fired late skips what it missed).
+    for (const r of fired) expect(r.due_at.getTime() % 1000).toBe(0);
+    expect(fired[1].due_at.getTime()).toBeGreaterThan(fired[0].due_at.getTime());
+    expect(rows.filter((r) => r.state === 'waiting')).toEqual([]);
+  });
+
   it('given a new version, then it replaces the old schedule', async () => {
     await deploy(t.api, timerStarted('rescheduled', { cycle: 'R/PT0.2S' }));
     await waitFor(async () => ((await instancesOf('rescheduled')) >= 1 ? true : undefined), 10_000, 'a first instance');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstDue, isIsoDuration } from '../../../runtime/shared/timers.ts';
+import { firstDue, isCron, isIsoDuration, nextCron } from '../../../runtime/shared/timers.ts';
 
 describe('timers', () => {
   it.each(['PT10S', 'P1DT2H', 'PT0.05S', 'P1W', 'P1Y2M3D', 'PT1H30M'])('accepts the duration %s', (d) => {
@@ -32,5 +32,29 @@ describe('timers', () => {
       due: { at: '2026-12-01T09:00:00Z' },
     });
     expect(firstDue({ kind: 'cycle', expression: 'every hour' }).ok).toBe(false);
+  });
+
+  it('tells a cron cycle (five to seven fields) from an ISO one', () => {
+    expect(isCron('0 0/5 * * * ?')).toBe(true);
+    expect(isCron('5 4 * * *')).toBe(true);
+    expect(isCron('R3/PT1H')).toBe(false);
+    expect(isCron('every hour')).toBe(false);
+  });
+
+  it('given a Quartz cycle (Camunda 7), then start/step and ? are read and weekdays count from Sunday = 1', () => {
+    const after = new Date('2026-12-05T06:00:01Z'); // a Saturday
+    const quartz = (expression: string) => nextCron({ kind: 'cycle', expression, quartz: true }, after);
+    expect(quartz('0 0/5 * * * ?')).toEqual({ at: new Date('2026-12-05T06:05:00Z') });
+    expect(quartz('0 0 9 ? * 2')).toEqual({ at: new Date('2026-12-07T09:00:00Z') }); // 2 = Monday
+    const spring = nextCron({ kind: 'cycle', expression: '0 0 9 * * 1' }, after); // Zeebe: 1 = Monday too
+    expect(spring).toEqual({ at: new Date('2026-12-07T09:00:00Z') });
+    expect(nextCron({ kind: 'cycle', expression: '0 0 9 * * 0' }, after)).toEqual({ at: new Date('2026-12-06T09:00:00Z') });
+  });
+
+  it('given a cron cycle, then it is due at its next occurrence; one that cannot be read is refused with the reason', () => {
+    const due = firstDue({ kind: 'cycle', expression: '* * * * * *' });
+    expect(due.ok && 'at' in due.due && Date.parse(due.due.at) - Date.now()).toBeLessThanOrEqual(1000);
+    const bad = firstDue({ kind: 'cycle', expression: '0 0 25 * * ?', quartz: true });
+    expect(bad).toEqual({ ok: false, message: expect.stringContaining('is not a cron expression Baton reads') });
   });
 });
