@@ -320,20 +320,20 @@ function leaveStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
 function startWait(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
   const wait = step.wait;
   if (!wait) return;
+  // A key or a time computed from variables that cannot be had stops the event in an incident; its retry starts the wait again.
+  const stuck = (what: string, message: string, details: Record<string, unknown>) =>
+    raiseIncident(
+      plan,
+      state,
+      fx,
+      step.id,
+      'condition_error',
+      `${what} of ${step.id}: ${message}. Fix the variables, then retry the incident.`,
+      details,
+    );
   if (wait.trigger === 'message' && wait.correlationKey) {
     const key = evaluateKey(wait.correlationKey, visibleVariables(plan, step, state, vars));
-    if (!key.ok) {
-      raiseIncident(
-        plan,
-        state,
-        fx,
-        step.id,
-        'condition_error',
-        `Correlation key of ${step.id}: ${key.message}. Set the variable, then retry the incident.`,
-        { correlationKey: wait.correlationKey },
-      );
-      return;
-    }
+    if (!key.ok) return stuck('Correlation key', key.message, { correlationKey: wait.correlationKey });
     fx.subscriptions.push({
       stepId: step.id,
       kind: 'message',
@@ -351,18 +351,7 @@ function startWait(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
     });
   } else if (wait.trigger === 'timer') {
     const due = timerDue(wait.timer, visibleVariables(plan, step, state, vars));
-    if (!due.ok) {
-      raiseIncident(
-        plan,
-        state,
-        fx,
-        step.id,
-        'condition_error',
-        `Timer of ${step.id}: ${due.message}. Fix the variables, then retry the incident.`,
-        { timer: wait.timer.expression },
-      );
-      return;
-    }
+    if (!due.ok) return stuck('Timer', due.message, { timer: wait.timer.expression });
     fx.timers.push({ stepId: step.id, due: due.due });
   }
   setStep(state, fx, step.id, 'active');
