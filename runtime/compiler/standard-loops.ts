@@ -100,6 +100,22 @@ function activityScope(graph: ProcessGraph, id: string, cycles: readonly LoopSco
       );
     steps.add(b.id);
   }
+  // As in loops of sequence flows: which pass's steps compensation would undo is not decided yet.
+  for (const inner of steps) {
+    const node = graph.nodes.get(inner);
+    const compensation =
+      node?.kind === 'boundaryEvent' && node.element.eventDefinitions?.[0]?.$type === 'bpmn:CompensateEventDefinition';
+    const what =
+      node?.kind === 'compensationThrow'
+        ? 'compensation events'
+        : node?.kind === 'eventSubProcess'
+          ? 'event subprocesses'
+          : compensation
+            ? 'compensation boundary events'
+            : undefined;
+    if (what)
+      problems.push(`${inner} repeats with it: ${what} do not run inside a loop yet; move it out, or repeat inside a worker`);
+  }
   const exitFlows = graph.flows.filter((f) => steps.has(f.source) && !steps.has(f.target)).map((f) => f.id);
   const holders = cycles.filter((c) => c.steps.includes(id)).sort((a, b) => a.steps.length - b.steps.length);
   return {

@@ -128,4 +128,19 @@ describe('multi-instance subprocesses', () => {
     );
     expect(noList).toEqual([expect.objectContaining({ elementId: 'P', message: expect.stringContaining('camunda:collection') })]);
   });
+
+  it('one holding a compensation boundary, like a loop marker on such a subprocess, is refused: which pass to undo is not decided', async () => {
+    const inner = `<bpmn:startEvent id="PS" />${task('W')}<bpmn:boundaryEvent id="Undo_W" attachedToRef="W"><bpmn:compensateEventDefinition /></bpmn:boundaryEvent>${task('U', 'u', 'isForCompensation="true"')}<bpmn:association id="A1" associationDirection="One" sourceRef="Undo_W" targetRef="U" /><bpmn:endEvent id="PE" />${flow('P1', 'PS', 'W')}${flow('P2', 'W', 'PE')}`;
+    for (const loop of [multi('isSequential="true"'), marker('', 'loopMaximum="2"')]) {
+      const xml = processXml(straight(`<bpmn:subProcess id="P">${loop}${inner}</bpmn:subProcess>`, 'P'));
+      expect(errorsOf(await compileDiagnostics(xml))).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            elementId: 'P',
+            message: expect.stringContaining('Undo_W repeats with it: compensation boundary events'),
+          }),
+        ]),
+      );
+    }
+  });
 });
