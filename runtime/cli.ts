@@ -11,12 +11,15 @@ import { readSecuritySettings } from './security/settings.ts';
 import { LOG_REDACTION } from './security/redact.ts';
 import { within } from './ops/shutdown.ts';
 import { configureFeelBudget, startFeelThread } from './shared/feel-budget.ts';
+import { configureScriptBudget, startScriptSandbox } from './engine/script-sandbox.ts';
 
 async function serve(config: Config): Promise<void> {
   const log = pino({ level: config.logLevel, redact: LOG_REDACTION });
   const security = readSecuritySettings();
   configureFeelBudget(security.feel);
+  configureScriptBudget({ ...security.script, maxWriteBytes: security.limits.maxVariablesBytes });
   startFeelThread();
+  startScriptSandbox();
   let embedded: EmbeddedPostgresHandle | undefined;
   let server: BatonServer | undefined;
   let stopping = false;

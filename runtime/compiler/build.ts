@@ -12,6 +12,7 @@ import type {
   PlanFlow,
   PlanStep,
   RepeatSpec,
+  ScriptSpec,
   TaskSpec,
 } from './plan.ts';
 import { subProcessStarts } from './checks.ts';
@@ -47,6 +48,7 @@ export function buildPlan(
   cycles: readonly LoopScope[] = [],
   io: Map<string, IoSpec> = new Map(),
   calls: Map<string, CallSpec> = new Map(),
+  scripts: Map<string, ScriptSpec> = new Map(),
 ): Plan {
   const steps: PlanStep[] = [];
   const starts = subProcessStarts(graph);
@@ -74,6 +76,7 @@ export function buildPlan(
       ...(loops.has(node.id) ? { multiInstance: structuredClone(loops.get(node.id)!) } : {}),
       ...(io.has(node.id) ? { io: structuredClone(io.get(node.id)!) } : {}),
       ...(calls.has(node.id) ? { call: structuredClone(calls.get(node.id)!) } : {}),
+      ...(scripts.has(node.id) ? { script: { ...scripts.get(node.id)! } } : {}),
       ...optional('inLoop', inLoop(node.id)),
     });
   }

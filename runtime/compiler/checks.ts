@@ -103,6 +103,7 @@ const KIND_LABELS: Record<string, string> = {
   terminateEndEvent: 'Terminate end event',
   serviceTask: 'Service task',
   passThrough: 'Task',
+  scriptTask: 'Script task',
   parallelGateway: 'Parallel gateway',
   exclusiveGateway: 'Exclusive gateway',
   inclusiveGateway: 'Inclusive gateway',

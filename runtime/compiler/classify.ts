@@ -1,6 +1,7 @@
 // Which BPMN flow nodes Baton runs, and a clear refusal for every other one.
 import { labelOf, type BpmnElement, type BpmnFlowNode, type BpmnMultiInstance } from './model.ts';
 import { StepKind } from './plan.ts';
+import { isExternalScriptTask } from './scripts.ts';
 
 export type Classification = { supported: true; kind: StepKind } | { supported: false; message: string };
 
@@ -66,6 +67,14 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
       return { supported: true, kind: StepKind.serviceTask };
     case 'bpmn:BusinessRuleTask':
       return classifyBusinessRuleTask(node);
+    case 'bpmn:ScriptTask':
+      if (isExternalScriptTask(node)) return { supported: true, kind: StepKind.serviceTask };
+      return node.loopCharacteristics
+        ? refuse(
+            node,
+            'a script task cannot loop or be multi-instance: put it in a subprocess that carries the marker, or compute the list in one script',
+          )
+        : { supported: true, kind: StepKind.scriptTask };
     case 'bpmn:Task':
     case 'bpmn:ManualTask':
       // Nothing runs a manual task: in Camunda 7 and Zeebe alike the token passes it at once.

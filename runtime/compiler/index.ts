@@ -17,6 +17,7 @@ import { readMultiInstances } from './multi-instance.ts';
 import { findLoopScopes, nestLoops } from './loop-scopes.ts';
 import { readElementLoops, readStandardLoops } from './standard-loops.ts';
 import { readIoMappings } from './io-mappings.ts';
+import { readScripts } from './scripts.ts';
 import { readCallActivities } from './call-activities.ts';
 
 export { fingerprintPlan } from './fingerprint.ts';
@@ -68,6 +69,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const elementLoops = readElementLoops(graph, cycles.loops, loops.subprocesses);
   const io = readIoMappings(graph);
   const calls = readCallActivities(graph);
+  const scripts = readScripts(graph);
   const diagnostics: Diagnostic[] = [
     ...parsed.diagnostics,
     ...extractDiagnostics,
@@ -77,6 +79,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     ...loops.diagnostics,
     ...io.diagnostics,
     ...calls.diagnostics,
+    ...scripts.diagnostics,
     ...checkGraph(graph, document.unresolved),
     ...cycles.diagnostics,
     ...repeats.diagnostics,
@@ -103,6 +106,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     allLoops,
     io.io,
     calls.calls,
+    scripts.scripts,
   );
   const versionTag = versionTagOf(process);
   if (versionTag !== undefined) plan.versionTag = versionTag;

@@ -13,6 +13,8 @@ export const StepKind = {
   serviceTask: 'serviceTask',
   /** a plain or manual task, or a none intermediate throw event: the token passes straight through */
   passThrough: 'passThrough',
+  /** script task: the engine evaluates its FEEL expression or sandboxed JavaScript and moves on (see `script`) */
+  scriptTask: 'scriptTask',
   /** forks into every outgoing flow; joins when every incoming flow is taken */
   parallelGateway: 'parallelGateway',
   /** takes the first outgoing flow whose condition holds, else the default */
@@ -53,6 +55,16 @@ export interface TaskSpec {
   onExhausted?: 'compensate';
   /** zeebe:taskHeaders and camunda:properties: fixed key/value pairs each task hands its worker */
   headers?: Record<string, string>;
+}
+
+/** A script the engine runs when the token reaches a script task. */
+export interface ScriptSpec {
+  /** feel: a FEEL expression (zeebe:script, scriptFormat="feel"); javascript: run in the script sandbox */
+  language: 'feel' | 'javascript';
+  /** the FEEL expression without its leading "=", or the JavaScript source */
+  source: string;
+  /** the process variable the result is written to; absent: the result is not kept */
+  resultVariable?: string;
 }
 
 /** When a timer is due: ISO-8601 as written in the BPMN. */
@@ -191,6 +203,8 @@ export interface PlanStep {
   cycle?: CycleSpec;
   /** set for call activities */
   call?: CallSpec;
+  /** set for script tasks */
+  script?: ScriptSpec;
 }
 
 /** A loop's body: a pass starts at the head with fresh step and flow states. */

@@ -8,6 +8,7 @@ import { timerDue } from './timer-due.ts';
 import { startCompensationThrow } from './compensate.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
 import { mapInputs } from './io-mappings.ts';
+import { runScript } from './scripts.ts';
 import { pinOf, prepareCall } from './call-variables.ts';
 import { indexPlan } from './plan-index.ts';
 import {
@@ -254,6 +255,25 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     });
     pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id, data: { calls: call.key } });
     for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
+    return;
+  }
+  if (step.kind === 'scriptTask' && step.script) {
+    // A script that fails stops here; the incident's retry runs it again over the variables then.
+    const outcome = runScript(step.script, seen);
+    if (!outcome.ok)
+      return raiseIncident(
+        plan,
+        state,
+        fx,
+        step.id,
+        'script_error',
+        `Script task ${step.id}: ${outcome.message}. Fix the script or the variables, then retry the incident.`,
+        outcome.details,
+      );
+    Object.assign(vars, outcome.writes);
+    setStep(state, fx, step.id, 'completed');
+    pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, data: { wrote: Object.keys(outcome.writes) } });
+    leaveStep(plan, step, state, vars, fx);
     return;
   }
   if (step.kind === 'subProcess' && step.subProcess) {

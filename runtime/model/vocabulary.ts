@@ -62,6 +62,8 @@ export const IncidentKind = {
   join_skipped: 'join_skipped',
   /** an input mapping of a service task could not be evaluated */
   io_mapping: 'io_mapping',
+  /** a script task's script threw, ran out of its budget or could not be evaluated */
+  script_error: 'script_error',
   /** a call activity could not start its child: no such process or version, a taken business key, a failed expression */
   call_activity: 'call_activity',
 } as const;

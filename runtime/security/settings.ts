@@ -4,6 +4,7 @@ import { DEFAULT_LIMITS, MAX_JSON_DEPTH_CEILING, type LimitOptions } from './lim
 import { parseTokens } from './tokens.ts';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../ops/shutdown.ts';
 import { DEFAULT_FEEL_BUDGET, type FeelBudget } from '../shared/feel-budget.ts';
+import { DEFAULT_SCRIPT_BUDGET, type ScriptBudget } from '../engine/script-sandbox.ts';
 
 export interface SecuritySettings {
   auth: AuthOptions;
@@ -18,6 +19,8 @@ export interface SecuritySettings {
   frameRetentionMs: number;
   /** length and depth of FEEL expressions at deploy, time and heap of an evaluation */
   feel: FeelBudget;
+  /** script tasks' JavaScript sandbox (what one run may write is the variables limit) */
+  script: Omit<ScriptBudget, 'maxWriteBytes'>;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -67,6 +70,10 @@ export function readSecuritySettings(env: NodeJS.ProcessEnv = process.env): Secu
       timeMs: int(env, 'BATON_FEEL_TIME_BUDGET_MS', DEFAULT_FEEL_BUDGET.timeMs, 1),
       heapMb: int(env, 'BATON_FEEL_HEAP_MB', DEFAULT_FEEL_BUDGET.heapMb, 16),
       maxResultLength: int(env, 'BATON_FEEL_MAX_RESULT_LENGTH', DEFAULT_FEEL_BUDGET.maxResultLength, 1),
+    },
+    script: {
+      timeMs: int(env, 'BATON_SCRIPT_TIME_BUDGET_MS', DEFAULT_SCRIPT_BUDGET.timeMs, 1),
+      memoryMb: int(env, 'BATON_SCRIPT_MEMORY_MB', DEFAULT_SCRIPT_BUDGET.memoryMb, 4),
     },
   };
 }

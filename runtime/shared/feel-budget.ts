@@ -9,8 +9,8 @@
 //   thread is terminated (and replaced), and the evaluation fails naming the budget.
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
-import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { parseExpression } from 'feelin';
+import { BudgetedThread } from './budgeted-thread.ts';
 
 export interface FeelBudget {
   /** characters of one expression, checked at deploy */
@@ -98,9 +98,13 @@ export interface NotFound {
   to: number;
 }
 
-/** What the thread sends back: only the JSON-like part of a result crosses. */
+/**
+ * What the thread sends back: only the JSON-like part of a result crosses; `whole` evaluations
+ * (script tasks) get lists and contexts too, as JSON.
+ */
 export type ThreadResult =
-  { ok: true; value: string | number | boolean | null; type: string; notFound: NotFound[] } | { ok: false; message: string };
+  | { ok: true; value: string | number | boolean | null; type: string; notFound: NotFound[]; whole?: unknown }
+  | { ok: false; message: string };
 
 /** The not-found warnings of one evaluation, each place once (a loop repeats them). THREAD_SOURCE has a copy. */
 export function notFoundOf(warnings: readonly { type: string; position: { from: number; to: number } }[]): NotFound[] {
@@ -116,12 +120,9 @@ export function notFoundOf(warnings: readonly { type: string; position: { from: 
 
 const FEELIN_URL = pathToFileURL(createRequire(import.meta.url).resolve('feelin')).href;
 
-// Slot 0: bumped by the thread after each answer; slot 1: set once feelin is loaded.
+// The thread's handler; notFoundOf below, as plain JavaScript.
 const THREAD_SOURCE = `
-import { workerData } from 'node:worker_threads';
-const { evaluate } = await import(workerData.feelin);
-const flags = new Int32Array(workerData.flags);
-// notFoundOf below, as plain JavaScript
+const { evaluate } = await import(data.feelin);
 const notFoundOf = (warnings) => {
   const seen = new Map();
   for (const w of warnings) {
@@ -132,84 +133,45 @@ const notFoundOf = (warnings) => {
   }
   return [...seen.values()];
 };
-workerData.port.on('message', ({ feel, variables }) => {
-  let answer;
+const handle = ({ feel, variables, whole }) => {
   try {
     const { value, warnings } = evaluate(feel, variables);
     const plain = value === null || value === undefined || ['string', 'number', 'boolean'].includes(typeof value);
-    answer = { ok: true, value: plain ? (value ?? null) : null, type: value === null || value === undefined ? 'null' : Array.isArray(value) ? 'list' : typeof value,
+    const answer = { ok: true, value: plain ? (value ?? null) : null, type: value === null || value === undefined ? 'null' : Array.isArray(value) ? 'list' : typeof value,
       notFound: notFoundOf(warnings) };
+    if (whole) answer.whole = JSON.parse(JSON.stringify(value ?? null) ?? 'null');
+    return answer;
   } catch (cause) {
     // Deep recursion ends on the thread's stack before the time budget on a fast machine.
     const deep = cause instanceof RangeError && /call stack/i.test(cause.message);
-    answer = { ok: false, message: deep ? 'evaluation recursed past the stack budget of the evaluation thread; it was stopped'
+    return { ok: false, message: deep ? 'evaluation recursed past the stack budget of the evaluation thread; it was stopped'
       : cause instanceof Error ? cause.message : String(cause) };
   }
-  workerData.port.postMessage(answer);
-  Atomics.add(flags, 0, 1);
-  Atomics.notify(flags, 0);
-});
-Atomics.store(flags, 1, 1);
-Atomics.notify(flags, 1);
+};
 `;
 
-interface EvaluationThread {
-  worker: Worker;
-  port: MessagePort;
-  flags: Int32Array;
-}
-
-let thread: EvaluationThread | undefined;
-
-function startThread(): EvaluationThread {
-  const { port1, port2 } = new MessageChannel();
-  const flags = new Int32Array(new SharedArrayBuffer(8));
-  const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(THREAD_SOURCE)}`), {
-    workerData: { flags: flags.buffer, port: port2, feelin: FEELIN_URL },
-    transferList: [port2],
-    resourceLimits: {
-      maxOldGenerationSizeMb: budget.heapMb,
-      maxYoungGenerationSizeMb: Math.max(4, Math.floor(budget.heapMb / 8)),
-    },
-    execArgv: [],
-    stdout: true,
-    stderr: true,
-  });
-  worker.unref();
-  port1.unref();
-  worker.on('error', () => undefined); // out of memory: seen as a missed budget by the waiting caller
-  // Loading feelin is not part of any evaluation's budget.
-  if (Atomics.wait(flags, 1, 0, 10_000) === 'timed-out') {
-    void worker.terminate();
-    throw new Error('the FEEL evaluation thread did not start within 10 s');
-  }
-  return { worker, port: port1, flags };
-}
+const thread = new BudgetedThread<{ feel: string; variables: Record<string, unknown>; whole: boolean }, ThreadResult>(() => ({
+  source: THREAD_SOURCE,
+  data: { feelin: FEELIN_URL },
+  heapMb: budget.heapMb,
+}));
 
 /** Starts the thread now (about 0.4 s), so the first looping evaluation does not wait for it inside a transition. */
 export function startFeelThread(): void {
-  thread ??= startThread();
+  thread.start();
 }
 
 /**
  * Evaluates in the thread, blocking the caller for at most budget.timeMs.
  * Synchronous on purpose: conditions are decided inside a transition.
  */
-export function evaluateInThread(feel: string, variables: Record<string, unknown>): ThreadResult {
-  thread ??= startThread();
-  const current = thread;
-  const before = Atomics.load(current.flags, 0);
-  current.port.postMessage({ feel, variables });
-  const waited = Atomics.wait(current.flags, 0, before, budget.timeMs);
-  const message = receiveMessageOnPort(current.port)?.message as ThreadResult | undefined;
-  if (waited === 'timed-out' && message === undefined) {
-    thread = undefined;
-    void current.worker.terminate();
+export function evaluateInThread(feel: string, variables: Record<string, unknown>, whole = false): ThreadResult {
+  const result = thread.call({ feel, variables, whole }, budget.timeMs);
+  if (result.ok) return result.answer;
+  if (result.reason === 'budget')
     return {
       ok: false,
       message: `evaluation did not finish within the budget of ${budget.timeMs} ms and ${budget.heapMb} MB (BATON_FEEL_TIME_BUDGET_MS, BATON_FEEL_HEAP_MB); it was stopped`,
     };
-  }
-  if (message === undefined) return { ok: false, message: 'the FEEL evaluation thread gave no answer' };
-  return message;
+  return { ok: false, message: 'the FEEL evaluation thread gave no answer' };
 }

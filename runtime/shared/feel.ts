@@ -109,6 +109,27 @@ export function evaluateKey(
   return { ok: false, message: `expression "${feel}" gave ${result.type}, not a string or number` };
 }
 
+/**
+ * Evaluates a FEEL expression to its whole value as JSON (lists and contexts included; dates and
+ * durations become their text), in the budgeted thread when it loops: what a script task computes.
+ */
+export function evaluateJson(
+  feel: string,
+  variables: Record<string, unknown>,
+): { ok: true; value: unknown } | { ok: false; message: string } {
+  try {
+    if (needsThread(feel)) {
+      const result = evaluateInThread(feel, variables, true);
+      return result.ok
+        ? { ok: true, value: result.whole ?? null }
+        : { ok: false, message: `expression "${feel}" failed: ${result.message}` };
+    }
+    return { ok: true, value: JSON.parse(JSON.stringify(evaluate(feel, variables).value ?? null) ?? 'null') };
+  } catch (cause) {
+    return { ok: false, message: `expression "${feel}" failed: ${messageOf(cause)}` };
+  }
+}
+
 /** Inline for straight-line expressions, in the budgeted thread for ones that loop. */
 function evaluateBudgeted(feel: string, variables: Record<string, unknown>): ThreadResult {
   try {
