@@ -1,5 +1,6 @@
 // Structural checks on the graph of supported steps. Unsupported elements are
 // already reported by extract.ts, so they are skipped here to keep one message each.
+import { linkOf } from './links.ts';
 import { errorAt, warningAt } from './diagnostics.ts';
 import { isGateway, type GraphNode, type ProcessGraph } from './graph.ts';
 import { describeElement } from './model.ts';
@@ -52,8 +53,14 @@ function checkConnections(node: GraphNode): Diagnostic[] {
   const startsItself =
     kind === 'startEvent' || kind === 'boundaryEvent' || kind === 'eventSubProcess' || kind === 'eventSubProcessStart';
   if (!startsItself && !node.element.isForCompensation && node.incoming.length === 0) {
+    const link = linkOf(node, 'bpmn:IntermediateCatchEvent');
     diagnostics.push(
-      errorAt(id, `${describeKind(kind)} ${label} has no incoming sequence flow, so it can never run: connect it or delete it`),
+      errorAt(
+        id,
+        link !== undefined
+          ? `Link catch event ${label} is the target of no link throw event: add a link throw event named "${link}" in its scope, or delete it`
+          : `${describeKind(kind)} ${label} has no incoming sequence flow, so it can never run: connect it or delete it`,
+      ),
     );
   }
   if ((kind === 'endEvent' || kind === 'terminateEndEvent' || kind === 'errorEndEvent') && node.outgoing.length > 0) {

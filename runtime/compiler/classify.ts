@@ -58,7 +58,8 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
         return { supported: true, kind: StepKind.errorEndEvent };
       return refuse(node, 'only none, terminate, error and compensation end events are supported');
     case 'bpmn:IntermediateThrowEvent':
-      if (definitions.length === 0) return { supported: true, kind: StepKind.passThrough };
+      // A link throw goes on at its link catch event (compiler/links.ts joins them with a flow).
+      if (definitions.length === 0 || isLink(definitions)) return { supported: true, kind: StepKind.passThrough };
       return definitions.length === 1 && definitions[0] === 'bpmn:CompensateEventDefinition'
         ? { supported: true, kind: StepKind.compensationThrow }
         : refuse(node, 'of intermediate throw events, Baton runs none and compensation ones: remove the trigger or the event');
@@ -104,6 +105,7 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
         'transaction subprocesses (cancel semantics) are not supported; use an embedded subprocess with compensation',
       );
     case 'bpmn:IntermediateCatchEvent':
+      if (isLink(definitions)) return { supported: true, kind: StepKind.passThrough };
       return definitions.length === 1 && CATCH_TRIGGERS.includes(definitions[0] as string)
         ? { supported: true, kind: StepKind.catchEvent }
         : refuse(node, 'intermediate catch events wait for exactly one timer, message or signal');
@@ -114,6 +116,10 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
     default:
       return refuse(node, `${SUPPORTED}; replace or remove this element`);
   }
+}
+
+function isLink(definitions: string[]): boolean {
+  return definitions.length === 1 && definitions[0] === 'bpmn:LinkEventDefinition';
 }
 
 /** A business rule task runs as an external task (camunda:type="external" or zeebe:taskDefinition); DMN is not evaluated. */

@@ -2,6 +2,7 @@
 // artifacts, lanes, documentation and diagram interchange never reach here.
 import { classifyNode, isFlowNode } from './classify.ts';
 import { errorAt } from './diagnostics.ts';
+import { linkFlows } from './links.ts';
 import type { GraphFlow, GraphNode, ProcessGraph } from './graph.ts';
 import {
   describeElement,
@@ -55,6 +56,9 @@ export function extractGraph(process: BpmnProcess, processId: string, unresolved
     nodes.get(flow.source)?.outgoing.push(flow.id);
     nodes.get(flow.target)?.incoming.push(flow.id);
   }
+  const links = linkFlows(nodes);
+  flows.push(...links.flows);
+  diagnostics.push(...links.diagnostics);
   return { graph: { processId, nodes, flows }, diagnostics };
 }
 
