@@ -53,7 +53,10 @@ function checkConnections(node: GraphNode): Diagnostic[] {
     kind === 'startEvent' || kind === 'boundaryEvent' || kind === 'eventSubProcess' || kind === 'eventSubProcessStart';
   if (!startsItself && !node.element.isForCompensation && node.incoming.length === 0) {
     diagnostics.push(
-      errorAt(id, `${describeKind(kind)} ${label} has no incoming sequence flow, so it can never run: connect it or delete it`),
+      errorAt(
+        id,
+        `${describeNodeKind(node)} ${label} has no incoming sequence flow, so it can never run: connect it or delete it`,
+      ),
     );
   }
   if ((kind === 'endEvent' || kind === 'terminateEndEvent' || kind === 'errorEndEvent') && node.outgoing.length > 0) {
@@ -121,6 +124,11 @@ export function describeKind(kind: string): string {
   return KIND_LABELS[kind] ?? kind;
 }
 
+/** A node's kind in words; a receive task waits as a catch event does, but is named as the task it is. */
+export function describeNodeKind(node: GraphNode): string {
+  return node.element.$type === 'bpmn:ReceiveTask' ? 'Receive task' : describeKind(node.kind ?? '');
+}
+
 /**
  * An event-based gateway races the events its flows lead to: each target is an intermediate
  * catch event (timer, message or signal) reached from the gateway alone, so that the event
@@ -142,7 +150,15 @@ function checkEventGateways(graph: ProcessGraph): Diagnostic[] {
     for (const flowId of gateway.outgoing) {
       const target = graph.nodes.get(flows.get(flowId)?.target ?? '');
       if (!target || target.kind === undefined) continue; // an unsupported target is reported on its own
-      if (target.kind !== 'catchEvent') {
+      if (target.element.$type === 'bpmn:ReceiveTask') {
+        // BPMN allows it; Zeebe refuses it, and Baton races intermediate catch events only.
+        diagnostics.push(
+          errorAt(
+            target.id,
+            `Receive task ${describeElement(target.element)} follows event-based gateway ${gateway.id}, which races events only: replace the receive task with a message intermediate catch event of the same message`,
+          ),
+        );
+      } else if (target.kind !== 'catchEvent') {
         diagnostics.push(
           errorAt(
             target.id,
