@@ -63,6 +63,7 @@ export function buildPlan(
     steps.push({
       id: node.id,
       kind: node.kind,
+      ...(node.element.$type === 'bpmn:ReceiveTask' ? { elementType: 'bpmn:ReceiveTask' as const } : {}),
       ...nameOf(node.element.name),
       incoming: [...node.incoming],
       outgoing: [...node.outgoing],

@@ -59,7 +59,7 @@ function checkConnections(node: GraphNode): Diagnostic[] {
         id,
         link !== undefined
           ? `Link catch event ${label} is the target of no link throw event: add a link throw event named "${link}" in its scope, or delete it`
-          : `${describeKind(kind)} ${label} has no incoming sequence flow, so it can never run: connect it or delete it`,
+          : `${describeNodeKind(node)} ${label} has no incoming sequence flow, so it can never run: connect it or delete it`,
       ),
     );
   }
@@ -129,6 +129,11 @@ export function describeKind(kind: string): string {
   return KIND_LABELS[kind] ?? kind;
 }
 
+/** A node's kind in words; a receive task waits as a catch event does, but is named as the task it is. */
+export function describeNodeKind(node: GraphNode): string {
+  return node.element.$type === 'bpmn:ReceiveTask' ? 'Receive task' : describeKind(node.kind ?? '');
+}
+
 /**
  * An event-based gateway races the events its flows lead to: each target is an intermediate
  * catch event (timer, message or signal) reached from the gateway alone, so that the event
@@ -150,7 +155,15 @@ function checkEventGateways(graph: ProcessGraph): Diagnostic[] {
     for (const flowId of gateway.outgoing) {
       const target = graph.nodes.get(flows.get(flowId)?.target ?? '');
       if (!target || target.kind === undefined) continue; // an unsupported target is reported on its own
-      if (target.kind !== 'catchEvent') {
+      if (target.element.$type === 'bpmn:ReceiveTask') {
+        // BPMN allows it; Zeebe refuses it, and Baton races intermediate catch events only.
+        diagnostics.push(
+          errorAt(
+            target.id,
+            `Receive task ${describeElement(target.element)} follows event-based gateway ${gateway.id}, which races events only: replace the receive task with a message intermediate catch event of the same message`,
+          ),
+        );
+      } else if (target.kind !== 'catchEvent') {
         diagnostics.push(
           errorAt(
             target.id,

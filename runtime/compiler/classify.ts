@@ -104,6 +104,8 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
         node,
         'transaction subprocesses (cancel semantics) are not supported; use an embedded subprocess with compensation',
       );
+    case 'bpmn:ReceiveTask':
+      return classifyReceiveTask(node);
     case 'bpmn:IntermediateCatchEvent':
       if (isLink(definitions)) return { supported: true, kind: StepKind.passThrough };
       return definitions.length === 1 && CATCH_TRIGGERS.includes(definitions[0] as string)
@@ -143,6 +145,29 @@ function classifyEventGateway(node: BpmnEventBasedGateway): Classification {
       'an event-based gateway that starts instances (instantiate or eventGatewayType="Parallel") is not supported; start with message or signal start events instead',
     );
   return { supported: true, kind: StepKind.eventBasedGateway };
+}
+
+/**
+ * A receive task waits for its message exactly as a message catch event does (kind catchEvent,
+ * its `wait` read in events.ts); what it cannot say unambiguously is refused.
+ */
+function classifyReceiveTask(node: BpmnFlowNode): Classification {
+  const { messageRef, instantiate } = node as BpmnFlowNode & { messageRef?: BpmnElement; instantiate?: boolean };
+  if (instantiate)
+    return refuse(node, 'a receive task that starts instances (instantiate="true") is not supported: use a message start event');
+  if (!messageRef)
+    return refuse(
+      node,
+      'a receive task without a message would wait for a signal to its execution (Camunda 7), which Baton does not offer: give it a message (messageRef) to wait for',
+    );
+  if (node.loopCharacteristics?.$type === 'bpmn:MultiInstanceLoopCharacteristics')
+    return refuse(
+      node,
+      'a multi-instance receive task cannot be correlated unambiguously (every element waits for the same message): remove the marker, or wait in a sequential multi-instance subprocess with a correlation key per element',
+    );
+  if (node.loopCharacteristics)
+    return refuse(node, 'a receive task cannot have a loop marker: draw a sequence flow back to it instead');
+  return { supported: true, kind: StepKind.catchEvent };
 }
 
 /** The BPMN type as a modeler shows it: event definitions and loop markers included. */

@@ -53,7 +53,7 @@ export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = [
       node.kind === 'startEvent' ||
       node.kind === 'eventSubProcessStart';
     if (!waits) continue;
-    const definition = node.element.eventDefinitions?.[0] as BpmnEventDefinition | undefined;
+    const definition = waitDefinitionOf(node);
     if (!definition) continue;
     const wait = readWait(node, definition, specs, zeebe);
     if (node.kind === 'startEvent' && wait?.trigger === 'timer' && wait.timer.kind === 'duration') {
@@ -70,6 +70,19 @@ export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = [
   }
   checkCompensation(graph, specs);
   return specs;
+}
+
+/** What the event waits for; a receive task names its message itself, and waits as a message catch event does. */
+function waitDefinitionOf(node: GraphNode): BpmnEventDefinition | undefined {
+  if (isReceiveTask(node)) {
+    const { messageRef } = node.element as GraphNode['element'] & { messageRef?: BpmnElement };
+    return { $type: 'bpmn:MessageEventDefinition', messageRef, $instanceOf: () => false };
+  }
+  return node.element.eventDefinitions?.[0] as BpmnEventDefinition | undefined;
+}
+
+export function isReceiveTask(node: GraphNode): boolean {
+  return node.element.$type === 'bpmn:ReceiveTask';
 }
 
 function associationTargets(artifacts: BpmnElement[]): Map<string, string[]> {
@@ -183,10 +196,9 @@ function readWait(node: GraphNode, definition: BpmnEventDefinition, specs: Event
     }
     case 'bpmn:MessageEventDefinition': {
       const name = definition.messageRef?.name?.trim();
+      const what = isReceiveTask(node) ? 'Receive task' : 'Message event';
       if (!name) {
-        diagnostics.push(
-          errorAt(node.id, `Message event ${label} has no message with a name: reference a bpmn:message and name it`),
-        );
+        diagnostics.push(errorAt(node.id, `${what} ${label} has no message with a name: reference a bpmn:message and name it`));
         return undefined;
       }
       const own = readCorrelationKey(node, diagnostics);
@@ -199,7 +211,7 @@ function readWait(node: GraphNode, definition: BpmnEventDefinition, specs: Event
         diagnostics.push(
           errorAt(
             node.id,
-            `Message event ${label} has both baton:correlationKey and its message's zeebe:subscription correlationKey: keep one`,
+            `${what} ${label} has both baton:correlationKey and its message's zeebe:subscription correlationKey: keep one`,
           ),
         );
         return undefined;
@@ -300,11 +312,24 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
   const hostId = node.element.attachedToRef?.id;
   const host = hostId ? graph.nodes.get(hostId) : undefined;
   const interrupting = node.element.cancelActivity !== false;
-  if (!host || (host.kind !== 'serviceTask' && host.kind !== 'subProcess' && host.kind !== 'callActivity')) {
+  const receiving = host !== undefined && isReceiveTask(host);
+  if (!host || (host.kind !== 'serviceTask' && host.kind !== 'subProcess' && host.kind !== 'callActivity' && !receiving)) {
     specs.diagnostics.push(
       errorAt(
         node.id,
-        `Boundary event ${label} must be attached to a service task, an embedded subprocess or a call activity${hostId ? ` (it sits on ${hostId})` : ''}`,
+        `Boundary event ${label} must be attached to a service task, a receive task, an embedded subprocess or a call activity${hostId ? ` (it sits on ${hostId})` : ''}`,
+      ),
+    );
+    return;
+  }
+  // No worker runs a receive task: nothing throws an error there, and it has no work of its own to undo.
+  if (receiving && (wait?.trigger === 'error' || wait?.trigger === 'compensation')) {
+    specs.diagnostics.push(
+      errorAt(
+        node.id,
+        wait.trigger === 'error'
+          ? `Error boundary event ${label} sits on receive task ${host.id}: no worker runs a receive task, so no error is thrown there; remove the boundary, or use a timer or message boundary`
+          : `Compensation boundary ${label} sits on receive task ${host.id}: a receive task does no work to undo; attach the compensation to the task that does the work`,
       ),
     );
     return;

@@ -131,7 +131,7 @@ function loopOf(
     diagnostics.push(
       errorAt(
         head.id,
-        `The loop through ${names} has no step that waits (a service task, a call activity or a catch event): each pass would end at once and the loop would spin. Add the task or the event the loop repeats`,
+        `The loop through ${names} has no step that waits (a service task, a call activity, a receive task or a catch event): each pass would end at once and the loop would spin. Add the task or the event the loop repeats`,
       ),
     );
   }

@@ -23,7 +23,7 @@ export const StepKind = {
   inclusiveGateway: 'inclusiveGateway',
   /** takes every outgoing flow to its catch events; the first event that fires wins and the others are skipped */
   eventBasedGateway: 'eventBasedGateway',
-  /** intermediate catch event: waits for a timer, a message or a signal (see `wait`) */
+  /** intermediate catch event, or a receive task (see `elementType`): waits for a timer, a message or a signal (see `wait`) */
   catchEvent: 'catchEvent',
   /** boundary event on a service task: waits while its host is active (see `boundary`) */
   boundaryEvent: 'boundaryEvent',
@@ -154,7 +154,7 @@ export interface CallSpec {
 }
 
 export interface BoundarySpec {
-  /** the service task or subprocess the event is attached to */
+  /** the task, receive task, subprocess or call activity the event is attached to */
   attachedTo: string;
   /** an interrupting event cancels its host when it fires */
   interrupting: boolean;
@@ -164,6 +164,8 @@ export interface PlanStep {
   /** BPMN element id */
   id: string;
   kind: StepKind;
+  /** the BPMN element when `kind` does not name it: bpmn:ReceiveTask on a catchEvent that waits for its message */
+  elementType?: 'bpmn:ReceiveTask';
   name?: string;
   /** ids of incoming sequence flows, document order */
   incoming: string[];

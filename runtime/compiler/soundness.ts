@@ -11,7 +11,7 @@ import { flowsById, type GraphNode, type ProcessGraph } from './graph.ts';
 import { describeElement } from './model.ts';
 import type { Diagnostic } from './plan.ts';
 import { ALWAYS, ScenarioAlgebra, TooManyScenarios, conflictOf, type Scenarios } from './scenarios.ts';
-import { describeKind } from './checks.ts';
+import { describeNodeKind } from './checks.ts';
 import type { LoopScope } from './loop-scopes.ts';
 
 const TAKEN = 'taken';
@@ -242,7 +242,7 @@ function checkIncoming(node: GraphNode, taken: Map<string, Scenarios>, algebra: 
     return [
       errorAt(
         node.id,
-        `${describeKind(node.kind ?? '')} ${label} can receive flows ${a} and ${b} at the same time: BPMN would run it once for each, Baton once. Join them first with a parallel or inclusive gateway`,
+        `${describeNodeKind(node)} ${label} can receive flows ${a} and ${b} at the same time: BPMN would run it once for each, Baton once. Join them first with a parallel or inclusive gateway`,
       ),
     ];
   }

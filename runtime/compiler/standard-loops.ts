@@ -42,7 +42,9 @@ export function readStandardLoops(
     if (node.element.isForCompensation) problems.push('a compensation handler cannot loop');
     const scope = activityScope(graph, node.id, cycles, problems);
     if (node.kind === 'subProcess' && ![...scope.steps].some((id) => WAITS.has(graph.nodes.get(id)?.kind ?? '')))
-      problems.push('nothing in the subprocess waits (a task, a call activity or a catch event), so its passes would spin');
+      problems.push(
+        'nothing in the subprocess waits (a task, a call activity, a receive task or a catch event), so its passes would spin',
+      );
     if (problems.length > 0) {
       diagnostics.push(errorAt(node.id, `Loop marker on ${label}: ${problems.join('; ')}`));
       continue;

@@ -25,7 +25,7 @@ const UNRUN_ELEMENTS: Record<string, string> = {
   'camunda:Properties': 'extension properties are not read here (Baton hands them to the workers of external tasks only)',
   'zeebe:priorityDefinition': 'the job priority is not read',
   'zeebe:subscription':
-    'the subscription correlation key is not read: only intermediate catch events, boundary events and event subprocess starts read it (a message start event starts an instance whatever the key)',
+    'the subscription correlation key is not read: only intermediate catch events, receive tasks, boundary events and event subprocess starts read it (a message start event starts an instance whatever the key)',
 };
 
 /** Attributes camunda-bpmn-moddle reads into properties, and what to tell. */

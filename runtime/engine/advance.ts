@@ -62,7 +62,8 @@ export function completeStep(
 /**
  * A catch or boundary event's wait is over (timer due, message matched, signal
  * received, error caught). An interrupting boundary cancels its host first: the
- * host's task, its other boundaries and its outgoing flows. Answers false when
+ * host's task (a receive task's wait), its other boundaries and its outgoing flows;
+ * a receive task whose message came first skips its boundaries. Answers false when
  * the step is no longer waiting (it already fired, or its host ended).
  */
 export function fireWait(
@@ -83,9 +84,12 @@ export function fireWait(
   if (host && step.boundary?.interrupting) {
     // A host in an incident is still open: its boundaries still fire (its failed task is
     // canceled, its incident resolved), as they would in Camunda; a deadline does not wait for an operator.
-    if (state.steps[host.id] !== 'active' && state.steps[host.id] !== 'incident') return false;
+    const hostStatus = state.steps[host.id];
+    if (hostStatus !== 'active' && hostStatus !== 'incident') return false;
     setStep(state, fx, host.id, 'canceled');
-    fx.canceledTasks.push(host.id);
+    // A receive task waits (its subscription ends); canceledTasks makes a task unfetchable and resolves an incident.
+    if (host.kind === 'catchEvent') fx.endedWaits.push(host.id);
+    if (host.kind !== 'catchEvent' || hostStatus === 'incident') fx.canceledTasks.push(host.id);
     if (host.kind === 'callActivity') fx.canceledCalls.push(host.id);
     pushEvent(plan, state, fx, { kind: 'step:canceled', stepId: host.id, data: { by: step.id } });
     if (host.kind === 'subProcess') cancelScope(plan, host.id, step.id, state, fx);
@@ -94,6 +98,7 @@ export function fireWait(
   fx.endedWaits.push(step.id);
   pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, data: { trigger: step.wait?.trigger, ...data } });
   endRace(plan, step, state, vars, fx);
+  skipOpenBoundaries(plan, step, state, vars, fx); // a receive task's: its message came first
   if (host && step.boundary?.interrupting) {
     skipOpenBoundaries(plan, host, state, vars, fx);
     resolveFlows(plan, host, [], state, vars, fx); // the host's own path is dead
@@ -239,6 +244,9 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   // A boundary is armed with its host; it activates here only when its incident (a timer that could not be set) is retried.
   if (step.kind === 'catchEvent' || step.kind === 'boundaryEvent') {
     startWait(plan, step, state, vars, fx);
+    // A receive task's boundaries wait with it, once its own wait started (not while its key is in an incident).
+    if (state.steps[step.id] === 'active')
+      for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
     return;
   }
   if (step.kind === 'callActivity' && step.call) {
