@@ -129,4 +129,33 @@ describe('task kinds', () => {
     const bill = await fetchOne(t.api, 'w', 'tk_headers-bill');
     expect(bill).not.toHaveProperty('headers');
   });
+
+  it('given a link throw event after the first task, then the token goes on at the link catch of its name and the history shows both', async () => {
+    const xml = `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions ${NS} id="D_tk_link" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="tk_link" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:serviceTask id="first" camunda:type="external" camunda:topic="tk_link-first" />
+    <bpmn:intermediateThrowEvent id="jump"><bpmn:linkEventDefinition name="page2" /></bpmn:intermediateThrowEvent>
+    <bpmn:intermediateCatchEvent id="land"><bpmn:linkEventDefinition name="page2" /></bpmn:intermediateCatchEvent>
+    <bpmn:serviceTask id="last" camunda:type="external" camunda:topic="tk_link-last" />
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="first" />
+    <bpmn:sequenceFlow id="f2" sourceRef="first" targetRef="jump" />
+    <bpmn:sequenceFlow id="f3" sourceRef="land" targetRef="last" />
+    <bpmn:sequenceFlow id="f4" sourceRef="last" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`;
+    await deploy(t.api, xml);
+    const id = await start(t.api, 'tk_link');
+    expect((await complete(t.api, await fetchOne(t.api, 'w', 'tk_link-first'), 'w')).status).toBe(204);
+    const last = await fetchOne(t.api, 'w', 'tk_link-last');
+    expect(last.instanceId).toBe(id);
+    const history = (await t.api.get(`/api/instances/${id}/history`)).body.items as any[];
+    const completed = history.filter((e) => e.kind === 'step:completed').map((e) => e.stepId);
+    expect(completed).toEqual(expect.arrayContaining(['jump', 'land']));
+    expect(completed.indexOf('jump')).toBeLessThan(completed.indexOf('land'));
+    expect((await complete(t.api, last, 'w')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+  });
 });
