@@ -26,6 +26,7 @@ import { startSweeper, type Sweeper } from './scheduler/sweeper.ts';
 import { exhaustExpiredLease } from './engine/tasks.ts';
 import { startTimerScheduler, type TimerScheduler } from './scheduler/timer-scheduler.ts';
 import { startCallReturns } from './engine/call-returns.ts';
+import { startSignalBroadcasts } from './engine/signal-broadcasts.ts';
 import { eventsRouter } from './api/events-routes.ts';
 import { createPool } from './store/db.ts';
 import { flushNotifications } from './store/notifications.ts';
@@ -50,7 +51,7 @@ export interface BatonServerOptions {
   host: string;
   log: Logger;
   sweepIntervalMs?: number;
-  /** how often call returns written by other nodes are looked for (ms) */
+  /** how often call returns and thrown signals other nodes left are looked for (ms) */
   callReturnIntervalMs?: number;
   engine?: Partial<EngineOptions>;
   /** JSON body limit */
@@ -119,6 +120,8 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   parkedPolls.onTimerCreated(() => timers.poke());
   // A node delivers the returns its own commits wrote at once; the re-check finds those a node that died left behind.
   const callReturns = startCallReturns(engine, opts.log, { intervalMs: opts.callReturnIntervalMs ?? 1000, lanes: 4 });
+  // Thrown signals the same way: at once for this node's throws, the re-check for a dead node's.
+  const signals = startSignalBroadcasts(engine, opts.log, { intervalMs: opts.callReturnIntervalMs ?? 1000, lanes: 1 });
   const retention = startRetention(pool, opts.log, opts.retention ?? { days: 0, intervalMs: 3_600_000 });
 
   const app = express();
@@ -196,6 +199,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
         sweeper.stop(),
         timers.stop(),
         callReturns.stop(),
+        signals.stop(),
         retention.stop(),
       ]);
       await Promise.all([frameHub.stop(), progress.close(), tokenChanges.stop(), engine.fetchActivity.close()]);

@@ -63,7 +63,8 @@ function checkConnections(node: GraphNode): Diagnostic[] {
       ),
     );
   }
-  if ((kind === 'endEvent' || kind === 'terminateEndEvent' || kind === 'errorEndEvent') && node.outgoing.length > 0) {
+  const endEvent = node.element.$type === 'bpmn:EndEvent';
+  if (endEvent && node.outgoing.length > 0) {
     diagnostics.push(
       errorAt(id, `End event ${label} has outgoing sequence flows (${node.outgoing.join(', ')}): an end event ends the flow`),
     );
@@ -111,6 +112,7 @@ const KIND_LABELS: Record<string, string> = {
   serviceTask: 'Service task',
   passThrough: 'Task',
   scriptTask: 'Script task',
+  signalThrow: 'Signal throw event',
   parallelGateway: 'Parallel gateway',
   exclusiveGateway: 'Exclusive gateway',
   inclusiveGateway: 'Inclusive gateway',

@@ -56,13 +56,20 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
         return { supported: true, kind: StepKind.compensationThrow };
       if (definitions.length === 1 && definitions[0] === 'bpmn:ErrorEventDefinition')
         return { supported: true, kind: StepKind.errorEndEvent };
-      return refuse(node, 'only none, terminate, error and compensation end events are supported');
+      if (definitions.length === 1 && definitions[0] === 'bpmn:SignalEventDefinition')
+        return { supported: true, kind: StepKind.signalThrow };
+      return refuse(node, 'only none, terminate, error, signal and compensation end events are supported');
     case 'bpmn:IntermediateThrowEvent':
       // A link throw goes on at its link catch event (compiler/links.ts joins them with a flow).
       if (definitions.length === 0 || isLink(definitions)) return { supported: true, kind: StepKind.passThrough };
+      if (definitions.length === 1 && definitions[0] === 'bpmn:SignalEventDefinition')
+        return { supported: true, kind: StepKind.signalThrow };
       return definitions.length === 1 && definitions[0] === 'bpmn:CompensateEventDefinition'
         ? { supported: true, kind: StepKind.compensationThrow }
-        : refuse(node, 'of intermediate throw events, Baton runs none and compensation ones: remove the trigger or the event');
+        : refuse(
+            node,
+            'of intermediate throw events, Baton runs none, link, signal and compensation ones: remove the trigger or the event',
+          );
     case 'bpmn:ServiceTask':
     case 'bpmn:SendTask':
       return { supported: true, kind: StepKind.serviceTask };

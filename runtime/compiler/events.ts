@@ -24,6 +24,8 @@ export interface EventSpecs {
   throws: Map<string, { activityRef?: string }>;
   /** error end event id -> the error it throws */
   errors: Map<string, { errorCode?: string }>;
+  /** signal throw or end event id -> the signal it broadcasts */
+  signals: Map<string, { name: string }>;
   /** messages whose zeebe:subscription correlation key a catching event reads */
   subscriptions: Set<string>;
   diagnostics: Diagnostic[];
@@ -38,6 +40,7 @@ export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = [
     compensations: new Map(),
     throws: new Map(),
     errors: new Map(),
+    signals: new Map(),
     subscriptions: new Set(),
     diagnostics: [],
   };
@@ -46,6 +49,11 @@ export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = [
     if (node.kind === 'errorEndEvent') {
       const code = (node.element.eventDefinitions?.[0] as BpmnEventDefinition | undefined)?.errorRef?.errorCode?.trim();
       specs.errors.set(node.id, code ? { errorCode: code } : {});
+    }
+    if (node.kind === 'signalThrow') {
+      const thrown = readSignalThrow(node, specs.diagnostics);
+      if (thrown) specs.signals.set(node.id, thrown);
+      continue;
     }
     const waits =
       node.kind === 'catchEvent' ||
@@ -243,6 +251,35 @@ function readWait(node: GraphNode, definition: BpmnEventDefinition, specs: Event
     default:
       return undefined;
   }
+}
+
+/** The signal a throw or end event broadcasts: a fixed name (an expression would name a signal nothing can wait for by name). */
+function readSignalThrow(node: GraphNode, diagnostics: Diagnostic[]): { name: string } | undefined {
+  const definition = node.element.eventDefinitions?.[0] as
+    (BpmnEventDefinition & { extensionElements?: { values?: BpmnElement[] } }) | undefined;
+  const label = describeElement(node.element);
+  const name = definition?.signalRef?.name?.trim();
+  if (!name) {
+    diagnostics.push(errorAt(node.id, `Signal event ${label} has no signal with a name: reference a bpmn:signal and name it`));
+    return undefined;
+  }
+  if (EXPRESSION.test(name)) {
+    diagnostics.push(
+      errorAt(
+        node.id,
+        `Signal event ${label} computes its signal name ("${name}"): Baton broadcasts fixed names; write the name itself`,
+      ),
+    );
+    return undefined;
+  }
+  if ((definition?.extensionElements?.values ?? []).length > 0)
+    diagnostics.push(
+      errorAt(
+        node.id,
+        `Signal event ${label} passes variables with its signal (camunda:in): Baton broadcasts the signal without variables; remove them, or send the signal with its variables through POST /api/signals from a worker`,
+      ),
+    );
+  return { name };
 }
 
 /** A timer written as an expression: Camunda 7's `${...}`/`#{...}`, Camunda 8's `=...`. */

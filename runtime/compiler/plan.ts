@@ -13,6 +13,8 @@ export const StepKind = {
   serviceTask: 'serviceTask',
   /** a plain or manual task, or a none intermediate throw event: the token passes straight through */
   passThrough: 'passThrough',
+  /** signal intermediate throw or end event: broadcasts its signal after the transition commits, then moves on (see `throwSignal`) */
+  signalThrow: 'signalThrow',
   /** script task: the engine evaluates its FEEL expression or sandboxed JavaScript and moves on (see `script`) */
   scriptTask: 'scriptTask',
   /** forks into every outgoing flow; joins when every incoming flow is taken */
@@ -195,6 +197,8 @@ export interface PlanStep {
   subProcess?: { start: string };
   /** set for eventSubProcess: its start event (the trigger), always interrupting */
   eventSubProcess?: { start: string };
+  /** set for signalThrow: the signal every waiting catch, boundary, event subprocess and signal start receives */
+  throwSignal?: { name: string };
   /** set for errorEndEvent; errorCode absent: caught only by catch-all error boundaries */
   throwError?: { errorCode?: string };
   /** set for multi-instance service tasks */

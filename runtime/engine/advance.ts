@@ -265,6 +265,14 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
     return;
   }
+  if (step.kind === 'signalThrow' && step.throwSignal) {
+    // Broadcast once this transition commits (engine/signal-broadcasts.ts); the token does not wait for the receivers.
+    fx.signals.push({ stepId: step.id, name: step.throwSignal.name });
+    setStep(state, fx, step.id, 'completed');
+    pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, data: { signal: step.throwSignal.name } });
+    leaveStep(plan, step, state, vars, fx);
+    return;
+  }
   if (step.kind === 'scriptTask' && step.script) {
     // A script that fails stops here; the incident's retry runs it again over the variables then.
     const outcome = runScript(step.script, seen);

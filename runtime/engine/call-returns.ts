@@ -16,6 +16,7 @@ import { anyCallReturn, deleteCallReturn, onCallReturn, takeCallReturn, type Cal
 import { withTransaction } from '../store/db.ts';
 import { fault } from '../shared/faults.ts';
 import { lockInstance, type LockedInstance } from '../store/instances.ts';
+import { startRelay, type Relay } from './relay.ts';
 
 /** Delivers one waiting return; answers false when none was left to take. */
 export async function deliverCallReturn(engine: Engine): Promise<boolean> {
@@ -96,75 +97,17 @@ function applyReturn(plan: Plan, parent: LockedInstance, row: CallReturnRow, var
   );
 }
 
-export interface CallReturns {
-  /** deliver what is waiting now */
-  poke(): void;
-  stop(): Promise<void>;
-}
-
 /**
  * Delivers returns as this process's commits announce them (store/calls.ts), and every
  * `intervalMs` those another node did not deliver: a crash between a child's commit and its
  * delivery leaves them behind.
  */
-export function startCallReturns(engine: Engine, log: Logger, opts: { intervalMs: number; lanes: number }): CallReturns {
-  let running: Promise<void> | undefined;
-  let again = false;
-  let stopped = false;
-  // Lanes grow while there is work: a lane that delivered one starts another (up to `lanes`), so an
-  // idle poke costs one empty take, and a backlog is worked by several parents' transactions at
-  // once (SKIP LOCKED keeps the lanes on different returns).
-  let lanes = 0;
-  const lanesDone: Promise<void>[] = [];
-  const lane = async (): Promise<void> => {
-    lanes++;
-    try {
-      while (!stopped && (await deliverCallReturn(engine))) {
-        if (lanes < opts.lanes) lanesDone.push(lane());
-      }
-    } catch (err) {
-      log.error({ err }, 'call:return_failed');
-    } finally {
-      lanes--;
-    }
-  };
-  const drain = async (): Promise<void> => {
-    do {
-      again = false;
-      lanesDone.length = 0;
-      lanesDone.push(lane());
-      while (lanesDone.length > 0) await lanesDone.shift();
-    } while (again && !stopped);
-  };
-  const poke = (): void => {
-    if (stopped) return;
-    if (running) {
-      again = true;
-      return;
-    }
-    running = drain().finally(() => {
-      running = undefined;
-    });
-  };
-  const unsubscribe = onCallReturn(poke);
-  // The re-check looks before it opens a transaction: an idle node sends one statement a tick.
-  const recheck = (): void => {
-    if (stopped || running) return;
-    anyCallReturn(engine.pool).then(
-      (waiting) => waiting && poke(),
-      (err: Error) => log.warn({ err: err.message }, 'call:return_check_failed'),
-    );
-  };
-  const timer = setInterval(recheck, opts.intervalMs);
-  timer.unref();
-  poke();
-  return {
-    poke,
-    async stop() {
-      stopped = true;
-      unsubscribe();
-      clearInterval(timer);
-      await running;
-    },
-  };
+export function startCallReturns(engine: Engine, log: Logger, opts: { intervalMs: number; lanes: number }): Relay {
+  return startRelay(log, {
+    name: 'call:return',
+    deliverOne: () => deliverCallReturn(engine),
+    anyWaiting: () => anyCallReturn(engine.pool),
+    subscribe: onCallReturn,
+    ...opts,
+  });
 }

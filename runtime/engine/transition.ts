@@ -12,6 +12,7 @@ import { findByBusinessKey, insertChildInstance, insertErrorReturn, openChildren
 import { findDefinition, findDefinitionById, type DefinitionRow } from '../store/definitions.ts';
 import type { TransitionWrite } from '../store/transition-statement.ts';
 import { writeTransitions } from '../store/transition-writer.ts';
+import { insertSignalBroadcasts } from '../store/signals.ts';
 
 export interface CommitOptions {
   /** forces a status (cancel); otherwise derived from the steps */
@@ -40,6 +41,7 @@ export async function commitTransition(
   // A child that throws its error on ends canceled: it did not complete, its parent decides what follows.
   const forced = opts.status ?? (fx.thrownError ? 'canceled' : undefined);
   if (fx.thrownError) await insertErrorReturn(tx, instance, fx.thrownError, variables);
+  if (fx.signals.length > 0) await insertSignalBroadcasts(tx, instance.id, fx.signals);
   const closing = fx.terminated || forced === 'canceled';
   if (closing) closeOpenSteps(instance, fx);
   const children = fx.calls.length > 0 ? await resolveCalls(tx, instance, fx, opts.plan) : [];
@@ -186,6 +188,7 @@ export function needsCommitTransition(fx: Effects): boolean {
     fx.compensationMoves.length > 0 ||
     fx.calls.length > 0 ||
     fx.canceledCalls.length > 0 ||
+    fx.signals.length > 0 ||
     fx.thrownError !== undefined
   );
 }

@@ -293,7 +293,7 @@ async function tryPublish(
 }
 
 /** Takes a subscription of a locked instance and fires its step; false when the step no longer waits. */
-async function deliverToSubscription(
+export async function deliverToSubscription(
   engine: Engine,
   tx: PoolClient,
   instance: LockedInstance,

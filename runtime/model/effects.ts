@@ -139,6 +139,8 @@ export interface Effects {
   resetFlows: string[];
   /** child instances to start */
   calls: NewCall[];
+  /** signals thrown: each is broadcast after the transition commits (store/signals.ts), none lost */
+  signals: { stepId: string; name: string }[];
   /** call activities interrupted or canceled: their running child instances are canceled */
   canceledCalls: string[];
   /** set when this (child) instance ends by throwing a BPMN error to its parent */
@@ -164,5 +166,6 @@ export function emptyEffects(): Effects {
     resetFlows: [],
     calls: [],
     canceledCalls: [],
+    signals: [],
   };
 }

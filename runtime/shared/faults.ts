@@ -25,6 +25,8 @@ export const FaultPoint = {
   notificationsBeforeRelay: 'notifications:before-relay',
   /** engine: a called instance's return is taken for delivery, its parent's transition not committed yet */
   callBeforeReturn: 'call:before-return',
+  /** engine: a thrown signal is taken for delivery, its receivers' transitions not committed yet */
+  signalBeforeDelivery: 'signal:before-delivery',
 } as const;
 export type FaultPoint = (typeof FaultPoint)[keyof typeof FaultPoint];
 

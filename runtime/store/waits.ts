@@ -220,10 +220,12 @@ export async function takeBufferedMessage(
   return rows[0];
 }
 
-export async function listSignalSubscriptions(db: Queryable, name: string): Promise<SubscriptionRow[]> {
+/** `waitingAt`: only the subscriptions that were waiting then (a thrown signal reaches those, not later ones). */
+export async function listSignalSubscriptions(db: Queryable, name: string, waitingAt?: Date): Promise<SubscriptionRow[]> {
   const { rows } = await db.query<SubscriptionRow>(
-    `select * from subscriptions where kind = 'signal' and name = $1 order by created_at`,
-    [name],
+    `select * from subscriptions where kind = 'signal' and name = $1 and ($2::timestamptz is null or created_at <= $2)
+      order by created_at`,
+    [name, waitingAt ?? null],
   );
   return rows;
 }

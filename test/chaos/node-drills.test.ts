@@ -275,7 +275,55 @@ describe('chaos drills: runtime nodes', () => {
     expect((await db.pool.query('select count(*)::int as n from call_returns')).rows[0].n).toBe(0);
     await expectInvariants(db);
   }, 90_000);
+
+  it('drill 17: given a node that dies after taking a thrown signal for delivery and before its receivers move on, then the restarted node delivers it to each waiting instance once', async () => {
+    const doomed = await startNode(db.url, { faults: 'signal:before-delivery:crash:once' });
+    const api = apiClient(doomed.url);
+    await deploy(api, signalBpmn('d17_wait', 'catch'));
+    await deploy(api, signalBpmn('d17_throw', 'throw'));
+    const waiters = [await start(api, 'd17_wait'), await start(api, 'd17_wait')];
+    for (const id of waiters)
+      await waitFor(async () => ((await api.get(`/api/instances/${id}`)).body.steps?.length > 1 ? true : undefined));
+    const thrower = await start(api, 'd17_throw').catch(() => undefined);
+    await doomed.exited;
+    expect(doomed.output()).toContain('baton-fault signal:before-delivery crash');
+    // The thrower's transition committed; its signal waits in signal_broadcasts for a node to deliver it.
+    expect((await db.pool.query('select count(*)::int as n from signal_broadcasts')).rows[0].n).toBe(1);
+    const again = await startNode(db.url, { port: doomed.port });
+    const after = apiClient(again.url);
+    const tasks = [await fetchOne(after, 'd17-w', 'd17_wait-after'), await fetchOne(after, 'd17-w', 'd17_wait-after')];
+    expect(tasks.map((t) => t.instanceId).sort()).toEqual([...waiters].sort());
+    expect(await fetchTasks(after, 'd17-w', ['d17_wait-after'])).toEqual([]);
+    for (const task of tasks) expect((await complete(after, task, 'd17-w')).status).toBe(204);
+    for (const id of waiters) await waitForStatus(after, id, 'completed');
+    if (thrower) expect((await waitForStatus(after, thrower, 'completed')).status).toBe('completed');
+    expect((await db.pool.query('select count(*)::int as n from signal_broadcasts')).rows[0].n).toBe(0);
+    await expectInvariants(db);
+  }, 90_000);
 });
+
+/** `catch`: start -> signal catch -> task `<id>-after` -> end; `throw`: start -> signal end event. */
+function signalBpmn(id: string, role: 'catch' | 'throw'): string {
+  const body =
+    role === 'catch'
+      ? `<bpmn:startEvent id="start" />
+    <bpmn:intermediateCatchEvent id="wait"><bpmn:signalEventDefinition signalRef="sig" /></bpmn:intermediateCatchEvent>
+    <bpmn:serviceTask id="after" camunda:type="external" camunda:topic="${id}-after" />
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait" />
+    <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="after" />
+    <bpmn:sequenceFlow id="f3" sourceRef="after" targetRef="end" />`
+      : `<bpmn:startEvent id="start" />
+    <bpmn:endEvent id="shout"><bpmn:signalEventDefinition signalRef="sig" /></bpmn:endEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="shout" />`;
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:signal id="sig" name="d17-go" />
+  <bpmn:process id="${id}" isExecutable="true">
+    ${body}
+  </bpmn:process>
+</bpmn:definitions>`;
+}
 
 function singleTask(id: string): string {
   return buildBpmn(

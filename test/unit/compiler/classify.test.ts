@@ -40,12 +40,12 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
       'Wait',
       'bpmn:IntermediateCatchEvent with bpmn:ConditionalEventDefinition "Wait" (id Wait): intermediate catch events wait for exactly one timer, message or signal',
     ],
-    ['Signal', 'bpmn:IntermediateThrowEvent with bpmn:SignalEventDefinition "Signal" (id Signal)'],
+    ['Notify', 'bpmn:IntermediateThrowEvent with bpmn:MessageEventDefinition "Notify" (id Notify)'],
     ['Race', 'bpmn:EventBasedGateway "Race" (id Race): an event-based gateway that starts instances'],
     ['Complex', 'bpmn:ComplexGateway "Complex" (id Complex)'],
     [
       'ErrorEnd',
-      'bpmn:EndEvent with bpmn:EscalationEventDefinition "ErrorEnd" (id ErrorEnd): only none, terminate, error and compensation end events',
+      'bpmn:EndEvent with bpmn:EscalationEventDefinition "ErrorEnd" (id ErrorEnd): only none, terminate, error, signal and compensation end events',
     ],
   ])('%s', async (id, text) => {
     const errors = errorsOf(await compileDiagnostics(unsupported)).filter((d) => d.elementId === id);
