@@ -2,6 +2,7 @@
 import { labelOf, type BpmnElement, type BpmnFlowNode, type BpmnMultiInstance } from './model.ts';
 import { StepKind } from './plan.ts';
 import { isExternalScriptTask } from './scripts.ts';
+import { messageThrowDefinition } from './task-spec.ts';
 
 export type Classification = { supported: true; kind: StepKind } | { supported: false; message: string };
 
@@ -58,8 +59,10 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
         return { supported: true, kind: StepKind.errorEndEvent };
       if (definitions.length === 1 && definitions[0] === 'bpmn:SignalEventDefinition')
         return { supported: true, kind: StepKind.signalThrow };
+      if (isMessage(definitions)) return classifyMessageThrow(node);
       return refuse(node, 'only none, terminate, error, signal and compensation end events are supported');
     case 'bpmn:IntermediateThrowEvent':
+      if (isMessage(definitions)) return classifyMessageThrow(node);
       // A link throw goes on at its link catch event (compiler/links.ts joins them with a flow).
       if (definitions.length === 0 || isLink(definitions)) return { supported: true, kind: StepKind.passThrough };
       if (definitions.length === 1 && definitions[0] === 'bpmn:SignalEventDefinition')
@@ -125,6 +128,33 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
     default:
       return refuse(node, `${SUPPORTED}; replace or remove this element`);
   }
+}
+
+function isMessage(definitions: string[]): boolean {
+  return definitions.length === 1 && definitions[0] === 'bpmn:MessageEventDefinition';
+}
+
+/**
+ * A message throw or end event is a job, as in both engines: with an implementation
+ * (camunda:type="external" on its message event definition, or a zeebe:taskDefinition) it is an
+ * external task a worker completes after sending the message; Java code is refused by the task
+ * reader, naming it. Without one it would do nothing, which Camunda 7 does in silence.
+ */
+function classifyMessageThrow(node: BpmnFlowNode): Classification {
+  const definition = messageThrowDefinition(node) ?? {};
+  const values = (node as BpmnFlowNode & { extensionElements?: { values?: BpmnElement[] } }).extensionElements?.values ?? [];
+  const implemented =
+    definition.type !== undefined ||
+    definition.class !== undefined ||
+    definition.expression !== undefined ||
+    definition.delegateExpression !== undefined ||
+    values.some((v) => v.$type === 'zeebe:taskDefinition');
+  return implemented
+    ? { supported: true, kind: StepKind.serviceTask }
+    : refuse(
+        node,
+        'a message throw or end event is sent by a worker: set camunda:type="external" and a camunda:topic on its message event definition (or a zeebe:taskDefinition), and send the message from the worker (POST /api/messages); or make it a none event',
+      );
 }
 
 function isLink(definitions: string[]): boolean {

@@ -15,7 +15,8 @@ export interface TaskContext {
 
 export type ReadTaskSpecResult = { ok: true; task: TaskSpec } | { ok: false; diagnostics: Diagnostic[] };
 
-export function readTaskSpec(node: BpmnFlowNode, context: TaskContext): ReadTaskSpecResult {
+export function readTaskSpec(element: BpmnFlowNode, context: TaskContext): ReadTaskSpecResult {
+  const node = asTask(element);
   const id = node.id ?? '?';
   const topic = readTopic(node, context.zeebe);
   const retries = readRetries(node, context);
@@ -80,7 +81,35 @@ interface HeaderContainer extends BpmnElement {
   readonly values?: { name?: string; value?: string }[];
 }
 
-const TASK_LABELS: Record<string, string> = { 'bpmn:SendTask': 'Send task', 'bpmn:BusinessRuleTask': 'Business rule task' };
+const TASK_LABELS: Record<string, string> = {
+  'bpmn:SendTask': 'Send task',
+  'bpmn:BusinessRuleTask': 'Business rule task',
+  'bpmn:IntermediateThrowEvent': 'Message throw event',
+  'bpmn:EndEvent': 'Message end event',
+};
+
+/** The attributes Camunda 7 puts on a task, which a message throw or end event carries on its message event definition. */
+const TASK_ATTRIBUTES = ['type', 'topic', 'taskPriority', 'class', 'expression', 'delegateExpression'] as const;
+
+/**
+ * A message throw or end event runs as an external task: it is read as a task whose Camunda 7
+ * attributes are its message event definition's (its id, extensions and baton attributes are its own).
+ */
+function asTask(element: BpmnFlowNode): BpmnFlowNode {
+  const definition = messageThrowDefinition(element);
+  if (!definition) return element;
+  const view = Object.create(element) as BpmnFlowNode;
+  for (const name of TASK_ATTRIBUTES) Object.defineProperty(view, name, { value: definition[name] });
+  return view;
+}
+
+export function messageThrowDefinition(element: BpmnElement): Record<string, string | undefined> | undefined {
+  if (element.$type !== 'bpmn:IntermediateThrowEvent' && element.$type !== 'bpmn:EndEvent') return undefined;
+  const definitions = (element as BpmnFlowNode).eventDefinitions ?? [];
+  const message =
+    definitions.length === 1 && definitions[0]?.$type === 'bpmn:MessageEventDefinition' ? definitions[0] : undefined;
+  return message as unknown as Record<string, string | undefined> | undefined;
+}
 
 function readTopic(node: BpmnFlowNode, zeebe: ZeebeTaskDefinition | undefined): { topic: string } | { error: string } {
   const camundaTopic = node.type === 'external' ? node.topic?.trim() : undefined;

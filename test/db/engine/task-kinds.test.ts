@@ -158,4 +158,29 @@ describe('task kinds', () => {
     expect((await complete(t.api, last, 'w')).status).toBe(204);
     await waitForStatus(t.api, id, 'completed');
   });
+
+  it('given a message throw event and a message end event with topics, then workers fetch them as tasks and the instance ends when the last one completes', async () => {
+    const xml = process(
+      'tk_msg',
+      [
+        '<bpmn:intermediateThrowEvent id="notify"><bpmn:messageEventDefinition camunda:type="external" camunda:topic="tk_msg-notify" /></bpmn:intermediateThrowEvent>',
+        '<bpmn:serviceTask id="work" camunda:type="external" camunda:topic="tk_msg-work" />',
+      ],
+      ['notify', 'work'],
+    ).replace(
+      '<bpmn:endEvent id="end" />',
+      '<bpmn:endEvent id="end"><bpmn:extensionElements><zeebe:taskDefinition type="tk_msg-bye" /></bpmn:extensionElements><bpmn:messageEventDefinition /></bpmn:endEvent>',
+    );
+    await deploy(t.api, xml);
+    const id = await start(t.api, 'tk_msg');
+    const notify = await fetchOne(t.api, 'w', 'tk_msg-notify');
+    expect(notify.instanceId).toBe(id);
+    expect(await fetchTasks(t.api, 'w', ['tk_msg-work'])).toEqual([]);
+    expect((await complete(t.api, notify, 'w')).status).toBe(204);
+    expect((await complete(t.api, await fetchOne(t.api, 'w', 'tk_msg-work'), 'w')).status).toBe(204);
+    const bye = await fetchOne(t.api, 'w', 'tk_msg-bye');
+    expect((await t.api.get(`/api/instances/${id}`)).body.status).toBe('running');
+    expect((await complete(t.api, bye, 'w')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+  });
 });

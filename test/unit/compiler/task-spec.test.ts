@@ -147,3 +147,47 @@ describe('readTaskSpec: headers for the worker', () => {
     expect(await errorsFor(unnamed)).toEqual([expect.objectContaining({ message: expect.stringContaining('without a name') })]);
   });
 });
+
+describe('message throw and end events: external tasks', () => {
+  const throwEvent = (definition: string, extra = '') =>
+    `<bpmn:intermediateThrowEvent id="T" name="Notify">${extra}${definition}</bpmn:intermediateThrowEvent>`;
+
+  it('reads camunda:type="external" and the topic on a message throw event definition, and its headers', async () => {
+    const xml = throwEvent(
+      '<bpmn:messageEventDefinition camunda:type="external" camunda:topic="send-invoice" />',
+      '<bpmn:extensionElements><camunda:properties><camunda:property name="channel" value="mail" /></camunda:properties></bpmn:extensionElements>',
+    );
+    const { plan } = await compilePlan(processXml(straight(xml, 'T')));
+    expect(plan.steps.find((s) => s.id === 'T')).toMatchObject({
+      kind: 'serviceTask',
+      task: { topic: 'send-invoice', retries: 3, priority: 0, headers: { channel: 'mail' } },
+    });
+  });
+
+  it('reads a zeebe:taskDefinition on a message end event', async () => {
+    const xml = processXml(
+      [
+        '<bpmn:startEvent id="S" />',
+        '<bpmn:endEvent id="T"><bpmn:extensionElements><zeebe:taskDefinition type="notify" retries="5" /></bpmn:extensionElements><bpmn:messageEventDefinition /></bpmn:endEvent>',
+        '<bpmn:sequenceFlow id="F" sourceRef="S" targetRef="T" />',
+      ].join('\n'),
+      ZEEBE_NS,
+    );
+    const { plan } = await compilePlan(xml);
+    expect(plan.steps.find((s) => s.id === 'T')).toMatchObject({ kind: 'serviceTask', task: { topic: 'notify', retries: 5 } });
+  });
+
+  it('refuses one without an implementation, saying how a worker sends it, and one running Java code', async () => {
+    expect(await errorsFor(throwEvent('<bpmn:messageEventDefinition />'))).toEqual([
+      expect.objectContaining({
+        elementId: 'T',
+        message: expect.stringContaining('a message throw or end event is sent by a worker: set camunda:type="external"'),
+      }),
+    ]);
+    expect(await errorsFor(throwEvent('<bpmn:messageEventDefinition camunda:class="org.acme.Send" />'))).toEqual([
+      expect.objectContaining({
+        message: expect.stringContaining('Message throw event T runs Java code (camunda:class "org.acme.Send")'),
+      }),
+    ]);
+  });
+});
