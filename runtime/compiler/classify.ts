@@ -20,8 +20,8 @@ interface BpmnEventBasedGateway extends BpmnFlowNode {
 
 const SUPPORTED = 'Baton does not run this element (docs/events.md lists what it runs)';
 
-const CATCH_TRIGGERS = ['bpmn:TimerEventDefinition', 'bpmn:MessageEventDefinition', 'bpmn:SignalEventDefinition'];
-const START_TRIGGERS = CATCH_TRIGGERS;
+const START_TRIGGERS = ['bpmn:TimerEventDefinition', 'bpmn:MessageEventDefinition', 'bpmn:SignalEventDefinition'];
+const CATCH_TRIGGERS = [...START_TRIGGERS, 'bpmn:ConditionalEventDefinition'];
 const EVENT_SUB_TRIGGERS = [...CATCH_TRIGGERS, 'bpmn:ErrorEventDefinition'];
 const BOUNDARY_TRIGGERS = [...CATCH_TRIGGERS, 'bpmn:ErrorEventDefinition', 'bpmn:CompensateEventDefinition'];
 
@@ -48,6 +48,11 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
     case 'bpmn:StartEvent':
       if (definitions.length === 0 || (definitions.length === 1 && START_TRIGGERS.includes(definitions[0] as string)))
         return { supported: true, kind: StepKind.startEvent };
+      if (definitions.length === 1 && definitions[0] === 'bpmn:ConditionalEventDefinition')
+        return refuse(
+          node,
+          'a conditional start event has no instance whose variables it could read: start the process with a none start event and put the condition in a conditional event subprocess or gateway',
+        );
       return refuse(node, 'start events are none, timer, message or signal start events with at most one trigger');
     case 'bpmn:EndEvent':
       if (definitions.length === 0) return { supported: true, kind: StepKind.endEvent };
@@ -120,11 +125,11 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
       if (isLink(definitions)) return { supported: true, kind: StepKind.passThrough };
       return definitions.length === 1 && CATCH_TRIGGERS.includes(definitions[0] as string)
         ? { supported: true, kind: StepKind.catchEvent }
-        : refuse(node, 'intermediate catch events wait for exactly one timer, message or signal');
+        : refuse(node, 'intermediate catch events wait for exactly one timer, message, signal or condition');
     case 'bpmn:BoundaryEvent':
       return definitions.length === 1 && BOUNDARY_TRIGGERS.includes(definitions[0] as string)
         ? { supported: true, kind: StepKind.boundaryEvent }
-        : refuse(node, 'boundary events catch exactly one timer, message, signal, error or compensation');
+        : refuse(node, 'boundary events catch exactly one timer, message, signal, condition, error or compensation');
     default:
       return refuse(node, `${SUPPORTED}; replace or remove this element`);
   }

@@ -1,5 +1,5 @@
 // Catch and boundary events -> what each waits for, and how boundaries attach.
-import { errorAt } from './diagnostics.ts';
+import { errorAt, warningAt } from './diagnostics.ts';
 import type { GraphNode, ProcessGraph } from './graph.ts';
 import {
   BPMN_NAMESPACE,
@@ -239,6 +239,8 @@ function readWait(node: GraphNode, definition: BpmnEventDefinition, specs: Event
     }
     case 'bpmn:CompensateEventDefinition':
       return { trigger: 'compensation' };
+    case 'bpmn:ConditionalEventDefinition':
+      return readConditional(node, definition, diagnostics);
     case 'bpmn:ErrorEventDefinition': {
       const code = definition.errorRef?.errorCode?.trim();
       return {
@@ -251,6 +253,47 @@ function readWait(node: GraphNode, definition: BpmnEventDefinition, specs: Event
     default:
       return undefined;
   }
+}
+
+/**
+ * A conditional event's condition, FEEL or JUEL as on sequence flows. Camunda 7's variableName and
+ * variableEvents narrow which changes make it look again; Baton looks after every transition of
+ * the instance, which fires it at the same moments or sooner, and says so.
+ */
+function readConditional(node: GraphNode, definition: BpmnEventDefinition, diagnostics: Diagnostic[]): WaitSpec | undefined {
+  const label = describeElement(node.element);
+  const { condition, variableName, variableEvents } = definition as BpmnEventDefinition & {
+    condition?: BpmnExpression;
+    variableName?: string;
+    variableEvents?: string;
+  };
+  const source = condition?.body?.trim() ?? '';
+  if (source === '') {
+    diagnostics.push(errorAt(node.id, `Conditional event ${label} has no condition: write one such as "= total > 100"`));
+    return undefined;
+  }
+  if (condition?.language && condition.language.toLowerCase() !== 'feel') {
+    diagnostics.push(
+      errorAt(
+        node.id,
+        `Conditional event ${label} is written in ${condition.language}, which Baton does not run: write FEEL or JUEL`,
+      ),
+    );
+    return undefined;
+  }
+  const feel = toFeel(source);
+  if (!feel.ok) {
+    diagnostics.push(errorAt(node.id, `Conditional event ${label}: ${feel.message}`));
+    return undefined;
+  }
+  if (variableName || variableEvents)
+    diagnostics.push(
+      warningAt(
+        node.id,
+        `Conditional event ${label}: camunda:variableName and camunda:variableEvents are not read; the condition is evaluated after every transition of the instance`,
+      ),
+    );
+  return { trigger: 'conditional', condition: { feel: feel.feel, source } };
 }
 
 /** The signal a throw or end event broadcasts: a fixed name (an expression would name a signal nothing can wait for by name). */
@@ -404,6 +447,14 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
       errorAt(
         node.id,
         `Error boundary event ${label} is non-interrupting: an error always ends its task, so make it interrupting`,
+      ),
+    );
+  }
+  if (wait?.trigger === 'conditional' && !interrupting) {
+    specs.diagnostics.push(
+      errorAt(
+        node.id,
+        `Non-interrupting conditional boundary ${label}: firing each time its condition turns true is not supported yet; make it interrupting, or wait for the condition in a parallel path with a conditional catch event`,
       ),
     );
   }

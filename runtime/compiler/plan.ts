@@ -92,7 +92,9 @@ export type WaitSpec =
   /** errorCode absent: catches every BPMN error of the host */
   | { trigger: 'error'; errorCode?: string; errorCodeVariable?: string; errorMessageVariable?: string }
   /** links the host to its compensation handler; it never waits at run time */
-  | { trigger: 'compensation' };
+  | { trigger: 'compensation' }
+  /** fires once its condition holds: evaluated when it starts waiting and after every transition of its instance */
+  | { trigger: 'conditional'; condition: FlowCondition };
 
 /** A service task, call activity or sequential subprocess run once per element of a collection (multiInstanceLoopCharacteristics). */
 export interface MultiInstanceSpec {

@@ -41,6 +41,7 @@ export function startPlan(plan: Plan, state: InstanceState, vars: Variables, fx:
   if (!chosen) return;
   armEventSubProcesses(plan, undefined, scopeMoves(plan, state, vars, fx));
   activateStep(plan, chosen, state, vars, fx);
+  settleConditions(plan, state, vars, fx);
 }
 
 /** Completes a waiting step (a task) and moves the token on; its boundary events that did not fire are skipped. */
@@ -57,6 +58,60 @@ export function completeStep(
   pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, ...(data ? { data } : {}) });
   skipOpenBoundaries(plan, step, state, vars, fx);
   leaveStep(plan, step, state, vars, fx);
+  settleConditions(plan, state, vars, fx);
+}
+
+/**
+ * A catch or boundary event's wait is over (timer due, message matched, signal
+ * received, error caught). An interrupting boundary cancels its host first: the
+ * host's task, its other boundaries and its outgoing flows. Answers false when
+ * the step is no longer waiting (it already fired, or its host ended).
+ */
+export function fireWait(
+  plan: Plan,
+  stepId: string,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  data?: Record<string, unknown>,
+): boolean {
+  const fired = fireWaitNow(plan, stepId, state, vars, fx, data);
+  if (fired) settleConditions(plan, state, vars, fx);
+  return fired;
+}
+
+/**
+ * The conditional events waiting in the instance look at the variables as the transition leaves
+ * them: each whose condition holds fires, which may move the token to more of them, so they look
+ * again until none fires. One whose condition cannot be evaluated stops in an incident; its retry
+ * waits again. Every transition's entry point ends here, so a variable change (a worker's result,
+ * a message's payload, a retry's variables, a script) is seen in the transition that makes it.
+ */
+function settleConditions(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): void {
+  const waiting = indexPlan(plan).conditionals;
+  if (waiting.length === 0 || fx.terminated) return;
+  for (let round = 0; round <= waiting.length; round++) {
+    let fired = false;
+    for (const step of waiting) {
+      if (state.steps[step.id] !== 'active' || step.wait?.trigger !== 'conditional') continue;
+      const { feel, source } = step.wait.condition;
+      const result = evaluateCondition(feel, visibleVariables(plan, step, state, vars));
+      if (!result.ok) {
+        raiseIncident(
+          plan,
+          state,
+          fx,
+          step.id,
+          'condition_error',
+          `Condition of ${step.id} failed: ${result.message}. Fix the variables, then retry the incident.`,
+          { condition: source },
+        );
+        continue;
+      }
+      if (result.value && fireWaitNow(plan, step.id, state, vars, fx, { condition: source })) fired = true;
+    }
+    if (!fired) return;
+  }
 }
 
 /**
@@ -66,7 +121,7 @@ export function completeStep(
  * a receive task whose message came first skips its boundaries. Answers false when
  * the step is no longer waiting (it already fired, or its host ended).
  */
-export function fireWait(
+function fireWaitNow(
   plan: Plan,
   stepId: string,
   state: InstanceState,
@@ -161,6 +216,7 @@ export function findErrorBoundary(
 /** Runs a step that stopped in an incident again: a gateway decides again. */
 export function resumeStep(plan: Plan, stepId: string, state: InstanceState, vars: Variables, fx: Effects): void {
   activateStep(plan, stepById(plan, stepId), state, vars, fx, true);
+  settleConditions(plan, state, vars, fx);
 }
 
 /** The instance status implied by its step statuses after the transition. */
@@ -685,6 +741,7 @@ function skipLoopedStep(
  */
 export function rearmEventSubProcesses(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): void {
   rearm(plan, state, scopeMoves(plan, state, vars, fx));
+  settleConditions(plan, state, vars, fx);
 }
 
 /** What event subprocesses need of this module: arm a wait, cancel a step, set a status, record an event, move on. */
@@ -713,6 +770,7 @@ export function completeLoopElement(
   fx: Effects,
 ): void {
   completeElement(plan, stepId, index, output, state, vars, fx, elementMoves(plan, state, vars, fx));
+  settleConditions(plan, state, vars, fx);
 }
 
 /** What multi-instance steps need of this module: arm a boundary, set a status, record an event, raise an incident, complete. */

@@ -13,6 +13,8 @@ export interface PlanIndex {
   heldFlows: Set<string>;
   /** scope id ('' for the process) -> the event subprocesses directly in it */
   eventSubProcesses: Map<string, PlanStep[]>;
+  /** catch, boundary and event subprocess start events that wait for a condition */
+  conditionals: PlanStep[];
 }
 
 const cache = new WeakMap<Plan, PlanIndex>();
@@ -37,6 +39,7 @@ export function indexPlan(plan: Plan): PlanIndex {
       backFlows,
       heldFlows: new Set([...backFlows, ...loops.flatMap((l) => l.cycle?.exitFlows ?? [])]),
       eventSubProcesses,
+      conditionals: plan.steps.filter((s) => s.wait?.trigger === 'conditional'),
     };
     cache.set(plan, index);
   }

@@ -26,7 +26,7 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
   it.each([
     [
       'TimerStart',
-      'bpmn:StartEvent with bpmn:ConditionalEventDefinition "Every day" (id TimerStart): start events are none, timer, message or signal start events',
+      'bpmn:StartEvent with bpmn:ConditionalEventDefinition "Every day" (id TimerStart): a conditional start event has no instance whose variables it could read',
     ],
     ['Approve', 'bpmn:UserTask "Approve" (id Approve)'],
     ['Receive', 'bpmn:ReceiveTask "Receive" (id Receive)'],
@@ -34,11 +34,11 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
     ['SubStart', 'bpmn:StartEvent "SubStart" (id SubStart): the start event of an event subprocess has exactly one timer'],
     [
       'Timeout',
-      'bpmn:BoundaryEvent with bpmn:EscalationEventDefinition "Timeout" (id Timeout): boundary events catch exactly one timer, message, signal, error or compensation',
+      'bpmn:BoundaryEvent with bpmn:EscalationEventDefinition "Timeout" (id Timeout): boundary events catch exactly one timer, message, signal, condition, error or compensation',
     ],
     [
       'Wait',
-      'bpmn:IntermediateCatchEvent with bpmn:ConditionalEventDefinition "Wait" (id Wait): intermediate catch events wait for exactly one timer, message or signal',
+      'bpmn:IntermediateCatchEvent with bpmn:EscalationEventDefinition "Wait" (id Wait): intermediate catch events wait for exactly one timer, message, signal or condition',
     ],
     ['Notify', 'bpmn:IntermediateThrowEvent with bpmn:MessageEventDefinition "Notify" (id Notify)'],
     ['Race', 'bpmn:EventBasedGateway "Race" (id Race): an event-based gateway that starts instances'],

@@ -1,0 +1,165 @@
+// Conditional events against a real PostgreSQL through the HTTP API: a conditional catch event, an
+// interrupting conditional boundary and a conditional event subprocess start fire in the
+// transition that makes their condition hold (here a parallel worker's result), or at once when it
+// already holds when they start waiting.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus } from '../../support/flows.ts';
+import { startTestServer, type TestServer } from '../../support/server.ts';
+
+let t: TestServer;
+
+const NS = `xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:camunda="http://camunda.org/schema/1.0/bpmn"`;
+
+const task = (id: string, key: string) => `<bpmn:serviceTask id="${id}" camunda:type="external" camunda:topic="${key}-${id}" />`;
+const flow = (id: string, from: string, to: string) => `<bpmn:sequenceFlow id="${id}" sourceRef="${from}" targetRef="${to}" />`;
+const condition = (feel: string) =>
+  `<bpmn:conditionalEventDefinition><bpmn:condition xsi:type="bpmn:tFormalExpression">${feel}</bpmn:condition></bpmn:conditionalEventDefinition>`;
+
+function definitions(id: string, body: string[]): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions ${NS} id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="${id}" isExecutable="true">
+    ${body.join('\n    ')}
+  </bpmn:process>
+</bpmn:definitions>`;
+}
+
+beforeAll(async () => {
+  t = await startTestServer();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('conditional events', () => {
+  it('given a conditional catch event beside a task, then it waits until the task sets the variable, and passes at once when it already holds', async () => {
+    await deploy(
+      t.api,
+      definitions('cd_catch', [
+        '<bpmn:startEvent id="start" />',
+        '<bpmn:parallelGateway id="fork" />',
+        `<bpmn:intermediateCatchEvent id="approved">${condition('= approved = true')}</bpmn:intermediateCatchEvent>`,
+        task('approve', 'cd_catch'),
+        task('ship', 'cd_catch'),
+        '<bpmn:endEvent id="end1" />',
+        '<bpmn:endEvent id="end2" />',
+        flow('f1', 'start', 'fork'),
+        flow('f2', 'fork', 'approved'),
+        flow('f3', 'fork', 'approve'),
+        flow('f4', 'approved', 'ship'),
+        flow('f5', 'ship', 'end1'),
+        flow('f6', 'approve', 'end2'),
+      ]),
+    );
+    const id = await start(t.api, 'cd_catch', { variables: { approved: false } });
+    const approve = await fetchOne(t.api, 'w', 'cd_catch-approve');
+    expect(await fetchTasks(t.api, 'w', ['cd_catch-ship'])).toEqual([]);
+    expect((await complete(t.api, approve, 'w', { approved: true })).status).toBe(204);
+    const ship = await fetchOne(t.api, 'w', 'cd_catch-ship');
+    expect(ship.instanceId).toBe(id);
+    const history = (await t.api.get(`/api/instances/${id}/history`)).body.items as any[];
+    expect(history.find((e) => e.kind === 'step:completed' && e.stepId === 'approved')?.data).toMatchObject({
+      trigger: 'conditional',
+      condition: '= approved = true',
+    });
+    expect((await complete(t.api, ship, 'w')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+
+    const already = await start(t.api, 'cd_catch', { variables: { approved: true } });
+    expect((await fetchOne(t.api, 'w', 'cd_catch-ship')).instanceId).toBe(already);
+  });
+
+  it('given an interrupting conditional boundary on a task, when a parallel task sets the variable, then the task is canceled in that transition and the boundary path runs', async () => {
+    await deploy(
+      t.api,
+      definitions('cd_bound', [
+        '<bpmn:startEvent id="start" />',
+        '<bpmn:parallelGateway id="fork" />',
+        task('review', 'cd_bound'),
+        `<bpmn:boundaryEvent id="withdrawn" attachedToRef="review">${condition('${withdrawn}')}</bpmn:boundaryEvent>`,
+        task('monitor', 'cd_bound'),
+        task('archive', 'cd_bound'),
+        '<bpmn:endEvent id="end1" />',
+        '<bpmn:endEvent id="end2" />',
+        '<bpmn:endEvent id="end3" />',
+        flow('f1', 'start', 'fork'),
+        flow('f2', 'fork', 'review'),
+        flow('f3', 'fork', 'monitor'),
+        flow('f4', 'review', 'end1'),
+        flow('f5', 'monitor', 'end2'),
+        flow('f6', 'withdrawn', 'archive'),
+        flow('f7', 'archive', 'end3'),
+      ]),
+    );
+    const id = await start(t.api, 'cd_bound', { variables: { withdrawn: false } });
+    const review = await fetchOne(t.api, 'w', 'cd_bound-review');
+    const monitor = await fetchOne(t.api, 'w', 'cd_bound-monitor');
+    expect((await complete(t.api, monitor, 'w', { withdrawn: true })).status).toBe(204);
+    const archive = await fetchOne(t.api, 'w', 'cd_bound-archive');
+    expect(archive.instanceId).toBe(id);
+    expect((await complete(t.api, review, 'w')).status).toBe(409);
+    expect((await complete(t.api, archive, 'w')).status).toBe(204);
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect(done.steps.find((s: any) => s.stepId === 'review').status).toBe('canceled');
+  });
+
+  it('given a conditional event subprocess, when a worker sets the variable, then it interrupts the process and its body runs', async () => {
+    await deploy(
+      t.api,
+      definitions('cd_esp', [
+        '<bpmn:startEvent id="start" />',
+        '<bpmn:parallelGateway id="fork" />',
+        task('work', 'cd_esp'),
+        task('monitor', 'cd_esp'),
+        '<bpmn:endEvent id="end1" />',
+        '<bpmn:endEvent id="end2" />',
+        flow('f1', 'start', 'fork'),
+        flow('f2', 'fork', 'work'),
+        flow('f3', 'fork', 'monitor'),
+        flow('f4', 'work', 'end1'),
+        flow('f5', 'monitor', 'end2'),
+        `<bpmn:subProcess id="abort" triggeredByEvent="true">
+      <bpmn:startEvent id="on_abort">${condition('= abort')}</bpmn:startEvent>
+      ${task('cleanup', 'cd_esp')}
+      <bpmn:endEvent id="aborted" />
+      ${flow('a1', 'on_abort', 'cleanup')}
+      ${flow('a2', 'cleanup', 'aborted')}
+    </bpmn:subProcess>`,
+      ]),
+    );
+    const id = await start(t.api, 'cd_esp');
+    const work = await fetchOne(t.api, 'w', 'cd_esp-work');
+    expect((await complete(t.api, await fetchOne(t.api, 'w', 'cd_esp-monitor'), 'w', { abort: true })).status).toBe(204);
+    const cleanup = await fetchOne(t.api, 'w', 'cd_esp-cleanup');
+    expect(cleanup.instanceId).toBe(id);
+    expect((await complete(t.api, work, 'w')).status).toBe(409);
+    expect((await complete(t.api, cleanup, 'w')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+  });
+
+  it('given a non-interrupting conditional boundary or a conditional start event, then deploy refuses it naming the event', async () => {
+    const boundary = await t.api.post('/api/definitions', {
+      xml: definitions('cd_bad', [
+        '<bpmn:startEvent id="start" />',
+        task('work', 'cd_bad'),
+        `<bpmn:boundaryEvent id="late" attachedToRef="work" cancelActivity="false">${condition('= late')}</bpmn:boundaryEvent>`,
+        '<bpmn:endEvent id="end" />',
+        '<bpmn:endEvent id="end2" />',
+        flow('f1', 'start', 'work'),
+        flow('f2', 'work', 'end'),
+        flow('f3', 'late', 'end2'),
+      ]),
+    });
+    expect(boundary.status).toBe(400);
+    expect(JSON.stringify(boundary.body)).toContain('Non-interrupting conditional boundary late');
+    const started = await t.api.post('/api/definitions', {
+      xml: definitions('cd_bad2', [
+        `<bpmn:startEvent id="when">${condition('= go')}</bpmn:startEvent>`,
+        '<bpmn:endEvent id="end" />',
+        flow('f1', 'when', 'end'),
+      ]),
+    });
+    expect(started.status).toBe(400);
+    expect(JSON.stringify(started.body)).toContain('a conditional start event has no instance whose variables it could read');
+  });
+});
