@@ -1,0 +1,212 @@
+// Runs a deployed definition with no knowledge of it: one generic worker completes every task of
+// every topic the plans name, with no variables, and each instance is followed until it ends or
+// waits where it must. The outcome says which, honestly: a message, a signal or a timer far off
+// is a wait, an incident is an incident, never completion.
+import type { TestDatabase } from './db.ts';
+import type { ApiClient } from './server.ts';
+
+export type Outcome =
+  | { outcome: 'completed' }
+  | { outcome: 'waiting-for-message' | 'waiting-for-signal' | 'waiting-for-timer'; at: string[] }
+  | { outcome: 'incident'; kind: string; at: string; message: string }
+  | { outcome: 'not-started'; reason: string }
+  | { outcome: 'stuck'; status: string; active: string[] };
+
+export interface PlanStepView {
+  id: string;
+  kind: string;
+  scope?: string;
+  task?: { topic: string };
+  wait?: { trigger: string; name?: string };
+}
+
+export interface Deployed {
+  key: string;
+  version: number;
+}
+
+/** The steps of a deployed version's plan (GET /api/definitions/:key/versions/:version). */
+export async function planStepsOf(api: ApiClient, deployed: Deployed): Promise<PlanStepView[]> {
+  const res = await api.get(`/api/definitions/${encodeURIComponent(deployed.key)}/versions/${deployed.version}`);
+  if (res.status !== 200) throw new Error(`GET definition ${deployed.key} v${deployed.version} answered ${res.status}`);
+  return res.body.plan.steps as PlanStepView[];
+}
+
+/** Topics of every external task of a plan (service, send, external script and business rule tasks, handlers). */
+export function topicsOf(steps: PlanStepView[]): string[] {
+  return [...new Set(steps.flatMap((s) => (s.task ? [s.task.topic] : [])))];
+}
+
+/** A worker that fetches every topic it is told about and completes each task with no variables, until stopped. */
+export function startGenericWorker(api: ApiClient, workerId = 'corpus-worker') {
+  const topics = new Set<string>();
+  let stopped = false;
+  let completed = 0;
+  const loop = (async () => {
+    while (!stopped) {
+      const names = [...topics];
+      let fetched = 0;
+      for (let i = 0; i < names.length; i += 100) {
+        const res = await api.post('/api/external-tasks/fetch-and-lock', {
+          workerId,
+          maxTasks: 50,
+          topics: names.slice(i, i + 100).map((name) => ({ name, lockDurationMs: 30_000 })),
+        });
+        if (res.status !== 200) throw new Error(`fetch-and-lock answered ${res.status} ${JSON.stringify(res.body)}`);
+        for (const task of res.body as { id: string; lockToken: string }[]) {
+          const done = await api.post(`/api/external-tasks/${task.id}/complete`, { workerId, lockToken: task.lockToken });
+          if (done.status === 204) completed++;
+          fetched++;
+        }
+      }
+      if (fetched === 0) await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
+  return {
+    serve(more: string[]) {
+      for (const topic of more) topics.add(topic);
+    },
+    completed: () => completed,
+    async stop() {
+      stopped = true;
+      await loop;
+    },
+  };
+}
+
+/** Timers due within this are waited for; later ones make the instance `waiting-for-timer`. */
+const NEAR_TIMER_MS = 5_000;
+
+/**
+ * Starts an instance of the version with no variables and follows it until it ends, holds an
+ * incident, or has been still (same revision, no open task, no timer due soon) for `stillMs`.
+ * A process with no none start event is started the way it waits to be: its message is
+ * published or its signal broadcast once, with no variables; one that starts only on a timer
+ * waits for that timer.
+ */
+export async function runToRest(
+  api: ApiClient,
+  db: TestDatabase,
+  deployed: Deployed,
+  steps: PlanStepView[],
+  opts: { stillMs?: number; timeoutMs?: number } = {},
+): Promise<Outcome> {
+  const started = await startInstance(api, deployed, steps);
+  if (typeof started !== 'string') return started;
+  return followToRest(api, db, started, opts);
+}
+
+async function startInstance(api: ApiClient, deployed: Deployed, steps: PlanStepView[]): Promise<string | Outcome> {
+  const starts = steps.filter((s) => s.kind === 'startEvent' && s.scope === undefined);
+  const noneStart = starts.some((s) => s.wait === undefined);
+  const message = starts.find((s) => s.wait?.trigger === 'message');
+  const signal = starts.find((s) => s.wait?.trigger === 'signal');
+  const timer = starts.find((s) => s.wait?.trigger === 'timer');
+  let ids: string[];
+  if (noneStart) {
+    const res = await api.post('/api/instances', { definitionKey: deployed.key, version: deployed.version });
+    if (res.status !== 201) return notStarted(res);
+    ids = [res.body.id];
+  } else if (message) {
+    const res = await api.post('/api/messages', { name: message.wait!.name });
+    if (res.status !== 201) return notStarted(res);
+    ids = [res.body.instanceId];
+  } else if (signal) {
+    const res = await api.post('/api/signals', { name: signal.wait!.name });
+    if (res.status !== 200) return notStarted(res);
+    ids = res.body.started;
+  } else if (timer) {
+    return { outcome: 'waiting-for-timer', at: [timer.id] };
+  } else {
+    return { outcome: 'not-started', reason: `no start event in the plan of ${deployed.key}` };
+  }
+  // A signal starts every definition that waits for it: follow the instance of this version.
+  for (const id of ids) {
+    const instance = (await api.get(`/api/instances/${id}`)).body;
+    if (instance.definitionKey === deployed.key && instance.version === deployed.version) return id;
+  }
+  return {
+    outcome: 'not-started',
+    reason: `the start event's trigger started no instance of ${deployed.key} v${deployed.version}`,
+  };
+}
+
+function notStarted(res: { status: number; body: any }): Outcome {
+  return { outcome: 'not-started', reason: `${res.status} ${res.body?.message ?? JSON.stringify(res.body)}` };
+}
+
+async function followToRest(
+  api: ApiClient,
+  db: TestDatabase,
+  id: string,
+  { stillMs = 600, timeoutMs = 20_000 }: { stillMs?: number; timeoutMs?: number },
+): Promise<Outcome> {
+  const deadline = Date.now() + timeoutMs;
+  let last = { revision: -1, since: Date.now() };
+  for (;;) {
+    const instance = (await api.get(`/api/instances/${id}`)).body;
+    if (instance.status === 'completed') return { outcome: 'completed' };
+    const incident = instance.incidents?.[0] ?? (await childIncident(api, instance));
+    if (incident) return { outcome: 'incident', kind: incident.kind, at: incident.stepId, message: incident.message };
+    if (instance.revision !== last.revision) last = { revision: instance.revision, since: Date.now() };
+    const still = Date.now() - last.since >= stillMs && instance.tasks.length === 0 && !(await timerDueSoon(db, id));
+    if (still || Date.now() > deadline) {
+      const outcome = await restingOutcome(api, db, instance);
+      // A timer may fire between the read of the instance and the read of its waits: trust
+      // the answer only if the instance did not move meanwhile.
+      const again = (await api.get(`/api/instances/${id}`)).body;
+      if (again.revision === instance.revision || Date.now() > deadline) return outcome;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function childIncident(
+  api: ApiClient,
+  instance: any,
+): Promise<{ kind: string; stepId: string; message: string } | undefined> {
+  for (const child of instance.calledInstances ?? []) {
+    if (child.openIncidents === 0) continue;
+    const detail = (await api.get(`/api/instances/${child.instanceId}`)).body;
+    const incident = detail.incidents?.[0];
+    if (incident) return { kind: incident.kind, stepId: `${child.stepId}>${incident.stepId}`, message: incident.message };
+  }
+  return undefined;
+}
+
+async function timerDueSoon(db: TestDatabase, instanceId: string): Promise<boolean> {
+  const { rows } = await db.pool.query(
+    `select 1 from timers
+      where instance_id = $1 and state = 'waiting' and due_at < now() + make_interval(secs => $2)`,
+    [instanceId, NEAR_TIMER_MS / 1000],
+  );
+  return rows.length > 0;
+}
+
+/** A running instance at rest: what its active steps (and those of its called instances) wait for. */
+async function restingOutcome(api: ApiClient, db: TestDatabase, instance: any): Promise<Outcome> {
+  const waits = await waitsOf(api, db, instance);
+  for (const trigger of ['message', 'signal', 'timer'] as const) {
+    const at = waits.filter((w) => w.trigger === trigger).map((w) => w.at);
+    if (at.length > 0) return { outcome: `waiting-for-${trigger}`, at: at.sort() };
+  }
+  const active = (instance.steps as { stepId: string; status: string }[]).filter((s) => s.status === 'active');
+  return { outcome: 'stuck', status: instance.status, active: active.map((s) => s.stepId).sort() };
+}
+
+async function waitsOf(api: ApiClient, db: TestDatabase, instance: any): Promise<{ trigger: string; at: string }[]> {
+  const { rows } = await db.pool.query<{ step_id: string; trigger: string }>(
+    `select step_id, kind as trigger from subscriptions where instance_id = $1
+      union all
+     select step_id, 'timer' from timers where instance_id = $1 and state = 'waiting'`,
+    [instance.id],
+  );
+  const own = rows.map((r) => ({ trigger: r.trigger, at: r.step_id }));
+  const children = [];
+  for (const child of instance.calledInstances ?? []) {
+    if (child.status !== 'running') continue;
+    const detail = (await api.get(`/api/instances/${child.instanceId}`)).body;
+    for (const w of await waitsOf(api, db, detail)) children.push({ trigger: w.trigger, at: `${child.stepId}>${w.at}` });
+  }
+  return [...own, ...children];
+}

@@ -1,0 +1,32 @@
+// Deploy's refusal messages grouped by what Baton would have to offer to run the element
+// (element kind + gist), so the corpus counts say what to build next.
+const REASONS: [RegExp, string | ((m: RegExpExecArray) => string)][] = [
+  [/^Unsupported element bpmn:UserTask/, 'bpmn:UserTask: user tasks are not run'],
+  [/^Unsupported element (bpmn:\w+)(?: with (bpmn:\w+))?/, (m) => `${m[1]}${m[2] ? ` with ${m[2]}` : ''}: not run`],
+  [/runs Java code/, 'service task runs Java code (camunda:class, expression or delegateExpression)'],
+  [/has no topic/, 'service task without camunda:topic or zeebe:taskDefinition type'],
+  [/is a (?:javascript|js) script/i, 'JavaScript condition or mapping'],
+  [/^Condition of sequence flow \S+ cannot be used/, 'JUEL condition Baton cannot read'],
+  [/leaving \S+ has a condition, but only exclusive and inclusive gateways/, 'conditional sequence flow out of a task'],
+  [/must be attached to a service task/, 'boundary event on an activity that does not wait (user, script or plain task)'],
+  [/has no outgoing sequence flow/, 'boundary event without an outgoing flow'],
+  [/has no step that waits/, 'loop with no step that waits'],
+  [/which are never taken together/, 'parallel join of paths an exclusive choice separates'],
+  [/has no start event/, 'process or subprocess without a start event'],
+  [/has no incoming sequence flow/, 'element no sequence flow reaches'],
+  [/has no (?:message|signal) with a name/, 'message or signal event without a named message or signal'],
+  [/set camunda:collection/, 'multi-instance task without a collection or cardinality'],
+  [/Baton does not run \w+ scripts|kept in the resource/, 'script task in another language or in a resource'],
+  [/calledElementTenantId/, 'call activity with a tenant id'],
+  [/is not readable BPMN XML/, 'file is not readable BPMN XML'],
+  [/isExecutable="false"/, 'no executable process'],
+  [/already starts process/, 'message start name another process starts on'],
+];
+
+export function refusalReason(message: string): string {
+  for (const [pattern, reason] of REASONS) {
+    const m = pattern.exec(message);
+    if (m) return typeof reason === 'string' ? reason : reason(m);
+  }
+  return `other: ${message.slice(0, 100)}`;
+}
