@@ -5,6 +5,7 @@ import { compileBpmn } from '../compiler/index.ts';
 import type { Diagnostic, Plan } from '../compiler/plan.ts';
 import type { Engine } from '../engine/context.ts';
 import { findUnservedTopics } from '../engine/element-templates.ts';
+import { takenMessageStarts } from '../engine/event-starts.ts';
 import { sampleHeatmap } from '../store/diagrams.ts';
 import { findDefinition } from '../store/definitions.ts';
 import { BatonError } from '../shared/errors.ts';
@@ -16,11 +17,17 @@ export const HEATMAP_LIMIT = 1_000;
 export function lintRouter(engine: Engine): Router {
   const router = Router();
 
-  // The same compiler as deploy, so the designer's problems are exactly the deploy's refusals;
-  // the warnings add what only the server knows (topics no worker asks for), never a refusal.
+  // The same compiler and the same check against what is deployed as deploy, so the designer's
+  // problems are exactly the deploy's refusals; the warnings add what only the server knows
+  // (topics no worker asks for), never a refusal.
   router.post('/lint', async (req, res) => {
     const { xml, processId } = validateBody<{ xml: string; processId?: string }>('diagram-lint-request', req.body);
     const result = await compileBpmn(xml, processId ? { processId } : {});
+    const taken = result.ok ? await takenMessageStarts(engine.pool, result.plan) : [];
+    if (taken.length > 0) {
+      res.json({ ok: false, diagnostics: taken, warnings: [] });
+      return;
+    }
     res.json(
       result.ok
         ? {

@@ -1,12 +1,12 @@
 // Message and signal start events: a published message that no waiting instance
 // takes, or a broadcast signal, starts an instance of the latest version of every
 // definition whose start event waits for it.
-import type { Plan } from '../compiler/plan.ts';
+import type { Diagnostic, Plan } from '../compiler/plan.ts';
 import type { Variables } from '../model/effects.ts';
 import type { Engine } from './context.ts';
 import { startInTransaction } from './instances.ts';
 import type { PublishMessageRequest, PublishMessageResult } from '../model/messages.ts';
-import { withTransaction, type PoolClient } from '../store/db.ts';
+import { withTransaction, type PoolClient, type Queryable } from '../store/db.ts';
 import { findEventStarts, lockMessageName, markMessageMatched } from '../store/waits.ts';
 import { BatonError } from '../shared/errors.ts';
 
@@ -59,20 +59,32 @@ export async function startOnSignal(engine: Engine, name: string, variables: Var
 }
 
 /**
- * As in Camunda, one message name starts one process: a deploy whose message start
- * event names a message that another key's latest version starts on is refused.
- * The message-name lock makes two such deploys at once see each other.
+ * As in Camunda, one message name starts one process: a message start event that names a
+ * message another key's latest version starts on is an error. Deploy (`lock`) takes the
+ * message-name lock first, so two such deploys at once see each other; lint only reads.
  */
-export async function refuseTakenMessageStarts(tx: PoolClient, plan: Plan): Promise<void> {
+export async function takenMessageStarts(db: Queryable, plan: Plan, lock = false): Promise<Diagnostic[]> {
+  const taken: Diagnostic[] = [];
   for (const step of plan.steps) {
     if (step.kind !== 'startEvent' || step.wait?.trigger !== 'message') continue;
-    await lockMessageName(tx, step.wait.name);
-    const taken = (await findEventStarts(tx, 'message', step.wait.name)).find((s) => s.key !== plan.processKey);
-    if (taken) {
-      const message = `Message start event ${step.id} starts on message "${step.wait.name}", which already starts process ${taken.key} (version ${taken.version}): one message name starts one process`;
-      throw new BatonError('compile', `The BPMN does not compile: ${step.id}: ${message}`, [
-        { elementId: step.id, message, severity: 'error' },
-      ]);
-    }
+    if (lock) await lockMessageName(db, step.wait.name);
+    const other = (await findEventStarts(db, 'message', step.wait.name)).find((s) => s.key !== plan.processKey);
+    if (other)
+      taken.push({
+        elementId: step.id,
+        message: `Message start event ${step.id} starts on message "${step.wait.name}", which already starts process ${other.key} (version ${other.version}): one message name starts one process`,
+        severity: 'error',
+      });
   }
+  return taken;
+}
+
+export async function refuseTakenMessageStarts(tx: PoolClient, plan: Plan): Promise<void> {
+  const taken = await takenMessageStarts(tx, plan, true);
+  if (taken.length > 0)
+    throw new BatonError(
+      'compile',
+      `The BPMN does not compile: ${taken.map((d) => `${d.elementId}: ${d.message}`).join('; ')}`,
+      taken,
+    );
 }
