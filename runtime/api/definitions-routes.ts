@@ -9,20 +9,29 @@ import { definitionSummaryView, definitionView } from './views.ts';
 export function definitionsRouter(engine: Engine): Router {
   const router = Router();
 
-  // JSON { xml, processId? } or the BPMN itself as application/xml.
+  // JSON { xml, processId?, javaTasksAsTopics? } or the BPMN itself as application/xml (options as query parameters).
   router.post('/', async (req, res) => {
     let xml: string;
     let processId: string | undefined;
+    let javaTasksAsTopics: boolean | undefined;
     if (req.is('application/json')) {
-      ({ xml, processId } = validateBody<{ xml: string; processId?: string }>('deploy-request', req.body));
+      ({ xml, processId, javaTasksAsTopics } = validateBody<{ xml: string; processId?: string; javaTasksAsTopics?: boolean }>(
+        'deploy-request',
+        req.body,
+      ));
     } else if (req.is(['application/xml', 'text/xml']) && typeof req.body === 'string' && req.body.length > 0) {
       xml = req.body;
       processId = typeof req.query.processId === 'string' ? req.query.processId : undefined;
+      javaTasksAsTopics = req.query.javaTasksAsTopics === 'true';
     } else {
       throw new BatonError('unsupported_media_type', 'Send JSON {"xml": "..."} or the BPMN file as application/xml');
     }
-    const { created, definition, warnings } = await deployDefinition(engine, xml, processId);
-    res.status(created ? 201 : 200).json({ ...definitionSummaryView(definition), created, warnings });
+    const { created, definition, warnings, javaTasks } = await deployDefinition(engine, xml, processId, {
+      ...(javaTasksAsTopics ? { javaTasksAsTopics } : {}),
+    });
+    res
+      .status(created ? 201 : 200)
+      .json({ ...definitionSummaryView(definition), created, warnings, ...(javaTasks ? { javaTasks } : {}) });
   });
 
   router.get('/', async (_req, res) => {

@@ -21,8 +21,14 @@ export function lintRouter(engine: Engine): Router {
   // problems are exactly the deploy's refusals; the warnings add what only the server knows
   // (topics no worker asks for), never a refusal.
   router.post('/lint', async (req, res) => {
-    const { xml, processId } = validateBody<{ xml: string; processId?: string }>('diagram-lint-request', req.body);
-    const result = await compileBpmn(xml, processId ? { processId } : {});
+    const { xml, processId, javaTasksAsTopics } = validateBody<{ xml: string; processId?: string; javaTasksAsTopics?: boolean }>(
+      'diagram-lint-request',
+      req.body,
+    );
+    const result = await compileBpmn(xml, {
+      ...(processId ? { processId } : {}),
+      ...(javaTasksAsTopics ? { javaTasksAsTopics } : {}),
+    });
     const taken = result.ok ? await takenMessageStarts(engine.pool, result.plan) : [];
     if (taken.length > 0) {
       res.json({ ok: false, diagnostics: taken, warnings: [] });
@@ -36,6 +42,7 @@ export function lintRouter(engine: Engine): Router {
             fingerprint: result.fingerprint,
             diagnostics: [],
             warnings: [...result.warnings, ...(await unservedTopicWarnings(engine, result.plan))],
+            ...(result.javaTasks ? { javaTasks: result.javaTasks } : {}),
           }
         : { ok: false, diagnostics: result.diagnostics, warnings: [] },
     );

@@ -7,6 +7,7 @@ import type {
   Diagnostic,
   FlowCondition,
   IoSpec,
+  JavaTaskTopic,
   MultiInstanceSpec,
   Plan,
   PlanFlow,
@@ -25,13 +26,22 @@ export interface TaskSpecsResult {
   diagnostics: Diagnostic[];
 }
 
-export function readTaskSpecs(graph: ProcessGraph, document: ParsedDocument, process: BpmnElement): TaskSpecsResult {
+export function readTaskSpecs(
+  graph: ProcessGraph,
+  document: ParsedDocument,
+  process: BpmnElement,
+  javaTopics?: JavaTaskTopic[],
+): TaskSpecsResult {
   const specs = new Map<string, TaskSpec>();
   const diagnostics: Diagnostic[] = [];
   for (const node of graph.nodes.values()) {
     if (node.kind !== 'serviceTask') continue;
     const zeebe = document.zeebeTasks.get(node.id);
-    const result = readTaskSpec(node.element, { ...(zeebe ? { zeebe } : {}), scopes: [document.definitions, process] });
+    const result = readTaskSpec(node.element, {
+      ...(zeebe ? { zeebe } : {}),
+      scopes: [document.definitions, process],
+      ...(javaTopics ? { javaTopics } : {}),
+    });
     if (result.ok) specs.set(node.id, result.task);
     else diagnostics.push(...result.diagnostics);
   }

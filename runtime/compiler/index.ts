@@ -3,13 +3,13 @@
 import { buildPlan, readTaskSpecs } from './build.ts';
 import { checkGraph } from './checks.ts';
 import { compileConditions } from './conditions.ts';
-import { errorAt, hasErrors } from './diagnostics.ts';
+import { errorAt, hasErrors, warningAt } from './diagnostics.ts';
 import { readEventSpecs } from './events.ts';
 import { allArtifacts, extractGraph } from './extract.ts';
 import { fingerprintPlan } from './fingerprint.ts';
 import { parseBpmn } from './parse.ts';
 import { BPMN_NAMESPACE, type BpmnElement } from './model.ts';
-import type { CompileOptions, CompileResult, Diagnostic } from './plan.ts';
+import type { CompileOptions, CompileResult, Diagnostic, JavaTaskTopic } from './plan.ts';
 import { selectProcess } from './select.ts';
 import { checkSoundness } from './soundness.ts';
 import { checkUnrunSettings } from './unrun-settings.ts';
@@ -59,7 +59,8 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     };
 
   const { graph, diagnostics: extractDiagnostics } = extractGraph(process, processId, document.unresolved);
-  const tasks = readTaskSpecs(graph, document, process);
+  const javaTasks: JavaTaskTopic[] | undefined = options.javaTasksAsTopics ? [] : undefined;
+  const tasks = readTaskSpecs(graph, document, process, javaTasks);
   const conditions = compileConditions(graph);
   const zeebeFile = Object.values(document.definitions.$attrs ?? {}).includes(BPMN_NAMESPACE.zeebe);
   const events = readEventSpecs(graph, allArtifacts(process), zeebeFile);
@@ -110,7 +111,20 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   );
   const versionTag = versionTagOf(process);
   if (versionTag !== undefined) plan.versionTag = versionTag;
-  return { ok: true, plan, fingerprint: fingerprintPlan(plan), warnings: diagnostics };
+  // Each task the option mapped is told once, where the analyst looks: the warnings.
+  const mapped = (javaTasks ?? []).map((j) =>
+    warningAt(
+      j.elementId,
+      `Task ${j.elementId} runs Java code (${j.implementation}); it is deployed as an external task on topic "${j.topic}": a worker must subscribe to that topic`,
+    ),
+  );
+  return {
+    ok: true,
+    plan,
+    fingerprint: fingerprintPlan(plan),
+    warnings: [...diagnostics, ...mapped],
+    ...(javaTasks && javaTasks.length > 0 ? { javaTasks } : {}),
+  };
 }
 
 /** camunda:versionTag on the process, or a Camunda 8 file's <zeebe:versionTag value>: what call activities bind to. */

@@ -282,9 +282,24 @@ export interface Diagnostic {
 }
 
 export type CompileResult =
-  { ok: true; plan: Plan; fingerprint: string; warnings: Diagnostic[] } | { ok: false; diagnostics: Diagnostic[] };
+  | { ok: true; plan: Plan; fingerprint: string; warnings: Diagnostic[]; javaTasks?: JavaTaskTopic[] }
+  | { ok: false; diagnostics: Diagnostic[] };
 
 export interface CompileOptions {
   /** which process to compile when the file holds several executable processes */
   processId?: string;
+  /**
+   * Camunda 7 migration: a task implemented by Java code (camunda:class, expression,
+   * delegateExpression) becomes an external task whose topic is that class or expression
+   * instead of being refused; the result lists each one.
+   */
+  javaTasksAsTopics?: boolean;
+}
+
+/** A task implemented by Java code that javaTasksAsTopics made an external task. */
+export interface JavaTaskTopic {
+  elementId: string;
+  /** e.g. `camunda:class` */
+  implementation: string;
+  topic: string;
 }

@@ -3,7 +3,7 @@
 // <zeebe:taskDefinition type="..." retries="..."/>; baton:retries overrides both.
 import { errorAt } from './diagnostics.ts';
 import { BPMN_NAMESPACE, describeElement, type BpmnElement, type BpmnFlowNode, type ZeebeTaskDefinition } from './model.ts';
-import type { Diagnostic, TaskSpec } from './plan.ts';
+import type { Diagnostic, JavaTaskTopic, TaskSpec } from './plan.ts';
 
 export const TASK_DEFAULTS = { retries: 3, priority: 0 } as const;
 
@@ -11,6 +11,8 @@ export interface TaskContext {
   zeebe?: ZeebeTaskDefinition;
   /** elements whose xmlns declarations may bind the baton namespace: definitions, process */
   scopes: BpmnElement[];
+  /** a task running Java code gets that code's class or expression as its topic (CompileOptions.javaTasksAsTopics), noted here */
+  javaTopics?: JavaTaskTopic[];
 }
 
 export type ReadTaskSpecResult = { ok: true; task: TaskSpec } | { ok: false; diagnostics: Diagnostic[] };
@@ -18,7 +20,7 @@ export type ReadTaskSpecResult = { ok: true; task: TaskSpec } | { ok: false; dia
 export function readTaskSpec(element: BpmnFlowNode, context: TaskContext): ReadTaskSpecResult {
   const node = asTask(element);
   const id = node.id ?? '?';
-  const topic = readTopic(node, context.zeebe);
+  const topic = readTopic(node, context.zeebe, context.javaTopics);
   const retries = readRetries(node, context);
   const priority = readInteger(node.taskPriority, TASK_DEFAULTS.priority);
   const diagnostics: Diagnostic[] = [];
@@ -111,7 +113,11 @@ export function messageThrowDefinition(element: BpmnElement): Record<string, str
   return message as unknown as Record<string, string | undefined> | undefined;
 }
 
-function readTopic(node: BpmnFlowNode, zeebe: ZeebeTaskDefinition | undefined): { topic: string } | { error: string } {
+function readTopic(
+  node: BpmnFlowNode,
+  zeebe: ZeebeTaskDefinition | undefined,
+  javaTopics?: JavaTaskTopic[],
+): { topic: string } | { error: string } {
   const camundaTopic = node.type === 'external' ? node.topic?.trim() : undefined;
   if (camundaTopic) return { topic: camundaTopic };
   const zeebeType = zeebe?.type?.trim();
@@ -123,16 +129,23 @@ function readTopic(node: BpmnFlowNode, zeebe: ZeebeTaskDefinition | undefined): 
   if (zeebeType) return { topic: zeebeType };
   const what = TASK_LABELS[node.$type] ?? 'Service task';
   const java = node as BpmnFlowNode & { class?: string; expression?: string; delegateExpression?: string };
-  const code = java.class
-    ? `camunda:class "${java.class}"`
-    : java.delegateExpression
-      ? `camunda:delegateExpression "${java.delegateExpression}"`
-      : java.expression
-        ? `camunda:expression "${java.expression}"`
-        : undefined;
+  const [implementation, text] = java.class?.trim()
+    ? ['camunda:class', java.class.trim()]
+    : java.delegateExpression?.trim()
+      ? ['camunda:delegateExpression', java.delegateExpression.trim()]
+      : java.expression?.trim()
+        ? ['camunda:expression', java.expression.trim()]
+        : [undefined, undefined];
+  const code = implementation ? `${implementation} "${text}"` : undefined;
+  if (implementation && text && javaTopics) {
+    // `${orderService.ship(execution)}` -> `orderService.ship(execution)`: what a worker subscribes to.
+    const topic = /^[$#]\{([\s\S]*)\}$/.exec(text)?.[1]?.trim() || text;
+    javaTopics.push({ elementId: node.id ?? '?', implementation, topic });
+    return { topic };
+  }
   if (code)
     return {
-      error: `${what} ${node.id ?? '?'} runs Java code (${code}), which Baton does not run: set camunda:type="external" with a camunda:topic and do the work in an external worker`,
+      error: `${what} ${node.id ?? '?'} runs Java code (${code}), which Baton does not run: set camunda:type="external" with a camunda:topic and do the work in an external worker, or deploy with javaTasksAsTopics to make its class or expression the topic`,
     };
   return {
     error: `${what} ${node.id ?? '?'} has no topic: set camunda:topic (with camunda:type=external) or a zeebe:taskDefinition type`,

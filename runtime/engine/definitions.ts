@@ -1,7 +1,7 @@
 // Deploy: compile BPMN, then store it as the next version unless this exact XML is deployed.
 import { createHash } from 'node:crypto';
 import { compileBpmn } from '../compiler/index.ts';
-import type { Diagnostic } from '../compiler/plan.ts';
+import type { CompileOptions, Diagnostic, JavaTaskTopic } from '../compiler/plan.ts';
 import type { Engine } from './context.ts';
 import { withTransaction } from '../store/db.ts';
 import { insertDefinition, type DefinitionRow } from '../store/definitions.ts';
@@ -15,10 +15,17 @@ export interface DeployResult {
   created: boolean;
   definition: DefinitionRow;
   warnings: Diagnostic[];
+  /** the tasks running Java code that CompileOptions.javaTasksAsTopics made external tasks */
+  javaTasks?: JavaTaskTopic[];
 }
 
-export async function deployDefinition(engine: Engine, xml: string, processId?: string): Promise<DeployResult> {
-  const compiled = await compileBpmn(xml, processId ? { processId } : {});
+export async function deployDefinition(
+  engine: Engine,
+  xml: string,
+  processId?: string,
+  options: Omit<CompileOptions, 'processId'> = {},
+): Promise<DeployResult> {
+  const compiled = await compileBpmn(xml, { ...options, ...(processId ? { processId } : {}) });
   if (!compiled.ok) {
     const details = compiled.diagnostics.map((d) => ({ elementId: d.elementId, message: d.message, severity: d.severity }));
     throw new BatonError(
@@ -53,5 +60,5 @@ export async function deployDefinition(engine: Engine, xml: string, processId?: 
       { definitionKey: definition.key, version: definition.version, fingerprint: definition.fingerprint },
       'definition:deployed',
     );
-  return { created, definition, warnings: compiled.warnings };
+  return { created, definition, warnings: compiled.warnings, ...(compiled.javaTasks ? { javaTasks: compiled.javaTasks } : {}) };
 }
