@@ -85,6 +85,7 @@ export function buildPlan(
       ...(node.kind === 'eventSubProcess' ? { eventSubProcess: { start: eventStartOf(graph, node.id) } } : {}),
       ...(node.kind === 'errorEndEvent' ? { throwError: { ...events.errors.get(node.id) } } : {}),
       ...(events.signals.has(node.id) ? { throwSignal: { ...events.signals.get(node.id)! } } : {}),
+      ...(events.escalations.has(node.id) ? { throwEscalation: { ...events.escalations.get(node.id)! } } : {}),
       ...(loops.has(node.id) ? { multiInstance: structuredClone(loops.get(node.id)!) } : {}),
       ...(io.has(node.id) ? { io: structuredClone(io.get(node.id)!) } : {}),
       ...(calls.has(node.id) ? { call: structuredClone(calls.get(node.id)!) } : {}),

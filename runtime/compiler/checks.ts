@@ -113,6 +113,7 @@ const KIND_LABELS: Record<string, string> = {
   passThrough: 'Task',
   scriptTask: 'Script task',
   signalThrow: 'Signal throw event',
+  escalationThrow: 'Escalation event',
   parallelGateway: 'Parallel gateway',
   exclusiveGateway: 'Exclusive gateway',
   inclusiveGateway: 'Inclusive gateway',

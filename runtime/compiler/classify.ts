@@ -22,8 +22,13 @@ const SUPPORTED = 'Baton does not run this element (docs/events.md lists what it
 
 const START_TRIGGERS = ['bpmn:TimerEventDefinition', 'bpmn:MessageEventDefinition', 'bpmn:SignalEventDefinition'];
 const CATCH_TRIGGERS = [...START_TRIGGERS, 'bpmn:ConditionalEventDefinition'];
-const EVENT_SUB_TRIGGERS = [...CATCH_TRIGGERS, 'bpmn:ErrorEventDefinition'];
-const BOUNDARY_TRIGGERS = [...CATCH_TRIGGERS, 'bpmn:ErrorEventDefinition', 'bpmn:CompensateEventDefinition'];
+const EVENT_SUB_TRIGGERS = [...CATCH_TRIGGERS, 'bpmn:ErrorEventDefinition', 'bpmn:EscalationEventDefinition'];
+const BOUNDARY_TRIGGERS = [
+  ...CATCH_TRIGGERS,
+  'bpmn:ErrorEventDefinition',
+  'bpmn:EscalationEventDefinition',
+  'bpmn:CompensateEventDefinition',
+];
 
 /** Elements of process.flowElements that are data, not flow nodes: they never take part in the flow. */
 const DATA_ELEMENTS = ['bpmn:DataObject', 'bpmn:DataObjectReference', 'bpmn:DataStoreReference'] as const;
@@ -38,7 +43,10 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
   if (node.$type === 'bpmn:StartEvent' && inEventSubProcess) {
     return definitions.length === 1 && EVENT_SUB_TRIGGERS.includes(definitions[0] as string)
       ? { supported: true, kind: StepKind.eventSubProcessStart }
-      : refuse(node, 'the start event of an event subprocess has exactly one timer, message, signal or error trigger');
+      : refuse(
+          node,
+          'the start event of an event subprocess has exactly one timer, message, signal, condition, error or escalation trigger',
+        );
   }
   const gateway = GATEWAY_KINDS[node.$type];
   if (gateway) return { supported: true, kind: gateway };
@@ -64,19 +72,21 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
         return { supported: true, kind: StepKind.errorEndEvent };
       if (definitions.length === 1 && definitions[0] === 'bpmn:SignalEventDefinition')
         return { supported: true, kind: StepKind.signalThrow };
+      if (isEscalation(definitions)) return { supported: true, kind: StepKind.escalationThrow };
       if (isMessage(definitions)) return classifyMessageThrow(node);
-      return refuse(node, 'only none, terminate, error, signal and compensation end events are supported');
+      return refuse(node, 'only none, terminate, error, escalation, signal, message and compensation end events are supported');
     case 'bpmn:IntermediateThrowEvent':
       if (isMessage(definitions)) return classifyMessageThrow(node);
       // A link throw goes on at its link catch event (compiler/links.ts joins them with a flow).
       if (definitions.length === 0 || isLink(definitions)) return { supported: true, kind: StepKind.passThrough };
       if (definitions.length === 1 && definitions[0] === 'bpmn:SignalEventDefinition')
         return { supported: true, kind: StepKind.signalThrow };
+      if (isEscalation(definitions)) return { supported: true, kind: StepKind.escalationThrow };
       return definitions.length === 1 && definitions[0] === 'bpmn:CompensateEventDefinition'
         ? { supported: true, kind: StepKind.compensationThrow }
         : refuse(
             node,
-            'of intermediate throw events, Baton runs none, link, signal and compensation ones: remove the trigger or the event',
+            'of intermediate throw events, Baton runs none, link, signal, escalation, message and compensation ones: remove the trigger or the event',
           );
     case 'bpmn:ServiceTask':
     case 'bpmn:SendTask':
@@ -129,10 +139,14 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
     case 'bpmn:BoundaryEvent':
       return definitions.length === 1 && BOUNDARY_TRIGGERS.includes(definitions[0] as string)
         ? { supported: true, kind: StepKind.boundaryEvent }
-        : refuse(node, 'boundary events catch exactly one timer, message, signal, condition, error or compensation');
+        : refuse(node, 'boundary events catch exactly one timer, message, signal, condition, error, escalation or compensation');
     default:
       return refuse(node, `${SUPPORTED}; replace or remove this element`);
   }
+}
+
+function isEscalation(definitions: string[]): boolean {
+  return definitions.length === 1 && definitions[0] === 'bpmn:EscalationEventDefinition';
 }
 
 function isMessage(definitions: string[]): boolean {

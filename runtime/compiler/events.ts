@@ -26,6 +26,8 @@ export interface EventSpecs {
   errors: Map<string, { errorCode?: string }>;
   /** signal throw or end event id -> the signal it broadcasts */
   signals: Map<string, { name: string }>;
+  /** escalation throw or end event id -> the code it throws */
+  escalations: Map<string, { escalationCode: string }>;
   /** messages whose zeebe:subscription correlation key a catching event reads */
   subscriptions: Set<string>;
   diagnostics: Diagnostic[];
@@ -41,6 +43,7 @@ export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = [
     throws: new Map(),
     errors: new Map(),
     signals: new Map(),
+    escalations: new Map(),
     subscriptions: new Set(),
     diagnostics: [],
   };
@@ -53,6 +56,11 @@ export function readEventSpecs(graph: ProcessGraph, artifacts: BpmnElement[] = [
     if (node.kind === 'signalThrow') {
       const thrown = readSignalThrow(node, specs.diagnostics);
       if (thrown) specs.signals.set(node.id, thrown);
+      continue;
+    }
+    if (node.kind === 'escalationThrow') {
+      const code = readEscalationCode(node, 'throw', specs.diagnostics);
+      if (code !== undefined) specs.escalations.set(node.id, { escalationCode: code });
       continue;
     }
     const waits =
@@ -241,6 +249,15 @@ function readWait(node: GraphNode, definition: BpmnEventDefinition, specs: Event
       return { trigger: 'compensation' };
     case 'bpmn:ConditionalEventDefinition':
       return readConditional(node, definition, diagnostics);
+    case 'bpmn:EscalationEventDefinition': {
+      const code = readEscalationCode(node, 'catch', diagnostics);
+      const variable = definition.escalationCodeVariable?.trim();
+      return {
+        trigger: 'escalation',
+        ...(code ? { escalationCode: code } : {}),
+        ...(variable ? { escalationCodeVariable: variable } : {}),
+      };
+    }
     case 'bpmn:ErrorEventDefinition': {
       const code = definition.errorRef?.errorCode?.trim();
       return {
@@ -323,6 +340,35 @@ function readSignalThrow(node: GraphNode, diagnostics: Diagnostic[]): { name: st
       ),
     );
   return { name };
+}
+
+/**
+ * The escalation code an event throws or catches. A throw needs a fixed code (a catcher matches
+ * it by text); a catch without one catches every escalation of its scope.
+ */
+function readEscalationCode(node: GraphNode, role: 'throw' | 'catch', diagnostics: Diagnostic[]): string | undefined {
+  const definition = node.element.eventDefinitions?.[0] as BpmnEventDefinition | undefined;
+  const label = describeElement(node.element);
+  const code = definition?.escalationRef?.escalationCode?.trim();
+  if (role === 'throw' && !code) {
+    diagnostics.push(
+      errorAt(
+        node.id,
+        `Escalation event ${label} throws no escalation code: reference a bpmn:escalation and give it an escalationCode`,
+      ),
+    );
+    return undefined;
+  }
+  if (code && EXPRESSION.test(code)) {
+    diagnostics.push(
+      errorAt(
+        node.id,
+        `Escalation event ${label} computes its escalation code ("${code}"): Baton matches fixed codes; write the code itself`,
+      ),
+    );
+    return undefined;
+  }
+  return code || undefined;
 }
 
 /** A timer written as an expression: Camunda 7's `${...}`/`#{...}`, Camunda 8's `=...`. */
@@ -410,6 +456,18 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
         wait.trigger === 'error'
           ? `Error boundary event ${label} sits on receive task ${host.id}: no worker runs a receive task, so no error is thrown there; remove the boundary, or use a timer or message boundary`
           : `Compensation boundary ${label} sits on receive task ${host.id}: a receive task does no work to undo; attach the compensation to the task that does the work`,
+      ),
+    );
+    return;
+  }
+  // Escalations are thrown by events inside a subprocess; a task's worker and a called process throw none to it.
+  if (wait?.trigger === 'escalation' && host.kind !== 'subProcess') {
+    specs.diagnostics.push(
+      errorAt(
+        node.id,
+        host.kind === 'callActivity'
+          ? `Escalation boundary event ${label} sits on call activity ${host.id}: Baton does not pass escalations from a called process to its caller; put the escalation's follow-up in the called process, or end it with an error end event and catch that`
+          : `Escalation boundary event ${label} sits on ${describeElement(host.element)}, which throws no escalations: attach it to a subprocess whose events throw them`,
       ),
     );
     return;

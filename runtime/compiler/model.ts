@@ -75,12 +75,15 @@ export interface BpmnEventDefinition extends BpmnElement {
   readonly messageRef?: BpmnElement;
   readonly signalRef?: BpmnElement;
   readonly errorRef?: BpmnElement & { readonly errorCode?: string };
+  readonly escalationRef?: BpmnElement & { readonly escalationCode?: string };
   /** compensate event definitions */
   readonly activityRef?: BpmnElement;
   readonly waitForCompletion?: boolean;
   /** camunda:errorCodeVariable / camunda:errorMessageVariable */
   readonly errorCodeVariable?: string;
   readonly errorMessageVariable?: string;
+  /** camunda:escalationCodeVariable */
+  readonly escalationCodeVariable?: string;
 }
 
 export interface BpmnExpression extends BpmnElement {

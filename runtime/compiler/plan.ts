@@ -15,6 +15,8 @@ export const StepKind = {
   passThrough: 'passThrough',
   /** signal intermediate throw or end event: broadcasts its signal after the transition commits, then moves on (see `throwSignal`) */
   signalThrow: 'signalThrow',
+  /** escalation intermediate throw or end event: the innermost enclosing catcher fires; uncaught, the token goes on (see `throwEscalation`) */
+  escalationThrow: 'escalationThrow',
   /** script task: the engine evaluates its FEEL expression or sandboxed JavaScript and moves on (see `script`) */
   scriptTask: 'scriptTask',
   /** forks into every outgoing flow; joins when every incoming flow is taken */
@@ -93,6 +95,8 @@ export type WaitSpec =
   | { trigger: 'error'; errorCode?: string; errorCodeVariable?: string; errorMessageVariable?: string }
   /** links the host to its compensation handler; it never waits at run time */
   | { trigger: 'compensation' }
+  /** escalationCode absent: catches every escalation thrown inside its host; escalationCodeVariable receives the code */
+  | { trigger: 'escalation'; escalationCode?: string; escalationCodeVariable?: string }
   /** fires once its condition holds: evaluated when it starts waiting and after every transition of its instance */
   | { trigger: 'conditional'; condition: FlowCondition };
 
@@ -201,6 +205,8 @@ export interface PlanStep {
   eventSubProcess?: { start: string };
   /** set for signalThrow: the signal every waiting catch, boundary, event subprocess and signal start receives */
   throwSignal?: { name: string };
+  /** set for escalationThrow: the code its catchers match */
+  throwEscalation?: { escalationCode: string };
   /** set for errorEndEvent; errorCode absent: caught only by catch-all error boundaries */
   throwError?: { errorCode?: string };
   /** set for multi-instance service tasks */

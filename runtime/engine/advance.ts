@@ -196,17 +196,31 @@ export function findErrorBoundary(
   code: string | undefined,
   state: InstanceState,
 ): PlanStep | undefined {
+  return findCatcher(plan, 'error', hostId, code, state);
+}
+
+/**
+ * The open boundary or event subprocess start that catches an error or escalation thrown at
+ * `hostId`: the host's own boundaries, then the event subprocesses of the scope it is in, then the
+ * same for each enclosing subprocess outward. At each level an exact code match beats a catch-all.
+ */
+function findCatcher(
+  plan: Plan,
+  trigger: 'error' | 'escalation',
+  hostId: string | undefined,
+  code: string | undefined,
+  state: InstanceState,
+  status: 'active' | 'completed' = 'active',
+): PlanStep | undefined {
+  const codeOf = (b: PlanStep) =>
+    b.wait?.trigger === 'error' ? b.wait.errorCode : b.wait?.trigger === 'escalation' ? b.wait.escalationCode : undefined;
   const catching = (candidates: string[]): PlanStep | undefined => {
     const open = candidates
       .map((id) => stepById(plan, id))
-      .filter((b) => b.wait?.trigger === 'error' && state.steps[b.id] === 'active');
-    return (
-      open.find((b) => b.wait?.trigger === 'error' && code !== undefined && b.wait.errorCode === code) ??
-      open.find((b) => b.wait?.trigger === 'error' && b.wait.errorCode === undefined)
-    );
+      .filter((b) => b.wait?.trigger === trigger && state.steps[b.id] === status);
+    return open.find((b) => code !== undefined && codeOf(b) === code) ?? open.find((b) => codeOf(b) === undefined);
   };
   for (let at = hostId; at !== undefined; at = stepById(plan, at).scope) {
-    // The step's own boundaries, then the error event subprocesses of the scope it is in.
     const found = catching(stepById(plan, at).boundaries ?? []) ?? catching(eventStartsOf(plan, stepById(plan, at).scope));
     if (found) return found;
   }
@@ -360,6 +374,10 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     throwError(plan, step, state, vars, fx);
     return;
   }
+  if (step.kind === 'escalationThrow' && step.throwEscalation) {
+    throwEscalation(plan, step, step.throwEscalation.escalationCode, state, vars, fx);
+    return;
+  }
   if (step.kind === 'compensationThrow') {
     setStep(state, fx, step.id, 'active');
     pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id });
@@ -482,6 +500,39 @@ function throwError(plan: Plan, step: PlanStep, state: InstanceState, vars: Vari
   });
   if (boundary.wait.errorCodeVariable) vars[boundary.wait.errorCodeVariable] = code ?? null;
   fireWait(plan, boundary.id, state, vars, fx, { errorCode: code ?? null, thrownBy: step.id });
+}
+
+/**
+ * An escalation is not an error: the innermost catcher fires and the throwing path goes on,
+ * unless the catcher interrupts (then the scope around the throw is canceled with it). Nothing
+ * catching it, the path goes on too, as in Camunda 7 and Zeebe, and the history says so.
+ */
+function throwEscalation(plan: Plan, step: PlanStep, code: string, state: InstanceState, vars: Variables, fx: Effects): void {
+  const catcher = findCatcher(plan, 'escalation', step.id, code, state);
+  setStep(state, fx, step.id, 'completed');
+  pushEvent(plan, state, fx, {
+    kind: 'step:completed',
+    stepId: step.id,
+    data: { escalationCode: code, ...(catcher ? { caughtBy: catcher.id } : {}) },
+  });
+  if (!catcher) {
+    // A non-interrupting boundary runs its path once per activation of its host: a later escalation finds it spent.
+    const spent = findCatcher(plan, 'escalation', step.id, code, state, 'completed');
+    const spentBoundary = spent?.boundary && !spent.boundary.interrupting && state.steps[spent.boundary.attachedTo] === 'active';
+    pushEvent(plan, state, fx, {
+      kind: 'escalation:uncaught',
+      stepId: step.id,
+      data: { escalationCode: code, ...(spentBoundary ? { firedBefore: spent.id } : {}) },
+    });
+    leaveStep(plan, step, state, vars, fx);
+    return;
+  }
+  if (catcher.wait?.trigger === 'escalation' && catcher.wait.escalationCodeVariable)
+    vars[catcher.wait.escalationCodeVariable] = code;
+  const interrupting = catcher.kind === 'eventSubProcessStart' || catcher.boundary?.interrupting === true;
+  // Fired before the throw's path moves on: that path could end the subprocess and with it the boundary.
+  fireWaitNow(plan, catcher.id, state, vars, fx, { escalationCode: code, thrownBy: step.id });
+  if (!interrupting) leaveStep(plan, step, state, vars, fx);
 }
 
 /**

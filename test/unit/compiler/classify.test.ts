@@ -34,7 +34,7 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
     ['SubStart', 'bpmn:StartEvent "SubStart" (id SubStart): the start event of an event subprocess has exactly one timer'],
     [
       'Timeout',
-      'bpmn:BoundaryEvent with bpmn:EscalationEventDefinition "Timeout" (id Timeout): boundary events catch exactly one timer, message, signal, condition, error or compensation',
+      'bpmn:BoundaryEvent with bpmn:CancelEventDefinition "Timeout" (id Timeout): boundary events catch exactly one timer, message, signal, condition, error, escalation or compensation',
     ],
     [
       'Wait',
@@ -45,7 +45,7 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
     ['Complex', 'bpmn:ComplexGateway "Complex" (id Complex)'],
     [
       'ErrorEnd',
-      'bpmn:EndEvent with bpmn:EscalationEventDefinition "ErrorEnd" (id ErrorEnd): only none, terminate, error, signal and compensation end events',
+      'bpmn:EndEvent with bpmn:CancelEventDefinition "ErrorEnd" (id ErrorEnd): only none, terminate, error, escalation, signal, message and compensation end events',
     ],
   ])('%s', async (id, text) => {
     const errors = errorsOf(await compileDiagnostics(unsupported)).filter((d) => d.elementId === id);

@@ -42,7 +42,7 @@ describe('event subprocesses: refused with the element id', () => {
       'a none start',
       body('<bpmn:startEvent id="ESP_start" />'),
       'ESP_start',
-      'exactly one timer, message, signal or error trigger',
+      'exactly one timer, message, signal, condition, error or escalation trigger',
     ],
     ['no start', '<bpmn:endEvent id="ESP_end" />', 'ESP', 'has 0 start events'],
   ])('%s', async (_name, inner, elementId, text) => {
