@@ -204,4 +204,28 @@ describe('escalation events', () => {
       data: { escalationCode: 'LATE' },
     });
   });
+
+  it('given a non-interrupting boundary that already fired, when a second escalation is thrown in its subprocess, then the path goes on and the history names the spent boundary', async () => {
+    await deploy(
+      t.api,
+      subWithThrow(
+        'esc_twice',
+        `<bpmn:boundaryEvent id="notify" attachedToRef="sub" cancelActivity="false">${escalation('Late')}</bpmn:boundaryEvent>`,
+        ['<bpmn:endEvent id="told" />', flow('f3', 'notify', 'told')],
+      ).replace(
+        `${flow('s3', 'escalate', 'finish')}`,
+        `${throwEvent('again', 'Late')}${flow('s3', 'escalate', 'again')}${flow('s3b', 'again', 'finish')}`,
+      ),
+    );
+    const id = await start(t.api, 'esc_twice');
+    expect((await complete(t.api, await fetchOne(t.api, 'w', 'esc_twice-work'), 'w')).status).toBe(204);
+    expect((await complete(t.api, await fetchOne(t.api, 'w', 'esc_twice-finish'), 'w')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+    const events = await history(id);
+    expect(events.filter((e) => e.kind === 'step:completed' && e.stepId === 'notify')).toHaveLength(1);
+    expect(events.find((e) => e.kind === 'escalation:uncaught')).toMatchObject({
+      stepId: 'again',
+      data: { escalationCode: 'LATE', firedBefore: 'notify' },
+    });
+  });
 });
