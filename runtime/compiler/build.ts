@@ -31,11 +31,13 @@ export function readTaskSpecs(
   document: ParsedDocument,
   process: BpmnElement,
   javaTopics?: JavaTaskTopic[],
+  /** tasks the compiler drew itself (execution listeners): taken as they are */
+  drawn: ReadonlyMap<string, TaskSpec> = new Map(),
 ): TaskSpecsResult {
-  const specs = new Map<string, TaskSpec>();
+  const specs = new Map<string, TaskSpec>(drawn);
   const diagnostics: Diagnostic[] = [];
   for (const node of graph.nodes.values()) {
-    if (node.kind !== 'serviceTask') continue;
+    if (node.kind !== 'serviceTask' || drawn.has(node.id)) continue;
     const zeebe = document.zeebeTasks.get(node.id);
     const result = readTaskSpec(node.element, {
       ...(zeebe ? { zeebe } : {}),

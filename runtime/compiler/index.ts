@@ -19,6 +19,7 @@ import { readElementLoops, readStandardLoops } from './standard-loops.ts';
 import { readIoMappings } from './io-mappings.ts';
 import { readScripts } from './scripts.ts';
 import { readCallActivities } from './call-activities.ts';
+import { insertListeners } from './listeners.ts';
 
 export { fingerprintPlan } from './fingerprint.ts';
 export type { CompileOptions, CompileResult, Diagnostic, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
@@ -59,8 +60,10 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     };
 
   const { graph, diagnostics: extractDiagnostics } = extractGraph(process, processId, document.unresolved);
+  // Before everything that reads the graph: a job listener is a step on its element's path.
+  const listeners = insertListeners(graph, process);
   const javaTasks: JavaTaskTopic[] | undefined = options.javaTasksAsTopics ? [] : undefined;
-  const tasks = readTaskSpecs(graph, document, process, javaTasks);
+  const tasks = readTaskSpecs(graph, document, process, javaTasks, listeners.tasks);
   const conditions = compileConditions(graph);
   const zeebeFile = Object.values(document.definitions.$attrs ?? {}).includes(BPMN_NAMESPACE.zeebe);
   const events = readEventSpecs(graph, allArtifacts(process), zeebeFile);
@@ -74,6 +77,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const diagnostics: Diagnostic[] = [
     ...parsed.diagnostics,
     ...extractDiagnostics,
+    ...listeners.diagnostics,
     ...tasks.diagnostics,
     ...conditions.diagnostics,
     ...events.diagnostics,

@@ -12,8 +12,6 @@ const UNRUN_ELEMENTS: Record<string, string> = {
     'input/output mappings (Inputs, Outputs) are not run on this element (Baton runs them on service tasks only): its variables are read and written as they are',
   'zeebe:ioMapping':
     'input/output mappings (Input mapping, Output mapping) are not run on this element (Baton runs them on service tasks only): its variables are read and written as they are',
-  'camunda:ExecutionListener': 'execution listeners are not run',
-  'zeebe:executionListeners': 'execution listeners are not run',
   'camunda:TaskListener': 'task listeners are not run',
   'zeebe:taskListeners': 'task listeners are not run',
   'camunda:Field': 'field injections configure Java delegates, which Baton does not run',
@@ -68,6 +66,8 @@ export function checkUnrunSettings(
       if (has(carried.mappings) && (IO_MAPPING_TYPES as readonly string[]).includes(value.$type)) continue;
       if (has(carried.headers) && (value.$type === 'zeebe:taskHeaders' || value.$type === 'camunda:Properties')) continue;
       if (has(carried.subscriptions) && value.$type === 'zeebe:subscription') continue;
+      // Job listeners run as steps where they fit and are refused elsewhere (compiler/listeners.ts).
+      if (value.$type === 'zeebe:executionListeners') continue;
       // Properties on the process are metadata for tools that read the model, in Camunda 7 too.
       if (element === process && value.$type === 'camunda:Properties') continue;
       const text = UNRUN_ELEMENTS[value.$type];

@@ -3,6 +3,7 @@
 const REASONS: [RegExp, string | ((m: RegExpExecArray) => string)][] = [
   [/^Unsupported element bpmn:UserTask/, 'bpmn:UserTask: user tasks are not run'],
   [/^Unsupported element (bpmn:\w+)(?: with (bpmn:\w+))?/, (m) => `${m[1]}${m[2] ? ` with ${m[2]}` : ''}: not run`],
+  [/^Execution listener on .* inside Camunda 7's engine/, 'Camunda 7 execution listener (Java, expression or script)'],
   [/runs Java code/, 'service task runs Java code (camunda:class, expression or delegateExpression)'],
   [/has no topic/, 'service task without camunda:topic or zeebe:taskDefinition type'],
   [/is a (?:javascript|js) script/i, 'JavaScript condition or mapping'],
