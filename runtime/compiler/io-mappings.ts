@@ -1,4 +1,4 @@
-// Input and output mappings of service tasks -> IoSpec (docs/ARCHITECTURE.md, "Input and output
+// Input and output mappings of service and script tasks -> IoSpec (docs/ARCHITECTURE.md, "Input and output
 // mappings"). Camunda 7 files say <camunda:inputOutput> with inputParameter/outputParameter (text,
 // ${...}, camunda:list, camunda:map); Camunda 8 files say <zeebe:ioMapping> with input/output
 // (source: FEEL after "=", else a literal string; target: a name or a dotted path). Every value
@@ -32,7 +32,7 @@ interface MappingHolder extends BpmnElement {
 }
 
 /**
- * Mappings of every service task that has some, by step id; `runs`: the elements whose mappings
+ * Mappings of every service or script task that has some, by step id; `runs`: the elements whose mappings
  * Baton runs (compiled here, or refused here with an error), which unrun-settings.ts leaves alone.
  */
 export function readIoMappings(graph: ProcessGraph): {
@@ -45,7 +45,7 @@ export function readIoMappings(graph: ProcessGraph): {
   const diagnostics: Diagnostic[] = [];
   for (const node of graph.nodes.values()) {
     // A compensation handler's task is created by the saga, which runs no mappings: it keeps the "not run" warning.
-    if (node.kind !== 'serviceTask' || node.element.isForCompensation) continue;
+    if ((node.kind !== 'serviceTask' && node.kind !== 'scriptTask') || node.element.isForCompensation) continue;
     runs.add(node.id);
     const values = (node.element as { extensionElements?: { values?: MappingHolder[] } }).extensionElements?.values ?? [];
     const holders = values.filter((v) => (IO_MAPPING_TYPES as readonly string[]).includes(v.$type));
@@ -66,7 +66,12 @@ export function readIoMappings(graph: ProcessGraph): {
       }
     }
     if (problems.length > 0) {
-      diagnostics.push(errorAt(node.id, `Service task ${describeElement(node.element)}: ${problems.join('; ')}`));
+      diagnostics.push(
+        errorAt(
+          node.id,
+          `${node.kind === 'scriptTask' ? 'Script' : 'Service'} task ${describeElement(node.element)}: ${problems.join('; ')}`,
+        ),
+      );
       continue;
     }
     if (spec.inputs.length > 0 || spec.outputs.length > 0) io.set(node.id, spec);

@@ -181,7 +181,7 @@ export interface PlanStep {
   outgoing: string[];
   /** set for serviceTask only */
   task?: TaskSpec;
-  /** input/output mappings of a service task */
+  /** input/output mappings of a service or script task */
   io?: IoSpec;
   /** id of the default outgoing flow, for exclusive and inclusive gateways */
   defaultFlow?: string;

@@ -7,7 +7,7 @@ import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
 import { timerDue } from './timer-due.ts';
 import { startCompensationThrow } from './compensate.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
-import { mapInputs } from './io-mappings.ts';
+import { mapInputs, resultVariables } from './io-mappings.ts';
 import { runScript } from './scripts.ts';
 import { pinOf, prepareCall } from './call-variables.ts';
 import { indexPlan } from './plan-index.ts';
@@ -344,8 +344,12 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     return;
   }
   if (step.kind === 'scriptTask' && step.script) {
+    // Input mappings are the script's own variables; output mappings say what of its writes reach the process.
+    const inputs = step.io ? mapInputs(step, vars, passLocals(plan, step, state)) : undefined;
+    if (inputs && !inputs.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', inputs.message, inputs.details);
+    const locals = inputs?.ok ? inputs.locals : {};
     // A script that fails stops here; the incident's retry runs it again over the variables then.
-    const outcome = runScript(step.script, seen);
+    const outcome = runScript(step.script, { ...seen, ...locals });
     if (!outcome.ok)
       return raiseIncident(
         plan,
@@ -356,9 +360,11 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
         `Script task ${step.id}: ${outcome.message}. Fix the script or the variables, then retry the incident.`,
         outcome.details,
       );
-    Object.assign(vars, outcome.writes);
+    const written = resultVariables(step, vars, locals, outcome.writes, 'Fix the mapping or the script, then retry the incident');
+    if (!written.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', written.message, written.details);
+    Object.assign(vars, written.variables);
     setStep(state, fx, step.id, 'completed');
-    pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, data: { wrote: Object.keys(outcome.writes) } });
+    pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, data: { wrote: Object.keys(written.variables) } });
     leaveStep(plan, step, state, vars, fx);
     return;
   }

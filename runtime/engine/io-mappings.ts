@@ -33,7 +33,13 @@ export type ResultVariablesResult = { ok: true; variables: Variables } | Mapping
  * the result. Without: the result, less the names the task holds locally (its inputs), which
  * stay on the task (a write goes to the innermost scope that has the name).
  */
-export function resultVariables(step: PlanStep, vars: Variables, locals: Variables, result: Variables): ResultVariablesResult {
+export function resultVariables(
+  step: PlanStep,
+  vars: Variables,
+  locals: Variables,
+  result: Variables,
+  next = WORKER_NEXT,
+): ResultVariablesResult {
   const io = step.io;
   if (!io) return { ok: true, variables: result };
   if (io.outputs.length === 0) {
@@ -41,22 +47,18 @@ export function resultVariables(step: PlanStep, vars: Variables, locals: Variabl
     for (const mapping of io.inputs) delete kept[topName(mapping.target)];
     return { ok: true, variables: kept };
   }
-  return mapOutputs(step, { ...vars, ...locals, ...result }, vars);
+  return mapOutputs(step, { ...vars, ...locals, ...result }, vars, next);
 }
 
+/** What a worker does when its result cannot be mapped. */
+const WORKER_NEXT = 'The task stays locked: report a failure for it, or complete it with variables the mapping can read';
+
 /** The outputs' targets over `scope`; a dotted target updates a copy of the object variable it names. */
-export function mapOutputs(step: PlanStep, scope: Variables, vars: Variables): ResultVariablesResult {
+export function mapOutputs(step: PlanStep, scope: Variables, vars: Variables, next = WORKER_NEXT): ResultVariablesResult {
   const out: Variables = {};
   for (const mapping of step.io?.outputs ?? []) {
     const value = evaluateValue(mapping.feel, scope);
-    if (!value.ok)
-      return failure(
-        step,
-        'Output',
-        mapping,
-        value.message,
-        'The task stays locked: report a failure for it, or complete it with variables the mapping can read',
-      );
+    if (!value.ok) return failure(step, 'Output', mapping, value.message, next);
     assignPath(out, mapping.target, value.value, vars);
   }
   return { ok: true, variables: out };

@@ -116,4 +116,28 @@ describe('script tasks', () => {
     expect(JSON.stringify(res.body)).toContain('Script task script: Baton does not run groovy scripts');
     expect((await t.api.get('/api/definitions/script_groovy')).status).toBe(404);
   });
+
+  it('given a Zeebe script task with input and output mappings, then the script reads its inputs and only the outputs reach the process', async () => {
+    await deploy(
+      t.api,
+      scriptProcess(
+        'script_io',
+        `<bpmn:scriptTask id="script">
+          <bpmn:extensionElements>
+            <zeebe:script expression="=net * (1 + rate)" resultVariable="gross" />
+            <zeebe:ioMapping>
+              <zeebe:input source="=order.amount" target="net" />
+              <zeebe:input source="=0.2" target="rate" />
+              <zeebe:output source="=round half up(gross, 2)" target="order.gross" />
+            </zeebe:ioMapping>
+          </bpmn:extensionElements>
+        </bpmn:scriptTask>`,
+      ),
+    );
+    const id = await start(t.api, 'script_io', { variables: { order: { amount: 10.5 } } });
+    const after = await fetchOne(t.api, 'w', 'script_io-after');
+    expect(after.instanceId).toBe(id);
+    expect(after.variables).toEqual({ order: { amount: 10.5, gross: 12.6 } });
+    expect((await complete(t.api, after, 'w')).status).toBe(204);
+  });
 });
