@@ -304,8 +304,16 @@ async function tryPublish(
     }
     skip.push(sub.id);
   }
-  const started = req.instanceId ? undefined : await startOnMessage(engine, tx, req, { id: stored.id, messageId });
-  if (started) return started;
+  // The message's business key, else its correlation key, becomes the started instance's.
+  const businessKey = req.businessKey ?? req.correlationKey ?? null;
+  const started = req.instanceId
+    ? undefined
+    : await startOnMessage(engine, tx, { name: req.name, businessKey, variables: req.variables ?? {} });
+  if (started) {
+    await markMessageMatched(tx, stored.id, started.instanceId, started.stepId);
+    // A second message with the same key answers the instance the first one started.
+    return { status: started.created ? 'started' : 'duplicate', instanceId: started.instanceId, messageId };
+  }
   if (req.ttlMs === 0) {
     throw new BatonError(
       'no_match',
