@@ -5,40 +5,41 @@ import type { Diagnostic, Plan } from '../compiler/plan.ts';
 import type { Variables } from '../model/effects.ts';
 import type { Engine } from './context.ts';
 import { startInTransaction } from './instances.ts';
-import type { PublishMessageRequest, PublishMessageResult } from '../model/messages.ts';
 import { withTransaction, type PoolClient, type Queryable } from '../store/db.ts';
-import { findEventStarts, lockMessageName, markMessageMatched } from '../store/waits.ts';
+import { findEventStarts, lockMessageName } from '../store/waits.ts';
 import { BatonError } from '../shared/errors.ts';
+
+/** An instance a message start event started, or the one already holding the business key. */
+export interface MessageStart {
+  created: boolean;
+  instanceId: string;
+  /** the message start event */
+  stepId: string;
+}
 
 /**
  * Starts the definition whose message start event names this message, in the
- * publisher's transaction (it holds the message-name lock). The message's business
- * key, else its correlation key, becomes the instance's business key: a second
- * message with the same key answers `duplicate` with the instance it started.
- * Undefined when no definition starts on this message.
+ * publisher's transaction (it holds the message-name lock), with the message's
+ * variables. `businessKey` becomes the instance's: when an instance already holds it,
+ * nothing starts and that instance is answered (`created: false`). Undefined when no
+ * definition starts on this message. The caller records the message as matched.
  */
 export async function startOnMessage(
   engine: Engine,
   tx: PoolClient,
-  req: PublishMessageRequest,
-  stored: { id: string; messageId: string },
-): Promise<PublishMessageResult | undefined> {
+  req: { name: string; businessKey: string | null; variables: Variables },
+): Promise<MessageStart | undefined> {
   // Deploy refuses a message start name that another key's latest version uses, so there is at most one.
   const [start] = await findEventStarts(tx, 'message', req.name);
   if (!start) return undefined;
-  const businessKey = req.businessKey ?? req.correlationKey ?? null;
   const started = await startInTransaction(
     engine,
     tx,
-    { definitionKey: start.key, version: start.version, businessKey, variables: req.variables ?? {} },
+    { definitionKey: start.key, version: start.version, businessKey: req.businessKey, variables: req.variables },
     start.step_id,
   );
   if (!started.ok) return undefined;
-  const instanceId = started.instance.id;
-  await markMessageMatched(tx, stored.id, instanceId, start.step_id);
-  return started.created
-    ? { status: 'started', instanceId, messageId: stored.messageId }
-    : { status: 'duplicate', instanceId, messageId: stored.messageId };
+  return { created: started.created, instanceId: started.instance.id, stepId: start.step_id };
 }
 
 /** One new instance per definition whose signal start event names this signal, each in its own transaction. */

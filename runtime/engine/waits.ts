@@ -235,13 +235,36 @@ const DEFAULT_TTL_MS = 60 * 60 * 1000;
  */
 export async function publishMessage(engine: Engine, req: PublishMessageRequest): Promise<PublishMessageResult> {
   const messageId = req.messageId ?? crypto.randomUUID();
-  // An instance busy in another transition is not waited for while we hold the
-  // message-name lock (that transition may want the same lock): retry instead.
-  for (let attempt = 0; ; attempt++) {
-    const result = await withTransaction(engine.pool, (tx) => tryPublish(engine, tx, req, messageId));
-    if (result !== 'busy') return result;
-    if (attempt > 200) throw new Error(`Message ${messageId}: the matching instance stayed busy; try again`);
-    await new Promise((r) => setTimeout(r, Math.min(50, 2 + attempt)));
+  return retryWhileBusy(engine, `Message ${messageId}`, (tx) => tryPublish(engine, tx, req, messageId));
+}
+
+/** Rolls back an attempt whose instance was busy. */
+class InstanceBusy extends Error {}
+
+/**
+ * Runs `attempt` in a transaction of its own until it answers something other than 'busy'.
+ * A publisher holds the message-name lock, so it never waits for an instance another
+ * transition holds (that transition may want the same lock): it answers 'busy', and what it
+ * wrote so far (the stored message) is rolled back before it tries again shortly; kept, the
+ * message would be found by its own retry as a duplicate and never reach the instance.
+ */
+export async function retryWhileBusy<T>(
+  engine: Engine,
+  what: string,
+  attempt: (tx: PoolClient) => Promise<T | 'busy'>,
+): Promise<T> {
+  for (let n = 0; ; n++) {
+    try {
+      return await withTransaction(engine.pool, async (tx) => {
+        const result = await attempt(tx);
+        if (result === 'busy') throw new InstanceBusy();
+        return result;
+      });
+    } catch (err) {
+      if (!(err instanceof InstanceBusy)) throw err;
+    }
+    if (n > 200) throw new Error(`${what}: the matching instance stayed busy; try again`);
+    await new Promise((r) => setTimeout(r, Math.min(50, 2 + n)));
   }
 }
 
@@ -281,8 +304,16 @@ async function tryPublish(
     }
     skip.push(sub.id);
   }
-  const started = req.instanceId ? undefined : await startOnMessage(engine, tx, req, { id: stored.id, messageId });
-  if (started) return started;
+  // The message's business key, else its correlation key, becomes the started instance's.
+  const businessKey = req.businessKey ?? req.correlationKey ?? null;
+  const started = req.instanceId
+    ? undefined
+    : await startOnMessage(engine, tx, { name: req.name, businessKey, variables: req.variables ?? {} });
+  if (started) {
+    await markMessageMatched(tx, stored.id, started.instanceId, started.stepId);
+    // A second message with the same key answers the instance the first one started.
+    return { status: started.created ? 'started' : 'duplicate', instanceId: started.instanceId, messageId };
+  }
   if (req.ttlMs === 0) {
     throw new BatonError(
       'no_match',

@@ -135,16 +135,19 @@ export interface InsertMessageParams {
   instanceId: string | null;
   payload: Record<string, unknown>;
   ttlMs: number;
+  /** the step of `instanceId` the message was already delivered to: the row is stored matched */
+  matchedStepId?: string;
 }
 
 /** Stores a message in the inbox; undefined when its messageId was seen before. */
 export async function insertMessage(db: Queryable, p: InsertMessageParams): Promise<MessageRow | undefined> {
   const { rows } = await db.query<MessageRow>({
     name: 'insert_message',
-    text: `insert into messages (message_id, name, correlation_key, instance_id, payload, expires_at)
-           values ($1, $2, $3, $4, $5, now() + $6::bigint * interval '1 millisecond')
+    text: `insert into messages (message_id, name, correlation_key, instance_id, payload, expires_at, state, step_id, matched_at)
+           values ($1, $2, $3, $4, $5, now() + $6::bigint * interval '1 millisecond',
+                   case when $7::text is null then 'pending' else 'matched' end, $7, case when $7::text is null then null else now() end)
            on conflict (message_id) do nothing returning *`,
-    values: [p.messageId, p.name, p.correlationKey, p.instanceId, p.payload, p.ttlMs],
+    values: [p.messageId, p.name, p.correlationKey, p.instanceId, p.payload, p.ttlMs, p.matchedStepId ?? null],
   });
   return rows[0];
 }

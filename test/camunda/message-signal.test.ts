@@ -62,8 +62,9 @@ describe('POST /engine-rest/message', () => {
       resultEnabled: true,
     });
     expect(res.status).toBe(200);
+    // The catch leads straight to the end event: the instance ended in the correlation's transaction.
     expect(res.body).toEqual([
-      { resultType: 'Execution', execution: { id, processInstanceId: id, ended: false, tenantId: null }, processInstance: null },
+      { resultType: 'Execution', execution: { id, processInstanceId: id, ended: true, tenantId: null }, processInstance: null },
     ]);
     expect((await waitForStatus(t.api, id, 'completed')).variables).toMatchObject({ orderId: 'o-1', amount: 42 });
     const { rows } = await t.db.pool.query(`select type from camunda_variables where instance_id = $1 and name = 'amount'`, [id]);
@@ -98,8 +99,8 @@ describe('POST /engine-rest/message', () => {
     for (const body of [
       {},
       { messageName: '' },
-      { messageName: 'payment', correlationKeys: { a: { value: 1 }, b: { value: 2 } } },
       { messageName: 'p', processInstanceId: 'x' },
+      { messageName: 'payment', correlationKeys: { orderId: { value: 'x', type: 'Nope' } } },
     ]) {
       const res = await engineRest(t.url, 'POST', '/message', body);
       expect(res.status, JSON.stringify(body)).toBe(400);

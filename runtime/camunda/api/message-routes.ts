@@ -1,14 +1,16 @@
 // POST /engine-rest/message and /engine-rest/signal on the engine's message and signal waits.
-// Camunda correlates at once or fails: messages are published with ttlMs 0, so nothing is
-// kept in Baton's inbox for a later catch (the native /api/messages keeps them).
+// Messages correlate as Camunda 7 correlates them (camunda/engine/messages.ts): at once or
+// not at all, nothing is kept in Baton's inbox for a later catch (the native /api/messages
+// keeps them).
 import { Router } from 'express';
 import type { Engine } from '../../engine/context.ts';
-import { broadcastSignal, publishMessage } from '../../engine/waits.ts';
-import { writeVariableTypes } from '../store/variables.ts';
-import { BatonError } from '../../shared/errors.ts';
+import { broadcastSignal } from '../../engine/waits.ts';
+import { correlateCamundaMessage, type CamundaCorrelationResult, type Correlation } from '../engine/messages.ts';
+import type { CorrelationKey } from '../store/correlations.ts';
 import { CamundaError, invalidRequest, sendJson, sendNoContent } from './errors.ts';
 import { validateCamundaBody } from './validate.ts';
-import { readVariables, type WireVariable } from './variables.ts';
+import { readVariable, readVariables, renderVariables, type WireVariable } from './variables.ts';
+import { processInstanceView } from './views.ts';
 
 type Vars = Record<string, WireVariable> | null | undefined;
 
@@ -16,59 +18,117 @@ interface MessageBody {
   messageName: string;
   businessKey?: string | null;
   processInstanceId?: string | null;
+  tenantId?: string | null;
+  withoutTenantId?: boolean | null;
   correlationKeys?: Vars;
+  localCorrelationKeys?: Vars;
   processVariables?: Vars;
+  processVariablesLocal?: Vars;
+  processVariablesToTriggeredScope?: Vars;
   all?: boolean | null;
   resultEnabled?: boolean | null;
+  variablesInResultEnabled?: boolean | null;
 }
+
+// Baton has no variables local to the execution a message reaches: these fields are refused
+// when they hold anything, never ignored (an empty map means nothing in Camunda either).
+const LOCAL_FIELDS = ['localCorrelationKeys', 'processVariablesLocal', 'processVariablesToTriggeredScope'] as const;
+
+// Camunda queries primitive values only ("Object values cannot be used to query").
+const UNQUERYABLE_TYPES = new Set(['Json', 'Object', 'Bytes', 'File']);
 
 export function messageRouter(engine: Engine): Router {
   const router = Router();
   router.post('/', async (req, res) => {
     const body = validateCamundaBody<MessageBody>('message-request', req.body);
-    const keys = Object.values(readVariables(body.correlationKeys).values);
-    if (keys.length > 1) throw invalidRequest('Baton correlates a message on one key: send at most one entry in correlationKeys');
+    if (body.tenantId != null && body.withoutTenantId)
+      throw invalidRequest("Parameter 'tenantId' cannot be used together with parameter 'withoutTenantId'.");
+    if (body.variablesInResultEnabled && !body.resultEnabled)
+      throw invalidRequest("Parameter 'variablesInResultEnabled' cannot be used without 'resultEnabled' set to true.");
+    for (const field of LOCAL_FIELDS)
+      if (Object.keys(body[field] ?? {}).length > 0)
+        throw invalidRequest(
+          `Baton does not support '${field}': it keeps no variables local to the execution a message reaches (send the values in processVariables and correlationKeys instead)`,
+        );
+    const correlationKeys = readCorrelationKeys(body.correlationKeys);
     const variables = readVariables(body.processVariables);
-    const request = {
-      name: body.messageName,
-      ...(keys[0] !== undefined && keys[0] !== null ? { correlationKey: String(keys[0]) } : {}),
-      ...(body.businessKey ? { businessKey: body.businessKey } : {}),
-      ...(body.processInstanceId ? { instanceId: body.processInstanceId } : {}),
-      variables: variables.values,
-      ttlMs: 0,
-    };
-    const matched: string[] = [];
-    // `all` delivers to every waiting instance: one publication per match until none is left.
-    for (;;) {
-      const result = await publishMessage(engine, request).catch((err: unknown) => {
-        if (err instanceof BatonError && err.code === 'no_match' && matched.length > 0) return undefined;
-        throw err instanceof BatonError && err.code === 'no_match'
-          ? new CamundaError(
-              400,
-              'RestException',
-              `Cannot correlate message '${body.messageName}': No process definition or execution matches the parameters`,
-            )
-          : err;
-      });
-      // 'started': no instance waited and a message start event started one (as Camunda does).
-      if (!result || (result.status !== 'matched' && result.status !== 'started')) break;
-      matched.push(result.instanceId);
-      // The engine's transaction is its own: the types follow right after (a type row applies only to the value it names).
-      await writeVariableTypes(engine.pool, result.instanceId, variables.types);
-      if (!body.all || result.status === 'started') break;
-    }
+    const transient = Object.keys(variables.transient);
+    if (transient.length > 0)
+      throw invalidRequest(`Baton does not support transient processVariables in a message: ${transient.join(', ')}`);
+    const all = body.all === true;
+    // No Baton instance or definition belongs to a tenant: a tenant id matches nothing.
+    const result: CamundaCorrelationResult =
+      body.tenantId != null
+        ? all
+          ? { ok: true, correlations: [] }
+          : { ok: false, reason: 'no_match' }
+        : await correlateCamundaMessage(engine, {
+            messageName: body.messageName,
+            businessKey: body.businessKey ?? null,
+            instanceId: body.processInstanceId ?? null,
+            correlationKeys,
+            variables,
+            all,
+            readInstances: body.resultEnabled === true,
+          });
+    if (!result.ok && result.reason === 'no_match')
+      throw new CamundaError(
+        400,
+        'RestException',
+        `Cannot correlate message '${body.messageName}': No process definition or execution matches the parameters`,
+      );
+    if (!result.ok)
+      throw new CamundaError(
+        400,
+        'RestException',
+        `Cannot correlate a message with name '${body.messageName}' to a single execution. ${result.executions} executions match the correlation keys: ${describeCorrelationSet(body, correlationKeys)}`,
+      );
     if (!body.resultEnabled) return sendNoContent(res);
     sendJson(
       res,
       200,
-      matched.map((id) => ({
-        resultType: 'Execution',
-        execution: { id, processInstanceId: id, ended: false, tenantId: null },
-        processInstance: null,
-      })),
+      result.correlations.map((c) => correlationView(c, body.variablesInResultEnabled === true)),
     );
   });
   return router;
+}
+
+/** correlationKeys as the values and types they must match; a type Camunda cannot query is refused. */
+function readCorrelationKeys(input: Vars): CorrelationKey[] {
+  return Object.entries(input ?? {}).map(([name, wire]) => {
+    if (name === '__proto__') throw invalidRequest('A variable may not be named __proto__');
+    const key = readVariable(name, wire);
+    if (UNQUERYABLE_TYPES.has(key.type))
+      throw invalidRequest(
+        `Correlation key '${name}' has type ${key.type}: a message correlates on primitive values only (String, Xml, Integer, Short, Long, Double, Boolean, Date, Null)`,
+      );
+    return { name, value: key.nativeValue, type: key.type };
+  });
+}
+
+function describeCorrelationSet(body: MessageBody, keys: CorrelationKey[]): string {
+  const values = keys.map((k) => `${k.name}=${String(k.value)}`).join(', ');
+  return `CorrelationSet [businessKey=${body.businessKey ?? null}, processInstanceId=${body.processInstanceId ?? null}, correlationKeys={${values}}]`;
+}
+
+/** Camunda's MessageCorrelationResult: an execution id is its instance's id (docs/camunda-compatibility.md). */
+function correlationView(c: Correlation, withVariables: boolean) {
+  const instance = c.instance;
+  if (!instance) throw new Error(`The correlation to ${c.instanceId} was not read back`);
+  const view =
+    c.resultType === 'Execution'
+      ? {
+          resultType: c.resultType,
+          execution: {
+            id: c.instanceId,
+            processInstanceId: c.instanceId,
+            ended: instance.status === 'completed' || instance.status === 'canceled',
+            tenantId: null,
+          },
+          processInstance: null,
+        }
+      : { resultType: c.resultType, execution: null, processInstance: processInstanceView(instance) };
+  return withVariables ? { ...view, variables: renderVariables(instance.variables, instance.types) } : view;
 }
 
 export function signalRouter(engine: Engine): Router {

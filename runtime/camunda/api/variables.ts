@@ -38,7 +38,8 @@ export function readVariables(input: unknown): CamundaVariables {
   return out;
 }
 
-function readVariable(name: string, v: WireVariable): TypedWrite {
+/** Reads one Camunda variable; throws InvalidRequestException for a value that does not fit its type. */
+export function readVariable(name: string, v: WireVariable): TypedWrite {
   const type = v.type === undefined || v.type === null ? inferType(v.value) : TYPES_BY_LOWER.get(String(v.type).toLowerCase());
   if (!type) throw invalidRequest(`Unsupported value type '${String(v.type)}' of variable '${name}'`);
   const info = { ...(v.valueInfo ?? {}) };

@@ -258,7 +258,14 @@ describe('/engine-rest/message and /engine-rest/signal start instances too', () 
       resultEnabled: true,
     });
     expect(res.status).toBe(200);
-    const id = res.body[0].execution.id as string;
+    expect(res.body).toEqual([
+      {
+        resultType: 'ProcessDefinition',
+        execution: null,
+        processInstance: expect.objectContaining({ businessKey: 'ord-c7', ended: false, tenantId: null }),
+      },
+    ]);
+    const id = res.body[0].processInstance.id as string;
     expect(await instanceOf(t.api, id)).toMatchObject({ businessKey: 'ord-c7', variables: { total: 5 } });
     const all = await engineRest(t.url, 'POST', '/message', { messageName: 'order-placed', businessKey: 'ord-c8', all: true });
     expect(all.status).toBe(204);

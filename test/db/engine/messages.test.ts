@@ -160,6 +160,29 @@ describe('messages', () => {
     }
   });
 
+  it('given the waiting instance held by another transaction, then the message waits for it and is matched once, not answered as a duplicate of itself', async () => {
+    const id = await advanceToWait('o-busy');
+    const holder = await t.db.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from instances where id = $1 for no key update', [id]);
+      const published = t.api.post('/api/messages', { name: 'payment', correlationKey: 'o-busy', messageId: 'busy-1' });
+      // The publisher finds the instance busy and tries again until the holder lets go.
+      await new Promise((r) => setTimeout(r, 150));
+      await holder.query('commit');
+      const res = await published;
+      expect(res.body).toEqual({ status: 'matched', instanceId: id, messageId: 'busy-1' });
+    } finally {
+      holder.release();
+    }
+    const { rows } = await t.db.pool.query(`select state, instance_id from messages where message_id = 'busy-1'`);
+    expect(rows).toEqual([{ state: 'matched', instance_id: id }]);
+    const ship = await fetchOne(t.api, 'w', 'ship');
+    expect(ship.instanceId).toBe(id);
+    await complete(t.api, ship, 'w');
+    await waitForStatus(t.api, id, 'completed');
+  });
+
   it('given the same messageId sent twice at once, then one effect (50 rounds)', async () => {
     for (let round = 0; round < 50; round++) {
       const key = `dup-${round}`;
