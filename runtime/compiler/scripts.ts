@@ -2,6 +2,7 @@
 // (FEEL); Camunda 7 files say scriptFormat with an inline <script> body and camunda:resultVariable.
 // The engine evaluates FEEL itself and runs JavaScript in its WebAssembly sandbox; a script in
 // another language, or one kept in a resource file, is refused here, naming what to change.
+import { parse } from 'acorn';
 import { checkFeel } from '../shared/feel.ts';
 import { errorAt } from './diagnostics.ts';
 import type { ProcessGraph } from './graph.ts';
@@ -49,8 +50,27 @@ function readScript(task: BpmnScriptTask): ScriptSpec | string {
   if (source === '') return 'its script is empty: write the script, or delete the task';
   if (format === 'feel') return feelScript(source, task.resultVariable, false);
   // Kept as written, so the line an error names is the line the author sees.
-  if (JAVASCRIPT.has(format)) return withResult({ language: 'javascript', source: task.script ?? '' }, task.resultVariable);
+  if (JAVASCRIPT.has(format)) {
+    const problem = javaScriptSyntax(task.script ?? '');
+    if (problem !== undefined) return problem;
+    return withResult({ language: 'javascript', source: task.script ?? '' }, task.resultVariable);
+  }
   return `Baton does not run ${task.scriptFormat} scripts (only FEEL and JavaScript): rewrite it in JavaScript or FEEL, or make it a service task a worker runs`;
+}
+
+/**
+ * A script that cannot be parsed would fail on every run: said at deploy, with where. Parsing
+ * only (acorn, as the sandbox reads a script: not a module, no top-level return) runs nothing.
+ */
+function javaScriptSyntax(source: string): string | undefined {
+  try {
+    parse(source, { ecmaVersion: 2023, sourceType: 'script' });
+    return undefined;
+  } catch (cause) {
+    const at = (cause as { loc?: { line: number; column: number } }).loc;
+    const message = (cause instanceof Error ? cause.message : String(cause)).replace(/ \(\d+:\d+\)$/, '');
+    return `its JavaScript does not parse${at ? ` at line ${at.line}, column ${at.column + 1}` : ''}: ${message}`;
+  }
 }
 
 function feelScript(expression: string, resultVariable: string | undefined, zeebe: boolean): ScriptSpec | string {

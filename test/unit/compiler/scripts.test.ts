@@ -30,6 +30,17 @@ describe('script tasks: Camunda 7 files', () => {
     expect(step?.script).toEqual({ language: 'javascript', source: 'a + b', resultVariable: 'sum' });
   });
 
+  it('refuses JavaScript that does not parse, saying where, and runs none of it', async () => {
+    expect(await errorFor(scriptTask('javascript', 'const total = 1;\nlet x = (total +;'))).toEqual([
+      'T: Script task T "Sum up": its JavaScript does not parse at line 2, column 17: Unexpected token',
+    ]);
+    // A module's syntax is not a script's, and a top-level return is refused as QuickJS refuses it.
+    expect(await errorFor(scriptTask('javascript', 'return 1'))).toEqual([
+      expect.stringContaining("its JavaScript does not parse at line 1, column 1: 'return' outside of function"),
+    ]);
+    expect((await scriptOf(scriptTask('javascript', 'while (true) {}')))?.source).toBe('while (true) {}');
+  });
+
   it('reads a FEEL script, with or without its "="', async () => {
     expect(await scriptOf(scriptTask('feel', '= a + b', 'camunda:resultVariable="sum"'))).toEqual({
       language: 'feel',
