@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 // One config for the designer build and the test suites. The designer's root is
@@ -19,5 +20,8 @@ export default defineConfig(({ mode }) => ({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Test files mostly wait (on PostgreSQL, timers, child processes, Chromium): two at a time
+    // fit on two cores, where vitest's default of one fewer than the cores would run one.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
   },
 }));
