@@ -272,3 +272,21 @@ export function callBpmn(processId: string, calledElement: string): string {
     ],
   );
 }
+
+/** Inline XML for tests that write their elements by hand: a Camunda 7 external task on `<key>-<id>`. */
+export const inlineTask = (id: string, key: string): string =>
+  `<bpmn:serviceTask id="${id}" camunda:type="external" camunda:topic="${key}-${id}" />`;
+
+export const inlineFlow = (id: string, from: string, to: string): string =>
+  `<bpmn:sequenceFlow id="${id}" sourceRef="${from}" targetRef="${to}" />`;
+
+/** A definitions document holding process `id` with `body`, and `after` (messages, escalations) beside it. */
+export function inlineDefinitions(id: string, body: string[], after = ''): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="${id}" isExecutable="true">
+    ${body.join('\n    ')}
+  </bpmn:process>
+  ${after}
+</bpmn:definitions>`;
+}

@@ -4,25 +4,13 @@
 // already holds when they start waiting.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus } from '../../support/flows.ts';
+import { inlineDefinitions, inlineFlow as flow, inlineTask as task } from '../../support/bpmn.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
 
-const NS = `xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:camunda="http://camunda.org/schema/1.0/bpmn"`;
-
-const task = (id: string, key: string) => `<bpmn:serviceTask id="${id}" camunda:type="external" camunda:topic="${key}-${id}" />`;
-const flow = (id: string, from: string, to: string) => `<bpmn:sequenceFlow id="${id}" sourceRef="${from}" targetRef="${to}" />`;
 const condition = (feel: string) =>
   `<bpmn:conditionalEventDefinition><bpmn:condition xsi:type="bpmn:tFormalExpression">${feel}</bpmn:condition></bpmn:conditionalEventDefinition>`;
-
-function definitions(id: string, body: string[]): string {
-  return `<?xml version="1.0" encoding="UTF-8"?>
-<bpmn:definitions ${NS} id="D_${id}" targetNamespace="https://baton.dev/test">
-  <bpmn:process id="${id}" isExecutable="true">
-    ${body.join('\n    ')}
-  </bpmn:process>
-</bpmn:definitions>`;
-}
 
 beforeAll(async () => {
   t = await startTestServer();
@@ -35,7 +23,7 @@ describe('conditional events', () => {
   it('given a conditional catch event beside a task, then it waits until the task sets the variable, and passes at once when it already holds', async () => {
     await deploy(
       t.api,
-      definitions('cd_catch', [
+      inlineDefinitions('cd_catch', [
         '<bpmn:startEvent id="start" />',
         '<bpmn:parallelGateway id="fork" />',
         `<bpmn:intermediateCatchEvent id="approved">${condition('= approved = true')}</bpmn:intermediateCatchEvent>`,
@@ -72,7 +60,7 @@ describe('conditional events', () => {
   it('given an interrupting conditional boundary on a task, when a parallel task sets the variable, then the task is canceled in that transition and the boundary path runs', async () => {
     await deploy(
       t.api,
-      definitions('cd_bound', [
+      inlineDefinitions('cd_bound', [
         '<bpmn:startEvent id="start" />',
         '<bpmn:parallelGateway id="fork" />',
         task('review', 'cd_bound'),
@@ -106,7 +94,7 @@ describe('conditional events', () => {
   it('given a conditional event subprocess, when a worker sets the variable, then it interrupts the process and its body runs', async () => {
     await deploy(
       t.api,
-      definitions('cd_esp', [
+      inlineDefinitions('cd_esp', [
         '<bpmn:startEvent id="start" />',
         '<bpmn:parallelGateway id="fork" />',
         task('work', 'cd_esp'),
@@ -139,7 +127,7 @@ describe('conditional events', () => {
 
   it('given a non-interrupting conditional boundary or a conditional start event, then deploy refuses it naming the event', async () => {
     const boundary = await t.api.post('/api/definitions', {
-      xml: definitions('cd_bad', [
+      xml: inlineDefinitions('cd_bad', [
         '<bpmn:startEvent id="start" />',
         task('work', 'cd_bad'),
         `<bpmn:boundaryEvent id="late" attachedToRef="work" cancelActivity="false">${condition('= late')}</bpmn:boundaryEvent>`,
@@ -153,7 +141,7 @@ describe('conditional events', () => {
     expect(boundary.status).toBe(400);
     expect(JSON.stringify(boundary.body)).toContain('Non-interrupting conditional boundary late');
     const started = await t.api.post('/api/definitions', {
-      xml: definitions('cd_bad2', [
+      xml: inlineDefinitions('cd_bad2', [
         `<bpmn:startEvent id="when">${condition('= go')}</bpmn:startEvent>`,
         '<bpmn:endEvent id="end" />',
         flow('f1', 'when', 'end'),

@@ -4,33 +4,23 @@
 // subprocess; an escalation nothing catches lets the path go on and says so in the history.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { complete, deploy, fetchOne, fetchTasks, instanceOf, start, waitForStatus } from '../../support/flows.ts';
+import { inlineDefinitions, inlineFlow as flow, inlineTask as task } from '../../support/bpmn.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
 
-const NS = `xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn"`;
+const ESCALATIONS = `<bpmn:escalation id="Late" escalationCode="LATE" />
+  <bpmn:escalation id="Big" escalationCode="BIG" />`;
+const escalationDefinitions = (id: string, body: string[]) => inlineDefinitions(id, body, ESCALATIONS);
 
-const task = (id: string, key: string) => `<bpmn:serviceTask id="${id}" camunda:type="external" camunda:topic="${key}-${id}" />`;
-const flow = (id: string, from: string, to: string) => `<bpmn:sequenceFlow id="${id}" sourceRef="${from}" targetRef="${to}" />`;
 const escalation = (ref?: string, extra = '') =>
   `<bpmn:escalationEventDefinition ${ref ? `escalationRef="${ref}"` : ''} ${extra} />`;
 const throwEvent = (id: string, ref: string) =>
   `<bpmn:intermediateThrowEvent id="${id}">${escalation(ref)}</bpmn:intermediateThrowEvent>`;
 
-function definitions(id: string, body: string[]): string {
-  return `<?xml version="1.0" encoding="UTF-8"?>
-<bpmn:definitions ${NS} id="D_${id}" targetNamespace="https://baton.dev/test">
-  <bpmn:process id="${id}" isExecutable="true">
-    ${body.join('\n    ')}
-  </bpmn:process>
-  <bpmn:escalation id="Late" escalationCode="LATE" />
-  <bpmn:escalation id="Big" escalationCode="BIG" />
-</bpmn:definitions>`;
-}
-
 /** start -> sub [ work -> escalate (LATE) -> finish -> end ] -> done, with `boundary` on sub */
 function subWithThrow(id: string, boundary: string, after: string[] = []): string {
-  return definitions(id, [
+  return escalationDefinitions(id, [
     '<bpmn:startEvent id="start" />',
     `<bpmn:subProcess id="sub">
       <bpmn:startEvent id="subStart" />
@@ -107,7 +97,7 @@ describe('escalation events', () => {
   it('given an interrupting escalation boundary, when an escalation end event throws, then the subprocess and its parallel task are canceled and only the boundary path runs', async () => {
     await deploy(
       t.api,
-      definitions('esc_int', [
+      escalationDefinitions('esc_int', [
         '<bpmn:startEvent id="start" />',
         `<bpmn:subProcess id="sub">
           <bpmn:startEvent id="subStart" />
@@ -186,7 +176,7 @@ describe('escalation events', () => {
   it('given no catcher, then the path goes on and the history records the escalation as uncaught', async () => {
     await deploy(
       t.api,
-      definitions('esc_none', [
+      escalationDefinitions('esc_none', [
         '<bpmn:startEvent id="start" />',
         throwEvent('escalate', 'Late'),
         task('next', 'esc_none'),
