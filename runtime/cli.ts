@@ -32,8 +32,10 @@ async function serve(config: Config): Promise<void> {
         dataDir: config.dataDir,
         port: config.embeddedPgPort,
         database: 'baton',
+        sharedDir: config.sharedDir,
         log: (m) => log.debug({ postgres: m.trim() }, 'postgres:log'),
       });
+      for (const move of embedded.moves) log.info({ move }, 'postgres:moved');
       databaseUrl = embedded.url;
     }
     if (stopping) return;

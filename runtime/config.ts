@@ -1,5 +1,6 @@
 // Configuration from the environment; every variable is documented in the README.
 import path from 'node:path';
+import { DEFAULT_SHARED_DIR } from './store/embedded-placement.ts';
 
 export interface Config {
   port: number;
@@ -7,6 +8,8 @@ export interface Config {
   /** unset: an embedded PostgreSQL is started under dataDir */
   databaseUrl: string | undefined;
   dataDir: string;
+  /** as root: a folder the `postgres` user can reach, where the embedded PostgreSQL moves when dataDir or the checkout is out of its reach */
+  sharedDir: string;
   /** port of the embedded PostgreSQL */
   embeddedPgPort: number;
   logLevel: string;
@@ -36,6 +39,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST || '127.0.0.1',
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir: path.resolve(env.BATON_DATA_DIR || '.baton'),
+    sharedDir: path.resolve(env.BATON_SHARED_DIR || DEFAULT_SHARED_DIR),
     embeddedPgPort: intFrom(env, 'BATON_PG_PORT', 54329, 1),
     logLevel: env.LOG_LEVEL || 'info',
     sweepIntervalMs: intFrom(env, 'BATON_SWEEP_INTERVAL_MS', 1000, 10),

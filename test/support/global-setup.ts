@@ -41,7 +41,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
     const dataDir = path.resolve('.baton-test', `run-${process.pid}`);
-    embedded = await startEmbeddedPostgres({ dataDir, port: await freePort(), database: 'postgres', maxConnections: 300 });
+    embedded = await startEmbeddedPostgres({
+      dataDir,
+      port: await freePort(),
+      database: 'postgres',
+      maxConnections: 300,
+      sharedDir: process.env.BATON_SHARED_DIR,
+    });
     adminUrl = embedded.url;
   }
   const templateDb = `baton_template_${process.pid}`;
@@ -65,6 +71,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await admin.end();
     if (embedded) {
       await embedded.stop();
+      await rm(embedded.dataDir, { recursive: true, force: true });
       await rm(path.resolve('.baton-test', `run-${process.pid}`), { recursive: true, force: true });
     }
   };
