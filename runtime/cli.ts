@@ -2,6 +2,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pino } from 'pino';
+import prettyStream from 'pino-pretty';
 import { readConfig, type Config } from './config.ts';
 import { deployDefinition } from './engine/definitions.ts';
 import { startBatonServer, type BatonServer } from './server.ts';
@@ -13,8 +14,16 @@ import { within } from './ops/shutdown.ts';
 import { configureFeelBudget, startFeelThread } from './shared/feel-budget.ts';
 import { configureScriptBudget, startScriptSandbox } from './engine/script-sandbox.ts';
 
+// A person at a terminal reads lines; a log collector reads JSON.
+function createLogger(config: Config): pino.Logger {
+  const options = { level: config.logLevel, redact: LOG_REDACTION };
+  const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);
+  if (!pretty) return pino(options);
+  return pino(options, prettyStream({ sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true }));
+}
+
 async function serve(config: Config): Promise<void> {
-  const log = pino({ level: config.logLevel, redact: LOG_REDACTION });
+  const log = createLogger(config);
   const security = readSecuritySettings();
   configureFeelBudget(security.feel);
   configureScriptBudget({ ...security.script, maxWriteBytes: security.limits.maxVariablesBytes });
@@ -25,6 +34,8 @@ async function serve(config: Config): Promise<void> {
   let stopping = false;
 
   const startUp = async () => {
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    log.info({ designer: `http://${host}:${config.port}/` }, 'server:starting');
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
       log.info({ dataDir: config.dataDir, port: config.embeddedPgPort }, 'postgres:starting_embedded');
@@ -61,7 +72,7 @@ async function serve(config: Config): Promise<void> {
         if (config.samplesDir) await deploySamples(engine, config.samplesDir, log);
       },
     });
-    log.info({ url: server.url, embeddedPostgres: Boolean(embedded) }, 'server:listening');
+    log.info({ designer: `${server.url}/`, url: server.url, embeddedPostgres: Boolean(embedded) }, 'server:listening');
   };
 
   let starting: Promise<void> = Promise.resolve();

@@ -13,6 +13,8 @@ export interface Config {
   /** port of the embedded PostgreSQL */
   embeddedPgPort: number;
   logLevel: string;
+  /** pretty: lines for a person; json: one JSON object per line; auto: pretty when stdout is a terminal */
+  logFormat: 'auto' | 'json' | 'pretty';
   /** pause between sweeps for expired task leases */
   sweepIntervalMs: number;
   /** first retry delay after a task failure */
@@ -33,6 +35,13 @@ function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0
   return n;
 }
 
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!values.includes(raw as T)) throw new Error(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+  return raw as T;
+}
+
 export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: intFrom(env, 'PORT', 8080),
@@ -42,6 +51,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sharedDir: path.resolve(env.BATON_SHARED_DIR || DEFAULT_SHARED_DIR),
     embeddedPgPort: intFrom(env, 'BATON_PG_PORT', 54329, 1),
     logLevel: env.LOG_LEVEL || 'info',
+    logFormat: oneOf(env, 'LOG_FORMAT', ['auto', 'json', 'pretty'] as const, 'auto'),
     sweepIntervalMs: intFrom(env, 'BATON_SWEEP_INTERVAL_MS', 1000, 10),
     retryBackoffMs: intFrom(env, 'BATON_RETRY_BACKOFF_MS', 1000, 1),
     leaseExpiryAllowance: intFrom(env, 'BATON_LEASE_EXPIRY_ALLOWANCE', 3, 0),

@@ -76,6 +76,8 @@ describe('baton serve (npm start)', () => {
     );
     const defs = (await (await fetch(`${url}/api/definitions`)).json()) as { items: { key: string }[] };
     expect(defs.items.map((d) => d.key)).toContain('order');
+    // Not a terminal: JSON lines, the first saying where the designer is.
+    expect(JSON.parse(first.output().split('\n')[0]!)).toMatchObject({ msg: 'server:starting', designer: `${url}/` });
 
     const worker = run(['samples/order-worker.ts', '--once'], { BATON_URL: url });
     expect(await worker.exited, worker.output()).toBe(0);
@@ -200,6 +202,7 @@ describe.runIf(process.getuid?.() === 0)('baton serve as root, from a folder the
         BATON_SHARED_DIR: shared,
         BATON_DATA_DIR: '',
         LOG_LEVEL: 'info',
+        LOG_FORMAT: 'pretty',
       };
       const url = `http://127.0.0.1:${env.PORT}`;
       const first = run(['runtime/cli.ts', 'serve'], env, checkout);
@@ -208,6 +211,9 @@ describe.runIf(process.getuid?.() === 0)('baton serve as root, from a folder the
         90_000,
         () => `server at ${url}; output: ${first.output()}`,
       );
+      const lines = first.output().trim().split('\n');
+      expect(lines[0]).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: server:starting \{"designer":"http:\/\/127\.0\.0\.1:\d+\/"\}$/);
+      expect(lines.filter((line) => line.startsWith('{'))).toEqual([]);
       expect(first.output()).toContain(`binaries run from ${shared}`);
       expect(first.output()).toMatch(
         new RegExp(`data kept in ${shared}/data/baton-[0-9a-f]{12} \\(the postgres user cannot enter ${home}\\)`),
