@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { CAMUNDA_KEEP_ALIVE_TIMEOUT_MS, camundaRouter } from './camunda/api/index.ts';
 import { definitionsRouter } from './api/definitions-routes.ts';
 import { designerApiRouter, designerStatic } from './api/designer-routes.ts';
+import { userTasksRouter } from './api/user-tasks-routes.ts';
 import { elementTemplatesRouter } from './api/element-templates-routes.ts';
 import { errorMiddleware, notFoundRoute } from './api/errors.ts';
 import { flowLimitsRouter } from './api/flow-limits-routes.ts';
@@ -152,6 +153,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use(opsRouter(pool, parkedPolls));
   app.use('/api/definitions', definitionsRouter(engine));
   app.use('/api/incidents', incidentsRouter(engine));
+  app.use('/api/user-tasks', userTasksRouter(engine));
   app.use('/api/flow-limits', flowLimitsRouter(engine));
   app.use('/api/element-templates', elementTemplatesRouter(engine));
   app.use('/api/topics', topicsRouter(engine));

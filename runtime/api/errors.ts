@@ -7,6 +7,7 @@ const HTTP: Record<ErrorCode, { status: number; type: string }> = {
   validation: { status: 400, type: 'ValidationError' },
   compile: { status: 400, type: 'CompileError' },
   not_found: { status: 404, type: 'NotFound' },
+  forbidden: { status: 403, type: 'Forbidden' },
   conflict: { status: 409, type: 'Conflict' },
   lock_lost: { status: 409, type: 'LockLost' },
   payload_too_large: { status: 413, type: 'PayloadTooLarge' },

@@ -4,6 +4,8 @@ import type { IncidentRow } from '../store/incidents.ts';
 import type { InstanceRow } from '../store/instances.ts';
 import type { EventRow, InstanceDetail } from '../store/queries.ts';
 import type { ExternalTaskRow, LockedTaskRow } from '../store/tasks.ts';
+import type { UserTaskRow } from '../store/user-tasks.ts';
+import type { UserTaskSpec } from '../compiler/plan.ts';
 
 export function definitionSummaryView(d: DefinitionSummary) {
   return { id: d.id, key: d.key, version: d.version, fingerprint: d.fingerprint, deployedAt: d.deployed_at };
@@ -135,5 +137,33 @@ export function eventView(e: EventRow) {
     generation: e.generation,
     at: e.at,
     data: e.data,
+  };
+}
+
+/** A user task as the tasklist shows it; with its step, its name and form too. */
+export function userTaskView(t: UserTaskRow, name?: string, spec?: UserTaskSpec) {
+  return {
+    id: t.id,
+    instanceId: t.instance_id,
+    definitionKey: t.definition_key,
+    businessKey: t.business_key,
+    stepId: t.step_id,
+    ...(name ? { name } : {}),
+    assignee: t.assignee,
+    candidateUsers: t.user_task.candidateUsers,
+    candidateGroups: t.user_task.candidateGroups,
+    dueAt: t.user_task.dueAt,
+    followUpAt: t.user_task.followUpAt,
+    priority: t.user_task.priority,
+    createdAt: t.created_at,
+    ...(spec
+      ? {
+          form: {
+            ...(spec.formKey ? { formKey: spec.formKey } : {}),
+            ...(spec.formFields ? { fields: spec.formFields } : {}),
+            ...(spec.formSchema !== undefined ? { schema: spec.formSchema } : {}),
+          },
+        }
+      : {}),
   };
 }

@@ -75,7 +75,9 @@ export function buildPlan(
     steps.push({
       id: node.id,
       kind: node.kind,
-      ...(node.element.$type === 'bpmn:ReceiveTask' ? { elementType: 'bpmn:ReceiveTask' as const } : {}),
+      ...(node.element.$type === 'bpmn:ReceiveTask' || node.element.$type === 'bpmn:UserTask'
+        ? { elementType: node.element.$type as 'bpmn:ReceiveTask' | 'bpmn:UserTask' }
+        : {}),
       ...nameOf(node.element.name),
       incoming: [...node.incoming],
       outgoing: [...node.outgoing],

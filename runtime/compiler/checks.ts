@@ -134,6 +134,7 @@ export function describeKind(kind: string): string {
 
 /** A node's kind in words; a receive task waits as a catch event does, but is named as the task it is. */
 export function describeNodeKind(node: GraphNode): string {
+  if (node.element.$type === 'bpmn:UserTask') return 'User task';
   return node.element.$type === 'bpmn:ReceiveTask' ? 'Receive task' : describeKind(node.kind ?? '');
 }
 
@@ -158,7 +159,14 @@ function checkEventGateways(graph: ProcessGraph): Diagnostic[] {
     for (const flowId of gateway.outgoing) {
       const target = graph.nodes.get(flows.get(flowId)?.target ?? '');
       if (!target || target.kind === undefined) continue; // an unsupported target is reported on its own
-      if (target.element.$type === 'bpmn:ReceiveTask') {
+      if (target.element.$type === 'bpmn:UserTask') {
+        diagnostics.push(
+          errorAt(
+            target.id,
+            `User task ${describeElement(target.element)} follows event-based gateway ${gateway.id}, which races events only: put the user task after the event that should lead to it`,
+          ),
+        );
+      } else if (target.element.$type === 'bpmn:ReceiveTask') {
         // BPMN allows it; Zeebe refuses it, and Baton races intermediate catch events only.
         diagnostics.push(
           errorAt(

@@ -131,6 +131,9 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
       );
     case 'bpmn:ReceiveTask':
       return classifyReceiveTask(node);
+    case 'bpmn:UserTask':
+      // A person completes it: it waits as a catch event does (user-tasks.ts reads who and how).
+      return { supported: true, kind: StepKind.catchEvent };
     case 'bpmn:IntermediateCatchEvent':
       if (isLink(definitions)) return { supported: true, kind: StepKind.passThrough };
       return definitions.length === 1 && CATCH_TRIGGERS.includes(definitions[0] as string)

@@ -438,24 +438,26 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
   const hostId = node.element.attachedToRef?.id;
   const host = hostId ? graph.nodes.get(hostId) : undefined;
   const interrupting = node.element.cancelActivity !== false;
-  const receiving = host !== undefined && isReceiveTask(host);
+  // Receive and user tasks wait as catch events do; their boundaries wait beside them.
+  const receiving = host !== undefined && (isReceiveTask(host) || host.element.$type === 'bpmn:UserTask');
   if (!host || (host.kind !== 'serviceTask' && host.kind !== 'subProcess' && host.kind !== 'callActivity' && !receiving)) {
     specs.diagnostics.push(
       errorAt(
         node.id,
-        `Boundary event ${label} must be attached to a service task, a receive task, an embedded subprocess or a call activity${hostId ? ` (it sits on ${hostId})` : ''}`,
+        `Boundary event ${label} must be attached to a service task, a receive task, a user task, an embedded subprocess or a call activity${hostId ? ` (it sits on ${hostId})` : ''}`,
       ),
     );
     return;
   }
-  // No worker runs a receive task: nothing throws an error there, and it has no work of its own to undo.
+  // No worker runs a receive or user task: nothing throws an error there, and Baton keeps no work of its own to undo.
   if (receiving && (wait?.trigger === 'error' || wait?.trigger === 'compensation')) {
+    const what = isReceiveTask(host) ? 'receive task' : 'user task';
     specs.diagnostics.push(
       errorAt(
         node.id,
         wait.trigger === 'error'
-          ? `Error boundary event ${label} sits on receive task ${host.id}: no worker runs a receive task, so no error is thrown there; remove the boundary, or use a timer or message boundary`
-          : `Compensation boundary ${label} sits on receive task ${host.id}: a receive task does no work to undo; attach the compensation to the task that does the work`,
+          ? `Error boundary event ${label} sits on ${what} ${host.id}: no worker runs a ${what}, so no error is thrown there; remove the boundary, or use a timer or message boundary`
+          : `Compensation boundary ${label} sits on ${what} ${host.id}: Baton undoes the work of tasks that workers run; attach the compensation to the task that does the work`,
       ),
     );
     return;

@@ -18,6 +18,7 @@ import { findLoopScopes, nestLoops } from './loop-scopes.ts';
 import { readElementLoops, readStandardLoops } from './standard-loops.ts';
 import { readIoMappings } from './io-mappings.ts';
 import { readScripts } from './scripts.ts';
+import { readUserTasks } from './user-tasks.ts';
 import { readCallActivities } from './call-activities.ts';
 import { insertListeners } from './listeners.ts';
 
@@ -74,6 +75,8 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const io = readIoMappings(graph);
   const calls = readCallActivities(graph);
   const scripts = readScripts(graph);
+  const userTasks = readUserTasks(graph, process);
+  for (const [id, wait] of userTasks.waits) events.waits.set(id, wait);
   const diagnostics: Diagnostic[] = [
     ...parsed.diagnostics,
     ...extractDiagnostics,
@@ -85,6 +88,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     ...io.diagnostics,
     ...calls.diagnostics,
     ...scripts.diagnostics,
+    ...userTasks.diagnostics,
     ...checkGraph(graph, document.unresolved),
     ...cycles.diagnostics,
     ...repeats.diagnostics,

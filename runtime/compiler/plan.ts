@@ -27,7 +27,7 @@ export const StepKind = {
   inclusiveGateway: 'inclusiveGateway',
   /** takes every outgoing flow to its catch events; the first event that fires wins and the others are skipped */
   eventBasedGateway: 'eventBasedGateway',
-  /** intermediate catch event, or a receive task (see `elementType`): waits for a timer, a message or a signal (see `wait`) */
+  /** intermediate catch event, a receive task or a user task (see `elementType`): waits for a timer, a message, a signal or a person (see `wait`) */
   catchEvent: 'catchEvent',
   /** boundary event on a service task: waits while its host is active (see `boundary`) */
   boundaryEvent: 'boundaryEvent',
@@ -98,7 +98,43 @@ export type WaitSpec =
   /** escalationCode absent: catches every escalation thrown inside its host; escalationCodeVariable receives the code */
   | { trigger: 'escalation'; escalationCode?: string; escalationCodeVariable?: string }
   /** fires once its condition holds: evaluated when it starts waiting and after every transition of its instance */
-  | { trigger: 'conditional'; condition: FlowCondition };
+  | { trigger: 'conditional'; condition: FlowCondition }
+  /** a user task: waits until a person completes it */
+  | { trigger: 'user'; userTask: UserTaskSpec };
+
+/** A user task attribute: fixed text, or FEEL (from `= ...` or JUEL `${...}`) evaluated when the task is created. */
+export type UserTaskValue = { text: string } | { feel: string; source: string };
+
+/** Who may act on a user task, when it is due, and its form. */
+export interface UserTaskSpec {
+  /** a user name */
+  assignee?: UserTaskValue;
+  /** a list, or text of comma-separated names */
+  candidateUsers?: UserTaskValue;
+  candidateGroups?: UserTaskValue;
+  /** an ISO 8601 date-time, or a duration from the task's creation (`P2D`) */
+  dueDate?: UserTaskValue;
+  followUpDate?: UserTaskValue;
+  /** 0 to 100; absent: 50 */
+  priority?: UserTaskValue;
+  /** a form Baton does not render (camunda:formKey, zeebe formKey or externalReference), handed to the tasklist */
+  formKey?: string;
+  /** camunda:formData: the fields a completion is checked against */
+  formFields?: FormFieldSpec[];
+  /** a Camunda Form (form-js JSON) embedded in the process with zeebe:userTaskForm */
+  formSchema?: unknown;
+}
+
+/** One camunda:formField: the variable it sets, its type and its constraints. */
+export interface FormFieldSpec {
+  id: string;
+  label?: string;
+  type: 'string' | 'long' | 'boolean' | 'date' | 'enum';
+  defaultValue?: string;
+  /** enum: the allowed ids and their labels */
+  values?: { id: string; name: string }[];
+  constraints: { name: 'required' | 'minlength' | 'maxlength' | 'min' | 'max' | 'readonly'; config?: string }[];
+}
 
 /** A service task, call activity or sequential subprocess run once per element of a collection (multiInstanceLoopCharacteristics). */
 export interface MultiInstanceSpec {
@@ -173,7 +209,7 @@ export interface PlanStep {
   id: string;
   kind: StepKind;
   /** the BPMN element when `kind` does not name it: bpmn:ReceiveTask on a catchEvent that waits for its message */
-  elementType?: 'bpmn:ReceiveTask';
+  elementType?: 'bpmn:ReceiveTask' | 'bpmn:UserTask';
   name?: string;
   /** ids of incoming sequence flows, document order */
   incoming: string[];

@@ -36,6 +36,8 @@ const UNRUN_ATTRIBUTES: Record<string, string> = {
   historyTimeToLive: 'the history time to live is not read: Baton keeps history for BATON_RETENTION_DAYS',
 };
 
+const USER_TASK_READS = ['zeebe:priorityDefinition', 'camunda:TaskListener', 'zeebe:taskListeners'];
+
 interface WithSettings extends BpmnElement {
   readonly extensionElements?: { values?: BpmnElement[] };
   readonly flowElements?: BpmnElement[];
@@ -68,12 +70,15 @@ export function checkUnrunSettings(
       if (has(carried.subscriptions) && value.$type === 'zeebe:subscription') continue;
       // Job listeners run as steps where they fit and are refused elsewhere (compiler/listeners.ts).
       if (value.$type === 'zeebe:executionListeners') continue;
+      // A user task reads its priority; its task listeners are refused (compiler/user-tasks.ts).
+      if (element.$type === 'bpmn:UserTask' && USER_TASK_READS.includes(value.$type)) continue;
       // Properties on the process are metadata for tools that read the model, in Camunda 7 too.
       if (element === process && value.$type === 'camunda:Properties') continue;
       const text = UNRUN_ELEMENTS[value.$type];
       if (text) told.add(text);
     }
     for (const [attribute, text] of Object.entries(UNRUN_ATTRIBUTES)) {
+      if (element.$type === 'bpmn:UserTask' && attribute === 'formKey') continue; // handed to the tasklist
       const value = element.get?.(`camunda:${attribute}`);
       if (value !== undefined && value !== null && value !== '') told.add(text);
     }

@@ -9,6 +9,7 @@ import { startCompensationThrow } from './compensate.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
 import { mapInputs, resultVariables } from './io-mappings.ts';
 import { runScript } from './scripts.ts';
+import { evaluateUserTask } from './user-task-details.ts';
 import { pinOf, prepareCall } from './call-variables.ts';
 import { indexPlan } from './plan-index.ts';
 import {
@@ -463,6 +464,17 @@ function startWait(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
       kind: wait.trigger,
       name: wait.name,
       correlationKey: null,
+      ...scopePathOf(plan, step, state),
+    });
+  } else if (wait.trigger === 'user') {
+    const details = evaluateUserTask(wait.userTask, visibleVariables(plan, step, state, vars));
+    if (!details.ok) return stuck('User task', details.message, {});
+    fx.subscriptions.push({
+      stepId: step.id,
+      kind: 'user',
+      name: step.id,
+      correlationKey: null,
+      userTask: details.details,
       ...scopePathOf(plan, step, state),
     });
   } else if (wait.trigger === 'timer') {

@@ -103,9 +103,24 @@ export interface ThrownError {
   errorMessage: string | null;
 }
 
+/** A user task as created: evaluated once, when its step starts waiting. */
+export interface UserTaskDetails {
+  assignee: string | null;
+  candidateUsers: string[];
+  candidateGroups: string[];
+  /** ISO 8601 date-times */
+  dueAt: string | null;
+  followUpAt: string | null;
+  /** 0 to 100 */
+  priority: number;
+}
+
 export interface NewSubscription {
   stepId: string;
-  kind: 'message' | 'signal';
+  /** user: a user task waiting for a person (name is its step id) */
+  kind: 'message' | 'signal' | 'user';
+  /** set for kind user */
+  userTask?: UserTaskDetails;
   name: string;
   /** message correlation key; null: the instance's business key */
   correlationKey: string | null;

@@ -6,6 +6,8 @@ export const ErrorCode = {
   /** the BPMN does not compile */
   compile: 'compile',
   not_found: 'not_found',
+  /** the caller may not do this to this target (a person who is not a candidate for a user task) */
+  forbidden: 'forbidden',
   /** the target is in a state that refuses the call */
   conflict: 'conflict',
   /** the caller no longer holds the task's lock */

@@ -114,6 +114,8 @@ export const PART = {
   frameBatch: 2048,
   /** a loop's next pass: rows of its body's steps and flows from the pass before are removed */
   reset: 4096,
+  /** subscriptions include user tasks, with their details */
+  userTasks: 8192,
 } as const;
 
 export interface TransitionStatement {
@@ -351,7 +353,7 @@ export function transitionStatement(
   const subscriptions = rows((w) =>
     w.effects.subscriptions
       .filter((x) => !w.effects.endedWaits.includes(x.stepId))
-      .map((x) => ({ ...x, correlationKey: x.correlationKey ?? w.instance.business_key })),
+      .map((x) => ({ ...x, correlationKey: x.kind === 'user' ? null : (x.correlationKey ?? w.instance.business_key) })),
   );
   if (subscriptions.length > 0) {
     shape += PART.subscriptions;
@@ -361,13 +363,24 @@ export function transitionStatement(
     const names = $(subscriptions.map((x) => x.item.name));
     const keys = $(subscriptions.map((x) => x.item.correlationKey));
     const scopes = $(subscriptions.map((x) => x.item.scopePath ?? '/'));
+    // A user task's details ride along only in statements that create one.
+    const people = subscriptions.some((x) => x.item.userTask !== undefined);
+    if (people) shape += PART.userTasks;
+    const details = people ? $(subscriptions.map((x) => x.item.userTask ?? null)) : 0;
     ctes.push(
-      `sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key, scope_path)
+      people
+        ? `sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key, scope_path, user_task, assignee)
+            select y.iid, y.step_id, y.gen, y.kind, y.name, y.correlation_key, y.scope_path, y.details, y.details->>'assignee'
+              from unnest($${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${kinds}::text[], $${names}::text[], $${keys}::text[], $${scopes}::text[], $${details}::jsonb[])
+                   as y(iid, gen, step_id, kind, name, correlation_key, scope_path, details)` +
+            hold('sb') +
+            ')'
+        : `sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key, scope_path)
             select y.iid, y.step_id, y.gen, y.kind, y.name, y.correlation_key, y.scope_path
               from unnest($${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${kinds}::text[], $${names}::text[], $${keys}::text[], $${scopes}::text[])
                    as y(iid, gen, step_id, kind, name, correlation_key, scope_path)` +
-        hold('sb') +
-        ')',
+            hold('sb') +
+            ')',
     );
   }
   // `instance_id = any(…)` gives the instance indexes a condition to search by: without it, with

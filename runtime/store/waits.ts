@@ -170,7 +170,7 @@ export interface SubscriptionRow {
   instance_id: string;
   step_id: string;
   generation: number;
-  kind: 'message' | 'signal';
+  kind: 'message' | 'signal' | 'user';
   name: string;
   correlation_key: string | null;
 }

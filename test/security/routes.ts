@@ -10,6 +10,7 @@ export const MOUNTS: Record<string, string> = {
   tasksRouter: '/api/external-tasks',
   progressRouter: '/api/external-tasks',
   incidentsRouter: '/api/incidents',
+  userTasksRouter: '/api/user-tasks',
   flowLimitsRouter: '/api/flow-limits',
   elementTemplatesRouter: '/api/element-templates',
   topicsRouter: '/api/topics',

@@ -1,15 +1,20 @@
 // Deploy's refusal messages grouped by what Baton would have to offer to run the element
 // (element kind + gist), so the corpus counts say what to build next.
 const REASONS: [RegExp, string | ((m: RegExpExecArray) => string)][] = [
-  [/^Unsupported element bpmn:UserTask/, 'bpmn:UserTask: user tasks are not run'],
   [/^Unsupported element (bpmn:\w+)(?: with (bpmn:\w+))?/, (m) => `${m[1]}${m[2] ? ` with ${m[2]}` : ''}: not run`],
   [/^Execution listener on .* inside Camunda 7's engine/, 'Camunda 7 execution listener (Java, expression or script)'],
   [/runs Java code/, 'service task runs Java code (camunda:class, expression or delegateExpression)'],
   [/has no topic/, 'service task without camunda:topic or zeebe:taskDefinition type'],
-  [/is a (?:javascript|js) script/i, 'JavaScript condition or mapping'],
+  [/is a (?:javascript|js) script|is written in (?:javascript|js),/i, 'JavaScript condition or mapping'],
   [/^Condition of sequence flow \S+ cannot be used/, 'JUEL condition Baton cannot read'],
   [/leaving \S+ has a condition, but only exclusive and inclusive gateways/, 'conditional sequence flow out of a task'],
-  [/must be attached to a service task/, 'boundary event on an activity that does not wait (user, script or plain task)'],
+  [/must be attached to a service task/, 'boundary event on an activity that does not wait (script or plain task)'],
+  [
+    /sits on user task .*no worker runs a user task|sits on .* which throws no escalations/,
+    'error or escalation boundary on a user task',
+  ],
+  [/a user task cannot loop or be multi-instance/, 'multi-instance user task'],
+  [/^User task .* is not a valid expression/, 'user task assignment with a JUEL method call'],
   [/has no outgoing sequence flow/, 'boundary event without an outgoing flow'],
   [/has no step that waits/, 'loop with no step that waits'],
   [/which are never taken together/, 'parallel join of paths an exclusive choice separates'],

@@ -96,10 +96,10 @@ describe('compileBpmn', () => {
     const xml = readFixture('order.bpmn')
       .replace('camunda:topic="reserve-stock"', '')
       .replace('${total &gt; 100}', '${total +}')
-      .replace('<bpmn:serviceTask id="Task_ReviewOrder"', '<bpmn:userTask id="Task_ReviewOrder"')
+      .replace('<bpmn:serviceTask id="Task_ReviewOrder"', '<bpmn:transaction id="Task_ReviewOrder"')
       .replace(
         '</bpmn:serviceTask>\n    <bpmn:endEvent id="EndEvent_Reviewed"',
-        '</bpmn:userTask>\n    <bpmn:endEvent id="EndEvent_Reviewed"',
+        '</bpmn:transaction>\n    <bpmn:endEvent id="EndEvent_Reviewed"',
       );
     const result = await compileBpmn(xml);
     if (result.ok) expect.fail('must not compile');

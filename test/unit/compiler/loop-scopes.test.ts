@@ -146,7 +146,7 @@ describe('loop scopes', () => {
     const xml = processXml(
       [
         '<bpmn:startEvent id="S" />',
-        '<bpmn:userTask id="U" />',
+        '<bpmn:complexGateway id="U" />',
         task('T'),
         '<bpmn:exclusiveGateway id="G" default="Out" />',
         '<bpmn:endEvent id="E" />',

@@ -65,7 +65,7 @@ describe('MIWG reference corpus', () => {
     const result = await compileBpmn(xml, { processId });
     expect(result.ok).toBe(false);
     const diagnostics = diagnosticsOf(result);
-    expect(diagnostics.some((d) => d.message.startsWith('Unsupported element'))).toBe(true);
+    expect(diagnostics.some((d) => d.severity === 'error')).toBe(true);
     expect(diagnostics.filter((d) => /The loop |The cycle |the loop that starts/.test(d.message))).toEqual([]);
   });
 

@@ -1,0 +1,120 @@
+// /api/user-tasks: the tasklist's API. The caller (an admin token, or anyone on a server without
+// tokens) acts for the person it names in `userId`, as Camunda's task API does.
+import { Router, type Response } from 'express';
+import type { Engine } from '../engine/context.ts';
+import {
+  assignUserTask,
+  claimUserTask,
+  completeUserTask,
+  readUserTask,
+  unclaimUserTask,
+  type UserTaskActor,
+} from '../engine/user-tasks.ts';
+import type { Variables } from '../model/effects.ts';
+import type { Caller } from '../security/auth.ts';
+import { withPlannerDefaults } from '../store/db.ts';
+import { listUserTasks } from '../store/user-tasks.ts';
+import { BatonError } from '../shared/errors.ts';
+import { isUuid, requireUuid, validateBody, validateQuery } from '../shared/validate.ts';
+import { userTaskView } from './views.ts';
+
+interface ListQuery {
+  assignee?: string;
+  candidateUser?: string;
+  candidateGroups?: string;
+  unassigned?: boolean;
+  instanceId?: string;
+  definitionKey?: string;
+  dueBefore?: string;
+  dueAfter?: string;
+  cursor?: string;
+  limit?: number;
+}
+
+export function userTasksRouter(engine: Engine): Router {
+  const router = Router();
+
+  router.get('/', async (req, res) => {
+    const q = validateQuery<ListQuery>('list-user-tasks-query', req.query);
+    const limit = q.limit ?? 100;
+    const rows = await withPlannerDefaults(engine.pool, (db) =>
+      listUserTasks(db, {
+        ...(q.assignee ? { assignee: q.assignee } : {}),
+        ...(q.candidateUser ? { candidateUser: q.candidateUser, candidateGroups: splitNames(q.candidateGroups) } : {}),
+        ...(q.instanceId ? { instanceId: q.instanceId } : {}),
+        ...(q.definitionKey ? { definitionKey: q.definitionKey } : {}),
+        ...(q.unassigned ? { unassigned: true } : {}),
+        ...(q.dueBefore ? { dueBefore: q.dueBefore } : {}),
+        ...(q.dueAfter ? { dueAfter: q.dueAfter } : {}),
+        ...(q.cursor ? { after: readCursor(q.cursor) } : {}),
+        limit: limit + 1,
+      }),
+    );
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    res.json({
+      items: page.map((row) => userTaskView(row)),
+      ...(rows.length > limit && last ? { nextCursor: writeCursor(last.created_us, last.id) } : {}),
+    });
+  });
+
+  router.get('/:id', async (req, res) => {
+    const { task, step, spec } = await readUserTask(engine, requireUuid(req.params.id, 'user task'));
+    res.json(userTaskView(task, step.name, spec));
+  });
+
+  router.post('/:id/claim', async (req, res) => {
+    const id = requireUuid(req.params.id, 'user task');
+    const actor = actorOf(validateBody<{ userId: string; groups?: string[] }>('user-task-claim-request', req.body ?? {}), res);
+    res.json(userTaskView(await claimUserTask(engine, id, actor)));
+  });
+
+  router.post('/:id/unclaim', async (req, res) => {
+    const id = requireUuid(req.params.id, 'user task');
+    const actor = actorOf(validateBody<{ userId: string; groups?: string[] }>('user-task-claim-request', req.body ?? {}), res);
+    res.json(userTaskView(await unclaimUserTask(engine, id, actor)));
+  });
+
+  router.post('/:id/assignee', async (req, res) => {
+    const id = requireUuid(req.params.id, 'user task');
+    const body = validateBody<{ assignee: string | null }>('user-task-assign-request', req.body ?? {});
+    res.json(userTaskView(await assignUserTask(engine, id, body.assignee, callerOf(res)?.name)));
+  });
+
+  router.post('/:id/complete', async (req, res) => {
+    const id = requireUuid(req.params.id, 'user task');
+    const body = validateBody<{ userId: string; variables?: Variables }>('user-task-complete-request', req.body ?? {});
+    const done = await completeUserTask(engine, id, actorOf({ userId: body.userId }, res), body.variables ?? {});
+    res.json({ id, status: 'completed', instanceId: done.instanceId });
+  });
+
+  return router;
+}
+
+function callerOf(res: Response): Caller | undefined {
+  return res.locals.caller as Caller | undefined;
+}
+
+function actorOf(body: { userId: string; groups?: string[] }, res: Response): UserTaskActor {
+  const caller = callerOf(res)?.name;
+  return { userId: body.userId, groups: body.groups ?? [], ...(caller ? { caller } : {}) };
+}
+
+function splitNames(text: string | undefined): string[] {
+  return (text ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+}
+
+// A cursor names the last task of a page: its creation time (microseconds) and id, newest first.
+function writeCursor(createdUs: string, id: string): string {
+  return Buffer.from(`${createdUs}|${id}`).toString('base64url');
+}
+
+function readCursor(cursor: string): { createdUs: string; id: string } {
+  const [createdUs, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  if (!createdUs || !id || !/^\d{1,17}$/.test(createdUs) || !isUuid(id))
+    throw new BatonError('validation', `Invalid query: cursor "${cursor}" is not a nextCursor this API gave`);
+  return { createdUs, id };
+}

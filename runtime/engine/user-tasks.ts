@@ -1,0 +1,182 @@
+// What people do with user tasks: claim, release, assign and complete. Each action runs under
+// its instance's lock as a transition of its own, so it is ordered with everything else the
+// instance does and lands in its history (and on the progress stream) with who did it.
+import type { PlanStep, UserTaskSpec } from '../compiler/plan.ts';
+import { emptyEffects, type Variables } from '../model/effects.ts';
+import { BatonError } from '../shared/errors.ts';
+import { withTransaction, type PoolClient } from '../store/db.ts';
+import { lockInstance, type LockedInstance } from '../store/instances.ts';
+import { findUserTask, setUserTaskAssignee, type UserTaskRow } from '../store/user-tasks.ts';
+import { planOf, type Engine } from './context.ts';
+import { indexPlan } from './plan-index.ts';
+import { commitTransition } from './transition.ts';
+import { checkForm } from './user-task-details.ts';
+import { deliverToSubscription } from './waits.ts';
+
+/** The person an action is for, as the calling tasklist names them, and the token that called. */
+export interface UserTaskActor {
+  userId: string;
+  groups: string[];
+  /** the token's name, when the server checks tokens */
+  caller?: string;
+}
+
+export interface UserTaskWithStep {
+  task: UserTaskRow;
+  step: PlanStep;
+  spec: UserTaskSpec;
+}
+
+/** The task with its step and form; not_found when no such task waits. */
+export async function readUserTask(engine: Engine, taskId: string): Promise<UserTaskWithStep> {
+  const task = await findUserTask(engine.pool, taskId);
+  if (!task) throw notFound(taskId);
+  return withStep(engine, task);
+}
+
+async function withStep(engine: Engine, task: UserTaskRow, db?: PoolClient): Promise<UserTaskWithStep> {
+  const plan = await planOf(engine, task.definition_id, db);
+  const step = indexPlan(plan).steps.get(task.step_id);
+  if (step?.wait?.trigger !== 'user') throw new Error(`Step ${task.step_id} of user task ${task.id} is not a user task`);
+  return { task, step, spec: step.wait.userTask };
+}
+
+/** Whether the person is among the task's candidates; a task that names none is open to everyone. */
+export function isCandidate(task: UserTaskRow, actor: UserTaskActor): boolean {
+  const { candidateUsers, candidateGroups } = task.user_task;
+  if (candidateUsers.length === 0 && candidateGroups.length === 0) return true;
+  return candidateUsers.includes(actor.userId) || actor.groups.some((g) => candidateGroups.includes(g));
+}
+
+export async function claimUserTask(engine: Engine, taskId: string, actor: UserTaskActor): Promise<UserTaskRow> {
+  return underLock(engine, taskId, async (tx, instance, task) => {
+    if (task.assignee === actor.userId) return task;
+    if (task.assignee !== null)
+      throw new BatonError('conflict', `User task ${taskId} is claimed by "${task.assignee}"`, { assignee: task.assignee });
+    if (!isCandidate(task, actor))
+      throw new BatonError(
+        'forbidden',
+        `"${actor.userId}" is not a candidate for user task ${taskId} (candidate users: ${listOf(task.user_task.candidateUsers)}; candidate groups: ${listOf(task.user_task.candidateGroups)})`,
+      );
+    return changeAssignee(tx, instance, task, actor.userId, 'claim', 'userTask:claimed', actor);
+  });
+}
+
+export async function unclaimUserTask(engine: Engine, taskId: string, actor: UserTaskActor): Promise<UserTaskRow> {
+  return underLock(engine, taskId, async (tx, instance, task) => {
+    if (task.assignee === null) return task;
+    if (task.assignee !== actor.userId)
+      throw new BatonError('conflict', `User task ${taskId} is claimed by "${task.assignee}", not by "${actor.userId}"`, {
+        assignee: task.assignee,
+      });
+    return changeAssignee(tx, instance, task, null, 'override', 'userTask:unclaimed', actor);
+  });
+}
+
+/** An operator gives the task to a person (or to nobody), whoever holds it and whoever the candidates are. */
+export async function assignUserTask(
+  engine: Engine,
+  taskId: string,
+  assignee: string | null,
+  caller: string | undefined,
+): Promise<UserTaskRow> {
+  return underLock(engine, taskId, async (tx, instance, task) =>
+    task.assignee === assignee
+      ? task
+      : changeAssignee(tx, instance, task, assignee, 'override', 'userTask:assigned', {
+          userId: assignee ?? '',
+          groups: [],
+          ...(caller ? { caller } : {}),
+        }),
+  );
+}
+
+/**
+ * The person who holds the task completes it: the variables are checked against its form, then
+ * set on the instance as a message's are, and the process goes on.
+ */
+export async function completeUserTask(
+  engine: Engine,
+  taskId: string,
+  actor: UserTaskActor,
+  variables: Variables,
+): Promise<{ instanceId: string }> {
+  return withTransaction(engine.pool, async (tx) => {
+    const { task, instance } = await lockTask(tx, taskId);
+    if (task.assignee === null)
+      throw new BatonError(
+        'conflict',
+        `User task ${taskId} is not claimed: "${actor.userId}" claims it first, then completes it`,
+      );
+    if (task.assignee !== actor.userId)
+      throw new BatonError('conflict', `User task ${taskId} is claimed by "${task.assignee}", not by "${actor.userId}"`, {
+        assignee: task.assignee,
+      });
+    const { spec } = await withStep(engine, task, tx);
+    const problems = checkForm(spec, variables, instance.variables);
+    if (problems.length > 0)
+      throw new BatonError('validation', `The form of user task ${taskId} is not filled in right: ${problems[0]!.message}`, {
+        fields: problems,
+      });
+    const data = { taskId, completedBy: actor.userId, ...(actor.caller ? { by: actor.caller } : {}) };
+    const sub = { ...task, kind: 'user' as const, name: task.step_id, correlation_key: null };
+    if (!(await deliverToSubscription(engine, tx, instance, sub, variables, data))) throw notFound(taskId);
+    return { instanceId: instance.id };
+  });
+}
+
+async function underLock(
+  engine: Engine,
+  taskId: string,
+  act: (tx: PoolClient, instance: LockedInstance, task: UserTaskRow) => Promise<UserTaskRow>,
+): Promise<UserTaskRow> {
+  return withTransaction(engine.pool, async (tx) => {
+    const { task, instance } = await lockTask(tx, taskId);
+    return act(tx, instance, task);
+  });
+}
+
+// The instance is locked first, then the task read again: a transition that ended the task
+// meanwhile has committed, and none can end it until this transaction does.
+async function lockTask(tx: PoolClient, taskId: string): Promise<{ task: UserTaskRow; instance: LockedInstance }> {
+  const seen = await findUserTask(tx, taskId);
+  const instance = seen ? await lockInstance(tx, seen.instance_id) : undefined;
+  const task = instance ? await findUserTask(tx, taskId) : undefined;
+  if (!task || !instance || task.generation !== instance.generation) throw notFound(taskId);
+  return { task, instance };
+}
+
+async function changeAssignee(
+  tx: PoolClient,
+  instance: LockedInstance,
+  task: UserTaskRow,
+  assignee: string | null,
+  mode: 'claim' | 'override',
+  kind: string,
+  actor: UserTaskActor,
+): Promise<UserTaskRow> {
+  const result = await setUserTaskAssignee(tx, task.id, assignee, mode);
+  if (!result.ok && result.reason === 'not_found') throw notFound(task.id);
+  if (!result.ok) throw new BatonError('conflict', `User task ${task.id} is claimed by "${result.assignee ?? '?'}"`);
+  const fx = emptyEffects();
+  fx.events.push({
+    kind,
+    stepId: task.step_id,
+    data: {
+      taskId: task.id,
+      assignee,
+      ...(actor.userId ? { userId: actor.userId } : {}),
+      ...(actor.caller ? { by: actor.caller } : {}),
+    },
+  });
+  await commitTransition(tx, instance, fx, instance.variables);
+  return result.task;
+}
+
+function notFound(taskId: string): BatonError {
+  return new BatonError('not_found', `No open user task with id "${taskId}" (completed, canceled, or never created)`);
+}
+
+function listOf(names: string[]): string {
+  return names.length === 0 ? 'none' : names.join(', ');
+}
