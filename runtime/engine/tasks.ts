@@ -367,7 +367,10 @@ export function taskFailedEffects(task: ExternalTaskRow, workerId: string, error
   return fx;
 }
 
-/** The engine decides: another attempt after a backoff, or an incident when retries are exhausted. */
+/**
+ * Another attempt after a backoff, or an incident when retries are exhausted; a worker that
+ * names `retries` or `retryTimeoutMs` decides those instead (failHeldTask).
+ */
 export async function failTask(engine: Engine, req: FailTaskRequest): Promise<TaskCallResult> {
   return holderTransition(engine, req, { kind: 'failure', payload: req.errorDetails }, (tx, instance) =>
     failHeldTask(engine, tx, instance, { ...req, errorDetails: req.errorDetails ?? null }),
@@ -413,22 +416,11 @@ export async function failHeldTask(
       task,
       fx,
       `Task ${task.step_id} failed ${why}: ${req.errorMessage ?? '(no message)'}`,
-      {
-        errorMessage: req.errorMessage,
-        errorDetails: req.errorDetails,
-      },
+      { errorMessage: req.errorMessage, errorDetails: req.errorDetails },
     );
   }
-  await commitTransition(
-    tx,
-    instance,
-    fx,
-    { ...instance.variables, ...variables },
-    {
-      plan,
-      incidentTaskIds: fx.incidents.map(() => task.id),
-    },
-  );
+  const stored = { ...instance.variables, ...variables };
+  await commitTransition(tx, instance, fx, stored, { plan, incidentTaskIds: fx.incidents.map(() => task.id) });
   if (task.state === 'ready') taskRetries.inc({ topic: task.topic });
   return result;
 }
