@@ -62,7 +62,7 @@ async function completes(instanceId: string, output: () => string): Promise<any>
   try {
     return await waitForStatus(t.api, instanceId, 'completed', 30_000);
   } catch (err) {
-    throw new Error(`${(err as Error).message}\nexample output:\n${output()}`);
+    throw new Error(`${(err as Error).message}\nexample output:\n${output()}`, { cause: err });
   }
 }
 
