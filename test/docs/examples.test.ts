@@ -89,7 +89,9 @@ describe('docs examples', () => {
     const instanceId = await start(t.api, 'docs_ts_charge', { variables: { total: 40 } });
     const done = await completes(instanceId, output);
     expect(done.variables).toMatchObject({ charged: 40 });
-    const frames = await t.db.pool.query(`select data from frames where instance_id = $1 and kind = 'task:progress'`, [instanceId]);
+    const frames = await t.db.pool.query(`select data from frames where instance_id = $1 and kind = 'task:progress'`, [
+      instanceId,
+    ]);
     expect(JSON.stringify(frames.rows)).toContain('"message":"charged"');
     expect(await stops(child)).toBe(0);
   });
