@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { singleTaskBpmn } from '../../support/bpmn.ts';
 import { deploy, fetchOne, start, type LockedTask } from '../../support/flows.ts';
-import { startTestServer, type TestServer } from '../../support/server.ts';
+import { inlineDefinitions, inlineFlow } from '../../support/bpmn.ts';
+import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
 let task: LockedTask;
 let instanceId: string;
+let userTaskId: string;
 const missing = '00000000-0000-4000-8000-000000000000';
 
 beforeAll(async () => {
@@ -13,14 +15,45 @@ beforeAll(async () => {
   await deploy(t.api, singleTaskBpmn('guarded', 'guarded-task'));
   instanceId = await start(t.api, 'guarded', { businessKey: 'bk' });
   task = await fetchOne(t.api, 'holder', 'guarded-task');
+  await deploy(t.api, approval);
+  const approvalId = await start(t.api, 'guarded_approval');
+  userTaskId = await waitFor(
+    async () => (await t.api.get(`/api/user-tasks?instanceId=${approvalId}`)).body.items[0]?.id,
+    10_000,
+    'the user task',
+  );
+  expect((await t.api.post(`/api/user-tasks/${userTaskId}/claim`, { userId: 'alice' })).status).toBe(200);
 });
+
+/** start -> approve (a user task with a form: approved required, amount at most 1000) -> end */
+const approval = inlineDefinitions('guarded_approval', [
+  '<bpmn:startEvent id="start" />',
+  `<bpmn:userTask id="approve"><bpmn:extensionElements><camunda:formData>
+    <camunda:formField id="approved" type="boolean"><camunda:validation><camunda:constraint name="required" /></camunda:validation></camunda:formField>
+    <camunda:formField id="amount" type="long"><camunda:validation><camunda:constraint name="max" config="1000" /></camunda:validation></camunda:formField>
+  </camunda:formData></bpmn:extensionElements></bpmn:userTask>`,
+  '<bpmn:endEvent id="end" />',
+  inlineFlow('f1', 'start', 'approve'),
+  inlineFlow('f2', 'approve', 'end'),
+]);
 afterAll(async () => {
   await t.close();
 });
 
 // A digest of every table's rows: bad input must leave it unchanged.
 async function databaseDigest(): Promise<string> {
-  const tables = ['definitions', 'instances', 'steps', 'flows', 'external_tasks', 'incidents', 'timers', 'messages', 'events'];
+  const tables = [
+    'definitions',
+    'instances',
+    'steps',
+    'flows',
+    'external_tasks',
+    'incidents',
+    'timers',
+    'messages',
+    'subscriptions',
+    'events',
+  ];
   const parts = await Promise.all(
     tables.map(async (name) => {
       const { rows } = await t.db.pool.query(
@@ -255,6 +288,70 @@ const cases: Case[] = [
   ['incident retry: retries 0', 'POST', () => `/api/incidents/${missing}/retry`, { retries: 0 }, 400, 'ValidationError'],
   ['incidents: bad status', 'GET', () => '/api/incidents?status=all', undefined, 400, 'ValidationError'],
   ['unknown route', 'GET', () => '/api/nothing', undefined, 404, 'NotFound'],
+  ['user tasks: bad limit', 'GET', () => '/api/user-tasks?limit=0', undefined, 400, 'ValidationError'],
+  ['user tasks: bad cursor', 'GET', () => '/api/user-tasks?cursor=zzz', undefined, 400, 'ValidationError'],
+  ['user tasks: bad dueBefore', 'GET', () => '/api/user-tasks?dueBefore=soon', undefined, 400, 'ValidationError'],
+  ['user task: not a uuid', 'GET', () => '/api/user-tasks/abc', undefined, 404, 'NotFound'],
+  ['user task: unknown', 'GET', () => `/api/user-tasks/${missing}`, undefined, 404, 'NotFound'],
+  [
+    'user task claim: userId not text',
+    'POST',
+    () => `/api/user-tasks/${userTaskId}/claim`,
+    { userId: 7 },
+    400,
+    'ValidationError',
+  ],
+  [
+    'user task claim: unknown field',
+    'POST',
+    () => `/api/user-tasks/${userTaskId}/claim`,
+    { userId: 'bob', x: 1 },
+    400,
+    'ValidationError',
+  ],
+  ['user task claim: held by another', 'POST', () => `/api/user-tasks/${userTaskId}/claim`, { userId: 'bob' }, 409, 'Conflict'],
+  ['user task claim: unknown task', 'POST', () => `/api/user-tasks/${missing}/claim`, { userId: 'bob' }, 404, 'NotFound'],
+  ['user task assign: not text', 'POST', () => `/api/user-tasks/${userTaskId}/assignee`, { assignee: 5 }, 400, 'ValidationError'],
+  [
+    'user task complete: form not filled in',
+    'POST',
+    () => `/api/user-tasks/${userTaskId}/complete`,
+    { userId: 'alice', variables: { amount: 5 } },
+    400,
+    'ValidationError',
+  ],
+  [
+    'user task complete: over the form maximum',
+    'POST',
+    () => `/api/user-tasks/${userTaskId}/complete`,
+    { userId: 'alice', variables: { approved: true, amount: 5000 } },
+    400,
+    'ValidationError',
+  ],
+  [
+    'user task complete: wrong type',
+    'POST',
+    () => `/api/user-tasks/${userTaskId}/complete`,
+    { userId: 'alice', variables: { approved: 'yes' } },
+    400,
+    'ValidationError',
+  ],
+  [
+    'user task complete: not the holder',
+    'POST',
+    () => `/api/user-tasks/${userTaskId}/complete`,
+    { userId: 'bob', variables: { approved: true } },
+    409,
+    'Conflict',
+  ],
+  [
+    'user task complete: variables not an object',
+    'POST',
+    () => `/api/user-tasks/${userTaskId}/complete`,
+    { userId: 'alice', variables: [1] },
+    400,
+    'ValidationError',
+  ],
 ];
 
 describe('bad input', () => {
