@@ -7,6 +7,7 @@ import {
   claimUserTask,
   completeUserTask,
   readUserTask,
+  stepNamesOf,
   unclaimUserTask,
   type UserTaskActor,
 } from '../engine/user-tasks.ts';
@@ -52,8 +53,9 @@ export function userTasksRouter(engine: Engine): Router {
     );
     const page = rows.slice(0, limit);
     const last = page.at(-1);
+    const names = await stepNamesOf(engine, page);
     res.json({
-      items: page.map((row) => userTaskView(row)),
+      items: page.map((row) => userTaskView(row, names.get(row.id))),
       ...(rows.length > limit && last ? { nextCursor: writeCursor(last.created_us, last.id) } : {}),
     });
   });

@@ -41,6 +41,16 @@ async function withStep(engine: Engine, task: UserTaskRow, db?: PoolClient): Pro
   return { task, step, spec: step.wait.userTask };
 }
 
+/** The names of the tasks' steps, by task id (plans are cached: no query once a definition was read). */
+export async function stepNamesOf(engine: Engine, tasks: readonly UserTaskRow[]): Promise<Map<string, string>> {
+  const names = new Map<string, string>();
+  for (const task of tasks) {
+    const name = indexPlan(await planOf(engine, task.definition_id)).steps.get(task.step_id)?.name;
+    if (name) names.set(task.id, name);
+  }
+  return names;
+}
+
 /** Whether the person is among the task's candidates; a task that names none is open to everyone. */
 export function isCandidate(task: UserTaskRow, actor: UserTaskActor): boolean {
   const { candidateUsers, candidateGroups } = task.user_task;
