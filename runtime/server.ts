@@ -23,6 +23,9 @@ import { ProgressCoalescer } from './engine/progress.ts';
 import { FrameHub } from './stream/frame-hub.ts';
 import { attachProgressStream, type ProgressStreamOptions } from './stream/progress-namespace.ts';
 import { socketAuthorizer } from './stream/socket-auth.ts';
+import { attachUserTaskFeed } from './stream/user-task-feed.ts';
+import { watchUserTaskChanges } from './store/user-tasks.ts';
+import { meRouter } from './api/me-routes.ts';
 import { startSweeper, type Sweeper } from './scheduler/sweeper.ts';
 import { exhaustExpiredLease } from './engine/tasks.ts';
 import { startTimerScheduler, type TimerScheduler } from './scheduler/timer-scheduler.ts';
@@ -153,6 +156,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use(opsRouter(pool, parkedPolls));
   app.use('/api/definitions', definitionsRouter(engine));
   app.use('/api/incidents', incidentsRouter(engine));
+  app.use('/api/me', meRouter());
   app.use('/api/user-tasks', userTasksRouter(engine));
   app.use('/api/flow-limits', flowLimitsRouter(engine));
   app.use('/api/element-templates', elementTemplatesRouter(engine));
@@ -174,6 +178,12 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
     log: opts.log,
     authorize: socketAuthorizer(pool, opts.log, opts.auth?.tokens, openWithoutTokens),
     ...(opts.progressStream ? { options: opts.progressStream } : {}),
+  });
+  const userTaskChanges = await watchUserTaskChanges(opts.databaseUrl, opts.log);
+  attachUserTaskFeed(io, {
+    changes: userTaskChanges,
+    log: opts.log,
+    authorize: socketAuthorizer(pool, opts.log, opts.auth?.tokens, openWithoutTokens, '/tasks'),
   });
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
@@ -204,7 +214,13 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
         signals.stop(),
         retention.stop(),
       ]);
-      await Promise.all([frameHub.stop(), progress.close(), tokenChanges.stop(), engine.fetchActivity.close()]);
+      await Promise.all([
+        frameHub.stop(),
+        progress.close(),
+        tokenChanges.stop(),
+        userTaskChanges.stop(),
+        engine.fetchActivity.close(),
+      ]);
       await flushNotifications(pool); // the other nodes hear the last commits' notifications
       await pool.end(); // waits for clients still checked out
     },

@@ -1,5 +1,6 @@
-// /api/user-tasks: the tasklist's API. The caller (an admin token, or anyone on a server without
-// tokens) acts for the person it names in `userId`, as Camunda's task API does.
+// /api/user-tasks: the tasklist's API. A person token acts as the person it names, with the
+// groups the server gives it; an admin token (or anyone on a server without tokens) acts for
+// the person named in `userId`, as Camunda's task API does, and an admin may claim any task.
 import { Router, type Response } from 'express';
 import type { Engine } from '../engine/context.ts';
 import {
@@ -13,6 +14,7 @@ import {
 } from '../engine/user-tasks.ts';
 import type { Variables } from '../model/effects.ts';
 import type { Caller } from '../security/auth.ts';
+import { Role } from '../security/roles.ts';
 import { withPlannerDefaults } from '../store/db.ts';
 import { listUserTasks } from '../store/user-tasks.ts';
 import { BatonError } from '../shared/errors.ts';
@@ -41,7 +43,9 @@ export function userTasksRouter(engine: Engine): Router {
     const rows = await withPlannerDefaults(engine.pool, (db) =>
       listUserTasks(db, {
         ...(q.assignee ? { assignee: q.assignee } : {}),
-        ...(q.candidateUser ? { candidateUser: q.candidateUser, candidateGroups: splitNames(q.candidateGroups) } : {}),
+        ...(q.candidateUser
+          ? { candidateUser: q.candidateUser, candidateGroups: groupsFor(q.candidateUser, q.candidateGroups, res) }
+          : {}),
         ...(q.instanceId ? { instanceId: q.instanceId } : {}),
         ...(q.definitionKey ? { definitionKey: q.definitionKey } : {}),
         ...(q.unassigned ? { unassigned: true } : {}),
@@ -67,13 +71,13 @@ export function userTasksRouter(engine: Engine): Router {
 
   router.post('/:id/claim', async (req, res) => {
     const id = requireUuid(req.params.id, 'user task');
-    const actor = actorOf(validateBody<{ userId: string; groups?: string[] }>('user-task-claim-request', req.body ?? {}), res);
+    const actor = actorOf(validateBody<ActorBody>('user-task-claim-request', req.body ?? {}), res);
     res.json(userTaskView(await claimUserTask(engine, id, actor)));
   });
 
   router.post('/:id/unclaim', async (req, res) => {
     const id = requireUuid(req.params.id, 'user task');
-    const actor = actorOf(validateBody<{ userId: string; groups?: string[] }>('user-task-claim-request', req.body ?? {}), res);
+    const actor = actorOf(validateBody<ActorBody>('user-task-claim-request', req.body ?? {}), res);
     res.json(userTaskView(await unclaimUserTask(engine, id, actor)));
   });
 
@@ -85,8 +89,13 @@ export function userTasksRouter(engine: Engine): Router {
 
   router.post('/:id/complete', async (req, res) => {
     const id = requireUuid(req.params.id, 'user task');
-    const body = validateBody<{ userId: string; variables?: Variables }>('user-task-complete-request', req.body ?? {});
-    const done = await completeUserTask(engine, id, actorOf({ userId: body.userId }, res), body.variables ?? {});
+    const body = validateBody<{ userId?: string; variables?: Variables }>('user-task-complete-request', req.body ?? {});
+    const done = await completeUserTask(
+      engine,
+      id,
+      actorOf(body.userId ? { userId: body.userId } : {}, res),
+      body.variables ?? {},
+    );
     res.json({ id, status: 'completed', instanceId: done.instanceId });
   });
 
@@ -97,9 +106,38 @@ function callerOf(res: Response): Caller | undefined {
   return res.locals.caller as Caller | undefined;
 }
 
-function actorOf(body: { userId: string; groups?: string[] }, res: Response): UserTaskActor {
-  const caller = callerOf(res)?.name;
-  return { userId: body.userId, groups: body.groups ?? [], ...(caller ? { caller } : {}) };
+interface ActorBody {
+  userId?: string;
+  groups?: string[];
+}
+
+/** Who acts: the person a person token names, or the one an admin (or an open server's caller) names. */
+export function actorOf(body: ActorBody, res: Response): UserTaskActor {
+  const caller = callerOf(res);
+  if (caller?.role === Role.person) {
+    if (body.userId !== undefined && body.userId !== caller.name)
+      throw new BatonError(
+        'forbidden',
+        `This token acts as "${caller.name}" and may not act for "${body.userId}"; leave userId out or use an admin token`,
+      );
+    if (body.groups !== undefined)
+      throw new BatonError('forbidden', `The groups of "${caller.name}" come from the server (BATON_GROUPS); leave groups out`);
+    return { userId: caller.name, groups: [...caller.groups], caller: caller.name };
+  }
+  const userId = body.userId ?? caller?.name;
+  if (!userId) throw new BatonError('validation', 'Invalid body: userId names the person who acts (a person token names itself)');
+  return {
+    userId,
+    groups: body.groups ?? (userId === caller?.name ? [...caller.groups] : []),
+    ...(caller ? { caller: caller.name, anyTask: caller.role === Role.admin } : {}),
+  };
+}
+
+/** The groups a candidate query asks about: as named, else the caller's own when it asks about itself. */
+function groupsFor(user: string, named: string | undefined, res: Response): string[] {
+  const caller = callerOf(res);
+  if (named !== undefined) return splitNames(named);
+  return caller?.name === user ? [...caller.groups] : [];
 }
 
 function splitNames(text: string | undefined): string[] {

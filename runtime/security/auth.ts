@@ -9,6 +9,7 @@ import type { Pool } from '../store/db.ts';
 import type { TokenChanges } from '../store/token-changes.ts';
 import { countActiveTokens, findActiveToken } from '../store/tokens.ts';
 import { FailureLimiter, type FailureLimiterOptions } from './failure-limiter.ts';
+import type { GroupDirectory } from './people.ts';
 import { accessFor, normalizePath, type Role } from './roles.ts';
 import { hashToken, type ConfiguredToken } from './tokens.ts';
 
@@ -29,11 +30,15 @@ export interface AuthOptions {
    * token was revoked.
    */
   openWithoutTokens?: boolean;
+  /** the groups each token name belongs to (BATON_GROUPS) */
+  groups?: GroupDirectory;
 }
 
 export interface Caller {
   name: string;
   role: Role;
+  /** the candidate groups of user tasks this caller answers for */
+  groups: readonly string[];
 }
 
 /**
@@ -102,6 +107,8 @@ export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}
   const limiter = new FailureLimiter(opts.failures ?? { burst: 20, perMinute: 60 });
   const changes = opts.changes;
   const openWithoutTokens = opts.openWithoutTokens ?? false;
+  const groups = opts.groups ?? new Map<string, readonly string[]>();
+  const callerOf = (name: string, role: Role): Caller => ({ name, role, groups: groups.get(name) ?? [] });
   // Bumped by every change: a read that began before one is answered but not kept.
   let version = 0;
   /** stored tokens by hash, kept while changes are heard; only valid ones (a guess is not worth a slot) */
@@ -137,7 +144,7 @@ export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}
     }
     const since = version;
     return findActiveToken(pool, hash).then((row) => {
-      const caller = row ? { name: row.name, role: row.role } : undefined;
+      const caller = row ? callerOf(row.name, row.role) : undefined;
       if (caller && changes?.listening && since === version) {
         if (known.size >= KNOWN_TOKENS_MAX) known.clear();
         known.set(hash, caller);
@@ -162,7 +169,7 @@ export function createAuthorizer(pool: Pool, log: Logger, opts: AuthOptions = {}
     if (!secret) return judge(req, access, undefined, false);
     const hash = hashToken(secret);
     const fromEnv = configured.find((t) => sameHash(t.hash, hash));
-    if (fromEnv) return judge(req, access, { name: fromEnv.name, role: fromEnv.role }, true);
+    if (fromEnv) return judge(req, access, callerOf(fromEnv.name, fromEnv.role), true);
     const caller = storedCaller(hash);
     if (!(caller instanceof Promise)) return judge(req, access, caller, true);
     return caller.then((found) => judge(req, access, found, true));

@@ -8,10 +8,12 @@ export const Role = {
   worker: 'worker',
   /** read APIs only */
   viewer: 'viewer',
+  /** a person working on user tasks: the tasklist's APIs, as themselves */
+  person: 'person',
 } as const;
 export type Role = (typeof Role)[keyof typeof Role];
 
-export const ROLES: readonly Role[] = [Role.admin, Role.worker, Role.viewer];
+export const ROLES: readonly Role[] = [Role.admin, Role.worker, Role.viewer, Role.person];
 
 /** 'open' needs no token at all. */
 export type Access = 'open' | readonly Role[];
@@ -25,14 +27,20 @@ interface Rule {
   why: string;
 }
 
-const ALL: readonly Role[] = [Role.admin, Role.worker, Role.viewer];
+const ALL: readonly Role[] = [Role.admin, Role.worker, Role.viewer, Role.person];
 const WORKERS: readonly Role[] = [Role.admin, Role.worker];
-const READERS: readonly Role[] = [Role.admin, Role.viewer];
+/** a person reads what a viewer reads: the process around their task, its instance moving on */
+const READERS: readonly Role[] = [Role.admin, Role.viewer, Role.person];
+const OPERATORS_READING: readonly Role[] = [Role.admin, Role.viewer];
 const ADMIN: readonly Role[] = [Role.admin];
+const PEOPLE: readonly Role[] = [Role.admin, Role.person];
 
 export const ROUTE_RULES: readonly Rule[] = [
   { methods: 'reads', prefix: '/healthz', access: 'open', why: 'process up' },
   { methods: 'reads', prefix: '/readyz', access: 'open', why: 'database reachable, migrations applied' },
+  { methods: 'reads', prefix: '/api/me', access: ALL, why: 'who the token names' },
+  { methods: 'writes', prefix: '/api/user-tasks', access: PEOPLE, why: 'claim, release, assign and complete user tasks' },
+  { methods: 'writes', prefix: '/engine-rest/task', access: PEOPLE, why: 'Camunda task API: claim, complete, submit forms' },
   { methods: 'any', prefix: '/api/external-tasks', access: WORKERS, why: 'native external-task API' },
   { methods: 'writes', prefix: '/engine-rest/external-task', access: WORKERS, why: 'Camunda external-task API' },
   { methods: 'reads', prefix: '/engine-rest/external-task', access: ALL, why: 'Camunda external-task reads' },
@@ -44,7 +52,7 @@ export const ROUTE_RULES: readonly Rule[] = [
   { methods: 'writes', prefix: '/api/definitions/lint', access: READERS, why: 'compile without deploying' },
   { methods: 'reads', prefix: '/api', access: READERS, why: 'native reads' },
   { methods: 'reads', prefix: '/engine-rest', access: READERS, why: 'Camunda reads' },
-  { methods: 'reads', prefix: '/metrics', access: READERS, why: 'Prometheus scrape' },
+  { methods: 'reads', prefix: '/metrics', access: OPERATORS_READING, why: 'Prometheus scrape' },
   { methods: 'any', prefix: '/api', access: ADMIN, why: 'deploy, start, cancel, retry, messages, signals, diagram writes' },
   { methods: 'any', prefix: '/engine-rest', access: ADMIN, why: 'Camunda deploy, start, messages, signals' },
   { methods: 'any', prefix: '/metrics', access: ADMIN, why: 'no writes exist there' },

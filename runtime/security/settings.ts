@@ -1,6 +1,7 @@
 // Security and operations settings from the environment (docs/operations.md lists each).
 import type { AuthOptions } from './auth.ts';
 import { DEFAULT_LIMITS, MAX_JSON_DEPTH_CEILING, type LimitOptions } from './limits.ts';
+import { parseGroups } from './people.ts';
 import { parseTokens } from './tokens.ts';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../ops/shutdown.ts';
 import { DEFAULT_FEEL_BUDGET, type FeelBudget } from '../shared/feel-budget.ts';
@@ -46,6 +47,7 @@ export function readSecuritySettings(env: NodeJS.ProcessEnv = process.env): Secu
   return {
     auth: {
       tokens: parseTokens(env.BATON_TOKENS),
+      groups: parseGroups(env.BATON_GROUPS),
       failures: {
         burst: int(env, 'BATON_AUTH_FAILURE_BURST', 20, 1),
         perMinute: int(env, 'BATON_AUTH_FAILURE_PER_MINUTE', 60, 1),

@@ -3,7 +3,7 @@ import type { Queryable } from './db.ts';
 
 export interface TokenRow {
   name: string;
-  role: 'admin' | 'worker' | 'viewer';
+  role: 'admin' | 'worker' | 'viewer' | 'person';
   created_at: string;
   revoked_at: string | null;
 }

@@ -1,5 +1,7 @@
 // Open user tasks: subscriptions of kind 'user' (migration 0028), read for the tasklist and
 // claimed or released by one guarded statement each.
+import type { Logger } from 'pino';
+import { listenToChannel, type ChannelListener } from './channel-listener.ts';
 import type { UserTaskDetails } from '../model/effects.ts';
 import type { Queryable } from './db.ts';
 
@@ -105,4 +107,12 @@ export async function setUserTaskAssignee(
   if (!task) return { ok: false, reason: 'not_found' };
   if (!rowCount) return { ok: false, reason: 'held', ...(task.assignee ? { assignee: task.assignee } : {}) };
   return { ok: true, task };
+}
+
+/** Announces each user task created, changing hands or ended (migration 0029), with its id, instance and change. */
+export const USER_TASKS_CHANNEL = 'baton_user_tasks';
+
+/** Hears USER_TASKS_CHANNEL; rejects when the database cannot be reached at all. */
+export function watchUserTaskChanges(connectionString: string, log: Logger): Promise<ChannelListener> {
+  return listenToChannel(connectionString, { channel: USER_TASKS_CHANNEL, application: 'baton-user-task-changes' }, log);
 }

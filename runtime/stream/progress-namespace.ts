@@ -10,7 +10,7 @@ import { validateBody } from '../shared/validate.ts';
 import type { FrameHub } from './frame-hub.ts';
 import { Follower, type FollowerOptions, type FollowerOutput } from './follower.ts';
 import { sharedFrameReader } from './frame-reader.ts';
-import type { SocketAuthResult } from './socket-auth.ts';
+import { socketAuthMiddleware, type SocketAuthResult } from './socket-auth.ts';
 
 export interface ProgressStreamOptions extends FollowerOptions {
   /** instances one socket may follow at once */
@@ -47,14 +47,7 @@ export function attachProgressStream(io: Server, deps: ProgressStreamDeps): Name
   const nsp = io.of('/progress');
   const read = sharedFrameReader(deps.pool);
 
-  nsp.use((socket, next) => {
-    deps.authorize(presentedToken(socket), socket.handshake.address).then((result) => {
-      if (result.ok) return next();
-      const err = new Error(result.message) as Error & { data: unknown };
-      err.data = { type: result.type, message: result.message };
-      next(err);
-    }, next);
-  });
+  nsp.use(socketAuthMiddleware(deps.authorize));
 
   nsp.on('connection', (socket) => {
     const followers = new Map<string, Follower>();
@@ -148,14 +141,6 @@ export function attachProgressStream(io: Server, deps: ProgressStreamDeps): Name
   });
 
   return nsp;
-}
-
-function presentedToken(socket: Socket): string | undefined {
-  const fromAuth = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
-  if (typeof fromAuth === 'string' && fromAuth !== '') return fromAuth;
-  const header = socket.handshake.headers.authorization;
-  const [scheme, value] = (header ?? '').trim().split(/\s+/, 2);
-  return scheme?.toLowerCase() === 'bearer' && value ? value : undefined;
 }
 
 function outputOf(socket: Socket): FollowerOutput {

@@ -6,15 +6,22 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { databaseDigest } from './digest.ts';
 import { concretePath, declaredRoutes } from './routes.ts';
 
-const SECRETS = { admin: 'admin-secret-0123456789', worker: 'worker-secret-0123456789', viewer: 'viewer-secret-0123456789' };
+const SECRETS = {
+  admin: 'admin-secret-0123456789',
+  worker: 'worker-secret-0123456789',
+  viewer: 'viewer-secret-0123456789',
+  person: 'person-secret-0123456789',
+};
 type Caller = 'none' | 'bad' | keyof typeof SECRETS;
-const CALLERS: Caller[] = ['none', 'bad', 'admin', 'worker', 'viewer'];
+const CALLERS: Caller[] = ['none', 'bad', 'admin', 'worker', 'viewer', 'person'];
 
 let t: TestServer;
 beforeAll(async () => {
   t = await startTestServer({
     auth: {
-      tokens: parseTokens(`admin:ops:${SECRETS.admin},worker:billing:${SECRETS.worker},viewer:dash:${SECRETS.viewer}`),
+      tokens: parseTokens(
+        `admin:ops:${SECRETS.admin},worker:billing:${SECRETS.worker},viewer:dash:${SECRETS.viewer},person:alice:${SECRETS.person}`,
+      ),
       failures: { burst: 1_000_000, perMinute: 1_000_000 },
     },
   });
@@ -25,12 +32,17 @@ afterAll(async () => t?.close());
 function expectedRoles(method: string, p: string): Caller[] | 'open' {
   if (p === '/healthz' || p === '/readyz') return 'open';
   const read = method === 'GET';
+  const everyone: Caller[] = ['admin', 'worker', 'viewer', 'person'];
+  if (p === '/api/me') return everyone;
+  if (p.startsWith('/api/user-tasks') || p.startsWith('/engine-rest/task'))
+    return read ? ['admin', 'viewer', 'person'] : ['admin', 'person'];
   if (p.startsWith('/api/external-tasks')) return ['admin', 'worker'];
-  if (p.startsWith('/engine-rest/external-task')) return read ? ['admin', 'worker', 'viewer'] : ['admin', 'worker'];
-  if (p === '/engine-rest/engine' || p === '/engine-rest/version') return ['admin', 'worker', 'viewer'];
-  if (p.startsWith('/api/element-templates')) return read ? ['admin', 'worker', 'viewer'] : ['admin', 'worker'];
-  if (p.startsWith('/api/topics')) return read ? ['admin', 'worker', 'viewer'] : ['admin'];
-  if (read || p === '/api/definitions/lint') return ['admin', 'viewer'];
+  if (p.startsWith('/engine-rest/external-task')) return read ? everyone : ['admin', 'worker'];
+  if (p === '/engine-rest/engine' || p === '/engine-rest/version') return everyone;
+  if (p.startsWith('/api/element-templates')) return read ? everyone : ['admin', 'worker'];
+  if (p.startsWith('/api/topics')) return read ? everyone : ['admin'];
+  if (p === '/metrics') return read ? ['admin', 'viewer'] : ['admin'];
+  if (read || p === '/api/definitions/lint') return ['admin', 'viewer', 'person'];
   return ['admin'];
 }
 

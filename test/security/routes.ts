@@ -11,6 +11,7 @@ export const MOUNTS: Record<string, string> = {
   progressRouter: '/api/external-tasks',
   incidentsRouter: '/api/incidents',
   userTasksRouter: '/api/user-tasks',
+  meRouter: '/api/me',
   flowLimitsRouter: '/api/flow-limits',
   elementTemplatesRouter: '/api/element-templates',
   topicsRouter: '/api/topics',
