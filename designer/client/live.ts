@@ -259,6 +259,7 @@ export function watchUserTasks(handlers: UserTaskWatchHandlers): () => void {
     changed();
   });
   socket.on('userTask', (e: UserTaskEvent) => changed(e));
+  socket.on('resync', () => changed()); // the server may have missed changes: read everything again
   socket.on('disconnect', (reason) => {
     if (stopped) return;
     setState(navigator.onLine ? 'reconnecting' : 'offline');

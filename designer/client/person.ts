@@ -2,7 +2,7 @@
 // token's groups come from the server). On a server without tokens nobody is signed in, so the
 // tasklist acts for the name (and groups) typed into it, kept in this browser as the token is.
 import { api, ApiError } from './api-client.ts';
-import { askForToken, currentToken, saveToken } from './auth.ts';
+import { askForToken, saveToken } from './auth.ts';
 import type { Me, UserTask, UserTaskActor, UserTaskFilter } from './types.ts';
 
 const STORAGE_KEY = 'baton.person';
@@ -41,30 +41,23 @@ export function saveTypedPerson(name: string, groups: string[]): void {
   }
 }
 
-/** A server older than GET /api/me answers 404: it has the roles of its tokens, and nobody's name. */
+/**
+ * Whom the token names. Without a token on a server that requires one, the API client's 401
+ * opens the token dialog; cancelled, nobody is signed in.
+ */
 async function readMe(): Promise<Me> {
   try {
     return await api.me();
   } catch (err) {
-    if (err instanceof ApiError && err.status === 404) return { name: null, role: null, groups: [], tokensRequired: false };
+    if (err instanceof ApiError && err.status === 401) return { name: null, role: null, groups: [], tokensRequired: true };
     throw err;
   }
 }
 
-let asked = false;
-
-/**
- * Who is signed in. When the server requires tokens and none is stored, asks for one (the token
- * dialog) once per page, or again when `ask` (the Sign in button); a cancelled prompt leaves
- * nobody signed in.
- */
-export async function signIn(ask = !asked): Promise<Person> {
-  let me = await readMe();
-  if (me.tokensRequired && !currentToken() && ask) {
-    asked = true;
-    const token = await askForToken('Sign in: paste your token to see your tasks');
-    if (token) me = await readMe();
-  }
+/** Who is signed in; `ask` (the Sign in button): open the token dialog first. */
+export async function signIn(ask = false): Promise<Person> {
+  if (ask) await askForToken('Sign in: paste your token to see your tasks');
+  const me = await readMe();
   if (me.name !== null)
     return { name: me.name, groups: me.groups, role: me.role, tokensRequired: me.tokensRequired, source: 'token' };
   const typed = me.tokensRequired ? undefined : readTyped();
@@ -77,10 +70,11 @@ export async function signIn(ask = !asked): Promise<Person> {
   };
 }
 
-/** Forgets the token (or the typed name); the next signIn asks again. */
-export function signOut(person: Person): void {
+/** Forgets the token (or the typed name): nobody is signed in until the next sign-in. */
+export function signOut(person: Person): Person {
   if (person.source === 'token') saveToken('');
   else saveTypedPerson('', []);
+  return { ...person, name: null, groups: [], role: null };
 }
 
 /** What claim, unclaim and complete send: a person token acts for itself, the others name the person. */

@@ -4,6 +4,13 @@ import { html, nothing } from 'lit';
 import { saveTypedPerson, signOut, type Person } from '../client/person.ts';
 import { LightElement } from './light-element.ts';
 
+/** The detail of `baton-person-change`. */
+export interface PersonChange {
+  ask: boolean;
+  /** who is signed in now, when the sign-in knows (signed out); else the page reads it */
+  person?: Person;
+}
+
 export class BatonSignIn extends LightElement {
   static override properties = { person: { attribute: false }, editing: { state: true } };
   declare person: Person | undefined;
@@ -15,9 +22,9 @@ export class BatonSignIn extends LightElement {
     this.editing = false;
   }
 
-  /** Asks the page to read who is signed in again; `ask`: open the token dialog if nobody is. */
-  private changed(ask: boolean): void {
-    this.emit('baton-person-change', { ask });
+  /** Asks the page to read who is signed in again (`ask`: open the token dialog first), or tells it who is. */
+  private changed(ask: boolean, person?: Person): void {
+    this.emit<PersonChange>('baton-person-change', { ask, ...(person ? { person } : {}) });
   }
 
   private onSubmitName(e: Event): void {
@@ -64,8 +71,7 @@ export class BatonSignIn extends LightElement {
       ${
         p.source === 'token'
           ? html`<button type="button" @click=${() => {
-              signOut(p);
-              this.changed(false);
+              this.changed(false, signOut(p));
             }}>Sign out</button>`
           : html`<button type="button" @click=${() => (this.editing = true)}>Change</button>`
       }

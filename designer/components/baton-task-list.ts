@@ -7,6 +7,7 @@ import { watchUserTasks, type LiveState } from '../client/live.ts';
 import { filterOf, signIn, tabsFor, TaskTab, type Person } from '../client/person.ts';
 import type { UserTask } from '../client/types.ts';
 import { formatTime, LightElement } from './light-element.ts';
+import type { PersonChange } from './baton-sign-in.ts';
 import './baton-sign-in.ts';
 
 const PAGE = 50;
@@ -67,11 +68,13 @@ export class BatonTaskList extends LightElement {
   }
 
   private readonly onPersonChange = (e: Event) => {
-    void this.loadPerson((e as CustomEvent<{ ask: boolean }>).detail.ask).then(() => this.read());
+    const change = (e as CustomEvent<PersonChange>).detail;
+    void (change.person ? Promise.resolve((this.person = change.person)) : this.loadPerson(change.ask)).then(() => this.read());
   };
 
   private async start(): Promise<void> {
     await this.loadPerson();
+    if (!this.isConnected) return;
     void this.read();
     this.stop = watchUserTasks({
       onChange: () => void this.read(),

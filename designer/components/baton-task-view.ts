@@ -13,6 +13,7 @@ import { fitViewport } from '../modeler/fit-viewport.ts';
 import { formatTime, LightElement, shortId } from './light-element.ts';
 import type { BatonTaskForm } from './baton-task-form.ts';
 import { LIVE_LABELS } from './baton-task-list.ts';
+import type { PersonChange } from './baton-sign-in.ts';
 import './baton-sign-in.ts';
 import './baton-task-form.ts';
 
@@ -86,7 +87,9 @@ export class BatonTaskView extends LightElement {
   }
 
   private readonly onPersonChange = (e: Event) => {
-    void signIn((e as CustomEvent<{ ask: boolean }>).detail.ask).then((p) => (this.person = p));
+    const change = (e as CustomEvent<PersonChange>).detail;
+    if (change.person) this.person = change.person;
+    else void signIn(change.ask).then((p) => (this.person = p));
   };
 
   private async readTask(): Promise<void> {
@@ -163,6 +166,7 @@ export class BatonTaskView extends LightElement {
           unplaced.length > 0
             ? unplaced.map((p) => p.message).join('; ')
             : 'The server refused some fields: see the messages under them.',
+          { cause: err },
         );
       }
     });
