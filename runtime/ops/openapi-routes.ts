@@ -32,7 +32,13 @@ export const OPERATIONS: Operation[] = [
     roles: 'admin, viewer',
     success: [200, 'Prometheus text format'],
   },
-  { method: 'get', path: '/api/openapi.json', summary: 'This document', roles: 'admin, viewer, person', success: [200, 'OpenAPI 3.1'] },
+  {
+    method: 'get',
+    path: '/api/openapi.json',
+    summary: 'This document',
+    roles: 'admin, viewer, person',
+    success: [200, 'OpenAPI 3.1'],
+  },
   {
     method: 'post',
     path: '/api/definitions',
@@ -95,7 +101,13 @@ export const OPERATIONS: Operation[] = [
     query: 'list-instances-query',
     success: [200, '{items, nextCursor}'],
   },
-  { method: 'get', path: '/api/instances/{id}', summary: 'Instance detail', roles: 'admin, viewer, person', success: [200, 'detail'] },
+  {
+    method: 'get',
+    path: '/api/instances/{id}',
+    summary: 'Instance detail',
+    roles: 'admin, viewer, person',
+    success: [200, 'detail'],
+  },
   {
     method: 'get',
     path: '/api/instances/{id}/history',
@@ -268,7 +280,13 @@ export const OPERATIONS: Operation[] = [
     body: 'signal-request',
     success: [200, '{name, delivered, started}'],
   },
-  { method: 'get', path: '/api/flow-limits', summary: 'List flow limits', roles: 'admin, viewer, person', success: [200, '{items}'] },
+  {
+    method: 'get',
+    path: '/api/flow-limits',
+    summary: 'List flow limits',
+    roles: 'admin, viewer, person',
+    success: [200, '{items}'],
+  },
   {
     method: 'get',
     path: '/api/flow-limits/{resource}',
@@ -315,7 +333,13 @@ export const OPERATIONS: Operation[] = [
     query: 'topic-activity-query',
     success: [200, '{windowMs, items: [{topic, lastFetchedAt, workers}]}'],
   },
-  { method: 'get', path: '/api/diagrams', summary: 'List designer drafts', roles: 'admin, viewer, person', success: [200, '{items}'] },
+  {
+    method: 'get',
+    path: '/api/diagrams',
+    summary: 'List designer drafts',
+    roles: 'admin, viewer, person',
+    success: [200, '{items}'],
+  },
   {
     method: 'post',
     path: '/api/diagrams',
