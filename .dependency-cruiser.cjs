@@ -57,7 +57,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: 'node_modules' },
+    // designer/dist is Vite's output: its chunks import each other (the lazy form-js chunk and the main one).
+    exclude: { path: '(node_modules|^designer/dist/)' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
   },
