@@ -35,6 +35,8 @@ export class BatonTaskForm extends LightElement {
     this.form = new Form({ container: this.querySelector('.task-form-body') as HTMLElement });
     if (this.schema) await this.form.importSchema(this.schema, {});
     this.form.setProperty('readOnly', this.readOnly);
+    // After the import: a message about the fields is out of date once the person edits them.
+    this.form.on('changed', () => this.emit('baton-form-change'));
   }
 
   override updated(changed: Map<string, unknown>): void {

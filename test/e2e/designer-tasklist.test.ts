@@ -1,7 +1,8 @@
 // The tasklist in headless Chromium, against a server with tokens: alice (a person token, group
 // sales) signs in, a task for her group appears live when an instance starts, she claims it, the
 // form refuses a wrong amount (form-js, in the browser) and then a reference the server's stricter
-// check refuses (shown at the same field), and once completed the instance has moved on.
+// check refuses (shown at the same field), and once completed the instance has moved on. Without
+// tokens, the person types a name and groups, and the sample's camunda:formData form is drawn.
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGroups } from '../../runtime/security/people.ts';
@@ -12,28 +13,27 @@ const ADMIN = 'tasklist-admin-0123456789';
 const ALICE = 'tasklist-alice-0123456789';
 
 let h: BrowserHarness;
-beforeAll(async () => {
-  h = await openDesigner({
-    auth: {
-      tokens: parseTokens(`admin:ops:${ADMIN},person:alice:${ALICE}`),
-      groups: parseGroups('sales=alice'),
-      failures: { burst: 1_000_000, perMinute: 1_000_000 },
-    },
-    token: ADMIN,
-  });
-  const xml = await readFile('test/e2e/fixtures/order-approval-form.bpmn', 'utf8');
-  const deployed = await h.t.api.post('/api/definitions', { xml });
-  expect(deployed.status).toBe(201);
-}, 120_000);
-afterAll(async () => {
-  await h?.close();
-});
-
 const dialog = () => h.page.locator('dialog.token-dialog');
 /** form-js draws each field in a .fjs-form-field, its errors under it; a required field's label ends in "*" */
 const field = (label: string) => h.page.locator('.fjs-form-field', { has: h.page.getByLabel(label) });
 
-describe('tasklist', () => {
+describe('tasklist with a person token', () => {
+  beforeAll(async () => {
+    h = await openDesigner({
+      auth: {
+        tokens: parseTokens(`admin:ops:${ADMIN},person:alice:${ALICE}`),
+        groups: parseGroups('sales=alice'),
+        failures: { burst: 1_000_000, perMinute: 1_000_000 },
+      },
+      token: ADMIN,
+    });
+    const xml = await readFile('test/e2e/fixtures/order-approval-form.bpmn', 'utf8');
+    expect((await h.t.api.post('/api/definitions', { xml })).status).toBe(201);
+  }, 120_000);
+  afterAll(async () => {
+    await h?.close();
+  });
+
   let instanceId = '';
   let taskId = '';
 
@@ -121,5 +121,48 @@ describe('tasklist', () => {
     await h.page.locator('.task-list .empty', { hasText: 'You hold no tasks' }).waitFor();
     // The browser logs the answers the test asked for (401 before signing in, the server's 400); nothing else.
     expect(h.consoleErrors.filter((e) => !/status of 40[01]/.test(e))).toEqual([]);
+  });
+});
+
+describe('tasklist on a server without tokens', () => {
+  beforeAll(async () => {
+    h = await openDesigner();
+    const xml = await readFile('samples/order-approval.bpmn', 'utf8');
+    expect((await h.t.api.post('/api/definitions', { xml })).status).toBe(201);
+  }, 120_000);
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('given a name and groups typed in, the sample task shows under My groups, and its formData form completes it', async () => {
+    const started = await h.t.api.post('/api/instances', { definitionKey: 'order-approval', businessKey: 'order-42' });
+    await h.page.goto(`${h.t.url}/#/tasks`);
+    const form = h.page.locator('form.person-form');
+    await form.getByLabel('Your name').fill('bob');
+    await form.getByLabel('Groups').fill('approvers, buyers');
+    await form.getByRole('button', { name: 'Use' }).click();
+    await h.page.locator('.sign-in', { hasText: 'Acting as bob' }).waitFor();
+    await expect(h.page.getByRole('tab').allTextContents()).resolves.toEqual(['Mine', 'My groups', 'All']);
+    await h.page.getByRole('tab', { name: 'My groups' }).click();
+    await h.page
+      .locator('table.user-tasks tbody tr', { hasText: 'order-42' })
+      .getByRole('link', { name: 'Approve order' })
+      .click();
+    await h.page.getByRole('button', { name: 'Claim' }).click();
+    await h.page.locator('.task-view .meta .assignee', { hasText: 'bob' }).waitFor();
+    await h.page.getByLabel('Approved amount').fill('20000');
+    await h.page.getByRole('button', { name: 'Complete' }).click();
+    await field('Approved amount').locator('.fjs-form-field-error', { hasText: 'maximum value of 10000' }).waitFor();
+    await h.page.getByLabel('Approved amount').fill('900');
+    await h.page.getByLabel('Approved amount').blur();
+    await field('Approved amount').locator('.fjs-form-field-error').waitFor({ state: 'detached' });
+    await h.page.getByLabel('Approve the order').check();
+    await h.screenshot('tasklist-07-form-data');
+    await h.page.getByRole('button', { name: 'Complete' }).click();
+    await h.page.locator('.task-outcome', { hasText: 'Completed' }).waitFor();
+    const instance = (await h.t.api.get(`/api/instances/${started.body.id}`)).body;
+    expect(instance).toMatchObject({ status: 'completed', variables: { approved: true, amount: 900, channel: 'mail' } });
+    expect(instance.steps.find((st: { stepId: string }) => st.stepId === 'End_Approved')?.status).toBe('completed');
+    expect(h.consoleErrors).toEqual([]);
   });
 });
