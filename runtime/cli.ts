@@ -8,6 +8,7 @@ import { deployDefinition } from './engine/definitions.ts';
 import { startBatonServer, type BatonServer } from './server.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './store/embedded.ts';
 import { OPS_USAGE, runOpsCommand } from './ops/commands.ts';
+import { callServer, type ServerCall } from './ops/server-calls.ts';
 import { readSecuritySettings } from './security/settings.ts';
 import { LOG_REDACTION } from './security/redact.ts';
 import { within } from './ops/shutdown.ts';
@@ -121,46 +122,37 @@ async function deploySamples(engine: Parameters<typeof deployDefinition>[0], dir
   }
 }
 
-async function callApi(
-  config: Config,
-  method: string,
-  route: string,
-  body: unknown,
-  contentType = 'application/json',
-): Promise<void> {
-  const base = process.env.BATON_URL || `http://${config.host}:${config.port}`;
-  const res = await fetch(`${base}${route}`, {
-    method,
-    // BATON_TOKEN: a token of a role allowed to deploy and start (admin), sent as Bearer.
-    headers: {
-      'content-type': contentType,
-      ...(process.env.BATON_TOKEN ? { authorization: `Bearer ${process.env.BATON_TOKEN}` } : {}),
-    },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  console.log(JSON.stringify(await res.json(), null, 2));
-  if (!res.ok) process.exitCode = 1;
-}
-
 const USAGE = `usage: baton serve
        baton deploy <file.bpmn>
        baton start <definitionKey> [businessKey] [variablesJson]
-${OPS_USAGE}`;
+${OPS_USAGE}
+
+deploy and start call a running server: BATON_URL (e.g. http://host:8080), else
+http://127.0.0.1:$PORT, else http://127.0.0.1:8080; BATON_TOKEN is sent as a Bearer token.`;
+
+/** deploy and start: a call to a running server; the exit code is 1 when it is refused or unreachable. */
+async function callApi(call: ServerCall): Promise<void> {
+  process.exitCode = await callServer(process.env, call, { out: (l) => console.log(l), err: (l) => console.error(l) });
+}
 
 async function main(argv: string[]): Promise<void> {
   const config = readConfig();
   const [command, ...args] = argv;
   if (command === 'serve') return serve(config);
   if (command === 'token' || command === 'export') return void (process.exitCode = await runOpsCommand(config, command, args));
-  if (command === 'deploy' && args[0])
-    return callApi(config, 'POST', '/api/definitions', await readFile(args[0], 'utf8'), 'application/xml');
+  if (command === 'deploy' && args[0]) {
+    const xml = await readFile(args[0], 'utf8');
+    return callApi({ method: 'POST', route: '/api/definitions', body: xml, contentType: 'application/xml' });
+  }
   if (command === 'start' && args[0]) {
-    return callApi(config, 'POST', '/api/instances', {
+    const body = {
       definitionKey: args[0],
       ...(args[1] ? { businessKey: args[1] } : {}),
       ...(args[2] ? { variables: JSON.parse(args[2]) as unknown } : {}),
-    });
+    };
+    return callApi({ method: 'POST', route: '/api/instances', body: JSON.stringify(body), contentType: 'application/json' });
   }
+  if (command === '--help' || command === '-h' || command === 'help') return void console.log(USAGE);
   console.error(USAGE);
   process.exitCode = 2;
 }

@@ -41,7 +41,8 @@ export function tasksRouter(engine: Engine, parkedPolls: ParkedPolls): Router {
     const gone = abortedByHangUp(res);
     const tasks = await fetchAndWait(engine, parkedPolls, { ...body, waitMs: body.waitMs ?? 0, signal: gone });
     // Nobody to answer once the caller has hung up.
-    if (!gone.aborted) sendAnswer(res, { status: 200, body: tasks.map(lockedTaskView) });
+    if (!gone.aborted)
+      sendAnswer(res, { status: 200, body: tasks.map((t) => lockedTaskView(t, engine.options.leaseExpiryAllowance)) });
   });
 
   // Many completes of one worker with one commit; the answer lists each task's result.

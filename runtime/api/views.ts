@@ -94,7 +94,12 @@ function scopePathOf(t: { scope_path: string }): { scopePath?: string } {
   return t.scope_path !== undefined && t.scope_path !== '/' ? { scopePath: t.scope_path } : {};
 }
 
-export function lockedTaskView(t: LockedTaskRow) {
+/**
+ * A fetched task. `leaseExpiriesLeft`: how many more times its lease may expire and the task
+ * still come back; the expiry after those ends it like a failure with no retries left
+ * (store/tasks.ts expireLocks: `retries + leaseExpiryAllowance` expiries in all).
+ */
+export function lockedTaskView(t: LockedTaskRow, leaseExpiryAllowance: number) {
   return {
     id: t.id,
     topic: t.topic,
@@ -103,6 +108,7 @@ export function lockedTaskView(t: LockedTaskRow) {
     businessKey: t.business_key,
     attempt: t.attempt,
     retriesLeft: t.retries_left,
+    leaseExpiriesLeft: Math.max(t.retries + leaseExpiryAllowance - t.lease_expiries, 0),
     lockToken: t.lock_token,
     lockExpiresAt: t.lock_expires_at,
     idempotencyKey: t.idempotency_key,

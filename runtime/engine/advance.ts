@@ -474,7 +474,7 @@ function startWait(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
       kind: 'user',
       name: step.id,
       correlationKey: null,
-      userTask: details.details,
+      userTask: step.name ? { name: step.name, ...details.details } : details.details,
       ...scopePathOf(plan, step, state),
     });
   } else if (wait.trigger === 'timer') {

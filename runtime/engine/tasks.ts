@@ -343,6 +343,10 @@ function checkResultVariables(
 export interface FailTaskRequest extends LockHolder {
   errorMessage: string;
   errorDetails?: string;
+  /** the attempts still allowed (0: an incident now); absent: one retry is used up */
+  retries?: number;
+  /** the wait before the retry is fetchable; absent: the engine's exponential backoff */
+  retryTimeoutMs?: number;
 }
 
 /** The effects of a failure the store has applied: its task:failed event, with the retry it left (if any). */
@@ -363,35 +367,62 @@ export function taskFailedEffects(task: ExternalTaskRow, workerId: string, error
   return fx;
 }
 
-/** The engine decides: another attempt after a backoff, or an incident when retries are exhausted. */
+/**
+ * Another attempt after a backoff, or an incident when retries are exhausted; a worker that
+ * names `retries` or `retryTimeoutMs` decides those instead (failHeldTask).
+ */
 export async function failTask(engine: Engine, req: FailTaskRequest): Promise<TaskCallResult> {
-  return holderTransition(engine, req, { kind: 'failure', payload: req.errorDetails }, async (tx, instance) => {
-    const result = await failTaskRow(tx, {
-      ...req,
-      generation: instance.generation,
-      errorDetails: req.errorDetails ?? null,
-      backoffBaseMs: engine.options.retryBackoffMs,
-      backoffMaxMs: engine.options.retryBackoffMaxMs,
-    });
-    if (!result.ok) return result;
-    const task = result.task;
-    const fx = taskFailedEffects(task, req.workerId, req.errorMessage);
-    const plan = await planOf(engine, instance.definition_id, tx);
-    if (task.state === 'failed') {
-      await settleExhaustedTask(
-        tx,
-        instance,
-        plan,
-        task,
-        fx,
-        `Task ${task.step_id} failed with no retries left: ${req.errorMessage}`,
-        { errorMessage: req.errorMessage, errorDetails: req.errorDetails ?? null },
-      );
-    }
-    await commitTransition(tx, instance, fx, instance.variables, { plan, incidentTaskIds: fx.incidents.map(() => task.id) });
-    if (task.state === 'ready') taskRetries.inc({ topic: task.topic });
-    return result;
+  return holderTransition(engine, req, { kind: 'failure', payload: req.errorDetails }, (tx, instance) =>
+    failHeldTask(engine, tx, instance, { ...req, errorDetails: req.errorDetails ?? null }),
+  );
+}
+
+/** A failure as the store takes it: the native request or a Camunda one (nullable message). */
+export interface HeldTaskFailure extends LockHolder {
+  errorMessage: string | null;
+  errorDetails: string | null;
+  retries?: number | undefined;
+  retryTimeoutMs?: number | undefined;
+}
+
+/**
+ * The one failure transition of both APIs, inside the caller's transaction with the
+ * instance locked: the store's guarded fail_task, then an incident (or the saga) when no
+ * retry is left. `variables` are stored with it (a Camunda failure may carry some).
+ */
+export async function failHeldTask(
+  engine: Engine,
+  tx: PoolClient,
+  instance: LockedInstance,
+  req: HeldTaskFailure,
+  variables: Variables = {},
+): Promise<GuardedTaskResult> {
+  const result = await failTaskRow(tx, {
+    ...req,
+    generation: instance.generation,
+    backoffBaseMs: engine.options.retryBackoffMs,
+    backoffMaxMs: engine.options.retryBackoffMaxMs,
   });
+  if (!result.ok) return result;
+  const task = result.task;
+  const fx = taskFailedEffects(task, req.workerId, req.errorMessage);
+  const plan = await planOf(engine, instance.definition_id, tx);
+  if (task.state === 'failed') {
+    const why = req.retries === 0 ? 'and its worker set retries to 0' : 'with no retries left';
+    await settleExhaustedTask(
+      tx,
+      instance,
+      plan,
+      task,
+      fx,
+      `Task ${task.step_id} failed ${why}: ${req.errorMessage ?? '(no message)'}`,
+      { errorMessage: req.errorMessage, errorDetails: req.errorDetails },
+    );
+  }
+  const stored = { ...instance.variables, ...variables };
+  await commitTransition(tx, instance, fx, stored, { plan, incidentTaskIds: fx.incidents.map(() => task.id) });
+  if (task.state === 'ready') taskRetries.inc({ topic: task.topic });
+  return result;
 }
 
 export interface BpmnErrorRequest extends LockHolder {

@@ -36,21 +36,12 @@ export async function readUserTask(engine: Engine, taskId: string): Promise<User
   return withStep(engine, task);
 }
 
-async function withStep(engine: Engine, task: UserTaskRow, db?: PoolClient): Promise<UserTaskWithStep> {
+/** The task with its step and its spec from the deployed plan. */
+export async function withStep(engine: Engine, task: UserTaskRow, db?: PoolClient): Promise<UserTaskWithStep> {
   const plan = await planOf(engine, task.definition_id, db);
   const step = indexPlan(plan).steps.get(task.step_id);
   if (step?.wait?.trigger !== 'user') throw new Error(`Step ${task.step_id} of user task ${task.id} is not a user task`);
   return { task, step, spec: step.wait.userTask };
-}
-
-/** The names of the tasks' steps, by task id (plans are cached: no query once a definition was read). */
-export async function stepNamesOf(engine: Engine, tasks: readonly UserTaskRow[]): Promise<Map<string, string>> {
-  const names = new Map<string, string>();
-  for (const task of tasks) {
-    const name = indexPlan(await planOf(engine, task.definition_id)).steps.get(task.step_id)?.name;
-    if (name) names.set(task.id, name);
-  }
-  return names;
 }
 
 /** Whether the person is among the task's candidates; a task that names none is open to everyone. */
@@ -103,6 +94,15 @@ export async function assignUserTask(
   );
 }
 
+export interface CompleteOptions {
+  /** false: an operator completes it whoever holds it, claimed or not (Camunda 7's complete) */
+  needsClaim?: boolean;
+  /** false: the variables are set without checking them against the form (Camunda 7's complete; submit-form checks) */
+  checkForm?: boolean;
+  /** runs in the completion's transaction once the instance has moved on, e.g. to keep the variables' Camunda types */
+  alongside?: (tx: PoolClient, instanceId: string) => Promise<void>;
+}
+
 /**
  * The person who holds the task completes it: the variables are checked against its form, then
  * set on the instance as a message's are, and the process goes on.
@@ -112,20 +112,23 @@ export async function completeUserTask(
   taskId: string,
   actor: UserTaskActor,
   variables: Variables,
+  opts: CompleteOptions = {},
 ): Promise<{ instanceId: string }> {
   return withTransaction(engine.pool, async (tx) => {
     const { task, instance } = await lockTask(tx, taskId);
-    if (task.assignee === null)
-      throw new BatonError(
-        'conflict',
-        `User task ${taskId} is not claimed: "${actor.userId}" claims it first, then completes it`,
-      );
-    if (task.assignee !== actor.userId)
-      throw new BatonError('conflict', `User task ${taskId} is claimed by "${task.assignee}", not by "${actor.userId}"`, {
-        assignee: task.assignee,
-      });
+    if (opts.needsClaim !== false) {
+      if (task.assignee === null)
+        throw new BatonError(
+          'conflict',
+          `User task ${taskId} is not claimed: "${actor.userId}" claims it first, then completes it`,
+        );
+      if (task.assignee !== actor.userId)
+        throw new BatonError('conflict', `User task ${taskId} is claimed by "${task.assignee}", not by "${actor.userId}"`, {
+          assignee: task.assignee,
+        });
+    }
     const { spec } = await withStep(engine, task, tx);
-    const problems = checkForm(spec, variables, instance.variables);
+    const problems = opts.checkForm === false ? [] : checkForm(spec, variables, instance.variables);
     if (problems.length > 0)
       throw new BatonError('validation', `The form of user task ${taskId} is not filled in right: ${problems[0]!.message}`, {
         fields: problems,
@@ -133,6 +136,7 @@ export async function completeUserTask(
     const data = { taskId, completedBy: actor.userId, ...(actor.caller ? { by: actor.caller } : {}) };
     const sub = { ...task, kind: 'user' as const, name: task.step_id, correlation_key: null };
     if (!(await deliverToSubscription(engine, tx, instance, sub, variables, data))) throw notFound(taskId);
+    await opts.alongside?.(tx, instance.id);
     return { instanceId: instance.id };
   });
 }

@@ -105,6 +105,8 @@ export interface ThrownError {
 
 /** A user task as created: evaluated once, when its step starts waiting. */
 export interface UserTaskDetails {
+  /** the element's name when it has one, kept so that task queries filter and sort by it */
+  name?: string;
   assignee: string | null;
   candidateUsers: string[];
   candidateGroups: string[];

@@ -44,6 +44,8 @@ export interface ExternalTaskRow {
   scope_path: string;
   /** its step's task headers (zeebe:taskHeaders, camunda:properties); null without any */
   headers: Record<string, string> | null;
+  /** leases of this task that expired without a result (expireLocks counts them) */
+  lease_expiries: number;
 }
 
 /** The holder calls that end an attempt. */
@@ -255,31 +257,57 @@ export async function markTaskDone(db: Queryable, p: LockHolder & { generation: 
 
 export interface FailTaskParams extends LockHolder {
   generation: number;
-  errorMessage: string;
+  errorMessage: string | null;
   errorDetails: string | null;
   backoffBaseMs: number;
   backoffMaxMs: number;
+  /** the attempts still allowed, set by the worker (0: failed now); absent: one fewer than before */
+  retries?: number | undefined;
+  /** the wait before the retry is fetchable; absent: the exponential backoff */
+  retryTimeoutMs?: number | undefined;
 }
 
 /**
- * Records a failure of the holder's attempt: back to ready after an exponential
- * backoff while retries are left, else failed (the caller raises the incident).
- * The lock token stays on the row so a repeated failure is recognised.
+ * Records a failure of the holder's attempt: back to ready while retries are left, else
+ * failed (the caller raises the incident). Without `retries` one retry is used up; with
+ * it (Camunda's absolute count, or a native worker that knows better) `retries − 1`
+ * failures stay tolerated. The retry waits `retryTimeoutMs`, else an exponential backoff.
+ * The lock token stays on the row so a repeated failure is recognised. A retry due now
+ * rings the topic's notification after the commit; a later one is found by the pollers'
+ * periodic re-check.
  */
 export async function failTask(db: Queryable, p: FailTaskParams): Promise<GuardedTaskResult> {
-  const { rows } = await db.query<ExternalTaskRow>({
+  const { rows } = await db.query<ExternalTaskRow & { due_now?: boolean }>({
     name: 'fail_task',
-    text: `update external_tasks
-              set state = case when retries_left > 0 then 'ready' else 'failed' end,
-                  retries_left = greatest(retries_left - 1, 0),
-                  retry_at = now() + least($6::float8 * power(2, retries - retries_left), $7::float8) * interval '1 millisecond',
-                  lock_expires_at = null, error_message = $5, error_details = $8, last_result = 'failure',
-                  ended_at = case when retries_left > 0 then null else now() end
-            where id = $1 and ${HELD_TASK_SQL} and worker_id = $2 and lock_token = $3 and generation = $4
-        returning *`,
-    values: [p.taskId, p.workerId, p.lockToken, p.generation, p.errorMessage, p.backoffBaseMs, p.backoffMaxMs, p.errorDetails],
+    text: `with u as (
+             update external_tasks
+                set state = case when coalesce($9::int > 0, retries_left > 0) then 'ready' else 'failed' end,
+                    retries_left = greatest(coalesce($9::int, retries_left) - 1, 0),
+                    retry_at = now() + coalesce($10::float8, least($6::float8 * power(2, retries - retries_left), $7::float8))
+                                       * interval '1 millisecond',
+                    lock_expires_at = null, error_message = $5, error_details = $8, last_result = 'failure',
+                    ended_at = case when coalesce($9::int > 0, retries_left > 0) then null else now() end
+              where id = $1 and ${HELD_TASK_SQL} and worker_id = $2 and lock_token = $3 and generation = $4
+          returning *)
+           select u.*, u.state = 'ready' and u.retry_at <= now() as due_now from u`,
+    values: [
+      p.taskId,
+      p.workerId,
+      p.lockToken,
+      p.generation,
+      p.errorMessage,
+      p.backoffBaseMs,
+      p.backoffMaxMs,
+      p.errorDetails,
+      p.retries ?? null,
+      p.retryTimeoutMs ?? null,
+    ],
   });
-  return rows[0] ? { ok: true, task: rows[0] } : { ok: false, reason: await explainMiss(db, p, 'failure') };
+  const task = rows[0];
+  if (!task) return { ok: false, reason: await explainMiss(db, p, 'failure') };
+  if (task.due_now) notifyAfterCommit(db, { topics: [task.topic], counts: [1] });
+  delete task.due_now;
+  return { ok: true, task };
 }
 
 /** Ends the holder's attempt with a BPMN error; with nothing to catch it the task waits in an incident. */

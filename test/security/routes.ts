@@ -20,6 +20,7 @@ export const MOUNTS: Record<string, string> = {
   lintRouter: '/api/definitions',
   camundaRouter: '/engine-rest',
   externalTaskRouter: '/engine-rest/external-task',
+  taskRouter: '/engine-rest/task',
   deploymentRouter: '/engine-rest/deployment',
   processDefinitionRouter: '/engine-rest/process-definition',
   processInstanceRouter: '/engine-rest/process-instance',

@@ -11,6 +11,7 @@ export interface LockedTask {
   businessKey: string | null;
   attempt: number;
   retriesLeft: number;
+  leaseExpiriesLeft: number;
   lockToken: string;
   lockExpiresAt: string;
   idempotencyKey: string;

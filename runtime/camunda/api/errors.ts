@@ -16,6 +16,10 @@ export const CamundaErrorType = {
   ParseException: 'ParseException',
   /** anything unexpected */
   ProcessEngineException: 'ProcessEngineException',
+  /** the caller may not act on the resource as asked (a person acting for someone else) */
+  AuthorizationException: 'AuthorizationException',
+  /** a claim on a task someone else holds */
+  TaskAlreadyClaimedException: 'TaskAlreadyClaimedException',
 } as const;
 export type CamundaErrorType = (typeof CamundaErrorType)[keyof typeof CamundaErrorType];
 
@@ -77,6 +81,8 @@ function fromBatonError(err: BatonError): CamundaError {
       return new CamundaError(400, 'ParseException', err.message);
     case 'not_found':
       return new CamundaError(404, 'RestException', err.message);
+    case 'forbidden':
+      return new CamundaError(403, 'AuthorizationException', err.message);
     case 'payload_too_large':
       return new CamundaError(413, 'InvalidRequestException', err.message);
     case 'unsupported_media_type':

@@ -5,6 +5,8 @@ import { fetchCamundaTasks } from '../engine/fetch.ts';
 import { extendCamundaLock, lockCamundaTask, setCamundaRetries, unlockCamundaTask } from '../engine/leases.ts';
 import { completeCamundaTask, failCamundaTask, reportCamundaBpmnError, type CamundaCallResult } from '../engine/tasks.ts';
 import type { ParkedPolls } from '../../engine/parked-polls.ts';
+import type { ProgressCoalescer } from '../../engine/progress.ts';
+import { reportCamundaProgress } from '../engine/progress.ts';
 import type { CamundaTopicFilter } from '../store/fetch.ts';
 import { countCamundaTasks, findCamundaTask, listCamundaTasks } from '../store/queries.ts';
 import { withPlannerDefaults } from '../../store/db.ts';
@@ -30,7 +32,7 @@ interface FetchBody {
 
 type Vars = Record<string, WireVariable> | null | undefined;
 
-export function externalTaskRouter(engine: Engine, parkedPolls: ParkedPolls): Router {
+export function externalTaskRouter(engine: Engine, parkedPolls: ParkedPolls, progress: ProgressCoalescer): Router {
   const router = Router();
 
   router.post('/fetchAndLock', async (req, res) => {
@@ -110,6 +112,14 @@ export function externalTaskRouter(engine: Engine, parkedPolls: ParkedPolls): Ro
       variables,
     });
     answer(res, result, taskId, body.workerId, 'reported as a BPMN error');
+  });
+
+  // A Baton extension: the native progress report, authorized by the worker holding the lock (docs/camunda-compatibility.md).
+  router.post('/:id/progress', async (req, res) => {
+    const body = validateCamundaBody<{ workerId: string; data: unknown }>('progress-request', req.body);
+    const taskId = taskIdOf(req.params.id);
+    const result = await reportCamundaProgress(engine, progress, { taskId, workerId: body.workerId, data: body.data });
+    answer(res, result, taskId, body.workerId, 'given progress');
   });
 
   router.post('/:id/extendLock', async (req, res) => {

@@ -5,7 +5,10 @@
 import { Router } from 'express';
 import type { Engine } from '../../engine/context.ts';
 import type { ParkedPolls } from '../../engine/parked-polls.ts';
+import type { ProgressCoalescer } from '../../engine/progress.ts';
+import type { GroupDirectory } from '../../security/people.ts';
 import { deploymentRouter } from './deployment-routes.ts';
+import { taskRouter } from './task-routes.ts';
 import { camundaErrorHandler, camundaNotFoundRoute, sendJson } from './errors.ts';
 import { externalTaskRouter } from './external-task-routes.ts';
 import { messageRouter, signalRouter } from './message-routes.ts';
@@ -17,14 +20,20 @@ export const CAMUNDA_KEEP_ALIVE_TIMEOUT_MS = 65_000;
 /** The Camunda 7 REST version whose subset Baton follows (docs/camunda-compatibility.md). */
 export const CAMUNDA_REST_VERSION = '7.20.0';
 
-export function camundaRouter(engine: Engine, parkedPolls: ParkedPolls): Router {
+export function camundaRouter(
+  engine: Engine,
+  parkedPolls: ParkedPolls,
+  progress: ProgressCoalescer,
+  groups: GroupDirectory = new Map(),
+): Router {
   const router = Router();
   // Authorization (Basic or Bearer, e.g. the client's BasicAuthInterceptor) is checked by the security layer in front of
   // this router, not here.
   // Tools such as Camunda Modeler ask which engine and REST version they talk to before deploying.
   router.get('/engine', (_req, res) => sendJson(res, 200, [{ name: 'default' }]));
   router.get('/version', (_req, res) => sendJson(res, 200, { version: CAMUNDA_REST_VERSION }));
-  router.use('/external-task', externalTaskRouter(engine, parkedPolls));
+  router.use('/external-task', externalTaskRouter(engine, parkedPolls, progress));
+  router.use('/task', taskRouter(engine, groups));
   router.use('/deployment', deploymentRouter(engine));
   router.use('/process-definition', processDefinitionRouter(engine));
   router.use('/process-instance', processInstanceRouter(engine));

@@ -6,6 +6,7 @@ import type { CamundaLockedTask } from '../store/fetch.ts';
 import type { CamundaTaskRow } from '../store/queries.ts';
 import type { InstanceRow } from '../../store/instances.ts';
 import type { ExternalTaskRow } from '../../store/tasks.ts';
+import type { UserTaskRow } from '../../store/user-tasks.ts';
 import { formatCamundaDate } from './dates.ts';
 import { renderVariables } from './variables.ts';
 
@@ -78,6 +79,35 @@ export function processInstanceView(i: Pick<InstanceRow, 'id' | 'definition_id' 
     caseInstanceId: null,
     ended: i.status === 'completed' || i.status === 'canceled',
     suspended: false,
+    tenantId: null,
+  };
+}
+
+/** Camunda's TaskDto for a user task: its execution is its instance, its definition key its element id. */
+export function camundaUserTaskView(t: UserTaskRow, formKey: string | null) {
+  return {
+    id: t.id,
+    name: t.user_task.name ?? null,
+    assignee: t.assignee,
+    owner: null,
+    created: formatCamundaDate(t.created_at),
+    lastUpdated: null,
+    due: formatCamundaDate(t.user_task.dueAt),
+    followUp: formatCamundaDate(t.user_task.followUpAt),
+    delegationState: null,
+    description: null,
+    executionId: t.instance_id,
+    parentTaskId: null,
+    priority: t.user_task.priority,
+    processDefinitionId: t.definition_id,
+    processInstanceId: t.instance_id,
+    taskDefinitionKey: t.step_id,
+    caseExecutionId: null,
+    caseInstanceId: null,
+    caseDefinitionId: null,
+    suspended: false,
+    formKey,
+    camundaFormRef: null,
     tenantId: null,
   };
 }

@@ -7,21 +7,13 @@ import { completeStep } from '../../engine/advance.ts';
 import { emptyEffects, type Effects, type Variables } from '../../model/effects.ts';
 import { planOf, type Engine } from '../../engine/context.ts';
 import { indexPlan } from '../../engine/plan-index.ts';
-import {
-  completeTask,
-  reportBpmnError,
-  settleExhaustedTask,
-  taskFailedEffects,
-  taskResultOf,
-  type TaskCallResult,
-} from '../../engine/tasks.ts';
+import { completeTask, failHeldTask, reportBpmnError, taskResultOf, type TaskCallResult } from '../../engine/tasks.ts';
 import { commitTransition, type CommitOptions } from '../../engine/transition.ts';
 import type { InstanceStatus } from '../../model/vocabulary.ts';
 import type { Plan } from '../../compiler/plan.ts';
 import { withTransaction, type PoolClient } from '../../store/db.ts';
-import { glanceAtTask, isRepeat, lockTokenOf, failTaskCamunda, type TaskGlance } from '../store/tasks.ts';
+import { glanceAtTask, isRepeat, lockTokenOf, type TaskGlance } from '../store/tasks.ts';
 import { writeVariableTypes, type TypedWrite } from '../store/variables.ts';
-import { taskRetries } from '../../ops/instruments.ts';
 import { lockInstanceOfTask, type LockedInstance } from '../../store/instances.ts';
 import {
   markTaskDone,
@@ -98,28 +90,11 @@ export interface CamundaFailureRequest {
   variables: CamundaVariables;
 }
 
+/** Through the engine's failHeldTask, the native failure's transition; the variable types are written in its transaction. */
 export async function failCamundaTask(engine: Engine, req: CamundaFailureRequest): Promise<CamundaCallResult> {
   return byWorker(engine, req, 'failure', req.errorDetails, async (tx, instance, lockToken) => {
-    const result = await failTaskCamunda(tx, { ...req, lockToken, generation: instance.generation });
-    if (!result.ok) return result;
-    const task = result.task;
-    const stored = { ...instance.variables, ...req.variables.values };
-    const fx = taskFailedEffects(task, req.workerId, req.errorMessage);
-    const plan = await planOf(engine, instance.definition_id, tx);
-    if (task.state === 'failed') {
-      await settleExhaustedTask(
-        tx,
-        instance,
-        plan,
-        task,
-        fx,
-        `Task ${task.step_id} failed and its worker set retries to 0: ${req.errorMessage ?? '(no message)'}`,
-        { errorMessage: req.errorMessage, errorDetails: req.errorDetails },
-      );
-    }
-    await commitWithPlan(tx, instance, fx, stored, plan, { incidentTaskIds: fx.incidents.map(() => task.id) });
-    await writeVariableTypes(tx, instance.id, req.variables.types);
-    if (task.state === 'ready') taskRetries.inc({ topic: task.topic });
+    const result = await failHeldTask(engine, tx, instance, { ...req, lockToken }, req.variables.values);
+    if (result.ok) await writeVariableTypes(tx, instance.id, req.variables.types);
     return result;
   });
 }

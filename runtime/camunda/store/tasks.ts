@@ -1,6 +1,6 @@
 // Task statements the Camunda API needs beyond store/tasks.ts: Camunda callers name
 // only their workerId, so the lease is found by (task, worker); failures carry an
-// absolute retry count; a task can be locked by id.
+// absolute retry count (an option of store/tasks.ts failTask); a task can be locked by id.
 import type { Pool, Queryable } from '../../store/db.ts';
 import { HELD_TASK_SQL, READY_TASK_SQL } from '../../store/open-states.ts';
 import {
@@ -10,8 +10,7 @@ import {
   SPEND_TOKENS_SQL,
   TRAFFIC_WAIT_SET_SQL,
 } from '../../store/flow-limits.ts';
-import { notifyAfterCommit } from '../../store/notifications.ts';
-import type { ExternalTaskRow, GuardedTaskResult, TaskResultCall } from '../../store/tasks.ts';
+import type { ExternalTaskRow, TaskResultCall } from '../../store/tasks.ts';
 
 /** The lock token of the worker's current lease on the task, if it holds one. */
 export async function lockTokenOf(
@@ -42,45 +41,6 @@ export async function glanceAtTask(db: Queryable, taskId: string): Promise<TaskG
 /** Did this worker already end the task's latest attempt with this call? (a repeat answers success) */
 export function isRepeat(task: TaskGlance, workerId: string, call: TaskResultCall): boolean {
   return task.last_result === call && task.worker_id === workerId && task.state !== 'locked';
-}
-
-export interface CamundaFailParams {
-  taskId: string;
-  workerId: string;
-  lockToken: string;
-  generation: number;
-  /** Camunda's absolute count of attempts still allowed; 0 = incident */
-  retries: number;
-  retryTimeoutMs: number;
-  errorMessage: string | null;
-  errorDetails: string | null;
-}
-
-/**
- * Camunda failure: the worker sets the remaining attempts. retries > 0 → ready after
- * retryTimeout with retries - 1 failures still tolerated (Baton's retries_left), 0 → failed.
- */
-export async function failTaskCamunda(db: Queryable, p: CamundaFailParams): Promise<GuardedTaskResult> {
-  const { rows } = await db.query<ExternalTaskRow & { due_now?: boolean }>({
-    name: 'camunda_fail_task',
-    // A retry due now rings the notification (after the commit); a later one is found by the pollers' periodic re-check.
-    text: `with u as (
-             update external_tasks
-                set state = case when $5::int > 0 then 'ready' else 'failed' end,
-                    retries_left = greatest($5::int - 1, 0),
-                    retry_at = now() + $6::bigint * interval '1 millisecond',
-                    lock_expires_at = null, error_message = $7, error_details = $8, last_result = 'failure',
-                    ended_at = case when $5::int > 0 then null else now() end
-              where id = $1 and ${HELD_TASK_SQL} and worker_id = $2 and lock_token = $3 and generation = $4
-          returning *)
-           select u.*, u.state = 'ready' and u.retry_at <= now() as due_now from u`,
-    values: [p.taskId, p.workerId, p.lockToken, p.generation, p.retries, p.retryTimeoutMs, p.errorMessage, p.errorDetails],
-  });
-  const task = rows[0];
-  if (!task) return { ok: false, reason: 'lock_lost' };
-  if (task.due_now) notifyAfterCommit(db, { topics: [task.topic], counts: [1] });
-  delete (task as { due_now?: unknown }).due_now;
-  return { ok: true, task };
 }
 
 export type LockByIdResult =

@@ -200,3 +200,66 @@ describe('external task lifecycle', () => {
     await waitForStatus(t.api, id, 'completed');
   });
 });
+
+describe('a failure that names its retries and retry timeout', () => {
+  beforeAll(async () => {
+    await deploy(t.api, singleTaskBpmn('told', 'told-task', { retries: 2 }));
+  });
+
+  const fail = (task: { id: string; lockToken: string }, extra: Record<string, unknown>) =>
+    t.api.post(`/api/external-tasks/${task.id}/failure`, {
+      workerId: 'w',
+      lockToken: task.lockToken,
+      errorMessage: 'boom',
+      ...extra,
+    });
+
+  it('given a task with retries left, when its holder fails it with retries 0, then the instance is in an incident at once', async () => {
+    const id = await start(t.api, 'told');
+    const task = await fetchOne(t.api, 'w', 'told-task');
+    expect((await fail(task, { retries: 0 })).status).toBe(204);
+    const stuck = await instanceOf(t.api, id);
+    expect(stuck.status).toBe('incident');
+    expect(stuck.incidents).toEqual([expect.objectContaining({ stepId: 'work', kind: 'task_failed', taskId: task.id })]);
+    expect(stuck.incidents[0].message).toContain('set retries to 0');
+    expect(await fetchTasks(t.api, 'w', ['told-task'])).toEqual([]);
+  });
+
+  it('given a failure with retries 3 and retryTimeoutMs 1500, then nothing is fetchable before the timeout and the task comes back after it with 2 retries left', async () => {
+    await start(t.api, 'told');
+    const task = await fetchOne(t.api, 'w', 'told-task');
+    const failedAt = Date.now();
+    expect((await fail(task, { retries: 3, retryTimeoutMs: 1500 })).status).toBe(204);
+    expect(await fetchTasks(t.api, 'w', ['told-task'])).toEqual([]);
+    const { rows } = await t.db.pool.query(
+      `select extract(epoch from t.retry_at - e.at) * 1000 as ms from external_tasks t
+         join events e on e.task_id = t.id and e.kind = 'task:failed' where t.id = $1`,
+      [task.id],
+    );
+    expect(Number(rows[0].ms)).toBeGreaterThanOrEqual(1499);
+    const again = await fetchOne(t.api, 'w', 'told-task');
+    expect(Date.now() - failedAt).toBeGreaterThanOrEqual(1400);
+    expect(again).toMatchObject({ id: task.id, attempt: 2, retriesLeft: 2 });
+    expect((await complete(t.api, again, 'w')).status).toBe(204);
+  });
+
+  it('given bad retries or retryTimeoutMs, then 400 with type, message and details, and the task stays locked by its holder', async () => {
+    await start(t.api, 'told');
+    const task = await fetchOne(t.api, 'w', 'told-task');
+    const before = await t.db.pool.query('select state, retries_left, retry_at, lock_token from external_tasks where id = $1', [
+      task.id,
+    ]);
+    for (const bad of [{ retries: -1 }, { retries: '2' }, { retries: 1.5 }, { retryTimeoutMs: -5 }, { retryTimeoutMs: '100' }]) {
+      const res = await fail(task, bad);
+      expect(res.status, JSON.stringify(bad)).toBe(400);
+      expect(res.body).toMatchObject({ type: 'ValidationError', message: expect.any(String), details: expect.any(Array) });
+      expect(res.body.details.length).toBeGreaterThan(0);
+    }
+    const after = await t.db.pool.query('select state, retries_left, retry_at, lock_token from external_tasks where id = $1', [
+      task.id,
+    ]);
+    expect(after.rows).toEqual(before.rows);
+    expect(await historyKinds(t.api, task.instanceId)).not.toContain('task:failed');
+    expect((await complete(t.api, task, 'w')).status).toBe(204);
+  });
+});

@@ -136,8 +136,8 @@ describe('delivery of a new task to a parked poll of this node', () => {
     } = await fetchAndLock(db.pool, { workerId: 'hand-1', maxTasks: 1, topics: [{ name: 'handoff', lockDurationMs: 45_000 }] });
     expect(Object.keys(task!).sort()).toEqual(Object.keys(fetched!).sort());
     const lease = (v: ReturnType<typeof lockedTaskView>) => ({ ...v, lockToken: 'x', lockExpiresAt: 'x', attempt: 0 });
-    expect(lease(lockedTaskView(task!))).toEqual(lease(lockedTaskView(fetched!)));
-    expect(lockedTaskView(task!).businessKey).toBe('bk-1');
+    expect(lease(lockedTaskView(task!, 3))).toEqual(lease(lockedTaskView(fetched!, 3)));
+    expect(lockedTaskView(task!, 3).businessKey).toBe('bk-1');
   });
 
   it("given a parked poll, when a start loses its guard (business key taken), then the poll stays parked and takes the next start's task", async () => {

@@ -66,4 +66,15 @@ describe('lease expiries', () => {
     expect(kinds.filter((k) => k === 'task:late_result')).toHaveLength(1);
     expect(kinds.filter((k) => k === 'task:completed')).toHaveLength(1);
   });
+
+  it('given a task whose lease expired once, then the next fetch answers one fewer lease expiry left', async () => {
+    const id = await start(t.api, 'poison');
+    const first = await takeAndDie('x1');
+    // retries 1 + allowance 2
+    expect(first.leaseExpiriesLeft).toBe(3);
+    const second = await takeAndDie('x2');
+    expect(second).toMatchObject({ id: first.id, attempt: 2, leaseExpiriesLeft: 2, retriesLeft: 1 });
+    expect((await complete(t.api, second, 'x2')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+  });
 });
