@@ -95,6 +95,8 @@ export type TaskTab = (typeof TaskTab)[keyof typeof TaskTab];
 
 /** Persons see their own tabs; "All" is for admins, viewers and servers without tokens. */
 export function tabsFor(person: Person): TaskTab[] {
+  // Nobody signed in where tokens are required: no list to read (each read would ask for a token).
+  if (person.name === null && person.tokensRequired) return [];
   const own: TaskTab[] = person.name === null ? [] : [TaskTab.mine, TaskTab.groups];
   return person.role === 'person' || person.role === 'worker' ? own : [...own, TaskTab.all];
 }

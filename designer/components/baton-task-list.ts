@@ -143,6 +143,7 @@ export class BatonTaskList extends LightElement {
   }
 
   private renderRows(tasks: UserTask[]) {
+    if (!this.currentTab) return html`<p class="empty">Sign in to see your tasks.</p>`;
     if (tasks.length === 0) {
       const empty = this.currentTab === TaskTab.mine ? 'You hold no tasks: claim one under "My groups".' : 'No open tasks.';
       return html`<p class="empty">${empty}</p>`;

@@ -122,6 +122,19 @@ describe('tasklist with a person token', () => {
     // The browser logs the answers the test asked for (401 before signing in, the server's 400); nothing else.
     expect(h.consoleErrors.filter((e) => !/status of 40[01]/.test(e))).toEqual([]);
   });
+
+  it('given Sign out, the token is gone and nobody is signed in until Sign in asks for one again', async () => {
+    await h.page.getByRole('button', { name: 'Sign out' }).click();
+    await h.page.locator('.sign-in[data-signed-in="false"]').waitFor();
+    await h.page.locator('.task-list .empty', { hasText: 'Sign in to see your tasks' }).waitFor();
+    expect(await h.page.evaluate(() => localStorage.getItem('baton.token'))).toBeNull();
+    expect(await dialog().isVisible()).toBe(false);
+    await h.page.getByRole('button', { name: 'Sign in' }).click();
+    await dialog().locator('input[name="token"]').fill(ALICE);
+    await dialog().getByRole('button', { name: 'Save' }).click();
+    await h.page.locator('.sign-in .person-name', { hasText: 'alice' }).waitFor();
+    await h.page.locator('.task-list .live-state[data-state="live"]').waitFor();
+  });
 });
 
 describe('tasklist on a server without tokens', () => {
