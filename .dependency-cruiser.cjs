@@ -54,11 +54,26 @@ module.exports = {
       from: { path: '^designer/' },
       to: { path: '^runtime/', pathNot: '^runtime/(compiler|shared)/' },
     },
+    {
+      name: 'worker-sdk-stands-alone',
+      comment: 'the worker SDK is its own npm package (runtime/worker/package.json): it ships no server code',
+      severity: 'error',
+      from: { path: '^runtime/worker/' },
+      to: { path: '^runtime/', pathNot: '^runtime/worker/' },
+    },
+    {
+      name: 'worker-sdk-declared-dependencies',
+      comment: 'the worker SDK package depends on pino alone; anything else would be missing where it is installed',
+      severity: 'error',
+      from: { path: '^runtime/worker/' },
+      to: { path: 'node_modules/', pathNot: '(^|/)node_modules/pino/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    // designer/dist is Vite's output: its chunks import each other (the lazy form-js chunk and the main one).
-    exclude: { path: '(node_modules|^designer/dist/)' },
+    // Build output: the worker package's, and Vite's designer/dist, whose chunks import each other
+    // (the lazy form-js chunk and the main one).
+    exclude: { path: '^(runtime/worker|designer)/dist/' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
   },

@@ -5,7 +5,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'designer/dist/**', 'dist/**', '.baton*/**', 'test-output/**'] },
+  { ignores: ['node_modules/**', 'designer/dist/**', 'runtime/worker/dist/**', 'dist/**', '.baton*/**', 'test-output/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

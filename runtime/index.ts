@@ -15,5 +15,6 @@ export type {
   SubscribeOptions,
   ElementTemplate,
   WorkerAuth,
+  WorkerHooks,
   WorkerLogger,
 } from './worker/index.ts';

@@ -12,7 +12,7 @@ import {
 } from '@bpmn-io/element-templates-validator';
 import type { Engine } from './context.ts';
 import { publishElementTemplate, topicsWithTemplates, type ElementTemplateRow } from '../store/element-templates.ts';
-import { TemplateDialect, templateDialect, templateTopic } from '../shared/element-templates.ts';
+import { TemplateDialect, templateDialect, templateTopic } from '../worker/element-templates.ts';
 import { BatonError } from '../shared/errors.ts';
 
 /** What the API's schema (schemas/api/element-template.schema.json) has already checked. */

@@ -9,7 +9,7 @@
 
 /** Every window a fault can be injected at; an unknown name in BATON_FAULTS is refused at start. */
 export const FaultPoint = {
-  /** worker SDK: the handler returned (its side effect is done), complete not sent yet */
+  /** worker SDK: the handler returned (its side effect is done), complete not sent yet; the chaos worker's afterHandler hook */
   taskAfterSideEffect: 'task:after-side-effect',
   /** api: complete committed, HTTP answer not sent yet */
   apiAfterCompleteCommit: 'api:after-complete-commit',

@@ -8,6 +8,7 @@ export type {
   TaskHandler,
   Worker,
   WorkerAuth,
+  WorkerHooks,
   WorkerLogger,
   WorkerOptions,
   WorkerTask,

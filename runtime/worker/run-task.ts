@@ -9,8 +9,7 @@ import {
   type Holder,
   type TaskReport,
 } from './task-calls.ts';
-import type { TaskContext, TaskHandler, WorkerTask } from './types.ts';
-import { fault } from '../shared/faults.ts';
+import type { TaskContext, TaskHandler, WorkerHooks, WorkerTask } from './types.ts';
 
 /** A task as the native fetch answers it: what the handler sees plus the lock proof. */
 export interface LockedTask extends WorkerTask {
@@ -21,6 +20,7 @@ export interface LockedTask extends WorkerTask {
 export interface RunTaskDeps extends CallDeps {
   workerId: string;
   reportAttempts: number;
+  hooks?: WorkerHooks;
 }
 
 export interface RunningTask {
@@ -73,8 +73,9 @@ export function runTask(deps: RunTaskDeps, locked: LockedTask, handler: TaskHand
   };
 
   void (async () => {
-    const report = await invokeHandler(handler, { ...task, variables: task.variables ?? {} }, ctx);
-    await fault('task:after-side-effect');
+    const seen: WorkerTask = { ...task, variables: task.variables ?? {} };
+    const report = await invokeHandler(handler, seen, ctx);
+    await callAfterHandler(deps, seen, log);
     heartbeat.stop();
     if (phase !== TaskPhase.working) {
       deps.log.info({ ...log, phase }, 'task:result_dropped');
@@ -106,6 +107,16 @@ export function runTask(deps: RunTaskDeps, locked: LockedTask, handler: TaskHand
       settle();
     },
   };
+}
+
+/** The afterHandler hook; its failure must not keep the result from being sent. */
+async function callAfterHandler(deps: RunTaskDeps, task: WorkerTask, log: object): Promise<void> {
+  if (!deps.hooks?.afterHandler) return;
+  try {
+    await deps.hooks.afterHandler(task);
+  } catch (err) {
+    deps.log.error({ ...log, hook: 'afterHandler', error: String(err) }, 'task:hook_failed');
+  }
 }
 
 /** Sends the result; a result the server refuses as malformed becomes a failure, so the task does not sit locked. */

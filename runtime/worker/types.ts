@@ -46,6 +46,18 @@ export interface WorkerOptions {
   /** longest wait for the answer to a task call (default 30 s); a call past it counts as a network error */
   callTimeoutMs?: number;
   log?: WorkerLogger;
+  /** calls into the life of each task, for tests and instrumentation (see WorkerHooks) */
+  hooks?: WorkerHooks;
+}
+
+/** Calls the SDK makes at fixed points of a task's life; each one it awaits. */
+export interface WorkerHooks {
+  /**
+   * After the handler has returned or thrown (its side effect is done) and before the result is
+   * sent. The result waits for it, and the lease is still extended meanwhile. Crash drills kill
+   * the process here; a hook that throws is logged (`task:hook_failed`) and the result is sent.
+   */
+  afterHandler?(task: WorkerTask): Promise<void> | void;
 }
 
 export interface SubscribeOptions {

@@ -1,6 +1,6 @@
 // createWorker: a long-polling fetch loop that fills free slots, and a stop that leaves nothing locked.
 import { pino } from 'pino';
-import { templateTopic } from '../shared/element-templates.ts';
+import { templateTopic } from './element-templates.ts';
 import { createBackoff, sleep } from './backoff.ts';
 import { TemplateRefusedError } from './errors.ts';
 import { createHttpClient, isTransient } from './http.ts';
@@ -40,7 +40,13 @@ export function createWorker(options: WorkerOptions): Worker {
   const readiness = createReadiness();
 
   const calls = { http, log, callTimeoutMs: settings.callTimeoutMs };
-  const deps = { ...calls, completions: createCompletionBatcher(calls), workerId, reportAttempts: settings.reportAttempts };
+  const deps = {
+    ...calls,
+    completions: createCompletionBatcher(calls),
+    workerId,
+    reportAttempts: settings.reportAttempts,
+    hooks: options.hooks,
+  };
 
   function launch(task: LockedTask): void {
     const sub = subscriptions.get(task.topic);

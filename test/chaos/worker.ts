@@ -2,6 +2,7 @@
 // by the task's idempotency key, and knobs to misbehave. argv[2]: ChaosWorkerOptions as JSON.
 // Prints one line per step so the drill can follow it: locked, applied | short-circuited, done.
 import pg from 'pg';
+import { fault, FaultPoint } from '../../runtime/shared/faults.ts';
 import { createWorker } from '../../runtime/worker/index.ts';
 import { applyEffect } from './ledger.ts';
 
@@ -54,6 +55,8 @@ const worker = createWorker({
   callTimeoutMs: 5_000,
   reportAttempts: 40,
   log,
+  // BATON_FAULTS=task:after-side-effect crashes this process between the side effect and the report.
+  hooks: { afterHandler: () => fault(FaultPoint.taskAfterSideEffect) },
 });
 for (const topic of opts.topics) {
   worker.subscribe(topic, async (task) => {

@@ -1,6 +1,7 @@
 // What Baton reads of an element template (Camunda's element-template JSON): the dialect it
-// is written for and the topic it binds. Pure, so the server, the worker SDK and the designer
-// read a template the same way (docs/workers.md, "Element templates").
+// is written for and the topic it binds (docs/workers.md, "Element templates"). Pure, and part
+// of the SDK package because the SDK may import nothing of the server; the server imports it
+// from here, so both read a template the same way.
 
 export const TemplateDialect = {
   /** Camunda 7: camunda:type = external and camunda:topic, as property bindings */
