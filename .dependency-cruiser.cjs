@@ -71,7 +71,9 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^runtime/worker/dist/' },
+    // Build output: the worker package's, and Vite's designer/dist, whose chunks import each other
+    // (the lazy form-js chunk and the main one).
+    exclude: { path: '^(runtime/worker|designer)/dist/' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
   },

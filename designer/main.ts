@@ -7,5 +7,6 @@ import '@bpmn-io/properties-panel/dist/assets/properties-panel.css';
 import 'bpmn-js-token-simulation/assets/css/bpmn-js-token-simulation.css';
 import 'bpmn-js-element-templates/dist/assets/element-templates.css';
 import '@bpmn-io/element-template-chooser/dist/element-template-chooser.css';
+import '@bpmn-io/form-js/dist/assets/form-js.css';
 import './styles.css';
 import './components/baton-app.ts';

@@ -12,7 +12,12 @@ import type {
   InstanceFilter,
   InstanceSummary,
   LintResult,
+  Me,
   TopicActivity,
+  UserTask,
+  UserTaskActor,
+  UserTaskDetail,
+  UserTaskFilter,
 } from './types.ts';
 import { askForToken, authHeaders, currentToken } from './auth.ts';
 
@@ -77,9 +82,9 @@ async function answer<T>(res: Response): Promise<T> {
   return parsed as T;
 }
 
-function query(params: Record<string, string | number | undefined>): string {
+function query(params: Record<string, string | number | boolean | undefined>): string {
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') q.set(k, String(v));
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '' && v !== false) q.set(k, String(v));
   const s = q.toString();
   return s ? `?${s}` : '';
 }
@@ -114,4 +119,17 @@ export const api = {
     request<{ items: HistoryEvent[] }>('GET', `/api/instances/${enc(id)}/history${query({ afterSeq })}`).then((r) => r.items),
   cancelInstance: (id: string) => request<{ id: string; status: string }>('POST', `/api/instances/${enc(id)}/cancel`),
   retryIncident: (id: string) => request<{ id: string; instanceStatus: string }>('POST', `/api/incidents/${enc(id)}/retry`),
+
+  me: () => request<Me>('GET', '/api/me'),
+  listUserTasks: (f: UserTaskFilter) =>
+    request<{ items: UserTask[]; nextCursor?: string }>('GET', `/api/user-tasks${query({ ...f })}`),
+  getUserTask: (id: string) => request<UserTaskDetail>('GET', `/api/user-tasks/${enc(id)}`),
+  claimUserTask: (id: string, actor: UserTaskActor) => request<UserTask>('POST', `/api/user-tasks/${enc(id)}/claim`, actor),
+  unclaimUserTask: (id: string, actor: UserTaskActor) => request<UserTask>('POST', `/api/user-tasks/${enc(id)}/unclaim`, actor),
+  /** 400 ValidationError: details.fields names each field the form refused */
+  completeUserTask: (id: string, actor: UserTaskActor, variables: Record<string, unknown>) =>
+    request<{ id: string; status: 'completed'; instanceId: string }>('POST', `/api/user-tasks/${enc(id)}/complete`, {
+      ...(actor.userId ? { userId: actor.userId } : {}),
+      variables,
+    }),
 };

@@ -3,10 +3,12 @@
 // order, across reconnects: after any reconnect it subscribes again with the last seq it
 // saw, and the server sends exactly the frames after it. Each frame also triggers a
 // re-read of the instance detail and history over REST (markers, tasks, variables).
+// User tasks: the `/tasks` namespace says which task was created, changed hands or ended; the
+// tasklist re-reads what it shows (watchUserTasks).
 import { io, type Socket } from 'socket.io-client';
 import { api, ApiError } from './api-client.ts';
-import { askForToken, currentToken } from './auth.ts';
-import type { HistoryEvent, InstanceDetail } from './types.ts';
+import { askForToken, currentToken, onTokenChange } from './auth.ts';
+import type { HistoryEvent, InstanceDetail, UserTaskEvent } from './types.ts';
 
 export interface InstanceSnapshot {
   detail: InstanceDetail;
@@ -209,6 +211,92 @@ export function watchInstance(id: string, handlers: InstanceWatchHandlers): () =
   return () => {
     stopped = true;
     clearTimeout(refreshTimer);
+    window.removeEventListener('offline', onOffline);
+    window.removeEventListener('online', onOnline);
+    socket.disconnect();
+  };
+}
+
+export interface UserTaskWatchHandlers {
+  /** once per burst of events (debounced), and after every (re)connect: whatever changed while away */
+  onChange(events: readonly UserTaskEvent[]): void;
+  onState(state: LiveState, message?: string): void;
+}
+
+/** While the stream is down, lists are re-read this often, so they do not go stale. */
+export const TASKS_FALLBACK_POLL_MS = 5000;
+
+/** Follows every user task the token may see: `userTask` events of the `/tasks` namespace. */
+export function watchUserTasks(handlers: UserTaskWatchHandlers): () => void {
+  let stopped = false;
+  let pending: UserTaskEvent[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let fallback: ReturnType<typeof setInterval> | undefined;
+  const changed = (e?: UserTaskEvent) => {
+    if (e) pending.push(e);
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      const events = pending;
+      pending = [];
+      if (!stopped) handlers.onChange(events);
+    }, REFRESH_DEBOUNCE_MS);
+  };
+  const setState = (state: LiveState, message?: string) => {
+    handlers.onState(state, message);
+    clearInterval(fallback);
+    fallback = state === 'live' ? undefined : setInterval(() => changed(), TASKS_FALLBACK_POLL_MS);
+  };
+
+  let triedWith = '';
+  const socket: Socket = io('/tasks', {
+    auth: (cb) => {
+      triedWith = currentToken();
+      cb(triedWith ? { token: triedWith } : {});
+    },
+  });
+  socket.on('connect', () => {
+    setState('live');
+    changed();
+  });
+  socket.on('userTask', (e: UserTaskEvent) => changed(e));
+  socket.on('resync', () => changed()); // the server may have missed changes: read everything again
+  socket.on('disconnect', (reason) => {
+    if (stopped) return;
+    setState(navigator.onLine ? 'reconnecting' : 'offline');
+    if (reason === 'io server disconnect') socket.connect();
+  });
+  socket.on('connect_error', (err: Error & { data?: { type?: string; message?: string } }) => {
+    if (stopped) return;
+    if (err.data?.type === 'Unauthorized' && currentToken() !== triedWith) {
+      socket.connect(); // a token given meanwhile: try it before saying anything
+      return;
+    }
+    // Refused (no token, wrong role): the REST calls ask for a token; the list is read on a timer.
+    if (err.data?.type === 'Unauthorized' || err.data?.type === 'Forbidden') setState('refused', err.data.message);
+    else setState(navigator.onLine ? 'reconnecting' : 'offline', err.message);
+  });
+  const onOffline = () => {
+    setState('offline');
+    socket.disconnect();
+  };
+  const onOnline = () => {
+    setState('reconnecting');
+    socket.connect();
+  };
+  window.addEventListener('offline', onOffline);
+  window.addEventListener('online', onOnline);
+  // A refused handshake is not tried again by socket.io, and a connection keeps the token of its
+  // handshake: a new token (signed in, signed out) connects again with it.
+  const stopTokens = onTokenChange(() => {
+    socket.disconnect();
+    socket.connect();
+  });
+  setState('connecting');
+  return () => {
+    stopped = true;
+    stopTokens();
+    clearTimeout(timer);
+    clearInterval(fallback);
     window.removeEventListener('offline', onOffline);
     window.removeEventListener('online', onOnline);
     socket.disconnect();

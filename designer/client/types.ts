@@ -164,3 +164,86 @@ export interface TopicActivity {
   lastFetchedAt: string;
   workers: { workerId: string; lastFetchedAt: string }[];
 }
+
+/** Who the token in use belongs to (GET /api/me); name and role are null on a server without tokens. */
+export interface Me {
+  name: string | null;
+  role: 'admin' | 'worker' | 'viewer' | 'person' | null;
+  groups: string[];
+  tokensRequired: boolean;
+}
+
+/** An open user task as GET /api/user-tasks lists it. */
+export interface UserTask {
+  id: string;
+  instanceId: string;
+  definitionKey: string;
+  businessKey: string | null;
+  stepId: string;
+  /** the step's name, when it has one */
+  name?: string;
+  /** who holds it (claimed or assigned); null: nobody */
+  assignee: string | null;
+  candidateUsers: string[];
+  candidateGroups: string[];
+  dueAt: string | null;
+  followUpAt: string | null;
+  /** 0 to 100, 50 by default */
+  priority: number;
+  createdAt: string;
+}
+
+/** One camunda:formField: the variable it sets, its type and constraints (config is text, as in the XML). */
+export interface UserTaskFormField {
+  id: string;
+  label?: string;
+  type: 'string' | 'long' | 'boolean' | 'date' | 'enum';
+  defaultValue?: string;
+  values?: { id: string; name: string }[];
+  constraints: { name: 'required' | 'minlength' | 'maxlength' | 'min' | 'max' | 'readonly'; config?: string }[];
+}
+
+export interface UserTaskForm {
+  /** a form Baton does not render, named for another tasklist */
+  formKey?: string;
+  /** camunda:formData */
+  fields?: UserTaskFormField[];
+  /** an embedded Camunda Form (form-js JSON, zeebe:userTaskForm) */
+  schema?: unknown;
+}
+
+/** GET /api/user-tasks/:id: the task with its form. */
+export interface UserTaskDetail extends UserTask {
+  form: UserTaskForm;
+}
+
+export interface UserTaskFilter {
+  assignee?: string;
+  candidateUser?: string;
+  /** comma-separated; a person token's own groups when omitted */
+  candidateGroups?: string;
+  unassigned?: boolean;
+  instanceId?: string;
+  definitionKey?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+/** Who acts on a user task; a person token acts for itself and may omit both. */
+export interface UserTaskActor {
+  userId?: string;
+  groups?: string[];
+}
+
+/** A field the server refused on completion (400 details.fields). */
+export interface FormProblem {
+  field: string;
+  message: string;
+}
+
+/** The `/tasks` namespace's event: a user task was created, changed hands, or ended. */
+export interface UserTaskEvent {
+  id: string;
+  instanceId: string;
+  change: 'created' | 'updated' | 'ended';
+}

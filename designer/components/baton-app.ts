@@ -7,6 +7,8 @@ import './baton-diagram-list.ts';
 import './baton-editor.ts';
 import './baton-instance-list.ts';
 import './baton-instance-view.ts';
+import './baton-task-list.ts';
+import './baton-task-view.ts';
 import './baton-token-dialog.ts';
 
 interface Route {
@@ -57,6 +59,8 @@ export class BatonApp extends LightElement {
     if (section === 'instances') {
       return html`<baton-instance-list .definitionKey=${params.get('definitionKey') ?? ''} .status=${params.get('status') ?? ''}></baton-instance-list>`;
     }
+    if (section === 'tasks' && id) return html`<baton-task-view .taskId=${id}></baton-task-view>`;
+    if (section === 'tasks') return html`<baton-task-list .tab=${params.get('tab') ?? ''}></baton-task-list>`;
     if (section === 'definitions' && id) {
       const version = Number(params.get('version')) || undefined;
       return html`<baton-definition-view .definitionKey=${id} .version=${version}></baton-definition-view>`;
@@ -73,6 +77,7 @@ export class BatonApp extends LightElement {
         <nav aria-label="Main">
           <a href="#/diagrams" aria-current=${section === 'diagrams' || section === 'definitions' ? 'page' : 'false'}>Diagrams</a>
           <a href="#/instances" aria-current=${section === 'instances' ? 'page' : 'false'}>Instances</a>
+          <a href="#/tasks" aria-current=${section === 'tasks' ? 'page' : 'false'}>Tasks</a>
         </nav>
         <baton-token-dialog></baton-token-dialog>
       </header>

@@ -74,8 +74,8 @@ export class BatonTokenDialog extends LightElement {
         <form @submit=${(e: Event) => this.onSubmit(e)}>
           <h2 id="token-dialog-title">API token</h2>
           ${this.reason ? html`<p class="error" role="alert">${this.reason}</p>` : nothing}
-          <p>The server checks a token on every call. Paste one of role admin (deploy, start, operate)
-            or viewer (watch only); it is kept in this browser's storage.</p>
+          <p>The server checks a token on every call. Paste one of role admin (deploy, start, operate),
+            viewer (watch only) or person (work on your tasks); it is kept in this browser's storage.</p>
           <label>Token <input name="token" type="password" autocomplete="off" spellcheck="false"></label>
           <div class="actions">
             <button class="primary" type="submit">Save</button>

@@ -9,6 +9,7 @@ import {
   completeUserTask,
   readUserTask,
   unclaimUserTask,
+  withStep,
   type UserTaskActor,
 } from '../engine/user-tasks.ts';
 import type { Variables } from '../model/effects.ts';
@@ -56,8 +57,10 @@ export function userTasksRouter(engine: Engine): Router {
     );
     const page = rows.slice(0, limit);
     const last = page.at(-1);
+    // The step's name from the deployed plan, which is cached: no query once a definition was read.
+    const items = await Promise.all(page.map(async (row) => userTaskView(row, (await withStep(engine, row)).step.name)));
     res.json({
-      items: page.map((row) => userTaskView(row)),
+      items,
       ...(rows.length > limit && last ? { nextCursor: writeCursor(last.created_us, last.id) } : {}),
     });
   });

@@ -63,6 +63,7 @@ describe('user tasks', () => {
     expect(listed).toMatchObject({
       instanceId,
       stepId: 'approve',
+      name: 'Approve order',
       assignee: null,
       candidateUsers: ['alice', 'bob'],
       candidateGroups: ['sales'],
