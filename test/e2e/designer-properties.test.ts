@@ -1,10 +1,11 @@
 // The bpmn.io properties panel in the dialect of the file: a Camunda 7 diagram edits camunda:
 // attributes, a Zeebe diagram zeebe: ones. Topic, retries and an input mapping are set in the
 // panel, survive a reload, and deploy; the deployed plan runs the mapping, and lint says nothing of it.
+// A user task's assignment, schedule, priority and generated form are edited there too.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../support/server.ts';
 import { openDesigner, type BrowserHarness } from './support/browser.ts';
-import { entry, fillEntry, openFixture, selectElement } from './support/panel.ts';
+import { entry, fillEntry, openFixture, selectElement, unfoldGroups } from './support/panel.ts';
 
 let h: BrowserHarness;
 beforeAll(async () => {
@@ -116,6 +117,46 @@ describe('a call activity in a Camunda 7 diagram', () => {
       binding: 'version',
       version: 2,
       inAll: true,
+    });
+    expect(h.consoleErrors).toEqual([]);
+  });
+});
+
+describe('a user task in a Camunda 7 diagram', () => {
+  it('given assignment, due date, priority and a generated form set in the panel, then the XML holds them and the deployed plan waits for a person with that form', async () => {
+    const id = await openFixture(h, 'user-task.bpmn', 'Camunda 7 user task');
+    await selectElement(h.page, 'work');
+    await fillEntry(h.page, 'candidateGroups', 'sales, managers');
+    await fillEntry(h.page, 'dueDate', 'P2D');
+    await fillEntry(h.page, 'priority', '80');
+    await entry(h.page, 'formType').selectOption('formData');
+    await unfoldGroups(h.page);
+    await h.page.locator('[data-group-id="group-CamundaPlatform__FormData"] .bio-properties-panel-add-entry').click();
+    await unfoldGroups(h.page);
+    await fillEntry(h.page, 'work-formField-0-formFieldID', 'approved');
+    await fillEntry(h.page, 'work-formField-0-formFieldLabel', 'Approved');
+    await entry(h.page, 'work-formField-0-formFieldType').selectOption('boolean');
+    const xml = await savedXml(
+      id,
+      'camunda:candidateGroups="sales, managers"',
+      'camunda:dueDate="P2D"',
+      'camunda:priority="80"',
+      'id="approved"',
+    );
+    expect(xml).toMatch(/<camunda:formField id="approved" label="Approved" type="boolean"/);
+
+    await h.page.getByRole('button', { name: 'Deploy' }).click();
+    await h.page.locator('.deploy-result').getByText('Deployed').waitFor();
+    const { body } = await h.t.api.get('/api/definitions/e2e-review');
+    const wait = body.plan.steps.find((s: { id: string }) => s.id === 'work')?.wait;
+    expect(wait).toMatchObject({
+      trigger: 'user',
+      userTask: {
+        candidateGroups: { text: 'sales, managers' },
+        dueDate: { text: 'P2D' },
+        priority: { text: '80' },
+        formFields: [expect.objectContaining({ id: 'approved', type: 'boolean', label: 'Approved' })],
+      },
     });
     expect(h.consoleErrors).toEqual([]);
   });
