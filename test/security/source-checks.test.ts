@@ -77,6 +77,7 @@ const REVIEWED: Record<string, RegExp[]> = {
   'runtime/store/flow-limits.ts': [/^topicsParam$/, /^o\.(resources|topics|maxTasks|candidates)$/, /^o\.order\('[a-z]+'\)$/],
   // sort keys from TASK_SORT_SQL with asc or desc, chosen by a request but written in the file
   'runtime/camunda/store/user-task-queries.ts': [/^orderSql$/],
+  'runtime/camunda/store/process-queries.ts': [/^orderSql$/],
   // LISTEN takes no placeholder: the channel's name, quoted as an identifier
   'runtime/store/channel-listener.ts': [/^pg\.escapeIdentifier\(this\.opts\.channel\)$/],
   // the next pages' cursor condition (AFTER_CURSOR_SQL) or nothing

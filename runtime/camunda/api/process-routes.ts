@@ -7,10 +7,20 @@ import { startCamundaInstance } from '../engine/instances.ts';
 import { loadInstanceVariables, loadVariableContent, type InstanceVariables } from '../store/variables.ts';
 import { findDefinition, findDefinitionById } from '../../store/definitions.ts';
 import { isUuid } from '../../shared/validate.ts';
-import { CamundaError, notFound, sendJson } from './errors.ts';
+import { cancelInstance } from '../../engine/instances.ts';
+import {
+  countCamundaDefinitions,
+  countCamundaInstances,
+  listCamundaDefinitions,
+  listCamundaInstances,
+  type CamundaDefinitionRow,
+} from '../store/process-queries.ts';
+import { CamundaError, notFound, sendJson, sendNoContent } from './errors.ts';
+import { readDefinitionQuery, readInstanceQuery } from './process-query.ts';
+import { bodyObject } from './query-params.ts';
 import { validateCamundaBody } from './validate.ts';
 import { readVariables, renderVariables, type WireVariable } from './variables.ts';
-import { processInstanceView } from './views.ts';
+import { processDefinitionView, processInstanceView } from './views.ts';
 
 interface StartBody {
   variables?: Record<string, WireVariable> | null;
@@ -20,6 +30,28 @@ interface StartBody {
 
 export function processDefinitionRouter(engine: Engine): Router {
   const router = Router();
+
+  router.get('/', async (req, res) => {
+    const q = readDefinitionQuery(req.query);
+    sendJson(res, 200, (await listCamundaDefinitions(engine.pool, q)).map(processDefinitionView));
+  });
+  router.get('/count', async (req, res) => {
+    sendJson(res, 200, { count: await countCamundaDefinitions(engine.pool, readDefinitionQuery(req.query)) });
+  });
+  router.get('/key/:key', async (req, res) => {
+    sendJson(res, 200, processDefinitionView(await latestOf(engine, String(req.params.key))));
+  });
+  router.get('/key/:key/xml', async (req, res) => {
+    const d = await latestOf(engine, String(req.params.key));
+    sendJson(res, 200, { id: d.id, bpmn20Xml: (await findDefinitionById(engine.pool, d.id))?.xml ?? '' });
+  });
+  router.get('/:id', async (req, res) => {
+    sendJson(res, 200, processDefinitionView(await byId(engine, String(req.params.id))));
+  });
+  router.get('/:id/xml', async (req, res) => {
+    const d = await byId(engine, String(req.params.id));
+    sendJson(res, 200, { id: d.id, bpmn20Xml: (await findDefinitionById(engine.pool, d.id))?.xml ?? '' });
+  });
 
   router.post('/key/:key/start', async (req, res) => {
     const key = String(req.params.key);
@@ -55,6 +87,32 @@ async function start(engine: Engine, res: Response, body: StartBody, key: string
 
 export function processInstanceRouter(engine: Engine): Router {
   const router = Router();
+
+  const list = async (res: Response, input: Record<string, unknown>, from: 'query' | 'body', paging: Record<string, unknown>) => {
+    const rows = await listCamundaInstances(engine.pool, readInstanceQuery(input, from, paging));
+    sendJson(res, 200, rows.map(processInstanceView));
+  };
+  const count = async (res: Response, input: Record<string, unknown>, from: 'query' | 'body') => {
+    sendJson(res, 200, { count: await countCamundaInstances(engine.pool, readInstanceQuery(input, from, {})) });
+  };
+  router.get('/', (req, res) => list(res, req.query, 'query', req.query));
+  router.post('/', (req, res) => list(res, bodyObject(req.body), 'body', req.query));
+  router.get('/count', (req, res) => count(res, req.query, 'query'));
+  router.post('/count', (req, res) => count(res, bodyObject(req.body), 'body'));
+
+  // Camunda's delete cancels a running instance; an ended or unknown one is 404.
+  router.delete('/:id', async (req, res) => {
+    const id = String(req.params.id);
+    const result = isUuid(id) ? await cancelInstance(engine, id) : { ok: false as const, reason: 'not_found' as const };
+    if (!result.ok && result.reason === 'called')
+      throw new CamundaError(
+        400,
+        'InvalidRequestException',
+        `Process instance ${id} was started by call activity ${result.parentStepId} of ${result.parentInstanceId}: delete that instance`,
+      );
+    if (!result.ok) throw notFound(`Process instance with id ${id} does not exist`);
+    sendNoContent(res);
+  });
 
   // Camunda's runtime forgets ended instances: they answer 404 here too.
   router.get('/:id', async (req, res) => {
@@ -92,6 +150,21 @@ export function executionRouter(engine: Engine): Router {
     await sendContent(engine, res, String(req.params.id), String(req.params.name));
   });
   return router;
+}
+
+async function latestOf(engine: Engine, key: string): Promise<CamundaDefinitionRow> {
+  const [d] = await listCamundaDefinitions(engine.pool, { key, latestVersion: true, sorting: [], firstResult: 0, maxResults: 1 });
+  if (!d)
+    throw new CamundaError(404, 'InvalidRequestException', `No matching process definition with key: ${key} and no tenant-id`);
+  return d;
+}
+
+async function byId(engine: Engine, id: string): Promise<CamundaDefinitionRow> {
+  const [d] = isUuid(id)
+    ? await listCamundaDefinitions(engine.pool, { processDefinitionId: id, sorting: [], firstResult: 0, maxResults: 1 })
+    : [];
+  if (!d) throw new CamundaError(404, 'InvalidRequestException', `No matching definition with id ${id}`);
+  return d;
 }
 
 async function loadRunning(engine: Engine, id: string): Promise<InstanceVariables> {

@@ -25,6 +25,7 @@ import { completeCamundaUserTask } from '../engine/user-tasks.ts';
 import { countCamundaUserTasks, listCamundaUserTasks } from '../store/user-task-queries.ts';
 import { loadInstanceVariables } from '../store/variables.ts';
 import { CamundaError, invalidRequest, sendJson, sendNoContent } from './errors.ts';
+import { bodyObject } from './query-params.ts';
 import { readUserTaskQuery } from './user-task-query.ts';
 import { validateCamundaBody } from './validate.ts';
 import { readVariables, renderVariables, type WireVariable } from './variables.ts';
@@ -248,11 +249,4 @@ function namesParam(value: unknown): string[] | null {
 function taskIdOf(raw: string): string {
   if (!isUuid(raw)) throw new CamundaError(404, 'InvalidRequestException', `No matching task with id ${raw}`);
   return raw.toLowerCase();
-}
-
-function bodyObject(body: unknown): Record<string, unknown> {
-  if (body === undefined) return {};
-  if (body === null || typeof body !== 'object' || Array.isArray(body))
-    throw invalidRequest('The request body must be a JSON object');
-  return body as Record<string, unknown>;
 }

@@ -3,6 +3,7 @@
 // instance id, processDefinitionId the native definition id, processDefinitionKey
 // the BPMN process id.
 import type { CamundaLockedTask } from '../store/fetch.ts';
+import type { CamundaDefinitionRow } from '../store/process-queries.ts';
 import type { CamundaTaskRow } from '../store/queries.ts';
 import type { InstanceRow } from '../../store/instances.ts';
 import type { ExternalTaskRow } from '../../store/tasks.ts';
@@ -109,5 +110,25 @@ export function camundaUserTaskView(t: UserTaskRow, formKey: string | null) {
     formKey,
     camundaFormRef: null,
     tenantId: null,
+  };
+}
+
+/** Camunda's ProcessDefinitionDto: Baton keeps no deployments, categories or tenants. */
+export function processDefinitionView(d: CamundaDefinitionRow) {
+  return {
+    id: d.id,
+    key: d.key,
+    category: null,
+    description: null,
+    name: d.name,
+    version: d.version,
+    resource: `${d.key}.bpmn`,
+    deploymentId: null,
+    diagram: null,
+    suspended: false,
+    tenantId: null,
+    versionTag: d.version_tag,
+    historyTimeToLive: null,
+    startableInTasklist: true,
   };
 }
