@@ -104,3 +104,57 @@ describe('process instances', () => {
     expect((await rest('GET', '/process-instance/count')).body.count).toBe(before);
   });
 });
+
+describe('incidents and history', () => {
+  it('given a failed task and ended instances, then /incident lists the open incident and /history/process-instance every instance with its state', async () => {
+    await deploy(t.api, singleTaskBpmn('pq_fail', 'pq-fail'));
+    const failing = await startByKey(t.url, 'pq_fail', { businessKey: 'pq-f' });
+    const locked = await rest('POST', '/external-task/fetchAndLock', {
+      workerId: 'w',
+      maxTasks: 1,
+      topics: [{ topicName: 'pq-fail', lockDuration: 10_000 }],
+    });
+    const taskId = locked.body[0].id as string;
+    expect(
+      (await rest('POST', `/external-task/${taskId}/failure`, { workerId: 'w', errorMessage: 'card service down', retries: 0 }))
+        .status,
+    ).toBe(204);
+    await waitForStatus(t.api, failing, 'incident');
+
+    const incidents = await rest('GET', `/incident?processInstanceId=${failing}`);
+    expect(incidents.body).toEqual([
+      expect.objectContaining({
+        processInstanceId: failing,
+        incidentType: 'failedExternalTask',
+        activityId: 'work',
+        configuration: taskId,
+        incidentMessage: expect.stringContaining('card service down'),
+      }),
+    ]);
+    expect((await rest('GET', '/incident/count?incidentType=failedExternalTask&processDefinitionKeyIn=pq_fail')).body).toEqual({
+      count: 1,
+    });
+    expect((await rest('GET', `/incident/${incidents.body[0].id}`)).body.id).toBe(incidents.body[0].id);
+    expect((await rest('GET', '/incident?tenantIdIn=t1')).status).toBe(400);
+
+    const canceled = await startByKey(t.url, 'pq_fail', { businessKey: 'pq-c' });
+    expect((await rest('DELETE', `/process-instance/${canceled}`)).status).toBe(204);
+    await waitForStatus(t.api, canceled, 'canceled');
+    const history = await rest('GET', '/history/process-instance?processDefinitionKey=pq_fail&sortBy=businessKey&sortOrder=asc');
+    expect(history.body.map((h: { businessKey: string; state: string }) => `${h.businessKey}:${h.state}`)).toEqual([
+      'pq-c:EXTERNALLY_TERMINATED',
+      'pq-f:ACTIVE',
+    ]);
+    expect(history.body[0].endTime).toMatch(/\+0000$/);
+    expect(history.body[0].durationInMillis).toBeGreaterThanOrEqual(0);
+    expect(
+      (await rest('POST', '/history/process-instance/count', { processDefinitionKey: 'pq_fail', finished: true })).body,
+    ).toEqual({ count: 1 });
+    expect((await rest('GET', `/history/process-instance/${failing}`)).body).toMatchObject({
+      id: failing,
+      state: 'ACTIVE',
+      endTime: null,
+    });
+    expect((await rest('GET', '/history/process-instance?variables=a_eq_1')).status).toBe(400);
+  });
+});

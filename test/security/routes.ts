@@ -21,6 +21,8 @@ export const MOUNTS: Record<string, string> = {
   camundaRouter: '/engine-rest',
   externalTaskRouter: '/engine-rest/external-task',
   taskRouter: '/engine-rest/task',
+  incidentRouter: '/engine-rest/incident',
+  historyRouter: '/engine-rest/history',
   deploymentRouter: '/engine-rest/deployment',
   processDefinitionRouter: '/engine-rest/process-definition',
   processInstanceRouter: '/engine-rest/process-instance',

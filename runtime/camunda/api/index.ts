@@ -11,6 +11,7 @@ import { deploymentRouter } from './deployment-routes.ts';
 import { taskRouter } from './task-routes.ts';
 import { camundaErrorHandler, camundaNotFoundRoute, sendJson } from './errors.ts';
 import { externalTaskRouter } from './external-task-routes.ts';
+import { historyRouter, incidentRouter } from './history-routes.ts';
 import { messageRouter, signalRouter } from './message-routes.ts';
 import { executionRouter, processDefinitionRouter, processInstanceRouter } from './process-routes.ts';
 
@@ -35,6 +36,8 @@ export function camundaRouter(
   router.use('/external-task', externalTaskRouter(engine, parkedPolls, progress));
   router.use('/task', taskRouter(engine, groups));
   router.use('/deployment', deploymentRouter(engine));
+  router.use('/incident', incidentRouter(engine));
+  router.use('/history', historyRouter(engine));
   router.use('/process-definition', processDefinitionRouter(engine));
   router.use('/process-instance', processInstanceRouter(engine));
   router.use('/execution', executionRouter(engine));

@@ -1,11 +1,16 @@
-// Query parameters of GET /engine-rest/process-definition[/count] and
-// GET|POST /engine-rest/process-instance[/count].
+// Query parameters of /engine-rest/process-definition, /process-instance, /incident and
+// /history/process-instance lists and counts.
 import {
   DEFINITION_SORT_SQL,
+  HISTORIC_INSTANCE_SORT_SQL,
+  INCIDENT_SORT_SQL,
   INSTANCE_SORT_SQL,
   type CamundaDefinitionQuery,
+  type CamundaHistoricInstanceQuery,
+  type CamundaIncidentQuery,
   type CamundaInstanceQuery,
 } from '../store/process-queries.ts';
+import { parseCamundaDate } from './dates.ts';
 import { invalidRequest } from './errors.ts';
 import { readFlag, readInt, readNames, readPaging, readSorting, refuseUnsupported, type Source } from './query-params.ts';
 
@@ -88,5 +93,115 @@ export function readInstanceQuery(input: Source, from: 'query' | 'body', paging:
   if (keysIn.length > 0) q.processDefinitionKeyIn = keysIn;
   if (readFlag(input, 'withIncident', from)) q.withIncident = true;
   if (readFlag(input, 'suspended', from)) q.suspended = true;
+  return q;
+}
+
+/** Camunda's incident type of a Baton incident kind: a failed task is Camunda's failedExternalTask; the other kinds keep their names. */
+export function camundaIncidentType(kind: string): string {
+  return kind === 'task_failed' ? 'failedExternalTask' : kind;
+}
+
+export function readIncidentQuery(query: Source): CamundaIncidentQuery {
+  refuseUnsupported(
+    query,
+    [
+      'tenantIdIn',
+      'jobDefinitionIdIn',
+      'causeIncidentId',
+      'rootCauseIncidentId',
+      'executionId',
+      'failedActivityId',
+      'incidentTimestampBefore',
+      'incidentTimestampAfter',
+      'annotation',
+    ],
+    'incident',
+  );
+  const q: CamundaIncidentQuery = { sorting: readSorting(query, 'query', INCIDENT_SORT_SQL, 'incidents'), ...readPaging(query) };
+  for (const name of [
+    'incidentId',
+    'incidentMessage',
+    'incidentMessageLike',
+    'processInstanceId',
+    'processDefinitionId',
+    'activityId',
+    'configuration',
+  ] as const) {
+    const v = query[name];
+    if (typeof v === 'string') q[name] = v;
+  }
+  if (typeof query.incidentType === 'string')
+    q.kinds = [query.incidentType === 'failedExternalTask' ? 'task_failed' : query.incidentType];
+  const keys = readNames(query, 'processDefinitionKeyIn', 'query');
+  if (keys.length > 0) q.processDefinitionKeyIn = keys;
+  return q;
+}
+
+export function readHistoricInstanceQuery(input: Source, from: 'query' | 'body', paging: Source): CamundaHistoricInstanceQuery {
+  refuseUnsupported(
+    input,
+    [
+      'variables',
+      'tenantIdIn',
+      'caseInstanceId',
+      'subProcessInstanceId',
+      'startedBy',
+      'incidentType',
+      'incidentStatus',
+      'incidentMessage',
+      'incidentMessageLike',
+      'executedActivityIdIn',
+      'activeActivityIdIn',
+      'activityIdIn',
+      'orQueries',
+      'processDefinitionName',
+      'processDefinitionNameLike',
+      'processDefinitionKeyNotIn',
+      'internallyTerminated',
+      'suspended',
+      'active',
+      'executedActivityAfter',
+      'executedActivityBefore',
+      'executedJobAfter',
+      'executedJobBefore',
+      'rootProcessInstances',
+      'superCaseInstanceId',
+      'subCaseInstanceId',
+    ],
+    'historic process instance',
+  );
+  const q: CamundaHistoricInstanceQuery = {
+    sorting: readSorting(input, from, HISTORIC_INSTANCE_SORT_SQL, 'historic process instances'),
+    ...readPaging(paging),
+  };
+  for (const name of [
+    'processInstanceId',
+    'businessKey',
+    'businessKeyLike',
+    'processDefinitionId',
+    'processDefinitionKey',
+    'superProcessInstanceId',
+  ] as const) {
+    const v = input[name];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'string') throw invalidRequest(`Parameter ${name} must be text`);
+    q[name] = v;
+  }
+  if (input.processInstanceIds !== undefined && input.processInstanceIds !== null)
+    q.processInstanceIds = readNames(input, 'processInstanceIds', from);
+  const keysIn = readNames(input, 'processDefinitionKeyIn', from);
+  if (keysIn.length > 0) q.processDefinitionKeyIn = keysIn;
+  for (const name of ['finished', 'unfinished', 'withIncidents', 'completed', 'externallyTerminated'] as const)
+    if (readFlag(input, name, from)) q[name] = true;
+  for (const name of ['startedBefore', 'startedAfter', 'finishedBefore', 'finishedAfter'] as const) {
+    const v = input[name];
+    if (v === undefined || v === null) continue;
+    const date = typeof v === 'string' ? parseCamundaDate(v) : undefined;
+    if (!date)
+      throw invalidRequest(
+        `Cannot set query parameter '${name}' to value '${String(v)}': not a date (yyyy-MM-dd'T'HH:mm:ss.SSSZ)`,
+      );
+    q[name] = date;
+  }
   return q;
 }
