@@ -94,9 +94,13 @@ export function instancesRouter(engine: Engine): Router {
         { revision: result.revision },
       );
     if (!result.ok)
-      throw new BatonError('conflict', `Instance ${instanceId} already ended (${result.status}); its variables stay as they were`, {
-        status: result.status,
-      });
+      throw new BatonError(
+        'conflict',
+        `Instance ${instanceId} already ended (${result.status}); its variables stay as they were`,
+        {
+          status: result.status,
+        },
+      );
     res.json({ id: instanceId, revision: result.revision, status: result.status, variables: result.variables });
   });
 

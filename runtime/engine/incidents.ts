@@ -20,8 +20,7 @@ export interface RetryIncidentRequest {
 export type RetryRefusal = 'not_found' | 'not_open' | 'variables_too_large';
 
 export type RetryIncidentResult =
-  | { ok: true; status: InstanceStatus }
-  | { ok: false; reason: RetryRefusal; details?: Record<string, unknown> };
+  { ok: true; status: InstanceStatus } | { ok: false; reason: RetryRefusal; details?: Record<string, unknown> };
 
 /** One retry, one transaction: the instance's lock is held only for its own incident. */
 export async function retryIncident(engine: Engine, req: RetryIncidentRequest): Promise<RetryIncidentResult> {
@@ -33,7 +32,8 @@ export async function retryIncident(engine: Engine, req: RetryIncidentRequest): 
     const variables = { ...instance.variables, ...req.variables };
     const max = engine.options.maxVariablesBytes;
     const bytes = req.variables && Number.isFinite(max) ? jsonbTextBytes(variables) : 0;
-    if (bytes > max) return { ok: false, reason: 'variables_too_large', details: { limit: 'maxVariablesBytes', max, actual: bytes } };
+    if (bytes > max)
+      return { ok: false, reason: 'variables_too_large', details: { limit: 'maxVariablesBytes', max, actual: bytes } };
     const incident = await resolveIncident(tx, req.incidentId);
     if (!incident) return { ok: false, reason: 'not_open' };
     const fx = emptyEffects();
