@@ -5,6 +5,7 @@ import { LightElement } from './light-element.ts';
 import './baton-definition-view.ts';
 import './baton-diagram-list.ts';
 import './baton-editor.ts';
+import './baton-incident-list.ts';
 import './baton-instance-list.ts';
 import './baton-instance-view.ts';
 import './baton-token-dialog.ts';
@@ -57,6 +58,7 @@ export class BatonApp extends LightElement {
     if (section === 'instances') {
       return html`<baton-instance-list .definitionKey=${params.get('definitionKey') ?? ''} .status=${params.get('status') ?? ''}></baton-instance-list>`;
     }
+    if (section === 'incidents') return html`<baton-incident-list></baton-incident-list>`;
     if (section === 'definitions' && id) {
       const version = Number(params.get('version')) || undefined;
       return html`<baton-definition-view .definitionKey=${id} .version=${version}></baton-definition-view>`;
@@ -73,6 +75,7 @@ export class BatonApp extends LightElement {
         <nav aria-label="Main">
           <a href="#/diagrams" aria-current=${section === 'diagrams' || section === 'definitions' ? 'page' : 'false'}>Diagrams</a>
           <a href="#/instances" aria-current=${section === 'instances' ? 'page' : 'false'}>Instances</a>
+          <a href="#/incidents" aria-current=${section === 'incidents' ? 'page' : 'false'}>Incidents</a>
         </nav>
         <baton-token-dialog></baton-token-dialog>
       </header>
