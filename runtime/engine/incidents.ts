@@ -79,15 +79,19 @@ export interface RetryIncidentsResult {
  * Retries many incidents one transaction each, in turn: a batch never holds the locks of
  * thousands of instances at once, and one refused retry leaves the others applied.
  */
-export async function retryIncidents(engine: Engine, req: RetryIncidentsRequest): Promise<RetryIncidentsResult> {
+export async function retryIncidents(
+  engine: Engine,
+  req: RetryIncidentsRequest,
+  max = MAX_RETRIES_PER_CALL,
+): Promise<RetryIncidentsResult> {
   let ids = req.ids ?? [];
   let more = false;
   if (!req.ids) {
     const rows = await withPlannerDefaults(engine.pool, (db) =>
-      listIncidents(db, { ...req.filter, status: 'open', limit: MAX_RETRIES_PER_CALL + 1 }),
+      listIncidents(db, { ...req.filter, status: 'open', limit: max + 1 }),
     );
-    more = rows.length > MAX_RETRIES_PER_CALL;
-    ids = rows.slice(0, MAX_RETRIES_PER_CALL).map((r) => r.id);
+    more = rows.length > max;
+    ids = rows.slice(0, max).map((r) => r.id);
   }
   const results: RetryIncidentsResult['results'] = [];
   for (const id of new Set(ids)) {

@@ -1,5 +1,6 @@
 // The operator's incident API on real PostgreSQL: filters, paging, counts, retry of many.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { retryIncidents } from '../../../runtime/engine/incidents.ts';
 import { singleTaskBpmn } from '../../support/bpmn.ts';
 import { complete, deploy, fetchOne, start, waitForStatus, type LockedTask } from '../../support/flows.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
@@ -128,5 +129,18 @@ describe('incidents API', () => {
     const ok = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { n: 12 } });
     expect(ok.status).toBe(200);
     expect((await waitForStatus(t.api, id, 'running')).variables).toMatchObject({ n: 12 });
+  });
+
+  it('given more open incidents than one call retries, then it says more and the next call with the same filter retries the rest', async () => {
+    await deploy(t.api, singleTaskBpmn('bulk', 'bulk-task', { retries: 0 }));
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push(await failInto('bulk', 'bulk-task'));
+    const first = await retryIncidents(t.server.engine, { filter: { definitionKey: 'bulk' } }, 2);
+    expect(first.more).toBe(true);
+    expect(first.results.map((r) => r.ok)).toEqual([true, true]);
+    const second = await retryIncidents(t.server.engine, { filter: { definitionKey: 'bulk' } }, 2);
+    expect(second.more).toBe(false);
+    expect(second.results).toHaveLength(1);
+    for (const id of ids) await waitForStatus(t.api, id, 'running');
   });
 });
