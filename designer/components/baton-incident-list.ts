@@ -178,7 +178,7 @@ export class BatonIncidentList extends LightElement {
       <p class="incident-message">${i.message}</p>
       ${i.errorMessage ? html`<h3>Worker error</h3><p class="error-message">${i.errorMessage}</p>` : nothing}
       ${i.errorDetails ? html`<h3>Stack trace</h3><pre class="error-details">${i.errorDetails}</pre>` : nothing}
-      ${i.details ? html`<h3>Details</h3><pre class="incident-data">${JSON.stringify(i.details, null, 2)}</pre>` : nothing}
+      ${moreDetails(i) ? html`<h3>Details</h3><pre class="incident-data">${JSON.stringify(moreDetails(i), null, 2)}</pre>` : nothing}
       ${
         i.status === 'open'
           ? html`<div class="actions">
@@ -254,6 +254,14 @@ export class BatonIncidentList extends LightElement {
 }
 
 customElements.define('baton-incident-list', BatonIncidentList);
+
+/** The incident's details but the worker error shown above them; undefined when nothing is left. */
+function moreDetails(i: IncidentItem): Record<string, unknown> | undefined {
+  const rest = Object.fromEntries(
+    Object.entries(i.details ?? {}).filter(([k]) => !(i.taskId && (k === 'errorMessage' || k === 'errorDetails'))),
+  );
+  return Object.keys(rest).length > 0 ? rest : undefined;
+}
 
 /** "42s", "5m", "3h", "2d": how long the incident has waited. */
 function age(iso: string): string {
