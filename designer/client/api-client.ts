@@ -8,16 +8,20 @@ import type {
   ElementTemplateJson,
   Heatmap,
   HistoryEvent,
+  IncidentFilter,
+  IncidentItem,
   InstanceDetail,
   InstanceFilter,
   InstanceSummary,
   LintResult,
   Me,
+  RetryResult,
   TopicActivity,
   UserTask,
   UserTaskActor,
   UserTaskDetail,
   UserTaskFilter,
+  VariablesEdit,
 } from './types.ts';
 import { askForToken, authHeaders, currentToken } from './auth.ts';
 
@@ -118,7 +122,26 @@ export const api = {
   getHistory: (id: string, afterSeq: number) =>
     request<{ items: HistoryEvent[] }>('GET', `/api/instances/${enc(id)}/history${query({ afterSeq })}`).then((r) => r.items),
   cancelInstance: (id: string) => request<{ id: string; status: string }>('POST', `/api/instances/${enc(id)}/cancel`),
-  retryIncident: (id: string) => request<{ id: string; instanceStatus: string }>('POST', `/api/incidents/${enc(id)}/retry`),
+  editVariables: (id: string, edit: VariablesEdit) =>
+    request<{ id: string; revision: number; variables: Record<string, unknown> }>(
+      'PATCH',
+      `/api/instances/${enc(id)}/variables`,
+      edit,
+    ),
+
+  listIncidents: (f: IncidentFilter) =>
+    request<{ items: IncidentItem[]; nextCursor?: string }>('GET', `/api/incidents${query({ ...f })}`),
+  retryIncident: (id: string, retries?: number) =>
+    request<{ id: string; instanceStatus: string }>(
+      'POST',
+      `/api/incidents/${enc(id)}/retry`,
+      retries === undefined ? undefined : { retries },
+    ),
+  retryIncidents: (ids: string[], retries?: number) =>
+    request<{ results: RetryResult[]; more: boolean }>('POST', '/api/incidents/retry', {
+      ids,
+      ...(retries === undefined ? {} : { retries }),
+    }),
 
   me: () => request<Me>('GET', '/api/me'),
   listUserTasks: (f: UserTaskFilter) =>

@@ -95,6 +95,39 @@ export interface Incident {
   createdAt: string;
 }
 
+/** An incident as GET /api/incidents lists it: with its process and, from a task, the worker's error. */
+export interface IncidentItem extends Incident {
+  details: Record<string, unknown> | null;
+  definitionId: string;
+  definitionKey: string;
+  version: number;
+  businessKey: string | null;
+  errorMessage?: string | null;
+  /** the worker's stack trace */
+  errorDetails?: string | null;
+}
+
+export interface IncidentFilter {
+  definitionKey?: string;
+  kind?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export interface RetryResult {
+  id: string;
+  ok: boolean;
+  reason?: 'not_found' | 'not_open' | 'variables_too_large';
+  instanceStatus?: string;
+}
+
+export interface VariablesEdit {
+  /** the revision the edit was made on */
+  revision: number;
+  set?: Record<string, unknown>;
+  delete?: string[];
+}
+
 export interface InstanceDetail extends InstanceSummary {
   definitionId: string;
   revision: number;

@@ -5,6 +5,7 @@ import { LightElement } from './light-element.ts';
 import './baton-definition-view.ts';
 import './baton-diagram-list.ts';
 import './baton-editor.ts';
+import './baton-incident-list.ts';
 import './baton-instance-list.ts';
 import './baton-instance-view.ts';
 import './baton-task-list.ts';
@@ -59,6 +60,7 @@ export class BatonApp extends LightElement {
     if (section === 'instances') {
       return html`<baton-instance-list .definitionKey=${params.get('definitionKey') ?? ''} .status=${params.get('status') ?? ''}></baton-instance-list>`;
     }
+    if (section === 'incidents') return html`<baton-incident-list></baton-incident-list>`;
     if (section === 'tasks' && id) return html`<baton-task-view .taskId=${id}></baton-task-view>`;
     if (section === 'tasks') return html`<baton-task-list .tab=${params.get('tab') ?? ''}></baton-task-list>`;
     if (section === 'definitions' && id) {
@@ -77,6 +79,7 @@ export class BatonApp extends LightElement {
         <nav aria-label="Main">
           <a href="#/diagrams" aria-current=${section === 'diagrams' || section === 'definitions' ? 'page' : 'false'}>Diagrams</a>
           <a href="#/instances" aria-current=${section === 'instances' ? 'page' : 'false'}>Instances</a>
+          <a href="#/incidents" aria-current=${section === 'incidents' ? 'page' : 'false'}>Incidents</a>
           <a href="#/tasks" aria-current=${section === 'tasks' ? 'page' : 'false'}>Tasks</a>
         </nav>
         <baton-token-dialog></baton-token-dialog>

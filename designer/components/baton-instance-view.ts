@@ -11,6 +11,7 @@ import type { Canvas, DiagramElement, DiagramHost, ElementRegistry } from '../mo
 import { fitViewport } from '../modeler/fit-viewport.ts';
 import type StepStatusMarkers from '../modeler/status/step-status-markers.ts';
 import { formatTime, LightElement, shortId } from './light-element.ts';
+import './baton-variables-editor.ts';
 
 export class BatonInstanceView extends LightElement {
   static override properties = {
@@ -88,6 +89,14 @@ export class BatonInstanceView extends LightElement {
     } catch (err) {
       this.error = `The diagram of ${key} v${version} could not be shown: ${(err as Error).message}`;
     }
+  }
+
+  /** Reads the detail again now, without waiting for a frame (the variables editor's Reload). */
+  private reload(): void {
+    Promise.all([api.getInstance(this.instanceId), api.getHistory(this.instanceId, 0)]).then(
+      ([detail, history]) => void this.onSnapshot({ detail, history }),
+      (err: ApiError) => (this.actionError = err.message),
+    );
   }
 
   private async act(action: () => Promise<unknown>): Promise<void> {
@@ -236,7 +245,9 @@ export class BatonInstanceView extends LightElement {
           }
         </section>
         ${d.calledInstances.length > 0 ? this.renderCalled(d) : nothing}
-        <section aria-label="Variables"><h2>Variables</h2><pre class="variables">${JSON.stringify(d.variables, null, 2)}</pre></section>
+        <section aria-label="Variables"><h2>Variables <span class="revision">revision ${d.revision}</span></h2>
+          <baton-variables-editor .instanceId=${d.id} .variables=${d.variables} .revision=${d.revision} .editable=${open}
+            @baton-reload=${() => this.reload()}></baton-variables-editor></section>
         ${this.renderLog()}
         <section aria-label="History"><h2>History</h2>${this.renderHistory(s.history)}</section>
       </div>`;

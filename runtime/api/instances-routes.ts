@@ -1,8 +1,10 @@
 import { Router } from 'express';
 import type { Engine } from '../engine/context.ts';
 import { cancelInstance, startInstance, type StartInstanceRequest } from '../engine/instances.ts';
+import { editVariables, type EditVariablesRequest } from '../engine/instance-variables.ts';
 import { REPLAYABLE, replayInstance } from '../engine/replay.ts';
 import type { InstanceStatus } from '../model/vocabulary.ts';
+import type { Caller } from '../security/auth.ts';
 import { withPlannerDefaults } from '../store/db.ts';
 import { getInstanceDetail, listHistory, listInstances } from '../store/queries.ts';
 import { BatonError } from '../shared/errors.ts';
@@ -77,6 +79,29 @@ export function instancesRouter(engine: Engine): Router {
         status: result.status,
       });
     res.json({ id: req.params.id, status: result.status });
+  });
+
+  router.patch('/:id/variables', async (req, res) => {
+    const instanceId = requireUuid(req.params.id, 'instance');
+    const body = validateBody<Omit<EditVariablesRequest, 'instanceId' | 'by'>>('edit-variables-request', req.body ?? {});
+    const by = (res.locals.caller as Caller | undefined)?.name;
+    const result = await editVariables(engine, { ...body, instanceId, ...(by ? { by } : {}) });
+    if (!result.ok && result.reason === 'not_found') throw new BatonError('not_found', `No instance with id "${instanceId}"`);
+    if (!result.ok && result.reason === 'stale')
+      throw new BatonError(
+        'conflict',
+        `Instance ${instanceId} changed meanwhile: it is at revision ${result.revision}, the edit was made on revision ${body.revision}; read it again and edit that`,
+        { revision: result.revision },
+      );
+    if (!result.ok)
+      throw new BatonError(
+        'conflict',
+        `Instance ${instanceId} already ended (${result.status}); its variables stay as they were`,
+        {
+          status: result.status,
+        },
+      );
+    res.json({ id: instanceId, revision: result.revision, status: result.status, variables: result.variables });
   });
 
   router.post('/:id/replay', async (req, res) => {

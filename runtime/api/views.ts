@@ -1,6 +1,6 @@
 // Row -> JSON shapes of the native API (camelCase, ISO dates).
 import type { DefinitionRow, DefinitionSummary } from '../store/definitions.ts';
-import type { IncidentRow } from '../store/incidents.ts';
+import type { IncidentListRow, IncidentRow } from '../store/incidents.ts';
 import type { InstanceRow } from '../store/instances.ts';
 import type { EventRow, InstanceDetail } from '../store/queries.ts';
 import type { ExternalTaskRow, LockedTaskRow } from '../store/tasks.ts';
@@ -130,6 +130,18 @@ export function incidentView(x: IncidentRow) {
     status: x.status,
     createdAt: x.created_at,
     resolvedAt: x.resolved_at,
+  };
+}
+
+/** An incident as the operator's list shows it: its process, and its failed task's error and stack trace. */
+export function incidentListView(x: IncidentListRow) {
+  return {
+    ...incidentView(x),
+    definitionId: x.definition_id,
+    definitionKey: x.definition_key,
+    version: x.definition_version,
+    businessKey: x.business_key,
+    ...(x.task_id ? { errorMessage: x.error_message, errorDetails: x.error_details } : {}),
   };
 }
 

@@ -49,21 +49,81 @@ export async function requeueFailedTask(db: Queryable, taskId: string, retries: 
   return rows.length > 0;
 }
 
-export interface ListIncidentsParams {
+/** The filters an operator lists, counts and retries incidents by; each one given narrows the set. */
+export interface IncidentFilter {
   status?: 'open' | 'resolved';
   instanceId?: string;
+  definitionKey?: string;
+  definitionVersion?: number;
+  definitionId?: string;
+  kind?: IncidentKind;
+  stepId?: string;
+  /** created at least this many seconds ago */
+  olderThanSeconds?: number;
+  /** created at most this many seconds ago */
+  newerThanSeconds?: number;
+}
+
+export interface ListIncidentsParams extends IncidentFilter {
+  /** cursor: the last row of the page before (newest first), its creation time in microseconds since 1970 */
+  after?: { createdUs: string; id: string };
   limit: number;
 }
 
-/** Newest first. Names only the filters given (whereGiven). */
-export async function listIncidents(db: Queryable, p: ListIncidentsParams): Promise<IncidentRow[]> {
-  const w = whereGiven((param) => [
-    p.status !== undefined && `status = ${param(p.status)}`,
-    p.instanceId !== undefined && `instance_id = ${param(p.instanceId)}::uuid`,
+/** An incident as the operator lists it: with its process, and its failed task's error when a task raised it. */
+export interface IncidentListRow extends IncidentRow {
+  definition_id: string;
+  definition_key: string;
+  definition_version: number;
+  business_key: string | null;
+  error_message: string | null;
+  error_details: string | null;
+  created_us: string;
+}
+
+// The filters join instances only for the definition columns; a plain status filter reads incidents_open_idx.
+function incidentWhere(f: IncidentFilter, after?: ListIncidentsParams['after']) {
+  return whereGiven((param) => [
+    f.status !== undefined && `x.status = ${param(f.status)}`,
+    f.instanceId !== undefined && `x.instance_id = ${param(f.instanceId)}::uuid`,
+    f.definitionKey !== undefined && `i.definition_key = ${param(f.definitionKey)}`,
+    f.definitionVersion !== undefined && `i.definition_version = ${param(f.definitionVersion)}::int`,
+    f.definitionId !== undefined && `i.definition_id = ${param(f.definitionId)}::uuid`,
+    f.kind !== undefined && `x.kind = ${param(f.kind)}`,
+    f.stepId !== undefined && `x.step_id = ${param(f.stepId)}`,
+    f.olderThanSeconds !== undefined && `x.created_at <= now() - ${param(f.olderThanSeconds)}::int * interval '1 second'`,
+    f.newerThanSeconds !== undefined && `x.created_at >= now() - ${param(f.newerThanSeconds)}::int * interval '1 second'`,
+    after !== undefined &&
+      `(x.created_at, x.id) < (timestamptz 'epoch' + ${param(after.createdUs)}::bigint * interval '1 microsecond', ${param(after.id)}::uuid)`,
   ]);
-  const { rows } = await db.query<IncidentRow>(
-    `select * from incidents where ${w.sql} order by created_at desc, id limit $${w.values.length + 1}`,
+}
+
+/** Newest first, a page at a time. Names only the filters given (whereGiven). */
+export async function listIncidents(db: Queryable, p: ListIncidentsParams): Promise<IncidentListRow[]> {
+  const w = incidentWhere(p, p.after);
+  const { rows } = await db.query<IncidentListRow>(
+    `select x.*, i.definition_id, i.definition_key, i.definition_version, i.business_key,
+            t.error_message, t.error_details, (extract(epoch from x.created_at) * 1000000)::bigint::text as created_us
+       from incidents x
+       join instances i on i.id = x.instance_id
+       left join external_tasks t on t.id = x.task_id
+      where ${w.sql}
+      order by x.created_at desc, x.id desc
+      limit $${w.values.length + 1}`,
     [...w.values, p.limit],
+  );
+  return rows;
+}
+
+/** How many incidents the filter matches, by kind. */
+export async function countIncidents(db: Queryable, f: IncidentFilter): Promise<{ kind: IncidentKind; count: number }[]> {
+  const w = incidentWhere(f);
+  const { rows } = await db.query<{ kind: IncidentKind; count: number }>(
+    `select x.kind, count(*)::int as count
+       from incidents x join instances i on i.id = x.instance_id
+      where ${w.sql}
+      group by x.kind order by x.kind`,
+    w.values,
   );
   return rows;
 }

@@ -117,7 +117,7 @@ describe('designer: lint, deploy, start, watch', () => {
     await shape('work', '.baton-step-completed').waitFor();
     await shape('end', '.baton-step-completed').waitFor();
     await h.page.locator('.timeline', { hasText: 'instance:completed' }).waitFor();
-    await expect(h.page.locator('.variables').textContent()).resolves.toContain('"charged": 120');
+    await expect(h.page.locator('.variables tr[data-variable="charged"] .value').textContent()).resolves.toBe('120');
     await h.screenshot('05-instance-completed');
     await waitFor(async () =>
       (await h.t.api.get('/api/instances?status=completed')).body.items.length === 1 ? true : undefined,

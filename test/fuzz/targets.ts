@@ -52,6 +52,12 @@ export const TARGETS: Target[] = [
     valid: (i) => ({ workerId: 'other', lockToken: i.lockToken }),
   },
   { method: 'POST', path: () => `/api/incidents/${missing}/retry`, valid: () => ({ retries: 1, variables: {} }) },
+  { method: 'POST', path: () => '/api/incidents/retry', valid: () => ({ ids: [missing], retries: 1, variables: { a: 1 } }) },
+  {
+    method: 'PATCH',
+    path: (i) => `/api/instances/${i.instanceId}/variables`,
+    valid: () => ({ revision: 0, set: { a: 1 }, delete: ['b'] }),
+  },
   { method: 'POST', path: () => '/api/messages', valid: () => ({ name: 'm', correlationKey: 'k', ttlMs: 0 }) },
   { method: 'POST', path: () => '/api/signals', valid: () => ({ name: 'nobody-listens' }) },
   {
@@ -124,7 +130,8 @@ export const TARGETS: Target[] = [
 export const QUERY_TARGETS: { path: (ids: FuzzIds) => string; valid: Record<string, string> }[] = [
   { path: () => '/api/instances', valid: { status: 'running', limit: '5' } },
   { path: (i) => `/api/instances/${i.instanceId}/history`, valid: { afterSeq: '0', limit: '5' } },
-  { path: () => '/api/incidents', valid: { status: 'open', limit: '5' } },
+  { path: () => '/api/incidents', valid: { status: 'open', limit: '5', kind: 'task_failed', olderThan: '1h' } },
+  { path: () => '/api/incidents/count', valid: { definitionKey: 'fz', version: '1', newerThan: '15m' } },
   { path: () => '/api/definitions/fz/heatmap', valid: { version: '1' } },
   { path: () => '/api/element-templates', valid: { topic: 'fz-task' } },
   { path: () => '/api/topics/activity', valid: { topic: 'fz-task' } },

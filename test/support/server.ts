@@ -89,6 +89,7 @@ export function apiClient(baseUrl: string, token?: string) {
     get: <T = any>(path: string) => call<T>('GET', path),
     post: <T = any>(path: string, body?: unknown, init?: { contentType?: string; signal?: AbortSignal }) =>
       call<T>('POST', path, body, init),
+    patch: <T = any>(path: string, body?: unknown) => call<T>('PATCH', path, body),
   };
 }
 

@@ -1,0 +1,62 @@
+// An operator's edit of an instance's variables: one transition, guarded by the revision the
+// operator read, so an edit made on a stale view changes nothing.
+import { emptyEffects } from '../model/effects.ts';
+import type { Engine } from './context.ts';
+import { isEnded } from './incidents.ts';
+import { commitTransition } from './transition.ts';
+import type { InstanceStatus } from '../model/vocabulary.ts';
+import { withTransaction } from '../store/db.ts';
+import { lockInstance } from '../store/instances.ts';
+import { BatonError } from '../shared/errors.ts';
+import { jsonbTextBytes } from '../shared/variables-size.ts';
+
+export interface EditVariablesRequest {
+  instanceId: string;
+  /** the revision the edit was made on */
+  revision: number;
+  set?: Record<string, unknown>;
+  delete?: string[];
+  /** the token name of the caller, kept in the history event */
+  by?: string;
+}
+
+export type EditVariablesResult =
+  | { ok: true; revision: number; status: InstanceStatus; variables: Record<string, unknown> }
+  | { ok: false; reason: 'not_found' }
+  | { ok: false; reason: 'stale'; revision: number }
+  | { ok: false; reason: 'ended'; status: InstanceStatus };
+
+export async function editVariables(engine: Engine, req: EditVariablesRequest): Promise<EditVariablesResult> {
+  const set = req.set ?? {};
+  const deleted = req.delete ?? [];
+  const both = deleted.filter((name) => Object.hasOwn(set, name));
+  if (both.length > 0)
+    throw new BatonError('validation', `Invalid request body: ${both.join(', ')} both set and deleted; name each once`, {
+      names: both,
+    });
+  if (Object.keys(set).length === 0 && deleted.length === 0)
+    throw new BatonError('validation', 'Invalid request body: set or delete at least one variable');
+  return withTransaction(engine.pool, async (tx) => {
+    const instance = await lockInstance(tx, req.instanceId);
+    if (!instance) return { ok: false, reason: 'not_found' };
+    if (isEnded(instance.status)) return { ok: false, reason: 'ended', status: instance.status };
+    if (instance.revision !== req.revision) return { ok: false, reason: 'stale', revision: instance.revision };
+    const variables = { ...instance.variables, ...set };
+    for (const name of deleted) delete variables[name];
+    const max = engine.options.maxVariablesBytes;
+    const bytes = Number.isFinite(max) ? jsonbTextBytes(variables) : 0;
+    if (bytes > max)
+      throw new BatonError(
+        'payload_too_large',
+        `With this edit instance ${instance.id} would hold ${bytes} bytes of variables, above the limit of ${max} bytes (BATON_MAX_VARIABLES_BYTES)`,
+        { limit: 'maxVariablesBytes', max, actual: bytes },
+      );
+    const fx = emptyEffects();
+    fx.events.push({
+      kind: 'variables:edited',
+      data: { set: Object.keys(set), deleted, by: req.by ?? null, revision: instance.revision },
+    });
+    const status = await commitTransition(tx, instance, fx, variables);
+    return { ok: true, revision: instance.revision + 1, status, variables };
+  });
+}
