@@ -5,19 +5,21 @@ import type { Engine } from './context.ts';
 import { isEnded } from './incidents.ts';
 import { commitTransition } from './transition.ts';
 import type { InstanceStatus } from '../model/vocabulary.ts';
-import { withTransaction } from '../store/db.ts';
+import { withTransaction, type PoolClient } from '../store/db.ts';
 import { lockInstance } from '../store/instances.ts';
 import { BatonError } from '../shared/errors.ts';
 import { jsonbTextBytes } from '../shared/variables-size.ts';
 
 export interface EditVariablesRequest {
   instanceId: string;
-  /** the revision the edit was made on */
-  revision: number;
+  /** the revision the edit was made on; absent: the current one (Camunda 7's variable writes name none) */
+  revision?: number;
   set?: Record<string, unknown>;
   delete?: string[];
   /** the token name of the caller, kept in the history event */
   by?: string;
+  /** runs in the edit's transaction, e.g. to keep the values' Camunda types */
+  alongside?: (tx: PoolClient, instanceId: string) => Promise<void>;
 }
 
 export type EditVariablesResult =
@@ -40,7 +42,7 @@ export async function editVariables(engine: Engine, req: EditVariablesRequest): 
     const instance = await lockInstance(tx, req.instanceId);
     if (!instance) return { ok: false, reason: 'not_found' };
     if (isEnded(instance.status)) return { ok: false, reason: 'ended', status: instance.status };
-    if (instance.revision !== req.revision) return { ok: false, reason: 'stale', revision: instance.revision };
+    if (req.revision !== undefined && instance.revision !== req.revision) return { ok: false, reason: 'stale', revision: instance.revision };
     const variables = { ...instance.variables, ...set };
     for (const name of deleted) delete variables[name];
     const max = engine.options.maxVariablesBytes;
@@ -57,6 +59,7 @@ export async function editVariables(engine: Engine, req: EditVariablesRequest): 
       data: { set: Object.keys(set), deleted, by: req.by ?? null, revision: instance.revision },
     });
     const status = await commitTransition(tx, instance, fx, variables);
+    await req.alongside?.(tx, instance.id);
     return { ok: true, revision: instance.revision + 1, status, variables };
   });
 }

@@ -158,3 +158,43 @@ describe('incidents and history', () => {
     expect((await rest('GET', '/history/process-instance?variables=a_eq_1')).status).toBe(400);
   });
 });
+
+describe('process instance variables', () => {
+  it('given Camunda variable writes, then modifications keep their types, PUT sets one, DELETE removes one, each recorded in the history', async () => {
+    const id = await startByKey(t.url, 'pq_orders', {
+      businessKey: 'pq-vars',
+      variables: { amount: { value: 5, type: 'Integer' }, note: { value: 'x', type: 'String' } },
+    });
+    const posted = await rest('POST', `/process-instance/${id}/variables`, {
+      modifications: { amount: { value: 7, type: 'Long' }, due: { value: '2026-12-24T17:00:00.000+0000', type: 'Date' } },
+      deletions: ['note'],
+    });
+    expect(posted.status).toBe(204);
+    let vars = (await rest('GET', `/process-instance/${id}/variables`)).body;
+    expect(vars).toEqual({
+      amount: { type: 'Long', value: 7, valueInfo: {} },
+      due: { type: 'Date', value: '2026-12-24T17:00:00.000+0000', valueInfo: {} },
+    });
+    expect((await rest('PUT', `/process-instance/${id}/variables/approved`, { value: true, type: 'Boolean' })).status).toBe(204);
+    expect((await rest('DELETE', `/process-instance/${id}/variables/due`)).status).toBe(204);
+    vars = (await rest('GET', `/process-instance/${id}/variables`)).body;
+    expect(Object.keys(vars).sort()).toEqual(['amount', 'approved']);
+    const edits = (await t.api.get(`/api/instances/${id}/history`)).body.items.filter(
+      (e: { kind: string }) => e.kind === 'variables:edited',
+    );
+    expect(edits.map((e: { data: { set: string[]; deleted: string[] } }) => [e.data.set, e.data.deleted])).toEqual([
+      [['amount', 'due'], ['note']],
+      [['approved'], []],
+      [[], ['due']],
+    ]);
+
+    const bad = await rest('POST', `/process-instance/${id}/variables`, {
+      modifications: { amount: { value: 'many', type: 'Long' } },
+    });
+    expect(bad).toMatchObject({ status: 400, body: { type: 'InvalidRequestException' } });
+    expect((await rest('GET', `/process-instance/${id}/variables/amount`)).body.value).toBe(7);
+    expect(
+      (await rest('PUT', `/process-instance/${'0'.repeat(8)}-0000-4000-8000-000000000000/variables/x`, { value: 1 })).status,
+    ).toBe(404);
+  });
+});

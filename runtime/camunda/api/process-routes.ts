@@ -4,7 +4,10 @@
 import { Router, type Response } from 'express';
 import type { Engine } from '../../engine/context.ts';
 import { startCamundaInstance } from '../engine/instances.ts';
-import { loadInstanceVariables, loadVariableContent, type InstanceVariables } from '../store/variables.ts';
+import { loadInstanceVariables, loadVariableContent, writeVariableTypes, type InstanceVariables } from '../store/variables.ts';
+import { editVariables } from '../../engine/instance-variables.ts';
+import type { Caller } from '../../security/auth.ts';
+import type { CamundaVariables } from '../engine/tasks.ts';
 import { findDefinition, findDefinitionById } from '../../store/definitions.ts';
 import { isUuid } from '../../shared/validate.ts';
 import { cancelInstance } from '../../engine/instances.ts';
@@ -15,7 +18,7 @@ import {
   listCamundaInstances,
   type CamundaDefinitionRow,
 } from '../store/process-queries.ts';
-import { CamundaError, notFound, sendJson, sendNoContent } from './errors.ts';
+import { CamundaError, invalidRequest, notFound, sendJson, sendNoContent } from './errors.ts';
 import { readDefinitionQuery, readInstanceQuery } from './process-query.ts';
 import { bodyObject } from './query-params.ts';
 import { validateCamundaBody } from './validate.ts';
@@ -137,7 +140,54 @@ export function processInstanceRouter(engine: Engine): Router {
     await sendContent(engine, res, String(req.params.id), String(req.params.name));
   });
 
+  // Variable writes apply to the instance as it is now (Camunda names no revision), as one transition each.
+  router.post('/:id/variables', async (req, res) => {
+    const body = validateCamundaBody<{ modifications?: Record<string, WireVariable> | null; deletions?: string[] | null }>(
+      'variables-modification-request',
+      req.body ?? {},
+    );
+    await writeVariables(engine, res, String(req.params.id), readVariables(body.modifications), body.deletions ?? []);
+  });
+  router.put('/:id/variables/:name', async (req, res) => {
+    const name = String(req.params.name);
+    const body = validateCamundaBody<WireVariable>('variable-value-request', req.body ?? {});
+    await writeVariables(engine, res, String(req.params.id), readVariables({ [name]: body }), []);
+  });
+  router.delete('/:id/variables/:name', async (req, res) => {
+    await writeVariables(engine, res, String(req.params.id), readVariables({}), [String(req.params.name)]);
+  });
+
   return router;
+}
+
+async function writeVariables(
+  engine: Engine,
+  res: Response,
+  id: string,
+  set: CamundaVariables,
+  deletions: string[],
+): Promise<void> {
+  const transient = Object.keys(set.transient);
+  if (transient.length > 0) throw invalidRequest(`Baton keeps no transient variables on an instance: ${transient.join(', ')}`);
+  if (Object.keys(set.values).length === 0 && deletions.length === 0) return sendNoContent(res);
+  // Camunda applies the deletions after the modifications: a name in both ends deleted.
+  const values = Object.fromEntries(Object.entries(set.values).filter(([name]) => !deletions.includes(name)));
+  const types = set.types.filter((t) => !deletions.includes(t.name));
+  const result = isUuid(id)
+    ? await editVariables(engine, {
+        instanceId: id,
+        set: values,
+        delete: deletions,
+        ...(callerName(res) ? { by: callerName(res)! } : {}),
+        alongside: (tx, instanceId) => writeVariableTypes(tx, instanceId, types),
+      })
+    : ({ ok: false, reason: 'not_found' } as const);
+  if (!result.ok) throw notFound(`Cannot modify variables for process instance ${id}: it does not exist or has ended`);
+  sendNoContent(res);
+}
+
+function callerName(res: Response): string | undefined {
+  return (res.locals.caller as Caller | undefined)?.name;
 }
 
 export function executionRouter(engine: Engine): Router {
