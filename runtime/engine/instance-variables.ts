@@ -42,7 +42,8 @@ export async function editVariables(engine: Engine, req: EditVariablesRequest): 
     const instance = await lockInstance(tx, req.instanceId);
     if (!instance) return { ok: false, reason: 'not_found' };
     if (isEnded(instance.status)) return { ok: false, reason: 'ended', status: instance.status };
-    if (req.revision !== undefined && instance.revision !== req.revision) return { ok: false, reason: 'stale', revision: instance.revision };
+    if (req.revision !== undefined && instance.revision !== req.revision)
+      return { ok: false, reason: 'stale', revision: instance.revision };
     const variables = { ...instance.variables, ...set };
     for (const name of deleted) delete variables[name];
     const max = engine.options.maxVariablesBytes;
