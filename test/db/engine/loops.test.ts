@@ -17,7 +17,8 @@ let t: TestServer;
 beforeAll(async () => {
   t = await startTestServer();
   await deploy(t.api, reworkBpmn('revise'));
-  // A task retried from the start when its timer runs out: the boundary path leads back.
+  // A task retried from the start when its timer runs out: the boundary path leads back. Each
+  // pass reads its timer's duration from `patience` when it arms it.
   await deploy(
     t.api,
     buildBpmn(
@@ -26,7 +27,7 @@ beforeAll(async () => {
         { id: 's', type: 'startEvent' },
         { id: 'merge', type: 'exclusiveGateway' },
         { id: 'work', type: 'serviceTask', topic: 'patience-work' },
-        { id: 'timeout', type: 'boundaryEvent', attachedTo: 'work', timer: { duration: 'PT0.3S' } },
+        { id: 'timeout', type: 'boundaryEvent', attachedTo: 'work', timer: { duration: '${patience}' } },
         { id: 'e', type: 'endEvent' },
       ],
       [
@@ -281,7 +282,10 @@ describe('loops', () => {
   });
 
   it('given a timer boundary whose path leads back, each pass has its own timer: the one that fired is not armed again, the next is canceled when the task completes', async () => {
-    const id = await start(t.api, 'patience');
+    const id = await start(t.api, 'patience', { variables: { patience: 'PT2S' } });
+    // Pass 1 armed two seconds; pass 2 arms an hour, so that it waits for its task however slow the machine is.
+    const { revision } = (await t.api.get(`/api/instances/${id}`)).body;
+    expect((await t.api.patch(`/api/instances/${id}/variables`, { revision, set: { patience: 'PT1H' } })).status).toBe(200);
     const first = await fetchOne(t.api, 'w', 'patience-work');
     // The first attempt is never completed: its timer fires, cancels it and starts pass 2.
     const second = await fetchOne(t.api, 'w', 'patience-work');
