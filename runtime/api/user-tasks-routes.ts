@@ -8,6 +8,7 @@ import {
   claimUserTask,
   completeUserTask,
   readUserTask,
+  throwUserTaskError,
   unclaimUserTask,
   withStep,
   type UserTaskActor,
@@ -98,6 +99,21 @@ export function userTasksRouter(engine: Engine): Router {
       body.variables ?? {},
     );
     res.json({ id, status: 'completed', instanceId: done.instanceId });
+  });
+
+  router.post('/:id/bpmn-error', async (req, res) => {
+    const id = requireUuid(req.params.id, 'user task');
+    const body = validateBody<{ userId?: string; errorCode: string; errorMessage?: string; variables?: Variables }>(
+      'user-task-bpmn-error-request',
+      req.body ?? {},
+    );
+    const actor = actorOf(body.userId ? { userId: body.userId } : {}, res);
+    const done = await throwUserTaskError(engine, id, actor, {
+      errorCode: body.errorCode,
+      ...(body.errorMessage ? { errorMessage: body.errorMessage } : {}),
+      variables: body.variables ?? {},
+    });
+    res.json({ id, status: 'errored', instanceId: done.instanceId });
   });
 
   return router;

@@ -449,8 +449,10 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
     );
     return;
   }
-  // No worker runs a receive or user task: nothing throws an error there, and Baton keeps no work of its own to undo.
-  if (receiving && (wait?.trigger === 'error' || wait?.trigger === 'compensation')) {
+  // Nothing runs a receive task: no error is thrown there. A person throws one from a user task
+  // (the tasklist's bpmn-error). Baton keeps no work of either to undo.
+  const userTask = host.element.$type === 'bpmn:UserTask';
+  if (receiving && ((wait?.trigger === 'error' && !userTask) || wait?.trigger === 'compensation')) {
     const what = isReceiveTask(host) ? 'receive task' : 'user task';
     specs.diagnostics.push(
       errorAt(

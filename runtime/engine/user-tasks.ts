@@ -9,6 +9,7 @@ import { lockInstance, type LockedInstance } from '../store/instances.ts';
 import { findUserTask, setUserTaskAssignee, type UserTaskRow } from '../store/user-tasks.ts';
 import { planOf, type Engine } from './context.ts';
 import { indexPlan } from './plan-index.ts';
+import { findErrorBoundary, fireWait, throwToParent } from './advance.ts';
 import { commitTransition } from './transition.ts';
 import { checkForm } from './user-task-details.ts';
 import { deliverToSubscription } from './waits.ts';
@@ -116,17 +117,7 @@ export async function completeUserTask(
 ): Promise<{ instanceId: string }> {
   return withTransaction(engine.pool, async (tx) => {
     const { task, instance } = await lockTask(tx, taskId);
-    if (opts.needsClaim !== false) {
-      if (task.assignee === null)
-        throw new BatonError(
-          'conflict',
-          `User task ${taskId} is not claimed: "${actor.userId}" claims it first, then completes it`,
-        );
-      if (task.assignee !== actor.userId)
-        throw new BatonError('conflict', `User task ${taskId} is claimed by "${task.assignee}", not by "${actor.userId}"`, {
-          assignee: task.assignee,
-        });
-    }
+    if (opts.needsClaim !== false) checkHolder(task, actor, 'completes it');
     const { spec } = await withStep(engine, task, tx);
     const problems = opts.checkForm === false ? [] : checkForm(spec, variables, instance.variables);
     if (problems.length > 0)
@@ -136,6 +127,72 @@ export async function completeUserTask(
     const data = { taskId, completedBy: actor.userId, ...(actor.caller ? { by: actor.caller } : {}) };
     const sub = { ...task, kind: 'user' as const, name: task.step_id, correlation_key: null };
     if (!(await deliverToSubscription(engine, tx, instance, sub, variables, data))) throw notFound(taskId);
+    await opts.alongside?.(tx, instance.id);
+    return { instanceId: instance.id };
+  });
+}
+
+/** The person who acts on a task must hold it. */
+function checkHolder(task: UserTaskRow, actor: UserTaskActor, then: string): void {
+  if (task.assignee === null)
+    throw new BatonError('conflict', `User task ${task.id} is not claimed: "${actor.userId}" claims it first, then ${then}`);
+  if (task.assignee !== actor.userId)
+    throw new BatonError('conflict', `User task ${task.id} is claimed by "${task.assignee}", not by "${actor.userId}"`, {
+      assignee: task.assignee,
+    });
+}
+
+export interface UserTaskError {
+  errorCode: string;
+  errorMessage?: string;
+  variables: Variables;
+}
+
+/**
+ * The person holding the task reports a business error instead of completing it: the error
+ * boundary on the task (or an error event subprocess around it) that catches the code takes the
+ * token, and the task ends; in a called instance the error goes on to the caller. Nothing that
+ * catches it: refused, and nothing changes (the person completes the task instead).
+ */
+export async function throwUserTaskError(
+  engine: Engine,
+  taskId: string,
+  actor: UserTaskActor,
+  error: UserTaskError,
+  opts: Pick<CompleteOptions, 'needsClaim' | 'alongside'> = {},
+): Promise<{ instanceId: string }> {
+  return withTransaction(engine.pool, async (tx) => {
+    const { task, instance } = await lockTask(tx, taskId);
+    if (opts.needsClaim !== false) checkHolder(task, actor, 'reports an error');
+    const plan = await planOf(engine, task.definition_id, tx);
+    const variables = { ...instance.variables, ...error.variables };
+    const fx = emptyEffects();
+    fx.events.push({
+      kind: 'userTask:bpmn_error',
+      stepId: task.step_id,
+      data: {
+        taskId,
+        errorCode: error.errorCode,
+        ...(error.errorMessage ? { errorMessage: error.errorMessage } : {}),
+        ...(actor.userId ? { userId: actor.userId } : {}),
+        ...(actor.caller ? { by: actor.caller } : {}),
+      },
+    });
+    const boundary = findErrorBoundary(plan, task.step_id, error.errorCode, instance.state);
+    if (boundary?.wait?.trigger === 'error') {
+      if (boundary.wait.errorCodeVariable) variables[boundary.wait.errorCodeVariable] = error.errorCode;
+      if (boundary.wait.errorMessageVariable) variables[boundary.wait.errorMessageVariable] = error.errorMessage ?? null;
+      fireWait(plan, boundary.id, instance.state, variables, fx, { errorCode: error.errorCode });
+    } else if (instance.state.calledBy !== undefined) {
+      throwToParent(plan, task.step_id, error.errorCode, error.errorMessage ?? null, instance.state, fx);
+    } else {
+      throw new BatonError(
+        'conflict',
+        `No error boundary or error event subprocess catches error "${error.errorCode}" thrown at user task ${task.step_id}; nothing changed: complete the task instead`,
+        { errorCode: error.errorCode },
+      );
+    }
+    await commitTransition(tx, instance, fx, variables, { plan });
     await opts.alongside?.(tx, instance.id);
     return { instanceId: instance.id };
   });

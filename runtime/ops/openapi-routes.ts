@@ -290,6 +290,14 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: 'post',
+    path: '/api/user-tasks/{id}/bpmn-error',
+    summary: 'Report a business error from a claimed user task to its error boundary',
+    roles: 'admin, person',
+    body: 'user-task-bpmn-error-request',
+    success: [200, '{id, status, instanceId}'],
+  },
+  {
+    method: 'post',
     path: '/api/messages',
     summary: 'Publish a message',
     roles: 'admin',

@@ -169,6 +169,35 @@ describe('Camunda 7 task API', () => {
     await waitForStatus(t.api, instanceId, 'completed');
   });
 
+  it('given an error boundary on the task, then bpmnError from the holder takes the boundary path with its variables typed', async () => {
+    await deploy(
+      t.api,
+      inlineDefinitions('c7_reject', [
+        '<bpmn:startEvent id="start" />',
+        '<bpmn:userTask id="review" camunda:candidateGroups="sales" />',
+        '<bpmn:boundaryEvent id="rejected" attachedToRef="review"><bpmn:errorEventDefinition errorRef="e1" /></bpmn:boundaryEvent>',
+        '<bpmn:endEvent id="end" />',
+        '<bpmn:endEvent id="closed" />',
+        flow('f1', 'start', 'review'),
+        flow('f2', 'review', 'end'),
+        flow('f3', 'rejected', 'closed'),
+      ]).replace('</bpmn:definitions>', '<bpmn:error id="e1" errorCode="REJECTED" /></bpmn:definitions>'),
+    );
+    const instanceId = await start(t.api, 'c7_reject');
+    const task = await openTask(instanceId);
+    const unheld = await rest('alice', 'POST', `/task/${task.id}/bpmnError`, { errorCode: 'REJECTED' });
+    expect(unheld).toMatchObject({ status: 409, body: { type: 'RestException' } });
+    expect((await rest('alice', 'POST', `/task/${task.id}/claim`, { userId: 'alice' })).status).toBe(204);
+    const thrown = await rest('alice', 'POST', `/task/${task.id}/bpmnError`, {
+      errorCode: 'REJECTED',
+      variables: { reason: { value: 'too expensive', type: 'String' } },
+    });
+    expect(thrown.status).toBe(204);
+    const done = await waitForStatus(t.api, instanceId, 'completed');
+    expect(done.variables).toMatchObject({ reason: 'too expensive' });
+    expect((done.steps as { stepId: string; status: string }[]).find((x) => x.stepId === 'closed')?.status).toBe('completed');
+  });
+
   it('given a query Baton cannot answer or bad input, then it is refused with a reason and nothing changes', async () => {
     const instanceId = await start(t.api, 'c7_review');
     const task = await openTask(instanceId);

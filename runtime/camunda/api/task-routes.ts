@@ -9,6 +9,7 @@ import {
   assignUserTask,
   claimUserTask,
   readUserTask,
+  throwUserTaskError,
   unclaimUserTask,
   withStep,
   type UserTaskActor,
@@ -23,7 +24,7 @@ import { withPlannerDefaults } from '../../store/db.ts';
 import type { UserTaskRow } from '../../store/user-tasks.ts';
 import { completeCamundaUserTask } from '../engine/user-tasks.ts';
 import { countCamundaUserTasks, listCamundaUserTasks } from '../store/user-task-queries.ts';
-import { loadInstanceVariables } from '../store/variables.ts';
+import { loadInstanceVariables, writeVariableTypes } from '../store/variables.ts';
 import { CamundaError, invalidRequest, sendJson, sendNoContent } from './errors.ts';
 import { bodyObject } from './query-params.ts';
 import { readUserTaskQuery } from './user-task-query.ts';
@@ -155,6 +156,35 @@ export function taskRouter(engine: Engine, groups: GroupDirectory): Router {
       if (body.withVariablesInReturn !== true || !after) return sendNoContent(res);
       sendJson(res, 200, renderVariables(after.variables, after.types));
     };
+  router.post('/:id/bpmnError', async (req, res) => {
+    const id = taskIdOf(req.params.id);
+    const body = validateCamundaBody<{ errorCode: string; errorMessage?: string | null; variables?: Vars }>(
+      'task-bpmn-error-request',
+      req.body,
+    );
+    const variables = readVariables(body.variables);
+    if (Object.keys(variables.transient).length > 0)
+      throw invalidRequest('Baton does not support transient variables when reporting an error');
+    const caller = callerOf(res);
+    const person = caller?.role === Role.person;
+    await inCamundaTerms(
+      () =>
+        throwUserTaskError(
+          engine,
+          id,
+          person ? personActor(caller) : operatorActor(caller),
+          {
+            errorCode: body.errorCode,
+            ...(body.errorMessage ? { errorMessage: body.errorMessage } : {}),
+            variables: variables.values,
+          },
+          { needsClaim: person, alongside: (tx, instanceId) => writeVariableTypes(tx, instanceId, variables.types) },
+        ),
+      id,
+    );
+    sendNoContent(res);
+  });
+
   router.post('/:id/complete', completion(false));
   router.post('/:id/submit-form', completion(true));
 

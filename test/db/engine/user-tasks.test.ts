@@ -197,6 +197,45 @@ describe('user tasks', () => {
     expect(steps.ship).toBe('skipped');
   });
 
+  it('given an error boundary on a user task, then the holder reports the error, the boundary path runs and the task ends; an uncaught code changes nothing', async () => {
+    await deploy(
+      t.api,
+      approval('ut_error', [
+        '<bpmn:boundaryEvent id="rejected" attachedToRef="approve"><bpmn:errorEventDefinition errorRef="err_rejected" camunda:errorMessageVariable="why" /></bpmn:boundaryEvent>',
+        '<bpmn:endEvent id="closed" />',
+        flow('f4', 'rejected', 'closed'),
+      ]).replace('</bpmn:definitions>', '<bpmn:error id="err_rejected" errorCode="REJECTED" /></bpmn:definitions>'),
+    );
+    const instanceId = await start(t.api, 'ut_error', { variables: { team: 'sales', urgency: 50 } });
+    const { id } = await openTask(instanceId);
+    const notHeld = await t.api.post(`/api/user-tasks/${id}/bpmn-error`, { userId: 'bob', errorCode: 'REJECTED' });
+    expect(notHeld.status).toBe(409);
+    expect((await claim(id, 'bob')).status).toBe(200);
+    const uncaught = await t.api.post(`/api/user-tasks/${id}/bpmn-error`, { userId: 'bob', errorCode: 'OTHER' });
+    expect(uncaught.status).toBe(409);
+    expect(uncaught.body.message).toContain('No error boundary');
+    expect((await t.api.get(`/api/user-tasks/${id}`)).body.assignee).toBe('bob');
+
+    const thrown = await t.api.post(`/api/user-tasks/${id}/bpmn-error`, {
+      userId: 'bob',
+      errorCode: 'REJECTED',
+      errorMessage: 'price too high',
+      variables: { note: 'call the customer' },
+    });
+    expect(thrown.status, JSON.stringify(thrown.body)).toBe(200);
+    const done = await waitForStatus(t.api, instanceId, 'completed');
+    expect(done.variables).toMatchObject({ why: 'price too high', note: 'call the customer' });
+    expect((await t.api.get(`/api/user-tasks/${id}`)).status).toBe(404);
+    const steps = Object.fromEntries((done.steps as { stepId: string; status: string }[]).map((x) => [x.stepId, x.status]));
+    expect(steps).toMatchObject({ approve: 'canceled', rejected: 'completed', closed: 'completed' });
+    const history = (await t.api.get(`/api/instances/${instanceId}/history`)).body.items as any[];
+    expect(history.find((e) => e.kind === 'userTask:bpmn_error')?.data).toMatchObject({
+      taskId: id,
+      errorCode: 'REJECTED',
+      userId: 'bob',
+    });
+  });
+
   it('given an operator, then assignee gives the task to anyone and null frees it', async () => {
     await deploy(t.api, approval('ut_assign'));
     const instanceId = await start(t.api, 'ut_assign', { variables: { team: 'sales', urgency: 50 } });
