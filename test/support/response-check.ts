@@ -1,7 +1,9 @@
 // Checks the server's real answers against the OpenAPI documents: test/support/server.ts's
 // apiClient and test/camunda/support.ts's engineRest call checkResponse on every answer, so
 // every test that uses them also checks that the route, its status and its JSON are documented.
-// BATON_RESPONSE_CHECK=off turns it off (e.g. while changing a view and its schema together).
+// BATON_RESPONSE_CHECK=off turns it off (e.g. while changing a view and its schema together);
+// BATON_RESPONSE_REPORT=<file> appends `operationId status` per checked answer, to see what the suite covers.
+import { appendFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsPlugin from 'ajv-formats';
 import { buildCamundaOpenApiDocument, buildOpenApiDocument } from '../../runtime/ops/openapi.ts';
@@ -101,6 +103,8 @@ export function checkResponse(answer: CheckedAnswer): void {
   if (process.env.BATON_RESPONSE_CHECK === 'off') return;
   const route = findRoute(answer.method, answer.path);
   if (!route) return; // unknown routes (404 tests, the designer's files) are not in the documents
+  if (process.env.BATON_RESPONSE_REPORT)
+    appendFileSync(process.env.BATON_RESPONSE_REPORT, `${route.operationId} ${answer.status}\n`);
   const where = `${answer.method} ${answer.path} (${route.operationId}, ${route.template})`;
   const status = String(answer.status);
   const documented = route.responses[status] ?? route.responses[`${status[0]}XX`] ?? route.responses.default;
