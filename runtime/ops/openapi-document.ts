@@ -87,11 +87,29 @@ function queryParameters(schema: Json | undefined): Json[] {
   return Object.entries(props).map(([name, s]) => ({ name, in: 'query', required: false, schema: s }));
 }
 
+// With the BPMN file as the body, deploy's options come as query parameters (api/definitions-routes.ts).
+const XML_BODY_OPTIONS: Json[] = [
+  {
+    name: 'processId',
+    in: 'query',
+    required: false,
+    description: 'with an XML body: the process to deploy',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'javaTasksAsTopics',
+    in: 'query',
+    required: false,
+    description: 'with an XML body: Java-bound tasks become external tasks',
+    schema: { type: 'boolean' },
+  },
+];
+
 function requestBody(op: Operation): Json | undefined {
   if (op.bodyContent) return { required: true, content: op.bodyContent };
   if (!op.body) return undefined;
   const content: Json = { 'application/json': { schema: schemaRef(op.body) } };
-  const bpmn = { schema: { type: 'string', description: 'the BPMN file; processId and javaTasksAsTopics as query parameters' } };
+  const bpmn = { schema: { type: 'string', description: 'the BPMN file' } };
   if (op.xmlBody) Object.assign(content, { 'application/xml': bpmn, 'text/xml': bpmn });
   return { required: true, content };
 }
@@ -118,7 +136,11 @@ function describeOperation(op: Operation, spec: DocumentSpec, schemas: Record<st
     summary: op.summary,
     description: `Roles: ${op.roles}.`,
     ...(op.roles === 'open' ? { security: [] } : {}),
-    parameters: [...pathParams, ...queryParameters(op.query ? schemas[op.query] : undefined)],
+    parameters: [
+      ...pathParams,
+      ...queryParameters(op.query ? schemas[op.query] : undefined),
+      ...(op.xmlBody ? XML_BODY_OPTIONS : []),
+    ],
     ...(body ? { requestBody: body } : {}),
     responses: { ...responses, '4XX': error, '5XX': error },
   };

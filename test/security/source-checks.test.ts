@@ -160,13 +160,11 @@ function* unboundedStrings(node: unknown, at: string): Generator<string> {
 }
 
 /**
- * Known exceptions. XML is bounded by the body limit and BATON_MAX_BPMN_ELEMENTS; the error
- * shape describes answers, not input. The Camunda ones are bounded by the Camunda JSON limit
- * only and are reported to that API's owner (schemas/camunda is theirs): bound them, then drop them here.
+ * Known exceptions. XML is bounded by the body limit and BATON_MAX_BPMN_ELEMENTS. The Camunda
+ * ones are bounded by the Camunda JSON limit only and are reported to that API's owner
+ * (schemas/camunda is theirs): bound them, then drop them here.
  */
 const EXEMPT = new Set([
-  'schemas/api/common.schema.json#/definitions/error/properties/type',
-  'schemas/api/common.schema.json#/definitions/error/properties/message',
   'schemas/api/deploy-request.schema.json#/properties/xml',
   'schemas/api/diagram-lint-request.schema.json#/properties/xml',
   'schemas/api/diagram-update-request.schema.json#/definitions/xml',
