@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { deploy } from '../support/flows.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { checkResponse } from '../support/response-check.ts';
 import { engineRest } from './support.ts';
 
 let t: TestServer;
@@ -22,7 +23,10 @@ async function deployForm(parts: { field: string; filename?: string; content: st
     else form.append(p.field, p.content);
   }
   const res = await fetch(`${t.url}/engine-rest/deployment/create`, { method: 'POST', body: form });
-  return { status: res.status, headers: res.headers, body: await res.json() };
+  const body = await res.json();
+  const contentType = res.headers.get('content-type');
+  checkResponse({ method: 'POST', path: '/engine-rest/deployment/create', status: res.status, contentType, body });
+  return { status: res.status, headers: res.headers, body };
 }
 
 async function count(table: string): Promise<number> {

@@ -1,5 +1,6 @@
 // Helpers for driving Baton's /engine-rest with the official Camunda client and plain HTTP.
 import { Client } from 'camunda-external-task-client-js';
+import { checkResponse } from '../support/response-check.ts';
 import type { ApiClient } from '../support/server.ts';
 
 export interface ClientOptions {
@@ -49,6 +50,14 @@ export async function engineRest(url: string, method: string, path: string, body
   } catch {
     json = text;
   }
+  // Checked against GET /api/openapi-camunda.json's schemas (test/support/response-check.ts).
+  checkResponse({
+    method,
+    path: `/engine-rest${path}`,
+    status: res.status,
+    contentType: res.headers.get('content-type'),
+    body: json,
+  });
   return { status: res.status, headers: res.headers, body: json };
 }
 

@@ -6,6 +6,7 @@ import { parseGroups } from '../../runtime/security/people.ts';
 import { parseTokens } from '../../runtime/security/tokens.ts';
 import { inlineDefinitions, inlineFlow as flow } from '../support/bpmn.ts';
 import { deploy, start, waitForStatus } from '../support/flows.ts';
+import { checkResponse } from '../support/response-check.ts';
 import { startTestServer, waitFor, type TestServer } from '../support/server.ts';
 
 const SECRETS = {
@@ -70,7 +71,15 @@ async function rest(who: Who, method: string, path: string, body?: unknown) {
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  const parsed = text ? JSON.parse(text) : undefined;
+  checkResponse({
+    method,
+    path: `/engine-rest${path}`,
+    status: res.status,
+    contentType: res.headers.get('content-type'),
+    body: parsed,
+  });
+  return { status: res.status, body: parsed };
 }
 
 async function openTask(instanceId: string): Promise<any> {

@@ -4,6 +4,7 @@ import { startBatonServer, type BatonServer } from '../../runtime/server.ts';
 import type { EngineOptions } from '../../runtime/engine/context.ts';
 import type { BatonServerOptions } from '../../runtime/server.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
+import { checkResponse } from './response-check.ts';
 
 export interface TestServer {
   url: string;
@@ -82,7 +83,10 @@ export function apiClient(baseUrl: string, token?: string) {
       ...(init.signal ? { signal: init.signal } : {}),
     });
     const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+    const parsed = text ? JSON.parse(text) : undefined;
+    // Every answer a test gets is checked against the OpenAPI documents (response-check.ts).
+    checkResponse({ method, path, status: res.status, contentType: res.headers.get('content-type'), body: parsed });
+    return { status: res.status, body: parsed, headers: res.headers };
   }
   return {
     call,

@@ -4,12 +4,18 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject } from 'ajv';
+import addFormatsPlugin from 'ajv-formats';
 import { invalidRequest } from './errors.ts';
 
 const schemaDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../schemas/camunda');
 const BASE_ID = 'https://baton.dev/schemas/camunda/';
 
+// ajv-formats ships CommonJS; its default export is the plugin function.
+const addFormats = addFormatsPlugin as unknown as (ajv: Ajv) => Ajv;
+
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+// The answer schemas in the same folder name formats (uuid): every file there must compile here.
+addFormats(ajv);
 for (const file of readdirSync(schemaDir).filter((f) => f.endsWith('.schema.json'))) {
   ajv.addSchema(JSON.parse(readFileSync(path.join(schemaDir, file), 'utf8')));
 }
