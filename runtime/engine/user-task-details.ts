@@ -4,6 +4,7 @@ import type { FormFieldSpec, UserTaskSpec, UserTaskValue } from '../compiler/pla
 import type { UserTaskDetails, Variables } from '../model/effects.ts';
 import { evaluateJson } from '../shared/feel.ts';
 import { isIsoDuration } from '../shared/timers.ts';
+import { runJavaScript } from './script-sandbox.ts';
 
 type Result<T> = { ok: true; details: T } | { ok: false; message: string };
 
@@ -178,13 +179,12 @@ function checkComponent(c: FormComponent, submitted: Variables, current: Variabl
 }
 
 // form-js patterns are JavaScript regular expressions written by the analyst, tested as form-js
-// tests them in the browser (found anywhere in the text), so that both answer alike; a pattern
-// that does not compile fails the field rather than the request.
+// tests them in the browser (found anywhere in the text), so that both answer alike. A pattern
+// can backtrack for ages on a crafted value, so it runs in the script sandbox under the scripts'
+// time budget rather than on the server's thread; one that does not compile or does not finish
+// in time fails the field rather than the request.
 function matchesPattern(pattern: string, value: string): boolean {
   if (value.length > 10_000) return false;
-  try {
-    return new RegExp(pattern).test(value);
-  } catch {
-    return false;
-  }
+  const run = runJavaScript('new RegExp(__pattern).test(__value)', { __pattern: pattern, __value: value });
+  return run.ok && run.value === true;
 }
