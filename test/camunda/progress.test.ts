@@ -1,14 +1,16 @@
 // POST /engine-rest/external-task/:id/progress: a Camunda worker's progress reaches a
-// Socket.IO subscriber as a native worker's does; only the worker holding the lock may report.
+// Socket.IO subscriber as a native worker's does, from a plain HTTP call or the handler of an
+// official Camunda client worker; only the worker holding the lock may report.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { singleTaskBpmn } from '../support/bpmn.ts';
 import { deploy, waitForStatus } from '../support/flows.ts';
 import { ProgressClient } from '../support/progress-client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { engineRest, startByKey } from './support.ts';
+import { clientPool, engineRest, startByKey } from './support.ts';
 
 let t: TestServer;
 const clients: ProgressClient[] = [];
+const camundaClients = clientPool();
 
 beforeAll(async () => {
   t = await startTestServer();
@@ -16,6 +18,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const c of clients) c.close();
+  camundaClients.stopAll();
   await t?.close();
 });
 
@@ -56,6 +59,31 @@ describe('Camunda progress', () => {
     expect(frame.data).toMatchObject({ taskId, stepId: 'work', reports: [{ percent: 40, message: 'halfway' }] });
     expect((await engineRest(t.url, 'POST', `/external-task/${taskId}/complete`, { workerId: 'cw-1' })).status).toBe(204);
     await waitForStatus(t.api, instanceId, 'completed');
+  });
+
+  it('given a worker on the official Camunda client, when its handler posts progress as docs/workers.md shows, then a subscriber sees it before the completion', async () => {
+    await deploy(t.api, singleTaskBpmn('cp_client', 'cp-client'));
+    const instanceId = await startByKey(t.url, 'cp_client');
+    const subscriber = new ProgressClient(t.url);
+    clients.push(subscriber);
+    expect(await subscriber.subscribe({ instanceId })).toMatchObject({ ok: true });
+    const client = camundaClients.create(t.url, { workerId: 'camunda-progress' });
+    client.subscribe('cp-client', async ({ task, taskService }: any) => {
+      const res = await fetch(`${t.url}/engine-rest/external-task/${task.id}/progress`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ workerId: 'camunda-progress', data: { percent: 40 } }),
+      });
+      if (res.status !== 204) throw new Error(`progress answered ${res.status}`);
+      await taskService.complete(task);
+    });
+    client.start();
+    await waitForStatus(t.api, instanceId, 'completed');
+    camundaClients.stopAll();
+    const progress = await subscriber.waitForKind(instanceId, 'task:progress');
+    expect(progress.data).toMatchObject({ stepId: 'work', reports: [{ percent: 40 }] });
+    const ended = await subscriber.waitForKind(instanceId, 'instance:ended');
+    expect(progress.seq).toBeLessThan(ended.seq);
   });
 
   it('given a task locked by another worker, then a report is refused in Camunda shape and nothing is stored', async () => {
