@@ -6,18 +6,47 @@ import { REPLAYABLE, replayInstance } from '../engine/replay.ts';
 import type { InstanceStatus } from '../model/vocabulary.ts';
 import type { Caller } from '../security/auth.ts';
 import { withPlannerDefaults } from '../store/db.ts';
-import { getInstanceDetail, listHistory, listInstances } from '../store/queries.ts';
+import { countInstances, getInstanceDetail, listHistory, listInstances, type InstanceFilter } from '../store/queries.ts';
 import { BatonError } from '../shared/errors.ts';
 import { sendAnswer } from './answer.ts';
 import { isUuid, requireUuid, validateBody, validateQuery } from '../shared/validate.ts';
 import { eventView, instanceDetailView, instanceSummaryView } from './views.ts';
 
-interface ListQuery {
+interface FilterQuery {
   status?: InstanceStatus;
   definitionKey?: string;
+  version?: number;
   businessKey?: string;
+  startedAfter?: string;
+  startedBefore?: string;
+  endedAfter?: string;
+  endedBefore?: string;
+  activeStep?: string;
+  withIncident?: boolean;
+  variableName?: string;
+  variableValue?: string;
+}
+
+interface ListQuery extends FilterQuery {
   limit?: number;
   cursor?: string;
+}
+
+/** The store's filter from the query: only what was given; a variable's value is JSON, or else text. */
+function filterOf(q: FilterQuery): InstanceFilter {
+  const { variableName, variableValue, limit: _limit, cursor: _cursor, ...rest } = q as ListQuery;
+  const f: InstanceFilter = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined && v !== ''));
+  if (variableName !== undefined && variableValue !== undefined)
+    f.variable = { name: variableName, value: jsonOrText(variableValue) };
+  return f;
+}
+
+function jsonOrText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
 }
 
 export function instancesRouter(engine: Engine): Router {
@@ -38,15 +67,18 @@ export function instancesRouter(engine: Engine): Router {
     const limit = q.limit ?? 50;
     const items = await withPlannerDefaults(engine.pool, (db) =>
       listInstances(db, {
-        ...(q.status ? { status: q.status } : {}),
-        ...(q.definitionKey ? { definitionKey: q.definitionKey } : {}),
-        ...(q.businessKey ? { businessKey: q.businessKey } : {}),
+        ...filterOf(q),
         ...(q.cursor ? { after: decodeCursor(q.cursor) } : {}),
         limit,
       }),
     );
     const last = items[items.length - 1];
     res.json({ items: items.map(instanceSummaryView), nextCursor: items.length === limit && last ? encodeCursor(last) : null });
+  });
+
+  router.get('/count', async (req, res) => {
+    const q = validateQuery<FilterQuery>('count-instances-query', req.query);
+    res.json(await withPlannerDefaults(engine.pool, (db) => countInstances(db, filterOf(q))));
   });
 
   router.get('/:id', async (req, res) => {

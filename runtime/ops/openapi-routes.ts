@@ -126,6 +126,15 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: 'get',
+    path: '/api/instances/count',
+    operationId: 'countInstances',
+    summary: 'Count instances matching a filter, in all and per status',
+    roles: 'admin, viewer, person',
+    query: 'count-instances-query',
+    responses: { 200: { schema: 'instance-count', description: '{count, byStatus}' } },
+  },
+  {
+    method: 'get',
     path: '/api/instances/{id}',
     operationId: 'getInstance',
     summary: 'Instance detail',

@@ -8,10 +8,25 @@ import { whereGiven } from './filters.ts';
 import { listCalledInstances, type CalledInstance } from './calls.ts';
 import { OPEN_INCIDENT_SQL, OPEN_TASK_SQL } from './open-states.ts';
 
-export interface ListInstancesParams {
+export interface InstanceFilter {
   status?: InstanceStatus;
   definitionKey?: string;
+  /** with definitionKey: that version only */
+  version?: number;
   businessKey?: string;
+  startedAfter?: string;
+  startedBefore?: string;
+  endedAfter?: string;
+  endedBefore?: string;
+  /** instances with this step active now */
+  activeStep?: string;
+  /** instances with an open incident */
+  withIncident?: boolean;
+  /** instances whose variable `name` holds exactly `value` (compared as JSON) */
+  variable?: { name: string; value: unknown };
+}
+
+export interface ListInstancesParams extends InstanceFilter {
   limit: number;
   /** (created_at, id) of the last item of the previous page */
   after?: { createdAt: string; id: string };
@@ -25,9 +40,7 @@ export interface ListInstancesParams {
  */
 export async function listInstances(db: Queryable, p: ListInstancesParams): Promise<(InstanceRow & { cursor_at: string })[]> {
   const w = whereGiven((param) => [
-    p.status !== undefined && `status = ${param(p.status)}`,
-    p.definitionKey !== undefined && `definition_key = ${param(p.definitionKey)}`,
-    p.businessKey !== undefined && `business_key = ${param(p.businessKey)}`,
+    ...instanceFilterClauses(p, param),
     p.after !== undefined && `(created_at, id) < (${param(p.after.createdAt)}::timestamptz, ${param(p.after.id)}::uuid)`,
   ]);
   // cursor_at keeps the microseconds a JS Date would drop.
@@ -39,6 +52,38 @@ export async function listInstances(db: Queryable, p: ListInstancesParams): Prom
     [...w.values, p.limit],
   );
   return rows;
+}
+
+/** The filter's clauses over `instances` (unaliased), each only when given. */
+function instanceFilterClauses(f: InstanceFilter, param: (value: unknown) => string): (string | false)[] {
+  return [
+    f.status !== undefined && `status = ${param(f.status)}`,
+    f.definitionKey !== undefined && `definition_key = ${param(f.definitionKey)}`,
+    f.version !== undefined && `definition_version = ${param(f.version)}`,
+    f.businessKey !== undefined && `business_key = ${param(f.businessKey)}`,
+    f.startedAfter !== undefined && `created_at > ${param(f.startedAfter)}::timestamptz`,
+    f.startedBefore !== undefined && `created_at < ${param(f.startedBefore)}::timestamptz`,
+    f.endedAfter !== undefined && `ended_at > ${param(f.endedAfter)}::timestamptz`,
+    f.endedBefore !== undefined && `ended_at < ${param(f.endedBefore)}::timestamptz`,
+    f.activeStep !== undefined &&
+      `exists (select 1 from steps s where s.instance_id = instances.id and s.step_id = ${param(f.activeStep)} and s.status = 'active')`,
+    f.withIncident === true && `exists (select 1 from incidents x where x.instance_id = instances.id and x.${OPEN_INCIDENT_SQL})`,
+    f.variable !== undefined && `variables -> ${param(f.variable.name)} = ${param(JSON.stringify(f.variable.value))}::jsonb`,
+  ];
+}
+
+/** How many instances match, in all and per status. */
+export async function countInstances(
+  db: Queryable,
+  f: InstanceFilter,
+): Promise<{ count: number; byStatus: Record<string, number> }> {
+  const w = whereGiven((param) => instanceFilterClauses(f, param));
+  const { rows } = await db.query<{ status: string; n: number }>(
+    `select status, count(*)::int as n from instances where ${w.sql} group by status`,
+    w.values,
+  );
+  const byStatus = Object.fromEntries(rows.map((r) => [r.status, r.n]));
+  return { count: rows.reduce((sum, r) => sum + r.n, 0), byStatus };
 }
 
 export interface StepView {
