@@ -1,5 +1,6 @@
 // /api/incidents: what an operator looks at and retries. Lists page newest first with an
 // opaque cursor; a retry of many is one transaction per incident (engine/incidents.ts).
+import { readCursor, writeCursor } from './cursors.ts';
 import { Router } from 'express';
 import type { Engine } from '../engine/context.ts';
 import { retryIncident, retryIncidents, type RetryIncidentRequest, type RetryIncidentResult } from '../engine/incidents.ts';
@@ -8,7 +9,7 @@ import type { IncidentKind } from '../model/vocabulary.ts';
 import { withPlannerDefaults } from '../store/db.ts';
 import { countIncidents, listIncidents, type IncidentFilter } from '../store/incidents.ts';
 import { BatonError } from '../shared/errors.ts';
-import { isUuid, requireUuid, validateBody, validateQuery } from '../shared/validate.ts';
+import { requireUuid, validateBody, validateQuery } from '../shared/validate.ts';
 import { incidentListView } from './views.ts';
 
 /** The filters as the query string and the retry body name them. */
@@ -127,16 +128,4 @@ function filterOf(q: FilterQuery): Omit<IncidentFilter, 'status'> {
     ...(q.olderThan ? { olderThanSeconds: seconds(q.olderThan) } : {}),
     ...(q.newerThan ? { newerThanSeconds: seconds(q.newerThan) } : {}),
   };
-}
-
-// A cursor names the last incident of a page: its creation time (microseconds) and id, newest first.
-function writeCursor(createdUs: string, id: string): string {
-  return Buffer.from(`${createdUs}|${id}`).toString('base64url');
-}
-
-function readCursor(cursor: string): { createdUs: string; id: string } {
-  const [createdUs, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  if (!createdUs || !id || !/^\d{1,17}$/.test(createdUs) || !isUuid(id))
-    throw new BatonError('validation', `Invalid query: cursor "${cursor}" is not a nextCursor this API gave`);
-  return { createdUs, id };
 }

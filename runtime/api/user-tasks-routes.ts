@@ -1,6 +1,7 @@
 // /api/user-tasks: the tasklist's API. A person token acts as the person it names, with the
 // groups the server gives it; an admin token (or anyone on a server without tokens) acts for
 // the person named in `userId`, as Camunda's task API does, and an admin may claim any task.
+import { readCursor, writeCursor } from './cursors.ts';
 import { Router, type Response } from 'express';
 import type { Engine } from '../engine/context.ts';
 import {
@@ -19,7 +20,7 @@ import { Role } from '../security/roles.ts';
 import { withPlannerDefaults } from '../store/db.ts';
 import { listUserTasks } from '../store/user-tasks.ts';
 import { BatonError } from '../shared/errors.ts';
-import { isUuid, requireUuid, validateBody, validateQuery } from '../shared/validate.ts';
+import { requireUuid, validateBody, validateQuery } from '../shared/validate.ts';
 import { userTaskView } from './views.ts';
 
 interface ListQuery {
@@ -162,16 +163,4 @@ function splitNames(text: string | undefined): string[] {
     .split(',')
     .map((n) => n.trim())
     .filter((n) => n !== '');
-}
-
-// A cursor names the last task of a page: its creation time (microseconds) and id, newest first.
-function writeCursor(createdUs: string, id: string): string {
-  return Buffer.from(`${createdUs}|${id}`).toString('base64url');
-}
-
-function readCursor(cursor: string): { createdUs: string; id: string } {
-  const [createdUs, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  if (!createdUs || !id || !/^\d{1,17}$/.test(createdUs) || !isUuid(id))
-    throw new BatonError('validation', `Invalid query: cursor "${cursor}" is not a nextCursor this API gave`);
-  return { createdUs, id };
 }

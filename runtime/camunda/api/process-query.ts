@@ -10,9 +10,17 @@ import {
   type CamundaIncidentQuery,
   type CamundaInstanceQuery,
 } from '../store/process-queries.ts';
-import { parseCamundaDate } from './dates.ts';
-import { invalidRequest } from './errors.ts';
-import { readFlag, readInt, readNames, readPaging, readSorting, refuseUnsupported, type Source } from './query-params.ts';
+import {
+  readDate,
+  readFlag,
+  readInt,
+  readNames,
+  readPaging,
+  readSorting,
+  readText,
+  refuseUnsupported,
+  type Source,
+} from './query-params.ts';
 
 const DEFINITION_UNSUPPORTED = [
   'deploymentId',
@@ -82,10 +90,8 @@ export function readInstanceQuery(input: Source, from: 'query' | 'body', paging:
     ...readPaging(paging),
   };
   for (const name of ['businessKey', 'businessKeyLike', 'processDefinitionId', 'processDefinitionKey'] as const) {
-    const v = input[name];
-    if (v === undefined || v === null) continue;
-    if (typeof v !== 'string') throw invalidRequest(`Parameter ${name} must be text`);
-    q[name] = v;
+    const text = readText(input, name);
+    if (text !== undefined) q[name] = text;
   }
   if (input.processInstanceIds !== undefined && input.processInstanceIds !== null)
     q.processInstanceIds = readNames(input, 'processInstanceIds', from);
@@ -182,10 +188,8 @@ export function readHistoricInstanceQuery(input: Source, from: 'query' | 'body',
     'processDefinitionKey',
     'superProcessInstanceId',
   ] as const) {
-    const v = input[name];
-    if (v === undefined || v === null) continue;
-    if (typeof v !== 'string') throw invalidRequest(`Parameter ${name} must be text`);
-    q[name] = v;
+    const text = readText(input, name);
+    if (text !== undefined) q[name] = text;
   }
   if (input.processInstanceIds !== undefined && input.processInstanceIds !== null)
     q.processInstanceIds = readNames(input, 'processInstanceIds', from);
@@ -194,14 +198,8 @@ export function readHistoricInstanceQuery(input: Source, from: 'query' | 'body',
   for (const name of ['finished', 'unfinished', 'withIncidents', 'completed', 'externallyTerminated'] as const)
     if (readFlag(input, name, from)) q[name] = true;
   for (const name of ['startedBefore', 'startedAfter', 'finishedBefore', 'finishedAfter'] as const) {
-    const v = input[name];
-    if (v === undefined || v === null) continue;
-    const date = typeof v === 'string' ? parseCamundaDate(v) : undefined;
-    if (!date)
-      throw invalidRequest(
-        `Cannot set query parameter '${name}' to value '${String(v)}': not a date (yyyy-MM-dd'T'HH:mm:ss.SSSZ)`,
-      );
-    q[name] = date;
+    const date = readDate(input, name);
+    if (date) q[name] = date;
   }
   return q;
 }

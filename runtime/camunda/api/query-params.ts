@@ -1,5 +1,6 @@
 // Camunda 7 query parameters, read alike from a query string (every value text) and a JSON
 // body (typed values): flags, integers, name lists and sorting, each refused with a reason.
+import { parseCamundaDate } from './dates.ts';
 import { invalidRequest } from './errors.ts';
 
 export type Source = Record<string, unknown>;
@@ -83,4 +84,23 @@ export function bodyObject(body: unknown): Source {
   if (body === null || typeof body !== 'object' || Array.isArray(body))
     throw invalidRequest('The request body must be a JSON object');
   return body as Source;
+}
+
+/** A text parameter: undefined when absent, refused when not text. */
+export function readText(input: Source, name: string, maxLength = 1000): string | undefined {
+  const v = input[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v.length > maxLength)
+    throw invalidRequest(`Parameter ${name} must be text of at most ${maxLength} characters`);
+  return v;
+}
+
+/** A date parameter in Camunda's format (or ISO-8601 with a zone): undefined when absent. */
+export function readDate(input: Source, name: string): Date | undefined {
+  const v = input[name];
+  if (v === undefined || v === null) return undefined;
+  const date = typeof v === 'string' ? parseCamundaDate(v) : undefined;
+  if (!date)
+    throw invalidRequest(`Cannot set query parameter '${name}' to value '${String(v)}': not a date (yyyy-MM-dd'T'HH:mm:ss.SSSZ)`);
+  return date;
 }

@@ -3,9 +3,17 @@
 // answer are refused when they would filter (an empty list is what clients send by default);
 // anything else is ignored, as Camunda does.
 import { TASK_SORT_SQL, type CamundaUserTaskQuery } from '../store/user-task-queries.ts';
-import { parseCamundaDate } from './dates.ts';
-import { invalidRequest } from './errors.ts';
-import { readFlag, readInt, readNames, readPaging, readSorting, refuseUnsupported, type Source } from './query-params.ts';
+import {
+  readDate,
+  readFlag,
+  readInt,
+  readNames,
+  readPaging,
+  readSorting,
+  readText,
+  refuseUnsupported,
+  type Source,
+} from './query-params.ts';
 
 const TEXT = [
   'taskId',
@@ -61,11 +69,8 @@ export function readUserTaskQuery(
   const q: CamundaUserTaskQuery = { sorting: readSorting(input, from, TASK_SORT_SQL, 'tasks'), ...readPaging(paging) };
   refuseUnsupported(input, UNSUPPORTED, 'task');
   for (const name of TEXT) {
-    const v = input[name];
-    if (v === undefined || v === null) continue;
-    if (typeof v !== 'string' || v.length > 1000)
-      throw invalidRequest(`Parameter ${name} must be text of at most 1000 characters`);
-    q[name] = v;
+    const text = readText(input, name);
+    if (text !== undefined) q[name] = text;
   }
   for (const name of FLAGS) if (readFlag(input, name, from)) q[name] = true;
   for (const name of INTS) {
@@ -73,14 +78,8 @@ export function readUserTaskQuery(
     if (v !== undefined) q[name] = v;
   }
   for (const name of DATES) {
-    const v = input[name];
-    if (v === undefined || v === null) continue;
-    const date = typeof v === 'string' ? parseCamundaDate(v) : undefined;
-    if (!date)
-      throw invalidRequest(
-        `Cannot set query parameter '${name}' to value '${String(v)}': not a date (yyyy-MM-dd'T'HH:mm:ss.SSSZ)`,
-      );
-    q[name] = date;
+    const date = readDate(input, name);
+    if (date) q[name] = date;
   }
   const groups = [...readNames(input, 'candidateGroups', from), ...readNames(input, 'candidateGroup', from)];
   if (groups.length > 0) q.candidateGroups = groups;
