@@ -107,6 +107,12 @@ function refusalError(incidentId: string, result: Extract<RetryIncidentResult, {
       );
     case 'not_open':
       return new BatonError('conflict', `Incident ${incidentId} is not open (already retried, or its instance ended)`);
+    case 'suspended':
+      return new BatonError(
+        'conflict',
+        `The instance of incident ${incidentId} is suspended: resume it (POST /api/instances/${String(result.details?.instanceId)}/resume), then retry`,
+        result.details,
+      );
   }
 }
 

@@ -3,6 +3,7 @@ import type { Engine } from '../engine/context.ts';
 import { cancelInstance, startInstance, type StartInstanceRequest } from '../engine/instances.ts';
 import { editVariables, type EditVariablesRequest } from '../engine/instance-variables.ts';
 import { REPLAYABLE, replayInstance } from '../engine/replay.ts';
+import { resumeInstance, suspendInstance, type SuspensionResult } from '../engine/suspension.ts';
 import type { InstanceStatus } from '../model/vocabulary.ts';
 import type { Caller } from '../security/auth.ts';
 import { withPlannerDefaults } from '../store/db.ts';
@@ -23,6 +24,7 @@ interface FilterQuery {
   endedBefore?: string;
   activeStep?: string;
   withIncident?: boolean;
+  suspended?: boolean;
   variableName?: string;
   variableValue?: string;
 }
@@ -136,9 +138,23 @@ export function instancesRouter(engine: Engine): Router {
     res.json({ id: instanceId, revision: result.revision, status: result.status, variables: result.variables });
   });
 
+  // Suspend and resume answer 200 also when there was nothing to change (`changed: false`): a retried call is harmless.
+  for (const [action, run] of [
+    ['suspend', suspendInstance],
+    ['resume', resumeInstance],
+  ] as const) {
+    router.post(`/:id/${action}`, async (req, res) => {
+      const instanceId = requireUuid(req.params.id, 'instance');
+      const by = (res.locals.caller as Caller | undefined)?.name;
+      res.json(suspensionAnswer(instanceId, action, await run(engine, { instanceId, ...(by ? { by } : {}) })));
+    });
+  }
+
   router.post('/:id/replay', async (req, res) => {
     const result = await replayInstance(engine, requireUuid(req.params.id, 'instance'));
     if (!result.ok && result.reason === 'not_found') throw new BatonError('not_found', `No instance with id "${req.params.id}"`);
+    if (!result.ok && result.reason === 'suspended')
+      throw new BatonError('conflict', `Instance ${req.params.id} is suspended; resume it, then replay`, { suspended: true });
     if (!result.ok) {
       throw new BatonError(
         'conflict',
@@ -150,6 +166,16 @@ export function instancesRouter(engine: Engine): Router {
   });
 
   return router;
+}
+
+function suspensionAnswer(instanceId: string, action: 'suspend' | 'resume', result: SuspensionResult) {
+  if (!result.ok && result.reason === 'not_found') throw new BatonError('not_found', `No instance with id "${instanceId}"`);
+  if (!result.ok)
+    throw new BatonError('conflict', `Instance ${instanceId} already ended (${result.status}); there is nothing to ${action}`, {
+      status: result.status,
+    });
+  const { changed, status, suspended, revision } = result;
+  return { id: instanceId, status, suspended, changed, revision };
 }
 
 function encodeCursor(row: { cursor_at: string; id: string }): string {

@@ -19,6 +19,7 @@ export function instanceSummaryView(i: InstanceRow) {
   return {
     id: i.id,
     status: i.status,
+    suspended: i.suspended_at !== null,
     businessKey: i.business_key,
     definitionKey: i.definition_key,
     version: i.definition_version,
@@ -35,6 +36,7 @@ export function instanceDetailView(d: InstanceDetail) {
     generation: i.generation,
     revision: i.revision,
     updatedAt: i.updated_at,
+    suspendedAt: i.suspended_at,
     variables: i.variables,
     steps: d.steps.map((s) => ({
       stepId: s.step_id,

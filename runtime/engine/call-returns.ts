@@ -24,8 +24,10 @@ export async function deliverCallReturn(engine: Engine): Promise<boolean> {
     const row = await takeCallReturn(tx);
     if (!row) return false;
     await fault('call:before-return');
-    await deleteCallReturn(tx, row.child_instance_id);
     const parent = await lockInstance(tx, row.parent_instance_id);
+    // Suspended after the take read it: the return waits for the resume, which announces it.
+    if (parent?.suspended_at) return true;
+    await deleteCallReturn(tx, row.child_instance_id);
     if (!parent) return true;
     const plan = await planOf(engine, parent.definition_id, tx);
     if (!waitsFor(plan, parent, row)) {

@@ -17,7 +17,7 @@ export interface RetryIncidentRequest {
   variables?: Variables;
 }
 
-export type RetryRefusal = 'not_found' | 'not_open' | 'variables_too_large';
+export type RetryRefusal = 'not_found' | 'not_open' | 'suspended' | 'variables_too_large';
 
 export type RetryIncidentResult =
   { ok: true; status: InstanceStatus } | { ok: false; reason: RetryRefusal; details?: Record<string, unknown> };
@@ -29,6 +29,7 @@ export async function retryIncident(engine: Engine, req: RetryIncidentRequest): 
     if (!found) return { ok: false, reason: 'not_found' };
     const instance = await lockInstance(tx, found.instance_id);
     if (!instance || found.status !== 'open' || isEnded(instance.status)) return { ok: false, reason: 'not_open' };
+    if (instance.suspended_at) return { ok: false, reason: 'suspended', details: { instanceId: instance.id } };
     const variables = { ...instance.variables, ...req.variables };
     const max = engine.options.maxVariablesBytes;
     const bytes = req.variables && Number.isFinite(max) ? jsonbTextBytes(variables) : 0;

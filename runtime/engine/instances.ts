@@ -69,6 +69,7 @@ async function startOptimistically(engine: Engine, req: StartInstanceRequest): P
     parent_scope_path: null,
     parent_generation: null,
     parent_loop_index: null,
+    suspended_at: null,
     state: { flows: {}, steps: {} },
   };
   const fx = emptyEffects();

@@ -21,13 +21,15 @@ export const REPLAYABLE: readonly InstanceStatus[] = ['incident', 'compensated',
 export type ReplayResult =
   | { ok: true; generation: number; status: InstanceStatus }
   | { ok: false; reason: 'not_found' }
-  | { ok: false; reason: 'not_replayable'; status: InstanceStatus };
+  | { ok: false; reason: 'not_replayable'; status: InstanceStatus }
+  | { ok: false; reason: 'suspended' };
 
 export async function replayInstance(engine: Engine, instanceId: string): Promise<ReplayResult> {
   return withTransaction(engine.pool, async (tx) => {
     const instance = await lockInstance(tx, instanceId);
     if (!instance) return { ok: false, reason: 'not_found' };
     if (!REPLAYABLE.includes(instance.status)) return { ok: false, reason: 'not_replayable', status: instance.status };
+    if (instance.suspended_at) return { ok: false, reason: 'suspended' };
     const plan = await planOf(engine, instance.definition_id, tx);
     const kept = keptByReplay(plan, instance.state);
     // Old work first: cancelling waits for a fetch that holds a task row, and that

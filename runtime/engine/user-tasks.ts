@@ -216,6 +216,15 @@ async function lockTask(tx: PoolClient, taskId: string): Promise<{ task: UserTas
   const instance = seen ? await lockInstance(tx, seen.instance_id) : undefined;
   const task = instance ? await findUserTask(tx, taskId) : undefined;
   if (!task || !instance || task.generation !== instance.generation) throw notFound(taskId);
+  if (instance.suspended_at)
+    throw new BatonError(
+      'conflict',
+      `User task ${taskId} belongs to instance ${instance.id}, which is suspended; resume it first`,
+      {
+        instanceId: instance.id,
+        suspended: true,
+      },
+    );
   return { task, instance };
 }
 

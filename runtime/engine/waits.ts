@@ -332,7 +332,8 @@ export async function deliverToSubscription(
   payload: Variables,
   data: Record<string, unknown>,
 ): Promise<boolean> {
-  if (sub.generation !== instance.generation || !(await deleteSubscription(tx, sub.id))) return false;
+  // A suspended instance takes nothing: a message stays in the inbox for its resume, a signal passes it.
+  if (instance.suspended_at || sub.generation !== instance.generation || !(await deleteSubscription(tx, sub.id))) return false;
   const plan = await planOf(engine, instance.definition_id, tx);
   const variables = { ...instance.variables, ...payload };
   const fx = emptyEffects();

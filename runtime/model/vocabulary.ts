@@ -46,6 +46,8 @@ export const TaskState = {
   failed: 'failed',
   /** its instance was canceled or terminated */
   canceled: 'canceled',
+  /** its instance is suspended: not handed out until the resume makes it ready again */
+  suspended: 'suspended',
 } as const;
 export type TaskState = (typeof TaskState)[keyof typeof TaskState];
 

@@ -492,6 +492,15 @@ export const CAMUNDA_OPERATIONS: Operation[] = [
     responses: { 200: { schema: 'historic-process-instance', description: 'the instance' } },
   },
   {
+    method: 'put',
+    path: '/engine-rest/process-instance/{id}/suspended',
+    operationId: 'camundaSuspendProcessInstance',
+    summary: 'Suspend or activate a running instance',
+    roles: ADMIN,
+    body: 'suspended-request',
+    responses: applied,
+  },
+  {
     method: 'get',
     path: '/engine-rest/process-instance/{id}',
     operationId: 'camundaGetProcessInstance',

@@ -171,6 +171,24 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: 'post',
+    path: '/api/instances/{id}/suspend',
+    operationId: 'suspendInstance',
+    summary: 'Suspend an instance: its tasks are not handed out, its timers and messages wait',
+    roles: 'admin',
+    responses: { 200: { schema: 'instance-suspension-response', description: 'suspended (changed false: it already was)' } },
+  },
+  {
+    method: 'post',
+    path: '/api/instances/{id}/resume',
+    operationId: 'resumeInstance',
+    summary: 'Resume a suspended instance',
+    roles: 'admin',
+    responses: {
+      200: { schema: 'instance-suspension-response', description: 'running on (changed false: it was not suspended)' },
+    },
+  },
+  {
+    method: 'post',
     path: '/api/instances/{id}/replay',
     operationId: 'replayInstance',
     summary: 'Run a failed, compensated or canceled instance again as a new generation',

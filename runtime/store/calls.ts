@@ -110,20 +110,26 @@ export async function insertErrorReturn(
   announceCallReturn(db);
 }
 
-/** Whether any return waits, read without a transaction: the idle re-check costs one statement. */
+/**
+ * Whether any return waits, read without a transaction: the idle re-check costs one statement.
+ * A suspended parent's returns wait for its resume (which announces them), not counted here.
+ */
 export async function anyCallReturn(db: Queryable): Promise<boolean> {
   const { rows } = await db.query<{ waiting: boolean }>({
     name: 'any_call_return',
-    text: 'select exists (select 1 from call_returns) as waiting',
+    text: `select exists (select 1 from call_returns r join instances i on i.id = r.parent_instance_id
+                           where i.suspended_at is null) as waiting`,
   });
   return rows[0]?.waiting === true;
 }
 
-/** One return no other transaction is delivering, locked until this transaction ends. */
+/** One return of a parent that is not suspended, no other transaction is delivering it, locked until this transaction ends. */
 export async function takeCallReturn(db: Queryable): Promise<CallReturnRow | undefined> {
   const { rows } = await db.query<CallReturnRow>({
     name: 'take_call_return',
-    text: 'select * from call_returns order by created_at limit 1 for update skip locked',
+    text: `select r.* from call_returns r join instances i on i.id = r.parent_instance_id
+            where i.suspended_at is null
+            order by r.created_at limit 1 for update of r skip locked`,
   });
   return rows[0];
 }

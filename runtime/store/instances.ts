@@ -25,6 +25,8 @@ export interface InstanceRow {
   parent_scope_path: string | null;
   parent_generation: number | null;
   parent_loop_index: number | null;
+  /** set while an operator has the instance suspended (store/suspension.ts) */
+  suspended_at: Date | null;
 }
 
 /** An instance row locked FOR UPDATE together with its resolved flows and reached steps. */
@@ -274,7 +276,9 @@ export async function cancelOpenWork(db: Queryable, instanceId: string, keepTask
     text: `with t as (update external_tasks set state = 'canceled', ended_at = now()
                        where instance_id = $1 and ${OPEN_TASK_SQL} and id is distinct from $2::uuid),
                 tm as (update timers set state = 'canceled' where instance_id = $1 and ${OPEN_TIMER_SQL}),
-                sb as (delete from subscriptions where instance_id = $1)
+                sb as (delete from subscriptions where instance_id = $1),
+                -- an ended instance is not suspended, whatever it was when it ended
+                su as (update instances set suspended_at = null where id = $1 and suspended_at is not null)
            update incidents set status = 'resolved', resolved_at = now()
             where instance_id = $1 and ${OPEN_INCIDENT_SQL}`,
     values: [instanceId, keepTaskId],

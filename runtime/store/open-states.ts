@@ -8,8 +8,11 @@
 // cancel 13.3 ms with 10,000 waiting; docs/PERFORMANCE.md, "Stale statistics and partial
 // indexes"). The tables' check constraints keep the two forms equal.
 
-/** A waiting timer; matches the predicate of timers_instance_idx (migration 0015). */
+/** A timer not yet fired, waiting or suspended; matches the predicate of timers_instance_idx (migration 0015). */
 export const OPEN_TIMER_SQL = "state not in ('fired', 'canceled')";
+
+/** A timer that may fire: open and not suspended with its instance; implies timers_instance_idx's predicate. */
+export const WAITING_TIMER_SQL = "state not in ('fired', 'canceled', 'suspended')";
 
 /** An open incident; incidents_instance_idx has no predicate. */
 export const OPEN_INCIDENT_SQL = "status <> 'resolved'";
@@ -20,10 +23,10 @@ export const OPEN_INCIDENT_SQL = "status <> 'resolved'";
  * tasks were locked) send them through external_tasks_locked_topic_idx, reading every
  * locked task: 1.2 ms per guard with 3,000 held against 0.02 ms by the primary key.
  */
-export const HELD_TASK_SQL = "state not in ('ready', 'done', 'failed', 'canceled')";
+export const HELD_TASK_SQL = "state not in ('ready', 'done', 'failed', 'canceled', 'suspended')";
 
 /** A task waiting to be fetched, in a look-up by its id (the ready indexes are by topic). */
-export const READY_TASK_SQL = "state not in ('locked', 'done', 'failed', 'canceled')";
+export const READY_TASK_SQL = "state not in ('locked', 'done', 'failed', 'canceled', 'suspended')";
 
-/** An open task (ready, locked or failed), in look-ups by task or instance id: what a cancel cancels, what Camunda lists. */
+/** An open task (ready, locked, failed or suspended), in look-ups by task or instance id: what a cancel cancels, what Camunda lists. */
 export const OPEN_TASK_SQL = "state not in ('done', 'canceled')";

@@ -22,6 +22,8 @@ export interface InstanceFilter {
   activeStep?: string;
   /** instances with an open incident */
   withIncident?: boolean;
+  /** suspended instances (true) or the others (false) */
+  suspended?: boolean;
   /** instances whose variable `name` holds exactly `value` (compared as JSON) */
   variable?: { name: string; value: unknown };
 }
@@ -68,6 +70,8 @@ function instanceFilterClauses(f: InstanceFilter, param: (value: unknown) => str
     f.activeStep !== undefined &&
       `exists (select 1 from steps s where s.instance_id = instances.id and s.step_id = ${param(f.activeStep)} and s.status = 'active')`,
     f.withIncident === true && `exists (select 1 from incidents x where x.instance_id = instances.id and x.${OPEN_INCIDENT_SQL})`,
+    f.suspended === true && 'suspended_at is not null',
+    f.suspended === false && 'suspended_at is null',
     f.variable !== undefined && `variables -> ${param(f.variable.name)} = ${param(JSON.stringify(f.variable.value))}::jsonb`,
   ];
 }

@@ -1,6 +1,6 @@
 // Timer rows, message inbox and subscriptions: the rows behind every wait.
 import type { Queryable } from './db.ts';
-import { OPEN_TIMER_SQL } from './open-states.ts';
+import { WAITING_TIMER_SQL } from './open-states.ts';
 
 export interface TimerRow {
   id: string;
@@ -45,7 +45,7 @@ export async function msUntilNextTimer(db: Queryable): Promise<number | undefine
  * read by instance: with `state = 'waiting'` and `due_at <= now()` the guard would match
  * timers_due_idx, and statistics from when no timer waited make that index look empty, so
  * every batch would read every due timer (docs/PERFORMANCE.md, "Stale statistics and partial
- * indexes"). OPEN_TIMER_SQL rules
+ * indexes"). WAITING_TIMER_SQL rules
  * that index out, and the instances' ids give timers_instance_idx, which it matches, a
  * condition to search by instead of a whole scan.
  */
@@ -59,7 +59,7 @@ export async function lockAndMarkDueTimers(
                 fired as (update timers t set state = 'fired', fired_at = clock_timestamp()
                             from idle i
                            where t.id = any($2::uuid[]) and t.instance_id = any($1::uuid[]) and i.id = t.instance_id
-                             and t.${OPEN_TIMER_SQL} and t.due_at <= now() and t.generation = i.generation
+                             and t.${WAITING_TIMER_SQL} and t.due_at <= now() and t.generation = i.generation
                        returning t.id, t.instance_id, t.step_id, t.generation, t.due_at)
            select i.id as instance_id, f.id, f.step_id, f.generation, f.due_at
              from idle i left join fired f on f.instance_id = i.id
@@ -100,7 +100,7 @@ export async function markTimerFired(
   const { rows } = await db.query<TimerRow>({
     name: 'mark_timer_fired',
     text: `update timers set state = 'fired', fired_at = now()
-            where id = $1 and instance_id = $3 and ${OPEN_TIMER_SQL} and due_at <= now() and generation = $2
+            where id = $1 and instance_id = $3 and ${WAITING_TIMER_SQL} and due_at <= now() and generation = $2
         returning id, instance_id, step_id, generation, due_at`,
     values: [timerId, generation, instanceId],
   });
@@ -190,6 +190,20 @@ export async function findMessageSubscription(
     values: [p.name, p.correlationKey, p.instanceId, p.skip],
   });
   return rows[0];
+}
+
+/** The instance's message waits of this generation, oldest first. */
+export async function listMessageSubscriptionsOf(
+  db: Queryable,
+  instanceId: string,
+  generation: number,
+): Promise<SubscriptionRow[]> {
+  const { rows } = await db.query<SubscriptionRow>({
+    name: 'list_message_subscriptions_of',
+    text: `select * from subscriptions where instance_id = $1 and generation = $2 and kind = 'message' order by created_at, id`,
+    values: [instanceId, generation],
+  });
+  return rows;
 }
 
 /** Takes the subscription; undefined when its step already fired or ended. */

@@ -21,6 +21,7 @@ import {
   refuseUnsupported,
   type Source,
 } from './query-params.ts';
+import { invalidRequest } from './errors.ts';
 
 const DEFINITION_UNSUPPORTED = [
   'deploymentId',
@@ -98,7 +99,11 @@ export function readInstanceQuery(input: Source, from: 'query' | 'body', paging:
   const keysIn = readNames(input, 'processDefinitionKeyIn', from);
   if (keysIn.length > 0) q.processDefinitionKeyIn = keysIn;
   if (readFlag(input, 'withIncident', from)) q.withIncident = true;
-  if (readFlag(input, 'suspended', from)) q.suspended = true;
+  const suspended = readFlag(input, 'suspended', from);
+  const active = readFlag(input, 'active', from);
+  if (suspended && active) throw invalidRequest('suspended and active exclude each other: give one');
+  if (suspended) q.suspended = true;
+  if (active) q.suspended = false;
   return q;
 }
 

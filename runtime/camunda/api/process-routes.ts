@@ -11,6 +11,7 @@ import type { CamundaVariables } from '../engine/tasks.ts';
 import { findDefinition, findDefinitionById } from '../../store/definitions.ts';
 import { isUuid } from '../../shared/validate.ts';
 import { cancelInstance } from '../../engine/instances.ts';
+import { resumeInstance, suspendInstance } from '../../engine/suspension.ts';
 import {
   countCamundaDefinitions,
   countCamundaInstances,
@@ -113,6 +114,18 @@ export function processInstanceRouter(engine: Engine): Router {
         'InvalidRequestException',
         `Process instance ${id} was started by call activity ${result.parentStepId} of ${result.parentInstanceId}: delete that instance`,
       );
+    if (!result.ok) throw notFound(`Process instance with id ${id} does not exist`);
+    sendNoContent(res);
+  });
+
+  // Suspends or activates one running instance (204); as Camunda, an unknown or ended one is 404.
+  router.put('/:id/suspended', async (req, res) => {
+    const id = String(req.params.id);
+    const body = validateCamundaBody<{ suspended: boolean }>('suspended-request', req.body ?? {});
+    const by = callerName(res);
+    const request = { instanceId: id, ...(by ? { by } : {}) };
+    const run = body.suspended ? suspendInstance : resumeInstance;
+    const result = isUuid(id) ? await run(engine, request) : ({ ok: false, reason: 'not_found' } as const);
     if (!result.ok) throw notFound(`Process instance with id ${id} does not exist`);
     sendNoContent(res);
   });

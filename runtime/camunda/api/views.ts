@@ -63,7 +63,7 @@ export function externalTaskView(t: CamundaTaskRow) {
     processInstanceId: t.instance_id,
     tenantId: null,
     retries: camundaRetries(t),
-    suspended: false,
+    suspended: t.state === 'suspended',
     workerId: t.state === 'locked' ? t.worker_id : null,
     topicName: t.topic,
     priority: t.priority,
@@ -71,7 +71,9 @@ export function externalTaskView(t: CamundaTaskRow) {
   };
 }
 
-export function processInstanceView(i: Pick<InstanceRow, 'id' | 'definition_id' | 'business_key' | 'status'>) {
+export function processInstanceView(
+  i: Pick<InstanceRow, 'id' | 'definition_id' | 'business_key' | 'status'> & { suspended_at?: Date | null },
+) {
   return {
     links: [],
     id: i.id,
@@ -79,7 +81,7 @@ export function processInstanceView(i: Pick<InstanceRow, 'id' | 'definition_id' 
     businessKey: i.business_key,
     caseInstanceId: null,
     ended: i.status === 'completed' || i.status === 'canceled',
-    suspended: false,
+    suspended: (i.suspended_at ?? null) !== null,
     tenantId: null,
   };
 }

@@ -45,6 +45,7 @@ export interface CamundaInstanceRow {
   definition_key: string;
   business_key: string | null;
   status: 'running' | 'incident' | 'completed' | 'canceled';
+  suspended_at: Date | null;
 }
 
 export interface CamundaInstanceQuery {
@@ -55,7 +56,7 @@ export interface CamundaInstanceQuery {
   processDefinitionKey?: string;
   processDefinitionKeyIn?: string[];
   withIncident?: boolean;
-  /** Baton suspends no instance: `suspended` asks for none */
+  /** true: the suspended instances; false (Camunda's `active`): the others */
   suspended?: boolean;
   sorting: { sortBy: InstanceSort; sortOrder: 'asc' | 'desc' }[];
   firstResult: number;
@@ -127,7 +128,8 @@ export async function countCamundaDefinitions(db: Queryable, q: CamundaDefinitio
 // Camunda's runtime holds running instances only; an instance in an incident is still running.
 function instanceWhere(q: CamundaInstanceQuery) {
   const w = clauses(`i.status in ('running', 'incident', 'compensating')`);
-  if (q.suspended) w.raw('false');
+  if (q.suspended === true) w.raw('i.suspended_at is not null');
+  if (q.suspended === false) w.raw('i.suspended_at is null');
   if (q.processInstanceIds !== undefined) w.add('i.id = any(?::uuid[])', q.processInstanceIds.filter(isUuid));
   if (q.businessKey !== undefined) w.add('i.business_key = ?', q.businessKey);
   if (q.businessKeyLike !== undefined) w.add('i.business_key like ?', q.businessKeyLike);
@@ -144,7 +146,7 @@ export async function listCamundaInstances(db: Queryable, q: CamundaInstanceQuer
   const w = instanceWhere(q);
   const orderSql = [...q.sorting.map((s) => `${INSTANCE_SORT_SQL[s.sortBy]} ${s.sortOrder}`), 'i.created_at', 'i.id'].join(', ');
   const { rows } = await db.query<CamundaInstanceRow>(
-    `select i.id, i.definition_id, i.definition_key, i.business_key, i.status from instances i where ${w.sql}
+    `select i.id, i.definition_id, i.definition_key, i.business_key, i.status, i.suspended_at from instances i where ${w.sql}
       order by ${orderSql} offset $${w.values.length + 1} limit $${w.values.length + 2}`,
     [...w.values, q.firstResult, q.maxResults],
   );

@@ -136,12 +136,12 @@ export async function currentHolder(db: Queryable, taskId: string): Promise<{ wo
   return rows[0] ? { workerId: rows[0].worker_id, lockToken: rows[0].lock_token } : undefined;
 }
 
-/** PUT retries on a live task (ready or locked): the remaining attempts become `retries`. */
+/** PUT retries on a live task (ready, locked or suspended): the remaining attempts become `retries`. */
 export async function setTaskRetries(db: Queryable, taskId: string, retries: number): Promise<ExternalTaskRow | undefined> {
   const { rows } = await db.query<ExternalTaskRow>({
     name: 'camunda_set_task_retries',
     text: `update external_tasks set retries_left = $2::int - 1
-            where id = $1 and state in ('ready', 'locked') returning *`,
+            where id = $1 and state in ('ready', 'locked', 'suspended') returning *`,
     values: [taskId, Math.max(retries, 1)],
   });
   return rows[0];

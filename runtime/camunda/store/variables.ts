@@ -88,6 +88,7 @@ export interface InstanceVariables {
   status: InstanceStatus;
   definition_id: string;
   business_key: string | null;
+  suspended_at: Date | null;
   variables: Record<string, unknown>;
   types: StoredType[];
 }
@@ -96,7 +97,7 @@ export interface InstanceVariables {
 export async function loadInstanceVariables(db: Queryable, instanceId: string): Promise<InstanceVariables | undefined> {
   const { rows } = await db.query<Omit<InstanceVariables, 'types'> & { types: unknown }>({
     name: 'load_camunda_instance_variables',
-    text: `select i.id, i.status, i.definition_id, i.business_key, i.variables, ${MATCHING_TYPES_SQL} as types from instances i where i.id = $1`,
+    text: `select i.id, i.status, i.definition_id, i.business_key, i.suspended_at, i.variables, ${MATCHING_TYPES_SQL} as types from instances i where i.id = $1`,
     values: [instanceId],
   });
   const row = rows[0];
