@@ -122,6 +122,8 @@ export const api = {
   getHistory: (id: string, afterSeq: number) =>
     request<{ items: HistoryEvent[] }>('GET', `/api/instances/${enc(id)}/history${query({ afterSeq })}`).then((r) => r.items),
   cancelInstance: (id: string) => request<{ id: string; status: string }>('POST', `/api/instances/${enc(id)}/cancel`),
+  suspendInstance: (id: string) => request<{ id: string; suspended: boolean }>('POST', `/api/instances/${enc(id)}/suspend`),
+  resumeInstance: (id: string) => request<{ id: string; suspended: boolean }>('POST', `/api/instances/${enc(id)}/resume`),
   editVariables: (id: string, edit: VariablesEdit) =>
     request<{ id: string; revision: number; variables: Record<string, unknown> }>(
       'PATCH',

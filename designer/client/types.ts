@@ -47,6 +47,8 @@ export type InstanceStatus = 'running' | 'incident' | 'completed' | 'canceled';
 export interface InstanceSummary {
   id: string;
   status: InstanceStatus;
+  /** an operator suspended it: nothing moves it on until it is resumed */
+  suspended: boolean;
   businessKey: string | null;
   definitionKey: string;
   version: number;
@@ -132,6 +134,7 @@ export interface InstanceDetail extends InstanceSummary {
   definitionId: string;
   revision: number;
   updatedAt: string;
+  suspendedAt: string | null;
   variables: Record<string, unknown>;
   steps: StepState[];
   flows: FlowState[];

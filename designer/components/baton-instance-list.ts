@@ -131,7 +131,7 @@ export class BatonInstanceList extends LightElement {
               <td><a href="#/instances/${i.id}"><code title=${i.id}>${shortId(i.id)}</code></a></td>
               <td><a href="#/definitions/${encodeURIComponent(i.definitionKey)}?version=${i.version}">${i.definitionKey} v${i.version}</a></td>
               <td>${i.businessKey ?? '—'}</td>
-              <td><span class="status status-${i.status}">${i.status}</span></td>
+              <td><span class="status status-${i.status}">${i.status}</span>${i.suspended ? html` <span class="status status-suspended">suspended</span>` : nothing}</td>
               <td>${formatTime(i.createdAt)}</td>
               <td>${formatTime(i.endedAt)}</td>
             </tr>`,

@@ -205,8 +205,18 @@ export class BatonInstanceView extends LightElement {
     const open = d.status === 'running' || d.status === 'incident';
     return html`
       <div class="page-head">
-        <h1>Instance ${d.businessKey ?? nothing} <code title=${d.id}>${shortId(d.id)}</code> <span class="status status-${d.status}" data-status=${d.status}>${d.status}</span></h1>
-        <div class="actions">${open ? html`<button class="danger" @click=${() => this.cancel()}>Cancel instance</button>` : nothing}</div>
+        <h1>Instance ${d.businessKey ?? nothing} <code title=${d.id}>${shortId(d.id)}</code> <span class="status status-${d.status}" data-status=${d.status}>${d.status}</span>
+          ${d.suspended ? html`<span class="status status-suspended" title=${`suspended ${formatTime(d.suspendedAt ?? '')}`}>suspended</span>` : nothing}</h1>
+        <div class="actions">${
+          open
+            ? html`${
+                d.suspended
+                  ? html`<button @click=${() => this.act(() => api.resumeInstance(this.instanceId))}>Resume</button>`
+                  : html`<button title="Its tasks are not handed out and its timers wait until it is resumed" @click=${() => this.act(() => api.suspendInstance(this.instanceId))}>Suspend</button>`
+              }
+              <button class="danger" @click=${() => this.cancel()}>Cancel instance</button>`
+            : nothing
+        }</div>
       </div>
       <p class="meta">
         <a href="#/definitions/${encodeURIComponent(d.definitionKey)}?version=${d.version}">${d.definitionKey} v${d.version}</a>

@@ -4,7 +4,7 @@
 // and the worker completes the task with the fixed variable.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { singleTaskBpmn } from '../support/bpmn.ts';
-import { complete, deploy, fetchOne, start, waitForStatus, type LockedTask } from '../support/flows.ts';
+import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus, type LockedTask } from '../support/flows.ts';
 import { waitFor } from '../support/server.ts';
 import { openDesigner, type BrowserHarness } from './support/browser.ts';
 
@@ -143,6 +143,23 @@ describe('designer: incidents and variables', () => {
     // The page follows the list: the retried incidents leave it.
     for (const id of ids) await h.page.locator(`table.incident-list tr[data-instance-id="${id}"]`).waitFor({ state: 'detached' });
     await h.screenshot('incidents-07-retried-selected');
+    expect(h.consoleErrors).toEqual([]);
+  });
+
+  it('given a running instance, then the operator suspends it from the instance view, no worker gets its task, and after Resume the worker completes it', async () => {
+    const id = await start(h.t.api, 'payout', { variables: { amount: 4 } });
+    await h.page.goto(`${h.t.url}/#/instances/${id}`);
+    await h.page.getByRole('button', { name: 'Suspend' }).click();
+    await h.page.locator('.page-head .status-suspended').waitFor();
+    await h.page.getByRole('button', { name: 'Resume' }).waitFor();
+    await h.screenshot('incidents-08-suspended');
+    expect((await h.t.api.get(`/api/instances/${id}`)).body.suspended).toBe(true);
+    expect(await fetchTasks(h.t.api, 'payout-worker', ['pay'], { waitMs: 0 })).toEqual([]);
+
+    await h.page.getByRole('button', { name: 'Resume' }).click();
+    await h.page.locator('.page-head .status-suspended').waitFor({ state: 'detached' });
+    expect(await work(await fetchOne(h.t.api, 'payout-worker', 'pay'))).toBe('completed');
+    await h.page.locator('.page-head [data-status="completed"]').waitFor();
     expect(h.consoleErrors).toEqual([]);
   });
 });
