@@ -176,6 +176,7 @@ export function userTaskView(t: UserTaskRow, name?: string, spec?: UserTaskSpec)
     followUpAt: t.user_task.followUpAt,
     priority: t.user_task.priority,
     createdAt: t.created_at,
+    ...(t.suspended ? { suspended: true } : {}),
     ...(spec
       ? {
           form: {

@@ -19,6 +19,8 @@ export interface UserTaskRow {
   definition_id: string;
   definition_key: string;
   business_key: string | null;
+  /** its instance is suspended: every action on it is refused until the resume */
+  suspended: boolean;
 }
 
 export interface UserTaskFilter {
@@ -42,7 +44,7 @@ export async function findUserTask(db: Queryable, id: string): Promise<UserTaskR
     name: 'find_user_task',
     text: `select s.id, s.instance_id, s.step_id, s.generation, s.scope_path, s.assignee, s.user_task, s.created_at,
                  (extract(epoch from s.created_at) * 1000000)::bigint::text as created_us,
-                 i.definition_id, i.definition_key, i.business_key from subscriptions s join instances i on i.id = s.instance_id where s.id = $1 and s.kind = 'user'`,
+                 i.definition_id, i.definition_key, i.business_key, i.suspended_at is not null as suspended from subscriptions s join instances i on i.id = s.instance_id where s.id = $1 and s.kind = 'user'`,
     values: [id],
   });
   return rows[0];
@@ -54,7 +56,7 @@ export async function listUserTasks(db: Queryable, f: UserTaskFilter): Promise<U
     name: 'list_user_tasks',
     text: `select s.id, s.instance_id, s.step_id, s.generation, s.scope_path, s.assignee, s.user_task, s.created_at,
                  (extract(epoch from s.created_at) * 1000000)::bigint::text as created_us,
-                 i.definition_id, i.definition_key, i.business_key from subscriptions s join instances i on i.id = s.instance_id
+                 i.definition_id, i.definition_key, i.business_key, i.suspended_at is not null as suspended from subscriptions s join instances i on i.id = s.instance_id
             where s.kind = 'user'
               and ($1::text is null or s.assignee = $1)
               and ($2::text is null or s.assignee = $2

@@ -2,6 +2,7 @@
 // Camunda Tasklist's form): parameters Baton answers are read and checked; ones it cannot
 // answer are refused when they would filter (an empty list is what clients send by default);
 // anything else is ignored, as Camunda does.
+import { invalidRequest } from './errors.ts';
 import { TASK_SORT_SQL, type CamundaUserTaskQuery } from '../store/user-task-queries.ts';
 import {
   readDate,
@@ -84,6 +85,10 @@ export function readUserTaskQuery(
   const groups = [...readNames(input, 'candidateGroups', from), ...readNames(input, 'candidateGroup', from)];
   if (groups.length > 0) q.candidateGroups = groups;
   if (q.candidateUser !== undefined) q.candidateUserGroups = [...groupsOf(q.candidateUser)];
-  if (readFlag(input, 'suspended', from)) q.suspended = true;
+  const suspended = readFlag(input, 'suspended', from);
+  const active = readFlag(input, 'active', from);
+  if (suspended && active) throw invalidRequest('suspended and active exclude each other: give one');
+  if (suspended) q.suspended = true;
+  if (active) q.suspended = false;
   return q;
 }

@@ -108,7 +108,7 @@ export function camundaUserTaskView(t: UserTaskRow, formKey: string | null) {
     caseExecutionId: null,
     caseInstanceId: null,
     caseDefinitionId: null,
-    suspended: false,
+    suspended: t.suspended,
     formKey,
     camundaFormRef: null,
     tenantId: null,

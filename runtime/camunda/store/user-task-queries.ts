@@ -33,7 +33,7 @@ export interface CamundaUserTaskQuery {
   followUpAfter?: Date;
   createdBefore?: Date;
   createdAfter?: Date;
-  /** Baton suspends no task: `suspended` asks for none (and `active` for all, so it filters nothing) */
+  /** true: the tasks of suspended instances; false (Camunda's `active`): the others */
   suspended?: boolean;
   sorting: { sortBy: CamundaTaskSort; sortOrder: 'asc' | 'desc' }[];
   firstResult: number;
@@ -70,7 +70,8 @@ function where(q: CamundaUserTaskQuery): { sql: string; values: unknown[] } {
   };
   // Ids compare as uuids so that an index serves them; other text names no task.
   const addId = (column: string, id: string) => (isUuid(id) ? add(`${column} = ?::uuid`, id) : clauses.push('false'));
-  if (q.suspended) clauses.push('false');
+  if (q.suspended === true) clauses.push('i.suspended_at is not null');
+  if (q.suspended === false) clauses.push('i.suspended_at is null');
   if (q.taskId !== undefined) addId('s.id', q.taskId);
   if (q.processInstanceId !== undefined) addId('s.instance_id', q.processInstanceId);
   if (q.processDefinitionId !== undefined) addId('i.definition_id', q.processDefinitionId);
@@ -106,7 +107,7 @@ function where(q: CamundaUserTaskQuery): { sql: string; values: unknown[] } {
 
 const COLUMNS_SQL = `s.id, s.instance_id, s.step_id, s.generation, s.scope_path, s.assignee, s.user_task, s.created_at,
        (extract(epoch from s.created_at) * 1000000)::bigint::text as created_us,
-       i.definition_id, i.definition_key, i.business_key`;
+       i.definition_id, i.definition_key, i.business_key, i.suspended_at is not null as suspended`;
 const FROM_SQL = 'from subscriptions s join instances i on i.id = s.instance_id';
 
 function orderBy(q: CamundaUserTaskQuery): string {

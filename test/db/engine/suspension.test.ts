@@ -3,7 +3,7 @@
 // for it waits in the inbox, a child's return waits for its parent, refused actions change nothing,
 // and a suspend racing a worker's complete ends one way or the other, never both.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildBpmn, callBpmn, singleTaskBpmn } from '../../support/bpmn.ts';
+import { buildBpmn, callBpmn, inlineDefinitions, inlineFlow as flow, singleTaskBpmn } from '../../support/bpmn.ts';
 import { complete, deploy, fetchOne, fetchTasks, historyKinds, instanceOf, start, waitForStatus } from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 import { engineRest } from '../../camunda/support.ts';
@@ -67,6 +67,16 @@ beforeAll(async () => {
         { from: 'ship', to: 'e' },
       ],
     ),
+  );
+  await deploy(
+    t.api,
+    inlineDefinitions('susp-user', [
+      '<bpmn:startEvent id="start" />',
+      '<bpmn:userTask id="approve" name="Approve" camunda:candidateUsers="alice" />',
+      '<bpmn:endEvent id="end" />',
+      flow('f1', 'start', 'approve'),
+      flow('f2', 'approve', 'end'),
+    ]),
   );
   await deploy(t.api, singleTaskBpmn('susp-child', 'susp-child'));
   await deploy(t.api, callBpmn('susp-parent', 'susp-child'));
@@ -234,6 +244,30 @@ describe('suspend and resume', () => {
       const kinds = await historyKinds(t.api, id);
       expect(kinds.filter((k) => k === 'step:completed').length).toBe(4); // s, a, b, e
     }
+  });
+
+  it('given a suspended instance with a user task, then the task says so, claiming it is refused, and after the resume it is claimed and completed', async () => {
+    const id = await start(t.api, 'susp-user');
+    const task = await waitFor(
+      async () => (await t.api.get(`/api/user-tasks?instanceId=${id}`)).body.items[0],
+      5_000,
+      'the user task',
+    );
+    await suspend(id);
+    expect((await t.api.get(`/api/user-tasks/${task.id}`)).body.suspended).toBe(true);
+    const refused = await t.api.post(`/api/user-tasks/${task.id}/claim`, { userId: 'alice' });
+    expect(refused.status).toBe(409);
+    expect(refused.body.details).toMatchObject({ instanceId: id, suspended: true });
+    const listed = await engineRest(t.url, 'GET', `/task?processInstanceId=${id}&suspended=true`);
+    expect(listed.body.map((x: { id: string; suspended: boolean }) => [x.id, x.suspended])).toEqual([[task.id, true]]);
+    expect((await engineRest(t.url, 'GET', `/task?processInstanceId=${id}&active=true`)).body).toEqual([]);
+    expect((await t.api.get(`/api/user-tasks/${task.id}`)).body.assignee).toBeNull();
+
+    await resume(id);
+    expect((await t.api.get(`/api/user-tasks/${task.id}`)).body.suspended).toBeUndefined();
+    expect((await t.api.post(`/api/user-tasks/${task.id}/claim`, { userId: 'alice' })).status).toBe(200);
+    expect((await t.api.post(`/api/user-tasks/${task.id}/complete`, { userId: 'alice' })).status).toBe(200);
+    await waitForStatus(t.api, id, 'completed');
   });
 
   it('given the Camunda API, then PUT suspended suspends and activates, and the instance and its task say so', async () => {
