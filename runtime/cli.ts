@@ -69,6 +69,7 @@ async function serve(config: Config): Promise<void> {
       retention: { days: security.retentionDays, intervalMs: security.retentionIntervalMs },
       shutdownGraceMs: security.shutdownGraceMs,
       frameRetentionMs: security.frameRetentionMs,
+      batches: { chunkSize: config.batchChunkSize, leaseMs: config.batchLeaseMs, intervalMs: config.batchIntervalMs },
       prepare: async (engine) => {
         if (config.samplesDir) await deploySamples(engine, config.samplesDir, log);
       },

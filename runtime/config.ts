@@ -23,6 +23,10 @@ export interface Config {
   leaseExpiryAllowance: number;
   /** statements of starts in flight at once; starts arriving meanwhile go together in the next */
   startLanes: number;
+  /** batches: instances per chunk, the lease a node holds a batch by, the pause between looks for one */
+  batchChunkSize: number;
+  batchLeaseMs: number;
+  batchIntervalMs: number;
   /** folder whose .bpmn files are deployed at start; empty to deploy none */
   samplesDir: string | undefined;
 }
@@ -56,6 +60,9 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     retryBackoffMs: intFrom(env, 'BATON_RETRY_BACKOFF_MS', 1000, 1),
     leaseExpiryAllowance: intFrom(env, 'BATON_LEASE_EXPIRY_ALLOWANCE', 3, 0),
     startLanes: intFrom(env, 'BATON_START_LANES', 2, 1),
+    batchChunkSize: intFrom(env, 'BATON_BATCH_CHUNK_SIZE', 50, 1),
+    batchLeaseMs: intFrom(env, 'BATON_BATCH_LEASE_MS', 30_000, 100),
+    batchIntervalMs: intFrom(env, 'BATON_BATCH_INTERVAL_MS', 1000, 10),
     samplesDir: env.BATON_SAMPLES_DIR === '' ? undefined : path.resolve(env.BATON_SAMPLES_DIR || 'samples'),
   };
 }

@@ -11,6 +11,7 @@ import { userTasksRouter } from './api/user-tasks-routes.ts';
 import { elementTemplatesRouter } from './api/element-templates-routes.ts';
 import { errorMiddleware, notFoundRoute } from './api/errors.ts';
 import { flowLimitsRouter } from './api/flow-limits-routes.ts';
+import { batchesRouter } from './api/batches-routes.ts';
 import { incidentsRouter } from './api/incidents-routes.ts';
 import { instancesRouter } from './api/instances-routes.ts';
 import { progressRouter } from './api/progress-routes.ts';
@@ -26,6 +27,7 @@ import { socketAuthorizer } from './stream/socket-auth.ts';
 import { attachUserTaskFeed } from './stream/user-task-feed.ts';
 import { watchUserTaskChanges } from './store/user-tasks.ts';
 import { meRouter } from './api/me-routes.ts';
+import { startBatchRunner, type BatchRunnerOptions } from './scheduler/batch-runner.ts';
 import { startSweeper, type Sweeper } from './scheduler/sweeper.ts';
 import { exhaustExpiredLease } from './engine/tasks.ts';
 import { startTimerScheduler, type TimerScheduler } from './scheduler/timer-scheduler.ts';
@@ -76,6 +78,8 @@ export interface BatonServerOptions {
   progressStream?: Partial<ProgressStreamOptions>;
   /** close(): open sockets are cut after half of it (BATON_SHUTDOWN_GRACE_MS) */
   shutdownGraceMs?: number;
+  /** batch runner: chunk size, lease and polling (BATON_BATCH_*) */
+  batches?: Partial<BatchRunnerOptions>;
 }
 
 export interface BatonServer {
@@ -127,6 +131,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   // Thrown signals the same way: at once for this node's throws, the re-check for a dead node's.
   const signals = startSignalBroadcasts(engine, opts.log, { intervalMs: opts.callReturnIntervalMs ?? 1000, lanes: 1 });
   const retention = startRetention(pool, opts.log, opts.retention ?? { days: 0, intervalMs: 3_600_000 });
+  const batches = startBatchRunner(engine, opts.log, { intervalMs: 1000, chunkSize: 50, leaseMs: 30_000, ...opts.batches });
 
   const app = express();
   app.disable('x-powered-by');
@@ -156,6 +161,10 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   app.use(opsRouter(pool, parkedPolls));
   app.use('/api/definitions', definitionsRouter(engine));
   app.use('/api/incidents', incidentsRouter(engine));
+  app.use(
+    '/api/batches',
+    batchesRouter(engine, () => batches.poke()),
+  );
   app.use('/api/me', meRouter());
   app.use('/api/user-tasks', userTasksRouter(engine));
   app.use('/api/flow-limits', flowLimitsRouter(engine));
@@ -213,6 +222,7 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
         callReturns.stop(),
         signals.stop(),
         retention.stop(),
+        batches.stop(),
       ]);
       await Promise.all([
         frameHub.stop(),

@@ -4,51 +4,33 @@ import { cancelInstance, startInstance, type StartInstanceRequest } from '../eng
 import { editVariables, type EditVariablesRequest } from '../engine/instance-variables.ts';
 import { REPLAYABLE, replayInstance } from '../engine/replay.ts';
 import { resumeInstance, suspendInstance, type SuspensionResult } from '../engine/suspension.ts';
-import type { InstanceStatus } from '../model/vocabulary.ts';
 import type { Caller } from '../security/auth.ts';
 import { withPlannerDefaults } from '../store/db.ts';
-import { countInstances, getInstanceDetail, listHistory, listInstances, type InstanceFilter } from '../store/queries.ts';
+import {
+  countInstances,
+  getInstanceDetail,
+  instanceFilterOf,
+  listHistory,
+  listInstances,
+  type InstanceFilter,
+  type InstanceSearch,
+} from '../store/queries.ts';
 import { BatonError } from '../shared/errors.ts';
 import { sendAnswer } from './answer.ts';
 import { isUuid, requireUuid, validateBody, validateQuery } from '../shared/validate.ts';
 import { eventView, instanceDetailView, instanceSummaryView } from './views.ts';
 
-interface FilterQuery {
-  status?: InstanceStatus;
-  definitionKey?: string;
-  version?: number;
-  businessKey?: string;
-  startedAfter?: string;
-  startedBefore?: string;
-  endedAfter?: string;
-  endedBefore?: string;
-  activeStep?: string;
-  withIncident?: boolean;
-  suspended?: boolean;
-  variableName?: string;
-  variableValue?: string;
-}
+type FilterQuery = InstanceSearch;
 
 interface ListQuery extends FilterQuery {
   limit?: number;
   cursor?: string;
 }
 
-/** The store's filter from the query: only what was given; a variable's value is JSON, or else text. */
+/** The store's filter from the query, without the paging fields. */
 function filterOf(q: FilterQuery): InstanceFilter {
-  const { variableName, variableValue, limit: _limit, cursor: _cursor, ...rest } = q as ListQuery;
-  const f: InstanceFilter = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined && v !== ''));
-  if (variableName !== undefined && variableValue !== undefined)
-    f.variable = { name: variableName, value: jsonOrText(variableValue) };
-  return f;
-}
-
-function jsonOrText(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
+  const { limit: _limit, cursor: _cursor, ...search } = q as ListQuery;
+  return instanceFilterOf(search);
 }
 
 export function instancesRouter(engine: Engine): Router {

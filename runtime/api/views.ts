@@ -1,4 +1,5 @@
 // Row -> JSON shapes of the native API (camelCase, ISO dates).
+import type { BatchResultRow, BatchRow } from '../store/batches.ts';
 import type { DefinitionRow, DefinitionSummary } from '../store/definitions.ts';
 import type { IncidentListRow, IncidentRow } from '../store/incidents.ts';
 import type { InstanceRow } from '../store/instances.ts';
@@ -187,4 +188,25 @@ export function userTaskView(t: UserTaskRow, name?: string, spec?: UserTaskSpec)
         }
       : {}),
   };
+}
+
+export function batchView(b: BatchRow) {
+  return {
+    id: b.id,
+    operation: b.operation,
+    filter: b.filter,
+    options: b.options,
+    state: b.state,
+    total: b.total,
+    done: b.done,
+    failed: b.failed,
+    skipped: b.skipped,
+    createdBy: b.created_by,
+    createdAt: b.created_at,
+    endedAt: b.ended_at,
+  };
+}
+
+export function batchResultView(r: BatchResultRow) {
+  return { instanceId: r.instance_id, outcome: r.outcome, message: r.message, at: r.at };
 }

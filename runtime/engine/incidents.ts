@@ -4,7 +4,7 @@ import { emptyEffects, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition } from './transition.ts';
 import type { InstanceStatus } from '../model/vocabulary.ts';
-import { withPlannerDefaults, withTransaction } from '../store/db.ts';
+import { withPlannerDefaults, withTransaction, type PoolClient } from '../store/db.ts';
 import { findIncident, listIncidents, requeueFailedTask, resolveIncident, type IncidentFilter } from '../store/incidents.ts';
 import { lockInstance } from '../store/instances.ts';
 import { jsonbTextBytes } from '../shared/variables-size.ts';
@@ -24,39 +24,46 @@ export type RetryIncidentResult =
 
 /** One retry, one transaction: the instance's lock is held only for its own incident. */
 export async function retryIncident(engine: Engine, req: RetryIncidentRequest): Promise<RetryIncidentResult> {
-  return withTransaction(engine.pool, async (tx) => {
-    const found = await findIncident(tx, req.incidentId);
-    if (!found) return { ok: false, reason: 'not_found' };
-    const instance = await lockInstance(tx, found.instance_id);
-    if (!instance || found.status !== 'open' || isEnded(instance.status)) return { ok: false, reason: 'not_open' };
-    if (instance.suspended_at) return { ok: false, reason: 'suspended', details: { instanceId: instance.id } };
-    const variables = { ...instance.variables, ...req.variables };
-    const max = engine.options.maxVariablesBytes;
-    const bytes = req.variables && Number.isFinite(max) ? jsonbTextBytes(variables) : 0;
-    if (bytes > max)
-      return { ok: false, reason: 'variables_too_large', details: { limit: 'maxVariablesBytes', max, actual: bytes } };
-    const incident = await resolveIncident(tx, req.incidentId);
-    if (!incident) return { ok: false, reason: 'not_open' };
-    const fx = emptyEffects();
-    fx.events.push({
-      kind: 'incident:resolved',
-      stepId: incident.step_id,
-      data: {
-        incidentId: incident.id,
-        kind: incident.kind,
-        ...(req.variables ? { variablesSet: Object.keys(req.variables) } : {}),
-      },
-    });
-    if (incident.task_id) {
-      await requeueFailedTask(tx, incident.task_id, req.retries ?? null);
-      instance.state.steps[incident.step_id] = 'active';
-      fx.steps.push({ stepId: incident.step_id, status: 'active' });
-    }
-    const plan = await planOf(engine, instance.definition_id, tx);
-    if (!incident.task_id) resumeStep(plan, incident.step_id, instance.state, variables, fx);
-    const status = await commitTransition(tx, instance, fx, variables, { plan });
-    return { ok: true, status };
+  return withTransaction(engine.pool, (tx) => retryIncidentInTransaction(engine, tx, req));
+}
+
+/** The retry inside the caller's transaction (a batch retries an instance's incidents in one, with its result row). */
+export async function retryIncidentInTransaction(
+  engine: Engine,
+  tx: PoolClient,
+  req: RetryIncidentRequest,
+): Promise<RetryIncidentResult> {
+  const found = await findIncident(tx, req.incidentId);
+  if (!found) return { ok: false, reason: 'not_found' };
+  const instance = await lockInstance(tx, found.instance_id);
+  if (!instance || found.status !== 'open' || isEnded(instance.status)) return { ok: false, reason: 'not_open' };
+  if (instance.suspended_at) return { ok: false, reason: 'suspended', details: { instanceId: instance.id } };
+  const variables = { ...instance.variables, ...req.variables };
+  const max = engine.options.maxVariablesBytes;
+  const bytes = req.variables && Number.isFinite(max) ? jsonbTextBytes(variables) : 0;
+  if (bytes > max)
+    return { ok: false, reason: 'variables_too_large', details: { limit: 'maxVariablesBytes', max, actual: bytes } };
+  const incident = await resolveIncident(tx, req.incidentId);
+  if (!incident) return { ok: false, reason: 'not_open' };
+  const fx = emptyEffects();
+  fx.events.push({
+    kind: 'incident:resolved',
+    stepId: incident.step_id,
+    data: {
+      incidentId: incident.id,
+      kind: incident.kind,
+      ...(req.variables ? { variablesSet: Object.keys(req.variables) } : {}),
+    },
   });
+  if (incident.task_id) {
+    await requeueFailedTask(tx, incident.task_id, req.retries ?? null);
+    instance.state.steps[incident.step_id] = 'active';
+    fx.steps.push({ stepId: incident.step_id, status: 'active' });
+  }
+  const plan = await planOf(engine, instance.definition_id, tx);
+  if (!incident.task_id) resumeStep(plan, incident.step_id, instance.state, variables, fx);
+  const status = await commitTransition(tx, instance, fx, variables, { plan });
+  return { ok: true, status };
 }
 
 /** Past this many incidents a retry call answers `more: true`; the caller calls again for the rest. */

@@ -160,21 +160,24 @@ export type CancelInstanceResult =
 
 /** Cancels a running instance: its open tasks become unfetchable and late results get a conflict. */
 export async function cancelInstance(engine: Engine, instanceId: string): Promise<CancelInstanceResult> {
-  return withTransaction(engine.pool, async (tx) => {
-    const instance = await lockInstance(tx, instanceId);
-    if (!instance) return { ok: false, reason: 'not_found' };
-    if (instance.status === 'completed' || instance.status === 'canceled' || instance.status === 'compensated') {
-      return { ok: false, reason: 'already_ended', status: instance.status };
-    }
-    // A called instance ends with its call activity: cancel the parent, whose cancel reaches it.
-    if (instance.parent_instance_id)
-      return {
-        ok: false,
-        reason: 'called',
-        parentInstanceId: instance.parent_instance_id,
-        parentStepId: instance.parent_step_id ?? '',
-      };
-    const status = await commitTransition(tx, instance, emptyEffects(), instance.variables, { status: 'canceled' });
-    return { ok: true, status };
-  });
+  return withTransaction(engine.pool, (tx) => cancelInTransaction(tx, instanceId));
+}
+
+/** The cancel inside the caller's transaction (a batch writes its result row in it too). */
+export async function cancelInTransaction(tx: PoolClient, instanceId: string): Promise<CancelInstanceResult> {
+  const instance = await lockInstance(tx, instanceId);
+  if (!instance) return { ok: false, reason: 'not_found' };
+  if (instance.status === 'completed' || instance.status === 'canceled' || instance.status === 'compensated') {
+    return { ok: false, reason: 'already_ended', status: instance.status };
+  }
+  // A called instance ends with its call activity: cancel the parent, whose cancel reaches it.
+  if (instance.parent_instance_id)
+    return {
+      ok: false,
+      reason: 'called',
+      parentInstanceId: instance.parent_instance_id,
+      parentStepId: instance.parent_step_id ?? '',
+    };
+  const status = await commitTransition(tx, instance, emptyEffects(), instance.variables, { status: 'canceled' });
+  return { ok: true, status };
 }

@@ -70,3 +70,31 @@ export const IncidentKind = {
   call_activity: 'call_activity',
 } as const;
 export type IncidentKind = (typeof IncidentKind)[keyof typeof IncidentKind];
+
+export const BatchOperation = {
+  /** cancels each instance (engine/instances.ts cancelInTransaction) */
+  cancel: 'cancel',
+  /** retries each instance's open incidents (engine/incidents.ts retryIncidentInTransaction) */
+  retry: 'retry',
+} as const;
+export type BatchOperation = (typeof BatchOperation)[keyof typeof BatchOperation];
+
+export const BatchState = {
+  /** chunks are still taken by whichever node holds its lease */
+  running: 'running',
+  /** every matching instance has a result */
+  completed: 'completed',
+  /** an operator stopped it; no further instance is touched */
+  canceled: 'canceled',
+} as const;
+export type BatchState = (typeof BatchState)[keyof typeof BatchState];
+
+export const BatchOutcome = {
+  /** the operation was applied */
+  done: 'done',
+  /** the operation was refused for a reason to look at (a called instance, variables too large, an error) */
+  failed: 'failed',
+  /** nothing to do: the instance had ended, or had no open incident */
+  skipped: 'skipped',
+} as const;
+export type BatchOutcome = (typeof BatchOutcome)[keyof typeof BatchOutcome];

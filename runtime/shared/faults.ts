@@ -27,6 +27,8 @@ export const FaultPoint = {
   callBeforeReturn: 'call:before-return',
   /** engine: a thrown signal is taken for delivery, its receivers' transitions not committed yet */
   signalBeforeDelivery: 'signal:before-delivery',
+  /** engine: a batch's operation and result row for one instance committed, the chunk's cursor not moved yet */
+  batchAfterInstance: 'batch:after-instance',
 } as const;
 export type FaultPoint = (typeof FaultPoint)[keyof typeof FaultPoint];
 

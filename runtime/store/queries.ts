@@ -56,6 +56,60 @@ export async function listInstances(db: Queryable, p: ListInstancesParams): Prom
   return rows;
 }
 
+/** The instance search as a request names it (GET /api/instances, a batch's filter). */
+export interface InstanceSearch {
+  status?: InstanceStatus;
+  definitionKey?: string;
+  version?: number;
+  businessKey?: string;
+  startedAfter?: string;
+  startedBefore?: string;
+  endedAfter?: string;
+  endedBefore?: string;
+  activeStep?: string;
+  withIncident?: boolean;
+  suspended?: boolean;
+  variableName?: string;
+  variableValue?: string;
+}
+
+/** The store's filter from a search: only what was given; a variable's value is JSON, or else text. */
+export function instanceFilterOf(search: InstanceSearch): InstanceFilter {
+  const { variableName, variableValue, ...rest } = search;
+  const f: InstanceFilter = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined && v !== ''));
+  if (variableName !== undefined && variableValue !== undefined)
+    f.variable = { name: variableName, value: jsonOrText(variableValue) };
+  return f;
+}
+
+function jsonOrText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** What a batch adds to its filter: instances created up to the batch, after its cursor, without a result yet. */
+export interface BatchScope {
+  batchId: string;
+  afterId?: string;
+}
+
+/**
+ * The filter's where clause over `instances` (unaliased); with a batch's scope, only the
+ * instances the batch has still to reach (store/batches.ts).
+ */
+export function instanceWhere(f: InstanceFilter & Partial<BatchScope>): { sql: string; values: unknown[] } {
+  return whereGiven((param) => [
+    ...instanceFilterClauses(f, param),
+    f.batchId !== undefined && `created_at <= (select b.created_at from batches b where b.id = ${param(f.batchId)}::uuid)`,
+    f.batchId !== undefined &&
+      `not exists (select 1 from batch_results r where r.batch_id = ${param(f.batchId)}::uuid and r.instance_id = instances.id)`,
+    f.afterId !== undefined && `id > ${param(f.afterId)}::uuid`,
+  ]);
+}
+
 /** The filter's clauses over `instances` (unaliased), each only when given. */
 function instanceFilterClauses(f: InstanceFilter, param: (value: unknown) => string): (string | false)[] {
   return [

@@ -10,6 +10,7 @@ export const MOUNTS: Record<string, string> = {
   tasksRouter: '/api/external-tasks',
   progressRouter: '/api/external-tasks',
   incidentsRouter: '/api/incidents',
+  batchesRouter: '/api/batches',
   userTasksRouter: '/api/user-tasks',
   meRouter: '/api/me',
   flowLimitsRouter: '/api/flow-limits',

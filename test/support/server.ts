@@ -24,6 +24,8 @@ export interface TestServerOptions {
   /** progress stream (test/stream) */
   progressStream?: BatonServerOptions['progressStream'];
   frameRetentionMs?: number;
+  /** batch runner: chunk size, lease, polling */
+  batches?: BatonServerOptions['batches'];
   /** sends this token as Bearer on every `api` call */
   token?: string;
 }
@@ -42,6 +44,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     ...(opts.retention ? { retention: opts.retention } : {}),
     ...(opts.progressStream ? { progressStream: opts.progressStream } : {}),
     ...(opts.frameRetentionMs !== undefined ? { frameRetentionMs: opts.frameRetentionMs } : {}),
+    ...(opts.batches ? { batches: opts.batches } : {}),
   });
   return {
     url: server.url,
