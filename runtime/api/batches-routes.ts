@@ -25,9 +25,9 @@ export function batchesRouter(engine: Engine, onCreated: () => void = () => {}):
 
   router.post('/', async (req, res) => {
     const body = validateBody<CreateBatchBody>('create-batch-request', req.body);
-    if (body.operation === 'cancel' && body.options && Object.keys(body.options).length > 0)
+    if (body.operation !== 'retry' && body.options && Object.keys(body.options).length > 0)
       throw new BatonError('validation', 'Invalid request body: a cancel batch takes no options', [
-        { path: '/options', message: 'must be empty for operation cancel' },
+        { path: '/options', message: `must be empty for operation ${body.operation}` },
       ]);
     const caller = res.locals.caller as Caller | undefined;
     const batch = await createBatch(engine, {

@@ -1,10 +1,11 @@
-// Batches: cancel or retry every instance an instance search matches, a chunk at a time.
+// Batches: cancel, retry, suspend or resume every instance an instance search matches, a chunk at a time.
 // Each instance is its own transaction, holding only its own row, and that transaction
 // writes the instance's result row: a node killed between two instances loses nothing and,
 // since an instance with a result is never taken again, applies nothing twice.
 import type { Engine } from './context.ts';
 import { retryIncidentInTransaction } from './incidents.ts';
 import { cancelInTransaction } from './instances.ts';
+import { resumeInTransaction, suspendInTransaction } from './suspension.ts';
 import type { BatchOperation, BatchOutcome } from '../model/vocabulary.ts';
 import {
   advanceBatch,
@@ -125,7 +126,27 @@ function isTransient(err: unknown): boolean {
 }
 
 async function applyOperation(engine: Engine, tx: PoolClient, batch: BatchRow, instanceId: string): Promise<Outcome> {
-  return batch.operation === 'cancel' ? cancelOne(tx, instanceId) : retryOne(engine, tx, batch.options, instanceId);
+  switch (batch.operation) {
+    case 'cancel':
+      return cancelOne(tx, instanceId);
+    case 'retry':
+      return retryOne(engine, tx, batch.options, instanceId);
+    case 'suspend':
+    case 'resume':
+      return suspendOrResumeOne(engine, tx, batch, instanceId);
+  }
+}
+
+async function suspendOrResumeOne(engine: Engine, tx: PoolClient, batch: BatchRow, instanceId: string): Promise<Outcome> {
+  const by = { by: batch.created_by === null ? `batch ${batch.id}` : `${batch.created_by}, batch ${batch.id}` };
+  const r =
+    batch.operation === 'suspend'
+      ? await suspendInTransaction(tx, { instanceId, ...by })
+      : await resumeInTransaction(engine, tx, { instanceId, ...by });
+  if (!r.ok && r.reason === 'not_found') return { outcome: 'skipped', message: 'the instance no longer exists' };
+  if (!r.ok) return { outcome: 'skipped', message: `the instance already ended (${r.status})` };
+  if (!r.changed) return { outcome: 'skipped', message: r.suspended ? 'already suspended' : 'not suspended' };
+  return { outcome: 'done' };
 }
 
 async function cancelOne(tx: PoolClient, instanceId: string): Promise<Outcome> {

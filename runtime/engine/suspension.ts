@@ -29,17 +29,20 @@ export interface SuspensionRequest {
 
 /** Suspends the instance; one already suspended answers `changed: false` and changes nothing. */
 export async function suspendInstance(engine: Engine, req: SuspensionRequest): Promise<SuspensionResult> {
-  return withTransaction(engine.pool, async (tx) => {
-    const instance = await lockInstance(tx, req.instanceId);
-    if (!instance) return { ok: false, reason: 'not_found' };
-    if (isEnded(instance.status)) return { ok: false, reason: 'ended', status: instance.status };
-    if (instance.suspended_at) return unchanged(instance, true);
-    const parked = await suspendOpenWork(tx, instance.id);
-    const fx = emptyEffects();
-    fx.events.push({ kind: 'instance:suspended', data: { by: req.by ?? null, ...parked } });
-    const status = await commitTransition(tx, instance, fx, instance.variables);
-    return { ok: true, changed: true, status, suspended: true, revision: instance.revision + 1 };
-  });
+  return withTransaction(engine.pool, (tx) => suspendInTransaction(tx, req));
+}
+
+/** The suspend inside the caller's transaction (a batch writes its result row in the same one). */
+export async function suspendInTransaction(tx: PoolClient, req: SuspensionRequest): Promise<SuspensionResult> {
+  const instance = await lockInstance(tx, req.instanceId);
+  if (!instance) return { ok: false, reason: 'not_found' };
+  if (isEnded(instance.status)) return { ok: false, reason: 'ended', status: instance.status };
+  if (instance.suspended_at) return unchanged(instance, true);
+  const parked = await suspendOpenWork(tx, instance.id);
+  const fx = emptyEffects();
+  fx.events.push({ kind: 'instance:suspended', data: { by: req.by ?? null, ...parked } });
+  const status = await commitTransition(tx, instance, fx, instance.variables);
+  return { ok: true, changed: true, status, suspended: true, revision: instance.revision + 1 };
 }
 
 /**
@@ -48,22 +51,25 @@ export async function suspendInstance(engine: Engine, req: SuspensionRequest): P
  * waited is announced to the deliverers after the commit.
  */
 export async function resumeInstance(engine: Engine, req: SuspensionRequest): Promise<SuspensionResult> {
-  return withTransaction(engine.pool, async (tx) => {
-    const instance = await lockInstance(tx, req.instanceId);
-    if (!instance) return { ok: false, reason: 'not_found' };
-    if (isEnded(instance.status)) return { ok: false, reason: 'ended', status: instance.status };
-    if (!instance.suspended_at) return unchanged(instance, false);
-    const parked = await resumeOpenWork(tx, instance.id);
-    instance.suspended_at = null;
-    const fx = emptyEffects();
-    fx.events.push({ kind: 'instance:resumed', data: { by: req.by ?? null, tasks: parked.tasks, timers: parked.timers } });
-    const variables = { ...instance.variables };
-    const plan = await planOf(engine, instance.definition_id, tx);
-    await takeKeptMessages(tx, instance, plan, fx, variables);
-    const status = await commitTransition(tx, instance, fx, variables, { plan });
-    if (parked.callReturns) announceCallReturn(tx);
-    return { ok: true, changed: true, status, suspended: false, revision: instance.revision + 1 };
-  });
+  return withTransaction(engine.pool, (tx) => resumeInTransaction(engine, tx, req));
+}
+
+/** The resume inside the caller's transaction. */
+export async function resumeInTransaction(engine: Engine, tx: PoolClient, req: SuspensionRequest): Promise<SuspensionResult> {
+  const instance = await lockInstance(tx, req.instanceId);
+  if (!instance) return { ok: false, reason: 'not_found' };
+  if (isEnded(instance.status)) return { ok: false, reason: 'ended', status: instance.status };
+  if (!instance.suspended_at) return unchanged(instance, false);
+  const parked = await resumeOpenWork(tx, instance.id);
+  instance.suspended_at = null;
+  const fx = emptyEffects();
+  fx.events.push({ kind: 'instance:resumed', data: { by: req.by ?? null, tasks: parked.tasks, timers: parked.timers } });
+  const variables = { ...instance.variables };
+  const plan = await planOf(engine, instance.definition_id, tx);
+  await takeKeptMessages(tx, instance, plan, fx, variables);
+  const status = await commitTransition(tx, instance, fx, variables, { plan });
+  if (parked.callReturns) announceCallReturn(tx);
+  return { ok: true, changed: true, status, suspended: false, revision: instance.revision + 1 };
 }
 
 function unchanged(instance: LockedInstance, suspended: boolean): SuspensionResult {

@@ -76,6 +76,10 @@ export const BatchOperation = {
   cancel: 'cancel',
   /** retries each instance's open incidents (engine/incidents.ts retryIncidentInTransaction) */
   retry: 'retry',
+  /** suspends each instance (engine/suspension.ts suspendInTransaction) */
+  suspend: 'suspend',
+  /** resumes each suspended instance (engine/suspension.ts resumeInTransaction) */
+  resume: 'resume',
 } as const;
 export type BatchOperation = (typeof BatchOperation)[keyof typeof BatchOperation];
 

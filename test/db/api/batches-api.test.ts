@@ -170,4 +170,44 @@ describe('batches API', () => {
     expect(seen.slice(0, 3)).toEqual([...made].reverse());
     expect(seen.length).toBeGreaterThanOrEqual(made.length + 2);
   });
+
+  it('given every running instance of a version, when a suspend batch and then a resume batch run, then each is suspended once and resumed once', async () => {
+    await deploy(t.api, singleTaskBpmn('pause-all', 'pause-all'));
+    const ids = await startMany('pause-all', 5);
+    const suspended = await t.api.post('/api/batches', {
+      operation: 'suspend',
+      filter: { definitionKey: 'pause-all', version: 1 },
+    });
+    expect(suspended.status, JSON.stringify(suspended.body)).toBe(201);
+    expect(await waitForBatch(suspended.body.id, 'completed')).toMatchObject({ total: 5, done: 5, skipped: 0 });
+    expect(await fetchTasks(t.api, 'w', ['pause-all'], { waitMs: 0 })).toEqual([]);
+    expect((await t.api.get('/api/instances/count?definitionKey=pause-all&suspended=true')).body.count).toBe(5);
+
+    const again = await t.api.post('/api/batches', { operation: 'suspend', filter: { definitionKey: 'pause-all' } });
+    const repeated = await waitForBatch(again.body.id, 'completed');
+    expect(repeated).toMatchObject({ done: 0, skipped: 5 });
+    expect((await allResults(repeated.id)).map((r) => r.message)).toEqual(Array(5).fill('already suspended'));
+    const refused = await t.api.post('/api/batches', {
+      operation: 'resume',
+      filter: { definitionKey: 'pause-all' },
+      options: { retries: 2 },
+    });
+    expect(refused.status).toBe(400);
+
+    const resumed = await t.api.post('/api/batches', {
+      operation: 'resume',
+      filter: { definitionKey: 'pause-all', suspended: true },
+    });
+    expect(await waitForBatch(resumed.body.id, 'completed')).toMatchObject({ total: 5, done: 5 });
+    const { rows } = await t.db.pool.query(
+      `select kind, data->>'by' as by from events where instance_id = any($1::uuid[]) and kind in ('instance:suspended', 'instance:resumed')`,
+      [ids],
+    );
+    expect(rows.filter((r) => r.kind === 'instance:suspended')).toHaveLength(5);
+    expect(rows.filter((r) => r.kind === 'instance:resumed')).toHaveLength(5);
+    expect(rows[0].by).toContain(`batch ${suspended.body.id}`);
+    for (let i = 0; i < ids.length; i++)
+      expect((await complete(t.api, await fetchOne(t.api, 'w', 'pause-all'), 'w')).status).toBe(204);
+    for (const id of ids) await waitForStatus(t.api, id, 'completed');
+  });
 });
