@@ -25,6 +25,12 @@ const instanceQuery: Operation['bodyContent'] = {
     schema: { type: 'object', description: "Camunda's instance query (docs/camunda-compatibility.md lists the filters)" },
   },
 };
+const historyQuery: Operation['bodyContent'] = {
+  'application/json': {
+    schema: { type: 'object', description: "Camunda's history query (docs/camunda-compatibility.md lists the filters)" },
+  },
+};
+const NO_JOBS = 'failedJobs is always 0 (Baton has no jobs)';
 const deploymentForm: Operation['bodyContent'] = {
   'multipart/form-data': {
     schema: {
@@ -490,6 +496,110 @@ export const CAMUNDA_OPERATIONS: Operation[] = [
     summary: 'One instance, ended or not',
     roles: READERS,
     responses: { 200: { schema: 'historic-process-instance', description: 'the instance' } },
+  },
+  {
+    method: 'get',
+    path: '/engine-rest/history/activity-instance',
+    operationId: 'camundaListHistoricActivityInstances',
+    summary: 'Query the activity instances of every instance (skipped steps left out)',
+    roles: READERS,
+    responses: { 200: { schema: 'historic-activity-instance-list', description: 'the activity instances' } },
+  },
+  {
+    method: 'post',
+    path: '/engine-rest/history/activity-instance',
+    operationId: 'camundaQueryHistoricActivityInstances',
+    summary: 'Query activity instances with a body (a POST: admin, as every /engine-rest write)',
+    roles: ADMIN,
+    bodyContent: historyQuery,
+    responses: { 200: { schema: 'historic-activity-instance-list', description: 'the activity instances' } },
+  },
+  {
+    method: 'get',
+    path: '/engine-rest/history/activity-instance/count',
+    operationId: 'camundaCountHistoricActivityInstances',
+    summary: 'Count activity instances',
+    roles: READERS,
+    responses: { 200: { schema: 'count', description: '{count}' } },
+  },
+  {
+    method: 'post',
+    path: '/engine-rest/history/activity-instance/count',
+    operationId: 'camundaCountHistoricActivityInstancesByBody',
+    summary: 'Count activity instances with a body',
+    roles: ADMIN,
+    bodyContent: historyQuery,
+    responses: { 200: { schema: 'count', description: '{count}' } },
+  },
+  {
+    method: 'get',
+    path: '/engine-rest/history/activity-instance/{id}',
+    operationId: 'camundaGetHistoricActivityInstance',
+    summary: 'One activity instance',
+    roles: READERS,
+    responses: { 200: { schema: 'historic-activity-instance', description: 'the activity instance' } },
+  },
+  {
+    method: 'get',
+    path: '/engine-rest/history/variable-instance',
+    operationId: 'camundaListHistoricVariableInstances',
+    summary: 'Query the current variables of every instance, ended ones included, typed',
+    roles: READERS,
+    responses: { 200: { schema: 'historic-variable-instance-list', description: 'the variables' } },
+  },
+  {
+    method: 'post',
+    path: '/engine-rest/history/variable-instance',
+    operationId: 'camundaQueryHistoricVariableInstances',
+    summary: 'Query variables with a body (a POST: admin, as every /engine-rest write)',
+    roles: ADMIN,
+    bodyContent: historyQuery,
+    responses: { 200: { schema: 'historic-variable-instance-list', description: 'the variables' } },
+  },
+  {
+    method: 'get',
+    path: '/engine-rest/history/variable-instance/count',
+    operationId: 'camundaCountHistoricVariableInstances',
+    summary: 'Count variables',
+    roles: READERS,
+    responses: { 200: { schema: 'count', description: '{count}' } },
+  },
+  {
+    method: 'post',
+    path: '/engine-rest/history/variable-instance/count',
+    operationId: 'camundaCountHistoricVariableInstancesByBody',
+    summary: 'Count variables with a body',
+    roles: ADMIN,
+    bodyContent: historyQuery,
+    responses: { 200: { schema: 'count', description: '{count}' } },
+  },
+  {
+    method: 'get',
+    path: '/engine-rest/process-definition/statistics',
+    operationId: 'camundaGetProcessDefinitionStatistics',
+    summary: `Running instances and open incidents per definition; ${NO_JOBS}`,
+    roles: READERS,
+    responses: { 200: { schema: 'process-definition-statistics-list', description: 'one entry per deployed definition' } },
+  },
+  {
+    method: 'get',
+    path: '/engine-rest/process-definition/{id}/statistics',
+    operationId: 'camundaGetActivityStatistics',
+    summary: `Open steps and incidents per activity of one definition; ${NO_JOBS}`,
+    roles: READERS,
+    responses: {
+      200: { schema: 'activity-statistics-list', description: 'one entry per activity with open steps or incidents' },
+    },
+  },
+  {
+    method: 'get',
+    path: '/engine-rest/process-definition/key/{key}/statistics',
+    operationId: 'camundaGetActivityStatisticsByKey',
+    summary: `Open steps and incidents per activity of the latest version of a key; ${NO_JOBS}`,
+    roles: READERS,
+    responses: {
+      200: { schema: 'activity-statistics-list', description: 'one entry per activity with open steps or incidents' },
+    },
   },
   {
     method: 'get',

@@ -25,6 +25,7 @@ export const MOUNTS: Record<string, string> = {
   historyRouter: '/engine-rest/history',
   deploymentRouter: '/engine-rest/deployment',
   processDefinitionRouter: '/engine-rest/process-definition',
+  processDefinitionStatisticsRouter: '/engine-rest/process-definition',
   processInstanceRouter: '/engine-rest/process-instance',
   executionRouter: '/engine-rest/execution',
   messageRouter: '/engine-rest/message',
