@@ -53,6 +53,7 @@ beforeAll(async () => {
   ).id;
   await deploy(t.api, singleTaskBpmn('hq_fail', 'hq-fail'));
   await deploy(t.api, singleTaskBpmn('hq_vars', 'hq-vars'));
+  await deploy(t.api, singleTaskBpmn('hq_log', 'hq-log'));
 });
 afterAll(async () => {
   await t?.close();
@@ -251,6 +252,72 @@ describe('process-definition statistics', () => {
   });
 });
 
+describe('history/external-task-log', () => {
+  it('given a task that failed once then completed, and a canceled one, then the log has their creation, failure, success and deletion', async () => {
+    const a = await startByKey(t.url, 'hq_log', { businessKey: 'hq-log-a' });
+    const lock = async () =>
+      (
+        await rest('POST', '/external-task/fetchAndLock', {
+          workerId: 'w',
+          maxTasks: 1,
+          topics: [{ topicName: 'hq-log', lockDuration: 10_000 }],
+        })
+      ).body[0]?.id as string;
+    const taskId = await lock();
+    expect(
+      (
+        await rest('POST', `/external-task/${taskId}/failure`, {
+          workerId: 'w',
+          errorMessage: 'flaky',
+          retries: 1,
+          retryTimeout: 0,
+        })
+      ).status,
+    ).toBe(204);
+    expect(await lock()).toBe(taskId);
+    expect((await rest('POST', `/external-task/${taskId}/complete`, { workerId: 'w' })).status).toBe(204);
+    await waitForStatus(t.api, a, 'completed');
+
+    const log = await rest('GET', `/history/external-task-log?processInstanceId=${a}&sortBy=timestamp&sortOrder=asc`);
+    expect(log.status).toBe(200);
+    expect(log.body.map((l: Activity) => [l.creationLog, l.failureLog, l.successLog, l.deletionLog])).toEqual([
+      [true, false, false, false],
+      [false, true, false, false],
+      [false, false, true, false],
+    ]);
+    expect(log.body[0]).toMatchObject({
+      id: `${taskId}:created`,
+      externalTaskId: taskId,
+      topicName: 'hq-log',
+      workerId: null,
+      retries: null,
+      activityId: 'work',
+      activityInstanceId: `work:${taskId}`,
+      executionId: a,
+      processDefinitionKey: 'hq_log',
+      tenantId: null,
+    });
+    expect(log.body[1]).toMatchObject({ workerId: 'w', errorMessage: 'flaky', retries: 1 });
+    expect(log.body[2]).toMatchObject({ workerId: 'w', errorMessage: null });
+    expect((await rest('GET', `/history/external-task-log/${log.body[1].id}`)).body).toEqual(log.body[1]);
+    expect((await rest('GET', '/history/external-task-log/nope')).status).toBe(404);
+    expect((await rest('GET', `/history/external-task-log/count?externalTaskId=${taskId}&failureLog=true`)).body).toEqual({
+      count: 1,
+    });
+
+    const b = await startByKey(t.url, 'hq_log', { businessKey: 'hq-log-b' });
+    expect((await rest('DELETE', `/process-instance/${b}`)).status).toBe(204);
+    await waitForStatus(t.api, b, 'canceled');
+    const deleted = await rest('POST', '/history/external-task-log', { executionIdIn: [b], deletionLog: true });
+    expect(deleted.body).toEqual([expect.objectContaining({ processInstanceId: b, deletionLog: true, activityId: 'work' })]);
+    expect(
+      (await rest('POST', '/history/external-task-log/count', { processDefinitionKey: 'hq_log', topicName: 'hq-log' })).body,
+    ).toEqual({
+      count: 5,
+    });
+  });
+});
+
 describe('refusals', () => {
   it('given filters Baton cannot answer or bad values, then 400 InvalidRequestException names them', async () => {
     const cases: [string, string, string, unknown?][] = [
@@ -265,6 +332,10 @@ describe('refusals', () => {
       ['POST', '/history/variable-instance/count', 'taskIdIn', { taskIdIn: ['x'] }],
       ['GET', '/history/variable-instance?sortBy=tenantId&sortOrder=asc', 'tenantId'],
       ['GET', '/process-definition/statistics?failedJobs=maybe', 'failedJobs'],
+      ['GET', '/history/external-task-log?tenantIdIn=t1', 'tenantIdIn'],
+      ['GET', '/history/external-task-log?creationLog=true&successLog=true', 'successLog'],
+      ['GET', '/history/external-task-log?sortBy=tenantId&sortOrder=asc', 'tenantId'],
+      ['GET', '/history/external-task-log/count?priorityLowerThanOrEquals=high', 'priorityLowerThanOrEquals'],
       ['GET', '/process-definition/statistics?incidents=true&incidentsForType=x', 'incidentsForType'],
       [
         'GET',

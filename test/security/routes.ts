@@ -23,6 +23,7 @@ export const MOUNTS: Record<string, string> = {
   taskRouter: '/engine-rest/task',
   incidentRouter: '/engine-rest/incident',
   historyRouter: '/engine-rest/history',
+  externalTaskLogRouter: '/engine-rest/history/external-task-log',
   deploymentRouter: '/engine-rest/deployment',
   processDefinitionRouter: '/engine-rest/process-definition',
   processDefinitionStatisticsRouter: '/engine-rest/process-definition',

@@ -10,6 +10,7 @@ import type { GroupDirectory } from '../../security/people.ts';
 import { deploymentRouter } from './deployment-routes.ts';
 import { taskRouter } from './task-routes.ts';
 import { camundaErrorHandler, camundaNotFoundRoute, sendJson } from './errors.ts';
+import { externalTaskLogRouter } from './external-task-log-routes.ts';
 import { externalTaskRouter } from './external-task-routes.ts';
 import { historyRouter, incidentRouter } from './history-routes.ts';
 import { messageRouter, signalRouter } from './message-routes.ts';
@@ -38,6 +39,7 @@ export function camundaRouter(
   router.use('/task', taskRouter(engine, groups));
   router.use('/deployment', deploymentRouter(engine));
   router.use('/incident', incidentRouter(engine));
+  router.use('/history/external-task-log', externalTaskLogRouter(engine));
   router.use('/history', historyRouter(engine));
   // Before the definition routes: /process-definition/statistics is not a definition id.
   router.use('/process-definition', processDefinitionStatisticsRouter(engine));
