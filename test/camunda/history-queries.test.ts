@@ -54,6 +54,27 @@ beforeAll(async () => {
   await deploy(t.api, singleTaskBpmn('hq_fail', 'hq-fail'));
   await deploy(t.api, singleTaskBpmn('hq_vars', 'hq-vars'));
   await deploy(t.api, singleTaskBpmn('hq_log', 'hq-log'));
+  // start -> task (timer boundary -> late_end) -> wait (message) -> end
+  await deploy(
+    t.api,
+    buildBpmn(
+      'hq_waits',
+      [
+        { id: 'start', type: 'startEvent' },
+        { id: 'task', type: 'serviceTask', topic: 'hq-waits' },
+        { id: 'timeout', type: 'boundaryEvent', attachedTo: 'task', timer: { duration: 'PT1H' } },
+        { id: 'late_end', type: 'endEvent' },
+        { id: 'wait', type: 'catchEvent', message: 'hq-go' },
+        { id: 'end', type: 'endEvent' },
+      ],
+      [
+        { from: 'start', to: 'task' },
+        { from: 'timeout', to: 'late_end' },
+        { from: 'task', to: 'wait' },
+        { from: 'wait', to: 'end' },
+      ],
+    ),
+  );
 });
 afterAll(async () => {
   await t?.close();
@@ -149,6 +170,19 @@ describe('history/activity-instance', () => {
       count: 0,
     });
     expect((await rest('GET', `/process-definition/${ordersId}/statistics`)).body).toEqual([]);
+  });
+
+  it('given a boundary waiting on its task, then it is no activity instance (nor counted) until it fires; a message catch is one while it waits', async () => {
+    const id = await startByKey(t.url, 'hq_waits');
+    const types = async () =>
+      (await rest('GET', `/history/activity-instance?processInstanceId=${id}&sortBy=activityId&sortOrder=asc`)).body.map(
+        (a: Activity) => `${a.activityId}:${a.activityType}:${a.endTime === null ? 'open' : 'ended'}`,
+      );
+    expect(await types()).toEqual(['start:startEvent:ended', 'task:serviceTask:open']);
+    expect((await rest('GET', '/process-definition/key/hq_waits/statistics')).body.map((a: Activity) => a.id)).toEqual(['task']);
+    // the complete's transition moves the token to the catch event before it answers
+    await completeOne('hq-waits');
+    expect(await types()).toEqual(['start:startEvent:ended', 'task:serviceTask:ended', 'wait:intermediateMessageCatch:open']);
   });
 
   it('given a canceled instance, then its open step is a canceled activity instance', async () => {

@@ -110,6 +110,8 @@ const ACTIVITY_TYPE_SQL = `case p.step->>'kind'
 const COMPLETE_SCOPE_SQL = `(s.status = 'completed' and jsonb_array_length(coalesce(p.step->'outgoing', '[]'::jsonb)) = 0
       and p.step->>'kind' not in ('boundaryEvent', 'eventSubProcessStart') and p.step->'compensationHandler' is null)`;
 
+// Each row finds its plan step by reading its definition's steps (tens in a plan, read from the
+// row's jsonb); a list or count without an instance filter reads every step row.
 // Skipped steps (dead paths) never ran: Camunda has no activity instance for them. A step id with
 // a colon (`loop:<head>`, `listener:<element>:…`) is Baton's own: BPMN ids are NCNames, colon-free.
 const ACTIVITY_FROM_SQL = `from steps s
@@ -124,7 +126,10 @@ const ACTIVITY_FROM_SQL = `from steps s
                       where u.instance_id = s.instance_id and u.step_id = s.step_id and u.kind = 'user'
                       order by u.created_at desc limit 1) u on true`;
 
-const ACTIVITY_BASE_SQL = `s.status <> 'skipped' and ${BPMN_STEP_SQL}`;
+// A boundary event or an event subprocess's start is an activity instance once it fired (its step
+// completed); while it waits on its host or scope it is a subscription, as in Camunda.
+const ACTIVITY_BASE_SQL = `s.status <> 'skipped' and ${BPMN_STEP_SQL}
+  and (p.step->>'kind' not in ('boundaryEvent', 'eventSubProcessStart') or s.status = 'completed')`;
 
 function activityWhere(q: CamundaActivityInstanceQuery) {
   const w = clauses(ACTIVITY_BASE_SQL);

@@ -6,6 +6,13 @@ import type { Queryable } from '../../store/db.ts';
 /** A step id with a colon (`loop:<head>`, `listener:<element>:…`) is Baton's own: BPMN ids are NCNames, colon-free. */
 export const BPMN_STEP_SQL = `position(':' in s.step_id) = 0`;
 
+/**
+ * The boundary events and event-subprocess starts of definition $1: while they wait on their host
+ * or scope they are subscriptions in Camunda, not activity instances.
+ */
+const WAITING_ON_HOST_SQL = `select e->>'id' from definitions d cross join jsonb_array_elements(d.plan->'steps') e
+   where d.id = $1 and e->>'kind' in ('boundaryEvent', 'eventSubProcessStart')`;
+
 /** An instance Camunda's runtime still holds: running, in an incident, or compensating. */
 const RUNNING_SQL = `i.status in ('running', 'incident', 'compensating')`;
 
@@ -68,12 +75,14 @@ export async function readActivityStatistics(
   definitionId: string,
   kinds: string[] | null,
 ): Promise<ActivityStatisticsRow[]> {
+  // The incidents are aliased s too, so BPMN_STEP_SQL reads their step id.
   const { rows } = await db.query<ActivityStatisticsRow>({
     name: 'camunda_activity_statistics',
     text: `with open_steps as (
              select s.step_id, count(*)::int as instances
                from steps s join instances i on i.id = s.instance_id
               where i.definition_id = $1 and ${RUNNING_SQL} and s.status in ('active', 'incident') and ${BPMN_STEP_SQL}
+                and s.step_id not in (${WAITING_ON_HOST_SQL})
               group by s.step_id),
            open_incidents as (
              select s.step_id, s.kind, count(*)::int as count
