@@ -56,6 +56,10 @@ export interface CamundaActivityInstanceQuery {
  */
 const ACTIVITY_INSTANCE_ID_SQL = `(s.step_id || ':' || coalesce(t.id, s.instance_id)::text)`;
 
+/** The instance an activity instance id's uuid names: the instance of that task, or the instance itself. */
+const BY_TAIL_INSTANCE_SQL = `s.instance_id = (select coalesce((select x.instance_id from external_tasks x where x.id = g.u), g.u)
+                                from (select ?::uuid as u) g)`;
+
 export const ACTIVITY_INSTANCE_SORT_SQL = {
   activityInstanceId: ACTIVITY_INSTANCE_ID_SQL,
   instanceId: 's.instance_id',
@@ -134,7 +138,15 @@ const ACTIVITY_BASE_SQL = `s.status <> 'skipped' and ${BPMN_STEP_SQL}
 function activityWhere(q: CamundaActivityInstanceQuery) {
   const w = clauses(ACTIVITY_BASE_SQL);
   const addId = (column: string, id: string) => (isUuid(id) ? w.add(`${column} = ?::uuid`, id) : w.raw('false'));
-  if (q.activityInstanceId !== undefined) w.add(`${ACTIVITY_INSTANCE_ID_SQL} = ?`, q.activityInstanceId);
+  if (q.activityInstanceId !== undefined) {
+    // The id ends in a task id or an instance id: narrowing to that instance first finds the row by key.
+    const tail = q.activityInstanceId.slice(-36);
+    if (!isUuid(tail)) w.raw('false');
+    else {
+      w.add(BY_TAIL_INSTANCE_SQL, tail);
+      w.add(`${ACTIVITY_INSTANCE_ID_SQL} = ?`, q.activityInstanceId);
+    }
+  }
   if (q.processInstanceId !== undefined) addId('s.instance_id', q.processInstanceId);
   if (q.executionId !== undefined) addId('s.instance_id', q.executionId);
   if (q.processDefinitionId !== undefined) addId('i.definition_id', q.processDefinitionId);
