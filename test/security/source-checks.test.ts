@@ -81,6 +81,8 @@ const REVIEWED: Record<string, RegExp[]> = {
   // sort keys from TASK_SORT_SQL with asc or desc, chosen by a request but written in the file
   'runtime/camunda/store/user-task-queries.ts': [/^orderSql$/],
   'runtime/camunda/store/process-queries.ts': [/^orderSql$/],
+  'runtime/camunda/store/history-queries.ts': [/^orderSql$/],
+  'runtime/camunda/store/external-task-log.ts': [/^orderSql$/],
   // whereGiven's param(): it answers the next placeholder ($n) and keeps the value
   'runtime/store/queries.ts': [/^param\(f\.\w+\)$/],
   // LISTEN takes no placeholder: the channel's name, quoted as an identifier

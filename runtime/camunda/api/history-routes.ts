@@ -1,5 +1,6 @@
-// /engine-rest/incident and /engine-rest/history/process-instance: the open incidents as
-// Camunda's runtime lists them, and every instance, ended ones included, as its history does.
+// /engine-rest/incident and /engine-rest/history: the open incidents as Camunda's runtime lists
+// them; every instance, ended ones included, its activity instances and its variables, as
+// Camunda's history does.
 import { Router, type Response } from 'express';
 import type { Engine } from '../../engine/context.ts';
 import {
@@ -10,6 +11,16 @@ import {
   type CamundaHistoricInstanceRow,
   type CamundaIncidentRow,
 } from '../store/process-queries.ts';
+import {
+  countCamundaActivityInstances,
+  countCamundaVariableInstances,
+  listCamundaActivityInstances,
+  listCamundaVariableInstances,
+  type CamundaActivityInstanceRow,
+  type CamundaVariableInstanceRow,
+} from '../store/history-queries.ts';
+import { readActivityInstanceQuery, readVariableInstanceQuery } from './history-query.ts';
+import { renderVariables } from './variables.ts';
 import { formatCamundaDate } from './dates.ts';
 import { notFound, sendJson } from './errors.ts';
 import { camundaIncidentType, readHistoricInstanceQuery, readIncidentQuery } from './process-query.ts';
@@ -56,6 +67,41 @@ export function historyRouter(engine: Engine): Router {
     if (!row) throw notFound(`Historic process instance with id ${id} does not exist`);
     sendJson(res, 200, historicInstanceView(row));
   });
+
+  const activities = async (res: Response, input: Source, from: 'query' | 'body', paging: Source) => {
+    const rows = await listCamundaActivityInstances(engine.pool, readActivityInstanceQuery(input, from, paging));
+    sendJson(res, 200, rows.map(activityInstanceView));
+  };
+  const countActivities = async (res: Response, input: Source, from: 'query' | 'body') => {
+    sendJson(res, 200, { count: await countCamundaActivityInstances(engine.pool, readActivityInstanceQuery(input, from, {})) });
+  };
+  router.get('/activity-instance', (req, res) => activities(res, req.query, 'query', req.query));
+  router.post('/activity-instance', (req, res) => activities(res, bodyObject(req.body), 'body', req.query));
+  router.get('/activity-instance/count', (req, res) => countActivities(res, req.query, 'query'));
+  router.post('/activity-instance/count', (req, res) => countActivities(res, bodyObject(req.body), 'body'));
+  router.get('/activity-instance/:id', async (req, res) => {
+    const id = String(req.params.id);
+    const [row] = await listCamundaActivityInstances(engine.pool, {
+      activityInstanceId: id,
+      sorting: [],
+      firstResult: 0,
+      maxResults: 1,
+    });
+    if (!row) throw notFound(`Historic activity instance with id ${id} does not exist`);
+    sendJson(res, 200, activityInstanceView(row));
+  });
+
+  const variables = async (res: Response, input: Source, from: 'query' | 'body', paging: Source) => {
+    const rows = await listCamundaVariableInstances(engine.pool, readVariableInstanceQuery(input, from, paging));
+    sendJson(res, 200, rows.map(variableInstanceView));
+  };
+  const countVariables = async (res: Response, input: Source, from: 'query' | 'body') => {
+    sendJson(res, 200, { count: await countCamundaVariableInstances(engine.pool, readVariableInstanceQuery(input, from, {})) });
+  };
+  router.get('/variable-instance', (req, res) => variables(res, req.query, 'query', req.query));
+  router.post('/variable-instance', (req, res) => variables(res, bodyObject(req.body), 'body', req.query));
+  router.get('/variable-instance/count', (req, res) => countVariables(res, req.query, 'query'));
+  router.post('/variable-instance/count', (req, res) => countVariables(res, bodyObject(req.body), 'body'));
   return router;
 }
 
@@ -108,5 +154,65 @@ function historicInstanceView(i: CamundaHistoricInstanceRow) {
     caseInstanceId: null,
     tenantId: null,
     state: HISTORIC_STATE[i.status] ?? 'ACTIVE',
+  };
+}
+
+/**
+ * Camunda's HistoricActivityInstanceDto. The execution is the instance; the parent is the
+ * enclosing subprocess's activity instance, or the instance itself (Camunda's root activity
+ * instance has the process instance's id).
+ */
+function activityInstanceView(a: CamundaActivityInstanceRow) {
+  return {
+    id: a.id,
+    parentActivityInstanceId: a.scope ? `${a.scope}:${a.instance_id}` : a.instance_id,
+    activityId: a.step_id,
+    activityName: a.activity_name,
+    activityType: a.activity_type,
+    processDefinitionKey: a.definition_key,
+    processDefinitionId: a.definition_id,
+    processInstanceId: a.instance_id,
+    executionId: a.instance_id,
+    taskId: a.user_task_id,
+    assignee: a.assignee,
+    calledProcessInstanceId: a.called_instance_id,
+    calledCaseInstanceId: null,
+    startTime: formatCamundaDate(a.activated_at),
+    endTime: formatCamundaDate(a.ended_at),
+    durationInMillis: a.ended_at ? a.ended_at.getTime() - a.activated_at.getTime() : null,
+    canceled: a.status === 'canceled',
+    completeScope: a.complete_scope,
+    tenantId: null,
+    removalTime: null,
+    rootProcessInstanceId: a.instance_id,
+  };
+}
+
+/** Camunda's HistoricVariableInstanceDto: typed as /process-instance/{id}/variables types it. */
+function variableInstanceView(v: CamundaVariableInstanceRow) {
+  const stored = v.type ? [{ name: v.name, type: v.type, value_info: v.value_info ?? {}, content: v.content }] : [];
+  const typed = renderVariables({ [v.name]: v.value }, stored)[v.name] ?? { type: 'Null', value: null, valueInfo: {} };
+  return {
+    id: `${v.instance_id}:${v.name}`,
+    name: v.name,
+    type: typed.type,
+    value: typed.value,
+    valueInfo: typed.valueInfo,
+    processDefinitionKey: v.definition_key,
+    processDefinitionId: v.definition_id,
+    processInstanceId: v.instance_id,
+    executionId: v.instance_id,
+    activityInstanceId: v.instance_id,
+    caseDefinitionKey: null,
+    caseDefinitionId: null,
+    caseInstanceId: null,
+    caseExecutionId: null,
+    taskId: null,
+    errorMessage: null,
+    tenantId: null,
+    state: 'CREATED',
+    createTime: formatCamundaDate(v.written_at ?? v.created_at),
+    removalTime: null,
+    rootProcessInstanceId: v.instance_id,
   };
 }

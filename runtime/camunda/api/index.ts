@@ -10,10 +10,12 @@ import type { GroupDirectory } from '../../security/people.ts';
 import { deploymentRouter } from './deployment-routes.ts';
 import { taskRouter } from './task-routes.ts';
 import { camundaErrorHandler, camundaNotFoundRoute, sendJson } from './errors.ts';
+import { externalTaskLogRouter } from './external-task-log-routes.ts';
 import { externalTaskRouter } from './external-task-routes.ts';
 import { historyRouter, incidentRouter } from './history-routes.ts';
 import { messageRouter, signalRouter } from './message-routes.ts';
 import { executionRouter, processDefinitionRouter, processInstanceRouter } from './process-routes.ts';
+import { processDefinitionStatisticsRouter } from './statistics-routes.ts';
 
 /** Above any poll interval of a Camunda client, so an idle keep-alive socket is never closed under its next request. */
 export const CAMUNDA_KEEP_ALIVE_TIMEOUT_MS = 65_000;
@@ -37,7 +39,10 @@ export function camundaRouter(
   router.use('/task', taskRouter(engine, groups));
   router.use('/deployment', deploymentRouter(engine));
   router.use('/incident', incidentRouter(engine));
+  router.use('/history/external-task-log', externalTaskLogRouter(engine));
   router.use('/history', historyRouter(engine));
+  // Before the definition routes: /process-definition/statistics is not a definition id.
+  router.use('/process-definition', processDefinitionStatisticsRouter(engine));
   router.use('/process-definition', processDefinitionRouter(engine));
   router.use('/process-instance', processInstanceRouter(engine));
   router.use('/execution', executionRouter(engine));

@@ -72,7 +72,7 @@ export const INSTANCE_SORT_SQL = {
 export type InstanceSort = keyof typeof INSTANCE_SORT_SQL;
 
 /** A where clause of `?`-marked values, numbered as they are added. */
-function clauses(first: string) {
+export function clauses(first: string) {
   const values: unknown[] = [];
   const parts = [first];
   return {
