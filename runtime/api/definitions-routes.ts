@@ -3,7 +3,8 @@ import type { Engine } from '../engine/context.ts';
 import { deployDefinition } from '../engine/definitions.ts';
 import { findDefinition, listLatestDefinitions } from '../store/definitions.ts';
 import { BatonError } from '../shared/errors.ts';
-import { validateBody } from '../shared/validate.ts';
+import { validateBody, validateQuery } from '../shared/validate.ts';
+import { generatedMapping } from '../engine/migration-plan.ts';
 import { definitionSummaryView, definitionView } from './views.ts';
 
 export function definitionsRouter(engine: Engine): Router {
@@ -42,6 +43,27 @@ export function definitionsRouter(engine: Engine): Router {
     const definition = await findDefinition(engine.pool, req.params.key);
     if (!definition) throw new BatonError('not_found', `No definition with key "${req.params.key}"`);
     res.json(definitionView(definition));
+  });
+
+  // The migration plan by equal element ids between two versions, for an operator to edit and pass to a migration.
+  router.get('/:key/migration-plan', async (req, res) => {
+    const q = validateQuery<{ from: number; to: number }>('migration-plan-query', req.query);
+    const [from, to] = await Promise.all([q.from, q.to].map((v) => findDefinition(engine.pool, req.params.key, v)));
+    for (const [version, found] of [
+      [q.from, from],
+      [q.to, to],
+    ] as const)
+      if (!found) throw new BatonError('not_found', `No version ${version} of definition "${req.params.key}"`);
+    const { mapped, onlyInSource, onlyInTarget } = generatedMapping(from!.plan, to!.plan);
+    res.json({
+      key: req.params.key,
+      fromVersion: q.from,
+      toVersion: q.to,
+      sameFingerprint: from!.fingerprint === to!.fingerprint,
+      mapping: mapped,
+      onlyInSource,
+      onlyInTarget,
+    });
   });
 
   router.get('/:key/versions/:version', async (req, res) => {

@@ -4,6 +4,7 @@ import { cancelInstance, startInstance, type StartInstanceRequest } from '../eng
 import { editVariables, type EditVariablesRequest } from '../engine/instance-variables.ts';
 import { REPLAYABLE, replayInstance } from '../engine/replay.ts';
 import { resumeInstance, suspendInstance, type SuspensionResult } from '../engine/suspension.ts';
+import { migrateInstance, type MigrateRequest, type MigrateResult } from '../engine/migration.ts';
 import type { Caller } from '../security/auth.ts';
 import { withPlannerDefaults } from '../store/db.ts';
 import {
@@ -132,6 +133,13 @@ export function instancesRouter(engine: Engine): Router {
     });
   }
 
+  router.post('/:id/migrate', async (req, res) => {
+    const instanceId = requireUuid(req.params.id, 'instance');
+    const body = validateBody<Omit<MigrateRequest, 'instanceId' | 'by'>>('migrate-instance-request', req.body ?? {});
+    const by = (res.locals.caller as Caller | undefined)?.name;
+    res.json(migrationAnswer(instanceId, await migrateInstance(engine, { ...body, instanceId, ...(by ? { by } : {}) })));
+  });
+
   router.post('/:id/replay', async (req, res) => {
     const result = await replayInstance(engine, requireUuid(req.params.id, 'instance'));
     if (!result.ok && result.reason === 'not_found') throw new BatonError('not_found', `No instance with id "${req.params.id}"`);
@@ -148,6 +156,36 @@ export function instancesRouter(engine: Engine): Router {
   });
 
   return router;
+}
+
+function migrationAnswer(instanceId: string, result: MigrateResult) {
+  if (result.ok) return { id: instanceId, status: result.status, dryRun: result.dryRun, ...result.summary };
+  switch (result.reason) {
+    case 'not_found':
+      throw new BatonError('not_found', `No instance with id "${instanceId}"`);
+    case 'no_version':
+      throw new BatonError('not_found', `No version ${result.version} of definition "${result.key}" to migrate to`);
+    case 'same_version':
+      throw new BatonError('conflict', `Instance ${instanceId} already runs version ${result.version}`);
+    case 'not_running':
+      throw new BatonError(
+        'conflict',
+        `Instance ${instanceId} is ${result.status}; only a running instance or one in an incident moves`,
+        {
+          status: result.status,
+        },
+      );
+    case 'suspended':
+      throw new BatonError('conflict', `Instance ${instanceId} is suspended; resume it, then migrate`, { suspended: true });
+    case 'invalid': {
+      const [first, ...rest] = result.problems;
+      throw new BatonError(
+        'validation',
+        `Instance ${instanceId} cannot move: ${first?.message ?? ''}${rest.length > 0 ? ` (and ${rest.length} more in details)` : ''}`,
+        { problems: result.problems },
+      );
+    }
+  }
 }
 
 function suspensionAnswer(instanceId: string, action: 'suspend' | 'resume', result: SuspensionResult) {

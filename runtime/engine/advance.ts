@@ -813,6 +813,20 @@ export function rearmEventSubProcesses(plan: Plan, state: InstanceState, vars: V
   settleConditions(plan, state, vars, fx);
 }
 
+/**
+ * After a migration to another version: the new version's flows out of steps the instance had
+ * already left were not taken (its token left by the old version's flows), so they are skipped;
+ * every step whose inputs are then all resolved is evaluated as usual (a join that lost an input
+ * may go on); the new version's event subprocesses that nothing armed yet start waiting.
+ */
+export function settleMigration(plan: Plan, untaken: string[], state: InstanceState, vars: Variables, fx: Effects): void {
+  const queue: string[] = [];
+  for (const flowId of untaken) markFlow(plan, flowId, 'skipped', state, fx, queue);
+  for (const step of plan.steps) if (state.steps[step.id] === undefined && step.incoming.length > 0) queue.push(step.id);
+  propagate(plan, queue, new Set(), state, vars, fx);
+  rearmEventSubProcesses(plan, state, vars, fx);
+}
+
 /** What event subprocesses need of this module: arm a wait, cancel a step, set a status, record an event, move on. */
 function scopeMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): ScopeMoves {
   return {

@@ -79,6 +79,15 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: 'get',
+    path: '/api/definitions/{key}/migration-plan',
+    operationId: 'getMigrationPlan',
+    summary: 'The element mapping by equal ids between two versions, to start a migration from',
+    roles: 'admin, viewer, person',
+    query: 'migration-plan-query',
+    responses: { 200: { schema: 'migration-plan', description: 'the mapping and the elements only one version has' } },
+  },
+  {
+    method: 'get',
     path: '/api/definitions/{key}/versions/{version}',
     operationId: 'getDefinitionVersion',
     summary: 'One version',
@@ -168,6 +177,15 @@ export const OPERATIONS: Operation[] = [
     summary: 'Cancel an instance',
     roles: 'admin',
     responses: { 200: { schema: 'instance-cancel-response', description: 'canceled' } },
+  },
+  {
+    method: 'post',
+    path: '/api/instances/{id}/migrate',
+    operationId: 'migrateInstance',
+    summary: 'Move a running instance to another version of its process',
+    roles: 'admin',
+    body: 'migrate-instance-request',
+    responses: { 200: { schema: 'instance-migrated', description: 'moved (or, with dryRun, what would move)' } },
   },
   {
     method: 'post',
