@@ -19,15 +19,31 @@ interface CreateBatchBody {
   options?: BatchOptions;
 }
 
+/** Which options each operation reads. */
+const OPTIONS_OF: Record<BatchOperation, string[]> = {
+  cancel: [],
+  retry: ['retries', 'variables'],
+  suspend: [],
+  resume: [],
+  migrate: ['version', 'mapping'],
+};
+
 /** `onCreated` tells this node's batch runner, so the batch starts without waiting for its next look. */
 export function batchesRouter(engine: Engine, onCreated: () => void = () => {}): Router {
   const router = Router();
 
   router.post('/', async (req, res) => {
     const body = validateBody<CreateBatchBody>('create-batch-request', req.body);
-    if (body.operation !== 'retry' && body.options && Object.keys(body.options).length > 0)
-      throw new BatonError('validation', 'Invalid request body: a cancel batch takes no options', [
-        { path: '/options', message: `must be empty for operation ${body.operation}` },
+    const given = Object.keys(body.options ?? {});
+    const allowed = OPTIONS_OF[body.operation];
+    const stray = given.filter((name) => !allowed.includes(name));
+    if (stray.length > 0)
+      throw new BatonError('validation', `Invalid request body: a ${body.operation} batch takes no option ${stray.join(', ')}`, [
+        { path: '/options', message: `${body.operation} takes ${allowed.length > 0 ? allowed.join(', ') : 'no options'}` },
+      ]);
+    if (body.operation === 'migrate' && body.options?.version === undefined)
+      throw new BatonError('validation', 'Invalid request body: a migrate batch needs options.version, the version to move to', [
+        { path: '/options', message: "must have required property 'version'" },
       ]);
     const caller = res.locals.caller as Caller | undefined;
     const batch = await createBatch(engine, {

@@ -1,4 +1,4 @@
-// Batches: cancel, retry, suspend or resume every instance an instance search matches, a chunk at a time.
+// Batches: cancel, retry, suspend, resume or migrate every instance an instance search matches, a chunk at a time.
 // Each instance is its own transaction, holding only its own row, and that transaction
 // writes the instance's result row: a node killed between two instances loses nothing and,
 // since an instance with a result is never taken again, applies nothing twice.
@@ -6,6 +6,7 @@ import type { Engine } from './context.ts';
 import { retryIncidentInTransaction } from './incidents.ts';
 import { cancelInTransaction } from './instances.ts';
 import { resumeInTransaction, suspendInTransaction } from './suspension.ts';
+import { migrateInTransaction } from './migration.ts';
 import type { BatchOperation, BatchOutcome } from '../model/vocabulary.ts';
 import {
   advanceBatch,
@@ -134,6 +135,34 @@ async function applyOperation(engine: Engine, tx: PoolClient, batch: BatchRow, i
     case 'suspend':
     case 'resume':
       return suspendOrResumeOne(engine, tx, batch, instanceId);
+    case 'migrate':
+      return migrateOne(engine, tx, batch, instanceId);
+  }
+}
+
+/** An instance the plan refuses is `failed` with the first problem; one already at the version is skipped. */
+async function migrateOne(engine: Engine, tx: PoolClient, batch: BatchRow, instanceId: string): Promise<Outcome> {
+  const { version, mapping } = batch.options;
+  const r = await migrateInTransaction(engine, tx, {
+    instanceId,
+    version: version!,
+    ...(mapping ? { mapping } : {}),
+    by: batch.created_by === null ? `batch ${batch.id}` : `${batch.created_by}, batch ${batch.id}`,
+  });
+  if (r.ok) return { outcome: 'done', message: `version ${r.summary.fromVersion} to ${r.summary.toVersion}` };
+  switch (r.reason) {
+    case 'not_found':
+      return { outcome: 'skipped', message: 'the instance no longer exists' };
+    case 'same_version':
+      return { outcome: 'skipped', message: `already at version ${r.version}` };
+    case 'not_running':
+      return { outcome: 'skipped', message: `the instance is ${r.status}` };
+    case 'suspended':
+      return { outcome: 'failed', message: 'the instance is suspended: resume it, then migrate' };
+    case 'no_version':
+      return { outcome: 'failed', message: `no version ${r.version} of ${r.key}` };
+    case 'invalid':
+      return { outcome: 'failed', message: r.problems.map((p) => `${p.elementId}: ${p.message}`).join('; ') };
   }
 }
 

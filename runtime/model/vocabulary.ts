@@ -80,6 +80,8 @@ export const BatchOperation = {
   suspend: 'suspend',
   /** resumes each suspended instance (engine/suspension.ts resumeInTransaction) */
   resume: 'resume',
+  /** moves each instance to another version (engine/migration.ts migrateInTransaction) */
+  migrate: 'migrate',
 } as const;
 export type BatchOperation = (typeof BatchOperation)[keyof typeof BatchOperation];
 

@@ -24,10 +24,12 @@ export interface BatchRow {
   created_us: string;
 }
 
-/** retry's options; cancel has none */
+/** retry's options (retries, variables) and migrate's (version, mapping); the others have none */
 export interface BatchOptions {
   retries?: number;
   variables?: Record<string, unknown>;
+  version?: number;
+  mapping?: Record<string, string>;
 }
 
 export interface BatchResultRow {

@@ -5,7 +5,7 @@
 -- (engine/batches.ts, scheduler/batch-runner.ts).
 create table batches (
   id           uuid primary key default gen_random_uuid(),
-  operation    text not null check (operation in ('cancel', 'retry', 'suspend', 'resume')),
+  operation    text not null check (operation in ('cancel', 'retry', 'suspend', 'resume', 'migrate')),
   -- the instance-search filter as the request named it (GET /api/instances/count's fields)
   filter       jsonb not null,
   -- the operation's options: retry's retries and variables

@@ -210,4 +210,41 @@ describe('batches API', () => {
       expect((await complete(t.api, await fetchOne(t.api, 'w', 'pause-all'), 'w')).status).toBe(204);
     for (const id of ids) await waitForStatus(t.api, id, 'completed');
   });
+
+  it('given instances of version 1, when a migrate batch runs, then each moves to version 2 once, a suspended one fails naming why, and they finish on the new version', async () => {
+    await deploy(t.api, singleTaskBpmn('move-all', 'move-all'));
+    const ids = await startMany('move-all', 4);
+    await deploy(t.api, singleTaskBpmn('move-all', 'move-all-v2'));
+    const refusedOptions = await t.api.post('/api/batches', { operation: 'migrate', filter: { definitionKey: 'move-all' } });
+    expect(refusedOptions.status).toBe(400);
+    const stray = await t.api.post('/api/batches', {
+      operation: 'migrate',
+      filter: { definitionKey: 'move-all' },
+      options: { version: 2, retries: 1 },
+    });
+    expect(stray.status).toBe(400);
+    await t.api.post(`/api/instances/${ids[0]}/suspend`, {});
+
+    const created = await t.api.post('/api/batches', {
+      operation: 'migrate',
+      filter: { definitionKey: 'move-all', version: 1 },
+      options: { version: 2 },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(await waitForBatch(created.body.id, 'completed')).toMatchObject({ total: 4, done: 3, failed: 1 });
+    const results = await allResults(created.body.id);
+    expect(results.find((r) => r.instanceId === ids[0])).toMatchObject({
+      outcome: 'failed',
+      message: expect.stringContaining('suspended'),
+    });
+    expect((await t.api.get('/api/instances/count?definitionKey=move-all&version=2')).body.count).toBe(3);
+    // The open tasks took the new version's topic with them.
+    for (let i = 0; i < 3; i++) expect((await complete(t.api, await fetchOne(t.api, 'w', 'move-all-v2'), 'w')).status).toBe(204);
+    for (const id of ids.slice(1)) await waitForStatus(t.api, id, 'completed');
+    const { rows } = await t.db.pool.query(
+      `select count(*)::int as n from events where kind = 'instance:migrated' and instance_id = any($1::uuid[])`,
+      [ids],
+    );
+    expect(rows[0].n).toBe(3);
+  });
 });
