@@ -5,6 +5,7 @@ import { editVariables, type EditVariablesRequest } from '../engine/instance-var
 import { REPLAYABLE, replayInstance } from '../engine/replay.ts';
 import { resumeInstance, suspendInstance, type SuspensionResult } from '../engine/suspension.ts';
 import { migrateInstance, type MigrateRequest, type MigrateResult } from '../engine/migration.ts';
+import { modifyInstance, type ModifyRequest, type ModifyResult } from '../engine/modification.ts';
 import type { Caller } from '../security/auth.ts';
 import { withPlannerDefaults } from '../store/db.ts';
 import {
@@ -140,6 +141,13 @@ export function instancesRouter(engine: Engine): Router {
     res.json(migrationAnswer(instanceId, await migrateInstance(engine, { ...body, instanceId, ...(by ? { by } : {}) })));
   });
 
+  router.post('/:id/modify', async (req, res) => {
+    const instanceId = requireUuid(req.params.id, 'instance');
+    const body = validateBody<Omit<ModifyRequest, 'instanceId' | 'by'>>('modify-instance-request', req.body ?? {});
+    const by = (res.locals.caller as Caller | undefined)?.name;
+    res.json(modificationAnswer(instanceId, await modifyInstance(engine, { ...body, instanceId, ...(by ? { by } : {}) })));
+  });
+
   router.post('/:id/replay', async (req, res) => {
     const result = await replayInstance(engine, requireUuid(req.params.id, 'instance'));
     if (!result.ok && result.reason === 'not_found') throw new BatonError('not_found', `No instance with id "${req.params.id}"`);
@@ -156,6 +164,39 @@ export function instancesRouter(engine: Engine): Router {
   });
 
   return router;
+}
+
+function modificationAnswer(instanceId: string, result: ModifyResult) {
+  if (result.ok) {
+    const { status, dryRun, started, canceled } = result;
+    return { id: instanceId, status, dryRun, started, canceled };
+  }
+  switch (result.reason) {
+    case 'not_found':
+      throw new BatonError('not_found', `No instance with id "${instanceId}"`);
+    case 'not_running':
+      throw new BatonError(
+        'conflict',
+        `Instance ${instanceId} is ${result.status}; only a running instance or one in an incident is modified`,
+        {
+          status: result.status,
+        },
+      );
+    case 'suspended':
+      throw new BatonError('conflict', `Instance ${instanceId} is suspended; resume it, then modify it`, { suspended: true });
+    case 'invalid':
+      return refusedFor(instanceId, 'cannot be modified', result.problems);
+  }
+}
+
+/** A refusal naming each element's problem: the first in the message, all in details. */
+function refusedFor(instanceId: string, what: string, problems: { elementId: string; message: string }[]): never {
+  const [first, ...rest] = problems;
+  throw new BatonError(
+    'validation',
+    `Instance ${instanceId} ${what}: ${first?.message ?? ''}${rest.length > 0 ? ` (and ${rest.length} more in details)` : ''}`,
+    { problems },
+  );
 }
 
 function migrationAnswer(instanceId: string, result: MigrateResult) {
@@ -177,14 +218,8 @@ function migrationAnswer(instanceId: string, result: MigrateResult) {
       );
     case 'suspended':
       throw new BatonError('conflict', `Instance ${instanceId} is suspended; resume it, then migrate`, { suspended: true });
-    case 'invalid': {
-      const [first, ...rest] = result.problems;
-      throw new BatonError(
-        'validation',
-        `Instance ${instanceId} cannot move: ${first?.message ?? ''}${rest.length > 0 ? ` (and ${rest.length} more in details)` : ''}`,
-        { problems: result.problems },
-      );
-    }
+    case 'invalid':
+      return refusedFor(instanceId, 'cannot move', result.problems);
   }
 }
 

@@ -814,6 +814,29 @@ export function rearmEventSubProcesses(plan: Plan, state: InstanceState, vars: V
 }
 
 /**
+ * An operator's modification starts the step now, whatever its incoming flows say: a task gets
+ * its task, a gateway decides, a subprocess starts at its start event. When those flows resolve
+ * later, the step already has its state and they change nothing.
+ */
+export function startBefore(plan: Plan, stepId: string, state: InstanceState, vars: Variables, fx: Effects): void {
+  activateStep(plan, stepById(plan, stepId), state, vars, fx);
+  settleConditions(plan, state, vars, fx);
+}
+
+/**
+ * An operator's modification cancels an open step: its task, wait, child instances and inner
+ * steps end, its boundary events are skipped, and its outgoing flows are skipped, so the paths
+ * only it would have reached are skipped too.
+ */
+export function cancelOpenStep(plan: Plan, stepId: string, state: InstanceState, vars: Variables, fx: Effects): void {
+  const step = stepById(plan, stepId);
+  cancelStep(plan, step, 'modification', state, fx);
+  skipOpenBoundaries(plan, step, state, vars, fx);
+  resolveFlows(plan, step, [], state, vars, fx);
+  settleConditions(plan, state, vars, fx);
+}
+
+/**
  * After a migration to another version: the new version's flows out of steps the instance had
  * already left were not taken (its token left by the old version's flows), so they are skipped;
  * every step whose inputs are then all resolved is evaluated as usual (a join that lost an input

@@ -13,7 +13,8 @@ import type { InstanceState } from '../model/effects.ts';
 import type { StepStatus } from '../model/vocabulary.ts';
 import { indexPlan } from './plan-index.ts';
 
-export interface MigrationProblem {
+/** A refusal about one element, for the operator to fix. */
+export interface ElementProblem {
   elementId: string;
   message: string;
 }
@@ -31,7 +32,7 @@ export interface MigrationMoves {
   open: Record<string, string>;
 }
 
-export type MigrationPlanResult = { ok: true; moves: MigrationMoves } | { ok: false; problems: MigrationProblem[] };
+export type MigrationPlanResult = { ok: true; moves: MigrationMoves } | { ok: false; problems: ElementProblem[] };
 
 const OPEN: ReadonlySet<StepStatus> = new Set(['active', 'incident']);
 
@@ -59,7 +60,7 @@ export function planMigration(
   state: InstanceState,
   explicit: Record<string, string> = {},
 ): MigrationPlanResult {
-  const problems: MigrationProblem[] = [];
+  const problems: ElementProblem[] = [];
   const oldSteps = indexPlan(from).steps;
   const newSteps = indexPlan(to).steps;
   for (const [oldId, newId] of Object.entries(explicit)) {

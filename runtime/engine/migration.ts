@@ -6,7 +6,7 @@
 import { settleMigration } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { isEnded } from './incidents.ts';
-import { planMigration, type MigrationMoves, type MigrationProblem } from './migration-plan.ts';
+import { planMigration, type MigrationMoves, type ElementProblem } from './migration-plan.ts';
 import { commitTransition } from './transition.ts';
 import { emptyEffects, type InstanceState, type Variables } from '../model/effects.ts';
 import type { InstanceStatus } from '../model/vocabulary.ts';
@@ -46,7 +46,7 @@ export type MigrateResult =
   | { ok: false; reason: 'same_version'; version: number }
   | { ok: false; reason: 'not_running'; status: InstanceStatus }
   | { ok: false; reason: 'suspended' }
-  | { ok: false; reason: 'invalid'; problems: MigrationProblem[] };
+  | { ok: false; reason: 'invalid'; problems: ElementProblem[] };
 
 export async function migrateInstance(engine: Engine, req: MigrateRequest): Promise<MigrateResult> {
   return withTransaction(engine.pool, (tx) => migrateInTransaction(engine, tx, req));
@@ -116,7 +116,7 @@ export async function migrateInTransaction(engine: Engine, tx: PoolClient, req: 
  * never runs, so the join would stop in an incident when its other inputs arrive. Found by
  * settling a copy of the moved state.
  */
-function joinsLeftWaiting(to: Plan, moves: MigrationMoves, state: InstanceState, variables: Variables): MigrationProblem[] {
+function joinsLeftWaiting(to: Plan, moves: MigrationMoves, state: InstanceState, variables: Variables): ElementProblem[] {
   const trial = structuredClone(movedState(state, moves));
   settleMigration(to, moves.untaken, trial, structuredClone(variables), emptyEffects());
   return to.steps

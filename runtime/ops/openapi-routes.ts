@@ -189,6 +189,15 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: 'post',
+    path: '/api/instances/{id}/modify',
+    operationId: 'modifyInstance',
+    summary: "Start elements of a running instance and cancel open ones: the operator's repair",
+    roles: 'admin',
+    body: 'modify-instance-request',
+    responses: { 200: { schema: 'instance-modified', description: 'modified (or, with dryRun, what would be)' } },
+  },
+  {
+    method: 'post',
     path: '/api/instances/{id}/suspend',
     operationId: 'suspendInstance',
     summary: 'Suspend an instance: its tasks are not handed out, its timers and messages wait',

@@ -187,6 +187,23 @@ const cases: Case[] = [
   ['cancel: unknown', 'POST', () => `/api/instances/${missing}/cancel`, undefined, 404, 'NotFound'],
   ['suspend: unknown', 'POST', () => `/api/instances/${missing}/suspend`, undefined, 404, 'NotFound'],
   ['resume: not a uuid', 'POST', () => '/api/instances/abc/resume', undefined, 404, 'NotFound'],
+  ['modify: no instructions', 'POST', () => `/api/instances/${instanceId}/modify`, { instructions: [] }, 400, 'ValidationError'],
+  [
+    'modify: unknown type',
+    'POST',
+    () => `/api/instances/${instanceId}/modify`,
+    { instructions: [{ type: 'skip', elementId: 'work' }] },
+    400,
+    'ValidationError',
+  ],
+  [
+    'modify: unknown element',
+    'POST',
+    () => `/api/instances/${instanceId}/modify`,
+    { instructions: [{ type: 'cancel', elementId: 'nowhere' }] },
+    400,
+    'ValidationError',
+  ],
   ['migrate: no version', 'POST', () => `/api/instances/${instanceId}/migrate`, {}, 400, 'ValidationError'],
   ['migrate: unknown field', 'POST', () => `/api/instances/${instanceId}/migrate`, { version: 2, to: 2 }, 400, 'ValidationError'],
   [
