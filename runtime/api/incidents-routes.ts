@@ -1,7 +1,8 @@
 // /api/incidents: what an operator looks at and retries. Lists page newest first with an
 // opaque cursor; a retry of many is one transaction per incident (engine/incidents.ts).
 import { readCursor, writeCursor } from './cursors.ts';
-import { Router } from 'express';
+import { Router, type Response } from 'express';
+import type { Caller } from '../security/auth.ts';
 import type { Engine } from '../engine/context.ts';
 import { retryIncident, retryIncidents, type RetryIncidentRequest, type RetryIncidentResult } from '../engine/incidents.ts';
 import type { Variables } from '../model/effects.ts';
@@ -80,6 +81,7 @@ export function incidentsRouter(engine: Engine): Router {
       ...(body.ids ? { ids: body.ids } : { filter: filterOf(body.filter ?? {}) }),
       ...(body.retries !== undefined ? { retries: body.retries } : {}),
       ...(body.variables ? { variables: body.variables } : {}),
+      ...(callerOf(res) ? { by: callerOf(res)! } : {}),
     });
     res.json(answer);
   });
@@ -87,12 +89,17 @@ export function incidentsRouter(engine: Engine): Router {
   router.post('/:id/retry', async (req, res) => {
     const incidentId = requireUuid(req.params.id, 'incident');
     const body = validateBody<Omit<RetryIncidentRequest, 'incidentId'>>('retry-incident-request', req.body ?? {});
-    const result = await retryIncident(engine, { ...body, incidentId });
+    const by = callerOf(res);
+    const result = await retryIncident(engine, { ...body, incidentId, ...(by ? { by } : {}) });
     if (!result.ok) throw refusalError(incidentId, result);
     res.json({ id: incidentId, status: 'resolved', instanceStatus: result.status });
   });
 
   return router;
+}
+
+function callerOf(res: Response): string | undefined {
+  return (res.locals.caller as Caller | undefined)?.name;
 }
 
 function refusalError(incidentId: string, result: Extract<RetryIncidentResult, { ok: false }>): BatonError {

@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type Response } from 'express';
 import type { Engine } from '../engine/context.ts';
 import { cancelInstance, startInstance, type StartInstanceRequest } from '../engine/instances.ts';
 import { editVariables, type EditVariablesRequest } from '../engine/instance-variables.ts';
@@ -84,7 +84,7 @@ export function instancesRouter(engine: Engine): Router {
   });
 
   router.post('/:id/cancel', async (req, res) => {
-    const result = await cancelInstance(engine, requireUuid(req.params.id, 'instance'));
+    const result = await cancelInstance(engine, requireUuid(req.params.id, 'instance'), callerName(res));
     if (!result.ok && result.reason === 'not_found') throw new BatonError('not_found', `No instance with id "${req.params.id}"`);
     if (!result.ok && result.reason === 'called')
       throw new BatonError(
@@ -102,7 +102,7 @@ export function instancesRouter(engine: Engine): Router {
   router.patch('/:id/variables', async (req, res) => {
     const instanceId = requireUuid(req.params.id, 'instance');
     const body = validateBody<Omit<EditVariablesRequest, 'instanceId' | 'by'>>('edit-variables-request', req.body ?? {});
-    const by = (res.locals.caller as Caller | undefined)?.name;
+    const by = callerName(res);
     const result = await editVariables(engine, { ...body, instanceId, ...(by ? { by } : {}) });
     if (!result.ok && result.reason === 'not_found') throw new BatonError('not_found', `No instance with id "${instanceId}"`);
     if (!result.ok && result.reason === 'stale')
@@ -129,7 +129,7 @@ export function instancesRouter(engine: Engine): Router {
   ] as const) {
     router.post(`/:id/${action}`, async (req, res) => {
       const instanceId = requireUuid(req.params.id, 'instance');
-      const by = (res.locals.caller as Caller | undefined)?.name;
+      const by = callerName(res);
       res.json(suspensionAnswer(instanceId, action, await run(engine, { instanceId, ...(by ? { by } : {}) })));
     });
   }
@@ -137,19 +137,19 @@ export function instancesRouter(engine: Engine): Router {
   router.post('/:id/migrate', async (req, res) => {
     const instanceId = requireUuid(req.params.id, 'instance');
     const body = validateBody<Omit<MigrateRequest, 'instanceId' | 'by'>>('migrate-instance-request', req.body ?? {});
-    const by = (res.locals.caller as Caller | undefined)?.name;
+    const by = callerName(res);
     res.json(migrationAnswer(instanceId, await migrateInstance(engine, { ...body, instanceId, ...(by ? { by } : {}) })));
   });
 
   router.post('/:id/modify', async (req, res) => {
     const instanceId = requireUuid(req.params.id, 'instance');
     const body = validateBody<Omit<ModifyRequest, 'instanceId' | 'by'>>('modify-instance-request', req.body ?? {});
-    const by = (res.locals.caller as Caller | undefined)?.name;
+    const by = callerName(res);
     res.json(modificationAnswer(instanceId, await modifyInstance(engine, { ...body, instanceId, ...(by ? { by } : {}) })));
   });
 
   router.post('/:id/replay', async (req, res) => {
-    const result = await replayInstance(engine, requireUuid(req.params.id, 'instance'));
+    const result = await replayInstance(engine, requireUuid(req.params.id, 'instance'), callerName(res));
     if (!result.ok && result.reason === 'not_found') throw new BatonError('not_found', `No instance with id "${req.params.id}"`);
     if (!result.ok && result.reason === 'suspended')
       throw new BatonError('conflict', `Instance ${req.params.id} is suspended; resume it, then replay`, { suspended: true });
@@ -221,6 +221,11 @@ function migrationAnswer(instanceId: string, result: MigrateResult) {
     case 'invalid':
       return refusedFor(instanceId, 'cannot move', result.problems);
   }
+}
+
+/** The caller's token name, which the history records with an operator's action. */
+function callerName(res: Response): string | undefined {
+  return (res.locals.caller as Caller | undefined)?.name;
 }
 
 function suspensionAnswer(instanceId: string, action: 'suspend' | 'resume', result: SuspensionResult) {

@@ -129,9 +129,9 @@ function isTransient(err: unknown): boolean {
 async function applyOperation(engine: Engine, tx: PoolClient, batch: BatchRow, instanceId: string): Promise<Outcome> {
   switch (batch.operation) {
     case 'cancel':
-      return cancelOne(tx, instanceId);
+      return cancelOne(tx, instanceId, actorOf(batch));
     case 'retry':
-      return retryOne(engine, tx, batch.options, instanceId);
+      return retryOne(engine, tx, batch, instanceId);
     case 'suspend':
     case 'resume':
       return suspendOrResumeOne(engine, tx, batch, instanceId);
@@ -147,7 +147,7 @@ async function migrateOne(engine: Engine, tx: PoolClient, batch: BatchRow, insta
     instanceId,
     version: version!,
     ...(mapping ? { mapping } : {}),
-    by: batch.created_by === null ? `batch ${batch.id}` : `${batch.created_by}, batch ${batch.id}`,
+    by: actorOf(batch),
   });
   if (r.ok) return { outcome: 'done', message: `version ${r.summary.fromVersion} to ${r.summary.toVersion}` };
   switch (r.reason) {
@@ -167,7 +167,7 @@ async function migrateOne(engine: Engine, tx: PoolClient, batch: BatchRow, insta
 }
 
 async function suspendOrResumeOne(engine: Engine, tx: PoolClient, batch: BatchRow, instanceId: string): Promise<Outcome> {
-  const by = { by: batch.created_by === null ? `batch ${batch.id}` : `${batch.created_by}, batch ${batch.id}` };
+  const by = { by: actorOf(batch) };
   const r =
     batch.operation === 'suspend'
       ? await suspendInTransaction(tx, { instanceId, ...by })
@@ -178,8 +178,13 @@ async function suspendOrResumeOne(engine: Engine, tx: PoolClient, batch: BatchRo
   return { outcome: 'done' };
 }
 
-async function cancelOne(tx: PoolClient, instanceId: string): Promise<Outcome> {
-  const r = await cancelInTransaction(tx, instanceId);
+/** Who the history names for a batch's action on an instance: its creator, and the batch. */
+function actorOf(batch: BatchRow): string {
+  return batch.created_by === null ? `batch ${batch.id}` : `${batch.created_by}, batch ${batch.id}`;
+}
+
+async function cancelOne(tx: PoolClient, instanceId: string, by: string): Promise<Outcome> {
+  const r = await cancelInTransaction(tx, instanceId, by);
   if (r.ok) return { outcome: 'done' };
   switch (r.reason) {
     case 'not_found':
@@ -198,7 +203,8 @@ async function cancelOne(tx: PoolClient, instanceId: string): Promise<Outcome> {
 const MAX_INCIDENTS_PER_INSTANCE = 1000;
 
 /** Every open incident of the instance, in one transaction: all of them run again, or none. */
-async function retryOne(engine: Engine, tx: PoolClient, options: BatchOptions, instanceId: string): Promise<Outcome> {
+async function retryOne(engine: Engine, tx: PoolClient, batch: BatchRow, instanceId: string): Promise<Outcome> {
+  const options = batch.options;
   const instance = await lockInstance(tx, instanceId);
   if (!instance) return { outcome: 'skipped', message: 'the instance no longer exists' };
   if (instance.suspended_at) throw new OperationRefused('the instance is suspended: resume it, then retry');
@@ -209,6 +215,7 @@ async function retryOne(engine: Engine, tx: PoolClient, options: BatchOptions, i
       incidentId: incident.id,
       ...(options.retries !== undefined ? { retries: options.retries } : {}),
       ...(options.variables ? { variables: options.variables } : {}),
+      by: actorOf(batch),
     });
     if (r.ok) retried++;
     else if (r.reason === 'variables_too_large')

@@ -15,6 +15,8 @@ export interface RetryIncidentRequest {
   retries?: number;
   /** merged into the instance variables before the step runs again, in the retry's transition */
   variables?: Variables;
+  /** the caller's token name, kept in the `incident:resolved` event */
+  by?: string;
 }
 
 export type RetryRefusal = 'not_found' | 'not_open' | 'suspended' | 'variables_too_large';
@@ -53,6 +55,7 @@ export async function retryIncidentInTransaction(
       incidentId: incident.id,
       kind: incident.kind,
       ...(req.variables ? { variablesSet: Object.keys(req.variables) } : {}),
+      by: req.by ?? null,
     },
   });
   if (incident.task_id) {
@@ -75,6 +78,7 @@ export interface RetryIncidentsRequest {
   filter?: Omit<IncidentFilter, 'status'>;
   retries?: number;
   variables?: Variables;
+  by?: string;
 }
 
 export interface RetryIncidentsResult {
@@ -107,6 +111,7 @@ export async function retryIncidents(
       incidentId: id,
       ...(req.retries !== undefined ? { retries: req.retries } : {}),
       ...(req.variables ? { variables: req.variables } : {}),
+      ...(req.by ? { by: req.by } : {}),
     });
     results.push(r.ok ? { id, ok: true, instanceStatus: r.status } : { id, ok: false, reason: r.reason });
   }

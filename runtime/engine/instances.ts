@@ -159,12 +159,13 @@ export type CancelInstanceResult =
   | { ok: false; reason: 'called'; parentInstanceId: string; parentStepId: string };
 
 /** Cancels a running instance: its open tasks become unfetchable and late results get a conflict. */
-export async function cancelInstance(engine: Engine, instanceId: string): Promise<CancelInstanceResult> {
-  return withTransaction(engine.pool, (tx) => cancelInTransaction(tx, instanceId));
+/** `by`: the caller's token name, kept in the `instance:canceled` event. */
+export async function cancelInstance(engine: Engine, instanceId: string, by?: string): Promise<CancelInstanceResult> {
+  return withTransaction(engine.pool, (tx) => cancelInTransaction(tx, instanceId, by));
 }
 
 /** The cancel inside the caller's transaction (a batch writes its result row in it too). */
-export async function cancelInTransaction(tx: PoolClient, instanceId: string): Promise<CancelInstanceResult> {
+export async function cancelInTransaction(tx: PoolClient, instanceId: string, by?: string): Promise<CancelInstanceResult> {
   const instance = await lockInstance(tx, instanceId);
   if (!instance) return { ok: false, reason: 'not_found' };
   if (instance.status === 'completed' || instance.status === 'canceled' || instance.status === 'compensated') {
@@ -178,6 +179,9 @@ export async function cancelInTransaction(tx: PoolClient, instanceId: string): P
       parentInstanceId: instance.parent_instance_id,
       parentStepId: instance.parent_step_id ?? '',
     };
-  const status = await commitTransition(tx, instance, emptyEffects(), instance.variables, { status: 'canceled' });
+  const status = await commitTransition(tx, instance, emptyEffects(), instance.variables, {
+    status: 'canceled',
+    statusData: { by: by ?? null },
+  });
   return { ok: true, status };
 }

@@ -24,7 +24,8 @@ export type ReplayResult =
   | { ok: false; reason: 'not_replayable'; status: InstanceStatus }
   | { ok: false; reason: 'suspended' };
 
-export async function replayInstance(engine: Engine, instanceId: string): Promise<ReplayResult> {
+/** `by`: the caller's token name, kept in the `instance:replayed` event. */
+export async function replayInstance(engine: Engine, instanceId: string, by?: string): Promise<ReplayResult> {
   return withTransaction(engine.pool, async (tx) => {
     const instance = await lockInstance(tx, instanceId);
     if (!instance) return { ok: false, reason: 'not_found' };
@@ -48,7 +49,7 @@ export async function replayInstance(engine: Engine, instanceId: string): Promis
     const fx = emptyEffects();
     fx.events.push({
       kind: 'instance:replayed',
-      data: { fromGeneration: instance.generation, fromStatus: instance.status, kept: [...kept.steps] },
+      data: { fromGeneration: instance.generation, fromStatus: instance.status, kept: [...kept.steps], by: by ?? null },
     });
     reachFrontier(plan, state, instance.variables, fx);
     rearmEventSubProcesses(plan, state, instance.variables, fx);

@@ -25,6 +25,8 @@ export interface CommitOptions {
    * are written framed; that framing fails (BT409) with progress pending for the instance.
    */
   framesAtEnd?: boolean;
+  /** data of the `instance:<status>` event a status change records (who canceled it) */
+  statusData?: Record<string, unknown>;
 }
 
 export async function commitTransition(
@@ -46,7 +48,8 @@ export async function commitTransition(
   if (closing) closeOpenSteps(instance, fx);
   const children = fx.calls.length > 0 ? await resolveCalls(tx, instance, fx, opts.plan) : [];
   const status = forced ?? deriveStatus(instance.state, fx);
-  if (status !== instance.status) fx.events.push({ kind: `instance:${status}` });
+  if (status !== instance.status)
+    fx.events.push({ kind: `instance:${status}`, ...(opts.statusData ? { data: opts.statusData } : {}) });
   await writeTransitions(tx, [
     {
       instance,

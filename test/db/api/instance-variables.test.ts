@@ -118,4 +118,29 @@ describe('instance variable edits', () => {
       403,
     );
   });
+
+  it('given an operator token, then every operator action on an instance records who did it', async () => {
+    await deploy(t.api, singleTaskBpmn('actions', 'actions-task', { retries: 0 }));
+    const id = await start(t.api, 'actions');
+    const task = await fetchOne(t.api, 'w', 'actions-task');
+    const failed = await t.api.post(`/api/external-tasks/${task.id}/failure`, {
+      workerId: 'w',
+      lockToken: task.lockToken,
+      errorMessage: 'broke',
+      retries: 0,
+    });
+    expect(failed.status).toBe(204);
+    await waitForStatus(t.api, id, 'incident');
+    const incidentId = (await instanceOf(t.api, id)).incidents[0].id;
+    expect((await t.api.post(`/api/instances/${id}/suspend`, {})).status).toBe(200);
+    expect((await t.api.post(`/api/instances/${id}/resume`, {})).status).toBe(200);
+    expect((await t.api.post(`/api/incidents/${incidentId}/retry`, {})).status).toBe(200);
+    expect(
+      (await t.api.post(`/api/instances/${id}/modify`, { instructions: [{ type: 'startBefore', elementId: 'end' }] })).status,
+    ).toBe(200);
+    expect((await t.api.post(`/api/instances/${id}/cancel`, {})).status).toBe(200);
+    const events = await historyOf(id);
+    for (const kind of ['instance:suspended', 'instance:resumed', 'incident:resolved', 'instance:modified', 'instance:canceled'])
+      expect(events.find((e) => e.kind === kind)?.data, kind).toMatchObject({ by: 'ops-anna' });
+  });
 });
