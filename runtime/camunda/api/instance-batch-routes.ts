@@ -210,7 +210,7 @@ async function instancesNamed(engine: Engine, body: InstancesBody, max: number, 
   const all = [...new Set([...named, ...queried])];
   if (all.length > max)
     throw invalidRequest(
-      `${what} reaches at most ${max} instances at once and more are named or match: narrow processInstanceQuery`,
+      `${what} reaches at most ${max} instances at once and more are named or match: ${max === MAX_SYNC_SUSPENSIONS ? 'use POST /process-instance/suspended-async, which makes a batch' : 'narrow processInstanceQuery'}`,
     );
   const running = new Set(named.length > 0 ? await runningIds(engine, { processInstanceIds: named }, named.length) : []);
   for (const id of queried) running.add(id);
