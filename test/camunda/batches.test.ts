@@ -198,6 +198,18 @@ describe('refused inputs', () => {
         { suspended: true, processDefinitionKey: 'cb_refused', processDefinitionTenantId: 't' },
         /tenant/,
       ],
+      [
+        'PUT',
+        '/process-instance/suspended',
+        { suspended: true, processInstanceIds: [...ids, ...Array.from({ length: 999 }, () => crypto.randomUUID())] },
+        /at most 1000 instances.*suspended-async/,
+      ],
+      [
+        'POST',
+        '/process-instance/delete',
+        { processInstanceIds: Array.from({ length: 10_001 }, () => crypto.randomUUID()) },
+        /processInstanceIds/,
+      ],
       ['GET', '/batch?tenantIdIn=a', undefined, /tenantIdIn/],
       ['GET', '/batch/statistics?sortBy=tenantId&sortOrder=asc', undefined, /batchId/],
       ['DELETE', `/batch/${crypto.randomUUID()}`, undefined, /Unable to delete batch/],
