@@ -149,7 +149,10 @@ export async function startBatonServer(opts: BatonServerOptions): Promise<BatonS
   // The workers' and starters' routes first: a request walks every layer mounted before its own.
   app.use('/api/instances', instancesRouter(engine));
   app.use('/api/external-tasks', tasksRouter(engine, parkedPolls), progressRouter(progress));
-  app.use('/engine-rest', camundaRouter(engine, parkedPolls, progress, opts.auth?.groups));
+  app.use(
+    '/engine-rest',
+    camundaRouter(engine, parkedPolls, progress, opts.auth?.groups, () => batches.poke()),
+  );
   app.get('/healthz', async (_req, res) => {
     try {
       await pool.query('select 1');

@@ -63,7 +63,10 @@ export function instancesRouter(engine: Engine): Router {
   });
 
   router.get('/count', async (req, res) => {
-    const q = validateQuery<FilterQuery>('count-instances-query', req.query);
+    // A query string names the ids separated by commas; a batch's JSON filter as a list.
+    const ids = req.query.instanceIds;
+    const query = typeof ids === 'string' ? { ...req.query, instanceIds: ids.split(',') } : req.query;
+    const q = validateQuery<FilterQuery>('count-instances-query', query);
     res.json(await withPlannerDefaults(engine.pool, (db) => countInstances(db, filterOf(q))));
   });
 

@@ -26,7 +26,12 @@ export interface InstanceFilter {
   suspended?: boolean;
   /** instances whose variable `name` holds exactly `value` (compared as JSON) */
   variable?: { name: string; value: unknown };
+  /** these instances only (at most MAX_INSTANCE_IDS; the schema bounds it) */
+  instanceIds?: string[];
 }
+
+/** Most ids an instance search names: a batch's filter is stored with it and read again for each chunk. */
+export const MAX_INSTANCE_IDS = 10_000;
 
 export interface ListInstancesParams extends InstanceFilter {
   limit: number;
@@ -71,6 +76,7 @@ export interface InstanceSearch {
   suspended?: boolean;
   variableName?: string;
   variableValue?: string;
+  instanceIds?: string[];
 }
 
 /** The store's filter from a search: only what was given; a variable's value is JSON, or else text. */
@@ -127,6 +133,7 @@ function instanceFilterClauses(f: InstanceFilter, param: (value: unknown) => str
     f.suspended === true && 'suspended_at is not null',
     f.suspended === false && 'suspended_at is null',
     f.variable !== undefined && `variables -> ${param(f.variable.name)} = ${param(JSON.stringify(f.variable.value))}::jsonb`,
+    f.instanceIds !== undefined && `id = any(${param(f.instanceIds)}::uuid[])`,
   ];
 }
 

@@ -7,6 +7,7 @@ import type { Engine } from '../../engine/context.ts';
 import type { ParkedPolls } from '../../engine/parked-polls.ts';
 import type { ProgressCoalescer } from '../../engine/progress.ts';
 import type { GroupDirectory } from '../../security/people.ts';
+import { batchRouter } from './batch-routes.ts';
 import { deploymentRouter } from './deployment-routes.ts';
 import { taskRouter } from './task-routes.ts';
 import { camundaErrorHandler, camundaNotFoundRoute, sendJson } from './errors.ts';
@@ -14,6 +15,7 @@ import { externalTaskLogRouter } from './external-task-log-routes.ts';
 import { externalTaskRouter } from './external-task-routes.ts';
 import { historyRouter, incidentRouter } from './history-routes.ts';
 import { messageRouter, signalRouter } from './message-routes.ts';
+import { processDefinitionSuspensionRouter, processInstanceBatchRouter } from './instance-batch-routes.ts';
 import { executionRouter, processDefinitionRouter, processInstanceRouter } from './process-routes.ts';
 import { processDefinitionStatisticsRouter } from './statistics-routes.ts';
 
@@ -28,6 +30,7 @@ export function camundaRouter(
   parkedPolls: ParkedPolls,
   progress: ProgressCoalescer,
   groups: GroupDirectory = new Map(),
+  onBatchCreated: () => void = () => {},
 ): Router {
   const router = Router();
   // Authorization (Basic or Bearer, e.g. the client's BasicAuthInterceptor) is checked by the security layer in front of
@@ -43,8 +46,10 @@ export function camundaRouter(
   router.use('/history', historyRouter(engine));
   // Before the definition routes: /process-definition/statistics is not a definition id.
   router.use('/process-definition', processDefinitionStatisticsRouter(engine));
-  router.use('/process-definition', processDefinitionRouter(engine));
-  router.use('/process-instance', processInstanceRouter(engine));
+  router.use('/process-definition', processDefinitionRouter(engine), processDefinitionSuspensionRouter(engine));
+  // Before the instance routes: /process-instance/delete and /suspended are not instance ids.
+  router.use('/process-instance', processInstanceBatchRouter(engine, onBatchCreated), processInstanceRouter(engine));
+  router.use('/batch', batchRouter(engine));
   router.use('/execution', executionRouter(engine));
   router.use('/message', messageRouter(engine));
   router.use('/signal', signalRouter(engine));

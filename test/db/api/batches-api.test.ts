@@ -129,6 +129,26 @@ describe('batches API', () => {
     expect((await t.api.get(`/api/batches/${res.body.id}/results`)).body).toEqual({ items: [] });
   });
 
+  it('given a filter of instance ids, then only those instances are reached, and too many ids or a bad id are refused', async () => {
+    await deploy(t.api, singleTaskBpmn('picked', 'pick'));
+    const ids = await startMany('picked', 3);
+    const picked = [ids[0]!, ids[2]!];
+    const created = await t.api.post('/api/batches', { operation: 'cancel', filter: { instanceIds: picked } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body).toMatchObject({ filter: { instanceIds: picked }, total: 2 });
+    expect(await waitForBatch(created.body.id, 'completed')).toMatchObject({ done: 2, failed: 0, skipped: 0 });
+    const events = await cancelEvents(ids);
+    expect(ids.map((id) => events.get(id) ?? 0)).toEqual([1, 0, 1]);
+
+    const before = (await t.api.get('/api/batches?limit=500')).body.items.length;
+    const tooMany = Array.from({ length: 10_001 }, (_v, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
+    for (const instanceIds of [tooMany, [], ['not-an-id']]) {
+      const res = await t.api.post('/api/batches', { operation: 'cancel', filter: { instanceIds } });
+      expect(res.status, JSON.stringify(res.body).slice(0, 200)).toBe(400);
+    }
+    expect((await t.api.get('/api/batches?limit=500')).body.items.length).toBe(before);
+  });
+
   it('given a batch stopped after its first chunk, then the counts match its results, no other instance is touched and its runner stops', async () => {
     const ids = await startMany('ledger', 8);
     const batch = await createBatch(t.server.engine, {
