@@ -1,9 +1,9 @@
 // Drills where a node running a batch dies: `baton serve` child processes SIGKILLed mid-batch
 // (under load, and at the fault point between an instance's commit and the chunk's cursor),
-// then another node finishes the batch once the lease expires. Every instance is canceled
-// exactly once and has exactly one result.
+// then another node finishes the batch once the lease expires. Every instance is canceled (or
+// its incident retried) exactly once and has exactly one result.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { singleTaskBpmn } from '../support/bpmn.ts';
+import { inlineDefinitions, inlineFlow, singleTaskBpmn } from '../support/bpmn.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { deploy } from '../support/flows.ts';
 import { apiClient, type ApiClient } from '../support/server.ts';
@@ -122,4 +122,56 @@ describe('chaos drills: batches', () => {
     await expectCanceledOnce(batchId, 'bd2', ids);
     await expectInvariants(db);
   }, 180_000);
+
+  it('given a node SIGKILLed half-way through a retry batch of 500 incidents chosen by filter, then a restarted node completes it and each instance is retried exactly once', async () => {
+    // start -> route: no flow holds until `ok` is set, so every instance starts in an incident
+    const routed = inlineDefinitions('bd3', [
+      '<bpmn:startEvent id="start" />',
+      '<bpmn:exclusiveGateway id="route" />',
+      '<bpmn:endEvent id="done" />',
+      inlineFlow('f1', 'start', 'route'),
+      '<bpmn:sequenceFlow id="f2" sourceRef="route" targetRef="done"><bpmn:conditionExpression xsi:type="bpmn:tFormalExpression">${ok == true}</bpmn:conditionExpression></bpmn:sequenceFlow>',
+    ]);
+    const first = await startNode(db.url, { faults: 'batch:after-instance:delay:10', env: BATCH_ENV });
+    const api = apiClient(first.url);
+    await deploy(api, routed);
+    const ids = await startMany(api, 'bd3', 500, 'bd3');
+    expect((await statusCounts(db, 'bd3')).incident).toBe(500);
+    const created = await api.post('/api/batches', {
+      operation: 'retry',
+      filter: { definitionKey: 'bd3', withIncident: true },
+      options: { variables: { ok: true } },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body.total).toBe(500);
+    const batchId = created.body.id as string;
+
+    await waitFor(
+      async () => {
+        const p = await progressOf(batchId);
+        return p.done >= 150 && p.done <= 350 ? true : undefined;
+      },
+      90_000,
+      'the batch to be about half done',
+    );
+    await first.kill();
+    const atKill = await progressOf(batchId);
+    expect(atKill.state).toBe('running');
+    expect(atKill.results).toBeLessThan(500);
+
+    await startNode(db.url, { port: first.port, env: BATCH_ENV });
+    await waitFor(
+      async () => ((await progressOf(batchId)).state === 'completed' ? true : undefined),
+      90_000,
+      'the retry batch to complete on the restarted node',
+    );
+    expect(await progressOf(batchId)).toEqual({ state: 'completed', total: 500, done: 500, failed: 0, skipped: 0, results: 500 });
+    const { rows } = await db.pool.query(
+      `select i.id, i.status, (select count(*)::int from events e where e.instance_id = i.id and e.kind = 'incident:resolved') as retried
+         from instances i where i.definition_key = 'bd3'`,
+    );
+    expect(rows.map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(rows.filter((r) => r.status !== 'completed' || r.retried !== 1)).toEqual([]);
+    await expectInvariants(db);
+  }, 240_000);
 });
