@@ -3,9 +3,16 @@
 // skipped and one added after it runs, a renamed element moves by an explicit mapping with its
 // new topic, a timer keeps its due time, and every refusal names the element and changes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inlineDefinitions, inlineFlow as flow, inlineTask as task } from '../../support/bpmn.ts';
-import { complete, deploy, fetchOne, historyKinds, instanceOf, start, waitForStatus } from '../../support/flows.ts';
-import { startTestServer, type TestServer } from '../../support/server.ts';
+import {
+  buildBpmn,
+  inlineDefinitions,
+  inlineFlow as flow,
+  inlineTask as task,
+  type FlowSpec,
+  type NodeSpec,
+} from '../../support/bpmn.ts';
+import { complete, deploy, fetchOne, fetchTasks, historyKinds, instanceOf, start, waitForStatus } from '../../support/flows.ts';
+import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
 beforeAll(async () => {
@@ -234,4 +241,100 @@ describe('instance migration', () => {
     expect((await t.api.get('/api/definitions/mig-plan/migration-plan?from=1&to=7')).status).toBe(404);
     expect((await t.api.get('/api/definitions/mig-plan/migration-plan?from=1')).status).toBe(400);
   });
+
+  it('given 200 instances waiting at a task, a timer or a message, when a batch migrates them to a version that adds a step after the wait, then every one continues on the new version', async () => {
+    // start -> route by `kind` -> work (task) | pause (timer, 1 h) | paid (message keyed by `ref`) -> merge [-> audit] -> end
+    const waiting = (audit: boolean) => {
+      const nodes: NodeSpec[] = [
+        { id: 'start', type: 'startEvent' },
+        { id: 'route', type: 'exclusiveGateway' },
+        { id: 'work', type: 'serviceTask', topic: 'mig-many-work' },
+        { id: 'pause', type: 'catchEvent', timer: { duration: 'PT1H' } },
+        { id: 'paid', type: 'catchEvent', message: 'mig-many-paid', correlationKey: 'ref' },
+        { id: 'merge', type: 'exclusiveGateway' },
+        ...(audit ? [{ id: 'audit', type: 'serviceTask', topic: 'mig-many-audit' } as NodeSpec] : []),
+        { id: 'end', type: 'endEvent' },
+      ];
+      const flows: FlowSpec[] = [
+        { from: 'start', to: 'route' },
+        { id: 'to_work', from: 'route', to: 'work', condition: "${kind == 'task'}" },
+        { id: 'to_pause', from: 'route', to: 'pause', condition: "${kind == 'timer'}" },
+        { id: 'to_paid', from: 'route', to: 'paid', condition: "${kind == 'message'}" },
+        { from: 'work', to: 'merge' },
+        { from: 'pause', to: 'merge' },
+        { from: 'paid', to: 'merge' },
+        ...(audit
+          ? [
+              { from: 'merge', to: 'audit' },
+              { from: 'audit', to: 'end' },
+            ]
+          : [{ from: 'merge', to: 'end' }]),
+      ];
+      return buildBpmn('mig-many', nodes, flows);
+    };
+    await deploy(t.api, waiting(false));
+    const kinds = ['task', 'timer', 'message'] as const;
+    const ids: string[] = [];
+    for (let i = 0; i < 200; i++) ids.push(await start(t.api, 'mig-many', { variables: { kind: kinds[i % 3], ref: `r-${i}` } }));
+    const dueBefore = (await t.db.pool.query(`select instance_id, due_at from timers where instance_id = any($1::uuid[])`, [ids]))
+      .rows;
+    await deploy(t.api, waiting(true));
+
+    const batch = await t.api.post('/api/batches', {
+      operation: 'migrate',
+      filter: { definitionKey: 'mig-many', version: 1 },
+      options: { version: 2 },
+    });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(201);
+    const ended = await waitFor(
+      async () => {
+        const b = (await t.api.get(`/api/batches/${batch.body.id}`)).body;
+        return b.state === 'completed' ? b : undefined;
+      },
+      60_000,
+      'the migrate batch',
+    );
+    expect(ended).toMatchObject({ total: 200, done: 200, failed: 0 });
+    expect((await t.api.get('/api/instances/count?definitionKey=mig-many&version=2')).body.count).toBe(200);
+    const dueAfter = (await t.db.pool.query(`select instance_id, due_at from timers where instance_id = any($1::uuid[])`, [ids]))
+      .rows;
+    expect(dueAfter).toHaveLength(67);
+    expect(new Map(dueAfter.map((r) => [r.instance_id, r.due_at.getTime()]))).toEqual(
+      new Map(dueBefore.map((r) => [r.instance_id, r.due_at.getTime()])),
+    );
+
+    // Each wait ends as it would have: the tasks complete, the messages arrive, the timers fall due.
+    for (let n = 0; n < 67; n++)
+      expect((await complete(t.api, await fetchOne(t.api, 'w', 'mig-many-work'), 'w')).status).toBe(204);
+    for (let i = 0; i < 200; i++)
+      if (kinds[i % 3] === 'message')
+        expect((await t.api.post('/api/messages', { name: 'mig-many-paid', correlationKey: `r-${i}` })).body.status).toBe(
+          'matched',
+        );
+    await t.db.pool.query(`update timers set due_at = now() where instance_id = any($1::uuid[]) and state = 'waiting'`, [ids]);
+    await t.server.timers.tick();
+    let audited = 0;
+    await waitFor(
+      async () => {
+        for (const task of await fetchTasks(t.api, 'w', ['mig-many-audit'], { maxTasks: 100, waitMs: 0 })) {
+          expect((await complete(t.api, task, 'w')).status).toBe(204);
+          audited++;
+        }
+        return audited === 200 ? true : undefined;
+      },
+      60_000,
+      'every instance to reach the new audit step',
+    );
+    await waitFor(
+      async () =>
+        (await t.api.get('/api/instances/count?definitionKey=mig-many&status=completed')).body.count === 200 ? true : undefined,
+      20_000,
+      'all 200 completed',
+    );
+    const migrated = await t.db.pool.query(
+      `select count(*)::int as n from events where kind = 'instance:migrated' and instance_id = any($1::uuid[])`,
+      [ids],
+    );
+    expect(migrated.rows[0].n).toBe(200);
+  }, 120_000);
 });
