@@ -95,6 +95,9 @@ function query(params: Record<string, string | number | boolean | undefined>): s
 
 const enc = encodeURIComponent;
 
+/** The history page the designer reads: the API's largest. */
+const HISTORY_PAGE = 1000;
+
 export const api = {
   listDiagrams: () => request<{ items: DiagramSummary[] }>('GET', '/api/diagrams').then((r) => r.items),
   getDiagram: (id: string) => request<Diagram>('GET', `/api/diagrams/${enc(id)}`),
@@ -119,8 +122,19 @@ export const api = {
   listInstances: (f: InstanceFilter) =>
     request<{ items: InstanceSummary[]; nextCursor: string | null }>('GET', `/api/instances${query({ ...f })}`),
   getInstance: (id: string) => request<InstanceDetail>('GET', `/api/instances/${enc(id)}`),
-  getHistory: (id: string, afterSeq: number) =>
-    request<{ items: HistoryEvent[] }>('GET', `/api/instances/${enc(id)}/history${query({ afterSeq })}`).then((r) => r.items),
+  /** Every event of the instance, a page of HISTORY_PAGE at a time. */
+  getWholeHistory: async (id: string): Promise<HistoryEvent[]> => {
+    const all: HistoryEvent[] = [];
+    for (;;) {
+      const afterSeq = all.at(-1)?.seq ?? 0;
+      const page = await request<{ items: HistoryEvent[] }>(
+        'GET',
+        `/api/instances/${enc(id)}/history${query({ afterSeq, limit: HISTORY_PAGE })}`,
+      );
+      all.push(...page.items);
+      if (page.items.length < HISTORY_PAGE) return all;
+    }
+  },
   cancelInstance: (id: string) => request<{ id: string; status: string }>('POST', `/api/instances/${enc(id)}/cancel`),
   suspendInstance: (id: string) => request<{ id: string; suspended: boolean }>('POST', `/api/instances/${enc(id)}/suspend`),
   resumeInstance: (id: string) => request<{ id: string; suspended: boolean }>('POST', `/api/instances/${enc(id)}/resume`),

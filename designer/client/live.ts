@@ -102,7 +102,7 @@ export function watchInstance(id: string, handlers: InstanceWatchHandlers): () =
   const refresh = () => {
     clearTimeout(refreshTimer);
     refreshTimer = setTimeout(() => {
-      Promise.all([api.getInstance(id), api.getHistory(id, 0)]).then(
+      Promise.all([api.getInstance(id), api.getWholeHistory(id)]).then(
         ([detail, history]) => stopped || handlers.onSnapshot({ detail, history }),
         (err: unknown) => stopped || handlers.onError(err instanceof ApiError ? err : new ApiError(0, 'Error', String(err))),
       );

@@ -93,7 +93,7 @@ export class BatonInstanceView extends LightElement {
 
   /** Reads the detail again now, without waiting for a frame (the variables editor's Reload). */
   private reload(): void {
-    Promise.all([api.getInstance(this.instanceId), api.getHistory(this.instanceId, 0)]).then(
+    Promise.all([api.getInstance(this.instanceId), api.getWholeHistory(this.instanceId)]).then(
       ([detail, history]) => void this.onSnapshot({ detail, history }),
       (err: ApiError) => (this.actionError = err.message),
     );

@@ -162,4 +162,20 @@ describe('designer: incidents and variables', () => {
     await h.page.locator('.page-head [data-status="completed"]').waitFor();
     expect(h.consoleErrors).toEqual([]);
   });
+
+  it('given an instance with more than a page of history, then the instance view shows every event, the newest past the first page included', async () => {
+    const id = await start(h.t.api, 'payout', { variables: { amount: 0 } });
+    let revision = (await h.t.api.get(`/api/instances/${id}`)).body.revision as number;
+    for (let n = 1; n <= 1_005; n++) {
+      const res = await h.t.api.patch(`/api/instances/${id}/variables`, { revision, set: { amount: n } });
+      expect(res.status).toBe(200);
+      revision = res.body.revision;
+    }
+    const total = (await h.t.api.get(`/api/instances/${id}/history?limit=5000`)).body.items.length;
+    expect(total).toBeGreaterThan(1_005);
+    await h.page.goto(`${h.t.url}/#/instances/${id}`);
+    await h.page.locator('.timeline li', { hasText: 'instance:started' }).waitFor();
+    expect(await h.page.locator('.timeline li', { hasText: 'variables:edited' }).count()).toBe(1_005);
+    expect(h.consoleErrors).toEqual([]);
+  }, 120_000);
 });
