@@ -35,6 +35,7 @@ export class BatonInstanceView extends LightElement {
   declare names: ReadonlyMap<string, string>;
   private viewer: DiagramHost | undefined;
   private diagramLoaded: Promise<void> | undefined;
+  private diagramVersion: number | undefined;
   private stop: (() => void) | undefined;
 
   constructor() {
@@ -73,7 +74,11 @@ export class BatonInstanceView extends LightElement {
   private async onSnapshot(s: InstanceSnapshot): Promise<void> {
     this.snapshot = s;
     this.error = '';
-    this.diagramLoaded ??= this.loadDiagram(s.detail.definitionKey, s.detail.version);
+    // A migration moves the instance to another version: its diagram is read again.
+    if (this.diagramVersion !== s.detail.version) {
+      this.diagramVersion = s.detail.version;
+      this.diagramLoaded = this.loadDiagram(s.detail.definitionKey, s.detail.version);
+    }
     await this.diagramLoaded;
     this.viewer?.get<StepStatusMarkers>('stepStatusMarkers').show(this.snapshot.detail);
   }

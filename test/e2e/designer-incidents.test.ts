@@ -2,6 +2,8 @@
 // `amount` is negative; the operator finds the incident on the Incidents page, reads the
 // worker's error, fixes the variable in the instance view, retries from the Incidents page,
 // and the worker completes the task with the fixed variable.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { singleTaskBpmn } from '../support/bpmn.ts';
 import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus, type LockedTask } from '../support/flows.ts';
@@ -178,4 +180,23 @@ describe('designer: incidents and variables', () => {
     expect(await h.page.locator('.timeline li', { hasText: 'variables:edited' }).count()).toBe(1_005);
     expect(h.consoleErrors).toEqual([]);
   }, 120_000);
+
+  it('given an instance view open, when the instance is migrated to a version that renames a task, then the view reads the new diagram and names the step as it now is', async () => {
+    const xml = (await readFile(path.resolve('samples/order.bpmn'), 'utf8')).replaceAll('"order"', '"order-moved"');
+    expect((await h.t.api.post('/api/definitions', { xml })).status).toBe(201);
+    const id = await start(h.t.api, 'order-moved', { variables: { amount: 10 } });
+    await h.page.goto(`${h.t.url}/#/instances/${id}`);
+    const step = h.page.locator('.timeline .step-name[data-step-id="Task_ReserveStock"]').first();
+    await expect(step.textContent()).resolves.toBe('Reserve stock');
+
+    const renamed = xml.replace('name="Reserve stock"', 'name="Reserve stock (checked)"');
+    expect((await h.t.api.post('/api/definitions', { xml: renamed })).body.version).toBe(2);
+    expect((await h.t.api.post(`/api/instances/${id}/migrate`, { version: 2 })).status).toBe(200);
+    await h.page.locator('.meta a', { hasText: 'order-moved v2' }).waitFor();
+    await h.page
+      .locator('.timeline .step-name[data-step-id="Task_ReserveStock"]', { hasText: 'Reserve stock (checked)' })
+      .first()
+      .waitFor();
+    expect(h.consoleErrors).toEqual([]);
+  });
 });
