@@ -814,6 +814,14 @@ export function rearmEventSubProcesses(plan: Plan, state: InstanceState, vars: V
 }
 
 /**
+ * A resumed instance's conditional events look at the variables as the suspension left them
+ * (an operator may have edited them meanwhile; an edit alone moves nothing).
+ */
+export function settleAfterResume(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): void {
+  settleConditions(plan, state, vars, fx);
+}
+
+/**
  * An operator's modification starts the step now, whatever its incoming flows say: a task gets
  * its task, a gateway decides, a subprocess starts at its start event. When those flows resolve
  * later, the step already has its state and they change nothing.

@@ -78,6 +78,19 @@ beforeAll(async () => {
       flow('f2', 'approve', 'end'),
     ]),
   );
+  // start -> wait until `= approved = true` -> approved-task -> end
+  await deploy(
+    t.api,
+    inlineDefinitions('susp-cond', [
+      '<bpmn:startEvent id="start" />',
+      '<bpmn:intermediateCatchEvent id="ok"><bpmn:conditionalEventDefinition><bpmn:condition xsi:type="bpmn:tFormalExpression">= approved = true</bpmn:condition></bpmn:conditionalEventDefinition></bpmn:intermediateCatchEvent>',
+      '<bpmn:serviceTask id="go" camunda:type="external" camunda:topic="susp-cond-go" />',
+      '<bpmn:endEvent id="end" />',
+      flow('f1', 'start', 'ok'),
+      flow('f2', 'ok', 'go'),
+      flow('f3', 'go', 'end'),
+    ]),
+  );
   await deploy(t.api, singleTaskBpmn('susp-child', 'susp-child'));
   await deploy(t.api, callBpmn('susp-parent', 'susp-child'));
 });
@@ -267,6 +280,19 @@ describe('suspend and resume', () => {
     expect((await t.api.get(`/api/user-tasks/${task.id}`)).body.suspended).toBeUndefined();
     expect((await t.api.post(`/api/user-tasks/${task.id}/claim`, { userId: 'alice' })).status).toBe(200);
     expect((await t.api.post(`/api/user-tasks/${task.id}/complete`, { userId: 'alice' })).status).toBe(200);
+    await waitForStatus(t.api, id, 'completed');
+  });
+
+  it('given a conditional event whose variable an operator set while the instance was suspended, then it fires on the resume', async () => {
+    const id = await start(t.api, 'susp-cond', { variables: { approved: false } });
+    await suspend(id);
+    const { revision } = await instanceOf(t.api, id);
+    expect((await t.api.patch(`/api/instances/${id}/variables`, { revision, set: { approved: true } })).status).toBe(200);
+    expect((await instanceOf(t.api, id)).steps.find((s: { stepId: string }) => s.stepId === 'ok').status).toBe('active');
+    await resume(id);
+    const go = await fetchOne(t.api, 'w', 'susp-cond-go');
+    expect(go.instanceId).toBe(id);
+    expect((await complete(t.api, go, 'w')).status).toBe(204);
     await waitForStatus(t.api, id, 'completed');
   });
 
