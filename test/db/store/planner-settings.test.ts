@@ -243,7 +243,7 @@ describe('planner settings of the pool', () => {
       ]);
     });
 
-    it('then the Camunda list and count of open tasks read the ready, locked and failed tasks by their indexes, not the done ones', async () => {
+    it('then the Camunda list and count of open tasks read the ready, locked, failed and suspended tasks by their indexes, not the done ones', async () => {
       const all = { topicName: 'listed-task', firstResult: 0, maxResults: 100 };
       const listed = await withPlannerDefaults(db.pool, (q) => listCamundaTasks(q, all));
       expect(listed.map((t) => t.state).sort()).toEqual(['failed', 'locked', 'ready', 'ready', 'ready', 'ready']);
@@ -273,6 +273,7 @@ describe('planner settings of the pool', () => {
           expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on external_tasks_ready(_age)?_idx/),
           expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on external_tasks_(lock_expiry|locked_topic)_idx/),
           expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on external_tasks_failed_idx/),
+          expect.stringMatching(/^(Index|Bitmap Index|Index Only) Scan on external_tasks_suspended_idx/),
         ]);
       }
     });
