@@ -29,7 +29,10 @@ export async function moveInstanceToVersion(db: Queryable, m: InstanceMove): Pro
     name: 'migration_drop_rows',
     text: `with sd as (delete from steps where instance_id = $1 and step_id <> all($2::text[])),
                 tc as (update timers set state = 'canceled' where instance_id = $1 and step_id = any($4::text[]) and ${OPEN_TIMER_SQL}),
-                sb as (delete from subscriptions where instance_id = $1 and step_id = any($4::text[]))
+                sb as (delete from subscriptions where instance_id = $1 and step_id = any($4::text[])),
+                -- a wait whose timer could not be set holds an incident, which ends with it
+                ir as (update incidents set status = 'resolved', resolved_at = now()
+                        where instance_id = $1 and step_id = any($4::text[]) and ${OPEN_INCIDENT_SQL})
            delete from flows where instance_id = $1 and flow_id <> all($3::text[])`,
     values: [m.instanceId, kept, m.flows, m.endedWaits],
   });
