@@ -143,6 +143,24 @@ describe('instance migration', () => {
     await waitForStatus(t.api, id, 'completed');
   });
 
+  it('given an open task whose boundary timer the new version drops, then the timer ends and the task goes on without it', async () => {
+    const boundary =
+      '<bpmn:boundaryEvent id="late" attachedToRef="a"><bpmn:timerEventDefinition><bpmn:timeDuration>PT1H</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent>';
+    await deploy(
+      t.api,
+      sequence('mig-drop', ['a'], [boundary, '<bpmn:endEvent id="late_end" />', flow('f_late', 'late', 'late_end')]),
+    );
+    const id = await start(t.api, 'mig-drop');
+    await deploy(t.api, sequence('mig-drop', ['a']));
+    const moved = await migrate(id, { version: 2 });
+    expect(moved.body).toMatchObject({ open: { a: 'a' }, endedWaits: ['late'] });
+    const timers = await t.db.pool.query(`select state from timers where instance_id = $1`, [id]);
+    expect(timers.rows.map((r: { state: string }) => r.state)).toEqual(['canceled']);
+    expect(statusOf(await instanceOf(t.api, id), 'late')).toBeUndefined();
+    expect((await complete(t.api, await fetchOne(t.api, 'w', 'mig-drop-a'), 'w')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+  });
+
   it('given a waiting timer, then it moves with its due time kept', async () => {
     const timer = (key: string, after: string) =>
       inlineDefinitions(key, [
