@@ -67,12 +67,12 @@ export function planMigration(
     if (!oldSteps.has(oldId))
       problems.push({
         elementId: oldId,
-        message: `The mapping names ${oldId}, which version it is mapped from has no element of`,
+        message: `The mapping names ${oldId}, an element the instance's version does not have`,
       });
     if (!newSteps.has(newId))
       problems.push({
         elementId: newId,
-        message: `The mapping maps ${oldId} to ${newId}, which the target version has no element of`,
+        message: `The mapping maps ${oldId} to ${newId}, an element the target version does not have`,
       });
   }
   if (problems.length > 0) return { ok: false, problems };

@@ -83,7 +83,7 @@ export async function modifyInstance(engine: Engine, req: ModifyRequest): Promis
 
 function startProblem(plan: Plan, id: string, steps: Record<string, string>, all: string[]): ElementProblem[] {
   const step = indexPlan(plan).steps.get(id);
-  if (!step) return [{ elementId: id, message: `There is no element ${id} in version of ${plan.processKey} the instance runs` }];
+  if (!step) return [{ elementId: id, message: `The version of ${plan.processKey} the instance runs has no element ${id}` }];
   if (all.indexOf(id) !== all.lastIndexOf(id))
     return [{ elementId: id, message: `${id} is started twice: a step runs once per pass` }];
   if (steps[id] !== undefined)
@@ -104,7 +104,7 @@ function startProblem(plan: Plan, id: string, steps: Record<string, string>, all
 
 function cancelProblem(plan: Plan, id: string, steps: Record<string, string>, all: string[]): ElementProblem[] {
   const step = indexPlan(plan).steps.get(id);
-  if (!step) return [{ elementId: id, message: `There is no element ${id} in version of ${plan.processKey} the instance runs` }];
+  if (!step) return [{ elementId: id, message: `The version of ${plan.processKey} the instance runs has no element ${id}` }];
   if (all.indexOf(id) !== all.lastIndexOf(id)) return [{ elementId: id, message: `${id} is canceled twice` }];
   if (!OPEN.has(steps[id] ?? ''))
     return [{ elementId: id, message: `${id} is not open in this instance (${steps[id] ?? 'not reached'})` }];
