@@ -63,3 +63,14 @@ declare module '@bpmn-io/element-template-chooser' {
   const module: Record<string, unknown>;
   export default module;
 }
+declare module 'bpmn-auto-layout' {
+  /** The XML with a generated BPMNDiagram for its (first) process. */
+  export function layoutProcess(xml: string): Promise<string>;
+}
+declare module 'bpmn-moddle' {
+  export class BpmnModdle {
+    fromXML(xml: string): Promise<{ rootElement: unknown; warnings: unknown[] }>;
+    toXML(element: unknown, options?: { format?: boolean }): Promise<{ xml: string }>;
+    create(type: string, attrs?: Record<string, unknown>): unknown;
+  }
+}
