@@ -7,11 +7,13 @@
 // What bpmn-auto-layout 1.3.0 leaves out, and what this module does about it:
 // - subprocesses come out collapsed, their content in the parent's plane; bpmn-js's
 //   subprocess compatibility moves it to a drill-down plane on import, so it stays readable;
-// - sequence flows inside an event subprocess get no edge: drawMissingFlows draws them
-//   straight, from the source's right side to the target's left side;
+// - sequence flows inside an event subprocess, and associations (a compensation boundary's to
+//   its handler), get no edge: completeLayout draws them straight, from the source's right
+//   side to the target's left side;
 // - a data object (not its reference) gets a shape bpmn-js cannot render: it is dropped;
-// - text annotations, associations, groups, lanes, message flows and every participant but
-//   the first are not drawn: they are returned in notDrawn so the editor can say so.
+// - text annotations (and so their associations), groups, lanes, message flows and every
+//   participant but the first are not drawn: they are returned in notDrawn so the editor can
+//   say so.
 import { BpmnModdle } from 'bpmn-moddle';
 import { layoutProcess } from 'bpmn-auto-layout';
 
@@ -43,9 +45,16 @@ interface ModdleElement {
   waypoint?: unknown[];
 }
 
+// bpmn-moddle's own types differ between the designer's and the tests' module resolution
+interface Moddle {
+  fromXML(xml: string): Promise<{ rootElement: unknown }>;
+  toXML(element: unknown, options?: { format?: boolean }): Promise<{ xml: string }>;
+  create(type: string, attrs?: Record<string, unknown>): unknown;
+}
+
 /** The XML as it is when it draws its process, else with a generated layout. */
 export async function layoutWhenMissing(xml: string): Promise<LayoutResult> {
-  const moddle = new BpmnModdle();
+  const moddle = new BpmnModdle() as unknown as Moddle;
   let definitions: ModdleElement;
   try {
     definitions = (await moddle.fromXML(xml)).rootElement as unknown as ModdleElement;
@@ -79,7 +88,7 @@ function lacksLayout(definitions: ModdleElement): boolean {
 }
 
 /** Fixes what the generated layout gets wrong and returns the ids it still does not draw. */
-function completeLayout(moddle: BpmnModdle, definitions: ModdleElement): string[] {
+function completeLayout(moddle: Moddle, definitions: ModdleElement): string[] {
   const plane = definitions.diagrams?.[0]?.plane;
   if (!plane) return [];
   plane.planeElement = (plane.planeElement ?? []).filter((di) => di.bpmnElement?.$type !== 'bpmn:DataObject');
@@ -90,7 +99,7 @@ function completeLayout(moddle: BpmnModdle, definitions: ModdleElement): string[
     if (!element.id || drawn.has(element.id)) continue;
     const from = element.sourceRef?.id ? shapes.get(element.sourceRef.id)?.bounds : undefined;
     const to = element.targetRef?.id ? shapes.get(element.targetRef.id)?.bounds : undefined;
-    if (element.$type === 'bpmn:SequenceFlow' && from && to) {
+    if ((element.$type === 'bpmn:SequenceFlow' || element.$type === 'bpmn:Association') && from && to) {
       const point = (x: number, y: number) => moddle.create('dc:Point', { x, y });
       const waypoint = [point(from.x + from.width, from.y + from.height / 2), point(to.x, to.y + to.height / 2)];
       plane.planeElement.push(
