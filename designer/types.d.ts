@@ -63,3 +63,11 @@ declare module '@bpmn-io/element-template-chooser' {
   const module: Record<string, unknown>;
   export default module;
 }
+declare module 'bpmn-auto-layout' {
+  /** The XML with a generated BPMNDiagram for its (first) process. */
+  export function layoutProcess(xml: string): Promise<string>;
+}
+declare module 'bpmn-moddle' {
+  // auto-layout.ts types the few methods it calls
+  export class BpmnModdle {}
+}

@@ -10,6 +10,7 @@ import { fitViewport } from '../modeler/fit-viewport.ts';
 import type HeatmapOverlays from '../modeler/heatmap/heatmap-overlays.ts';
 import { formatTime, LightElement } from './light-element.ts';
 import './baton-start-form.ts';
+import { layoutWhenMissing } from '../modeler/auto-layout.ts';
 
 export class BatonDefinitionView extends LightElement {
   static override properties = {
@@ -46,7 +47,7 @@ export class BatonDefinitionView extends LightElement {
       this.latestVersion = latest.version;
       this.definition =
         this.version && this.version !== latest.version ? await api.getDefinition(this.definitionKey, this.version) : latest;
-      await this.viewer.importXML(this.definition.xml);
+      await this.viewer.importXML((await layoutWhenMissing(this.definition.xml)).xml);
       fitViewport(this.viewer.get<Canvas>('canvas'));
     } catch (err) {
       this.error = (err as ApiError).message;

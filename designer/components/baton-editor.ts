@@ -16,6 +16,7 @@ import type WorkerActivity from '../modeler/templates/worker-activity.ts';
 import { downloadText, LightElement } from './light-element.ts';
 import './baton-problems-panel.ts';
 import './baton-start-form.ts';
+import { layoutNotice, layoutWhenMissing } from '../modeler/auto-layout.ts';
 
 const LINT_DELAY_MS = 300;
 
@@ -53,6 +54,8 @@ export class BatonEditor extends LightElement {
   declare error: string;
   declare importWarnings: string[];
   declare notice: string;
+  /** The canvas shows a generated layout the stored draft does not have yet: Save stores it. */
+  private layoutUnsaved = false;
   declare host: DiagramHost | undefined;
   declare dialect: Dialect | undefined;
   /** the latest deployed version of the diagram's process key; null: none deployed */
@@ -125,7 +128,11 @@ export class BatonEditor extends LightElement {
       this.querySelector('.properties-panel')?.addEventListener('keydown', this.onPanelKeys as EventListener, true);
       this.host = host;
       void this.loadTemplates(host, this.dialect);
-      const { warnings } = await host.importXML(xml);
+      // The generated layout stays on the canvas only: the stored draft changes when the analyst saves.
+      const layout = await layoutWhenMissing(xml);
+      const { warnings } = await host.importXML(layout.xml);
+      if (layout.laidOut) this.notice = layoutNotice(layout.notDrawn);
+      this.layoutUnsaved = layout.laidOut;
       this.importWarnings = warnings.map((w) => (w as Error).message ?? String(w));
       fitViewport(host.get<Canvas>('canvas'));
       this.runLint();
@@ -174,11 +181,12 @@ export class BatonEditor extends LightElement {
   save(): Promise<void> {
     clearTimeout(this.saveTimer);
     this.saving = this.saving.then(async () => {
-      if (this.saveState === 'saved') return;
+      if (this.saveState === 'saved' && !this.layoutUnsaved) return;
       this.saveState = 'saving';
       try {
         await api.saveDiagram(this.diagramId, await this.currentXml());
         if (this.saveState === 'saving') this.saveState = 'saved';
+        this.layoutUnsaved = false;
         if (this.error.startsWith('Not saved')) this.error = '';
       } catch (err) {
         this.saveState = 'failed';

@@ -12,6 +12,7 @@ import { fitViewport } from '../modeler/fit-viewport.ts';
 import type StepStatusMarkers from '../modeler/status/step-status-markers.ts';
 import { formatTime, LightElement, shortId } from './light-element.ts';
 import './baton-variables-editor.ts';
+import { layoutWhenMissing } from '../modeler/auto-layout.ts';
 
 export class BatonInstanceView extends LightElement {
   static override properties = {
@@ -87,7 +88,7 @@ export class BatonInstanceView extends LightElement {
   private async loadDiagram(key: string, version: number): Promise<void> {
     try {
       const definition = await api.getDefinition(key, version);
-      await this.viewer!.importXML(definition.xml);
+      await this.viewer!.importXML((await layoutWhenMissing(definition.xml)).xml);
       fitViewport(this.viewer!.get<Canvas>('canvas'));
       const elements = this.viewer!.get<ElementRegistry>('elementRegistry').getAll() as DiagramElement[];
       this.names = new Map(elements.flatMap((e) => (e.businessObject?.name ? [[e.id, String(e.businessObject.name)]] : [])));

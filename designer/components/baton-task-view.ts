@@ -16,6 +16,7 @@ import { LIVE_LABELS } from './baton-task-list.ts';
 import type { PersonChange } from './baton-sign-in.ts';
 import './baton-sign-in.ts';
 import './baton-task-form.ts';
+import { layoutWhenMissing } from '../modeler/auto-layout.ts';
 
 /** What became of the task: still open, completed here, or ended elsewhere (completed by another, canceled). */
 type Outcome = { kind: 'open' } | { kind: 'completed'; instanceId: string } | { kind: 'gone' };
@@ -118,7 +119,7 @@ export class BatonTaskView extends LightElement {
         () => undefined,
       );
       const definition = await api.getDefinition(task.definitionKey, version);
-      await this.viewer!.importXML(definition.xml);
+      await this.viewer!.importXML((await layoutWhenMissing(definition.xml)).xml);
       const canvas = this.viewer!.get<Canvas>('canvas');
       fitViewport(canvas);
       canvas.addMarker(task.stepId, 'baton-task-current');
