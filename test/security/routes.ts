@@ -29,6 +29,8 @@ export const MOUNTS: Record<string, string> = {
   processDefinitionRouter: '/engine-rest/process-definition',
   processDefinitionStatisticsRouter: '/engine-rest/process-definition',
   processInstanceRouter: '/engine-rest/process-instance',
+  processInstanceModificationRouter: '/engine-rest/process-instance',
+  migrationRouter: '/engine-rest/migration',
   executionRouter: '/engine-rest/execution',
   messageRouter: '/engine-rest/message',
   signalRouter: '/engine-rest/signal',

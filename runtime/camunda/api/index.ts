@@ -16,6 +16,8 @@ import { historyRouter, incidentRouter } from './history-routes.ts';
 import { messageRouter, signalRouter } from './message-routes.ts';
 import { executionRouter, processDefinitionRouter, processInstanceRouter } from './process-routes.ts';
 import { processDefinitionStatisticsRouter } from './statistics-routes.ts';
+import { migrationRouter } from './migration-routes.ts';
+import { processInstanceModificationRouter } from './modification-routes.ts';
 
 /** Above any poll interval of a Camunda client, so an idle keep-alive socket is never closed under its next request. */
 export const CAMUNDA_KEEP_ALIVE_TIMEOUT_MS = 65_000;
@@ -44,7 +46,9 @@ export function camundaRouter(
   // Before the definition routes: /process-definition/statistics is not a definition id.
   router.use('/process-definition', processDefinitionStatisticsRouter(engine));
   router.use('/process-definition', processDefinitionRouter(engine));
+  router.use('/process-instance', processInstanceModificationRouter(engine));
   router.use('/process-instance', processInstanceRouter(engine));
+  router.use('/migration', migrationRouter(engine));
   router.use('/execution', executionRouter(engine));
   router.use('/message', messageRouter(engine));
   router.use('/signal', signalRouter(engine));
