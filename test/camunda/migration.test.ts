@@ -215,3 +215,26 @@ describe('incident annotations', () => {
     );
   });
 });
+
+describe('deployments', () => {
+  it('given two versions of a key, then each is a deployment with its BPMN as its one resource', async () => {
+    await deploy(t.api, sequence('cm-dep', ['a']));
+    await deploy(t.api, sequence('cm-dep', ['a', 'b']));
+    const [v1, v2] = await definitionIds('cm-dep');
+    const list = await rest('GET', '/deployment?name=cm-dep&sortBy=deploymentTime&sortOrder=asc');
+    expect(list.status).toBe(200);
+    expect(list.body.map((d: { id: string }) => d.id)).toEqual([v1, v2]);
+    expect(list.body[0]).toMatchObject({ name: 'cm-dep', source: null, tenantId: null });
+    expect((await rest('GET', '/deployment/count?nameLike=cm-de%25')).body).toEqual({ count: 2 });
+    expect((await rest('GET', `/deployment/${v2}`)).body).toMatchObject({ id: v2, name: 'cm-dep' });
+    const resources = await rest('GET', `/deployment/${v2}/resources`);
+    expect(resources.body).toEqual([{ id: v2, name: 'cm-dep.bpmn', deploymentId: v2 }]);
+    expect((await rest('GET', `/deployment/${v2}/resources/${v2}`)).body).toEqual(resources.body[0]);
+    const data = await rest('GET', `/deployment/${v2}/resources/${v2}/data`);
+    expect(data.status).toBe(200);
+    expect(String(data.body)).toContain('cm-dep-b');
+    expect((await rest('GET', `/deployment/${v1}/resources/${v2}`)).status).toBe(404);
+    expect((await rest('GET', '/deployment/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+    expect((await rest('GET', '/deployment?withoutSource=true')).status).toBe(400);
+  });
+});
