@@ -177,6 +177,12 @@ describe('modification and activity instances', () => {
     expect(unknown.status).toBe(400);
     expect(unknown.body.message).toContain('ghost');
 
+    const elsewhere = await rest('POST', `/process-instance/${id}/modification`, {
+      instructions: [{ type: 'cancel', activityInstanceId: 'sub:00000000-0000-4000-8000-000000000000' }],
+    });
+    expect(elsewhere.status).toBe(400);
+    expect(elsewhere.body.message).toContain('is not open in process instance');
+
     const repaired = await rest('POST', `/process-instance/${id}/modification`, {
       instructions: [
         { type: 'startBeforeActivity', activityId: 'after' },

@@ -48,6 +48,8 @@ export function processInstanceModificationRouter(engine: Engine): Router {
       throw invalidRequest('skipIoMappings: true is not supported: Baton runs the io mappings of the elements it starts');
     const instructions = body.instructions.map((i, n) => instructionOf(id, i, n));
     if (!isUuid(id)) throw notFound(`Process instance with id ${id} does not exist`);
+    for (const [n, i] of body.instructions.entries())
+      if (i.type === 'cancel' && !i.activityId && i.activityInstanceId) await checkOpenHere(engine, id, i.activityInstanceId, n);
     const r = await modifyInstance(engine, {
       instanceId: id,
       instructions,
@@ -183,6 +185,22 @@ function activityOfInstance(at: string, instanceId: string, activityInstanceId: 
   const split = activityInstanceId.lastIndexOf(':');
   if (split <= 0) throw invalidRequest(`${at}: activity instance ${activityInstanceId} is not one of instance ${instanceId}`);
   return activityInstanceId.slice(0, split);
+}
+
+/** A canceled activity instance must be open in this instance: its id's activity alone could name another instance's. */
+async function checkOpenHere(engine: Engine, instanceId: string, activityInstanceId: string, n: number): Promise<void> {
+  const [open] = await listCamundaActivityInstances(engine.pool, {
+    activityInstanceId,
+    processInstanceId: instanceId,
+    unfinished: true,
+    sorting: [],
+    firstResult: 0,
+    maxResults: 1,
+  });
+  if (!open)
+    throw invalidRequest(
+      `instructions[${n}] (cancel): activity instance ${activityInstanceId} is not open in process instance ${instanceId}`,
+    );
 }
 
 function callerName(locals: Record<string, unknown>): string | undefined {
