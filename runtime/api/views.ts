@@ -133,6 +133,7 @@ export function incidentView(x: IncidentRow) {
     status: x.status,
     createdAt: x.created_at,
     resolvedAt: x.resolved_at,
+    annotation: x.annotation ?? null,
   };
 }
 

@@ -16,10 +16,25 @@ export interface IncidentRow {
   status: 'open' | 'resolved';
   created_at: Date;
   resolved_at: Date | null;
+  /** the operator's note on it, null when none */
+  annotation: string | null;
 }
 
 export async function findIncident(db: Queryable, incidentId: string): Promise<IncidentRow | undefined> {
   const { rows } = await db.query<IncidentRow>('select * from incidents where id = $1', [incidentId]);
+  return rows[0];
+}
+
+/** Sets (or, with null, clears) an incident's annotation; undefined for an unknown incident. */
+export async function annotateIncident(
+  db: Queryable,
+  p: { incidentId: string; annotation: string | null },
+): Promise<IncidentRow | undefined> {
+  const { rows } = await db.query<IncidentRow>({
+    name: 'annotate_incident',
+    text: 'update incidents set annotation = $2 where id = $1 returning *',
+    values: [p.incidentId, p.annotation],
+  });
   return rows[0];
 }
 

@@ -32,6 +32,8 @@ export const MOUNTS: Record<string, string> = {
   processInstanceBatchRouter: '/engine-rest/process-instance',
   processDefinitionSuspensionRouter: '/engine-rest/process-definition',
   batchRouter: '/engine-rest/batch',
+  processInstanceModificationRouter: '/engine-rest/process-instance',
+  migrationRouter: '/engine-rest/migration',
   executionRouter: '/engine-rest/execution',
   messageRouter: '/engine-rest/message',
   signalRouter: '/engine-rest/signal',

@@ -83,6 +83,7 @@ const REVIEWED: Record<string, RegExp[]> = {
   'runtime/camunda/store/process-queries.ts': [/^orderSql$/],
   'runtime/camunda/store/history-queries.ts': [/^orderSql$/],
   'runtime/camunda/store/external-task-log.ts': [/^orderSql$/],
+  'runtime/camunda/store/deployments.ts': [/^orderSql$/],
   // whereGiven's param(): it answers the next placeholder ($n) and keeps the value
   'runtime/store/queries.ts': [/^param\(f\.\w+\)$/],
   // LISTEN takes no placeholder: the channel's name, quoted as an identifier

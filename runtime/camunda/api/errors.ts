@@ -18,6 +18,12 @@ export const CamundaErrorType = {
   ProcessEngineException: 'ProcessEngineException',
   /** the caller may not act on the resource as asked (a person acting for someone else) */
   AuthorizationException: 'AuthorizationException',
+  /** a migration plan whose instructions are not valid */
+  MigrationPlanValidationException: 'MigrationPlanValidationException',
+  /** a migration plan that a process instance cannot follow */
+  MigratingProcessInstanceValidationException: 'MigratingProcessInstanceValidationException',
+  /** a modification that an instance cannot take, or asks for what Baton does not do */
+  ProcessInstanceModificationException: 'ProcessInstanceModificationException',
   /** a claim on a task someone else holds */
   TaskAlreadyClaimedException: 'TaskAlreadyClaimedException',
 } as const;

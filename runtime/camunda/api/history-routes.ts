@@ -22,7 +22,10 @@ import {
 import { readActivityInstanceQuery, readVariableInstanceQuery } from './history-query.ts';
 import { renderVariables } from './variables.ts';
 import { formatCamundaDate } from './dates.ts';
-import { notFound, sendJson } from './errors.ts';
+import { notFound, sendJson, sendNoContent } from './errors.ts';
+import { validateCamundaBody } from './validate.ts';
+import { annotateIncident } from '../../store/incidents.ts';
+import { isUuid } from '../../shared/validate.ts';
 import { camundaIncidentType, readHistoricInstanceQuery, readIncidentQuery } from './process-query.ts';
 import { bodyObject, type Source } from './query-params.ts';
 
@@ -39,6 +42,19 @@ export function incidentRouter(engine: Engine): Router {
     const [row] = await listCamundaIncidents(engine.pool, { incidentId: id, sorting: [], firstResult: 0, maxResults: 1 });
     if (!row) throw notFound(`Incident with id ${id} does not exist`);
     sendJson(res, 200, incidentView(row));
+  });
+  const annotate = async (id: string, annotation: string | null) => {
+    const found = isUuid(id) ? await annotateIncident(engine.pool, { incidentId: id, annotation }) : undefined;
+    if (!found) throw notFound(`Incident with id ${id} does not exist`);
+  };
+  router.put('/:id/annotation', async (req, res) => {
+    const body = validateCamundaBody<{ annotation?: string | null }>('annotation-request', req.body ?? {});
+    await annotate(String(req.params.id), body.annotation ?? null);
+    sendNoContent(res);
+  });
+  router.delete('/:id/annotation', async (req, res) => {
+    await annotate(String(req.params.id), null);
+    sendNoContent(res);
   });
   return router;
 }
@@ -122,7 +138,7 @@ function incidentView(x: CamundaIncidentRow) {
     tenantId: null,
     incidentMessage: x.message,
     jobDefinitionId: null,
-    annotation: null,
+    annotation: x.annotation,
   };
 }
 

@@ -18,6 +18,8 @@ import { messageRouter, signalRouter } from './message-routes.ts';
 import { processDefinitionSuspensionRouter, processInstanceBatchRouter } from './instance-batch-routes.ts';
 import { executionRouter, processDefinitionRouter, processInstanceRouter } from './process-routes.ts';
 import { processDefinitionStatisticsRouter } from './statistics-routes.ts';
+import { migrationRouter } from './migration-routes.ts';
+import { processInstanceModificationRouter } from './modification-routes.ts';
 
 /** Above any poll interval of a Camunda client, so an idle keep-alive socket is never closed under its next request. */
 export const CAMUNDA_KEEP_ALIVE_TIMEOUT_MS = 65_000;
@@ -48,8 +50,14 @@ export function camundaRouter(
   router.use('/process-definition', processDefinitionStatisticsRouter(engine));
   router.use('/process-definition', processDefinitionRouter(engine), processDefinitionSuspensionRouter(engine));
   // Before the instance routes: /process-instance/delete and /suspended are not instance ids.
-  router.use('/process-instance', processInstanceBatchRouter(engine, onBatchCreated), processInstanceRouter(engine));
+  router.use(
+    '/process-instance',
+    processInstanceBatchRouter(engine, onBatchCreated),
+    processInstanceModificationRouter(engine),
+    processInstanceRouter(engine),
+  );
   router.use('/batch', batchRouter(engine));
+  router.use('/migration', migrationRouter(engine, onBatchCreated));
   router.use('/execution', executionRouter(engine));
   router.use('/message', messageRouter(engine));
   router.use('/signal', signalRouter(engine));

@@ -168,6 +168,7 @@ export interface CamundaIncidentRow {
   message: string;
   created_at: Date;
   definition_id: string;
+  annotation: string | null;
 }
 
 export interface CamundaIncidentQuery {
@@ -220,7 +221,7 @@ export async function listCamundaIncidents(db: Queryable, q: CamundaIncidentQuer
   const w = incidentWhere(q);
   const orderSql = [...q.sorting.map((s) => `${INCIDENT_SORT_SQL[s.sortBy]} ${s.sortOrder}`), 'x.created_at', 'x.id'].join(', ');
   const { rows } = await db.query<CamundaIncidentRow>(
-    `select x.id, x.instance_id, x.step_id, x.task_id, x.kind, x.message, x.created_at, i.definition_id ${INCIDENTS_FROM_SQL}
+    `select x.id, x.instance_id, x.step_id, x.task_id, x.kind, x.message, x.created_at, i.definition_id, x.annotation ${INCIDENTS_FROM_SQL}
       where ${w.sql} order by ${orderSql} offset $${w.values.length + 1} limit $${w.values.length + 2}`,
     [...w.values, q.firstResult, q.maxResults],
   );
