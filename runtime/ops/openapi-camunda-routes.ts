@@ -433,6 +433,22 @@ export const CAMUNDA_OPERATIONS: Operation[] = [
   },
   {
     method: 'get',
+    path: '/engine-rest/history/incident',
+    operationId: 'camundaListHistoricIncidents',
+    summary: 'Query incidents, open and resolved',
+    roles: READERS,
+    responses: { 200: { schema: 'historic-incident-list', description: 'the incidents' } },
+  },
+  {
+    method: 'get',
+    path: '/engine-rest/history/incident/count',
+    operationId: 'camundaCountHistoricIncidents',
+    summary: 'Count incidents, open and resolved',
+    roles: READERS,
+    responses: { 200: { schema: 'count', description: '{count}' } },
+  },
+  {
+    method: 'get',
     path: '/engine-rest/incident',
     operationId: 'camundaListIncidents',
     summary: 'Query open incidents',

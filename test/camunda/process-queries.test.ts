@@ -156,6 +156,22 @@ describe('incidents and history', () => {
       endTime: null,
     });
     expect((await rest('GET', '/history/process-instance?variables=a_eq_1')).status).toBe(400);
+
+    // The history keeps the incident once it is resolved: retried here, with its end time.
+    const incidentId = incidents.body[0].id as string;
+    expect((await rest('GET', `/history/incident?processInstanceId=${failing}&open=true`)).body).toEqual([
+      expect.objectContaining({ id: incidentId, open: true, resolved: false, endTime: null, processDefinitionKey: 'pq_fail' }),
+    ]);
+    expect((await t.api.post(`/api/incidents/${incidentId}/retry`, {})).status).toBe(200);
+    expect((await rest('GET', `/incident?processInstanceId=${failing}`)).body).toEqual([]);
+    const resolved = await rest('GET', `/history/incident?processInstanceId=${failing}&resolved=true`);
+    expect(resolved.body).toEqual([
+      expect.objectContaining({ id: incidentId, open: false, resolved: true, deleted: false, historyConfiguration: taskId }),
+    ]);
+    expect(resolved.body[0].endTime).toMatch(/\+0000$/);
+    expect((await rest('GET', '/history/incident/count?processDefinitionKeyIn=pq_fail')).body).toEqual({ count: 1 });
+    expect((await rest('GET', '/history/incident?deleted=true')).status).toBe(400);
+    expect((await rest('GET', '/history/incident?open=true&resolved=true')).status).toBe(400);
   });
 });
 

@@ -26,7 +26,7 @@ import { notFound, sendJson, sendNoContent } from './errors.ts';
 import { validateCamundaBody } from './validate.ts';
 import { annotateIncident } from '../../store/incidents.ts';
 import { isUuid } from '../../shared/validate.ts';
-import { camundaIncidentType, readHistoricInstanceQuery, readIncidentQuery } from './process-query.ts';
+import { camundaIncidentType, readHistoricIncidentQuery, readHistoricInstanceQuery, readIncidentQuery } from './process-query.ts';
 import { bodyObject, type Source } from './query-params.ts';
 
 export function incidentRouter(engine: Engine): Router {
@@ -61,6 +61,12 @@ export function incidentRouter(engine: Engine): Router {
 
 export function historyRouter(engine: Engine): Router {
   const router = Router();
+  router.get('/incident', async (req, res) => {
+    sendJson(res, 200, (await listCamundaIncidents(engine.pool, readHistoricIncidentQuery(req.query))).map(historicIncidentView));
+  });
+  router.get('/incident/count', async (req, res) => {
+    sendJson(res, 200, { count: await countCamundaIncidents(engine.pool, readHistoricIncidentQuery(req.query)) });
+  });
   const list = async (res: Response, input: Source, from: 'query' | 'body', paging: Source) => {
     const rows = await listCamundaHistoricInstances(engine.pool, readHistoricInstanceQuery(input, from, paging));
     sendJson(res, 200, rows.map(historicInstanceView));
@@ -138,6 +144,36 @@ function incidentView(x: CamundaIncidentRow) {
     tenantId: null,
     incidentMessage: x.message,
     jobDefinitionId: null,
+    annotation: x.annotation,
+  };
+}
+
+/** Camunda's HistoricIncidentDto: an incident Baton resolved (retried, or ended with its instance) is resolved. */
+function historicIncidentView(x: CamundaIncidentRow) {
+  const open = x.status === 'open';
+  return {
+    id: x.id,
+    processDefinitionKey: x.definition_key,
+    processDefinitionId: x.definition_id,
+    processInstanceId: x.instance_id,
+    executionId: x.instance_id,
+    rootProcessInstanceId: x.instance_id,
+    createTime: formatCamundaDate(x.created_at),
+    endTime: open ? null : formatCamundaDate(x.resolved_at),
+    removalTime: null,
+    incidentType: camundaIncidentType(x.kind),
+    activityId: x.step_id,
+    failedActivityId: x.step_id,
+    causeIncidentId: x.id,
+    rootCauseIncidentId: x.id,
+    configuration: x.task_id,
+    historyConfiguration: x.task_id,
+    incidentMessage: x.message,
+    tenantId: null,
+    jobDefinitionId: null,
+    open,
+    deleted: false,
+    resolved: !open,
     annotation: x.annotation,
   };
 }

@@ -148,6 +148,20 @@ export function readIncidentQuery(query: Source): CamundaIncidentQuery {
   return q;
 }
 
+/** /history/incident: the runtime query's filters over resolved incidents too, and `open` / `resolved`. */
+export function readHistoricIncidentQuery(query: Source): CamundaIncidentQuery {
+  // Baton resolves an incident whose instance is canceled as any other: it cannot tell Camunda's deleted ones.
+  refuseUnsupported(
+    query,
+    ['deleted', 'createTimeBefore', 'createTimeAfter', 'endTimeBefore', 'endTimeAfter'],
+    'historic incident',
+  );
+  const open = readFlag(query, 'open', 'query');
+  const resolved = readFlag(query, 'resolved', 'query');
+  if (open && resolved) throw invalidRequest('open and resolved exclude each other: give one');
+  return { ...readIncidentQuery(query), history: { open, resolved } };
+}
+
 export function readHistoricInstanceQuery(input: Source, from: 'query' | 'body', paging: Source): CamundaHistoricInstanceQuery {
   refuseUnsupported(
     input,

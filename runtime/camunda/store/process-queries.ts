@@ -169,6 +169,9 @@ export interface CamundaIncidentRow {
   created_at: Date;
   definition_id: string;
   annotation: string | null;
+  definition_key: string;
+  status: 'open' | 'resolved';
+  resolved_at: Date | null;
 }
 
 export interface CamundaIncidentQuery {
@@ -182,6 +185,8 @@ export interface CamundaIncidentQuery {
   processDefinitionKeyIn?: string[];
   activityId?: string;
   configuration?: string;
+  /** the history's query: resolved incidents too, `open` or `resolved` only when set */
+  history?: { open?: boolean; resolved?: boolean };
   sorting: { sortBy: IncidentSort; sortOrder: 'asc' | 'desc' }[];
   firstResult: number;
   maxResults: number;
@@ -201,7 +206,9 @@ export type IncidentSort = keyof typeof INCIDENT_SORT_SQL;
 
 // Camunda's runtime lists open incidents; resolved ones belong to its history.
 function incidentWhere(q: CamundaIncidentQuery) {
-  const w = clauses(`x.status = 'open'`);
+  const w = clauses(q.history ? 'true' : `x.status = 'open'`);
+  if (q.history?.open) w.raw(`x.status = 'open'`);
+  if (q.history?.resolved) w.raw(`x.status = 'resolved'`);
   const addId = (column: string, id: string) => (isUuid(id) ? w.add(`${column} = ?::uuid`, id) : w.raw('false'));
   if (q.incidentId !== undefined) addId('x.id', q.incidentId);
   if (q.kinds !== undefined) w.add('x.kind = any(?::text[])', q.kinds);
@@ -221,7 +228,8 @@ export async function listCamundaIncidents(db: Queryable, q: CamundaIncidentQuer
   const w = incidentWhere(q);
   const orderSql = [...q.sorting.map((s) => `${INCIDENT_SORT_SQL[s.sortBy]} ${s.sortOrder}`), 'x.created_at', 'x.id'].join(', ');
   const { rows } = await db.query<CamundaIncidentRow>(
-    `select x.id, x.instance_id, x.step_id, x.task_id, x.kind, x.message, x.created_at, i.definition_id, x.annotation ${INCIDENTS_FROM_SQL}
+    `select x.id, x.instance_id, x.step_id, x.task_id, x.kind, x.message, x.created_at, i.definition_id, x.annotation,
+            i.definition_key, x.status, x.resolved_at ${INCIDENTS_FROM_SQL}
       where ${w.sql} order by ${orderSql} offset $${w.values.length + 1} limit $${w.values.length + 2}`,
     [...w.values, q.firstResult, q.maxResults],
   );
