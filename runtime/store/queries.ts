@@ -61,23 +61,8 @@ export async function listInstances(db: Queryable, p: ListInstancesParams): Prom
   return rows;
 }
 
-/** The instance search as a request names it (GET /api/instances, a batch's filter). */
-export interface InstanceSearch {
-  status?: InstanceStatus;
-  definitionKey?: string;
-  version?: number;
-  businessKey?: string;
-  startedAfter?: string;
-  startedBefore?: string;
-  endedAfter?: string;
-  endedBefore?: string;
-  activeStep?: string;
-  withIncident?: boolean;
-  suspended?: boolean;
-  variableName?: string;
-  variableValue?: string;
-  instanceIds?: string[];
-}
+/** The instance search as a request names it (GET /api/instances, a batch's filter): a variable's name and value apart. */
+export type InstanceSearch = Omit<InstanceFilter, 'variable'> & { variableName?: string; variableValue?: string };
 
 /** The store's filter from a search: only what was given; a variable's value is JSON, or else text. */
 export function instanceFilterOf(search: InstanceSearch): InstanceFilter {
