@@ -171,6 +171,12 @@ export function userTaskView(t: UserTaskRow, name?: string, spec?: UserTaskSpec)
     businessKey: t.business_key,
     stepId: t.step_id,
     ...(name ? { name } : {}),
+    ...(t.loop_index !== null
+      ? {
+          loopCounter: (t.local_variables?.loopCounter as number | undefined) ?? t.loop_index,
+          localVariables: t.local_variables ?? {},
+        }
+      : {}),
     assignee: t.assignee,
     candidateUsers: t.user_task.candidateUsers,
     candidateGroups: t.user_task.candidateGroups,

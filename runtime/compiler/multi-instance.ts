@@ -1,4 +1,4 @@
-// multiInstanceLoopCharacteristics on a service task, call activity or (sequential) subprocess ->
+// multiInstanceLoopCharacteristics on a service task, user task, call activity or (sequential) subprocess ->
 // MultiInstanceSpec. A subprocess's spec drives the passes of its loop scope (standard-loops.ts).
 // Camunda 7 attributes: camunda:collection (a variable name or ${...}),
 // camunda:elementVariable, isSequential, completionCondition; results are
@@ -23,7 +23,9 @@ export function readMultiInstances(
   const diagnostics: Diagnostic[] = [];
   for (const node of graph.nodes.values()) {
     const loop = node.element.loopCharacteristics as BpmnMultiInstance | undefined;
-    if (!KINDS[node.kind ?? ''] || loop?.$type !== 'bpmn:MultiInstanceLoopCharacteristics') continue;
+    // A user task is a catch event in the plan (it waits for a person); its elements are user tasks.
+    const kind = node.element.$type === 'bpmn:UserTask' ? 'user task' : KINDS[node.kind ?? ''];
+    if (!kind || loop?.$type !== 'bpmn:MultiInstanceLoopCharacteristics') continue;
     const label = describeElement(node.element);
     const problems: string[] = [];
     // Camunda 8 files say <zeebe:loopCharacteristics inputCollection inputElement outputCollection outputElement>.
@@ -40,7 +42,7 @@ export function readMultiInstances(
       diagnostics.push(
         warningAt(
           node.id,
-          `Multi-instance ${KINDS[node.kind ?? '']} ${label}: it has both a collection and loopCardinality; the collection decides how many elements run and loopCardinality "${cardinality.source}" is not used: remove one of them`,
+          `Multi-instance ${kind} ${label}: it has both a collection and loopCardinality; the collection decides how many elements run and loopCardinality "${cardinality.source}" is not used: remove one of them`,
         ),
       );
     const elementVariable = (zeebe ? zeebe.inputElement : loop.elementVariable)?.trim();
@@ -61,14 +63,6 @@ export function readMultiInstances(
       problems,
       true,
     );
-    // Zeebe counts loopCounter from 1, Baton from 0 (as Camunda 7): say so where a Zeebe file may rely on it.
-    if (zeebe)
-      diagnostics.push(
-        warningAt(
-          node.id,
-          `Multi-instance ${label}: loopCounter counts from 0 in Baton (Camunda 8 counts from 1); expressions that read it see one less`,
-        ),
-      );
     if (node.element.isForCompensation) problems.push('a compensation handler cannot be multi-instance');
     // A task's element result defaults to its completion variables; a subprocess has none of its own.
     if (node.kind === 'subProcess' && outputCollection && !outputElement)
@@ -81,7 +75,7 @@ export function readMultiInstances(
       diagnostics.push(
         errorAt(
           node.id,
-          `Multi-instance ${KINDS[node.kind ?? '']} ${label}: ${problems.join('; ') || 'set camunda:collection (or zeebe:loopCharacteristics inputCollection) to the list, or loopCardinality to the number of elements'}`,
+          `Multi-instance ${kind} ${label}: ${problems.join('; ') || 'set camunda:collection (or zeebe:loopCharacteristics inputCollection) to the list, or loopCardinality to the number of elements'}`,
         ),
       );
       continue;
@@ -93,6 +87,8 @@ export function readMultiInstances(
       ...(completion ? { completionCondition: completion } : {}),
       ...(outputCollection ? { outputCollection } : {}),
       ...(outputElement ? { outputElement: outputElement.feel } : {}),
+      // Camunda 8 counts its elements from 1, Camunda 7 from 0: each file sees the count its engine gives.
+      ...(zeebe ? { counterFrom: 1 as const } : {}),
     });
   }
   return { loops, subprocesses, diagnostics };

@@ -136,7 +136,7 @@ export interface FormFieldSpec {
   constraints: { name: 'required' | 'minlength' | 'maxlength' | 'min' | 'max' | 'readonly'; config?: string }[];
 }
 
-/** A service task, call activity or sequential subprocess run once per element of a collection (multiInstanceLoopCharacteristics). */
+/** A service task, user task, call activity or subprocess run once per element of a collection (multiInstanceLoopCharacteristics). */
 export interface MultiInstanceSpec {
   /** FEEL that yields the list (camunda:collection: a variable name or an expression) */
   collection?: string;
@@ -152,6 +152,8 @@ export interface MultiInstanceSpec {
   outputCollection?: string;
   /** baton:outputElement: FEEL over an element's completion variables; absent: all of them */
   outputElement?: string;
+  /** what loopCounter is for the first element: 1 in Camunda 8 files (zeebe:loopCharacteristics), else 0 as in Camunda 7 */
+  counterFrom?: 1;
 }
 
 /** One input or output mapping of a service task: `feel` is evaluated and its value written to `target`. */

@@ -100,8 +100,10 @@ function readSpec(element: BpmnElement, embedded: Map<string, string>, problems:
     );
   if (values.some((v) => v.$type === 'camunda:TaskListener' || v.$type === 'zeebe:taskListeners'))
     problems.push('task listeners are not run: remove them, or put the work in a service task before or after the user task');
-  if (own.loopCharacteristics)
-    problems.push('a user task cannot loop or be multi-instance yet: put it in a sequential multi-instance subprocess');
+  // Multi-instance markers are read with the other multi-instance elements (multi-instance.ts).
+  const marker = (element as BpmnElement & { loopCharacteristics?: BpmnElement }).loopCharacteristics;
+  if (marker && marker.$type !== 'bpmn:MultiInstanceLoopCharacteristics')
+    problems.push('a user task cannot loop: draw a sequence flow back to it, or make it multi-instance');
   return spec;
 }
 

@@ -283,7 +283,9 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   }
   // What the step reads: the locals of the multi-instance subprocess passes around it over the process variables.
   const seen = visibleVariables(plan, step, state, vars);
-  if (((step.kind === 'serviceTask' && step.task) || (step.kind === 'callActivity' && step.call)) && step.multiInstance) {
+  const elementsRun =
+    (step.kind === 'serviceTask' && step.task) || (step.kind === 'callActivity' && step.call) || step.wait?.trigger === 'user';
+  if (elementsRun && step.multiInstance) {
     const loop = elementsOf(state, step.id);
     if (resumed && loop) {
       // An incident of the completion condition was retried: decide again, do not restart.

@@ -1,6 +1,6 @@
 // Sequential multi-instance subprocesses (docs/ARCHITECTURE.md, "Loop markers"): a loop scope
 // whose passes run the subprocess once per element of its collection, read when the loop
-// starts. The element variable and loopCounter (0-based, as Camunda 7) are locals of the pass:
+// starts. The element variable and loopCounter (from 0 as in Camunda 7, from 1 in Camunda 8 files) are locals of the pass:
 // every step inside reads them, and a task gets them as its own locals, so a worker's result
 // never writes them to the process. After each pass its result is kept (outputElement) and the
 // completion condition may end the loop early; the results land in outputCollection in input order.
@@ -27,7 +27,7 @@ export function passLocals(plan: Plan, step: PlanStep, state: InstanceState): Va
     const index = progress.pass - 1;
     const own: Variables = {
       ...(elements.elementVariable ? { [elements.elementVariable]: progress.elements[index] ?? null } : {}),
-      loopCounter: index,
+      loopCounter: index + (elements.counterFrom ?? 0),
     };
     locals = { ...own, ...locals };
   }
@@ -84,7 +84,11 @@ export function elementPassEnded(
   outputs[index] = result.ok ? result.value : null;
   progress.outputs = outputs;
   const counts = { nrOfInstances: progress.elements.length, nrOfCompletedInstances: index + 1, nrOfActiveInstances: 0 };
-  const data = { loopCounter: index, nrOfCompletedInstances: index + 1, ...(result.ok ? {} : { outputError: result.message }) };
+  const data = {
+    loopCounter: index + (spec.counterFrom ?? 0),
+    nrOfCompletedInstances: index + 1,
+    ...(result.ok ? {} : { outputError: result.message }),
+  };
   let done = index + 1 >= progress.elements.length;
   if (!done && spec.completionCondition) {
     const holds = evaluateCondition(spec.completionCondition.feel, { ...seen, ...counts });

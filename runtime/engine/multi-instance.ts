@@ -1,12 +1,13 @@
-// Multi-instance steps (docs/events.md, "Multi-instance service tasks"; call activities too): one
-// task or called instance per element of a collection, all at once or one after another, each
+// Multi-instance steps (docs/events.md, "Multi-instance service tasks"; user tasks and call
+// activities too): one task, user task or called instance per element of a collection, all at once or one after another, each
 // element's result gathered in input order. The step's progress (LoopState) is written on its
 // steps row. advance.ts evaluates the steps; this module decides about elements and calls back
 // into it (ElementMoves), as loop-passes.ts does.
 import type { MultiInstanceSpec, Plan, PlanStep } from '../compiler/plan.ts';
-import type { Effects, InstanceState, LoopState, NewEvent, Variables } from '../model/effects.ts';
+import type { Effects, InstanceState, LoopState, NewEvent, UserTaskDetails, Variables } from '../model/effects.ts';
 import type { IncidentKind, StepStatus } from '../model/vocabulary.ts';
 import { evaluateCondition } from '../shared/feel.ts';
+import { evaluateUserTask } from './user-task-details.ts';
 import { pinOf, prepareCall } from './call-variables.ts';
 import { mapInputs, type InputsResult } from './io-mappings.ts';
 import { scopePathOf } from './loop-passes.ts';
@@ -79,10 +80,10 @@ export function startElements(
   for (const start of first) createElement(plan, step, loop, state, fx, start);
 }
 
-/** How one element starts: a task's local variables, or a child's variables and called key. */
+/** How one element starts: a task's local variables, a child's variables and called key, or a user task's details. */
 type ElementStart =
-  | { ok: true; locals: Variables; key?: string }
-  | { ok: false; kind: 'io_mapping' | 'call_activity'; message: string; details: Record<string, unknown> };
+  | { ok: true; locals: Variables; key?: string; userTask?: UserTaskDetails }
+  | { ok: false; kind: 'io_mapping' | 'call_activity' | 'condition_error'; message: string; details: Record<string, unknown> };
 
 /**
  * An element's own variables: the locals of the subprocess passes around the step (`outer`), its
@@ -96,14 +97,33 @@ function elementStart(
   vars: Variables,
   outer: Variables | undefined,
 ): ElementStart {
-  const elementVariable = step.multiInstance?.elementVariable;
-  const base: Variables = { ...outer, ...(elementVariable ? { [elementVariable]: items[index] } : {}), loopCounter: index };
+  const base: Variables = { ...outer, ...elementLocals(step, items, index) };
   if (step.kind === 'callActivity') {
     const call = prepareCall(step, { ...vars, ...base });
     return call.ok ? { ok: true, locals: { ...call.variables, ...base }, key: call.key } : { ...call, kind: 'call_activity' };
   }
   const inputs: InputsResult = step.io ? mapInputs(step, vars, base) : { ok: true, locals: base };
-  return inputs.ok ? inputs : { ...inputs, kind: 'io_mapping' };
+  if (!inputs.ok) return { ...inputs, kind: 'io_mapping' };
+  if (step.wait?.trigger !== 'user') return inputs;
+  // Who works on the element and when is read with its own variables: an assignee per element of a list of people.
+  const details = evaluateUserTask(step.wait.userTask, { ...vars, ...inputs.locals });
+  if (!details.ok)
+    return {
+      ok: false,
+      kind: 'condition_error',
+      message: `User task of ${step.id}: ${details.message}. Fix the variables, then retry the incident.`,
+      details: { loopCounter: base.loopCounter },
+    };
+  return { ...inputs, userTask: step.name ? { name: step.name, ...details.details } : details.details };
+}
+
+/** The element variable and loopCounter of element `index` (loopCounter from 0, or from 1 in Camunda 8 files). */
+function elementLocals(step: PlanStep, items: unknown[], index: number): Variables {
+  const mi = step.multiInstance as MultiInstanceSpec;
+  return {
+    ...(mi.elementVariable ? { [mi.elementVariable]: items[index] } : {}),
+    loopCounter: index + (mi.counterFrom ?? 0),
+  };
 }
 
 function createElement(
@@ -124,6 +144,19 @@ function createElement(
       variables: start.locals,
       businessKey: step.call.businessKey,
       loopIndex: index,
+      ...scopePathOf(plan, step, state),
+    });
+    return;
+  }
+  if (start.userTask) {
+    fx.subscriptions.push({
+      stepId: step.id,
+      kind: 'user',
+      name: step.id,
+      correlationKey: null,
+      userTask: start.userTask,
+      loopIndex: index,
+      localVariables: start.locals,
       ...scopePathOf(plan, step, state),
     });
     return;
@@ -158,13 +191,8 @@ export function completeElement(
   const loop = elementsOf(state, stepId);
   if (!step.multiInstance || !loop || loop.completed.includes(index)) return;
   loop.completed.push(index);
-  const elementVariable = step.multiInstance.elementVariable;
-  const scope = {
-    ...visibleVariables(plan, step, state, vars),
-    ...(elementVariable ? { [elementVariable]: loop.items[index] } : {}),
-    loopCounter: index,
-    ...output,
-  };
+  const locals = elementLocals(step, loop.items, index);
+  const scope = { ...visibleVariables(plan, step, state, vars), ...locals, ...output };
   const result = step.multiInstance.outputElement
     ? evaluateValue(step.multiInstance.outputElement, scope)
     : { ok: true as const, value: output };
@@ -175,7 +203,7 @@ export function completeElement(
     kind: 'loop:element_completed',
     stepId,
     data: {
-      loopCounter: index,
+      loopCounter: locals.loopCounter,
       nrOfCompletedInstances: loop.completed.length,
       ...(result.ok ? {} : { outputError: result.message }),
     },
@@ -228,8 +256,9 @@ export function settleElements(
   if (mi.outputCollection) vars[mi.outputCollection] = loop.results;
   // Elements still open when the condition holds are canceled: their workers get LockLost.
   if (loop.completed.length < loop.created) {
-    fx.canceledTasks.push(step.id);
     if (step.kind === 'callActivity') fx.canceledCalls.push(step.id);
+    else if (step.wait?.trigger === 'user') fx.endedWaits.push(step.id);
+    else fx.canceledTasks.push(step.id);
   }
   moves.event({
     kind: 'loop:completed',

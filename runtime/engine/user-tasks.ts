@@ -6,10 +6,11 @@ import { emptyEffects, type Variables } from '../model/effects.ts';
 import { BatonError } from '../shared/errors.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
 import { lockInstance, type LockedInstance } from '../store/instances.ts';
+import { deleteSubscription } from '../store/waits.ts';
 import { findUserTask, setUserTaskAssignee, type UserTaskRow } from '../store/user-tasks.ts';
 import { planOf, type Engine } from './context.ts';
 import { indexPlan } from './plan-index.ts';
-import { findErrorBoundary, fireWait, throwToParent } from './advance.ts';
+import { completeLoopElement, findErrorBoundary, fireWait, throwToParent } from './advance.ts';
 import { commitTransition } from './transition.ts';
 import { checkForm } from './user-task-details.ts';
 import { deliverToSubscription } from './waits.ts';
@@ -119,17 +120,47 @@ export async function completeUserTask(
     const { task, instance } = await lockTask(tx, taskId);
     if (opts.needsClaim !== false) checkHolder(task, actor, 'completes it');
     const { spec } = await withStep(engine, task, tx);
-    const problems = opts.checkForm === false ? [] : checkForm(spec, variables, instance.variables);
+    const problems =
+      opts.checkForm === false ? [] : checkForm(spec, variables, { ...instance.variables, ...task.local_variables });
     if (problems.length > 0)
       throw new BatonError('validation', `The form of user task ${taskId} is not filled in right: ${problems[0]!.message}`, {
         fields: problems,
       });
     const data = { taskId, completedBy: actor.userId, ...(actor.caller ? { by: actor.caller } : {}) };
-    const sub = { ...task, kind: 'user' as const, name: task.step_id, correlation_key: null };
-    if (!(await deliverToSubscription(engine, tx, instance, sub, variables, data))) throw notFound(taskId);
+    if (task.loop_index !== null) await completeElementTask(engine, tx, instance, task, variables, data);
+    else {
+      const sub = { ...task, kind: 'user' as const, name: task.step_id, correlation_key: null };
+      if (!(await deliverToSubscription(engine, tx, instance, sub, variables, data))) throw notFound(taskId);
+    }
     await opts.alongside?.(tx, instance.id);
     return { instanceId: instance.id };
   });
+}
+
+/**
+ * One element of a multi-instance user task is done: what the person sent stays the element's
+ * own (it makes the element's result through outputElement, as a multi-instance service task's
+ * worker result does), and the step completes when its elements did or its completion condition holds.
+ */
+async function completeElementTask(
+  engine: Engine,
+  tx: PoolClient,
+  instance: LockedInstance,
+  task: UserTaskRow,
+  output: Variables,
+  data: Record<string, unknown>,
+): Promise<void> {
+  if (!(await deleteSubscription(tx, task.id))) throw notFound(task.id);
+  const plan = await planOf(engine, task.definition_id, tx);
+  const variables = { ...instance.variables };
+  const fx = emptyEffects();
+  fx.events.push({
+    kind: 'userTask:completed',
+    stepId: task.step_id,
+    data: { ...data, loopCounter: task.local_variables?.loopCounter ?? task.loop_index },
+  });
+  completeLoopElement(plan, task.step_id, task.loop_index as number, output, instance.state, variables, fx);
+  await commitTransition(tx, instance, fx, variables, { plan });
 }
 
 /** The person who acts on a task must hold it. */

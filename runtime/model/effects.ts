@@ -128,6 +128,9 @@ export interface NewSubscription {
   correlationKey: string | null;
   /** inside a loop: the pass it waits in (as NewTask's) */
   scopePath?: string;
+  /** a multi-instance user task's element: its index and its own variables (element variable, loopCounter) */
+  loopIndex?: number;
+  localVariables?: Variables;
 }
 
 export interface Effects {

@@ -367,12 +367,17 @@ export function transitionStatement(
     const people = subscriptions.some((x) => x.item.userTask !== undefined);
     if (people) shape += PART.userTasks;
     const details = people ? $(subscriptions.map((x) => x.item.userTask ?? null)) : 0;
+    const indexes = people ? $(subscriptions.map((x) => x.item.loopIndex ?? null)) : 0;
+    const locals = people ? $(subscriptions.map((x) => x.item.localVariables ?? null)) : 0;
     ctes.push(
       people
-        ? `sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key, scope_path, user_task, assignee)
-            select y.iid, y.step_id, y.gen, y.kind, y.name, y.correlation_key, y.scope_path, y.details, y.details->>'assignee'
-              from unnest($${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${kinds}::text[], $${names}::text[], $${keys}::text[], $${scopes}::text[], $${details}::jsonb[])
-                   as y(iid, gen, step_id, kind, name, correlation_key, scope_path, details)` +
+        ? `sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key, scope_path, user_task, assignee,
+                                             loop_index, local_variables)
+            select y.iid, y.step_id, y.gen, y.kind, y.name, y.correlation_key, y.scope_path, y.details, y.details->>'assignee',
+                   y.loop_index, y.locals
+              from unnest($${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${kinds}::text[], $${names}::text[], $${keys}::text[], $${scopes}::text[], $${details}::jsonb[],
+                          $${indexes}::int[], $${locals}::jsonb[])
+                   as y(iid, gen, step_id, kind, name, correlation_key, scope_path, details, loop_index, locals)` +
             hold('sb') +
             ')'
         : `sb as (insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key, scope_path)

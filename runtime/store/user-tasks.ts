@@ -13,6 +13,9 @@ export interface UserTaskRow {
   scope_path: string;
   assignee: string | null;
   user_task: UserTaskDetails;
+  /** an element of a multi-instance user task: its index and its own variables (element variable, loopCounter); else null */
+  loop_index: number | null;
+  local_variables: Record<string, unknown> | null;
   created_at: Date;
   /** created_at to the microsecond (a Date holds milliseconds), for cursors */
   created_us: string;
@@ -42,7 +45,7 @@ export interface UserTaskFilter {
 export async function findUserTask(db: Queryable, id: string): Promise<UserTaskRow | undefined> {
   const { rows } = await db.query<UserTaskRow>({
     name: 'find_user_task',
-    text: `select s.id, s.instance_id, s.step_id, s.generation, s.scope_path, s.assignee, s.user_task, s.created_at,
+    text: `select s.id, s.instance_id, s.step_id, s.generation, s.scope_path, s.assignee, s.user_task, s.created_at, s.loop_index, s.local_variables,
                  (extract(epoch from s.created_at) * 1000000)::bigint::text as created_us,
                  i.definition_id, i.definition_key, i.business_key, i.suspended_at is not null as suspended from subscriptions s join instances i on i.id = s.instance_id where s.id = $1 and s.kind = 'user'`,
     values: [id],
@@ -54,7 +57,7 @@ export async function findUserTask(db: Queryable, id: string): Promise<UserTaskR
 export async function listUserTasks(db: Queryable, f: UserTaskFilter): Promise<UserTaskRow[]> {
   const { rows } = await db.query<UserTaskRow>({
     name: 'list_user_tasks',
-    text: `select s.id, s.instance_id, s.step_id, s.generation, s.scope_path, s.assignee, s.user_task, s.created_at,
+    text: `select s.id, s.instance_id, s.step_id, s.generation, s.scope_path, s.assignee, s.user_task, s.created_at, s.loop_index, s.local_variables,
                  (extract(epoch from s.created_at) * 1000000)::bigint::text as created_us,
                  i.definition_id, i.definition_key, i.business_key, i.suspended_at is not null as suspended from subscriptions s join instances i on i.id = s.instance_id
             where s.kind = 'user'

@@ -10,7 +10,7 @@ const REASONS: [RegExp, string | ((m: RegExpExecArray) => string)][] = [
   [/leaving \S+ has a condition, but only exclusive and inclusive gateways/, 'conditional sequence flow out of a task'],
   [/must be attached to a service task/, 'boundary event on an activity that does not wait (script or plain task)'],
   [/sits on .* which throws no escalations/, 'escalation boundary on a task'],
-  [/a user task cannot loop or be multi-instance/, 'multi-instance user task'],
+  [/a user task cannot loop:/, 'loop marker on a user task'],
   [/^User task .* is not a valid expression/, 'user task assignment with a JUEL method call'],
   [/has no outgoing sequence flow/, 'boundary event without an outgoing flow'],
   [/has no step that waits/, 'loop with no step that waits'],

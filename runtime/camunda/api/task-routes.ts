@@ -76,7 +76,8 @@ export function taskRouter(engine: Engine, groups: GroupDirectory): Router {
     const { task, spec } = await read(engine, req.params.id);
     const names = namesParam(req.query.variableNames);
     const instance = await loadInstanceVariables(engine.pool, task.instance_id);
-    const values = instance?.variables ?? {};
+    // An element of a multi-instance task sees its own variables over the instance's.
+    const values = { ...instance?.variables, ...task.local_variables };
     const fields = spec.formFields;
     if (!fields) return sendJson(res, 200, renderVariables(values, instance?.types ?? [], names));
     const rendered = renderVariables(values, instance?.types ?? []);
@@ -97,7 +98,8 @@ export function taskRouter(engine: Engine, groups: GroupDirectory): Router {
   router.get('/:id/variables', async (req, res) => {
     const { task } = await read(engine, req.params.id);
     const instance = await loadInstanceVariables(engine.pool, task.instance_id);
-    sendJson(res, 200, renderVariables(instance?.variables ?? {}, instance?.types ?? [], namesParam(req.query.variableNames)));
+    const values = { ...instance?.variables, ...task.local_variables };
+    sendJson(res, 200, renderVariables(values, instance?.types ?? [], namesParam(req.query.variableNames)));
   });
 
   router.post('/:id/claim', async (req, res) => {

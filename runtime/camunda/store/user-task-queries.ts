@@ -105,7 +105,7 @@ function where(q: CamundaUserTaskQuery): { sql: string; values: unknown[] } {
   return { sql: clauses.join(' and '), values };
 }
 
-const COLUMNS_SQL = `s.id, s.instance_id, s.step_id, s.generation, s.scope_path, s.assignee, s.user_task, s.created_at,
+const COLUMNS_SQL = `s.id, s.instance_id, s.step_id, s.generation, s.scope_path, s.assignee, s.user_task, s.created_at, s.loop_index, s.local_variables,
        (extract(epoch from s.created_at) * 1000000)::bigint::text as created_us,
        i.definition_id, i.definition_key, i.business_key, i.suspended_at is not null as suspended`;
 const FROM_SQL = 'from subscriptions s join instances i on i.id = s.instance_id';
