@@ -520,14 +520,6 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
       ),
     );
   }
-  if (wait?.trigger === 'timer' && wait.timer.kind === 'cycle' && !interrupting) {
-    specs.diagnostics.push(
-      errorAt(
-        node.id,
-        `Non-interrupting timer ${label} has a timeCycle: repeated activations are not supported yet; use a timeDuration or timeDate`,
-      ),
-    );
-  }
   specs.boundaries.set(node.id, { attachedTo: host.id, interrupting });
   specs.attached.set(host.id, [...(specs.attached.get(host.id) ?? []), node.id]);
 }

@@ -21,6 +21,7 @@ import { readScripts } from './scripts.ts';
 import { readUserTasks } from './user-tasks.ts';
 import { readCallActivities } from './call-activities.ts';
 import { insertListeners } from './listeners.ts';
+import { readBoundaryRepeats } from './boundary-repeats.ts';
 
 export { fingerprintPlan } from './fingerprint.ts';
 export type { CompileOptions, CompileResult, Diagnostic, Plan, PlanFlow, PlanStep, TaskSpec } from './plan.ts';
@@ -117,6 +118,10 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     calls.calls,
     scripts.scripts,
   );
+  // Which non-interrupting boundaries fire again is read off the built plan: their paths' steps.
+  const repeating = readBoundaryRepeats(plan);
+  diagnostics.push(...repeating);
+  if (hasErrors(repeating)) return { ok: false, diagnostics };
   const versionTag = versionTagOf(process);
   if (versionTag !== undefined) plan.versionTag = versionTag;
   // Each task the option mapped is told once, where the analyst looks: the warnings.

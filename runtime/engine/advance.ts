@@ -4,7 +4,8 @@
 // Effects in one statement.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
-import { timerDue } from './timer-due.ts';
+import { nextCycleDue, timerDue } from './timer-due.ts';
+import { endRepeating, fireRepeating, settleFirings, type FiringMoves } from './boundary-firings.ts';
 import { startCompensationThrow } from './compensate.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
 import { mapInputs, resultVariables } from './io-mappings.ts';
@@ -136,6 +137,10 @@ function fireWaitNow(
     return true;
   }
   if (state.steps[step.id] !== 'active' || (step.kind !== 'catchEvent' && step.kind !== 'boundaryEvent')) return false;
+  if (step.boundary?.repeats) {
+    fireRepeating(plan, step, state, fx, firingMoves(plan, state, vars, fx), data);
+    return true;
+  }
   const host = step.boundary ? stepById(plan, step.boundary.attachedTo) : undefined;
   if (host && step.boundary?.interrupting) {
     // A host in an incident is still open: its boundaries still fire (its failed task is
@@ -644,6 +649,7 @@ function skipOpenBoundaries(plan: Plan, host: PlanStep, state: InstanceState, va
     const status = state.steps[boundaryId];
     if (status !== 'active' && status !== 'incident') continue;
     const boundary = stepById(plan, boundaryId);
+    if (boundary.boundary?.repeats && endRepeating(boundary, state, fx, firingMoves(plan, state, vars, fx))) continue;
     setStep(state, fx, boundaryId, 'skipped');
     fx.endedWaits.push(boundaryId);
     if (status === 'incident') fx.canceledTasks.push(boundaryId); // resolves its incident (a timer that could not be set)
@@ -738,6 +744,7 @@ function passMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effect
     propagate: (queue, touched) => propagate(plan, queue, touched, state, vars, fx),
     setStep: (stepId, status) => setStep(state, fx, stepId, status),
     event: (event) => pushEvent(plan, state, fx, event),
+    nextFiring: (boundary) => settleFirings(plan, boundary, state, fx, firingMoves(plan, state, vars, fx)),
     repeats: (loop) => {
       // An activity that did not complete (an interrupting boundary fired) ends its loop.
       if (state.steps[loop.cycle?.head ?? ''] !== 'completed') return false;
@@ -887,6 +894,45 @@ export function completeLoopElement(
 ): void {
   completeElement(plan, stepId, index, output, state, vars, fx, elementMoves(plan, state, vars, fx));
   settleConditions(plan, state, vars, fx);
+}
+
+/** What repeating boundaries need of this module: wait again, set a status, record an event, run the path. */
+function firingMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): FiringMoves {
+  return {
+    rearm: (boundary, firings) => {
+      const wait = boundary.wait;
+      if (wait?.trigger === 'escalation') {
+        setStep(state, fx, boundary.id, 'active');
+        return true;
+      }
+      if (wait?.trigger !== 'timer') {
+        startWait(plan, boundary, state, vars, fx);
+        return true;
+      }
+      const due = nextCycleDue(wait.timer, visibleVariables(plan, boundary, state, vars))(firings);
+      if (due === undefined) return false;
+      if (!due.ok) {
+        raiseIncident(
+          plan,
+          state,
+          fx,
+          boundary.id,
+          'condition_error',
+          `Timer of ${boundary.id}: ${due.message}. Fix the variables, then retry the incident.`,
+          {
+            timer: wait.timer.expression,
+          },
+        );
+        return true;
+      }
+      setStep(state, fx, boundary.id, 'active');
+      fx.timers.push({ stepId: boundary.id, due: due.due });
+      return true;
+    },
+    setStep: (stepId, status) => setStep(state, fx, stepId, status),
+    event: (event) => pushEvent(plan, state, fx, event),
+    leave: (boundary) => leaveStep(plan, boundary, state, vars, fx),
+  };
 }
 
 /** What multi-instance steps need of this module: arm a boundary, set a status, record an event, raise an incident, complete. */

@@ -1,7 +1,7 @@
 // Messages that arrived before their catch event started waiting.
 import type { Plan } from '../compiler/plan.ts';
 import { fireWait } from './advance.ts';
-import { type Effects, type Variables } from '../model/effects.ts';
+import { type Effects, type NewSubscription, type Variables } from '../model/effects.ts';
 import type { PoolClient } from '../store/db.ts';
 import type { LockedInstance } from '../store/instances.ts';
 import { lockMessageName, takeBufferedMessage } from '../store/waits.ts';
@@ -17,11 +17,12 @@ export async function consumeBufferedMessages(
   fx: Effects,
   variables: Variables,
 ): Promise<void> {
-  const checked = new Set<string>();
+  // By subscription, not by step: a repeating boundary waits again once it fired, and takes the next buffered message too.
+  const checked = new Set<NewSubscription>();
   for (;;) {
-    const sub = fx.subscriptions.find((s) => s.kind === 'message' && !checked.has(s.stepId) && !fx.endedWaits.includes(s.stepId));
+    const sub = fx.subscriptions.find((s) => s.kind === 'message' && !checked.has(s) && !fx.endedWaits.includes(s.stepId));
     if (!sub) return;
-    checked.add(sub.stepId);
+    checked.add(sub);
     await lockMessageName(tx, sub.name);
     const message = await takeBufferedMessage(tx, {
       name: sub.name,

@@ -16,6 +16,8 @@ export interface PassMoves {
   propagate(queue: string[], touched: Set<string>): void;
   setStep(stepId: string, status: StepStatus): void;
   event(event: NewEvent): void;
+  /** a repeating boundary's path may have ended: a firing waiting for it starts (boundary-firings.ts) */
+  nextFiring(boundary: PlanStep): void;
   /** a loop marker's decision after a pass: another pass, the end, or undefined (an incident waits) */
   repeats(loop: PlanStep): boolean | undefined;
 }
@@ -75,6 +77,10 @@ export function settleLoops(plan: Plan, touched: Set<string>, state: InstanceSta
     const loopId = [...touched].sort((a, b) => depth(b) - depth(a))[0] as string;
     touched.delete(loopId);
     const loop = stepById(plan, loopId);
+    if (loop.boundary?.repeats) {
+      moves.nextFiring(loop);
+      continue;
+    }
     const cycle = loop.cycle;
     const status = state.steps[loop.id];
     if (!cycle || (status !== undefined && status !== 'active') || state.steps[cycle.head] === undefined) continue;

@@ -22,6 +22,7 @@ import {
   listSignalSubscriptions,
   lockMessageName,
   markMessageMatched,
+  releaseMessage,
   markTimerFired,
   stampTimersFired,
   type SubscriptionRow,
@@ -298,9 +299,12 @@ async function tryPublish(
     if (!sub) break;
     const instance = await tryLockInstance(tx, sub.instance_id);
     if (instance === 'busy') return 'busy';
-    if (instance && (await deliverToSubscription(engine, tx, instance, sub, req.variables ?? {}, { messageId }))) {
+    if (instance) {
+      // Taken before the delivery: a catch that waits again at once (a repeating boundary) looks in the inbox and must not find it.
       await markMessageMatched(tx, stored.id, instance.id, sub.step_id);
-      return { status: 'matched', instanceId: instance.id, messageId };
+      if (await deliverToSubscription(engine, tx, instance, sub, req.variables ?? {}, { messageId }))
+        return { status: 'matched', instanceId: instance.id, messageId };
+      await releaseMessage(tx, stored.id, req.instanceId ?? null);
     }
     skip.push(sub.id);
   }

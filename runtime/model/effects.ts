@@ -20,9 +20,11 @@ export interface InstanceState {
   calledBy?: string;
 }
 
-/** The pass a loop runs (1 for the first), stored on the loop step's row. */
+/** The pass a loop runs (1 for the first), stored on the loop step's row; a repeating boundary's firing, on its row. */
 export interface PassState {
   pass: number;
+  /** a repeating boundary: firings that wait for the path of the one before to end */
+  pending?: number;
   /** a sequential multi-instance subprocess: the collection read when it started (pass n runs element n-1) */
   elements?: unknown[];
   /** and each element's result (outputElement), null until its pass ends */

@@ -165,6 +165,15 @@ export async function markMessageMatched(db: Queryable, id: string, instanceId: 
   });
 }
 
+/** A message taken for a delivery that did not happen is pending again, addressed as it was published. */
+export async function releaseMessage(db: Queryable, id: string, instanceId: string | null): Promise<void> {
+  await db.query({
+    name: 'release_message',
+    text: `update messages set state = 'pending', matched_at = null, instance_id = $2, step_id = null where id = $1`,
+    values: [id, instanceId],
+  });
+}
+
 export interface SubscriptionRow {
   id: string;
   instance_id: string;

@@ -195,13 +195,18 @@ describe('escalation events', () => {
     });
   });
 
-  it('given a non-interrupting boundary that already fired, when a second escalation is thrown in its subprocess, then the path goes on and the history names the spent boundary', async () => {
+  it('given a non-interrupting boundary whose path is its own, when two escalations are thrown in its subprocess, then it catches both and its path runs once per escalation, one after another', async () => {
     await deploy(
       t.api,
       subWithThrow(
         'esc_twice',
         `<bpmn:boundaryEvent id="notify" attachedToRef="sub" cancelActivity="false">${escalation('Late')}</bpmn:boundaryEvent>`,
-        ['<bpmn:endEvent id="told" />', flow('f3', 'notify', 'told')],
+        [
+          task('tellManager', 'esc_twice'),
+          '<bpmn:endEvent id="told" />',
+          flow('f3', 'notify', 'tellManager'),
+          flow('f4', 'tellManager', 'told'),
+        ],
       ).replace(
         `${flow('s3', 'escalate', 'finish')}`,
         `${throwEvent('again', 'Late')}${flow('s3', 'escalate', 'again')}${flow('s3b', 'again', 'finish')}`,
@@ -209,7 +214,46 @@ describe('escalation events', () => {
     );
     const id = await start(t.api, 'esc_twice');
     expect((await complete(t.api, await fetchOne(t.api, 'w', 'esc_twice-work'), 'w')).status).toBe(204);
+    // The second firing waits for the first one's path: one tellManager task at a time.
+    const first = await fetchOne(t.api, 'w', 'esc_twice-tellManager');
+    expect(await fetchTasks(t.api, 'w', ['esc_twice-tellManager'])).toEqual([]);
     expect((await complete(t.api, await fetchOne(t.api, 'w', 'esc_twice-finish'), 'w')).status).toBe(204);
+    expect((await complete(t.api, first, 'w')).status).toBe(204);
+    const second = await fetchOne(t.api, 'w', 'esc_twice-tellManager');
+    expect(second.id).not.toBe(first.id);
+    expect((await instanceOf(t.api, id)).status).toBe('running');
+    expect((await complete(t.api, second, 'w')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+    const events = await history(id);
+    expect(events.filter((e) => e.kind === 'step:completed' && e.stepId === 'notify').map((e) => e.data.firing)).toEqual([1, 2]);
+    expect(events.filter((e) => e.kind === 'step:completed' && e.stepId === 'tellManager').map((e) => e.data.scopePath)).toEqual([
+      '/notify#1',
+      '/notify#2',
+    ]);
+    expect(events.some((e) => e.kind === 'escalation:uncaught')).toBe(false);
+  });
+
+  it('given a non-interrupting boundary whose path joins the flow after its subprocess, when a second escalation is thrown, then the path goes on and the history names the spent boundary', async () => {
+    const xml = subWithThrow(
+      'esc_spent',
+      `<bpmn:boundaryEvent id="notify" attachedToRef="sub" cancelActivity="false">${escalation('Late')}</bpmn:boundaryEvent>`,
+      ['<bpmn:parallelGateway id="both" />', flow('f3', 'notify', 'both')],
+    )
+      .replace(
+        `${flow('s3', 'escalate', 'finish')}`,
+        `${throwEvent('again', 'Late')}${flow('s3', 'escalate', 'again')}${flow('s3b', 'again', 'finish')}`,
+      )
+      .replace(`${flow('f2', 'sub', 'done')}`, `${flow('f2', 'sub', 'both')}${flow('f5', 'both', 'done')}`);
+    const deployed = await t.api.post('/api/definitions', { xml });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(201);
+    expect(deployed.body.warnings).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ elementId: 'notify', message: expect.stringContaining('fires once per activation') }),
+      ]),
+    );
+    const id = await start(t.api, 'esc_spent');
+    expect((await complete(t.api, await fetchOne(t.api, 'w', 'esc_spent-work'), 'w')).status).toBe(204);
+    expect((await complete(t.api, await fetchOne(t.api, 'w', 'esc_spent-finish'), 'w')).status).toBe(204);
     await waitForStatus(t.api, id, 'completed');
     const events = await history(id);
     expect(events.filter((e) => e.kind === 'step:completed' && e.stepId === 'notify')).toHaveLength(1);

@@ -189,7 +189,7 @@ describe('receive tasks', () => {
     await waitForStatus(t.api, id, 'completed');
   });
 
-  it('given a non-interrupting message boundary, when it fires, then its path runs while the receive task keeps waiting', async () => {
+  it('given a non-interrupting message boundary, when it fires, then its path runs while the receive task and the boundary keep waiting', async () => {
     const key = 'rt_remind';
     await deploy(
       t.api,
@@ -206,8 +206,9 @@ describe('receive tasks', () => {
     expect((await publish(`${key}-remind`, 'o-remind')).body).toMatchObject({ status: 'matched', instanceId: id });
     const reminder = await fetchOne(t.api, 'w', `${key}-remind`);
     expect(reminder.instanceId).toBe(id);
-    expect(await stepStatuses(id)).toMatchObject({ await: 'active', remind: 'completed', remind_task: 'active' });
-    expect(await waitsOf(id)).toEqual({ timers: [], subscriptions: ['await'] });
+    // It keeps waiting: every reminder while the receive task waits runs the path again.
+    expect(await stepStatuses(id)).toMatchObject({ await: 'active', remind: 'active', remind_task: 'active' });
+    expect(await waitsOf(id)).toEqual({ timers: [], subscriptions: ['await', 'remind'] });
     await complete(t.api, reminder, 'w');
     await waitFor(async () => ((await stepStatuses(id)).remind_end === 'completed' ? true : undefined));
     expect((await instanceOf(t.api, id)).status).toBe('running');

@@ -112,7 +112,6 @@ describe('events', () => {
   it.each([
     ['a timer date without a zone', { timer: { date: '2026-12-01T09:00:00' } }, /with a zone/],
     ['a malformed duration', { timer: { duration: '10 seconds' } }, /ISO-8601 duration/],
-    ['a non-interrupting cycle', { timer: { cycle: 'R3/PT1M' }, interrupting: false }, /repeated activations/],
     ['a non-interrupting error boundary', { error: { code: 'X' }, interrupting: false }, /make it interrupting/],
   ] as const)('given %s, then a diagnostic names the boundary', async (_label, boundary, message) => {
     const diagnostics = await diagnosticsOf(withBoundary(boundary as never));

@@ -111,7 +111,11 @@ describe('receive tasks: the plan', () => {
     const { plan } = await compilePlan(xml);
     expect(plan.steps.find((s) => s.id === 'R')?.boundaries).toEqual(['Late', 'Remind']);
     expect(plan.steps.find((s) => s.id === 'Late')?.boundary).toEqual({ attachedTo: 'R', interrupting: true });
-    expect(plan.steps.find((s) => s.id === 'Remind')?.boundary).toEqual({ attachedTo: 'R', interrupting: false });
+    expect(plan.steps.find((s) => s.id === 'Remind')?.boundary).toEqual({
+      attachedTo: 'R',
+      interrupting: false,
+      repeats: { steps: ['Remind_end'], flows: ['Remind_flow'] },
+    });
   });
 
   it('given a loop of sequence flows through a receive task, then the receive task is the wait the loop needs', async () => {
