@@ -1,5 +1,5 @@
 // Non-interrupting boundaries that fire more than once (docs/events.md, "Repeating boundaries"):
-// a message, signal, timer-cycle or escalation boundary keeps waiting after it fires while its
+// a message, signal, timer-cycle, escalation or conditional boundary keeps waiting after it fires while its
 // host runs, and each firing runs the boundary's path afresh. The path is run as a pass of the
 // boundary, as a loop's body is run as a pass of the loop, so it must be the boundary's own: reached
 // from it alone and ending in end events, without loops or subprocesses. A boundary whose path
@@ -7,7 +7,7 @@
 import { errorAt, warningAt } from './diagnostics.ts';
 import type { Diagnostic, Plan, PlanStep } from './plan.ts';
 
-const REPEATING = new Set(['message', 'signal', 'timer', 'escalation']);
+const REPEATING = new Set(['message', 'signal', 'timer', 'escalation', 'conditional']);
 
 /** Marks each repeatable boundary's path in `plan`; tells where a boundary fires once, or cannot run. */
 export function readBoundaryRepeats(plan: Plan): Diagnostic[] {

@@ -512,14 +512,6 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
       ),
     );
   }
-  if (wait?.trigger === 'conditional' && !interrupting) {
-    specs.diagnostics.push(
-      errorAt(
-        node.id,
-        `Non-interrupting conditional boundary ${label}: firing each time its condition turns true is not supported yet; make it interrupting, or wait for the condition in a parallel path with a conditional catch event`,
-      ),
-    );
-  }
   specs.boundaries.set(node.id, { attachedTo: host.id, interrupting });
   specs.attached.set(host.id, [...(specs.attached.get(host.id) ?? []), node.id]);
 }

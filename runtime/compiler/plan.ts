@@ -205,7 +205,7 @@ export interface BoundarySpec {
   /** an interrupting event cancels its host when it fires */
   interrupting: boolean;
   /**
-   * A non-interrupting message, signal, timer-cycle or escalation boundary whose path is its own
+   * A non-interrupting message, signal, timer-cycle, escalation or conditional boundary whose path is its own
    * (reached from it alone, ending in end events): it keeps waiting after it fires and every
    * firing runs the path afresh, as a pass of its own (its steps' `inLoop` is the boundary).
    */

@@ -5,7 +5,7 @@
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
 import { nextCycleDue, timerDue } from './timer-due.ts';
-import { endRepeating, fireRepeating, settleFirings, type FiringMoves } from './boundary-firings.ts';
+import { endRepeating, fireRepeating, noteCondition, settleFirings, type FiringMoves } from './boundary-firings.ts';
 import { startCompensationThrow } from './compensate.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
 import { mapInputs, resultVariables } from './io-mappings.ts';
@@ -98,6 +98,8 @@ function settleConditions(plan: Plan, state: InstanceState, vars: Variables, fx:
       if (state.steps[step.id] !== 'active' || step.wait?.trigger !== 'conditional') continue;
       const { feel, source } = step.wait.condition;
       const result = evaluateCondition(feel, visibleVariables(plan, step, state, vars));
+      // A repeating boundary fires each time its condition turns true, not at every look while it holds.
+      if (result.ok && step.boundary?.repeats && !noteCondition(step.id, result.value, state, fx)) continue;
       if (!result.ok) {
         raiseIncident(
           plan,
@@ -901,7 +903,7 @@ function firingMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effe
   return {
     rearm: (boundary, firings) => {
       const wait = boundary.wait;
-      if (wait?.trigger === 'escalation') {
+      if (wait?.trigger === 'escalation' || wait?.trigger === 'conditional') {
         setStep(state, fx, boundary.id, 'active');
         return true;
       }

@@ -1,5 +1,5 @@
 // Repeating boundaries (docs/events.md, "Repeating boundaries"): a non-interrupting message,
-// signal, timer-cycle or escalation boundary whose path is its own keeps waiting after it fires,
+// signal, timer-cycle, escalation or conditional boundary whose path is its own keeps waiting after it fires,
 // and each firing runs that path afresh as a pass of the boundary (its steps' scope path is
 // `/<boundary>#<firing>`), with fresh step and flow states as a loop's pass has. A firing that
 // comes while the path of the one before still runs waits for it: firings of one boundary run
@@ -61,7 +61,7 @@ export function settleFirings(plan: Plan, boundary: PlanStep, state: InstanceSta
 /** The host ended: a boundary that fired stops waiting (its path, and firings waiting for it, run on); one that never fired is skipped. */
 export function endRepeating(boundary: PlanStep, state: InstanceState, fx: Effects, moves: FiringMoves): boolean {
   const progress = firingsOf(state, boundary.id);
-  if (!progress) return false;
+  if (!progress || progress.pass + (progress.pending ?? 0) === 0) return false;
   moves.setStep(boundary.id, 'completed');
   fx.endedWaits.push(boundary.id);
   moves.event({ kind: 'boundary:ended', stepId: boundary.id, data: { firings: progress.pass + (progress.pending ?? 0) } });
@@ -113,8 +113,21 @@ function resetPath(boundary: PlanStep, state: InstanceState, fx: Effects): void 
   fx.resetFlows.push(...flows);
 }
 
-/** The boundary's progress, written with its row. */
-function save(boundaryId: string, progress: PassState, state: InstanceState, fx: Effects): void {
+/**
+ * A repeating conditional boundary's condition was evaluated: it fires when the condition turns
+ * true (BPMN's rule), not again while it stays true; the flip is written with its row.
+ */
+export function noteCondition(boundaryId: string, holds: boolean, state: InstanceState, fx: Effects): boolean {
+  const before = firingsOf(state, boundaryId);
+  const turnedTrue = holds && before?.held !== true;
+  if ((before?.held === true) !== holds) save(boundaryId, { pass: 0, ...before, held: holds }, state, fx);
+  return turnedTrue;
+}
+
+/** The boundary's progress, written with its row; a conditional boundary's last evaluation stays. */
+function save(boundaryId: string, next: PassState, state: InstanceState, fx: Effects): void {
+  const held = firingsOf(state, boundaryId)?.held;
+  const progress = held !== undefined && next.held === undefined ? { ...next, held } : next;
   (state.loops ??= {})[boundaryId] = progress;
   fx.loops[boundaryId] = progress;
   fx.steps.push({ stepId: boundaryId, status: state.steps[boundaryId] as StepStatus });

@@ -25,6 +25,8 @@ export interface PassState {
   pass: number;
   /** a repeating boundary: firings that wait for the path of the one before to end */
   pending?: number;
+  /** a repeating conditional boundary: its condition held when last evaluated (it fires when it turns true) */
+  held?: boolean;
   /** a sequential multi-instance subprocess: the collection read when it started (pass n runs element n-1) */
   elements?: unknown[];
   /** and each element's result (outputElement), null until its pass ends */

@@ -125,21 +125,57 @@ describe('conditional events', () => {
     await waitForStatus(t.api, id, 'completed');
   });
 
-  it('given a non-interrupting conditional boundary or a conditional start event, then deploy refuses it naming the event', async () => {
-    const boundary = await t.api.post('/api/definitions', {
-      xml: inlineDefinitions('cd_bad', [
+  it('given a non-interrupting conditional boundary, then it fires each time its condition turns true, not while it stays true, each firing running its path', async () => {
+    await deploy(
+      t.api,
+      inlineDefinitions('cd_nonint', [
         '<bpmn:startEvent id="start" />',
-        task('work', 'cd_bad'),
-        `<bpmn:boundaryEvent id="late" attachedToRef="work" cancelActivity="false">${condition('= late')}</bpmn:boundaryEvent>`,
+        '<bpmn:parallelGateway id="fork" />',
+        task('work', 'cd_nonint'),
+        `<bpmn:boundaryEvent id="late" attachedToRef="work" cancelActivity="false">${condition('= late = true')}</bpmn:boundaryEvent>`,
+        task('nudge', 'cd_nonint'),
+        '<bpmn:endEvent id="nudged" />',
+        task('s1', 'cd_nonint'),
+        task('s2', 'cd_nonint'),
+        task('s3', 'cd_nonint'),
+        '<bpmn:parallelGateway id="join" />',
         '<bpmn:endEvent id="end" />',
-        '<bpmn:endEvent id="end2" />',
-        flow('f1', 'start', 'work'),
-        flow('f2', 'work', 'end'),
-        flow('f3', 'late', 'end2'),
+        flow('f1', 'start', 'fork'),
+        flow('f2', 'fork', 'work'),
+        flow('f3', 'fork', 's1'),
+        flow('f4', 's1', 's2'),
+        flow('f5', 's2', 's3'),
+        flow('f6', 's3', 'join'),
+        flow('f7', 'work', 'join'),
+        flow('f8', 'join', 'end'),
+        flow('f9', 'late', 'nudge'),
+        flow('f10', 'nudge', 'nudged'),
       ]),
-    });
-    expect(boundary.status).toBe(400);
-    expect(JSON.stringify(boundary.body)).toContain('Non-interrupting conditional boundary late');
+    );
+    const id = await start(t.api, 'cd_nonint', { variables: { late: false } });
+    const work = await fetchOne(t.api, 'w', 'cd_nonint-work');
+    expect((await complete(t.api, await fetchOne(t.api, 'w', 'cd_nonint-s1'), 'w', { late: true })).status).toBe(204);
+    const first = await fetchOne(t.api, 'w', 'cd_nonint-nudge');
+    expect((await complete(t.api, await fetchOne(t.api, 'w', 'cd_nonint-s2'), 'w', { late: false })).status).toBe(204);
+    expect((await complete(t.api, await fetchOne(t.api, 'w', 'cd_nonint-s3'), 'w', { late: true })).status).toBe(204);
+    // Turned true again while the first firing's path runs: the second waits for it.
+    expect(await fetchTasks(t.api, 'w', ['cd_nonint-nudge'])).toEqual([]);
+    expect((await complete(t.api, first, 'w', { note: 'still late' })).status).toBe(204);
+    const second = await fetchOne(t.api, 'w', 'cd_nonint-nudge');
+    expect((await complete(t.api, second, 'w')).status).toBe(204);
+    // Still true after every later transition: no third firing.
+    expect((await complete(t.api, work, 'w')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+    const history = (await t.api.get(`/api/instances/${id}/history`)).body.items as {
+      kind: string;
+      stepId?: string;
+      data: any;
+    }[];
+    expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'late').map((e) => e.data.firing)).toEqual([1, 2]);
+    expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'nudge')).toHaveLength(2);
+  });
+
+  it('given a conditional start event, then deploy refuses it naming the event', async () => {
     const started = await t.api.post('/api/definitions', {
       xml: inlineDefinitions('cd_bad2', [
         `<bpmn:startEvent id="when">${condition('= go')}</bpmn:startEvent>`,
