@@ -1,7 +1,8 @@
-// Messages and signals from outside: POST /api/messages, POST /api/signals.
+// Messages, signals and start conditions from outside: POST /api/messages, POST /api/signals, POST /api/conditions.
 import { Router } from 'express';
 import type { Engine } from '../engine/context.ts';
 import { broadcastSignal, publishMessage } from '../engine/waits.ts';
+import { startOnConditions, type ConditionEvaluation } from '../engine/event-starts.ts';
 import type { PublishMessageRequest } from '../model/messages.ts';
 import type { Variables } from '../model/effects.ts';
 import { validateBody } from '../shared/validate.ts';
@@ -20,6 +21,12 @@ export function eventsRouter(engine: Engine): Router {
     const body = validateBody<{ name: string; variables?: Variables }>('signal-request', req.body);
     const { delivered, started } = await broadcastSignal(engine, body.name, body.variables);
     res.json({ name: body.name, delivered, started });
+  });
+
+  router.post('/conditions', async (req, res) => {
+    const body = validateBody<Partial<ConditionEvaluation>>('conditions-request', req.body);
+    const { evaluated, started } = await startOnConditions(engine, { ...body, variables: body.variables ?? {} });
+    res.json({ evaluated, started: started.map((i) => i.id) });
   });
 
   return router;

@@ -54,14 +54,10 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
     case 'bpmn:EventBasedGateway':
       return classifyEventGateway(node as BpmnEventBasedGateway);
     case 'bpmn:StartEvent':
-      if (definitions.length === 0 || (definitions.length === 1 && START_TRIGGERS.includes(definitions[0] as string)))
+      // A conditional start event starts an instance when conditions are evaluated over given variables (POST /api/conditions).
+      if (definitions.length === 0 || (definitions.length === 1 && CATCH_TRIGGERS.includes(definitions[0] as string)))
         return { supported: true, kind: StepKind.startEvent };
-      if (definitions.length === 1 && definitions[0] === 'bpmn:ConditionalEventDefinition')
-        return refuse(
-          node,
-          'a conditional start event has no instance whose variables it could read: start the process with a none start event and put the condition in a conditional event subprocess or gateway',
-        );
-      return refuse(node, 'start events are none, timer, message or signal start events with at most one trigger');
+      return refuse(node, 'start events are none, timer, message, signal or conditional start events with at most one trigger');
     case 'bpmn:EndEvent':
       if (definitions.length === 0) return { supported: true, kind: StepKind.endEvent };
       if (definitions.length === 1 && definitions[0] === 'bpmn:TerminateEventDefinition')

@@ -1,12 +1,15 @@
-// Message and signal start events: a published message that no waiting instance
+// Message, signal and conditional start events: a published message that no waiting instance
 // takes, or a broadcast signal, starts an instance of the latest version of every
-// definition whose start event waits for it.
+// definition whose start event waits for it; conditions evaluated over given variables start
+// an instance of every latest version whose conditional start event's condition holds.
 import type { Diagnostic, Plan } from '../compiler/plan.ts';
 import type { Variables } from '../model/effects.ts';
 import type { Engine } from './context.ts';
 import { startInTransaction } from './instances.ts';
 import { withTransaction, type PoolClient, type Queryable } from '../store/db.ts';
-import { findEventStarts, lockMessageName } from '../store/waits.ts';
+import type { InstanceRow } from '../store/instances.ts';
+import { findConditionalStarts, findEventStarts, lockMessageName } from '../store/waits.ts';
+import { evaluateCondition } from '../shared/feel.ts';
 import { BatonError } from '../shared/errors.ts';
 
 /** An instance a message start event started, or the one already holding the business key. */
@@ -57,6 +60,75 @@ export async function startOnSignal(engine: Engine, name: string, variables: Var
     if (result.ok) started.push(result.instance.id);
   }
   return started;
+}
+
+export interface ConditionEvaluation {
+  variables: Variables;
+  businessKey?: string;
+  /** only this process's latest version */
+  definitionKey?: string;
+  /** only this definition (the latest version of its process holds the start events that are evaluated) */
+  definitionId?: string;
+}
+
+/**
+ * Evaluates the condition of every conditional start event of the latest versions over the given
+ * variables, and starts an instance (with those variables and business key) at each whose
+ * condition holds, all in one transaction. A condition that cannot be evaluated refuses the whole
+ * evaluation, naming it, and nothing starts; no conditional start event at all is refused too (as
+ * Camunda does), so that a typo in a key is not an empty success.
+ */
+export async function startOnConditions(
+  engine: Engine,
+  req: ConditionEvaluation,
+  /** runs in the same transaction with the instances started, e.g. to keep the variables' Camunda types */
+  alongside?: (tx: PoolClient, started: string[]) => Promise<void>,
+): Promise<{ evaluated: number; started: InstanceRow[] }> {
+  return withTransaction(engine.pool, async (tx) => {
+    const starts = (await findConditionalStarts(tx, req.definitionKey ?? null)).filter(
+      (s) => req.definitionId === undefined || s.definition_id === req.definitionId,
+    );
+    if (starts.length === 0)
+      throw new BatonError(
+        'validation',
+        req.definitionId
+          ? `Definition ${req.definitionId} is not the latest version of a process with a conditional start event`
+          : req.definitionKey
+            ? `Process ${req.definitionKey} has no conditional start event in its latest version`
+            : 'No deployed process has a conditional start event in its latest version',
+      );
+    const holding = [];
+    for (const start of starts) {
+      const holds = evaluateCondition(start.feel, req.variables);
+      if (!holds.ok)
+        throw new BatonError(
+          'validation',
+          `The condition "${start.source}" of start event ${start.step_id} of process ${start.key} cannot be evaluated over the given variables: ${holds.message}; nothing was started`,
+          { definitionKey: start.key, elementId: start.step_id },
+        );
+      if (holds.value) holding.push(start);
+    }
+    const started: InstanceRow[] = [];
+    for (const start of holding) {
+      const result = await startInTransaction(
+        engine,
+        tx,
+        {
+          definitionKey: start.key,
+          version: start.version,
+          variables: { ...req.variables },
+          ...(req.businessKey !== undefined ? { businessKey: req.businessKey } : {}),
+        },
+        start.step_id,
+      );
+      if (result.ok && result.created) started.push(result.instance);
+    }
+    await alongside?.(
+      tx,
+      started.map((i) => i.id),
+    );
+    return { evaluated: starts.length, started };
+  });
 }
 
 /**

@@ -135,7 +135,7 @@ export async function startInTransaction(
     // Thrown, so the transaction rolls back the inserted row.
     throw new BatonError(
       'conflict',
-      `Process ${plan.processKey} has no none start event: it starts only when its timer start event fires, or on its message or signal`,
+      `Process ${plan.processKey} has no none start event: it starts only when its timer start event fires, on its message or signal, or when its start condition holds (POST /api/conditions)`,
     );
   }
   const fx = emptyEffects();

@@ -739,6 +739,15 @@ export const CAMUNDA_OPERATIONS: Operation[] = [
   },
   {
     method: 'post',
+    path: '/engine-rest/condition',
+    operationId: 'camundaEvaluateCondition',
+    summary: 'Evaluate the conditional start events over variables and start the processes whose condition holds',
+    roles: ADMIN,
+    body: 'condition-request',
+    responses: { 200: { schema: 'process-instance-list', description: 'the instances started' } },
+  },
+  {
+    method: 'post',
     path: '/engine-rest/process-instance/delete',
     operationId: 'camundaDeleteProcessInstancesAsync',
     summary: 'Cancel the instances named or matched, as a batch',

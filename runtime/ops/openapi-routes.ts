@@ -466,6 +466,15 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { schema: 'signal-response', description: 'delivered and started' } },
   },
   {
+    method: 'post',
+    path: '/api/conditions',
+    operationId: 'evaluateStartConditions',
+    summary: 'Evaluate the conditional start events over variables and start where they hold',
+    roles: 'admin',
+    body: 'conditions-request',
+    responses: { 200: { schema: 'conditions-response', description: 'how many were evaluated, and the instances started' } },
+  },
+  {
     method: 'get',
     path: '/api/flow-limits',
     operationId: 'listFlowLimits',

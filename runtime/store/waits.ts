@@ -264,6 +264,32 @@ export interface EventStartRow {
 }
 
 /** Start events of the latest version of every key that start on this message or signal name. */
+export interface ConditionalStartRow {
+  definition_id: string;
+  key: string;
+  version: number;
+  step_id: string;
+  /** the start event's condition in FEEL, and as written */
+  feel: string;
+  source: string;
+}
+
+/** The conditional start events of every key's latest version (or of one key's), in key order. */
+export async function findConditionalStarts(db: Queryable, key: string | null): Promise<ConditionalStartRow[]> {
+  const { rows } = await db.query<ConditionalStartRow>({
+    name: 'find_conditional_starts',
+    text: `select d.id as definition_id, d.key, d.version, s->>'id' as step_id,
+                  s->'wait'->'condition'->>'feel' as feel, s->'wait'->'condition'->>'source' as source
+             from (select distinct on (key) id, key, version, plan from definitions
+                    where $1::text is null or key = $1 order by key, version desc) d
+             cross join lateral jsonb_array_elements(d.plan->'steps') s
+            where s->>'kind' = 'startEvent' and s->'wait'->>'trigger' = 'conditional'
+            order by d.key, s->>'id'`,
+    values: [key],
+  });
+  return rows;
+}
+
 export async function findEventStarts(db: Queryable, trigger: 'message' | 'signal', name: string): Promise<EventStartRow[]> {
   const { rows } = await db.query<EventStartRow>({
     name: 'find_event_starts',

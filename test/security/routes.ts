@@ -37,6 +37,7 @@ export const MOUNTS: Record<string, string> = {
   executionRouter: '/engine-rest/execution',
   messageRouter: '/engine-rest/message',
   signalRouter: '/engine-rest/signal',
+  conditionRouter: '/engine-rest/condition',
   readinessRouter: '',
   metricsRouter: '',
   openApiRouter: '',

@@ -14,7 +14,7 @@ import { camundaErrorHandler, camundaNotFoundRoute, sendJson } from './errors.ts
 import { externalTaskLogRouter } from './external-task-log-routes.ts';
 import { externalTaskRouter } from './external-task-routes.ts';
 import { historyRouter, incidentRouter } from './history-routes.ts';
-import { messageRouter, signalRouter } from './message-routes.ts';
+import { conditionRouter, messageRouter, signalRouter } from './message-routes.ts';
 import { processDefinitionSuspensionRouter, processInstanceBatchRouter } from './instance-batch-routes.ts';
 import { executionRouter, processDefinitionRouter, processInstanceRouter } from './process-routes.ts';
 import { processDefinitionStatisticsRouter } from './statistics-routes.ts';
@@ -61,6 +61,7 @@ export function camundaRouter(
   router.use('/execution', executionRouter(engine));
   router.use('/message', messageRouter(engine));
   router.use('/signal', signalRouter(engine));
+  router.use('/condition', conditionRouter(engine));
   router.use(camundaNotFoundRoute);
   router.use(camundaErrorHandler(engine.log));
   return router;

@@ -1,10 +1,13 @@
-// POST /engine-rest/message and /engine-rest/signal on the engine's message and signal waits.
+// POST /engine-rest/message, /engine-rest/signal and /engine-rest/condition on the engine's
+// message and signal waits and its conditional start events.
 // Messages correlate as Camunda 7 correlates them (camunda/engine/messages.ts): at once or
 // not at all, nothing is kept in Baton's inbox for a later catch (the native /api/messages
 // keeps them).
 import { Router } from 'express';
 import type { Engine } from '../../engine/context.ts';
 import { broadcastSignal } from '../../engine/waits.ts';
+import { startOnConditions } from '../../engine/event-starts.ts';
+import { writeVariableTypes } from '../store/variables.ts';
 import { correlateCamundaMessage, type CamundaCorrelationResult, type Correlation } from '../engine/messages.ts';
 import type { CorrelationKey } from '../store/correlations.ts';
 import { CamundaError, invalidRequest, sendJson, sendNoContent } from './errors.ts';
@@ -139,6 +142,41 @@ export function signalRouter(engine: Engine): Router {
       throw invalidRequest('Baton broadcasts signals to every waiting instance: executionId is not supported');
     await broadcastSignal(engine, body.name, readVariables(body.variables).values);
     sendNoContent(res);
+  });
+  return router;
+}
+
+interface ConditionBody {
+  variables?: Vars;
+  businessKey?: string | null;
+  processDefinitionId?: string | null;
+  tenantId?: string | null;
+  withoutTenantId?: boolean | null;
+}
+
+/**
+ * Camunda's condition evaluation: the conditional start events of the latest versions (or of
+ * `processDefinitionId`) are evaluated over the variables, and an instance starts at each whose
+ * condition holds; the answer lists them as ProcessInstanceDtos.
+ */
+export function conditionRouter(engine: Engine): Router {
+  const router = Router();
+  router.post('/', async (req, res) => {
+    const body = validateCamundaBody<ConditionBody>('condition-request', req.body ?? {});
+    if (body.tenantId) throw invalidRequest('Baton has no tenants: tenantId is not supported');
+    const variables = readVariables(body.variables);
+    const { started } = await startOnConditions(
+      engine,
+      {
+        variables: variables.values,
+        ...(body.businessKey ? { businessKey: body.businessKey } : {}),
+        ...(body.processDefinitionId ? { definitionId: body.processDefinitionId } : {}),
+      },
+      async (tx, ids) => {
+        for (const id of ids) await writeVariableTypes(tx, id, variables.types);
+      },
+    );
+    sendJson(res, 200, started.map(processInstanceView));
   });
   return router;
 }

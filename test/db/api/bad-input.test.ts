@@ -82,6 +82,15 @@ const big = 'x'.repeat(1_100_000);
 
 const cases: Case[] = [
   ['deploy: no body', 'POST', () => '/api/definitions', undefined, 415, 'UnsupportedMediaType'],
+  ['conditions: unknown field', 'POST', () => '/api/conditions', { variables: {}, extra: 1 }, 400, 'ValidationError'],
+  [
+    'conditions: no conditional start event',
+    'POST',
+    () => '/api/conditions',
+    { definitionKey: 'nobody' },
+    400,
+    'ValidationError',
+  ],
   ['deploy: xml not a string', 'POST', () => '/api/definitions', { xml: 42 }, 400, 'ValidationError'],
   ['deploy: unknown field', 'POST', () => '/api/definitions', { xml: '<x/>', extra: 1 }, 400, 'ValidationError'],
   ['deploy: malformed XML', 'POST', () => '/api/definitions', { xml: '<bpmn:definitions' }, 400, 'CompileError'],

@@ -23,11 +23,18 @@ describe('classifyNode: supported elements', () => {
 describe('classifyNode: refusals name the id and the BPMN type', () => {
   const unsupported = readFixture('unsupported.bpmn');
 
+  it('TimerStart: a conditional start event runs, and one without a condition is refused naming it', async () => {
+    const errors = errorsOf(await compileDiagnostics(unsupported)).filter((d) => d.elementId === 'TimerStart');
+    expect(errors).toEqual([
+      {
+        elementId: 'TimerStart',
+        severity: 'error',
+        message: expect.stringContaining('Conditional event TimerStart "Every day" has no condition'),
+      },
+    ]);
+  });
+
   it.each([
-    [
-      'TimerStart',
-      'bpmn:StartEvent with bpmn:ConditionalEventDefinition "Every day" (id TimerStart): a conditional start event has no instance whose variables it could read',
-    ],
     ['Receive', 'bpmn:ReceiveTask "Receive" (id Receive)'],
     ['Rules', 'bpmn:BusinessRuleTask "Rules" (id Rules): Baton does not evaluate DMN decisions'],
     ['SubStart', 'bpmn:StartEvent "SubStart" (id SubStart): the start event of an event subprocess has exactly one timer'],
@@ -66,7 +73,8 @@ describe('classifyNode: refusals name the id and the BPMN type', () => {
     expect(own('Manual')).toEqual([]);
     expect(own('Approve')).toEqual([]); // a user task waits for a person
     expect(own('Script')).toEqual([expect.stringContaining('Script task Script: it has no script format')]);
-    const others = diagnostics.filter((d) => !['Each', 'Sub', 'Send', 'PlainTask', 'Script'].includes(d.elementId));
+    expect(own('TimerStart')).toEqual([expect.stringContaining('has no condition')]);
+    const others = diagnostics.filter((d) => !['Each', 'Sub', 'Send', 'PlainTask', 'Script', 'TimerStart'].includes(d.elementId));
     expect(others.every((d) => d.message.startsWith('Unsupported element'))).toBe(true);
     expect(diagnostics).toHaveLength(15);
   });
