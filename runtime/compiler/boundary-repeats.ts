@@ -3,7 +3,8 @@
 // host runs, and each firing runs the boundary's path afresh. The path is run as a pass of the
 // boundary, as a loop's body is run as a pass of the loop, so it must be the boundary's own: reached
 // from it alone and ending in end events, without loops or subprocesses. A boundary whose path
-// joins the rest of the process fires once per activation of its host, and deploy says so.
+// joins the rest of the process fires once per activation of its host, and deploy says so. A
+// non-interrupting event subprocess runs its body once per firing the same way.
 import { errorAt, warningAt } from './diagnostics.ts';
 import type { Diagnostic, Plan, PlanStep } from './plan.ts';
 
@@ -32,7 +33,45 @@ export function readBoundaryRepeats(plan: Plan): Diagnostic[] {
     boundary.boundary.repeats = path;
     for (const id of path.steps) (steps.get(id) as PlanStep).inLoop = boundary.id;
   }
+  for (const eventSub of plan.steps) {
+    if (eventSub.eventSubProcess?.interrupting !== false) continue;
+    const body = ownBody(eventSub, plan, steps);
+    if ('reason' in body) {
+      diagnostics.push(
+        errorAt(
+          eventSub.id,
+          `Non-interrupting event subprocess ${eventSub.id} cannot run once per firing: ${body.reason}; ${body.fix}`,
+        ),
+      );
+      continue;
+    }
+    eventSub.eventSubProcess.repeats = body;
+    for (const id of body.steps) if (id !== eventSub.id) (steps.get(id) as PlanStep).inLoop = eventSub.id;
+  }
   return diagnostics;
+}
+
+/** What a firing of a non-interrupting event subprocess runs afresh: it, its inner steps but the start event, their flows. */
+function ownBody(eventSub: PlanStep, plan: Plan, steps: Map<string, PlanStep>): OwnPath {
+  const fix = 'make it interrupting, or move that work into a call activity';
+  if (eventSub.inLoop !== undefined)
+    return { reason: 'it is inside a loop', fix: 'make it interrupting, or move the loop into a subprocess' };
+  const inside = (step: PlanStep): boolean => {
+    for (let at = step.scope; at !== undefined; at = steps.get(at)?.scope) if (at === eventSub.id) return true;
+    return false;
+  };
+  const body = plan.steps.filter((s) => inside(s) && s.id !== eventSub.eventSubProcess?.start);
+  for (const step of body) {
+    if (step.inLoop !== undefined || step.cycle !== undefined) return { reason: `${step.id} in it loops`, fix };
+    if (step.multiInstance && step.kind === 'subProcess')
+      return { reason: `${step.id} in it is a multi-instance subprocess`, fix };
+    if (step.compensation || step.throwCompensation || step.compensationHandler)
+      return { reason: `${step.id} in it takes part in compensation`, fix };
+    if (step.kind === 'eventSubProcess') return { reason: `it holds the event subprocess ${step.id}`, fix };
+  }
+  const ids = new Set([eventSub.id, ...body.map((s) => s.id), eventSub.eventSubProcess?.start ?? '']);
+  const flows = plan.flows.filter((f) => ids.has(f.source)).map((f) => f.id);
+  return { steps: [eventSub.id, ...body.map((s) => s.id)], flows };
 }
 
 type OwnPath = { steps: string[]; flows: string[] } | { reason: string; fix: string };

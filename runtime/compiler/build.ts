@@ -86,7 +86,7 @@ export function buildPlan(
       ...eventFields(node.id, events),
       ...(node.scope !== undefined ? { scope: node.scope } : {}),
       ...(node.kind === 'subProcess' ? { subProcess: { start: starts.get(node.id) ?? '' } } : {}),
-      ...(node.kind === 'eventSubProcess' ? { eventSubProcess: { start: eventStartOf(graph, node.id) } } : {}),
+      ...(node.kind === 'eventSubProcess' ? { eventSubProcess: eventSubProcessOf(graph, node.id) } : {}),
       ...(node.kind === 'errorEndEvent' ? { throwError: { ...events.errors.get(node.id) } } : {}),
       ...(events.signals.has(node.id) ? { throwSignal: { ...events.signals.get(node.id)! } } : {}),
       ...(events.escalations.has(node.id) ? { throwEscalation: { ...events.escalations.get(node.id)! } } : {}),
@@ -128,8 +128,10 @@ export function buildPlan(
   return { processKey: graph.processId, ...nameOf(processName), steps, flows };
 }
 
-function eventStartOf(graph: ProcessGraph, eventSubProcess: string): string {
-  return [...graph.nodes.values()].find((n) => n.scope === eventSubProcess && n.kind === 'eventSubProcessStart')?.id ?? '';
+function eventSubProcessOf(graph: ProcessGraph, eventSubProcess: string): { start: string; interrupting?: false } {
+  const start = [...graph.nodes.values()].find((n) => n.scope === eventSubProcess && n.kind === 'eventSubProcessStart');
+  const interrupting = (start?.element as { isInterrupting?: boolean } | undefined)?.isInterrupting !== false;
+  return { start: start?.id ?? '', ...(interrupting ? {} : { interrupting: false as const }) };
 }
 
 function eventFields(

@@ -225,8 +225,7 @@ function checkSubProcessStarts(graph: ProcessGraph): Diagnostic[] {
 
 /**
  * An event subprocess has no sequence flows of its own and starts at exactly one start event with
- * a timer, message, signal or error trigger; it interrupts its scope (non-interrupting ones are
- * not run yet: each firing would run the body again, alongside the ones before).
+ * a timer, message, signal, condition, error or escalation trigger; an error start interrupts.
  */
 function checkEventSubProcesses(graph: ProcessGraph): Diagnostic[] {
   const diagnostics: Diagnostic[] = [];
@@ -248,11 +247,12 @@ function checkEventSubProcesses(graph: ProcessGraph): Diagnostic[] {
       continue;
     }
     const start = starts[0] as GraphNode;
-    if ((start.element as { isInterrupting?: boolean }).isInterrupting === false)
+    const trigger = (start.element.eventDefinitions ?? [])[0]?.$type;
+    if ((start.element as { isInterrupting?: boolean }).isInterrupting === false && trigger === 'bpmn:ErrorEventDefinition')
       diagnostics.push(
         errorAt(
           start.id,
-          `Start event ${describeElement(start.element)} of event subprocess ${sub.id} is non-interrupting, which Baton does not run yet: make it interrupting, or use a non-interrupting boundary event on a subprocess around the work it watches`,
+          `Error start event ${describeElement(start.element)} of event subprocess ${sub.id} is non-interrupting: an error always ends the scope it is thrown in, so make it interrupting`,
         ),
       );
   }

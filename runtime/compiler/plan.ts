@@ -245,8 +245,13 @@ export interface PlanStep {
   scope?: string;
   /** set for subProcess: its inner none start event */
   subProcess?: { start: string };
-  /** set for eventSubProcess: its start event (the trigger), always interrupting */
-  eventSubProcess?: { start: string };
+  /**
+   * set for eventSubProcess: its start event (the trigger); a non-interrupting one (`interrupting:
+   * false`) runs its body once per firing, as a pass of the event subprocess (its inner steps'
+   * `inLoop` is it), with `repeats` naming what a firing resets: the event subprocess and its inner
+   * steps (not its start event, which keeps waiting) and their flows
+   */
+  eventSubProcess?: { start: string; interrupting?: false; repeats?: { steps: string[]; flows: string[] } };
   /** set for signalThrow: the signal every waiting catch, boundary, event subprocess and signal start receives */
   throwSignal?: { name: string };
   /** set for escalationThrow: the code its catchers match */

@@ -5,7 +5,15 @@
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
 import { nextCycleDue, timerDue } from './timer-due.ts';
-import { endRepeating, fireRepeating, noteCondition, settleFirings, type FiringMoves } from './boundary-firings.ts';
+import {
+  endRepeating,
+  fireRepeating,
+  noteCondition,
+  ownerOf,
+  repeatsOf,
+  settleFirings,
+  type FiringMoves,
+} from './boundary-firings.ts';
 import { startCompensationThrow } from './compensate.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
 import { mapInputs, resultVariables } from './io-mappings.ts';
@@ -98,8 +106,8 @@ function settleConditions(plan: Plan, state: InstanceState, vars: Variables, fx:
       if (state.steps[step.id] !== 'active' || step.wait?.trigger !== 'conditional') continue;
       const { feel, source } = step.wait.condition;
       const result = evaluateCondition(feel, visibleVariables(plan, step, state, vars));
-      // A repeating boundary fires each time its condition turns true, not at every look while it holds.
-      if (result.ok && step.boundary?.repeats && !noteCondition(step.id, result.value, state, fx)) continue;
+      // A repeating boundary (or non-interrupting event subprocess) fires each time its condition turns true, not at every look while it holds.
+      if (result.ok && repeatsOf(ownerOf(plan, step)) && !noteCondition(step.id, result.value, state, fx)) continue;
       if (!result.ok) {
         raiseIncident(
           plan,
@@ -135,7 +143,8 @@ function fireWaitNow(
 ): boolean {
   const step = stepById(plan, stepId);
   if (state.steps[step.id] === 'active' && step.kind === 'eventSubProcessStart') {
-    fireEventSubProcess(plan, step, scopeMoves(plan, state, vars, fx), data);
+    if (repeatsOf(ownerOf(plan, step))) fireRepeating(plan, step, state, fx, firingMoves(plan, state, vars, fx), data);
+    else fireEventSubProcess(plan, step, scopeMoves(plan, state, vars, fx), data);
     return true;
   }
   if (state.steps[step.id] !== 'active' || (step.kind !== 'catchEvent' && step.kind !== 'boundaryEvent')) return false;
@@ -635,9 +644,14 @@ function settleScope(plan: Plan, scopeId: string | undefined, state: InstanceSta
   if (scopeId === undefined || fx.terminated || state.steps[scopeId] !== 'active') return;
   const children = indexPlan(plan).children.get(scopeId) ?? [];
   // After an event subprocess interrupted the scope, what its token never reached stays unreached.
-  const interrupted = children.some((s) => s.kind === 'eventSubProcess' && state.steps[s.id] !== undefined);
+  const interrupted = children.some(
+    (s) => s.kind === 'eventSubProcess' && !s.eventSubProcess?.repeats && state.steps[s.id] !== undefined,
+  );
+  // A non-interrupting event subprocess's start event keeps waiting while its body runs: the body is what ends.
+  const ownStart = stepById(plan, scopeId).eventSubProcess?.repeats ? stepById(plan, scopeId).eventSubProcess?.start : undefined;
   const open = children.some((s) => {
     const status = state.steps[s.id];
+    if (s.id === ownStart) return false;
     if (s.kind === 'eventSubProcess') return status === 'active' || status === 'incident'; // one that never fired waits for nothing
     return !s.compensationHandler && ((status === undefined && !interrupted) || status === 'active' || status === 'incident');
   });
@@ -688,6 +702,8 @@ function isGateway(step: PlanStep): boolean {
 function resolveFlows(plan: Plan, from: PlanStep, taken: string[], state: InstanceState, vars: Variables, fx: Effects): void {
   const queue: string[] = [];
   const touched = new Set<string>(from.inLoop !== undefined ? [from.inLoop] : []);
+  // A non-interrupting event subprocess that ends may let a firing that waited for it start.
+  if (from.eventSubProcess?.repeats) touched.add(from.id);
   for (const flowId of from.outgoing) markFlow(plan, flowId, taken.includes(flowId) ? 'taken' : 'skipped', state, fx, queue);
   propagate(plan, queue, touched, state, vars, fx);
   if (touched.size > 0) settleLoops(plan, touched, state, fx, passMoves(plan, state, vars, fx));

@@ -3,8 +3,10 @@
 // and each firing runs that path afresh as a pass of the boundary (its steps' scope path is
 // `/<boundary>#<firing>`), with fresh step and flow states as a loop's pass has. A firing that
 // comes while the path of the one before still runs waits for it: firings of one boundary run
-// one after another, none is lost. advance.ts evaluates the steps; this module decides about
-// firings and calls back into it (FiringMoves), as loop-passes.ts does.
+// one after another, none is lost. A non-interrupting event subprocess runs its body once per
+// firing of its start event the same way: the event subprocess keeps the count and its inner
+// steps are the pass. advance.ts evaluates the steps; this module decides about firings and calls
+// back into it (FiringMoves), as loop-passes.ts does.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import type { Effects, InstanceState, NewEvent, PassState } from '../model/effects.ts';
 import type { StepStatus } from '../model/vocabulary.ts';
@@ -25,37 +27,56 @@ export function firingsOf(state: InstanceState, boundaryId: string): PassState |
   return stored && 'pass' in stored ? stored : undefined;
 }
 
-/** The boundary fired: it waits again at once, and its path runs now or after the path of the firing before. */
+/** The step that counts the firings of `catcher`: a boundary itself, or the event subprocess a start event starts. */
+export function ownerOf(plan: Plan, catcher: PlanStep): PlanStep {
+  return catcher.kind === 'eventSubProcessStart' ? (indexPlan(plan).steps.get(catcher.scope ?? '') as PlanStep) : catcher;
+}
+
+/** What a firing runs afresh, for a repeating boundary or a non-interrupting event subprocess. */
+export function repeatsOf(step: PlanStep): { steps: string[]; flows: string[] } | undefined {
+  return step.boundary?.repeats ?? step.eventSubProcess?.repeats;
+}
+
+/**
+ * The boundary (or the start event of a non-interrupting event subprocess) fired: it waits again
+ * at once, and its path (the body) runs now or after the one of the firing before.
+ */
 export function fireRepeating(
   plan: Plan,
-  boundary: PlanStep,
+  catcher: PlanStep,
   state: InstanceState,
   fx: Effects,
   moves: FiringMoves,
   data?: Record<string, unknown>,
 ): void {
-  const before = firingsOf(state, boundary.id);
+  const owner = ownerOf(plan, catcher);
+  const before = firingsOf(state, owner.id);
   const started = before?.pass ?? 0;
   const pending = before?.pending ?? 0;
   const firing = started + pending + 1;
   // The wait this firing consumed is not written, if this transition made it (a message from the inbox).
-  fx.subscriptions = fx.subscriptions.filter((s) => s.stepId !== boundary.id);
-  fx.timers = fx.timers.filter((t) => t.stepId !== boundary.id);
-  moves.event({ kind: 'step:completed', stepId: boundary.id, data: { trigger: boundary.wait?.trigger, firing, ...data } });
-  if (!moves.rearm(boundary, firing)) moves.setStep(boundary.id, 'completed');
-  if (started > 0 && pathOpen(plan, boundary, state)) {
-    save(boundary.id, { pass: started, pending: pending + 1 }, state, fx);
-    moves.event({ kind: 'boundary:queued', stepId: boundary.id, data: { firing, runningFiring: started } });
+  fx.subscriptions = fx.subscriptions.filter((s) => s.stepId !== catcher.id);
+  fx.timers = fx.timers.filter((t) => t.stepId !== catcher.id);
+  moves.event({ kind: 'step:completed', stepId: catcher.id, data: { trigger: catcher.wait?.trigger, firing, ...data } });
+  if (!moves.rearm(catcher, firing)) moves.setStep(catcher.id, 'completed');
+  if (started > 0 && firingOpen(plan, owner, state)) {
+    save(owner.id, { pass: started, pending: pending + 1 }, state, fx);
+    const kind = owner.eventSubProcess ? 'eventSubProcess:queued' : 'boundary:queued';
+    moves.event({ kind, stepId: owner.id, data: { firing, runningFiring: started } });
     return;
   }
-  startFiring(plan, boundary, started + 1, pending, state, fx, moves);
+  startFiring(plan, owner, started + 1, pending, state, fx, moves);
 }
 
-/** The path of a firing may have ended: a firing that waited for it starts now, unless the boundary was canceled. */
-export function settleFirings(plan: Plan, boundary: PlanStep, state: InstanceState, fx: Effects, moves: FiringMoves): void {
-  const progress = firingsOf(state, boundary.id);
-  if (!progress?.pending || state.steps[boundary.id] === 'canceled' || pathOpen(plan, boundary, state)) return;
-  startFiring(plan, boundary, progress.pass + 1, progress.pending - 1, state, fx, moves);
+/**
+ * The path of a firing may have ended: a firing that waited for it starts now, unless the boundary
+ * was canceled (or the event subprocess, or its start event, with an interrupted scope).
+ */
+export function settleFirings(plan: Plan, owner: PlanStep, state: InstanceState, fx: Effects, moves: FiringMoves): void {
+  const progress = firingsOf(state, owner.id);
+  if (!progress?.pending || state.steps[owner.id] === 'canceled' || firingOpen(plan, owner, state)) return;
+  if (owner.eventSubProcess && state.steps[owner.eventSubProcess.start] === 'canceled') return;
+  startFiring(plan, owner, progress.pass + 1, progress.pending - 1, state, fx, moves);
 }
 
 /** The host ended: a boundary that fired stops waiting (its path, and firings waiting for it, run on); one that never fired is skipped. */
@@ -70,22 +91,27 @@ export function endRepeating(boundary: PlanStep, state: InstanceState, fx: Effec
 
 function startFiring(
   plan: Plan,
-  boundary: PlanStep,
+  owner: PlanStep,
   pass: number,
   pending: number,
   state: InstanceState,
   fx: Effects,
   moves: FiringMoves,
 ): void {
-  if (pass > 1) resetPath(boundary, state, fx);
-  save(boundary.id, pending > 0 ? { pass, pending } : { pass }, state, fx);
-  moves.leave(boundary);
+  if (pass > 1) resetPath(owner, state, fx);
+  if (owner.eventSubProcess) {
+    moves.setStep(owner.id, 'active');
+    moves.event({ kind: 'step:activated', stepId: owner.id, data: { firing: pass } });
+  }
+  save(owner.id, pending > 0 ? { pass, pending } : { pass }, state, fx);
+  moves.leave(owner.eventSubProcess ? (indexPlan(plan).steps.get(owner.eventSubProcess.start) as PlanStep) : owner);
 }
 
-/** A firing's path is open while a step of it runs, waits in an incident, or has ended with outputs not yet resolved. */
-function pathOpen(plan: Plan, boundary: PlanStep, state: InstanceState): boolean {
+/** A firing is open while its event subprocess runs, or while a step of its boundary path runs, waits in an incident, or has ended with outputs not yet resolved. */
+function firingOpen(plan: Plan, owner: PlanStep, state: InstanceState): boolean {
+  if (owner.eventSubProcess) return state.steps[owner.id] === 'active' || state.steps[owner.id] === 'incident';
   const { steps } = indexPlan(plan);
-  return (boundary.boundary?.repeats?.steps ?? []).some((id) => {
+  return (owner.boundary?.repeats?.steps ?? []).some((id) => {
     const status = state.steps[id];
     if (status === 'active' || status === 'incident') return true;
     if (status !== 'completed' && status !== 'skipped') return false;
@@ -94,14 +120,17 @@ function pathOpen(plan: Plan, boundary: PlanStep, state: InstanceState): boolean
 }
 
 /** Fresh states for the path: what the firing before wrote is history only (its rows are removed, as a loop pass's are). */
-function resetPath(boundary: PlanStep, state: InstanceState, fx: Effects): void {
-  const steps = new Set(boundary.boundary?.repeats?.steps ?? []);
-  const flows = new Set(boundary.boundary?.repeats?.flows ?? []);
+function resetPath(owner: PlanStep, state: InstanceState, fx: Effects): void {
+  const steps = new Set(repeatsOf(owner)?.steps ?? []);
+  const flows = new Set(repeatsOf(owner)?.flows ?? []);
+  // The owner's count stays: an event subprocess's row is removed with its body and written again as it starts.
+  const kept = state.loops?.[owner.id];
   for (const id of steps) {
     delete state.steps[id];
     delete state.loops?.[id];
     delete fx.loops[id];
   }
+  if (kept !== undefined) (state.loops ??= {})[owner.id] = kept;
   for (const id of flows) delete state.flows[id];
   fx.steps = fx.steps.filter((x) => !steps.has(x.stepId));
   fx.flows = fx.flows.filter((x) => !flows.has(x.flowId));

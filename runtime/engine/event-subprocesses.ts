@@ -1,6 +1,7 @@
-// Interrupting event subprocesses (docs/ARCHITECTURE.md, "Event subprocesses"): armed while
-// their scope runs, their trigger cancels the scope's open work and runs their body, and they
-// stop waiting when the scope's own flow ends first. advance.ts evaluates the steps; this module
+// Event subprocesses (docs/ARCHITECTURE.md, "Event subprocesses"): armed while their scope runs,
+// an interrupting one's trigger cancels the scope's open work and runs its body, and they stop
+// waiting when the scope's own flow ends first. Non-interrupting ones fire as repeating
+// boundaries do (boundary-firings.ts). advance.ts evaluates the steps; this module
 // decides about event subprocesses and calls back into it (ScopeMoves), as loop-passes.ts does.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import type { InstanceState, NewEvent } from '../model/effects.ts';
@@ -45,9 +46,10 @@ export function armEventSubProcesses(plan: Plan, scope: string | undefined, move
 export function fireEventSubProcess(plan: Plan, start: PlanStep, moves: ScopeMoves, data?: Record<string, unknown>): void {
   const eventSub = stepById(plan, start.scope as string);
   const scope = eventSub.scope;
+  // Everything else in the scope ends, non-interrupting event subprocesses that run included.
   for (const step of plan.steps) {
     if (step === eventSub || step === start || isInsideScope(plan, step.id, eventSub.id)) continue;
-    if (step.kind === 'eventSubProcess' || (scope !== undefined && !isInsideScope(plan, step.id, scope))) continue;
+    if (scope !== undefined && !isInsideScope(plan, step.id, scope)) continue;
     moves.cancel(step, eventSub.id);
   }
   for (const other of eventStartsOf(plan, scope)) if (other !== start.id) moves.cancel(stepById(plan, other), eventSub.id);

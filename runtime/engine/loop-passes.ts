@@ -16,8 +16,8 @@ export interface PassMoves {
   propagate(queue: string[], touched: Set<string>): void;
   setStep(stepId: string, status: StepStatus): void;
   event(event: NewEvent): void;
-  /** a repeating boundary's path may have ended: a firing waiting for it starts (boundary-firings.ts) */
-  nextFiring(boundary: PlanStep): void;
+  /** a repeating boundary's path (a non-interrupting event subprocess's body) may have ended: a firing waiting for it starts (boundary-firings.ts) */
+  nextFiring(owner: PlanStep): void;
   /** a loop marker's decision after a pass: another pass, the end, or undefined (an incident waits) */
   repeats(loop: PlanStep): boolean | undefined;
 }
@@ -77,7 +77,7 @@ export function settleLoops(plan: Plan, touched: Set<string>, state: InstanceSta
     const loopId = [...touched].sort((a, b) => depth(b) - depth(a))[0] as string;
     touched.delete(loopId);
     const loop = stepById(plan, loopId);
-    if (loop.boundary?.repeats) {
+    if (loop.boundary?.repeats || loop.eventSubProcess?.repeats) {
       moves.nextFiring(loop);
       continue;
     }

@@ -1,9 +1,9 @@
 // Event subprocesses against a real PostgreSQL, through the HTTP API: armed while their scope
 // runs, their trigger (timer, message, error) interrupts that scope in one transition (its open
 // task's late complete answers 409) and runs their body; when the scope ends first, they stop
-// waiting; non-interrupting ones are refused at deploy with the element id.
+// waiting; a non-interrupting one runs its body once per firing, beside the main flow.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { complete, deploy, fetchOne, instanceOf, start, waitForStatus } from '../../support/flows.ts';
+import { complete, deploy, fetchOne, fetchTasks, instanceOf, start, waitForStatus } from '../../support/flows.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
@@ -119,15 +119,69 @@ describe('event subprocesses', () => {
     await waitForStatus(t.api, id, 'completed');
   });
 
-  it('given a non-interrupting event subprocess, then deploy answers 400 naming its start event', async () => {
-    const res = await t.api.post('/api/definitions', {
-      xml: process('esp_nonint', eventSub('watch', timer('PT1M'), 'esp_nonint-watch', false)),
-    });
-    expect(res.status).toBe(400);
-    expect(res.body.details).toEqual([
-      expect.objectContaining({ elementId: 'watch_start', message: expect.stringContaining('non-interrupting') }),
+  it('given a non-interrupting message event subprocess, when the message comes twice while the main flow waits, then its body runs twice, one after the other, and the instance ends after both', async () => {
+    const message = '<bpmn:messageEventDefinition messageRef="Ping" />';
+    await deploy(
+      t.api,
+      process('esp_nonint', eventSub('watch', message, 'esp_nonint-watch', false), '<bpmn:message id="Ping" name="esp-ping" />'),
+    );
+    const id = await start(t.api, 'esp_nonint', { businessKey: 'esp-1' });
+    const work = await fetchOne(t.api, 'w', 'esp_nonint-work');
+    for (let i = 0; i < 2; i++) {
+      const res = await t.api.post('/api/messages', { name: 'esp-ping', correlationKey: 'esp-1' });
+      expect(res.body, `message ${i + 1}`).toMatchObject({ status: 'matched', instanceId: id });
+    }
+    const first = await fetchOne(t.api, 'w', 'esp_nonint-watch');
+    expect(await fetchTasks(t.api, 'w', ['esp_nonint-watch'])).toEqual([]);
+    // The main flow goes on beside it; its end does not end the instance while a body runs.
+    expect((await complete(t.api, work, 'w')).status).toBe(204);
+    expect((await complete(t.api, first, 'w')).status).toBe(204);
+    const second = await fetchOne(t.api, 'w', 'esp_nonint-watch');
+    expect((await instanceOf(t.api, id)).status).toBe('running');
+    expect((await complete(t.api, second, 'w')).status).toBe(204);
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect([statusOf(done, 'work'), statusOf(done, 'end'), statusOf(done, 'watch'), statusOf(done, 'watch_start')]).toEqual([
+      'completed',
+      'completed',
+      'completed',
+      'skipped',
     ]);
-    expect((await instanceOf(t.api, await start(t.api, 'esp_quiet'))).status).toBe('running');
+    const history = (await t.api.get(`/api/instances/${id}/history`)).body.items as {
+      kind: string;
+      stepId?: string;
+      data: any;
+    }[];
+    expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'watch_task').map((e) => e.data.scopePath)).toEqual([
+      '/watch#1',
+      '/watch#2',
+    ]);
+    expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'watch')).toHaveLength(2);
+  });
+
+  it('given a non-interrupting event subprocess whose body runs, when an interrupting one fires, then both the main flow and the running body are canceled', async () => {
+    const message = '<bpmn:messageEventDefinition messageRef="Ping2" />';
+    await deploy(
+      t.api,
+      process(
+        'esp_both',
+        eventSub('watch', message, 'esp_both-watch', false) + eventSub('late', timer('PT1S'), 'esp_both-late'),
+        '<bpmn:message id="Ping2" name="esp-ping2" />',
+      ),
+    );
+    const id = await start(t.api, 'esp_both', { businessKey: 'esp-2' });
+    const work = await fetchOne(t.api, 'w', 'esp_both-work');
+    expect((await t.api.post('/api/messages', { name: 'esp-ping2', correlationKey: 'esp-2' })).body.status).toBe('matched');
+    const watching = await fetchOne(t.api, 'w', 'esp_both-watch');
+    const late = await fetchOne(t.api, 'w', 'esp_both-late');
+    expect((await complete(t.api, work, 'w')).status).toBe(409);
+    expect((await complete(t.api, watching, 'w')).status).toBe(409);
+    expect((await complete(t.api, late, 'w')).status).toBe(204);
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect([statusOf(done, 'watch'), statusOf(done, 'watch_task'), statusOf(done, 'watch_start')]).toEqual([
+      'canceled',
+      'canceled',
+      'canceled',
+    ]);
   });
 
   it('given an operator replay of an instance whose event subprocess waits, then the replayed generation waits for it again', async () => {

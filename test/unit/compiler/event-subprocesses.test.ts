@@ -30,13 +30,28 @@ describe('event subprocesses: compiled', () => {
   });
 });
 
+describe('event subprocesses: non-interrupting', () => {
+  it('a non-interrupting event subprocess runs its body once per firing: it and its inner steps but the start event are reset, the inner steps are its pass', async () => {
+    const { plan } = await compilePlan(
+      withEventSub(body(`<bpmn:startEvent id="ESP_start" isInterrupting="false">${timer}</bpmn:startEvent>`)),
+    );
+    expect(plan.steps.find((s) => s.id === 'ESP')?.eventSubProcess).toEqual({
+      start: 'ESP_start',
+      interrupting: false,
+      repeats: { steps: ['ESP', 'ESP_end'], flows: ['ESP_f'] },
+    });
+    expect(plan.steps.find((s) => s.id === 'ESP_end')?.inLoop).toBe('ESP');
+    expect(plan.steps.find((s) => s.id === 'ESP_start')?.inLoop).toBeUndefined();
+  });
+});
+
 describe('event subprocesses: refused with the element id', () => {
   it.each([
     [
-      'non-interrupting',
-      body(`<bpmn:startEvent id="ESP_start" isInterrupting="false">${timer}</bpmn:startEvent>`),
+      'a non-interrupting error start',
+      body('<bpmn:startEvent id="ESP_start" isInterrupting="false"><bpmn:errorEventDefinition /></bpmn:startEvent>'),
       'ESP_start',
-      'non-interrupting',
+      'an error always ends the scope',
     ],
     [
       'a none start',
