@@ -173,7 +173,7 @@ export class BatonInstanceView extends LightElement {
     </li>`;
   }
 
-  /** The innermost loop of a scope path and its pass, e.g. "loop at Review, pass 2". */
+  /** The innermost scope of a scope path and its pass or firing, e.g. "loop at Review, pass 2" or "Reminder, firing 3". */
   private scopeTitle(scopePath: string): TemplateResult {
     const inner = scopePath.split('/').filter(Boolean).at(-1) ?? '';
     const loopId = inner.split('#')[0] ?? inner;
@@ -302,5 +302,9 @@ function passOf(scopePath: string): string {
     .split('/')
     .filter(Boolean)
     .map((part) => part.split('#'));
-  return passes.map(([loop, pass], i) => (i === passes.length - 1 ? `pass ${pass}` : `pass ${pass} of ${loop}`)).join(', ');
+  // A loop's steps are `loop:<head>`; any other scope is a repeating boundary or a non-interrupting event subprocess, which fires.
+  const unit = (scope = '') => (scope.startsWith('loop:') ? 'pass' : 'firing');
+  return passes
+    .map(([scope, n], i) => (i === passes.length - 1 ? `${unit(scope)} ${n}` : `${unit(scope)} ${n} of ${scope}`))
+    .join(', ');
 }

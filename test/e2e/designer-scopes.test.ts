@@ -1,10 +1,11 @@
 // Scopes in the instance view: a loop's pass shows on the step every pass starts at and the
-// history groups each pass's events under it; a call activity lists the instance it
-// started, which links back to its parent.
+// history groups each pass's events under it; a repeating boundary shows how often it fired and
+// groups each firing's events; a call activity lists the instance it started, which links back
+// to its parent.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callBpmn, singleTaskBpmn } from '../support/bpmn.ts';
+import { buildBpmn, callBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { complete, deploy, fetchOne, start, waitForStatus } from '../support/flows.ts';
 import { openDesigner, type BrowserHarness } from './support/browser.ts';
 
@@ -49,6 +50,44 @@ describe('a loop in the instance view', () => {
     await h.page
       .locator('.djs-overlays[data-container-id="Task_Review"] .baton-step-badge-loop', { hasText: '2 passes' })
       .waitFor();
+    expect(h.consoleErrors).toEqual([]);
+  });
+});
+
+describe('a repeating boundary in the instance view', () => {
+  it('given a non-interrupting message boundary that fired twice, then it shows its firings and the history groups each firing', async () => {
+    const key = 'e2e_repeat';
+    await deploy(
+      h.t.api,
+      buildBpmn(
+        key,
+        [
+          { id: 'start', type: 'startEvent' },
+          { id: 'work', type: 'serviceTask', topic: `${key}-work` },
+          { id: 'ping', type: 'boundaryEvent', attachedTo: 'work', interrupting: false, message: 'e2e-ping' },
+          { id: 'notify', type: 'serviceTask', topic: `${key}-notify` },
+          { id: 'end', type: 'endEvent' },
+          { id: 'notified', type: 'endEvent' },
+        ],
+        [
+          { from: 'start', to: 'work' },
+          { from: 'work', to: 'end' },
+          { from: 'ping', to: 'notify' },
+          { from: 'notify', to: 'notified' },
+        ],
+      ),
+    );
+    const id = await start(h.t.api, key, { businessKey: 'e2e-r1' });
+    await fetchOne(h.t.api, 'repeat-e2e', `${key}-work`);
+    for (let i = 0; i < 2; i++) {
+      expect((await h.t.api.post('/api/messages', { name: 'e2e-ping', correlationKey: 'e2e-r1' })).body.status).toBe('matched');
+      expect((await complete(h.t.api, await fetchOne(h.t.api, 'repeat-e2e', `${key}-notify`), 'repeat-e2e')).status).toBe(204);
+    }
+    await h.page.goto(`${h.t.url}/#/instances/${id}`);
+    await h.page.locator('.djs-overlays[data-container-id="ping"] .baton-step-badge-loop', { hasText: 'fired 2×' }).waitFor();
+    const second = h.page.locator('.timeline .scope-group[data-scope-path="/ping#2"]');
+    await expect(second.locator('summary').first().textContent()).resolves.toContain('firing 2');
+    await expect(second.locator('li', { hasText: 'notify' }).count()).resolves.toBeGreaterThan(0);
     expect(h.consoleErrors).toEqual([]);
   });
 });

@@ -66,6 +66,11 @@ export default class StepStatusMarkers {
       const text = loop.status === 'active' ? `pass ${loop.pass}` : `${loop.pass} ${loop.pass === 1 ? 'pass' : 'passes'}`;
       this.addBadge(head, text, 'loop', { top: -12, right: 12 });
     }
+    // A repeating boundary or a non-interrupting event subprocess counts its firings on its own row.
+    for (const fired of steps) {
+      if (fired.stepId.startsWith(LOOP_PREFIX) || !fired.pass || !this.elementRegistry.get(fired.stepId)) continue;
+      this.addBadge(fired.stepId, `fired ${fired.pass}×`, 'loop', { top: -12, right: 12 });
+    }
   }
 
   private addBadge(id: string, label: string, status: string, position: object = { bottom: 4, left: -6 }): void {
