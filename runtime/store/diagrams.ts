@@ -63,7 +63,7 @@ export interface HeatmapSample {
 /**
  * The heatmap of a definition key (optionally one version): per-step and per-instance
  * status counts over its `limit` newest instances, read through instances_definition_idx
- * (migration 0019). Counting every instance ever started would grow with history, and the
+ * (migration 0019), or for one version through instances_version_idx (migration 0035). Counting every instance ever started would grow with history, and the
  * designer asks again every 2 s while a definition is open. Run it with the pool's
  * settings (db.ts), not withPlannerDefaults: with three million steps and a limit of 10,000,
  * the defaults read every step (a hash join, 780 ms) rather than those of the instances
@@ -77,9 +77,13 @@ export async function sampleHeatmap(
 ): Promise<HeatmapSample> {
   const { rows } = await db.query<HeatmapSample>(
     `with recent as materialized (
-       select id, status, created_at from instances
-        where definition_key = $1 and ($2::int is null or definition_version = $2)
-        order by created_at desc, id desc limit $3),
+      (select id, status, created_at from instances
+        where definition_key = $1 and $2::int is null
+        order by created_at desc, id desc limit $3)
+       union all
+      (select id, status, created_at from instances
+        where definition_id = (select d.id from definitions d where d.key = $1 and d.version = $2::int)
+        order by created_at desc, id desc limit $3)),
      step_counts as (
        select c.step_id, jsonb_object_agg(c.status, c.count) as counts
          from (select s.step_id, s.status, count(*)::int as count from recent r join steps s on s.instance_id = r.id group by 1, 2) c

@@ -107,6 +107,10 @@ function instanceFilterClauses(f: InstanceFilter, param: (value: unknown) => str
     f.status !== undefined && `status = ${param(f.status)}`,
     f.definitionKey !== undefined && `definition_key = ${param(f.definitionKey)}`,
     f.version !== undefined && `definition_version = ${param(f.version)}`,
+    // With the key, the version names one definition: its instances are read through instances_version_idx.
+    f.version !== undefined &&
+      f.definitionKey !== undefined &&
+      `definition_id = (select d.id from definitions d where d.key = ${param(f.definitionKey)} and d.version = ${param(f.version)})`,
     f.businessKey !== undefined && `business_key = ${param(f.businessKey)}`,
     f.startedAfter !== undefined && `created_at > ${param(f.startedAfter)}::timestamptz`,
     f.startedBefore !== undefined && `created_at < ${param(f.startedBefore)}::timestamptz`,

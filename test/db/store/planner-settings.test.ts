@@ -141,9 +141,12 @@ describe('planner settings of the pool', () => {
       const c = await db.pool.connect();
       try {
         await c.query('set session_replication_role = replica');
+        // One definition row for them: a version's heatmap finds its instances by definition id.
+        await c.query(`insert into definitions (id, key, version, fingerprint, xml_sha256, xml, plan)
+                       values ('00000000-0000-4000-8000-00000000a001', 'listed', 1, 'f', 's', '<x/>', '{}')`);
         await c.query(
           `insert into instances (id, definition_id, definition_key, definition_version, business_key, status, revision, created_at, ended_at)
-                       select gen_random_uuid(), gen_random_uuid(), 'listed', 1, 'bk-' || n, case when n <= $1 then 'running' else 'completed' end, 1,
+                       select gen_random_uuid(), '00000000-0000-4000-8000-00000000a001', 'listed', 1, 'bk-' || n, case when n <= $1 then 'running' else 'completed' end, 1,
                               now() - n * interval '1 second', case when n > $1 then now() - n * interval '1 second' end
                          from generate_series(1, $2::int) n`,
           [RUNNING, RUNNING + ENDED],
@@ -329,7 +332,7 @@ describe('planner settings of the pool', () => {
       ]);
     });
 
-    it('then the heatmap counts the newest instances of the key, found by index, and reads only their steps', async () => {
+    it('then the heatmap counts the newest instances of the key or of one version, found by index, and reads only their steps', async () => {
       const c = await db.pool.connect(); // the pool's settings, as the route runs it
       try {
         await c.query(`insert into steps (instance_id, step_id, generation, status)
@@ -349,9 +352,12 @@ describe('planner settings of the pool', () => {
         );
         expect(newest.since).toEqual(tenth!.created_at);
         expect(await sampleHeatmap(c, 'listed', 2, 10)).toEqual({ size: 0, instances: {}, elements: {}, since: null });
+        // The key's heatmap walks the key's index; a version's, the index that leads with its definition.
+        expect(await sampleHeatmap(c, 'listed', undefined, 10)).toEqual(newest);
         const plan = await explainUnnamed(c, 'heatmap', `'listed', 1, 10000`, (q) => sampleHeatmap(q, 'listed', 1, 10));
         expect(scans(plan, 'instances')).toEqual([
           expect.stringMatching(/^Index Scan on instances_definition_idx \(definition_key = /),
+          expect.stringMatching(/^Index Scan on instances_version_idx \(definition_id = /),
         ]);
         expect(scans(plan, 'steps')).toEqual([expect.stringMatching(/^Index Scan on steps_pkey \(instance_id = /)]);
       } finally {
