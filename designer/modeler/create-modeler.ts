@@ -27,6 +27,7 @@ import lintModule from './lint/index.ts';
 import batonPropertiesModule from './properties/index.ts';
 import statusModule from './status/index.ts';
 import templatesModule from './templates/index.ts';
+import runnableModule from './runnable/index.ts';
 
 // The dialect's attributes (camunda:topic, zeebe:taskDefinition) and ours (baton:retries) are
 // known to the model, so they survive import/export and the panel edits them. One modeler
@@ -62,6 +63,7 @@ export function createModeler(container: HTMLElement, options: ModelerOptions): 
       // The workers' element templates: the panel's Template group, its chooser, the replace menu.
       elementTemplateChooserModule,
       templatesModule,
+      runnableModule,
       batonPropertiesModule,
       // Walks the diagram before deploying: tokens, gateway choices, events fired by hand.
       tokenSimulationModule,
