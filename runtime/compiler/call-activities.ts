@@ -12,8 +12,6 @@ import type { CallSpec, Diagnostic, IoMapping } from './plan.ts';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
-/** Baton deploys one process at a time, so "the version deployed with the caller" names nothing. */
-const DEPLOYMENT = 'Baton deploys one process at a time, so there is no deployment to bind to;';
 
 /** The one business-key expression Camunda 7 examples pass: the parent's own key. */
 const PARENT_BUSINESS_KEY = /^[$#]\{\s*execution\.processBusinessKey\s*\}$/;
@@ -89,14 +87,14 @@ function readCamunda(element: CallActivityElement, values: ExtensionValue[], pro
     }
   } else if (binding === 'versionTag') {
     versionTag = readVersionTag(element.calledElementVersionTag, 'camunda:calledElementVersionTag', problems);
-  } else if (binding !== 'latest') {
+  } else if (binding !== 'latest' && binding !== 'deployment') {
     problems.push(
-      `camunda:calledElementBinding "${binding}" is not supported: ${DEPLOYMENT} use latest (the newest version), version with camunda:calledElementVersion, or versionTag with camunda:calledElementVersionTag`,
+      `camunda:calledElementBinding "${binding}" is not supported: use latest (the newest version), deployment (the version deployed with the caller), version with camunda:calledElementVersion, or versionTag with camunda:calledElementVersionTag`,
     );
   }
   const spec: CallSpec = {
     process: process ?? { key: '?' },
-    binding: binding === 'version' || binding === 'versionTag' ? binding : 'latest',
+    binding: binding === 'version' || binding === 'versionTag' || binding === 'deployment' ? binding : 'latest',
     ...(version !== undefined ? { version } : {}),
     ...(versionTag !== undefined ? { versionTag } : {}),
     inAll: false,
@@ -157,13 +155,13 @@ function readZeebe(called: ExtensionValue, values: ExtensionValue[], problems: s
   const binding = called.bindingType ?? 'latest';
   const versionTag =
     binding === 'versionTag' ? readVersionTag(called.versionTag, 'zeebe:calledElement versionTag', problems) : undefined;
-  if (binding !== 'latest' && binding !== 'versionTag')
+  if (binding !== 'latest' && binding !== 'versionTag' && binding !== 'deployment')
     problems.push(
-      `bindingType "${binding}" is not supported: ${DEPLOYMENT} use latest (the newest version) or versionTag with versionTag`,
+      `bindingType "${binding}" is not supported: use latest (the newest version), deployment (the version deployed with the caller) or versionTag with versionTag`,
     );
   const spec: CallSpec = {
     process: process ?? { key: '?' },
-    binding: versionTag !== undefined ? 'versionTag' : 'latest',
+    binding: versionTag !== undefined ? 'versionTag' : binding === 'deployment' ? 'deployment' : 'latest',
     ...(versionTag !== undefined ? { versionTag } : {}),
     inAll: called.propagateAllParentVariables !== 'false',
     inputs: [],

@@ -8,7 +8,7 @@ import { readEventSpecs } from './events.ts';
 import { allArtifacts, extractGraph } from './extract.ts';
 import { fingerprintPlan } from './fingerprint.ts';
 import { parseBpmn } from './parse.ts';
-import { BPMN_NAMESPACE, type BpmnElement } from './model.ts';
+import { BPMN_NAMESPACE, type BpmnElement, type BpmnProcess } from './model.ts';
 import type { CompileOptions, CompileResult, Diagnostic, JavaTaskTopic } from './plan.ts';
 import { selectProcess } from './select.ts';
 import { checkSoundness } from './soundness.ts';
@@ -45,6 +45,25 @@ export async function compileBpmn(xml: string, options: CompileOptions = {}): Pr
     const message = cause instanceof Error ? cause.message : String(cause);
     return failWith(`The compiler failed on this file (${message}): please report it with the file attached`);
   }
+}
+
+/**
+ * Every executable process of the file, each compiled on its own (a Camunda deployment deploys
+ * them all): one result for a file with at most one, so its diagnostics are compileBpmn's.
+ */
+export async function compileEveryProcess(
+  xml: string,
+  options: Omit<CompileOptions, 'processId'> = {},
+): Promise<CompileResult[]> {
+  const parsed = typeof xml === 'string' ? await parseBpmn(xml) : undefined;
+  const ids = parsed?.ok
+    ? (parsed.document.definitions.rootElements ?? [])
+        .filter((e): e is BpmnProcess => e.$type === 'bpmn:Process')
+        .filter((p) => (p.flowElements ?? []).length > 0 && p.isExecutable !== false && p.id !== undefined)
+        .map((p) => p.id as string)
+    : [];
+  if (ids.length < 2) return [await compileBpmn(xml, options)];
+  return Promise.all(ids.map((processId) => compileBpmn(xml, { ...options, processId })));
 }
 
 async function compileDocument(xml: string, options: CompileOptions): Promise<CompileResult> {

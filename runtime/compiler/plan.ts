@@ -182,9 +182,10 @@ export interface CallSpec {
   process: { key: string } | { feel: string; source: string };
   /**
    * latest: the newest version when the step starts; version: exactly `version`; versionTag: the
-   * newest version whose process carries `versionTag`
+   * newest version whose process carries `versionTag`; deployment: the version deployed in the
+   * same deployment as the calling definition
    */
-  binding: 'latest' | 'version' | 'versionTag';
+  binding: 'latest' | 'version' | 'versionTag' | 'deployment';
   version?: number;
   versionTag?: string;
   /** the child starts with every variable the parent sees */

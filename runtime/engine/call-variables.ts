@@ -10,9 +10,10 @@ import { evaluateValue } from './loops.ts';
 export type CallStart = { ok: true; key: string; variables: Variables } | MappingFailure;
 
 /** Which version of the called process a call starts: the one it pins, or (empty) the newest. */
-export function pinOf(call: CallSpec): { version?: number; versionTag?: string } {
+export function pinOf(call: CallSpec): { version?: number; versionTag?: string; sameDeployment?: boolean } {
   if (call.binding === 'version' && call.version !== undefined) return { version: call.version };
   if (call.binding === 'versionTag' && call.versionTag !== undefined) return { versionTag: call.versionTag };
+  if (call.binding === 'deployment') return { sameDeployment: true };
   return {};
 }
 

@@ -1,11 +1,13 @@
 // Deploy: compile BPMN, then store it as the next version unless this exact XML is deployed.
 import { createHash } from 'node:crypto';
 import { compileBpmn } from '../compiler/index.ts';
-import type { CompileOptions, Diagnostic, JavaTaskTopic } from '../compiler/plan.ts';
+import type { CompileOptions, CompileResult, Diagnostic, JavaTaskTopic } from '../compiler/plan.ts';
+import type { PoolClient } from 'pg';
 import type { Engine } from './context.ts';
 import { withTransaction } from '../store/db.ts';
 import { insertDefinition, type DefinitionRow } from '../store/definitions.ts';
 import { replaceStartTimers } from '../store/start-timers.ts';
+import { insertDeployment } from '../store/deployments.ts';
 import { refuseTakenMessageStarts } from './event-starts.ts';
 import { startTimersOf } from './start-timers.ts';
 import { BatonError } from '../shared/errors.ts';
@@ -25,7 +27,28 @@ export async function deployDefinition(
   processId?: string,
   options: Omit<CompileOptions, 'processId'> = {},
 ): Promise<DeployResult> {
-  const compiled = await compileBpmn(xml, { ...options, ...(processId ? { processId } : {}) });
+  const compiled = refuseUncompiled(await compileBpmn(xml, { ...options, ...(processId ? { processId } : {}) }));
+  const resourceName = `${compiled.plan.processKey}.bpmn`;
+  const { created, definition } = await withTransaction(engine.pool, (tx) =>
+    storeDefinition(tx, compiled, xml, {
+      resourceName,
+      // A deploy of XML that is already deployed makes no deployment either.
+      deploymentId: async () =>
+        (
+          await insertDeployment(tx, { name: compiled.plan.processKey, source: null }, [
+            { name: resourceName, content: Buffer.from(xml) },
+          ])
+        ).id,
+    }),
+  );
+  noteDeployed(engine, definition, created);
+  return { created, definition, warnings: compiled.warnings, ...(compiled.javaTasks ? { javaTasks: compiled.javaTasks } : {}) };
+}
+
+export type Compiled = Extract<CompileResult, { ok: true }>;
+
+/** A compiled plan, or the deploy's 400 naming every element the compiler refused. */
+export function refuseUncompiled(compiled: CompileResult): Compiled {
   if (!compiled.ok) {
     const details = compiled.diagnostics.map((d) => ({ elementId: d.elementId, message: d.message, severity: d.severity }));
     throw new BatonError(
@@ -39,26 +62,40 @@ export async function deployDefinition(
     // A compiler bug, not bad input: refuse loudly rather than store a plan the engine cannot run.
     throw new Error(`Compiled plan of ${compiled.plan.processKey} breaks plan.schema.json: ${schemaErrors.join('; ')}`);
   }
-  const xmlSha256 = createHash('sha256').update(xml).digest('hex');
-  const { created, definition } = await withTransaction(engine.pool, async (tx) => {
-    await refuseTakenMessageStarts(tx, compiled.plan);
-    const inserted = await insertDefinition(tx, {
-      key: compiled.plan.processKey,
-      fingerprint: compiled.fingerprint,
-      xmlSha256,
-      xml,
-      plan: compiled.plan,
-    });
-    // The new version's timer start events replace the old version's schedule.
-    if (inserted.created)
-      await replaceStartTimers(tx, inserted.definition.id, inserted.definition.key, startTimersOf(compiled.plan));
-    return inserted;
+  return compiled;
+}
+
+/**
+ * Stores one compiled process in the caller's transaction as the next version of its key
+ * (or finds this exact XML deployed, unless `always`), and schedules its timer start events.
+ */
+export async function storeDefinition(
+  tx: PoolClient,
+  compiled: Compiled,
+  xml: string,
+  at: { deploymentId: string | (() => Promise<string>); resourceName: string; always?: boolean },
+): Promise<{ created: boolean; definition: DefinitionRow }> {
+  await refuseTakenMessageStarts(tx, compiled.plan);
+  const inserted = await insertDefinition(tx, {
+    key: compiled.plan.processKey,
+    fingerprint: compiled.fingerprint,
+    xmlSha256: createHash('sha256').update(xml).digest('hex'),
+    xml,
+    plan: compiled.plan,
+    ...at,
   });
+  // The new version's timer start events replace the old version's schedule.
+  if (inserted.created)
+    await replaceStartTimers(tx, inserted.definition.id, inserted.definition.key, startTimersOf(compiled.plan));
+  return inserted;
+}
+
+/** After the commit: the plan is cached, and a new version is logged. */
+export function noteDeployed(engine: Engine, definition: DefinitionRow, created: boolean): void {
   engine.plans.set(definition.id, definition.plan);
   if (created)
     engine.log.info(
       { definitionKey: definition.key, version: definition.version, fingerprint: definition.fingerprint },
       'definition:deployed',
     );
-  return { created, definition, warnings: compiled.warnings, ...(compiled.javaTasks ? { javaTasks: compiled.javaTasks } : {}) };
 }

@@ -81,25 +81,31 @@ async function resolveCalls(tx: Queryable, instance: LockedInstance, fx: Effects
   const resolved: ResolvedCall[] = [];
   for (const call of [...fx.calls]) {
     if (!fx.calls.includes(call)) continue; // its step already stopped in an incident (another element's call)
-    const definition = await findDefinition(tx, call.key, call.version, call.versionTag);
+    const beside = call.sameDeployment ? instance.definition_id : undefined;
+    const definition = await findDefinition(tx, call.key, call.version, call.versionTag, beside);
     const plan = known ?? (await findDefinitionById(tx, instance.definition_id))!.plan;
     const wanted =
       call.version !== undefined
         ? `version ${call.version} of process ${call.key}`
         : call.versionTag !== undefined
           ? `process ${call.key} with version tag ${call.versionTag}`
-          : `process ${call.key}`;
+          : call.sameDeployment
+            ? `process ${call.key} from the deployment of ${instance.definition_key} version ${instance.definition_version}`
+            : `process ${call.key}`;
     if (!definition) {
       failCall(
         plan,
         call.stepId,
         instance.state,
         fx,
-        `Call activity ${call.stepId} calls ${wanted}, which is not deployed. Deploy it, then retry the incident.`,
+        call.sameDeployment
+          ? `Call activity ${call.stepId} calls ${wanted}, which that deployment does not hold. Deploy the caller and ${call.key} together (one deployment), then start the instance again.`
+          : `Call activity ${call.stepId} calls ${wanted}, which is not deployed. Deploy it, then retry the incident.`,
         {
           calledElement: call.key,
           ...(call.version !== undefined ? { version: call.version } : {}),
           ...(call.versionTag !== undefined ? { versionTag: call.versionTag } : {}),
+          ...(call.sameDeployment ? { binding: 'deployment' } : {}),
         },
       );
       continue;

@@ -90,6 +90,8 @@ export interface NewCall {
   key: string;
   version?: number;
   versionTag?: string;
+  /** the version deployed in the same deployment as the caller's definition */
+  sameDeployment?: boolean;
   /** the child's variables: what the call passes in */
   variables: Variables;
   /** the child gets the parent's business key */

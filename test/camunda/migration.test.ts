@@ -223,24 +223,28 @@ describe('incident annotations', () => {
 });
 
 describe('deployments', () => {
-  it('given two versions of a key, then each is a deployment with its BPMN as its one resource', async () => {
+  it('given two native deploys of a key, then each is a deployment named after the key with its BPMN as its one resource', async () => {
     await deploy(t.api, sequence('cm-dep', ['a']));
     await deploy(t.api, sequence('cm-dep', ['a', 'b']));
-    const [v1, v2] = await definitionIds('cm-dep');
+    const defs = await rest('GET', '/process-definition?key=cm-dep&sortBy=version&sortOrder=asc');
+    const [v1, v2] = defs.body.map((d: { deploymentId: string }) => d.deploymentId);
+    expect(defs.body.map((d: { resource: string }) => d.resource)).toEqual(['cm-dep.bpmn', 'cm-dep.bpmn']);
     const list = await rest('GET', '/deployment?name=cm-dep&sortBy=deploymentTime&sortOrder=asc');
     expect(list.status).toBe(200);
     expect(list.body.map((d: { id: string }) => d.id)).toEqual([v1, v2]);
     expect(list.body[0]).toMatchObject({ name: 'cm-dep', source: null, tenantId: null });
     expect((await rest('GET', '/deployment/count?nameLike=cm-de%25')).body).toEqual({ count: 2 });
+    expect((await rest('GET', '/deployment/count?nameLike=cm-de%25&withoutSource=true')).body).toEqual({ count: 2 });
     expect((await rest('GET', `/deployment/${v2}`)).body).toMatchObject({ id: v2, name: 'cm-dep' });
     const resources = await rest('GET', `/deployment/${v2}/resources`);
-    expect(resources.body).toEqual([{ id: v2, name: 'cm-dep.bpmn', deploymentId: v2 }]);
-    expect((await rest('GET', `/deployment/${v2}/resources/${v2}`)).body).toEqual(resources.body[0]);
-    const data = await rest('GET', `/deployment/${v2}/resources/${v2}/data`);
+    expect(resources.body).toEqual([{ id: expect.any(String), name: 'cm-dep.bpmn', deploymentId: v2 }]);
+    const resourceId = resources.body[0].id;
+    expect((await rest('GET', `/deployment/${v2}/resources/${resourceId}`)).body).toEqual(resources.body[0]);
+    const data = await rest('GET', `/deployment/${v2}/resources/${resourceId}/data`);
     expect(data.status).toBe(200);
     expect(String(data.body)).toContain('cm-dep-b');
-    expect((await rest('GET', `/deployment/${v1}/resources/${v2}`)).status).toBe(404);
+    expect((await rest('GET', `/deployment/${v1}/resources/${resourceId}`)).status).toBe(404);
     expect((await rest('GET', '/deployment/00000000-0000-4000-8000-000000000000')).status).toBe(404);
-    expect((await rest('GET', '/deployment?withoutSource=true')).status).toBe(400);
+    expect((await rest('GET', '/deployment?withSource=true')).status).toBe(400);
   });
 });

@@ -92,7 +92,7 @@ describe('process instances', () => {
       ['GET', '/process-instance?withIncident=maybe'],
       ['GET', '/process-instance?maxResults=-1'],
       ['POST', '/process-instance', [1]],
-      ['GET', '/process-definition?deploymentId=abc'],
+      ['GET', '/process-definition?categoryLike=abc'],
       ['GET', '/process-definition?version=two'],
       ['GET', '/process-definition?sortBy=category&sortOrder=asc'],
     ];

@@ -1,18 +1,20 @@
-// POST /engine-rest/deployment/create: every part other than the named fields is a
-// resource; .bpmn resources are compiled and deployed, others are ignored. Nothing is
-// deployed unless every BPMN resource compiles (400 ParseException naming element ids).
-// GET /deployment[...]: a Baton deploy makes one definition, so a listed deployment is a
-// definition (store/deployments.ts) with its XML as its one resource.
-import { randomUUID } from 'node:crypto';
+// POST /engine-rest/deployment/create: every part other than the named fields is a resource,
+// kept with the deployment; every executable process of every .bpmn resource becomes a new
+// version in it. Nothing is deployed unless every BPMN resource compiles (400 ParseException
+// naming element ids). GET lists deployments and serves their resources; DELETE removes one
+// (engine/deployments.ts).
 import { Router } from 'express';
-import { compileBpmn } from '../../compiler/index.ts';
+import { compileEveryProcess } from '../../compiler/index.ts';
 import type { Diagnostic } from '../../compiler/plan.ts';
 import type { Engine } from '../../engine/context.ts';
-import { deployDefinition } from '../../engine/definitions.ts';
+import { refuseUncompiled } from '../../engine/definitions.ts';
+import { deleteDeployment, deployUpload, type Upload } from '../../engine/deployments.ts';
 import type { DefinitionRow } from '../../store/definitions.ts';
+import { findDeployment, listResources, readResource, type ResourceRow } from '../../store/deployments.ts';
+import { isUuid } from '../../shared/uuid.ts';
+import { callerName } from './caller.ts';
 import { formatCamundaDate } from './dates.ts';
-import { CamundaError, invalidRequest, notFound, sendJson } from './errors.ts';
-import { findDefinitionById } from '../../store/definitions.ts';
+import { CamundaError, invalidRequest, notFound, sendJson, sendNoContent } from './errors.ts';
 import {
   countCamundaDeployments,
   DEPLOYMENT_SORT_SQL,
@@ -20,7 +22,7 @@ import {
   type CamundaDeploymentQuery,
   type CamundaDeploymentRow,
 } from '../store/deployments.ts';
-import { readDate, readPaging, readSorting, readText, refuseUnsupported, type Source } from './query-params.ts';
+import { readDate, readFlag, readPaging, readSorting, readText, refuseUnsupported, type Source } from './query-params.ts';
 import { readMultipart, type FormPart } from './multipart.ts';
 import { BPMN_ELEMENT_LIMIT, bpmnElementsRefusal, DEFAULT_LIMITS } from '../../security/limits.ts';
 
@@ -46,6 +48,12 @@ export function deploymentRouter(engine: Engine): Router {
     );
     const resources = parts.filter((p) => p.isFile || !NAMED_FIELDS.has(p.field));
     if (resources.length === 0) throw invalidRequest('No deployment resources contained in the form upload.');
+    if (fields.get('tenant-id')) throw invalidRequest('Baton has no tenants: deploy without tenant-id');
+    if (fields.get('deployment-activation-time'))
+      throw invalidRequest('Baton activates a deployment when it is made: deploy without deployment-activation-time');
+    const names = resources.map((r) => r.name);
+    const twice = names.find((n, i) => names.indexOf(n) !== i);
+    if (twice !== undefined) throw invalidRequest(`The deployment holds two resources named '${twice}': name each once`);
     const bpmn = resources.filter((r) => isBpmn(r.name));
     // The same limit as the native deploy (set by the security layer), before anything is compiled.
     const maxElements = (res.locals[BPMN_ELEMENT_LIMIT] as number | undefined) ?? DEFAULT_LIMITS.maxBpmnElements;
@@ -53,21 +61,20 @@ export function deploymentRouter(engine: Engine): Router {
       const tooMany = bpmnElementsRefusal(resource.content.toString('utf8'), maxElements, resource.name);
       if (tooMany) return sendJson(res, 413, tooMany);
     }
-    await checkAllCompile(bpmn);
-    const deploymentId = randomUUID();
-    const deployed: Record<string, ReturnType<typeof definitionView>> = {};
-    for (const resource of bpmn) {
-      const { definition } = await deployDefinition(engine, resource.content.toString('utf8'));
-      deployed[definition.id] = definitionView(definition, resource.name, deploymentId);
-    }
-    sendJson(res, 200, {
-      links: [],
-      id: deploymentId,
+    const changedOnly = readFormFlag(fields, 'deploy-changed-only');
+    const result = await deployUpload(engine, {
       name: fields.get('deployment-name') ?? null,
       source: fields.get('deployment-source') ?? null,
-      deploymentTime: formatCamundaDate(new Date()),
-      tenantId: null,
-      deployedProcessDefinitions: deployed,
+      resources: resources.map((r) => ({ name: r.name, content: r.content })),
+      processes: await compileAll(bpmn),
+      // deploy-changed-only filters duplicates too, resource by resource.
+      duplicateFiltering: readFormFlag(fields, 'enable-duplicate-filtering') || changedOnly,
+      changedOnly,
+    });
+    const own = result.definitions.filter((d) => d.deployment_id === result.deployment.id);
+    sendJson(res, 200, {
+      ...deploymentView(result.deployment),
+      deployedProcessDefinitions: own.length > 0 ? Object.fromEntries(own.map((d) => [d.id, definitionView(d)])) : null,
       deployedCaseDefinitions: null,
       deployedDecisionDefinitions: null,
       deployedDecisionRequirementsDefinitions: null,
@@ -83,32 +90,64 @@ export function deploymentRouter(engine: Engine): Router {
   router.get('/:id', async (req, res) => {
     sendJson(res, 200, deploymentView(await deploymentOf(engine, String(req.params.id))));
   });
+  router.delete('/:id', async (req, res) => {
+    refuseUnknown(req.query, ['cascade', 'skipCustomListeners', 'skipIoMappings']);
+    const id = String(req.params.id);
+    const cascade = readFlag(req.query, 'cascade', 'query');
+    // Baton runs no Java listeners and no mappings when it cancels: both skips hold either way.
+    readFlag(req.query, 'skipCustomListeners', 'query');
+    readFlag(req.query, 'skipIoMappings', 'query');
+    const by = callerName(res);
+    const result = isUuid(id)
+      ? await deleteDeployment(engine, id, { cascade, ...(by ? { by } : {}) })
+      : ({ ok: false, reason: 'not_found' } as const);
+    if (result.ok) return sendNoContent(res);
+    if (result.reason === 'not_found') throw notFound(`Deployment with id '${id}' does not exist`);
+    if (result.reason === 'called')
+      throw new CamundaError(
+        409,
+        'ProcessEngineException',
+        `Process instance ${result.instanceId} of this deployment was started by call activity ${result.parentStepId} of ${result.parentInstanceId}, which belongs to another deployment: delete or cancel that instance first`,
+      );
+    throw new CamundaError(
+      409,
+      'ProcessEngineException',
+      `Deletion of process definition without cascading failed: the deployment's definitions have ${result.total} instance(s), ${result.running} running. Delete with cascade=true to cancel and delete them with their history.`,
+    );
+  });
   router.get('/:id/resources', async (req, res) => {
-    sendJson(res, 200, [resourceView(await deploymentOf(engine, String(req.params.id)))]);
+    const d = await deploymentOf(engine, String(req.params.id));
+    sendJson(res, 200, (await listResources(engine.pool, d.id)).map(resourceView));
   });
   router.get('/:id/resources/:resourceId', async (req, res) => {
-    sendJson(res, 200, resourceView(await resourceOf(engine, String(req.params.id), String(req.params.resourceId))));
+    const r = await resourceOf(engine, String(req.params.id), String(req.params.resourceId));
+    sendJson(res, 200, resourceView(r));
   });
   router.get('/:id/resources/:resourceId/data', async (req, res) => {
-    const d = await resourceOf(engine, String(req.params.id), String(req.params.resourceId));
-    const xml = (await findDefinitionById(engine.pool, d.id))?.xml ?? '';
+    const r = await resourceOf(engine, String(req.params.id), String(req.params.resourceId));
     res.status(200);
     res.setHeader('Content-Type', 'application/octet-stream');
-    res.setHeader('Content-Disposition', `attachment; filename="${d.key.replace(/["\\\r\n]/g, '_')}.bpmn"`);
-    res.end(Buffer.from(xml, 'utf8'));
+    res.setHeader('Content-Disposition', `attachment; filename="${r.name.replace(/["\\\r\n]/g, '_')}"`);
+    res.end(r.content);
   });
 
   return router;
 }
 
-const DEPLOYMENT_UNSUPPORTED = [
-  'source',
-  'withoutSource',
-  'withSource',
-  'tenantIdIn',
-  'withoutTenantId',
-  'includeDeploymentsWithoutTenantId',
-];
+function readFormFlag(fields: Map<string, string>, name: string): boolean {
+  const v = fields.get(name);
+  if (v === undefined || v === '' || v === 'false') return false;
+  if (v === 'true') return true;
+  throw invalidRequest(`Form field ${name} must be true or false`);
+}
+
+function refuseUnknown(query: Source, known: string[]): void {
+  const unknown = Object.keys(query).filter((k) => !known.includes(k));
+  if (unknown.length > 0)
+    throw invalidRequest(`Unknown query parameter(s) ${unknown.join(', ')}: this route takes ${known.join(', ')}`);
+}
+
+const DEPLOYMENT_UNSUPPORTED = ['withSource', 'tenantIdIn', 'withoutTenantId', 'includeDeploymentsWithoutTenantId'];
 
 function readDeploymentQuery(query: Source, paged = true): CamundaDeploymentQuery {
   refuseUnsupported(query, DEPLOYMENT_UNSUPPORTED, 'deployment');
@@ -116,10 +155,11 @@ function readDeploymentQuery(query: Source, paged = true): CamundaDeploymentQuer
     sorting: paged ? readSorting(query, 'query', DEPLOYMENT_SORT_SQL, 'deployments') : [],
     ...(paged ? readPaging(query) : { firstResult: 0, maxResults: 0 }),
   };
-  for (const name of ['id', 'name', 'nameLike'] as const) {
+  for (const name of ['id', 'name', 'nameLike', 'source'] as const) {
     const v = readText(query, name);
     if (v !== undefined) q[name] = v;
   }
+  if (readFlag(query, 'withoutSource', 'query')) q.withoutSource = true;
   const before = readDate(query, 'before');
   const after = readDate(query, 'after');
   if (before) q.before = before;
@@ -128,48 +168,51 @@ function readDeploymentQuery(query: Source, paged = true): CamundaDeploymentQuer
 }
 
 async function deploymentOf(engine: Engine, id: string): Promise<CamundaDeploymentRow> {
-  const [d] = await listCamundaDeployments(engine.pool, { id, sorting: [], firstResult: 0, maxResults: 1 });
+  const d = isUuid(id) ? await findDeployment(engine.pool, id) : undefined;
   if (!d) throw notFound(`Deployment with id '${id}' does not exist`);
   return d;
 }
 
-/** The one resource of a deployment has the definition's id too. */
-async function resourceOf(engine: Engine, id: string, resourceId: string): Promise<CamundaDeploymentRow> {
+async function resourceOf(engine: Engine, id: string, resourceId: string) {
   const d = await deploymentOf(engine, id);
-  if (resourceId !== d.id)
-    throw notFound(`Deployment resource with resource id '${resourceId}' for deployment id '${id}' does not exist`);
-  return d;
+  const r = isUuid(resourceId) ? await readResource(engine.pool, d.id, resourceId) : undefined;
+  if (!r) throw notFound(`Deployment resource with resource id '${resourceId}' for deployment id '${id}' does not exist`);
+  return r;
 }
 
-/** Camunda's DeploymentDto: named after the process key, with no source or tenant. */
+/** Camunda's DeploymentDto: Baton has no tenants. */
 function deploymentView(d: CamundaDeploymentRow) {
   return {
     links: [],
     id: d.id,
-    name: d.key,
-    source: null,
+    name: d.name,
+    source: d.source,
     deploymentTime: formatCamundaDate(d.deployed_at),
     tenantId: null,
   };
 }
 
-/** The resource name processDefinitionView answers: `<key>.bpmn`. */
-function resourceView(d: CamundaDeploymentRow) {
-  return { id: d.id, name: `${d.key}.bpmn`, deploymentId: d.id };
+function resourceView(r: ResourceRow) {
+  return { id: r.id, name: r.name, deploymentId: r.deployment_id };
 }
 
-async function checkAllCompile(resources: FormPart[]): Promise<void> {
+/** Every executable process of every BPMN resource, compiled; or a 400 ParseException naming each resource's problems. */
+async function compileAll(resources: FormPart[]): Promise<Upload['processes']> {
   const details: Record<string, { errors: unknown[]; warnings: unknown[] }> = {};
+  const processes: Upload['processes'] = new Map();
   for (const r of resources) {
-    const compiled = await compileBpmn(r.content.toString('utf8'));
-    if (!compiled.ok)
+    const xml = r.content.toString('utf8');
+    const results = await compileEveryProcess(xml);
+    const failed = results.flatMap((c) => (c.ok ? [] : c.diagnostics));
+    if (failed.length > 0)
       details[r.name] = {
-        errors: compiled.diagnostics.filter((d) => d.severity === 'error').map(problemView),
-        warnings: compiled.diagnostics.filter((d) => d.severity !== 'error').map(problemView),
+        errors: failed.filter((d) => d.severity === 'error').map(problemView),
+        warnings: failed.filter((d) => d.severity !== 'error').map(problemView),
       };
+    else processes.set(r.name, { xml, compiled: results.map(refuseUncompiled) });
   }
   const names = Object.keys(details);
-  if (names.length === 0) return;
+  if (names.length === 0) return processes;
   const summary = names
     .map((n) => `${n}: ${details[n]?.errors.map((e) => (e as { message: string }).message).join('; ')}`)
     .join(' | ');
@@ -180,7 +223,7 @@ function problemView(d: Diagnostic) {
   return { message: `${d.message} | ${d.elementId}`, line: 0, column: 0, mainElementId: d.elementId, elementIds: [d.elementId] };
 }
 
-function definitionView(d: DefinitionRow, resource: string, deploymentId: string) {
+function definitionView(d: DefinitionRow) {
   return {
     id: d.id,
     key: d.key,
@@ -188,12 +231,12 @@ function definitionView(d: DefinitionRow, resource: string, deploymentId: string
     description: null,
     name: d.plan.name ?? null,
     version: d.version,
-    resource,
-    deploymentId,
+    resource: d.resource_name,
+    deploymentId: d.deployment_id,
     diagram: null,
     suspended: false,
     tenantId: null,
-    versionTag: null,
+    versionTag: d.plan.versionTag ?? null,
     historyTimeToLive: null,
     startableInTasklist: true,
   };

@@ -24,13 +24,10 @@ import {
 import { invalidRequest } from './errors.ts';
 
 const DEFINITION_UNSUPPORTED = [
-  'deploymentId',
   'deployedAfter',
   'deployedAt',
   'category',
   'categoryLike',
-  'resourceName',
-  'resourceNameLike',
   'startableBy',
   'incidentId',
   'incidentType',
@@ -71,7 +68,16 @@ export function readDefinitionQuery(query: Source): CamundaDefinitionQuery {
     sorting: readSorting(query, 'query', DEFINITION_SORT_SQL, 'process definitions'),
     ...readPaging(query),
   };
-  for (const name of ['processDefinitionId', 'key', 'name', 'nameLike', 'versionTag'] as const) {
+  for (const name of [
+    'processDefinitionId',
+    'key',
+    'name',
+    'nameLike',
+    'versionTag',
+    'deploymentId',
+    'resourceName',
+    'resourceNameLike',
+  ] as const) {
     const v = query[name];
     if (typeof v === 'string') q[name] = v;
   }

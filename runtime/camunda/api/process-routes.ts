@@ -6,7 +6,7 @@ import type { Engine } from '../../engine/context.ts';
 import { startCamundaInstance } from '../engine/instances.ts';
 import { loadInstanceVariables, loadVariableContent, writeVariableTypes, type InstanceVariables } from '../store/variables.ts';
 import { editVariables } from '../../engine/instance-variables.ts';
-import type { Caller } from '../../security/auth.ts';
+import { callerName } from './caller.ts';
 import type { CamundaVariables } from '../engine/tasks.ts';
 import { findDefinition, findDefinitionById } from '../../store/definitions.ts';
 import { isUuid } from '../../shared/validate.ts';
@@ -197,10 +197,6 @@ async function writeVariables(
     : ({ ok: false, reason: 'not_found' } as const);
   if (!result.ok) throw notFound(`Cannot modify variables for process instance ${id}: it does not exist or has ended`);
   sendNoContent(res);
-}
-
-function callerName(res: Response): string | undefined {
-  return (res.locals.caller as Caller | undefined)?.name;
 }
 
 export function executionRouter(engine: Engine): Router {

@@ -115,7 +115,7 @@ export function camundaUserTaskView(t: UserTaskRow, formKey: string | null) {
   };
 }
 
-/** Camunda's ProcessDefinitionDto: Baton keeps no deployments, categories or tenants. */
+/** Camunda's ProcessDefinitionDto: Baton keeps no categories or tenants. */
 export function processDefinitionView(d: CamundaDefinitionRow) {
   return {
     id: d.id,
@@ -124,8 +124,8 @@ export function processDefinitionView(d: CamundaDefinitionRow) {
     description: null,
     name: d.name,
     version: d.version,
-    resource: `${d.key}.bpmn`,
-    deploymentId: null,
+    resource: d.resource_name,
+    deploymentId: d.deployment_id,
     diagram: null,
     suspended: false,
     tenantId: null,

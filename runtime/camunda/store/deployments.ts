@@ -1,22 +1,22 @@
-// Camunda 7's deployments from Baton's definitions: a Baton deploy makes one definition (one
-// version of one process), so a deployment is a definition, its id the definition's id and its
-// one resource the definition's XML.
+// Camunda 7's deployment queries over Baton's deployments (migration 0036).
 import { isUuid } from '../../shared/uuid.ts';
 import type { Queryable } from '../../store/db.ts';
 import { clauses } from './process-queries.ts';
 
 export interface CamundaDeploymentRow {
   id: string;
-  key: string;
-  version: number;
+  name: string | null;
+  source: string | null;
   deployed_at: Date;
 }
 
 export interface CamundaDeploymentQuery {
   id?: string;
-  /** the process key: Baton's deployment has no name of its own */
   name?: string;
   nameLike?: string;
+  source?: string;
+  /** true: only deployments without a source */
+  withoutSource?: boolean;
   before?: Date;
   after?: Date;
   sorting: { sortBy: DeploymentSort; sortOrder: 'asc' | 'desc' }[];
@@ -26,7 +26,7 @@ export interface CamundaDeploymentQuery {
 
 export const DEPLOYMENT_SORT_SQL = {
   id: 'd.id',
-  name: 'd.key',
+  name: 'd.name',
   deploymentTime: 'd.deployed_at',
 } as const;
 export type DeploymentSort = keyof typeof DEPLOYMENT_SORT_SQL;
@@ -36,8 +36,10 @@ function deploymentWhere(q: CamundaDeploymentQuery) {
   if (q.id !== undefined)
     if (isUuid(q.id)) w.add('d.id = ?::uuid', q.id);
     else w.raw('false');
-  if (q.name !== undefined) w.add('d.key = ?', q.name);
-  if (q.nameLike !== undefined) w.add('d.key like ?', q.nameLike);
+  if (q.name !== undefined) w.add('d.name = ?', q.name);
+  if (q.nameLike !== undefined) w.add('d.name like ?', q.nameLike);
+  if (q.source !== undefined) w.add('d.source = ?', q.source);
+  if (q.withoutSource) w.raw('d.source is null');
   if (q.before !== undefined) w.add('d.deployed_at < ?', q.before);
   if (q.after !== undefined) w.add('d.deployed_at > ?', q.after);
   return w;
@@ -49,7 +51,7 @@ export async function listCamundaDeployments(db: Queryable, q: CamundaDeployment
     ', ',
   );
   const { rows } = await db.query<CamundaDeploymentRow>(
-    `select d.id, d.key, d.version, d.deployed_at from definitions d where ${w.sql}
+    `select d.id, d.name, d.source, d.deployed_at from deployments d where ${w.sql}
       order by ${orderSql} offset $${w.values.length + 1} limit $${w.values.length + 2}`,
     [...w.values, q.firstResult, q.maxResults],
   );
@@ -58,6 +60,6 @@ export async function listCamundaDeployments(db: Queryable, q: CamundaDeployment
 
 export async function countCamundaDeployments(db: Queryable, q: CamundaDeploymentQuery): Promise<number> {
   const w = deploymentWhere(q);
-  const { rows } = await db.query<{ count: number }>(`select count(*)::int as count from definitions d where ${w.sql}`, w.values);
+  const { rows } = await db.query<{ count: number }>(`select count(*)::int as count from deployments d where ${w.sql}`, w.values);
   return rows[0]?.count ?? 0;
 }

@@ -10,6 +10,8 @@ export interface CamundaDefinitionRow {
   name: string | null;
   version_tag: string | null;
   deployed_at: Date;
+  deployment_id: string;
+  resource_name: string;
 }
 
 export interface CamundaDefinitionQuery {
@@ -20,6 +22,9 @@ export interface CamundaDefinitionQuery {
   nameLike?: string;
   version?: number;
   versionTag?: string;
+  deploymentId?: string;
+  resourceName?: string;
+  resourceNameLike?: string;
   latestVersion?: boolean;
   /** Baton suspends no definition: `suspended` asks for none (and `active` for all) */
   suspended?: boolean;
@@ -36,6 +41,7 @@ export const DEFINITION_SORT_SQL = {
   version: 'd.version',
   versionTag: "d.plan->>'versionTag'",
   deployTime: 'd.deployed_at',
+  deploymentId: 'd.deployment_id',
 } as const;
 export type DefinitionSort = keyof typeof DEFINITION_SORT_SQL;
 
@@ -102,11 +108,17 @@ function definitionWhere(q: CamundaDefinitionQuery) {
   if (q.nameLike !== undefined) w.add("d.plan->>'name' like ?", q.nameLike);
   if (q.version !== undefined) w.add('d.version = ?', q.version);
   if (q.versionTag !== undefined) w.add("d.plan->>'versionTag' = ?", q.versionTag);
+  if (q.deploymentId !== undefined)
+    if (isUuid(q.deploymentId)) w.add('d.deployment_id = ?::uuid', q.deploymentId);
+    else w.raw('false');
+  if (q.resourceName !== undefined) w.add('d.resource_name = ?', q.resourceName);
+  if (q.resourceNameLike !== undefined) w.add('d.resource_name like ?', q.resourceNameLike);
   if (q.latestVersion) w.raw('d.version = (select max(l.version) from definitions l where l.key = d.key)');
   return w;
 }
 
-const DEFINITION_COLUMNS_SQL = `d.id, d.key, d.version, d.plan->>'name' as name, d.plan->>'versionTag' as version_tag, d.deployed_at`;
+const DEFINITION_COLUMNS_SQL = `d.id, d.key, d.version, d.plan->>'name' as name, d.plan->>'versionTag' as version_tag, d.deployed_at,
+  d.deployment_id, d.resource_name`;
 
 export async function listCamundaDefinitions(db: Queryable, q: CamundaDefinitionQuery): Promise<CamundaDefinitionRow[]> {
   const w = definitionWhere(q);

@@ -29,6 +29,8 @@ export interface DefinitionStatisticsRow {
   name: string | null;
   version_tag: string | null;
   deployed_at: Date;
+  deployment_id: string;
+  resource_name: string;
   instances: number;
   incidents: IncidentCount[];
 }
@@ -47,7 +49,7 @@ export async function readDefinitionStatistics(db: Queryable, kinds: string[] | 
                from incidents x join instances i on i.id = x.instance_id
               where x.status = 'open' and ($1::text[] is null or x.kind = any($1::text[]))
               group by i.definition_id, x.kind)
-           select d.id, d.key, d.version, d.plan->>'name' as name, d.plan->>'versionTag' as version_tag, d.deployed_at,
+           select d.id, d.key, d.version, d.plan->>'name' as name, d.plan->>'versionTag' as version_tag, d.deployed_at, d.deployment_id, d.resource_name,
                   coalesce(r.instances, 0) as instances,
                   coalesce((select jsonb_agg(jsonb_build_object('kind', o.kind, 'count', o.count) order by o.kind)
                               from open_incidents o where o.definition_id = d.id), '[]'::jsonb) as incidents

@@ -110,8 +110,9 @@ describe('optimistic complete', () => {
     const first = await start(t.api, 'opt-versions');
     // Version 2 arrives behind this node's back (as from another node): its start cache is not told.
     await t.db.pool.query(
-      `insert into definitions (key, version, fingerprint, xml_sha256, xml, plan)
-                           select key, 2, fingerprint || '-2', xml_sha256 || '-2', xml, plan from definitions where id = $1`,
+      `insert into definitions (key, version, fingerprint, xml_sha256, xml, plan, deployment_id, resource_name)
+                           select key, 2, fingerprint || '-2', xml_sha256 || '-2', xml, plan, deployment_id, resource_name
+                             from definitions where id = $1`,
       [v1.id],
     );
     const second = await start(t.api, 'opt-versions');

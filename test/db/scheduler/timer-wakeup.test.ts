@@ -17,8 +17,9 @@ describe('next timer wake-up', () => {
     expect(await msUntilNextTimer(db.pool)).toBeUndefined();
     const { rows } = await db.pool.query<{
       id: string;
-    }>(`insert into definitions (key, version, fingerprint, xml_sha256, xml, plan)
-      values ('wake', 1, 'f', 's', '<x/>', '{}') returning id`);
+    }>(`with d as (insert into deployments (name) values ('wake') returning id)
+      insert into definitions (key, version, fingerprint, xml_sha256, xml, plan, deployment_id, resource_name)
+      select 'wake', 1, 'f', 's', '<x/>', '{}', d.id, 'wake.bpmn' from d returning id`);
     const definitionId = rows[0]?.id;
     await db.pool.query(
       `insert into timers (definition_id, step_id, due_at) values ($1, 'later', now() + interval '30 seconds')`,

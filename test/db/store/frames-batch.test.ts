@@ -14,8 +14,9 @@ const bells: string[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  await db.pool.query(`insert into definitions (key, version, fingerprint, xml_sha256, xml, plan)
-                       values ('frames-batch', 1, 'fp', 'sha', '<x/>', '{}'::jsonb)`);
+  await db.pool.query(`with d as (insert into deployments (name) values ('frames-batch') returning id)
+                       insert into definitions (key, version, fingerprint, xml_sha256, xml, plan, deployment_id, resource_name)
+                       select 'frames-batch', 1, 'fp', 'sha', '<x/>', '{}'::jsonb, d.id, 'frames-batch.bpmn' from d`);
   listener = new pg.Client({ connectionString: db.url });
   await listener.connect();
   listener.on('notification', (m) => bells.push(...readNotifications(m.payload).bells));

@@ -142,8 +142,9 @@ describe('planner settings of the pool', () => {
       try {
         await c.query('set session_replication_role = replica');
         // One definition row for them: a version's heatmap finds its instances by definition id.
-        await c.query(`insert into definitions (id, key, version, fingerprint, xml_sha256, xml, plan)
-                       values ('00000000-0000-4000-8000-00000000a001', 'listed', 1, 'f', 's', '<x/>', '{}')`);
+        await c.query(`with d as (insert into deployments (name) values ('listed') returning id)
+                       insert into definitions (id, key, version, fingerprint, xml_sha256, xml, plan, deployment_id, resource_name)
+                       select '00000000-0000-4000-8000-00000000a001', 'listed', 1, 'f', 's', '<x/>', '{}', d.id, 'listed.bpmn' from d`);
         await c.query(
           `insert into instances (id, definition_id, definition_key, definition_version, business_key, status, revision, created_at, ended_at)
                        select gen_random_uuid(), '00000000-0000-4000-8000-00000000a001', 'listed', 1, 'bk-' || n, case when n <= $1 then 'running' else 'completed' end, 1,

@@ -82,17 +82,28 @@ describe('call activities: version tags', () => {
     expect((await compilePlan(zeebeTagged)).plan.versionTag).toBe('z1');
     expect((await compilePlan(callXml('calledElement="c"'))).plan.versionTag).toBeUndefined();
   });
+
+  it('binds to the deployment of the caller in both dialects', async () => {
+    expect((await callSpec(callXml('calledElement="c" camunda:calledElementBinding="deployment"')))?.call).toMatchObject({
+      process: { key: 'c' },
+      binding: 'deployment',
+    });
+    expect((await callSpec(callXml('', '<zeebe:calledElement processId="c" bindingType="deployment" />')))?.call).toMatchObject({
+      process: { key: 'c' },
+      binding: 'deployment',
+    });
+  });
 });
 
 describe('call activities: refused with the element id', () => {
   it.each([
     ['no called element', '', '', '', 'calledElement is empty'],
     [
-      'deployment binding',
-      'calledElement="c" camunda:calledElementBinding="deployment"',
+      'an unknown binding',
+      'calledElement="c" camunda:calledElementBinding="newest"',
       '',
       '',
-      'camunda:calledElementBinding "deployment" is not supported',
+      'camunda:calledElementBinding "newest" is not supported',
     ],
     [
       'versionTag binding without a tag',
@@ -131,11 +142,11 @@ describe('call activities: refused with the element id', () => {
       'local="true" is not supported',
     ],
     [
-      'a Zeebe deployment binding',
+      'an unknown Zeebe binding',
       '',
-      '<zeebe:calledElement processId="c" bindingType="deployment" />',
+      '<zeebe:calledElement processId="c" bindingType="version" />',
       '',
-      'no deployment to bind to',
+      'bindingType "version" is not supported',
     ],
   ])('%s', async (_name, attributes, extensions, inner, text) => {
     const errors = errorsOf(await compileDiagnostics(callXml(attributes, extensions, inner)));
