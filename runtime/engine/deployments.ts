@@ -7,7 +7,7 @@ import { cancelInTransaction } from './instances.ts';
 import { noteDeployed, storeDefinition, type Compiled } from './definitions.ts';
 import { startTimersOf } from './start-timers.ts';
 import { withTransaction } from '../store/db.ts';
-import { findDefinition, type DefinitionRow } from '../store/definitions.ts';
+import { findDefinition, findDefinitionById, type DefinitionRow } from '../store/definitions.ts';
 import {
   definitionsOfDeployment,
   deleteDeploymentRows,
@@ -18,7 +18,6 @@ import {
   type DeploymentRow,
   type ResourceUpload,
 } from '../store/deployments.ts';
-import { findDefinitionById } from '../store/definitions.ts';
 import { replaceStartTimers } from '../store/start-timers.ts';
 
 export interface Upload {
