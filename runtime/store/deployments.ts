@@ -3,6 +3,7 @@
 // instance of them with their history.
 import { createHash } from 'node:crypto';
 import type { Queryable } from './db.ts';
+import { DELETE_DOOMED_WITH_HISTORY } from './retention.ts';
 
 export interface DeploymentRow {
   id: string;
@@ -165,10 +166,7 @@ export async function deleteDeploymentRows(db: Queryable, deploymentId: string):
   await db.query(
     `with doomed as (
        select i.id from instances i join definitions d on d.id = i.definition_id where d.deployment_id = $1),
-     gone as (delete from instances i using doomed where i.id = doomed.id returning i.id),
-     ev as (delete from events e using gone where e.instance_id = gone.id),
-     fh as (delete from frame_heads h using gone where h.instance_id = gone.id),
-     fr as (delete from frames f using gone where f.instance_id = gone.id)
+     ${DELETE_DOOMED_WITH_HISTORY}
      select count(*) from gone`,
     [deploymentId],
   );

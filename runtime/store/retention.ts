@@ -5,12 +5,20 @@
 import type { Queryable } from './db.ts';
 
 /**
+ * The CTEs that delete the instances a `doomed (id)` CTE names, and their history: the history
+ * tables have no foreign keys (migration 0014), so their rows go in the same statement.
+ */
+export const DELETE_DOOMED_WITH_HISTORY = `gone as (delete from instances i using doomed where i.id = doomed.id returning i.id),
+           ev as (delete from events e using gone where e.instance_id = gone.id),
+           fh as (delete from frame_heads h using gone where h.instance_id = gone.id),
+           fr as (delete from frames f using gone where f.instance_id = gone.id)`;
+
+/**
  * Deletes up to `batch` completed/canceled instances that ended before `before`.
  * SKIP LOCKED: a row another transaction holds is left for the next run, so retention
  * never waits on live work and each batch holds its locks only for one short statement.
  */
 export async function deleteEndedInstances(db: Queryable, before: Date, batch: number): Promise<number> {
-  // The history tables have no foreign keys (migration 0014): their rows go in the same statement.
   const { rows } = await db.query<{ n: number }>({
     name: 'delete_ended_instances',
     text: `with doomed as (
@@ -18,10 +26,7 @@ export async function deleteEndedInstances(db: Queryable, before: Date, batch: n
               where status in ('completed', 'canceled') and ended_at < $1
               order by ended_at, id limit $2
               for update skip locked),
-           gone as (delete from instances i using doomed where i.id = doomed.id returning i.id),
-           ev as (delete from events e using gone where e.instance_id = gone.id),
-           fh as (delete from frame_heads h using gone where h.instance_id = gone.id),
-           fr as (delete from frames f using gone where f.instance_id = gone.id)
+           ${DELETE_DOOMED_WITH_HISTORY}
            select count(*)::int as n from gone`,
     values: [before, batch],
   });
