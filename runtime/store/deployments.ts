@@ -3,7 +3,7 @@
 // instance of them with their history.
 import { createHash } from 'node:crypto';
 import type { Queryable } from './db.ts';
-import { DELETE_DOOMED_WITH_HISTORY } from './retention.ts';
+import { DELETE_DOOMED_WITH_HISTORY_SQL } from './retention.ts';
 
 export interface DeploymentRow {
   id: string;
@@ -166,7 +166,7 @@ export async function deleteDeploymentRows(db: Queryable, deploymentId: string):
   await db.query(
     `with doomed as (
        select i.id from instances i join definitions d on d.id = i.definition_id where d.deployment_id = $1),
-     ${DELETE_DOOMED_WITH_HISTORY}
+     ${DELETE_DOOMED_WITH_HISTORY_SQL}
      select count(*) from gone`,
     [deploymentId],
   );

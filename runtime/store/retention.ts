@@ -8,7 +8,7 @@ import type { Queryable } from './db.ts';
  * The CTEs that delete the instances a `doomed (id)` CTE names, and their history: the history
  * tables have no foreign keys (migration 0014), so their rows go in the same statement.
  */
-export const DELETE_DOOMED_WITH_HISTORY = `gone as (delete from instances i using doomed where i.id = doomed.id returning i.id),
+export const DELETE_DOOMED_WITH_HISTORY_SQL = `gone as (delete from instances i using doomed where i.id = doomed.id returning i.id),
            ev as (delete from events e using gone where e.instance_id = gone.id),
            fh as (delete from frame_heads h using gone where h.instance_id = gone.id),
            fr as (delete from frames f using gone where f.instance_id = gone.id)`;
@@ -26,7 +26,7 @@ export async function deleteEndedInstances(db: Queryable, before: Date, batch: n
               where status in ('completed', 'canceled') and ended_at < $1
               order by ended_at, id limit $2
               for update skip locked),
-           ${DELETE_DOOMED_WITH_HISTORY}
+           ${DELETE_DOOMED_WITH_HISTORY_SQL}
            select count(*)::int as n from gone`,
     values: [before, batch],
   });

@@ -189,9 +189,28 @@ describe('timers', () => {
   it('given a boundary timer due while the worker completes the task, then exactly one wins (50 rounds)', async () => {
     let timerWon = 0;
     let taskWon = 0;
-    for (let round = 0; round < 50; round++) {
+    let uncontested = 0;
+    // On a loaded machine the 0.3 s timer can fire before the worker fetches: such a round is no
+    // race, so it is checked, not counted, and another round runs in its place.
+    while (timerWon + taskWon < 50) {
+      expect(uncontested, 'rounds where the timer fired before the fetch').toBeLessThan(50);
       const id = await start(t.api, 'race-timer');
-      const task = await fetchOne(t.api, 'racer', 'race-work');
+      const task = await waitFor(
+        async () => {
+          const [locked] = await fetchTasks(t.api, 'racer', ['race-work'], { maxTasks: 1, lockDurationMs: 30_000 });
+          if (locked) return locked;
+          return (await instanceOf(t.api, id)).status === 'completed' ? null : undefined;
+        },
+        10_000,
+        'a task on race-work or the timer to win first',
+      );
+      if (task === null) {
+        uncontested++;
+        const early = await instanceOf(t.api, id);
+        const status = Object.fromEntries(early.steps.map((s: { stepId: string; status: string }) => [s.stepId, s.status]));
+        expect(status).toMatchObject({ work: 'canceled', timeout: 'completed', merge: 'completed' });
+        continue;
+      }
       await waitFor(
         async () => {
           const [row] = await timerRows(id);
