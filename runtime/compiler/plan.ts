@@ -146,7 +146,7 @@ export interface MultiInstanceSpec {
   elementVariable?: string;
   /** one element at a time (isSequential) instead of all at once */
   sequential: boolean;
-  /** FEEL over nrOfInstances, nrOfCompletedInstances, nrOfActiveInstances and the instance variables */
+  /** FEEL over the instance variables and the loop counters (nrOf… and Zeebe's numberOf…: engine/element-passes.ts instanceCounts) */
   completionCondition?: FlowCondition;
   /** baton:outputCollection: variable that receives the results, one per element in collection order */
   outputCollection?: string;

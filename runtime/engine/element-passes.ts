@@ -63,6 +63,24 @@ export function readElements(
 }
 
 /**
+ * The counters a completion condition reads, under both dialects' names. Camunda 7 keeps
+ * nrOfActiveInstances at 1 for a sequential loop; Zeebe's numberOfActiveInstances counts the
+ * elements still running. No element counts as terminated when the condition is evaluated:
+ * a terminated element ends the whole loop.
+ */
+export function instanceCounts(p: { total: number; completed: number; active: number; sequential: boolean }) {
+  return {
+    nrOfInstances: p.total,
+    nrOfCompletedInstances: p.completed,
+    nrOfActiveInstances: p.sequential ? 1 : p.active,
+    numberOfInstances: p.total,
+    numberOfCompletedInstances: p.completed,
+    numberOfActiveInstances: p.active,
+    numberOfTerminatedInstances: 0,
+  };
+}
+
+/**
  * A pass ended with its subprocess completed: its element's result is kept, and the loop runs
  * the next element unless every element ran or the completion condition holds. On the last
  * pass outputCollection is written (to the process variables `vars`).
@@ -83,7 +101,7 @@ export function elementPassEnded(
   const outputs = progress.outputs ?? progress.elements.map(() => null);
   outputs[index] = result.ok ? result.value : null;
   progress.outputs = outputs;
-  const counts = { nrOfInstances: progress.elements.length, nrOfCompletedInstances: index + 1, nrOfActiveInstances: 0 };
+  const counts = instanceCounts({ total: progress.elements.length, completed: index + 1, active: 0, sequential: true });
   const data = {
     loopCounter: index + (spec.counterFrom ?? 0),
     nrOfCompletedInstances: index + 1,

@@ -11,7 +11,7 @@ import { evaluateUserTask } from './user-task-details.ts';
 import { pinOf, prepareCall } from './call-variables.ts';
 import { mapInputs, type InputsResult } from './io-mappings.ts';
 import { scopePathOf } from './loop-passes.ts';
-import { passLocals, visibleVariables } from './element-passes.ts';
+import { instanceCounts, passLocals, visibleVariables } from './element-passes.ts';
 import { evaluateElements, evaluateValue } from './loops.ts';
 import { indexPlan } from './plan-index.ts';
 
@@ -226,11 +226,12 @@ export function settleElements(
 ): void {
   const mi = step.multiInstance as MultiInstanceSpec;
   const total = loop.items.length;
-  const counts = {
-    nrOfInstances: total,
-    nrOfCompletedInstances: loop.completed.length,
-    nrOfActiveInstances: loop.created - loop.completed.length,
-  };
+  const counts = instanceCounts({
+    total,
+    completed: loop.completed.length,
+    active: loop.created - loop.completed.length,
+    sequential: mi.sequential,
+  });
   let done = loop.completed.length === total;
   if (!done && mi.completionCondition) {
     const holds = evaluateCondition(mi.completionCondition.feel, { ...visibleVariables(plan, step, state, vars), ...counts });

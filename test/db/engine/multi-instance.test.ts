@@ -329,6 +329,41 @@ describe('sequential multi-instance', () => {
     expect(after.variables.totals).toEqual([10, 20]);
   });
 
+  it("given a sequential completion condition over the loop counters, then it reads Zeebe's numberOf… and Camunda 7's nrOf… names with each engine's values", async () => {
+    const xml = `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_mi_counts" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="mi_counts" isExecutable="true">
+    <bpmn:startEvent id="s" />
+    <bpmn:serviceTask id="each"><bpmn:extensionElements><zeebe:taskDefinition type="mi_counts-each" /></bpmn:extensionElements>
+      <bpmn:multiInstanceLoopCharacteristics isSequential="true">
+        <bpmn:extensionElements><zeebe:loopCharacteristics inputCollection="=[1, 2, 3]" inputElement="n" /></bpmn:extensionElements>
+        <bpmn:completionCondition>= numberOfInstances = 3 and numberOfActiveInstances = 0 and nrOfActiveInstances = 1 and numberOfTerminatedInstances = 0 and numberOfCompletedInstances &gt;= 2</bpmn:completionCondition>
+      </bpmn:multiInstanceLoopCharacteristics></bpmn:serviceTask>
+    <bpmn:serviceTask id="after"><bpmn:extensionElements><zeebe:taskDefinition type="mi_counts-after" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="e" />
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="each" />
+    <bpmn:sequenceFlow id="f2" sourceRef="each" targetRef="after" />
+    <bpmn:sequenceFlow id="f3" sourceRef="after" targetRef="e" />
+  </bpmn:process>
+</bpmn:definitions>`;
+    const deployed = await t.api.post('/api/definitions', { xml });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(201);
+    const id = await start(t.api, 'mi_counts');
+    for (const n of [1, 2]) {
+      const task = await fetchOne(t.api, 'w', 'mi_counts-each');
+      expect(task.variables.n).toBe(n);
+      expect((await complete(t.api, task, 'w')).status).toBe(204);
+    }
+    // Two of three completed: the condition holds, so the third element never runs.
+    const after = await fetchOne(t.api, 'w', 'mi_counts-after');
+    expect(after.instanceId).toBe(id);
+    expect(await fetchTasks(t.api, 'w', ['mi_counts-each'], { maxTasks: 1 })).toEqual([]);
+    expect((await taskRows(id)).map((r) => [r.loop_index, r.state])).toEqual([
+      [0, 'done'],
+      [1, 'done'],
+    ]);
+  });
+
   it('given loopCardinality without a collection, then that many elements run with loopCounter 0..n-1; a count that is no whole number is an incident whose retry counts again', async () => {
     await deploy(t.api, loopBpmn('mi_count', { cardinality: '${copies}', outputCollection: 'printed', outputElement: '= page' }));
     const id = await start(t.api, 'mi_count', { variables: { copies: 3 } });
