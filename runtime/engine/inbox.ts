@@ -4,7 +4,7 @@ import { fireWait } from './advance.ts';
 import { type Effects, type NewSubscription, type Variables } from '../model/effects.ts';
 import type { PoolClient } from '../store/db.ts';
 import type { LockedInstance } from '../store/instances.ts';
-import { lockMessageName, takeBufferedMessage } from '../store/waits.ts';
+import { lockMessageKey, takeBufferedMessage } from '../store/waits.ts';
 
 /**
  * New message subscriptions of this transition first look in the inbox: a
@@ -23,10 +23,11 @@ export async function consumeBufferedMessages(
     const sub = fx.subscriptions.find((s) => s.kind === 'message' && !checked.has(s) && !fx.endedWaits.includes(s.stepId));
     if (!sub) return;
     checked.add(sub);
-    await lockMessageName(tx, sub.name);
+    const correlationKey = sub.correlationKey ?? instance.business_key;
+    await lockMessageKey(tx, { name: sub.name, correlationKey, instanceId: instance.id, byKey: true });
     const message = await takeBufferedMessage(tx, {
       name: sub.name,
-      correlationKey: sub.correlationKey ?? instance.business_key,
+      correlationKey,
       instanceId: instance.id,
       stepId: sub.stepId,
     });

@@ -13,7 +13,7 @@ import { announceCallReturn } from '../store/calls.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
 import { lockInstance, type LockedInstance } from '../store/instances.ts';
 import { resumeOpenWork, suspendOpenWork } from '../store/suspension.ts';
-import { deleteSubscription, listMessageSubscriptionsOf, lockMessageName, takeBufferedMessage } from '../store/waits.ts';
+import { deleteSubscription, listMessageSubscriptionsOf, lockMessageKey, takeBufferedMessage } from '../store/waits.ts';
 import type { Plan } from '../compiler/plan.ts';
 
 export type SuspensionResult =
@@ -88,10 +88,11 @@ async function takeKeptMessages(
   for (const sub of await listMessageSubscriptionsOf(tx, instance.id, instance.generation)) {
     // A message taken earlier in this loop may have ended this wait (an interrupting boundary's host).
     if (fx.endedWaits.includes(sub.step_id) || instance.state.steps[sub.step_id] !== 'active') continue;
-    await lockMessageName(tx, sub.name);
+    const correlationKey = sub.correlation_key ?? instance.business_key;
+    await lockMessageKey(tx, { name: sub.name, correlationKey, instanceId: instance.id, byKey: true });
     const message = await takeBufferedMessage(tx, {
       name: sub.name,
-      correlationKey: sub.correlation_key ?? instance.business_key,
+      correlationKey,
       instanceId: instance.id,
       stepId: sub.step_id,
     });

@@ -20,7 +20,7 @@ import {
   insertMessage,
   lockAndMarkDueTimers,
   listSignalSubscriptions,
-  lockMessageName,
+  lockMessageKey,
   markMessageMatched,
   releaseMessage,
   markTimerFired,
@@ -244,10 +244,12 @@ class InstanceBusy extends Error {}
 
 /**
  * Runs `attempt` in a transaction of its own until it answers something other than 'busy'.
- * A publisher holds the message-name lock, so it never waits for an instance another
- * transition holds (that transition may want the same lock): it answers 'busy', and what it
- * wrote so far (the stored message) is rolled back before it tries again shortly; kept, the
- * message would be found by its own retry as a duplicate and never reach the instance.
+ * A publisher holds message locks, so it never waits for an instance another transition
+ * holds (that transition may want the same lock): it answers 'busy', and what it wrote so far
+ * (the stored message) is rolled back before it tries again shortly; kept, the message would
+ * be found by its own retry as a duplicate and never reach the instance. A deadlock is tried
+ * again the same way: two deliveries whose instances go on to wait on the same message name
+ * with each other's keys take the key locks in opposite orders.
  */
 export async function retryWhileBusy<T>(
   engine: Engine,
@@ -262,7 +264,7 @@ export async function retryWhileBusy<T>(
         return result;
       });
     } catch (err) {
-      if (!(err instanceof InstanceBusy)) throw err;
+      if (!(err instanceof InstanceBusy) && (err as { code?: string }).code !== '40P01') throw err;
     }
     if (n > 200) throw new Error(`${what}: the matching instance stayed busy; try again`);
     await new Promise((r) => setTimeout(r, Math.min(50, 2 + n)));
@@ -275,11 +277,12 @@ async function tryPublish(
   req: PublishMessageRequest,
   messageId: string,
 ): Promise<PublishMessageResult | 'busy'> {
-  await lockMessageName(tx, req.name);
+  const correlationKey = req.correlationKey ?? req.businessKey ?? null;
+  // A message addressed to an instance matches that instance's waits whatever their key.
+  await lockMessageKey(tx, { name: req.name, correlationKey, instanceId: req.instanceId ?? null, byKey: !req.instanceId });
   if (req.instanceId && !(await instanceExists(tx, req.instanceId))) {
     throw new BatonError('not_found', `No instance with id "${req.instanceId}" to address message "${req.name}" to`);
   }
-  const correlationKey = req.correlationKey ?? req.businessKey ?? null;
   const stored = await insertMessage(tx, {
     messageId,
     name: req.name,

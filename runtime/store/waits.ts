@@ -107,13 +107,37 @@ export async function markTimerFired(
   return rows[0];
 }
 
-// Publishers and new subscriptions of one message name take this lock, so a
-// message and the catch it is meant for can never miss each other.
+/**
+ * The whole of one message name, exclusively: a deploy checking which process a message
+ * starts, and a Camunda correlation (it matches subscriptions by their variables, so any of
+ * the name's waits may be the one). Publishers and subscribers hold it shared
+ * (lockMessageKey), so they wait for these and not for each other.
+ */
 export async function lockMessageName(db: Queryable, name: string): Promise<void> {
   await db.query({
     name: 'lock_message_name',
     text: "select pg_advisory_xact_lock(hashtext('baton:message:' || $1))",
     values: [name],
+  });
+}
+
+/**
+ * What a publisher and a new subscription must not miss each other on: the message name
+ * shared, then (name, correlation key) and (name, instance) exclusively, in that order. A
+ * publisher takes the one it matches by (the instance it addresses, else its key); a
+ * subscription takes both, since either kind of message may be meant for it. Messages of one
+ * name with different keys go through at once.
+ */
+export async function lockMessageKey(
+  db: Queryable,
+  p: { name: string; correlationKey: string | null; instanceId: string | null; byKey: boolean },
+): Promise<void> {
+  await db.query({
+    name: 'lock_message_key',
+    text: `select pg_advisory_xact_lock_shared(hashtext('baton:message:' || $1)),
+                  case when $4::boolean then pg_advisory_xact_lock(hashtext($1), hashtext(coalesce('key:' || $2::text, 'no key'))) end,
+                  case when $3::uuid is not null then pg_advisory_xact_lock(hashtext($1), hashtext('instance:' || $3::uuid)) end`,
+    values: [p.name, p.correlationKey, p.instanceId, p.byKey],
   });
 }
 

@@ -10,6 +10,8 @@ import {
   FANOUT_BRANCHES,
   LOOP_PASSES,
   CALL_CHAIN,
+  MESSAGE_RATE,
+  PEOPLE,
   PICKUP_IDLE_MS,
   PRODUCERS,
   RUNS,
@@ -39,8 +41,10 @@ const size = sizes(quick);
 const TIMER_SPREAD_S = quick ? 1 : 60;
 /** BENCH_BATON_WORKLOADS=throughput,scale (both by default): for working on one of them */
 const workloads = new Set((process.env.BENCH_BATON_WORKLOADS ?? 'throughput,scale').split(','));
-/** BENCH_ROUND=single,chain,fanout,pickup,timers,loop,calls (all by default): the parts of each throughput round to run */
-const roundParts = new Set((process.env.BENCH_ROUND ?? 'single,chain,fanout,pickup,timers,loop,calls').split(','));
+/** BENCH_ROUND=single,chain,fanout,pickup,timers,loop,calls,usertasks,messages (all by default): the parts of each throughput round to run */
+const roundParts = new Set(
+  (process.env.BENCH_ROUND ?? 'single,chain,fanout,pickup,timers,loop,calls,usertasks,messages').split(','),
+);
 
 const NS =
   'xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"';
@@ -90,6 +94,18 @@ const callsXml = definition(
       .join('') +
     flow('out', calls.at(-1)!, 'end'),
 );
+// Workload 10: one user task, offered to the person the instance names.
+const userTaskXml = definition(
+  'bench-user-task',
+  `<bpmn:startEvent id="start"/><bpmn:userTask id="review" camunda:candidateUsers="\${reviewer}"/><bpmn:endEvent id="end"/>` +
+    `${flow('f1', 'start', 'review')}${flow('f2', 'review', 'end')}`,
+);
+// Workload 11: an instance that waits for its message (correlated by business key), then ends.
+const correlationXml =
+  `<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions ${NS} id="D_corr" targetNamespace="bench"><bpmn:message id="M" name="bench-settled"/>` +
+  `<bpmn:process id="bench-correlation" isExecutable="true"><bpmn:startEvent id="start"/>` +
+  `<bpmn:intermediateCatchEvent id="wait"><bpmn:messageEventDefinition messageRef="M"/></bpmn:intermediateCatchEvent>` +
+  `<bpmn:endEvent id="end"/>${flow('f1', 'start', 'wait')}${flow('f2', 'wait', 'end')}</bpmn:process></bpmn:definitions>`;
 const timerXml = (key: string, at: string) =>
   definition(
     key,
@@ -131,8 +147,109 @@ async function post<T>(url: string, body: unknown, signal?: AbortSignal): Promis
   );
 }
 
-const start = (url: string, definitionKey: string, businessKey?: string) =>
-  post<{ id: string }>(`${url}/api/instances`, { definitionKey, ...(businessKey ? { businessKey } : {}) });
+const start = (url: string, definitionKey: string, businessKey?: string, variables?: Record<string, unknown>) =>
+  post<{ id: string }>(`${url}/api/instances`, {
+    definitionKey,
+    ...(businessKey ? { businessKey } : {}),
+    ...(variables ? { variables } : {}),
+  });
+
+async function get<T>(url: string): Promise<T> {
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`${url} -> ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+/**
+ * Workload 10: PRODUCERS loops start `instances` instances, each offering its user task to
+ * one of PEOPLE people; each person lists the unassigned tasks offered to them (the
+ * tasklist's query), claims and completes each one. Latency: the complete call.
+ */
+async function userTaskRounds(url: string, admin: pg.Client, round: number, instances: number): Promise<ThroughputRound> {
+  const person = (i: number) => `person-${round}-${i % PEOPLE}`;
+  let done = 0;
+  const completes: number[] = [];
+  const mark = await costMark(admin);
+  const t0 = performance.now();
+  const producers = pool(instances, PRODUCERS, async (i) => {
+    await start(url, 'bench-user-task', undefined, { reviewer: person(i) });
+  });
+  const people = Promise.all(
+    Array.from({ length: PEOPLE }, async (_, p) => {
+      const me = person(p);
+      while (done < instances) {
+        const { items } = await get<{ items: { id: string }[] }>(
+          `${url}/api/user-tasks?candidateUser=${me}&unassigned=true&definitionKey=bench-user-task&limit=20`,
+        );
+        if (items.length === 0) {
+          await sleep(5);
+          continue;
+        }
+        for (const task of items) {
+          await post(`${url}/api/user-tasks/${task.id}/claim`, { userId: me });
+          const c0 = performance.now();
+          await post(`${url}/api/user-tasks/${task.id}/complete`, { userId: me, variables: { approved: true } });
+          completes.push(performance.now() - c0);
+          done++;
+        }
+      }
+    }),
+  );
+  await Promise.all([producers, people]);
+  const seconds = (performance.now() - t0) / 1000;
+  return {
+    perSec: instances / seconds,
+    stepsPerSec: instances / seconds,
+    seconds,
+    cost: await costSince(admin, mark, instances),
+    p99Ms: pct(completes, 99),
+  };
+}
+
+/**
+ * Workload 11: `instances` instances wait on a message (started beforehand, not measured),
+ * then one message each is published at MESSAGE_RATE per second, each publish sent on its
+ * schedule whether or not the ones before were answered. Latency: the publish call, whose
+ * transaction moves the instance to its end.
+ */
+async function messageCorrelation(
+  url: string,
+  admin: pg.Client,
+  db: pg.Client,
+  round: number,
+  instances: number,
+): Promise<ThroughputRound> {
+  const keyOf = (i: number) => `order-${round}-${i}`;
+  await pool(instances, PRODUCERS, async (i) => {
+    await start(url, 'bench-correlation', keyOf(i));
+  });
+  await untilWaiting(db, 'bench-correlation', instances);
+  const latencies: number[] = [];
+  const mark = await costMark(admin);
+  const t0 = performance.now();
+  const publishes: Promise<void>[] = [];
+  for (let i = 0; i < instances; i++) {
+    const due = t0 + (i * 1000) / MESSAGE_RATE;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    const p0 = performance.now();
+    publishes.push(
+      post<{ status: string }>(`${url}/api/messages`, { name: 'bench-settled', businessKey: keyOf(i) }).then((r) => {
+        if (r.status !== 'matched') throw new Error(`message ${keyOf(i)}: ${r.status}, not matched`);
+        latencies.push(performance.now() - p0);
+      }),
+    );
+  }
+  await Promise.all(publishes);
+  const seconds = (performance.now() - t0) / 1000;
+  return {
+    perSec: instances / seconds,
+    stepsPerSec: instances / seconds,
+    seconds,
+    cost: await costSince(admin, mark, instances),
+    p99Ms: pct(latencies, 99),
+  };
+}
 
 /** PRODUCERS loops start `instances` instances while WORKERS long-polling workers complete `tasks` tasks. */
 async function throughput(
@@ -298,6 +415,31 @@ async function checkExactlyOnce(
     r!.completed === instances && r!.other === 0 && r!.done === tasks && r!.events === tasks && r!.repeated === 0,
     JSON.stringify(r),
   );
+}
+
+/** Every instance of `key` completed, and as many as the rounds started. */
+async function checkCompleted(result: SystemResult, db: pg.Client, key: string, instances: number): Promise<void> {
+  const {
+    rows: [r],
+  } = await db.query<{ completed: number; other: number }>(
+    `select count(*) filter (where status = 'completed')::int as completed, count(*) filter (where status <> 'completed')::int as other
+       from instances where definition_key = $1`,
+    [key],
+  );
+  check(result, `${key}: ${instances} instances completed`, r!.completed === instances && r!.other === 0, JSON.stringify(r));
+}
+
+/** Waits until `n` instances of `key` wait on their message. */
+async function untilWaiting(db: pg.Client, key: string, n: number): Promise<void> {
+  for (const began = performance.now(); performance.now() - began < 300_000;) {
+    const { rows } = await db.query<{ n: number }>(
+      `select count(*)::int as n from subscriptions s join instances i on i.id = s.instance_id where i.definition_key = $1 and i.status = 'running'`,
+      [key],
+    );
+    if (rows[0]!.n >= n) return;
+    await sleep(20);
+  }
+  throw new Error(`instances of ${key} not all waiting after 300 s`);
 }
 
 /** Waits until no instance of `key` is still running (the parents of workload 9 end after their last child's return). */
@@ -485,6 +627,8 @@ async function main(): Promise<void> {
     fanout: [],
     loop: [],
     calls: [],
+    userTasks: [],
+    messages: [],
     pickup: [],
     timers: [],
     checks: [],
@@ -496,7 +640,7 @@ async function main(): Promise<void> {
   const rounds = benchRounds();
   const runRounds = () =>
     withServer(dbUrl, async (server) => {
-      for (const xml of [singleXml, chainXml, fanoutXml, loopXml, callChildXml, callsXml])
+      for (const xml of [singleXml, chainXml, fanoutXml, loopXml, callChildXml, callsXml, userTaskXml, correlationXml])
         await post(`${server.url}/api/definitions`, { xml });
       // BENCH_SETUP_SQL: a statement run once the definitions are in, for experiments (e.g. disabling a trigger)
       if (process.env.BENCH_SETUP_SQL) await db.query(process.env.BENCH_SETUP_SQL);
@@ -543,6 +687,12 @@ async function main(): Promise<void> {
             ),
           );
         partial(result);
+        if (roundParts.has('usertasks'))
+          result.userTasks!.push(await timed('user tasks', () => userTaskRounds(server.url, admin, round, size.userTasks)));
+        partial(result);
+        if (roundParts.has('messages'))
+          result.messages!.push(await timed('messages', () => messageCorrelation(server.url, admin, db, round, size.messages)));
+        partial(result);
         if (roundParts.has('pickup')) result.pickup!.push(await timed('pickup', () => pickupLatency(server.url, size.pickups)));
         partial(result);
         // the timers fall due once the starts are done (at the rate workload 1 just measured), over TIMER_SPREAD_S
@@ -580,6 +730,8 @@ async function main(): Promise<void> {
         has('calls') * size.calls * CALL_CHAIN,
         has('calls') * size.calls * CALL_CHAIN,
       );
+      await checkCompleted(result, db, 'bench-user-task', has('usertasks') * size.userTasks);
+      await checkCompleted(result, db, 'bench-correlation', has('messages') * size.messages);
       const timers = has('timers') * size.timers;
       const {
         rows: [t],

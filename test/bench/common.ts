@@ -40,6 +40,10 @@ export interface Sizes {
   loop: number;
   /** workload 9 (Baton only): instances of CALL_CHAIN call activities in sequence, each child one task */
   calls: number;
+  /** workload 10 (Baton only): user-task rounds (start, list, claim, complete over the API) */
+  userTasks: number;
+  /** workload 11 (Baton only): instances waiting on a message, then one message each at MESSAGE_RATE */
+  messages: number;
   /** workload 6: preloaded completed and waiting instances; latency samples per round */
   scaleCompleted: number;
   scaleWaiting: number;
@@ -54,6 +58,8 @@ export const FULL: Sizes = {
   timers: 10_000,
   loop: 50,
   calls: 1_000,
+  userTasks: 2_000,
+  messages: 10_000,
   scaleCompleted: 1_000_000,
   scaleWaiting: 100_000,
   scaleSamples: 300,
@@ -66,6 +72,8 @@ export const QUICK: Sizes = {
   timers: 150,
   loop: 3,
   calls: 20,
+  userTasks: 30,
+  messages: 200,
   scaleCompleted: 10_000,
   scaleWaiting: 1_000,
   scaleSamples: 20,
@@ -88,6 +96,8 @@ export const sizes = (quick: boolean): Sizes => {
     timers: override('timers'),
     loop: override('loop'),
     calls: override('calls'),
+    userTasks: override('userTasks'),
+    messages: override('messages'),
   };
 };
 
@@ -99,6 +109,10 @@ export const FANOUT_BRANCHES = 10;
 export const LOOP_PASSES = 100;
 /** workload 9: the call activities in sequence in each instance (each child runs one task) */
 export const CALL_CHAIN = 3;
+/** workload 10: the people working the tasklist, each a candidate of its own share of the tasks */
+export const PEOPLE = 8;
+/** workload 11: messages published per second, open loop (a publish does not wait for the one before) */
+export const MESSAGE_RATE = 500;
 /**
  * Workload 4: the quiet time before each start, the same for every system, so that each
  * pickup starts from an idle system (a parked long poll, a worker waiting on LISTEN) and
@@ -217,6 +231,8 @@ export interface ThroughputRound {
   stepsPerSec: number;
   seconds: number;
   cost: Cost;
+  /** workloads 10 and 11: p99 of the call that moves the instance on (complete, publish), ms */
+  p99Ms?: number;
 }
 
 /** What a system's child process reports: per workload, one entry per round. */
@@ -231,6 +247,10 @@ export interface SystemResult {
   loop?: ThroughputRound[];
   /** workload 9, Baton only: CALL_CHAIN call activities in sequence */
   calls?: ThroughputRound[];
+  /** workload 10, Baton only: user-task rounds */
+  userTasks?: ThroughputRound[];
+  /** workload 11, Baton only: message correlation */
+  messages?: ThroughputRound[];
   pickup?: { p50: number; p99: number }[];
   timers?: { p50: number; p99: number; max: number; count: number }[];
   scale?: {

@@ -19,6 +19,8 @@ import {
   FANOUT_BRANCHES,
   LOOP_PASSES,
   CALL_CHAIN,
+  MESSAGE_RATE,
+  PEOPLE,
   PICKUP_IDLE_MS,
   PRODUCERS,
   RUNS,
@@ -382,8 +384,14 @@ function printTable(t: TableInput): void {
       }),
     ]);
   };
-  const throughputRows = (n: string, key: 'single' | 'chain' | 'fanout' | 'loop' | 'calls', unit: string, steps: number) => {
+  const throughputRows = (
+    n: string,
+    key: 'single' | 'chain' | 'fanout' | 'loop' | 'calls' | 'userTasks' | 'messages',
+    unit: string,
+    steps: number,
+  ) => {
     row(`${n} ${unit}/s`, (r) => med(r[key], (x) => x.perSec));
+    if (key === 'userTasks' || key === 'messages') row(`${n} p99 (ms)`, (r) => med(r[key], (x) => x.p99Ms ?? NaN), 1);
     if (steps > 1) row(`${n} steps/s`, (r) => med(r[key], (x) => x.stepsPerSec));
     ratioRow(`${n} Baton ÷ system`, (r) => med(r[key], (x) => x.perSec));
     row(`${n} write transactions/step`, (r) => med(r[key], (x) => x.cost.writeTxPerStep), 2);
@@ -396,6 +404,18 @@ function printTable(t: TableInput): void {
   throughputRows(`3. fan-out ${FANOUT_BRANCHES}, ${fmt(size.fanout)}:`, 'fanout', 'instances', FANOUT_BRANCHES);
   throughputRows(`8. loop of ${LOOP_PASSES} passes (Baton only), ${fmt(size.loop)}:`, 'loop', 'instances', LOOP_PASSES);
   throughputRows(`9. ${CALL_CHAIN} call activities (Baton only), ${fmt(size.calls)}:`, 'calls', 'instances', CALL_CHAIN);
+  throughputRows(
+    `10. user task, ${PEOPLE} people listing, claiming, completing (Baton only), ${fmt(size.userTasks)}:`,
+    'userTasks',
+    'instances',
+    1,
+  );
+  throughputRows(
+    `11. message correlation at ${MESSAGE_RATE}/s to waiting instances (Baton only), ${fmt(size.messages)}:`,
+    'messages',
+    'instances',
+    1,
+  );
   row(
     `4. pickup p50 (ms), ${size.pickups} starts`,
     (r) => (r.pickup?.length ? median(r.pickup.map((x) => x.p50)) : undefined),

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBpmn } from '../../support/bpmn.ts';
 import { complete, deploy, fetchOne, fetchTasks, instanceOf, start, waitForStatus } from '../../support/flows.ts';
-import { startTestServer, type TestServer } from '../../support/server.ts';
+import { lockMessageKey } from '../../../runtime/store/waits.ts';
+import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
 beforeAll(async () => {
@@ -181,6 +182,48 @@ describe('messages', () => {
     expect(ship.instanceId).toBe(id);
     await complete(t.api, ship, 'w');
     await waitForStatus(t.api, id, 'completed');
+  });
+
+  it('given a publisher holding its key, then a message of the same name with another key is matched meanwhile; the same key and a Camunda correlation of the name wait for it', async () => {
+    const [one, two, three] = [await advanceToWait('k-one'), await advanceToWait('k-two'), await advanceToWait('k-three')];
+    const holder = await t.db.pool.connect();
+    const waiting = async (n: number) =>
+      waitFor(
+        async () => {
+          const { rows } = await t.db.pool.query(
+            `select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`,
+          );
+          return rows[0].n === n ? true : undefined;
+        },
+        5000,
+        `${n} publishers waiting on a message lock`,
+      );
+    try {
+      await holder.query('begin');
+      await lockMessageKey(holder, { name: 'payment', correlationKey: 'k-one', instanceId: null, byKey: true });
+      const other = await t.api.post('/api/messages', { name: 'payment', correlationKey: 'k-two' });
+      expect(other.body).toMatchObject({ status: 'matched', instanceId: two });
+      const same = t.api.post('/api/messages', { name: 'payment', correlationKey: 'k-one' });
+      await waiting(1);
+      const camunda = t.api.post('/engine-rest/message', {
+        messageName: 'payment',
+        correlationKeys: { orderId: { value: 'k-three', type: 'String' } },
+      });
+      await waiting(2);
+      await holder.query('commit');
+      expect((await same).body).toMatchObject({ status: 'matched', instanceId: one });
+      expect((await camunda).status).toBe(204);
+    } finally {
+      holder.release();
+    }
+    const shipped: string[] = [];
+    for (let n = 0; n < 3; n++) {
+      const ship = await fetchOne(t.api, 'w', 'ship');
+      shipped.push(ship.instanceId);
+      await complete(t.api, ship, 'w');
+      await waitForStatus(t.api, ship.instanceId, 'completed');
+    }
+    expect(shipped.sort()).toEqual([one, two, three].sort());
   });
 
   it('given the same messageId sent twice at once, then one effect (50 rounds)', async () => {
