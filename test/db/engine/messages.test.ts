@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBpmn } from '../../support/bpmn.ts';
 import { complete, deploy, fetchOne, fetchTasks, instanceOf, start, waitForStatus } from '../../support/flows.ts';
+import { retryWhileBusy } from '../../../runtime/engine/waits.ts';
 import { lockMessageKey } from '../../../runtime/store/waits.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 
@@ -224,6 +225,24 @@ describe('messages', () => {
       await waitForStatus(t.api, ship.instanceId, 'completed');
     }
     expect(shipped.sort()).toEqual([one, two, three].sort());
+  });
+
+  it("given two deliveries that deadlock on each other's message locks, then the one PostgreSQL aborts is tried again whole and both finish", async () => {
+    const attempts = { a: 0, b: 0 };
+    const holding = { a: false, b: false };
+    const run = (me: 'a' | 'b', first: string, second: string) =>
+      retryWhileBusy(t.server.engine, `deliver ${me}`, async (tx) => {
+        attempts[me]++;
+        await lockMessageKey(tx, { name: 'deadlock', correlationKey: first, instanceId: null, byKey: true });
+        holding[me] = true;
+        const other = me === 'a' ? 'b' : 'a';
+        await waitFor(async () => (holding[other] || attempts[me] > 1 ? true : undefined), 5000, `${other} to hold its key`);
+        await lockMessageKey(tx, { name: 'deadlock', correlationKey: second, instanceId: null, byKey: true });
+        holding[me] = false;
+        return me;
+      });
+    expect(await Promise.all([run('a', 'k1', 'k2'), run('b', 'k2', 'k1')])).toEqual(['a', 'b']);
+    expect(attempts.a + attempts.b).toBe(3);
   });
 
   it('given the same messageId sent twice at once, then one effect (50 rounds)', async () => {
