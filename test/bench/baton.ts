@@ -1,5 +1,5 @@
 // Baton under the bench: a real HTTP server (startBatonServer) and its native
-// /api, clients over loopback HTTP in this same process. Workloads 1-6 of issue 8;
+// /api, clients over loopback HTTP in this same process. Workloads 1-6 and 8-11 (docs/PERFORMANCE.md);
 // started by run.ts once per round with BENCH_DB_URL and BENCH_ROUNDS (workloads 1-5),
 // then once with BENCH_SCALE_DB_URL and BENCH_SCALE_EMPTY_DB_URL (6).
 import pg from 'pg';

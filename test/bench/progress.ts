@@ -1,4 +1,4 @@
-// Workload 7 (issue 6): the progress stream.
+// Workload 7: the progress stream.
 // - replay: a client subscribes to a generation of 10,000 stored frames and takes them all;
 // - latency: 200 clients follow one instance while frames are committed one at a time;
 //   commit → client, measured from just before the committing statement is sent;

@@ -219,7 +219,7 @@ interface ProgressModule {
   runProgressBench(opts: { baseUrl: string; databaseUrl: string; quick: boolean }): Promise<Record<string, number | string>>;
 }
 
-/** Workload 7 lives in progress.ts (issue 6's owner); it runs only when that file exists. */
+/** Workload 7 lives in progress.ts; it runs only when that file exists. */
 async function runProgress(admin: pg.Client, adminUrl: string): Promise<Record<string, number | string> | string> {
   const file = path.join(here, 'progress.ts');
   if (!existsSync(file)) return 'not available (test/bench/progress.ts has not landed)';

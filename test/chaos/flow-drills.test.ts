@@ -1,4 +1,4 @@
-// Drills on the shape of the work (numbers from issue 7): racing workers, a failing
+// Drills on the shape of the work (the drill numbers of docs/RELIABILITY.md): racing workers, a failing
 // branch before a join, early and duplicate messages; real node and worker processes.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildBpmn, parallelBpmn, singleTaskBpmn } from '../support/bpmn.ts';

@@ -1,4 +1,4 @@
-// Drills where runtime nodes die (numbers from issue 7): `baton serve` child
+// Drills where runtime nodes die (the drill numbers of docs/RELIABILITY.md): `baton serve` child
 // processes SIGKILLed at fault points or at random under load, restarted on the
 // same port, with SDK worker processes carrying on; then ledger and checker.
 import pg from 'pg';

@@ -1,4 +1,4 @@
-// Drill 12 of issue 7: PostgreSQL itself stops and starts under load. This file runs
+// Drill 12: PostgreSQL itself stops and starts under load. This file runs
 // its own embedded PostgreSQL (the shared test server must not restart under other files).
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';

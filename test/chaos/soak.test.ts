@@ -1,4 +1,4 @@
-// The short soak of issue 7 in `npm test`: a minute of chaos (test/chaos/soak.ts) on a fresh
+// The short soak in `npm test`: a minute of chaos (test/chaos/soak.ts) on a fresh
 // database of the test server, then the drain, the ledger and the invariant checker.
 // `npm run chaos -- --minutes N` runs the same soak for longer.
 import { afterAll, describe, expect, it, inject } from 'vitest';

@@ -1,4 +1,4 @@
-// Drills where workers die, go deaf or misbehave (numbers from issue 7): a real
+// Drills where workers die, go deaf or misbehave (the drill numbers of docs/RELIABILITY.md): a real
 // runtime node and real SDK worker processes on one database; each drill asserts
 // history and the ledger, then runs the invariant checker.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

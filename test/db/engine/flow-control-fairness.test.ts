@@ -1,4 +1,4 @@
-// Fair priority (issue 4 §3): low-priority tasks are served while a high-priority
+// Fair priority: low-priority tasks are served while a high-priority
 // stream keeps the topic busy, because one fetch in FAIR_TURN_EVERY is oldest-first.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAIR_TURN_EVERY } from '../../../runtime/engine/fetch.ts';

@@ -1,4 +1,4 @@
-// Flow control (issue 4 §3): per-resource maxConcurrent and maxStartsPerSecond
+// Flow control: per-resource maxConcurrent and maxStartsPerSecond
 // obeyed by native and Camunda fetch-and-lock, checked in SQL; the limits API.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
