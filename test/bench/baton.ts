@@ -2,6 +2,10 @@
 // /api, clients over loopback HTTP in this same process. Workloads 1-6 and 8-11 (docs/PERFORMANCE.md);
 // started by run.ts once per round with BENCH_DB_URL and BENCH_ROUNDS (workloads 1-5),
 // then once with BENCH_SCALE_DB_URL and BENCH_SCALE_EMPTY_DB_URL (6).
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { pino } from 'pino';
 import { startBatonServer, type BatonServer } from '../../runtime/server.ts';
@@ -11,6 +15,7 @@ import {
   LOOP_PASSES,
   CALL_CHAIN,
   MESSAGE_RATE,
+  MESSAGES_IN_FLIGHT,
   PEOPLE,
   PICKUP_IDLE_MS,
   PRODUCERS,
@@ -41,9 +46,9 @@ const size = sizes(quick);
 const TIMER_SPREAD_S = quick ? 1 : 60;
 /** BENCH_BATON_WORKLOADS=throughput,scale (both by default): for working on one of them */
 const workloads = new Set((process.env.BENCH_BATON_WORKLOADS ?? 'throughput,scale').split(','));
-/** BENCH_ROUND=single,chain,fanout,pickup,timers,loop,calls,usertasks,messages (all by default): the parts of each throughput round to run */
+/** BENCH_ROUND=single,chain,fanout,pickup,timers,loop,calls,usertasks,messages,nodes (all by default): the parts of each throughput round to run */
 const roundParts = new Set(
-  (process.env.BENCH_ROUND ?? 'single,chain,fanout,pickup,timers,loop,calls,usertasks,messages').split(','),
+  (process.env.BENCH_ROUND ?? 'single,chain,fanout,pickup,timers,loop,calls,usertasks,messages,nodes').split(','),
 );
 
 const NS =
@@ -207,53 +212,64 @@ async function userTaskRounds(url: string, admin: pg.Client, round: number, inst
 }
 
 /**
- * Workload 11: `instances` instances wait on a message (started beforehand, not measured),
- * then one message each is published at MESSAGE_RATE per second, each publish sent on its
- * schedule whether or not the ones before were answered. Latency: the publish call, whose
- * transaction moves the instance to its end.
+ * Workload 11: `waiting` instances wait on a message (started beforehand, not measured), then
+ * `published` of them get theirs at MESSAGE_RATE per second (common.ts: the schedule and the
+ * in-flight cap). Latency: scheduled time to the publish's answer, whose transaction moves the
+ * instance to its end.
  */
 async function messageCorrelation(
   url: string,
   admin: pg.Client,
   db: pg.Client,
   round: number,
-  instances: number,
+  waiting: number,
+  published: number,
 ): Promise<ThroughputRound> {
   const keyOf = (i: number) => `order-${round}-${i}`;
-  await pool(instances, PRODUCERS, async (i) => {
+  const {
+    rows: [clock],
+  } = await db.query<{ now: Date }>('select now()');
+  await pool(waiting, PRODUCERS, async (i) => {
     await start(url, 'bench-correlation', keyOf(i));
   });
-  await untilWaiting(db, 'bench-correlation', instances);
+  await untilWaiting(db, 'bench-correlation', waiting, clock!.now);
   const latencies: number[] = [];
+  let inFlight = 0;
   const mark = await costMark(admin);
   const t0 = performance.now();
   const publishes: Promise<void>[] = [];
-  for (let i = 0; i < instances; i++) {
+  for (let i = 0; i < published; i++) {
     const due = t0 + (i * 1000) / MESSAGE_RATE;
-    const wait = due - performance.now();
-    if (wait > 1) await sleep(wait);
-    const p0 = performance.now();
+    while (inFlight >= MESSAGES_IN_FLIGHT || performance.now() < due - 1)
+      await sleep(inFlight >= MESSAGES_IN_FLIGHT ? 1 : due - performance.now());
+    inFlight++;
+    // Spread over the waiting instances, so the matched ones are not all the oldest.
+    const key = keyOf(Math.floor((i * waiting) / published));
     publishes.push(
-      post<{ status: string }>(`${url}/api/messages`, { name: 'bench-settled', businessKey: keyOf(i) }).then((r) => {
-        if (r.status !== 'matched') throw new Error(`message ${keyOf(i)}: ${r.status}, not matched`);
-        latencies.push(performance.now() - p0);
+      post<{ status: string }>(`${url}/api/messages`, { name: 'bench-settled', businessKey: key }).then((r) => {
+        inFlight--;
+        if (r.status !== 'matched') throw new Error(`message ${key}: ${r.status}, not matched`);
+        latencies.push(performance.now() - due);
       }),
     );
   }
   await Promise.all(publishes);
   const seconds = (performance.now() - t0) / 1000;
   return {
-    perSec: instances / seconds,
-    stepsPerSec: instances / seconds,
+    perSec: published / seconds,
+    stepsPerSec: published / seconds,
     seconds,
-    cost: await costSince(admin, mark, instances),
+    cost: await costSince(admin, mark, published),
     p99Ms: pct(latencies, 99),
   };
 }
 
-/** PRODUCERS loops start `instances` instances while WORKERS long-polling workers complete `tasks` tasks. */
+/**
+ * PRODUCERS loops start `instances` instances while WORKERS long-polling workers complete
+ * `tasks` tasks. `url`: one node, or several (producer and worker i call node i mod n).
+ */
 async function throughput(
-  url: string,
+  url: string | string[],
   admin: pg.Client,
   key: string,
   topics: string[],
@@ -271,14 +287,16 @@ async function throughput(
   const finished = new AbortController();
   const mark = await costMark(admin);
   const t0 = performance.now();
-  const producers = pool(instances, PRODUCERS, async () => {
-    await start(url, key);
+  const urls = typeof url === 'string' ? [url] : url;
+  const producers = pool(instances, PRODUCERS, async (i) => {
+    await start(urls[i % urls.length]!, key);
   });
   const workers = Promise.all(
     Array.from({ length: WORKERS }, async (_, w) => {
+      const node = urls[w % urls.length]!;
       while (done < target) {
         const tasks = await post<Task[]>(
-          `${url}/api/external-tasks/fetch-and-lock`,
+          `${node}/api/external-tasks/fetch-and-lock`,
           {
             workerId: `bench-${w}`,
             maxTasks: 10,
@@ -292,7 +310,7 @@ async function throughput(
         });
         if (tasks.length === 0) continue;
         // what one fetch brought is completed with one call and one commit (complete-batch)
-        await post(`${url}/api/external-tasks/complete-batch`, {
+        await post(`${node}/api/external-tasks/complete-batch`, {
           workerId: `bench-${w}`,
           tasks: tasks.map((t) => ({ id: t.id, lockToken: t.lockToken, ...(variablesOf ? { variables: variablesOf(t) } : {}) })),
         });
@@ -417,24 +435,83 @@ async function checkExactlyOnce(
   );
 }
 
-/** Every instance of `key` completed, and as many as the rounds started. */
-async function checkCompleted(result: SystemResult, db: pg.Client, key: string, instances: number): Promise<void> {
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** `n` Baton nodes as `baton serve` processes on one database, ready, for the time of `fn`. */
+async function withNodes<T>(databaseUrl: string, n: number, fn: (urls: string[]) => Promise<T>): Promise<T> {
+  const nodes = await Promise.all(
+    Array.from({ length: n }, async () => {
+      const port = await freePort();
+      let output = '';
+      const child = spawn(process.execPath, ['--import', 'tsx', 'runtime/cli.ts', 'serve'], {
+        cwd: repoRoot,
+        env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'warn', BATON_SAMPLES_DIR: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stdout?.on('data', (d) => (output += String(d)));
+      child.stderr?.on('data', (d) => (output += String(d)));
+      const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+      const url = `http://127.0.0.1:${port}`;
+      for (const began = performance.now(); ; await sleep(100)) {
+        if ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok) break;
+        if (performance.now() - began > 60_000 || child.exitCode !== null) throw new Error(`node not ready: ${output}`);
+      }
+      return { url, child, exited };
+    }),
+  );
+  try {
+    return await fn(nodes.map((x) => x.url));
+  } finally {
+    for (const x of nodes) x.child.kill('SIGTERM');
+    await Promise.all(nodes.map((x) => x.exited));
+  }
+}
+
+/**
+ * Workload 12: the three-step workload on one `baton serve` process, then on two sharing the
+ * database (producers and workers split between them), the same clients in this process.
+ */
+async function nodeScaling(databaseUrl: string, admin: pg.Client): Promise<{ one: ThroughputRound; two: ThroughputRound }> {
+  const chain = (urls: string[]) => throughput(urls, admin, 'bench-chain', ['chain-1', 'chain-2', 'chain-3'], size.chain, 3);
+  const one = await withNodes(databaseUrl, 1, chain);
+  const two = await withNodes(databaseUrl, 2, chain);
+  return { one, two };
+}
+
+/** `completed` instances of `key` completed and the other `waiting` still running (none lost, none ended otherwise). */
+async function checkCompleted(result: SystemResult, db: pg.Client, key: string, completed: number, waiting = 0): Promise<void> {
   const {
     rows: [r],
-  } = await db.query<{ completed: number; other: number }>(
-    `select count(*) filter (where status = 'completed')::int as completed, count(*) filter (where status <> 'completed')::int as other
+  } = await db.query<{ completed: number; running: number; other: number }>(
+    `select count(*) filter (where status = 'completed')::int as completed, count(*) filter (where status = 'running')::int as running,
+            count(*) filter (where status not in ('completed', 'running'))::int as other
        from instances where definition_key = $1`,
     [key],
   );
-  check(result, `${key}: ${instances} instances completed`, r!.completed === instances && r!.other === 0, JSON.stringify(r));
+  check(
+    result,
+    `${key}: ${completed} instances completed, ${waiting} waiting`,
+    r!.completed === completed && r!.running === waiting && r!.other === 0,
+    JSON.stringify(r),
+  );
 }
 
-/** Waits until `n` instances of `key` wait on their message. */
-async function untilWaiting(db: pg.Client, key: string, n: number): Promise<void> {
+/** Waits until `n` instances of `key` started since `since` wait on their message. */
+async function untilWaiting(db: pg.Client, key: string, n: number, since: Date): Promise<void> {
   for (const began = performance.now(); performance.now() - began < 300_000;) {
     const { rows } = await db.query<{ n: number }>(
-      `select count(*)::int as n from subscriptions s join instances i on i.id = s.instance_id where i.definition_key = $1 and i.status = 'running'`,
-      [key],
+      `select count(*)::int as n from subscriptions s join instances i on i.id = s.instance_id
+        where i.definition_key = $1 and i.status = 'running' and i.created_at >= $2`,
+      [key, since],
     );
     if (rows[0]!.n >= n) return;
     await sleep(20);
@@ -629,6 +706,7 @@ async function main(): Promise<void> {
     calls: [],
     userTasks: [],
     messages: [],
+    nodes: [],
     pickup: [],
     timers: [],
     checks: [],
@@ -691,7 +769,9 @@ async function main(): Promise<void> {
           result.userTasks!.push(await timed('user tasks', () => userTaskRounds(server.url, admin, round, size.userTasks)));
         partial(result);
         if (roundParts.has('messages'))
-          result.messages!.push(await timed('messages', () => messageCorrelation(server.url, admin, db, round, size.messages)));
+          result.messages!.push(
+            await timed('messages', () => messageCorrelation(server.url, admin, db, round, size.messages, size.published)),
+          );
         partial(result);
         if (roundParts.has('pickup')) result.pickup!.push(await timed('pickup', () => pickupLatency(server.url, size.pickups)));
         partial(result);
@@ -704,16 +784,25 @@ async function main(): Promise<void> {
         }
       }
     });
+  // Workload 12 runs after the in-process server of the rounds above has stopped: only the nodes it measures run.
+  const runNodes = async () => {
+    for (let i = 0; i < rounds.length; i++) {
+      result.nodes!.push(await timed('one node, two nodes', () => nodeScaling(dbUrl, admin)));
+      partial(result);
+    }
+  };
   try {
     await db.connect();
     if (workloads.has('throughput')) {
       await runRounds();
+      if (roundParts.has('nodes')) await runNodes();
       // The database holds every round so far (earlier ones ran in earlier children), each with the same parts.
       const n = roundsInDatabase(rounds);
       const has = (part: string) => (roundParts.has(part) ? n : 0);
       const singles = has('single') * size.single + has('pickup') * size.pickups;
       await checkExactlyOnce(result, db, 'bench-single', singles, singles);
-      await checkExactlyOnce(result, db, 'bench-chain', has('chain') * size.chain, has('chain') * size.chain * 3);
+      const chains = has('chain') * size.chain + has('nodes') * size.chain * 2;
+      await checkExactlyOnce(result, db, 'bench-chain', chains, chains * 3);
       await checkExactlyOnce(
         result,
         db,
@@ -731,7 +820,13 @@ async function main(): Promise<void> {
         has('calls') * size.calls * CALL_CHAIN,
       );
       await checkCompleted(result, db, 'bench-user-task', has('usertasks') * size.userTasks);
-      await checkCompleted(result, db, 'bench-correlation', has('messages') * size.messages);
+      await checkCompleted(
+        result,
+        db,
+        'bench-correlation',
+        has('messages') * size.published,
+        has('messages') * (size.messages - size.published),
+      );
       const timers = has('timers') * size.timers;
       const {
         rows: [t],

@@ -42,8 +42,9 @@ export interface Sizes {
   calls: number;
   /** workload 10 (Baton only): user-task rounds (start, list, claim, complete over the API) */
   userTasks: number;
-  /** workload 11 (Baton only): instances waiting on a message, then one message each at MESSAGE_RATE */
+  /** workload 11 (Baton only): instances waiting on a message; `published` of them get theirs, at MESSAGE_RATE */
   messages: number;
+  published: number;
   /** workload 6: preloaded completed and waiting instances; latency samples per round */
   scaleCompleted: number;
   scaleWaiting: number;
@@ -60,6 +61,7 @@ export const FULL: Sizes = {
   calls: 1_000,
   userTasks: 2_000,
   messages: 10_000,
+  published: 2_000,
   scaleCompleted: 1_000_000,
   scaleWaiting: 100_000,
   scaleSamples: 300,
@@ -74,6 +76,7 @@ export const QUICK: Sizes = {
   calls: 20,
   userTasks: 30,
   messages: 200,
+  published: 100,
   scaleCompleted: 10_000,
   scaleWaiting: 1_000,
   scaleSamples: 20,
@@ -98,6 +101,7 @@ export const sizes = (quick: boolean): Sizes => {
     calls: override('calls'),
     userTasks: override('userTasks'),
     messages: override('messages'),
+    published: override('published'),
   };
 };
 
@@ -111,8 +115,13 @@ export const LOOP_PASSES = 100;
 export const CALL_CHAIN = 3;
 /** workload 10: the people working the tasklist, each a candidate of its own share of the tasks */
 export const PEOPLE = 8;
-/** workload 11: messages published per second, open loop (a publish does not wait for the one before) */
-export const MESSAGE_RATE = 500;
+/**
+ * Workload 11: messages published per second, on a schedule (a publish does not wait for the
+ * one before), at most MESSAGES_IN_FLIGHT unanswered; latency counts from the scheduled time,
+ * so a publish held back by that cap counts its wait too.
+ */
+export const MESSAGE_RATE = 200;
+export const MESSAGES_IN_FLIGHT = 100;
 /**
  * Workload 4: the quiet time before each start, the same for every system, so that each
  * pickup starts from an idle system (a parked long poll, a worker waiting on LISTEN) and
@@ -251,6 +260,8 @@ export interface SystemResult {
   userTasks?: ThroughputRound[];
   /** workload 11, Baton only: message correlation */
   messages?: ThroughputRound[];
+  /** workload 12, Baton only: workload 2 on one `baton serve` node, then on two */
+  nodes?: { one: ThroughputRound; two: ThroughputRound }[];
   pickup?: { p50: number; p99: number }[];
   timers?: { p50: number; p99: number; max: number; count: number }[];
   scale?: {

@@ -411,11 +411,20 @@ function printTable(t: TableInput): void {
     1,
   );
   throughputRows(
-    `11. message correlation at ${MESSAGE_RATE}/s to waiting instances (Baton only), ${fmt(size.messages)}:`,
+    `11. ${fmt(size.published)} messages at ${MESSAGE_RATE}/s to ${fmt(size.messages)} waiting instances (Baton only):`,
     'messages',
     'instances',
     1,
   );
+  const nodes = baton?.nodes?.length ? baton.nodes : undefined;
+  if (nodes) {
+    const one = median(nodes.map((x) => x.one.stepsPerSec));
+    const two = median(nodes.map((x) => x.two.stepsPerSec));
+    row(`12. three steps, ${fmt(size.chain)}, one baton serve node: steps/s`, (r) => (r === baton ? one : undefined));
+    row(`12. the same on two nodes, one database: steps/s`, (r) => (r === baton ? two : undefined));
+    row(`12. two nodes ÷ one node`, (r) => (r === baton ? two / one : undefined), 2);
+    row(`12. two nodes: WAL bytes/step`, (r) => (r === baton ? median(nodes.map((x) => x.two.cost.walBytesPerStep)) : undefined));
+  }
   row(
     `4. pickup p50 (ms), ${size.pickups} starts`,
     (r) => (r.pickup?.length ? median(r.pickup.map((x) => x.p50)) : undefined),
