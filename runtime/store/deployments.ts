@@ -159,13 +159,16 @@ export async function runningInstancesOfDeployment(db: Queryable, deploymentId: 
 
 /**
  * Deletes the deployment, its resources and definitions, their start timers, and every
- * instance of them with its history (the history tables have no foreign keys, migration 0014).
- * The caller has ended the running ones.
+ * instance of them with its history (the history tables have no foreign keys, migration 0014),
+ * and with them the instances they called, whatever deployment those come from: as in
+ * Camunda, deleting an instance deletes its called instances. The caller has ended the running ones.
  */
 export async function deleteDeploymentRows(db: Queryable, deploymentId: string): Promise<void> {
   await db.query(
-    `with doomed as (
-       select i.id from instances i join definitions d on d.id = i.definition_id where d.deployment_id = $1),
+    `with recursive doomed as (
+       select i.id from instances i join definitions d on d.id = i.definition_id where d.deployment_id = $1
+       union
+       select c.id from instances c join doomed p on c.parent_instance_id = p.id),
      ${DELETE_DOOMED_WITH_HISTORY_SQL}
      select count(*) from gone`,
     [deploymentId],

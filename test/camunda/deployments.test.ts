@@ -279,6 +279,34 @@ describe('DELETE /deployment/{id}', () => {
     await waitFor(async () => ((await waitingTimers(v1Tick!)) === 1 ? true : undefined), 2000, 'v1 timer');
   });
 
+  it("given a caller whose child runs a definition of another deployment, then deleting the caller's deployment with cascade cancels and deletes the child too, and the other deployment stays", async () => {
+    const callee = await deployForm([
+      { field: 'b', filename: 'callee.bpmn', content: definitions('dp_far_child', taskProcess('dp_far_child', 'dp-far')) },
+    ]);
+    const caller = await deployForm([
+      {
+        field: 'a',
+        filename: 'caller.bpmn',
+        content: definitions(
+          'dp_far_parent',
+          callerProcess('dp_far_parent', 'dp_far_child', 'camunda').replace(' camunda:calledElementBinding="deployment"', ''),
+        ),
+      },
+    ]);
+    const parent = await start(t.api, 'dp_far_parent');
+    const task = await fetchOne(t.api, 'dp-worker', 'dp-far');
+    const child = task.instanceId;
+    expect(await count('instances where id = $1 and parent_instance_id = $2', [child, parent])).toBe(1);
+
+    expect((await engineRest(t.url, 'DELETE', `/deployment/${caller.id}?cascade=true`)).status).toBe(204);
+    expect(await count('instances where id = any($1)', [[parent, child]])).toBe(0);
+    expect(await count('events where instance_id = $1', [child])).toBe(0);
+    expect((await t.api.get(`/api/instances/${child}`)).status).toBe(404);
+    expect((await complete(t.api, task, 'dp-worker')).status).toBeGreaterThanOrEqual(400);
+    expect(await count('definitions where deployment_id = $1', [callee.id])).toBe(1);
+    expect((await engineRest(t.url, 'GET', `/deployment/${callee.id}`)).status).toBe(200);
+  });
+
   it('given a native deploy, then it is a deployment of its own named after the key, and a second deploy of the same XML makes none', async () => {
     const xml = singleTaskBpmn('dp_native', 'dp-native');
     const first = await t.api.post('/api/definitions', { xml });
