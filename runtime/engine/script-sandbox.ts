@@ -110,6 +110,7 @@ const thread = new BudgetedThread<{ source: string; input: string; timeMs: numbe
   source: THREAD_SOURCE,
   data: { core: resolve('quickjs-emscripten-core'), variant: resolve('@jitl/quickjs-wasmfile-release-sync') },
   heapMb: 64,
+  warmUp: { source: '1 + 1', input: '{}', timeMs: 10_000, memoryMb: 32 },
 }));
 
 /** Past QuickJS's own deadline, the thread gets this long to answer before it is terminated. */
@@ -125,7 +126,7 @@ export function startScriptSandbox(): void {
  * statement) and what it set with execution.setVariable, both as JSON.
  */
 export function runJavaScript(source: string, variables: Variables): SandboxResult {
-  thread.start(); // loading QuickJS after a terminated run is not part of the next run's budget
+  thread.start(); // loading QuickJS (and its first run) after a terminated run is not part of the next run's budget
   const started = Date.now();
   const { timeMs, memoryMb } = budget;
   const call = thread.call({ source, input: JSON.stringify(variables), timeMs, memoryMb }, timeMs + GRACE_MS);

@@ -16,6 +16,12 @@ export interface ThreadSpec {
   heapMb: number;
   /** how long loading may take, not counted in any call's budget */
   loadMs?: number;
+  /**
+   * A message answered once right after loading, within loadMs: the first run through the
+   * handler compiles its code (and WebAssembly tiers up), several times slower than the next,
+   * and that cost belongs to no caller's budget.
+   */
+  warmUp?: unknown;
 }
 
 export type ThreadAnswer<A> = { ok: true; answer: A } | { ok: false; reason: 'budget' | 'no-answer' };
@@ -102,6 +108,15 @@ function launch(spec: ThreadSpec): Running {
   if (Atomics.wait(flags, 1, 0, loadMs) === 'timed-out') {
     void worker.terminate();
     throw new Error(`the evaluation thread did not start within ${loadMs} ms`);
+  }
+  if (spec.warmUp !== undefined) {
+    port1.postMessage(spec.warmUp);
+    const warmed = Atomics.wait(flags, 0, 0, loadMs);
+    receiveMessageOnPort(port1);
+    if (warmed === 'timed-out') {
+      void worker.terminate();
+      throw new Error(`the evaluation thread did not answer its first message within ${loadMs} ms`);
+    }
   }
   return { worker, port: port1, flags };
 }

@@ -154,6 +154,7 @@ const thread = new BudgetedThread<{ feel: string; variables: Record<string, unkn
   source: THREAD_SOURCE,
   data: { feelin: FEELIN_URL },
   heapMb: budget.heapMb,
+  warmUp: { feel: '1 + 1', variables: {}, whole: true },
 }));
 
 /** Starts the thread now (about 0.4 s), so the first looping evaluation does not wait for it inside a transition. */

@@ -423,7 +423,16 @@ function printTable(t: TableInput): void {
     row(`12. three steps, ${fmt(size.chain)}, one baton serve node: steps/s`, (r) => (r === baton ? one : undefined));
     row(`12. the same on two nodes, one database: steps/s`, (r) => (r === baton ? two : undefined));
     row(`12. two nodes ÷ one node`, (r) => (r === baton ? two / one : undefined), 2);
-    row(`12. two nodes: WAL bytes/step`, (r) => (r === baton ? median(nodes.map((x) => x.two.cost.walBytesPerStep)) : undefined));
+    // The nodes are processes of their own: only the cluster-wide figures (transaction ids, WAL) count their work.
+    for (const n of ['one', 'two'] as const) {
+      const label = n === 'one' ? 'one node' : 'two nodes';
+      row(
+        `12. ${label}: write transactions/step`,
+        (r) => (r === baton ? median(nodes.map((x) => x[n].cost.writeTxPerStep)) : undefined),
+        2,
+      );
+      row(`12. ${label}: WAL bytes/step`, (r) => (r === baton ? median(nodes.map((x) => x[n].cost.walBytesPerStep)) : undefined));
+    }
   }
   row(
     `4. pickup p50 (ms), ${size.pickups} starts`,

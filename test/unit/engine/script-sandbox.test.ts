@@ -58,6 +58,9 @@ describe('runJavaScript', () => {
     expect(result).toMatchObject({ ok: false, message: expect.stringContaining('did not finish within the budget of 50 ms') });
     expect(elapsed).toBeGreaterThanOrEqual(45);
     expect(elapsed).toBeLessThan(2_000);
+    // The thread was terminated; a new one runs the next script (a wider budget: a loaded
+    // machine may not schedule the new thread within 50 ms, which is not what this asserts).
+    configureScriptBudget({ timeMs: 1_000 });
     expect(runJavaScript('1 + 1', {})).toMatchObject({ ok: true, value: 2 });
   });
 
