@@ -36,6 +36,7 @@ import {
   roundsInDatabase,
   sizes,
   sleep,
+  type CostMark,
   type SystemResult,
   type ThroughputRound,
 } from './common.ts';
@@ -201,13 +202,24 @@ async function userTaskRounds(url: string, admin: pg.Client, round: number, inst
     }),
   );
   await Promise.all([producers, people]);
+  return oneStepRound(admin, mark, t0, instances, completes);
+}
+
+/** A round of `n` one-step instances since `t0` and `mark`, with the p99 of its latencies. */
+async function oneStepRound(
+  admin: pg.Client,
+  mark: CostMark,
+  t0: number,
+  n: number,
+  latencies: number[],
+): Promise<ThroughputRound> {
   const seconds = (performance.now() - t0) / 1000;
   return {
-    perSec: instances / seconds,
-    stepsPerSec: instances / seconds,
+    perSec: n / seconds,
+    stepsPerSec: n / seconds,
     seconds,
-    cost: await costSince(admin, mark, instances),
-    p99Ms: pct(completes, 99),
+    cost: await costSince(admin, mark, n),
+    p99Ms: pct(latencies, 99),
   };
 }
 
@@ -254,14 +266,7 @@ async function messageCorrelation(
     );
   }
   await Promise.all(publishes);
-  const seconds = (performance.now() - t0) / 1000;
-  return {
-    perSec: published / seconds,
-    stepsPerSec: published / seconds,
-    seconds,
-    cost: await costSince(admin, mark, published),
-    p99Ms: pct(latencies, 99),
-  };
+  return oneStepRound(admin, mark, t0, published, latencies);
 }
 
 /**

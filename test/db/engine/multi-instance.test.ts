@@ -41,6 +41,23 @@ function loopBpmn(id: string, multiInstance: MultiInstance, retries = 3): string
   );
 }
 
+/** A Camunda 8 file: s -> each (service task `${id}-each` with the multi-instance `marker`) -> after (`${id}-after`) -> e */
+function zeebeLoopBpmn(id: string, marker: string): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="s" />
+    <bpmn:serviceTask id="each"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-each" /></bpmn:extensionElements>
+      ${marker}</bpmn:serviceTask>
+    <bpmn:serviceTask id="after"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-after" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="e" />
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="each" />
+    <bpmn:sequenceFlow id="f2" sourceRef="each" targetRef="after" />
+    <bpmn:sequenceFlow id="f3" sourceRef="after" targetRef="e" />
+  </bpmn:process>
+</bpmn:definitions>`;
+}
+
 beforeAll(async () => {
   t = await startTestServer();
   await deploy(
@@ -295,21 +312,12 @@ describe('sequential multi-instance', () => {
   });
 
   it('given a Camunda 8 file with zeebe:loopCharacteristics, then each element runs with its inputElement and loopCounter from 1, and outputElement collects the results in input order', async () => {
-    const xml = `<?xml version="1.0" encoding="UTF-8"?>
-<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_mi_zeebe" targetNamespace="https://baton.dev/test">
-  <bpmn:process id="mi_zeebe" isExecutable="true">
-    <bpmn:startEvent id="s" />
-    <bpmn:serviceTask id="each"><bpmn:extensionElements><zeebe:taskDefinition type="mi_zeebe-each" /></bpmn:extensionElements>
-      <bpmn:multiInstanceLoopCharacteristics><bpmn:extensionElements>
+    const xml = zeebeLoopBpmn(
+      'mi_zeebe',
+      `<bpmn:multiInstanceLoopCharacteristics><bpmn:extensionElements>
         <zeebe:loopCharacteristics inputCollection="=orders" inputElement="order" outputCollection="totals" outputElement="=total" />
-      </bpmn:extensionElements></bpmn:multiInstanceLoopCharacteristics></bpmn:serviceTask>
-    <bpmn:serviceTask id="after"><bpmn:extensionElements><zeebe:taskDefinition type="mi_zeebe-after" /></bpmn:extensionElements></bpmn:serviceTask>
-    <bpmn:endEvent id="e" />
-    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="each" />
-    <bpmn:sequenceFlow id="f2" sourceRef="each" targetRef="after" />
-    <bpmn:sequenceFlow id="f3" sourceRef="after" targetRef="e" />
-  </bpmn:process>
-</bpmn:definitions>`;
+      </bpmn:extensionElements></bpmn:multiInstanceLoopCharacteristics>`,
+    );
     const deployed = await t.api.post('/api/definitions', { xml });
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(201);
     expect(deployed.body.warnings ?? []).toEqual([]);
@@ -330,22 +338,13 @@ describe('sequential multi-instance', () => {
   });
 
   it("given a sequential completion condition over the loop counters, then it reads Zeebe's numberOf… and Camunda 7's nrOf… names with each engine's values", async () => {
-    const xml = `<?xml version="1.0" encoding="UTF-8"?>
-<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_mi_counts" targetNamespace="https://baton.dev/test">
-  <bpmn:process id="mi_counts" isExecutable="true">
-    <bpmn:startEvent id="s" />
-    <bpmn:serviceTask id="each"><bpmn:extensionElements><zeebe:taskDefinition type="mi_counts-each" /></bpmn:extensionElements>
-      <bpmn:multiInstanceLoopCharacteristics isSequential="true">
+    const xml = zeebeLoopBpmn(
+      'mi_counts',
+      `<bpmn:multiInstanceLoopCharacteristics isSequential="true">
         <bpmn:extensionElements><zeebe:loopCharacteristics inputCollection="=[1, 2, 3]" inputElement="n" /></bpmn:extensionElements>
         <bpmn:completionCondition>= numberOfInstances = 3 and numberOfActiveInstances = 0 and nrOfActiveInstances = 1 and numberOfTerminatedInstances = 0 and numberOfCompletedInstances &gt;= 2</bpmn:completionCondition>
-      </bpmn:multiInstanceLoopCharacteristics></bpmn:serviceTask>
-    <bpmn:serviceTask id="after"><bpmn:extensionElements><zeebe:taskDefinition type="mi_counts-after" /></bpmn:extensionElements></bpmn:serviceTask>
-    <bpmn:endEvent id="e" />
-    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="each" />
-    <bpmn:sequenceFlow id="f2" sourceRef="each" targetRef="after" />
-    <bpmn:sequenceFlow id="f3" sourceRef="after" targetRef="e" />
-  </bpmn:process>
-</bpmn:definitions>`;
+      </bpmn:multiInstanceLoopCharacteristics>`,
+    );
     const deployed = await t.api.post('/api/definitions', { xml });
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(201);
     const id = await start(t.api, 'mi_counts');
