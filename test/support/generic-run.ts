@@ -142,7 +142,7 @@ const NEAR_TIMER_MS = 5_000;
 
 /**
  * Starts an instance of the version with no variables and follows it until it ends, holds an
- * incident, or has been still (same revision, no open task, no timer due soon) for `stillMs`.
+ * incident, or has been still (same revision, no open external or user task, no timer due soon) for `stillMs`.
  * A process with no none start event is started the way it waits to be: its message is
  * published or its signal broadcast once, with no variables; one that starts only on a timer
  * waits for that timer.
@@ -212,7 +212,12 @@ async function followToRest(
     const incident = instance.incidents?.[0] ?? (await childIncident(api, instance));
     if (incident) return { outcome: 'incident', kind: incident.kind, at: incident.stepId, message: incident.message };
     if (instance.revision !== last.revision) last = { revision: instance.revision, since: Date.now() };
-    const still = Date.now() - last.since >= stillMs && instance.tasks.length === 0 && !(await timerDueSoon(db, id));
+    // Still: nothing left for the generic worker (no open external or user task), no timer due soon.
+    const still =
+      Date.now() - last.since >= stillMs &&
+      instance.tasks.length === 0 &&
+      !(await openUserTask(api, id)) &&
+      !(await timerDueSoon(db, id));
     if (still || Date.now() > deadline) {
       const outcome = await restingOutcome(api, db, instance);
       // A timer may fire between the read of the instance and the read of its waits: trust
@@ -235,6 +240,13 @@ async function childIncident(
     if (incident) return { kind: incident.kind, stepId: `${child.stepId}>${incident.stepId}`, message: incident.message };
   }
   return undefined;
+}
+
+/** A user task of the instance still open: the generic worker's next round completes it (a loaded machine may take longer than stillMs). */
+async function openUserTask(api: ApiClient, instanceId: string): Promise<boolean> {
+  const res = await api.get(`/api/user-tasks?instanceId=${instanceId}&limit=1`);
+  if (res.status !== 200) throw new Error(`user tasks of ${instanceId} answered ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.items.length > 0;
 }
 
 async function timerDueSoon(db: TestDatabase, instanceId: string): Promise<boolean> {
