@@ -9,6 +9,7 @@ import { errorAt } from './diagnostics.ts';
 import type { ProcessGraph } from './graph.ts';
 import { describeElement, type BpmnElement } from './model.ts';
 import type { CallSpec, Diagnostic, IoMapping } from './plan.ts';
+import { readBodyCall, runsInBodies } from './subprocess-bodies.ts';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
@@ -60,9 +61,14 @@ export function readCallActivities(graph: ProcessGraph): {
     const problems: string[] = [];
     const values = element.extensionElements?.values ?? [];
     const zeebe = values.find((v) => v.$type === 'zeebe:calledElement');
-    const spec = zeebe ? readZeebe(zeebe, values, problems) : readCamunda(element, values, problems);
+    const spec = runsInBodies(element)
+      ? readBodyCall(graph.processId, node, problems)
+      : zeebe
+        ? readZeebe(zeebe, values, problems)
+        : readCamunda(element, values, problems);
     if (problems.length > 0) {
-      diagnostics.push(errorAt(node.id, `Call activity ${describeElement(element)}: ${problems.join('; ')}`));
+      const what = runsInBodies(element) ? 'Multi-instance subprocess' : 'Call activity';
+      diagnostics.push(errorAt(node.id, `${what} ${describeElement(element)}: ${problems.join('; ')}`));
       continue;
     }
     if (spec) calls.set(node.id, spec);

@@ -7,9 +7,10 @@ import { describeElement } from './model.ts';
 import type { UnresolvedReference } from './parse.ts';
 import type { Diagnostic } from './plan.ts';
 
-export function checkGraph(graph: ProcessGraph, unresolved: UnresolvedReference[]): Diagnostic[] {
+/** `body`: the graph is a parallel subprocess's body, whose start events checkBodyStarts checks. */
+export function checkGraph(graph: ProcessGraph, unresolved: UnresolvedReference[], body = false): Diagnostic[] {
   return [
-    ...checkStartEvents(graph),
+    ...(body ? [] : checkStartEvents(graph)),
     ...checkSubProcessStarts(graph),
     ...checkEventSubProcesses(graph),
     ...checkEventGateways(graph),

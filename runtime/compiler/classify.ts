@@ -110,15 +110,14 @@ export function classifyNode(node: BpmnFlowNode, inEventSubProcess = false): Cla
         return node.loopCharacteristics
           ? refuse(node, 'an event subprocess cannot loop or be multi-instance')
           : { supported: true, kind: StepKind.eventSubProcess };
-      // A sequential one runs its elements as passes of a loop scope; parallel ones need scope instances side by side.
+      // A sequential one runs its elements as passes of a loop scope. The elements of a parallel one
+      // run side by side, each in a child instance of its body (compiler/subprocess-bodies.ts):
+      // in the plan it is a call activity.
       if (
         node.loopCharacteristics?.$type === 'bpmn:MultiInstanceLoopCharacteristics' &&
         (node.loopCharacteristics as BpmnMultiInstance).isSequential !== true
       )
-        return refuse(
-          node,
-          'parallel multi-instance subprocesses are not supported yet: mark it sequential (isSequential="true") to run the elements one after another, or make the inner tasks multi-instance',
-        );
+        return { supported: true, kind: StepKind.callActivity };
       return { supported: true, kind: StepKind.subProcess };
     case 'bpmn:Transaction':
       return refuse(

@@ -15,7 +15,7 @@ export function fingerprintPlan(plan: Plan): string {
     PROTOCOL_VERSION,
     plan.processKey,
     `steps:${steps.length}`,
-    ...steps.flatMap((step) => [step.id, step.kind, ...ioFields(step)]),
+    ...steps.flatMap((step) => [step.id, step.kind, ...ioFields(step), ...bodyFields(step)]),
     `flows:${flows.length}`,
     ...flows.flatMap((flow) => [flow.id, flow.source, flow.target]),
   ];
@@ -34,6 +34,11 @@ function ioFields(step: PlanStep): string[] {
   if (!step.io) return [];
   const pairs = (list: { target: string; feel: string }[]) => list.map((m) => [m.target, m.feel]);
   return ['io', JSON.stringify({ inputs: pairs(step.io.inputs), outputs: pairs(step.io.outputs) })];
+}
+
+/** A parallel subprocess's body is part of its process: its fingerprint covers the body's steps and wiring. */
+function bodyFields(step: PlanStep): string[] {
+  return step.call?.body ? ['body', step.call.body.fingerprint] : [];
 }
 
 /** Code-unit order, the same on every machine (localeCompare is locale dependent). */

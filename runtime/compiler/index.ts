@@ -8,8 +8,10 @@ import { readEventSpecs } from './events.ts';
 import { allArtifacts, extractGraph } from './extract.ts';
 import { fingerprintPlan } from './fingerprint.ts';
 import { parseBpmn } from './parse.ts';
-import { BPMN_NAMESPACE, type BpmnElement, type BpmnProcess } from './model.ts';
-import type { CompileOptions, CompileResult, Diagnostic, JavaTaskTopic } from './plan.ts';
+import { BPMN_NAMESPACE, type BpmnElement, type BpmnProcess, type BpmnSubProcess } from './model.ts';
+import type { CompileOptions, CompileResult, Diagnostic, JavaTaskTopic, Plan } from './plan.ts';
+import type { ProcessGraph } from './graph.ts';
+import { bodyKey, bodyProcess, bodySubprocesses, checkBodyStarts } from './subprocess-bodies.ts';
 import { selectProcess } from './select.ts';
 import { checkSoundness } from './soundness.ts';
 import { checkUnrunSettings } from './unrun-settings.ts';
@@ -79,27 +81,55 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
       ok: false,
       diagnostics: [errorAt(document.definitionsId, 'The process has no id: give it one, it becomes the definition key')],
     };
+  const compiled = compileProcess(parsed, process, process, options);
+  if (!compiled.ok) return compiled;
+  // A body's checks of the file's messages repeat its process's: each is told once.
+  const told = new Set<string>();
+  const warnings = compiled.warnings.filter((d) => {
+    const key = `${d.elementId}\n${d.message}`;
+    return told.has(key) ? false : (told.add(key), true);
+  });
+  return { ...compiled, warnings };
+}
 
+/**
+ * One process, or the body of one of its parallel multi-instance subprocesses (`process` then
+ * stands for the subprocess, and `owner` is the process it is drawn in: the settings a process
+ * gives its elements come from there). Each body compiles first: its fingerprint is part of the
+ * call that runs it.
+ */
+function compileProcess(
+  parsed: Extract<Awaited<ReturnType<typeof parseBpmn>>, { ok: true }>,
+  process: BpmnProcess,
+  owner: BpmnProcess,
+  options: CompileOptions,
+  sub?: BpmnSubProcess,
+): CompileResult {
+  const { document } = parsed;
+  const processId = process.id as string;
   const { graph, diagnostics: extractDiagnostics } = extractGraph(process, processId, document.unresolved);
   // Before everything that reads the graph: a job listener is a step on its element's path.
   const listeners = insertListeners(graph, process);
   const javaTasks: JavaTaskTopic[] | undefined = options.javaTasksAsTopics ? [] : undefined;
-  const tasks = readTaskSpecs(graph, document, process, javaTasks, listeners.tasks);
+  const tasks = readTaskSpecs(graph, document, owner, javaTasks, listeners.tasks);
   const conditions = compileConditions(graph);
   const zeebeFile = Object.values(document.definitions.$attrs ?? {}).includes(BPMN_NAMESPACE.zeebe);
   const events = readEventSpecs(graph, allArtifacts(process), zeebeFile);
-  const loops = readMultiInstances(graph, [document.definitions, process]);
+  const loops = readMultiInstances(graph, [document.definitions, owner]);
   const cycles = findLoopScopes(graph);
   const repeats = readStandardLoops(graph, cycles.loops);
   const elementLoops = readElementLoops(graph, cycles.loops, loops.subprocesses);
   const io = readIoMappings(graph);
   const calls = readCallActivities(graph);
   const scripts = readScripts(graph);
-  const userTasks = readUserTasks(graph, process);
+  const userTasks = readUserTasks(graph, owner);
   for (const [id, wait] of userTasks.waits) events.waits.set(id, wait);
+  const bodies = compileBodies(parsed, graph, owner, options);
   const diagnostics: Diagnostic[] = [
-    ...parsed.diagnostics,
+    ...(sub ? [] : parsed.diagnostics),
     ...extractDiagnostics,
+    ...(sub ? checkBodyStarts(graph, sub) : []),
+    ...bodies.diagnostics,
     ...listeners.diagnostics,
     ...tasks.diagnostics,
     ...conditions.diagnostics,
@@ -109,7 +139,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     ...calls.diagnostics,
     ...scripts.diagnostics,
     ...userTasks.diagnostics,
-    ...checkGraph(graph, document.unresolved),
+    ...checkGraph(graph, document.unresolved, sub !== undefined),
     ...cycles.diagnostics,
     ...repeats.diagnostics,
     ...elementLoops.diagnostics,
@@ -117,6 +147,7 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
       mappings: new Set([...io.runs, ...calls.mapped]),
       headers: new Set(tasks.specs.keys()),
       subscriptions: events.subscriptions,
+      bodies: new Set(bodySubprocesses(graph).map((b) => b.id as string)),
     }),
   ];
   // Soundness reasons over well-formed loop bodies of supported steps only.
@@ -141,8 +172,14 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
   const repeating = readBoundaryRepeats(plan);
   diagnostics.push(...repeating);
   if (hasErrors(repeating)) return { ok: false, diagnostics };
-  const versionTag = versionTagOf(process);
+  const versionTag = sub ? undefined : versionTagOf(process);
   if (versionTag !== undefined) plan.versionTag = versionTag;
+  if (sub) plan.bodyOf = { processKey: owner.id as string, elementId: sub.id as string };
+  for (const step of plan.steps) {
+    const body =
+      step.call?.body && bodies.compiled.find((b) => b.plan.processKey === (step.call?.process as { key: string }).key);
+    if (body && step.call?.body) step.call.body.fingerprint = body.fingerprint;
+  }
   // Each task the option mapped is told once, where the analyst looks: the warnings.
   const mapped = (javaTasks ?? []).map((j) =>
     warningAt(
@@ -156,7 +193,29 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
     fingerprint: fingerprintPlan(plan),
     warnings: [...diagnostics, ...mapped],
     ...(javaTasks && javaTasks.length > 0 ? { javaTasks } : {}),
+    ...(bodies.compiled.length > 0 ? { bodies: bodies.compiled } : {}),
   };
+}
+
+/** The bodies of the graph's parallel multi-instance subprocesses, with theirs; their problems, by element id. */
+function compileBodies(
+  parsed: Extract<Awaited<ReturnType<typeof parseBpmn>>, { ok: true }>,
+  graph: ProcessGraph,
+  owner: BpmnProcess,
+  options: CompileOptions,
+): { compiled: { plan: Plan; fingerprint: string }[]; diagnostics: Diagnostic[] } {
+  const compiled: { plan: Plan; fingerprint: string }[] = [];
+  const diagnostics: Diagnostic[] = [];
+  for (const sub of bodySubprocesses(graph)) {
+    const result = compileProcess(parsed, bodyProcess(sub, bodyKey(graph.processId, sub.id as string)), owner, options, sub);
+    if (!result.ok) {
+      diagnostics.push(...result.diagnostics);
+      continue;
+    }
+    diagnostics.push(...result.warnings);
+    compiled.push({ plan: result.plan, fingerprint: result.fingerprint }, ...(result.bodies ?? []));
+  }
+  return { compiled, diagnostics };
 }
 
 /** camunda:versionTag on the process, or a Camunda 8 file's <zeebe:versionTag value>: what call activities bind to. */

@@ -24,7 +24,12 @@ export function readMultiInstances(
   for (const node of graph.nodes.values()) {
     const loop = node.element.loopCharacteristics as BpmnMultiInstance | undefined;
     // A user task is a catch event in the plan (it waits for a person); its elements are user tasks.
-    const kind = node.element.$type === 'bpmn:UserTask' ? 'user task' : KINDS[node.kind ?? ''];
+    const kind =
+      node.element.$type === 'bpmn:UserTask'
+        ? 'user task'
+        : node.element.$type === 'bpmn:SubProcess'
+          ? 'subprocess'
+          : KINDS[node.kind ?? ''];
     if (!kind || loop?.$type !== 'bpmn:MultiInstanceLoopCharacteristics') continue;
     const label = describeElement(node.element);
     const problems: string[] = [];
@@ -65,7 +70,7 @@ export function readMultiInstances(
     );
     if (node.element.isForCompensation) problems.push('a compensation handler cannot be multi-instance');
     // A task's element result defaults to its completion variables; a subprocess has none of its own.
-    if (node.kind === 'subProcess' && outputCollection && !outputElement)
+    if (node.element.$type === 'bpmn:SubProcess' && outputCollection && !outputElement)
       problems.push(`${outputWhat} needs an outputElement: the expression each element's result is read from`);
     if (collection === undefined && cardinality && elementVariable)
       problems.push(

@@ -198,6 +198,12 @@ export interface CallSpec {
   outputs: IoMapping[];
   /** the child gets the parent's business key */
   businessKey: boolean;
+  /**
+   * the call runs the body of a parallel multi-instance subprocess, deployed with the caller
+   * (compiler/subprocess-bodies.ts): only the variables its child changed come back, and the
+   * body's fingerprint is the caller's too
+   */
+  body?: { fingerprint: string };
 }
 
 export interface BoundarySpec {
@@ -322,6 +328,8 @@ export interface Plan {
   /** BPMN process id; the definition key */
   processKey: string;
   name?: string;
+  /** the body of a parallel multi-instance subprocess: it runs only as that subprocess's elements */
+  bodyOf?: { processKey: string; elementId: string };
   /** camunda:versionTag or zeebe:versionTag of the process: call activities can bind to it */
   versionTag?: string;
   /** steps in document order */
@@ -338,7 +346,15 @@ export interface Diagnostic {
 }
 
 export type CompileResult =
-  | { ok: true; plan: Plan; fingerprint: string; warnings: Diagnostic[]; javaTasks?: JavaTaskTopic[] }
+  | {
+      ok: true;
+      plan: Plan;
+      fingerprint: string;
+      warnings: Diagnostic[];
+      javaTasks?: JavaTaskTopic[];
+      /** the bodies of its parallel multi-instance subprocesses, at any depth: deployed with it */
+      bodies?: { plan: Plan; fingerprint: string }[];
+    }
   | { ok: false; diagnostics: Diagnostic[] };
 
 export interface CompileOptions {

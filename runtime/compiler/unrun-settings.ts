@@ -52,6 +52,8 @@ export interface CarriedSettings {
   headers?: ReadonlySet<string>;
   /** the messages whose zeebe:subscription correlation key the catching events read */
   subscriptions?: ReadonlySet<string>;
+  /** parallel multi-instance subprocesses: their elements are checked with their body (compiler/subprocess-bodies.ts) */
+  bodies?: ReadonlySet<string>;
 }
 
 /** Over the process deployed and the messages of the file (a zeebe:subscription sits on the message). */
@@ -83,6 +85,7 @@ export function checkUnrunSettings(
       if (value !== undefined && value !== null && value !== '') told.add(text);
     }
     for (const text of told) diagnostics.push(warningAt(element.id ?? 'definitions', `${describeElement(element)}: ${text}`));
+    if (has(carried.bodies)) return;
     for (const child of element.flowElements ?? []) visit(child as WithSettings);
   };
   visit(process as WithSettings);

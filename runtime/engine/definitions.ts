@@ -76,14 +76,30 @@ export async function storeDefinition(
   at: { deploymentId: string | (() => Promise<string>); resourceName: string; always?: boolean },
 ): Promise<{ created: boolean; definition: DefinitionRow }> {
   await refuseTakenMessageStarts(tx, compiled.plan);
+  // The process and the bodies of its parallel subprocesses share one deployment (their calls bind to it).
+  let deployment: Promise<string> | undefined;
+  const deploymentId =
+    typeof at.deploymentId === 'string' ? at.deploymentId : () => (deployment ??= (at.deploymentId as () => Promise<string>)());
+  const xmlSha256 = createHash('sha256').update(xml).digest('hex');
   const inserted = await insertDefinition(tx, {
     key: compiled.plan.processKey,
     fingerprint: compiled.fingerprint,
-    xmlSha256: createHash('sha256').update(xml).digest('hex'),
+    xmlSha256,
     xml,
     plan: compiled.plan,
     ...at,
+    deploymentId,
   });
+  const bodiesAt = { ...at, deploymentId: inserted.created ? deploymentId : inserted.definition.deployment_id };
+  for (const body of compiled.bodies ?? [])
+    await insertDefinition(tx, {
+      key: body.plan.processKey,
+      fingerprint: body.fingerprint,
+      xmlSha256,
+      xml,
+      plan: body.plan,
+      ...bodiesAt,
+    });
   // The new version's timer start events replace the old version's schedule.
   if (inserted.created)
     await replaceStartTimers(tx, inserted.definition.id, inserted.definition.key, startTimersOf(compiled.plan));

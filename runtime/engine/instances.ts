@@ -49,7 +49,8 @@ async function startOptimistically(engine: Engine, req: StartInstanceRequest): P
     engine.startTargets.set(targetKey, target);
   }
   const plan = await planOf(engine, target.id);
-  if (!plan.steps.some((s) => s.kind === 'startEvent' && s.wait === undefined && s.scope === undefined)) return undefined;
+  if (plan.bodyOf || !plan.steps.some((s) => s.kind === 'startEvent' && s.wait === undefined && s.scope === undefined))
+    return undefined;
   const variables = req.variables ?? {};
   const instance: LockedInstance = {
     id: newInstanceId(),
@@ -131,6 +132,12 @@ export async function startInTransaction(
   if (!inserted.ok || !inserted.created) return inserted;
   const instance = { ...inserted.instance, state: { flows: {}, steps: {} } };
   const plan = await planOf(engine, instance.definition_id, tx);
+  if (plan.bodyOf)
+    throw new BatonError(
+      'conflict',
+      `${plan.processKey} is the body of the parallel multi-instance subprocess ${plan.bodyOf.elementId}: it runs only as that subprocess's elements. Start process ${plan.bodyOf.processKey} instead`,
+      { bodyOf: plan.bodyOf },
+    );
   if (!startEventId && !plan.steps.some((s) => s.kind === 'startEvent' && s.wait === undefined && s.scope === undefined)) {
     // Thrown, so the transaction rolls back the inserted row.
     throw new BatonError(

@@ -144,6 +144,7 @@ function createElement(
       variables: start.locals,
       businessKey: step.call.businessKey,
       loopIndex: index,
+      ...(step.call.body ? { body: true } : {}),
       ...scopePathOf(plan, step, state),
     });
     return;

@@ -100,6 +100,8 @@ export interface NewCall {
   scopePath?: string;
   /** multi-instance: the element this child runs */
   loopIndex?: number;
+  /** the child runs a parallel subprocess's body: its return holds only what it changed */
+  body?: boolean;
 }
 
 /** A BPMN error nothing in this instance catches, thrown on to the call activity that started it. */

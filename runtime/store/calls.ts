@@ -22,13 +22,14 @@ export interface ChildOf {
  */
 export async function insertChildInstance(
   db: Queryable,
-  p: { definitionId: string; parent: ChildOf; businessKey: string | null; variables: Variables },
+  p: { definitionId: string; parent: ChildOf; businessKey: string | null; variables: Variables; inherited?: Variables },
 ): Promise<InstanceRow | undefined> {
   const { rows } = await db.query<InstanceRow>({
     name: 'insert_child_instance',
     text: `insert into instances (id, definition_id, definition_key, definition_version, business_key, variables, revision,
-                                  parent_instance_id, parent_step_id, parent_scope_path, parent_generation, parent_loop_index)
-           select $1, d.id, d.key, d.version, $3, $4, 0, $5, $6, $7, $8, $9 from definitions d where d.id = $2
+                                  parent_instance_id, parent_step_id, parent_scope_path, parent_generation, parent_loop_index,
+                                  inherited_variables)
+           select $1, d.id, d.key, d.version, $3, $4, 0, $5, $6, $7, $8, $9, $10 from definitions d where d.id = $2
            on conflict do nothing
            returning *`,
     values: [
@@ -41,6 +42,7 @@ export async function insertChildInstance(
       p.parent.scopePath,
       p.parent.generation,
       p.parent.loopIndex ?? null,
+      p.inherited ?? null,
     ],
   });
   return rows[0];

@@ -88,11 +88,11 @@ export async function findDefinition(
   return rows[0];
 }
 
-/** The latest version of every key. */
+/** The latest version of every key, but the bodies of parallel subprocesses (they run only inside their process). */
 export async function listLatestDefinitions(db: Queryable): Promise<DefinitionSummary[]> {
   const { rows } = await db.query<DefinitionSummary>(
     `select distinct on (key) id, key, version, fingerprint, xml_sha256, deployed_at
-       from definitions order by key, version desc`,
+       from definitions where plan->'bodyOf' is null order by key, version desc`,
   );
   return rows;
 }

@@ -97,7 +97,8 @@ export function clauses(first: string) {
 }
 
 function definitionWhere(q: CamundaDefinitionQuery) {
-  const w = clauses('true');
+  // The bodies of parallel multi-instance subprocesses are no processes of the file: Camunda lists none.
+  const w = clauses("d.plan->'bodyOf' is null");
   if (q.suspended) w.raw('false');
   if (q.processDefinitionId !== undefined)
     if (isUuid(q.processDefinitionId)) w.add('d.id = ?::uuid', q.processDefinitionId);

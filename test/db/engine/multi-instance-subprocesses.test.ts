@@ -3,7 +3,7 @@
 // element variable and loopCounter as its own locals; outputElement gathers a result per element
 // into outputCollection in input order; completionCondition ends it early; an empty collection
 // skips it; a collection that is not a list is an incident whose retry reads it again. Parallel
-// ones are refused at deploy, naming the subprocess.
+// ones are in parallel-subprocesses.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { complete, deploy, fetchOne, fetchTasks, instanceOf, start, waitForStatus } from '../../support/flows.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
@@ -205,14 +205,5 @@ describe('sequential multi-instance subprocesses', () => {
     expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
     await runElement(broken, 'mis_edge', 'X');
     expect((await fetchOne(t.api, 'w', 'mis_edge-after')).variables.packed).toEqual(['X']);
-  });
-
-  it('given a parallel multi-instance subprocess, then deploy answers 400 naming it and saying how to run it', async () => {
-    const parallel = sequential().replace('isSequential="true"', 'isSequential="false"');
-    const res = await t.api.post('/api/definitions', { xml: camunda('mis_parallel', parallel) });
-    expect(res.status).toBe(400);
-    const problem = (res.body.details as { elementId: string; message: string }[]).find((d) => d.elementId === 'each');
-    expect(problem?.message).toContain('isSequential="true"');
-    expect((await t.api.get('/api/definitions/mis_parallel')).status).toBe(404);
   });
 });

@@ -114,15 +114,13 @@ describe('multi-instance subprocesses', () => {
     expect(plan.steps.find((s) => s.id === 'W')?.inLoop).toBe('loop:P');
   });
 
-  it('a parallel one, an output collection without an output element and no collection are refused naming the subprocess', async () => {
-    const parallel = errorsOf(await compileDiagnostics(subprocess(multi(''))));
-    expect(parallel).toEqual([
-      expect.objectContaining({ elementId: 'P', message: expect.stringContaining('isSequential="true"') }),
-    ]);
-    const noElement = errorsOf(await compileDiagnostics(subprocess(multi('isSequential="true" baton:outputCollection="out"'))));
-    expect(noElement).toEqual([
-      expect.objectContaining({ elementId: 'P', message: expect.stringContaining('needs an outputElement') }),
-    ]);
+  it('an output collection without an output element and no collection are refused naming the subprocess, parallel or not', async () => {
+    for (const sequential of ['isSequential="true"', '']) {
+      const noElement = errorsOf(await compileDiagnostics(subprocess(multi(`${sequential} baton:outputCollection="out"`))));
+      expect(noElement).toEqual([
+        expect.objectContaining({ elementId: 'P', message: expect.stringContaining('needs an outputElement') }),
+      ]);
+    }
     const noList = errorsOf(
       await compileDiagnostics(subprocess('<bpmn:multiInstanceLoopCharacteristics isSequential="true" />')),
     );

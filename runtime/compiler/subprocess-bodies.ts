@@ -1,0 +1,94 @@
+// Parallel multi-instance subprocesses (docs/ARCHITECTURE.md, "Parallel multi-instance
+// subprocesses"). Their elements run side by side, each with its own step and flow states: each
+// element runs the subprocess's body as a child instance, as a call activity runs its called
+// process. The body compiles as a definition of its own, keyed "<process>:<subprocess>" (a BPMN
+// id is an XML NCName and holds no colon, so the key names no other process) and deployed with
+// the process; the subprocess is a multi-instance call activity bound to that deployment.
+import { errorAt } from './diagnostics.ts';
+import type { GraphNode, ProcessGraph } from './graph.ts';
+import { describeElement, type BpmnElement, type BpmnMultiInstance, type BpmnProcess, type BpmnSubProcess } from './model.ts';
+import type { CallSpec, Diagnostic } from './plan.ts';
+
+/** The definition key of the body of subprocess `elementId` of process `processKey`. */
+export function bodyKey(processKey: string, elementId: string): string {
+  return `${processKey}:${elementId}`;
+}
+
+/** A subprocess whose elements run in parallel: its body runs in child instances. */
+export function runsInBodies(element: BpmnElement): boolean {
+  const loop = (element as BpmnElement & { loopCharacteristics?: BpmnMultiInstance }).loopCharacteristics;
+  return (
+    element.$type === 'bpmn:SubProcess' &&
+    (element as BpmnSubProcess).triggeredByEvent !== true &&
+    loop?.$type === 'bpmn:MultiInstanceLoopCharacteristics' &&
+    loop.isSequential !== true
+  );
+}
+
+const IO_MAPPINGS = ['camunda:InputOutput', 'zeebe:ioMapping'];
+
+/**
+ * The call a body subprocess stands for. Every variable the element sees goes in; what its body
+ * changed comes back (the child's return row holds only those, migration 0037), as an embedded
+ * subprocess's writes reach the process. The element variable and loopCounter stay its own.
+ */
+export function readBodyCall(processKey: string, node: GraphNode, problems: string[]): CallSpec {
+  const values = (node.element as BpmnElement & { extensionElements?: { values?: BpmnElement[] } }).extensionElements?.values;
+  if ((values ?? []).some((v) => IO_MAPPINGS.includes(v.$type)))
+    problems.push(
+      'input and output mappings on a parallel multi-instance subprocess are not run: map on the tasks inside it, or mark it sequential (isSequential="true")',
+    );
+  return {
+    process: { key: bodyKey(processKey, node.id) },
+    binding: 'deployment',
+    inAll: true,
+    inputs: [],
+    outAll: true,
+    outputs: [],
+    businessKey: false,
+    body: { fingerprint: '' },
+  };
+}
+
+/** The subprocess as a process of its own: its flow elements and artifacts, under the body's key. */
+export function bodyProcess(sub: BpmnSubProcess, key: string): BpmnProcess {
+  return {
+    $type: 'bpmn:Process',
+    id: key,
+    ...(sub.name !== undefined ? { name: sub.name } : {}),
+    isExecutable: true,
+    flowElements: sub.flowElements ?? [],
+    artifacts: sub.artifacts ?? [],
+    $attrs: {},
+    $instanceOf: (type: string) => type === 'bpmn:Process' || type === 'bpmn:FlowElementsContainer',
+  };
+}
+
+/** The subprocess elements of `process` (at any depth, outside other bodies) that run in bodies. */
+export function bodySubprocesses(graph: ProcessGraph): BpmnSubProcess[] {
+  return [...graph.nodes.values()].filter((n) => runsInBodies(n.element)).map((n) => n.element as BpmnSubProcess);
+}
+
+/** A body starts at exactly one none start event, as an embedded subprocess does. */
+export function checkBodyStarts(graph: ProcessGraph, sub: BpmnSubProcess): Diagnostic[] {
+  const id = sub.id ?? graph.processId;
+  const starts = [...graph.nodes.values()].filter((n) => n.scope === undefined && n.kind === 'startEvent');
+  const diagnostics = starts
+    .filter((n) => (n.element as BpmnElement & { eventDefinitions?: unknown[] }).eventDefinitions?.length)
+    .map((n) =>
+      errorAt(
+        n.id,
+        `Start event ${describeElement(n.element)} of subprocess ${id} has a trigger: an embedded subprocess starts at a none start event`,
+      ),
+    );
+  if (starts.length === 0)
+    diagnostics.push(errorAt(id, `Subprocess ${describeElement(sub)} has no start event: add one none start event inside it`));
+  for (const extra of starts.slice(1))
+    diagnostics.push(
+      errorAt(
+        extra.id,
+        `Subprocess ${id} has more than one start event: keep one none start event inside an embedded subprocess`,
+      ),
+    );
+  return diagnostics;
+}
