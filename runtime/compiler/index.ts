@@ -192,7 +192,7 @@ function compileProcess(
     plan,
     fingerprint: fingerprintPlan(plan),
     warnings: [...diagnostics, ...mapped],
-    ...(javaTasks && javaTasks.length > 0 ? { javaTasks } : {}),
+    ...(javaTasks && javaTasks.length + bodies.javaTasks.length > 0 ? { javaTasks: [...javaTasks, ...bodies.javaTasks] } : {}),
     ...(bodies.compiled.length > 0 ? { bodies: bodies.compiled } : {}),
   };
 }
@@ -203,9 +203,10 @@ function compileBodies(
   graph: ProcessGraph,
   owner: BpmnProcess,
   options: CompileOptions,
-): { compiled: { plan: Plan; fingerprint: string }[]; diagnostics: Diagnostic[] } {
+): { compiled: { plan: Plan; fingerprint: string }[]; diagnostics: Diagnostic[]; javaTasks: JavaTaskTopic[] } {
   const compiled: { plan: Plan; fingerprint: string }[] = [];
   const diagnostics: Diagnostic[] = [];
+  const javaTasks: JavaTaskTopic[] = [];
   for (const sub of bodySubprocesses(graph)) {
     const result = compileProcess(parsed, bodyProcess(sub, bodyKey(graph.processId, sub.id as string)), owner, options, sub);
     if (!result.ok) {
@@ -213,9 +214,10 @@ function compileBodies(
       continue;
     }
     diagnostics.push(...result.warnings);
+    javaTasks.push(...(result.javaTasks ?? []));
     compiled.push({ plan: result.plan, fingerprint: result.fingerprint }, ...(result.bodies ?? []));
   }
-  return { compiled, diagnostics };
+  return { compiled, diagnostics, javaTasks };
 }
 
 /** camunda:versionTag on the process, or a Camunda 8 file's <zeebe:versionTag value>: what call activities bind to. */

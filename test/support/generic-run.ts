@@ -18,6 +18,7 @@ export interface PlanStepView {
   scope?: string;
   task?: { topic: string };
   wait?: { trigger: string; name?: string };
+  call?: { process: { key: string }; body?: unknown };
 }
 
 export interface Deployed {
@@ -25,11 +26,22 @@ export interface Deployed {
   version: number;
 }
 
-/** The steps of a deployed version's plan (GET /api/definitions/:key/versions/:version). */
+/**
+ * The steps of a deployed version's plan (GET /api/definitions/:key/versions/:version), with the
+ * steps of its parallel subprocesses' bodies (deployed with it, each its own definition).
+ */
 export async function planStepsOf(api: ApiClient, deployed: Deployed): Promise<PlanStepView[]> {
   const res = await api.get(`/api/definitions/${encodeURIComponent(deployed.key)}/versions/${deployed.version}`);
   if (res.status !== 200) throw new Error(`GET definition ${deployed.key} v${deployed.version} answered ${res.status}`);
-  return res.body.plan.steps as PlanStepView[];
+  const steps = res.body.plan.steps as PlanStepView[];
+  const bodies = [];
+  for (const step of steps) {
+    if (!step.call?.body) continue;
+    const body = await api.get(`/api/definitions/${encodeURIComponent(step.call.process.key)}`);
+    if (body.status !== 200) throw new Error(`GET body ${step.call.process.key} answered ${body.status}`);
+    bodies.push(...(await planStepsOf(api, { key: body.body.key, version: body.body.version })));
+  }
+  return [...steps, ...bodies];
 }
 
 /** Topics of every external task of a plan (service, send, external script and business rule tasks, handlers). */
