@@ -10,7 +10,15 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../../runtime/store/embedded.ts';
-import { buildBpmn, callBpmn, parallelBpmn, type FlowSpec, type NodeSpec } from '../support/bpmn.ts';
+import {
+  buildBpmn,
+  callBpmn,
+  inlineDefinitions,
+  inlineFlow,
+  parallelBpmn,
+  type FlowSpec,
+  type NodeSpec,
+} from '../support/bpmn.ts';
 import { checkInvariants, formatReport, type Report } from './check.ts';
 import { freePort, killAll, sleep, startNode, startWorker, waitFor, type Proc, type RuntimeNode } from './harness.ts';
 import { createLedger, summarizeLedger, type LedgerSummary } from './ledger.ts';
@@ -177,10 +185,40 @@ function definitions(): string[] {
   );
   // The parallel join again, as a called instance: the call waits for it, and its variables come back.
   const call = callBpmn('soak-call', 'soak-par');
-  return [parallelBpmn('soak-par', 'soak-a', 'soak-b'), timer, message, retry, buildBpmn('soak-saga', nodes, flows), loop, call];
+  // A parallel multi-instance subprocess: two elements at once, each a called instance of its body.
+  const each = inlineDefinitions('soak-each', [
+    '<bpmn:startEvent id="s" />',
+    `<bpmn:subProcess id="each"><bpmn:multiInstanceLoopCharacteristics><bpmn:loopCardinality>2</bpmn:loopCardinality></bpmn:multiInstanceLoopCharacteristics>
+      <bpmn:startEvent id="in" /><bpmn:serviceTask id="a" camunda:type="external" camunda:topic="soak-a" />
+      <bpmn:serviceTask id="b" camunda:type="external" camunda:topic="soak-b" /><bpmn:endEvent id="out" />
+      ${inlineFlow('i1', 'in', 'a')}${inlineFlow('i2', 'a', 'b')}${inlineFlow('i3', 'b', 'out')}</bpmn:subProcess>`,
+    '<bpmn:endEvent id="e" />',
+    inlineFlow('f1', 's', 'each'),
+    inlineFlow('f2', 'each', 'e'),
+  ]);
+  return [
+    parallelBpmn('soak-par', 'soak-a', 'soak-b'),
+    timer,
+    message,
+    retry,
+    buildBpmn('soak-saga', nodes, flows),
+    loop,
+    call,
+    each,
+  ];
 }
 
-const KINDS = ['soak-par', 'soak-par', 'soak-timer', 'soak-msg', 'soak-retry', 'soak-saga', 'soak-loop', 'soak-call'] as const;
+const KINDS = [
+  'soak-par',
+  'soak-par',
+  'soak-timer',
+  'soak-msg',
+  'soak-retry',
+  'soak-saga',
+  'soak-loop',
+  'soak-call',
+  'soak-each',
+] as const;
 
 async function post(url: string, body: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(url, {
