@@ -54,15 +54,16 @@ export function readBoundaryRepeats(plan: Plan): Diagnostic[] {
 /** What a firing of a non-interrupting event subprocess runs afresh: it, its inner steps but the start event, their flows. */
 function ownBody(eventSub: PlanStep, plan: Plan, steps: Map<string, PlanStep>): OwnPath {
   const fix = 'make it interrupting, or move that work into a call activity';
-  if (eventSub.inLoop !== undefined)
-    return { reason: 'it is inside a loop', fix: 'make it interrupting, or move the loop into a subprocess' };
+  // Inside a loop, each pass of its subprocess arms it afresh: its firings are that pass's.
+  const outer = eventSub.inLoop;
   const inside = (step: PlanStep): boolean => {
     for (let at = step.scope; at !== undefined; at = steps.get(at)?.scope) if (at === eventSub.id) return true;
     return false;
   };
   const body = plan.steps.filter((s) => inside(s) && s.id !== eventSub.eventSubProcess?.start);
   for (const step of body) {
-    if (step.inLoop !== undefined || step.cycle !== undefined) return { reason: `${step.id} in it loops`, fix };
+    if ((step.inLoop !== undefined && step.inLoop !== outer) || step.cycle !== undefined)
+      return { reason: `${step.id} in it loops`, fix };
     if (step.multiInstance && step.kind === 'subProcess')
       return { reason: `${step.id} in it is a multi-instance subprocess`, fix };
     if (step.compensation || step.throwCompensation || step.compensationHandler)

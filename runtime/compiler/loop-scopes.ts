@@ -31,7 +31,6 @@ export interface LoopScopesResult {
 /** Compensation undoes completed steps newest first; which pass's steps a loop would undo is not decided yet. */
 const NOT_IN_LOOPS: Record<string, string> = {
   compensationThrow: 'compensation events',
-  eventSubProcess: 'event subprocesses',
 };
 
 export function findLoopScopes(graph: ProcessGraph): LoopScopesResult {

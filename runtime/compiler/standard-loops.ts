@@ -108,13 +108,7 @@ function activityScope(graph: ProcessGraph, id: string, cycles: readonly LoopSco
     const compensation =
       node?.kind === 'boundaryEvent' && node.element.eventDefinitions?.[0]?.$type === 'bpmn:CompensateEventDefinition';
     const what =
-      node?.kind === 'compensationThrow'
-        ? 'compensation events'
-        : node?.kind === 'eventSubProcess'
-          ? 'event subprocesses'
-          : compensation
-            ? 'compensation boundary events'
-            : undefined;
+      node?.kind === 'compensationThrow' ? 'compensation events' : compensation ? 'compensation boundary events' : undefined;
     if (what)
       problems.push(`${inner} repeats with it: ${what} do not run inside a loop yet; move it out, or repeat inside a worker`);
   }

@@ -79,6 +79,8 @@ export function settleLoops(plan: Plan, touched: Set<string>, state: InstanceSta
     const loop = stepById(plan, loopId);
     if (loop.boundary?.repeats || loop.eventSubProcess?.repeats) {
       moves.nextFiring(loop);
+      // A firing that ended may have been the last open work of the pass around it.
+      if (loop.inLoop !== undefined) touched.add(loop.inLoop);
       continue;
     }
     const cycle = loop.cycle;
@@ -105,7 +107,11 @@ function passOpenAt(plan: Plan, stepId: string, state: InstanceState): boolean {
   const status = state.steps[stepId];
   if (status === 'active' || status === 'incident') return true;
   if (status !== 'completed' && status !== 'skipped') return false;
-  return stepById(plan, stepId).outgoing.some((f) => state.flows[f] === undefined);
+  const step = stepById(plan, stepId);
+  // An event subprocess's start disarmed with its scope is skipped for good: its flow never runs.
+  if (status === 'skipped' && step.scope !== undefined && stepById(plan, step.scope).eventSubProcess?.start === step.id)
+    return false;
+  return step.outgoing.some((f) => state.flows[f] === undefined);
 }
 
 function nextPass(plan: Plan, loop: PlanStep, cycle: CycleSpec, state: InstanceState, fx: Effects, moves: PassMoves): void {

@@ -1,0 +1,147 @@
+// Event subprocesses inside a loop against a real PostgreSQL, through the HTTP API: each pass
+// of the subprocess around them arms them afresh; a non-interrupting one fires in the pass it
+// was armed in; an interrupting one ends that pass's subprocess and the loop goes on.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inlineDefinitions, inlineFlow, inlineTask } from '../../support/bpmn.ts';
+import { complete, deploy, fetchOne, fetchTasks, instanceOf, start, waitForStatus } from '../../support/flows.ts';
+import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
+
+let t: TestServer;
+
+const KEY = 'loopesp';
+/** s -> review -> decide -(rejected)-> rework [fix; on message "note": log; on error "broken": recover] -> review; decide -(approved)-> e */
+const xml = inlineDefinitions(
+  KEY,
+  [
+    '<bpmn:startEvent id="s" />',
+    inlineTask('review', KEY),
+    '<bpmn:exclusiveGateway id="decide" default="approved" />',
+    `<bpmn:subProcess id="rework">
+      <bpmn:startEvent id="rs" />${inlineTask('fix', KEY)}<bpmn:endEvent id="re" />
+      ${inlineFlow('r1', 'rs', 'fix')}${inlineFlow('r2', 'fix', 're')}
+      <bpmn:subProcess id="noted" triggeredByEvent="true">
+        <bpmn:startEvent id="ns" isInterrupting="false"><bpmn:messageEventDefinition messageRef="M_note" /></bpmn:startEvent>
+        ${inlineTask('log', KEY)}<bpmn:endEvent id="ne" />${inlineFlow('n1', 'ns', 'log')}${inlineFlow('n2', 'log', 'ne')}
+      </bpmn:subProcess>
+      <bpmn:subProcess id="failed" triggeredByEvent="true">
+        <bpmn:startEvent id="fs"><bpmn:errorEventDefinition errorRef="E_broken" /></bpmn:startEvent>
+        ${inlineTask('recover', KEY)}<bpmn:endEvent id="fe" />${inlineFlow('x1', 'fs', 'recover')}${inlineFlow('x2', 'recover', 'fe')}
+      </bpmn:subProcess>
+    </bpmn:subProcess>`,
+    '<bpmn:endEvent id="e" />',
+    inlineFlow('f1', 's', 'review'),
+    inlineFlow('f2', 'review', 'decide'),
+    `<bpmn:sequenceFlow id="rejected" sourceRef="decide" targetRef="rework"><bpmn:conditionExpression>=approved = false</bpmn:conditionExpression></bpmn:sequenceFlow>`,
+    inlineFlow('approved', 'decide', 'e'),
+    inlineFlow('again', 'rework', 'review'),
+  ],
+  `<bpmn:message id="M_note" name="note"><bpmn:extensionElements><zeebe:subscription xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" correlationKey="=orderId" /></bpmn:extensionElements></bpmn:message>
+  <bpmn:error id="E_broken" errorCode="broken" />`,
+);
+
+/** s -> each (sequential over items: pack; on message "cancel-item" for this item: interrupting, skip it) -> e */
+const EACH = 'loopespmi';
+const each = inlineDefinitions(
+  EACH,
+  [
+    '<bpmn:startEvent id="s" />',
+    `<bpmn:subProcess id="each">
+      <bpmn:multiInstanceLoopCharacteristics isSequential="true" camunda:collection="items" camunda:elementVariable="item" />
+      <bpmn:startEvent id="es" />${inlineTask('pack', EACH)}<bpmn:endEvent id="ee" />
+      ${inlineFlow('e1', 'es', 'pack')}${inlineFlow('e2', 'pack', 'ee')}
+      <bpmn:subProcess id="dropped" triggeredByEvent="true">
+        <bpmn:startEvent id="ds"><bpmn:messageEventDefinition messageRef="M_drop" /></bpmn:startEvent>
+        <bpmn:endEvent id="de" />${inlineFlow('d1', 'ds', 'de')}
+      </bpmn:subProcess>
+    </bpmn:subProcess>`,
+    '<bpmn:endEvent id="e" />',
+    inlineFlow('f1', 's', 'each'),
+    inlineFlow('f2', 'each', 'e'),
+  ],
+  `<bpmn:message id="M_drop" name="drop"><bpmn:extensionElements><zeebe:subscription xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" correlationKey="=item" /></bpmn:extensionElements></bpmn:message>`,
+);
+
+beforeAll(async () => {
+  t = await startTestServer();
+  await deploy(t.api, xml);
+  await deploy(t.api, each);
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+async function publish(orderId: string): Promise<void> {
+  const res = await t.api.post('/api/messages', { name: 'note', correlationKey: orderId });
+  expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
+}
+
+describe('event subprocesses inside a loop', () => {
+  it('given two passes of the subprocess, then each pass arms its event subprocesses afresh: a note logged in each, an error recovered in the second', async () => {
+    const id = await start(t.api, KEY, { variables: { orderId: 'o-1' } });
+    const ok = async (p: Promise<{ status: number; body: unknown }>) => expect((await p).status).toBe(204);
+    // Pass 1: a note while fixing; the fix completes first, and the pass waits for the note's log.
+    await ok(complete(t.api, await fetchOne(t.api, 'w', `${KEY}-review`), 'w', { approved: false }));
+    const fix1 = await fetchOne(t.api, 'w', `${KEY}-fix`);
+    await publish('o-1');
+    const log1 = await fetchOne(t.api, 'w', `${KEY}-log`);
+    expect(log1.scopePath).toBe('/loop:review#1/noted#1');
+    await ok(complete(t.api, fix1, 'w'));
+    await waitFor(
+      async () =>
+        (await instanceOf(t.api, id)).steps.find((s: any) => s.stepId === 'fix')?.status === 'completed' ? true : undefined,
+      10_000,
+      'the fix of pass 1',
+    );
+    expect(await fetchTasks(t.api, 'w', [`${KEY}-review`])).toEqual([]);
+    await ok(complete(t.api, log1, 'w'));
+    // Pass 2: a note again, then the fix fails with a BPMN error the interrupting one catches.
+    await ok(complete(t.api, await fetchOne(t.api, 'w', `${KEY}-review`), 'w', { approved: false }));
+    const fix2 = await fetchOne(t.api, 'w', `${KEY}-fix`);
+    await publish('o-1');
+    const log2 = await fetchOne(t.api, 'w', `${KEY}-log`);
+    expect(log2.scopePath).toBe('/loop:review#2/noted#1');
+    await ok(complete(t.api, log2, 'w'));
+    const thrown = await t.api.post(`/api/external-tasks/${fix2.id}/bpmn-error`, {
+      workerId: 'w',
+      lockToken: fix2.lockToken,
+      errorCode: 'broken',
+    });
+    expect(thrown.status, JSON.stringify(thrown.body)).toBeLessThan(300);
+    await ok(complete(t.api, await fetchOne(t.api, 'w', `${KEY}-recover`), 'w'));
+    // Pass 3 approves.
+    await ok(complete(t.api, await fetchOne(t.api, 'w', `${KEY}-review`), 'w', { approved: true }));
+    await waitForStatus(t.api, id, 'completed');
+    expect(await fetchTasks(t.api, 'w', [`${KEY}-log`, `${KEY}-fix`, `${KEY}-recover`])).toEqual([]);
+    const history = (await t.api.get(`/api/instances/${id}/history?limit=1000`)).body.items as {
+      kind: string;
+      stepId?: string;
+    }[];
+    const completed = (stepId: string) => history.filter((e) => e.kind === 'step:completed' && e.stepId === stepId).length;
+    expect([completed('review'), completed('log'), completed('fix'), completed('recover')]).toEqual([3, 2, 1, 1]);
+    // The subprocess of pass 1 ended only after the note's log: its scope waits for its firings.
+    const at = (kind: string, stepId: string) => history.findIndex((e) => e.kind === kind && e.stepId === stepId);
+    expect(at('step:completed', 'rework')).toBeGreaterThan(at('step:completed', 'log'));
+  });
+
+  it('given a sequential multi-instance subprocess holding an interrupting message event subprocess, then each element subscribes with its own item and a drop ends only that element', async () => {
+    const id = await start(t.api, EACH, { variables: { items: ['x', 'y', 'z'] } });
+    const ok = async (p: Promise<{ status: number; body: unknown }>) => expect((await p).status).toBe(204);
+    await ok(complete(t.api, await fetchOne(t.api, 'w', `${EACH}-pack`), 'w'));
+    // Element y is dropped while it waits at pack; its task is gone and element z runs.
+    const packY = await fetchOne(t.api, 'w', `${EACH}-pack`);
+    expect(packY.variables.item).toBe('y');
+    const res = await t.api.post('/api/messages', { name: 'drop', correlationKey: 'y' });
+    expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
+    const packZ = await fetchOne(t.api, 'w', `${EACH}-pack`);
+    expect(packZ.variables.item).toBe('z');
+    expect((await complete(t.api, packY, 'w')).status).toBeGreaterThanOrEqual(400);
+    await ok(complete(t.api, packZ, 'w'));
+    await waitForStatus(t.api, id, 'completed');
+    const history = (await t.api.get(`/api/instances/${id}/history?limit=1000`)).body.items as {
+      kind: string;
+      stepId?: string;
+    }[];
+    expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'pack')).toHaveLength(2);
+    expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'dropped')).toHaveLength(1);
+  });
+});
