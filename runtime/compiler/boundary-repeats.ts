@@ -80,8 +80,8 @@ type OwnPath = { steps: string[]; flows: string[] } | { reason: string; fix: str
 /** The steps the boundary's path reaches (their boundaries' paths too), if they are its alone. */
 function ownPath(boundary: PlanStep, steps: Map<string, PlanStep>, flows: Map<string, Plan['flows'][number]>): OwnPath {
   const fix = 'end its path in end events of its own, or make it interrupting';
-  if (boundary.inLoop !== undefined)
-    return { reason: 'it is inside a loop', fix: 'make it interrupting, or move the loop into a subprocess' };
+  // Inside a loop, each pass arms it afresh: its firings are that pass's.
+  const outer = boundary.inLoop;
   const reached = new Set<string>();
   const pathFlows: string[] = [...boundary.outgoing];
   const queue = boundary.outgoing.map((f) => flows.get(f)?.target ?? '');
@@ -90,7 +90,8 @@ function ownPath(boundary: PlanStep, steps: Map<string, PlanStep>, flows: Map<st
     if (reached.has(id)) continue;
     const step = steps.get(id);
     if (!step) continue;
-    if (step.inLoop !== undefined || step.cycle !== undefined) return { reason: `its path reaches ${id}, which loops`, fix };
+    if ((step.inLoop !== undefined && step.inLoop !== outer) || step.cycle !== undefined)
+      return { reason: `its path reaches ${id}, which loops`, fix };
     if (step.kind === 'subProcess' || step.kind === 'eventSubProcess' || step.multiInstance)
       return {
         reason: `its path holds ${step.multiInstance ? 'the multi-instance step' : 'the subprocess'} ${id}`,

@@ -109,6 +109,13 @@ function loopOf(
     if (node?.kind !== 'eventBasedGateway') continue;
     for (const target of node.outgoing.map((f) => flows.get(f)?.target)) if (target && graph.nodes.has(target)) add(target);
   }
+  // A non-interrupting boundary's own path (reached from it alone, ending in end events) runs
+  // beside the pass and belongs to it: the pass waits for it, and each pass has its own firings.
+  for (const id of [...steps]) {
+    const node = graph.nodes.get(id);
+    if (node?.kind !== 'boundaryEvent' || node.element.cancelActivity !== false) continue;
+    for (const tailId of ownTail(graph, node, steps)) add(tailId);
+  }
   const backFlows = head.incoming.filter((id) => !cut.has(id) && component.has(flows.get(id)?.source ?? ''));
   const exitFlows = graph.flows.filter((f) => steps.has(f.source) && !steps.has(f.target)).map((f) => f.id);
   const body = [...steps].map((id) => graph.nodes.get(id) as GraphNode);
@@ -135,6 +142,26 @@ function loopOf(
     );
   }
   return { id: `loop:${head.id}`, head: head.id, steps: [...steps], backFlows, exitFlows };
+}
+
+/** The steps only `boundary` leads to, when they end in end events without joining other flow; else none. */
+function ownTail(graph: ProcessGraph, boundary: GraphNode, body: Set<string>): string[] {
+  const flows = new Map(graph.flows.map((f) => [f.id, f]));
+  const tail = new Set<string>();
+  const queue = boundary.outgoing.map((f) => flows.get(f)?.target ?? '');
+  while (queue.length > 0) {
+    const id = queue.shift() as string;
+    if (tail.has(id)) continue;
+    const node = graph.nodes.get(id);
+    if (!node || body.has(id)) return [];
+    tail.add(id);
+    for (const f of node.outgoing) queue.push(flows.get(f)?.target ?? '');
+  }
+  for (const id of tail) {
+    const node = graph.nodes.get(id) as GraphNode;
+    if (node.incoming.some((f) => ![boundary.id, ...tail].includes(flows.get(f)?.source ?? ''))) return [];
+  }
+  return [...tail];
 }
 
 function boundariesByHost(graph: ProcessGraph): Map<string, string[]> {

@@ -455,6 +455,13 @@ function leaveStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
 function startWait(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
   const wait = step.wait;
   if (!wait) return;
+  // A repeating boundary armed again in a new loop pass counts that pass's firings from 0: its row,
+  // written again in the statement that resets the pass, would keep the last pass's count.
+  if (step.boundary?.repeats && fx.resetSteps.includes(step.id) && state.loops?.[step.id] === undefined) {
+    const fresh = { pass: 0 };
+    (state.loops ??= {})[step.id] = fresh;
+    fx.loops[step.id] = fresh;
+  }
   // A key or a time computed from variables that cannot be had stops the event in an incident; its retry starts the wait again.
   const stuck = (what: string, message: string, details: Record<string, unknown>) =>
     raiseIncident(

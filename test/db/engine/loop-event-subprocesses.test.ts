@@ -1,6 +1,7 @@
-// Event subprocesses inside a loop against a real PostgreSQL, through the HTTP API: each pass
-// of the subprocess around them arms them afresh; a non-interrupting one fires in the pass it
-// was armed in; an interrupting one ends that pass's subprocess and the loop goes on.
+// Event subprocesses and repeating boundaries inside loops against a real PostgreSQL, through the
+// HTTP API: each pass arms them afresh (with the pass's variables); a non-interrupting one fires
+// every time, in the pass it was armed in, and the pass waits for what it runs; an interrupting
+// one ends that pass's subprocess and the loop goes on.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inlineDefinitions, inlineFlow, inlineTask } from '../../support/bpmn.ts';
 import { complete, deploy, fetchOne, fetchTasks, instanceOf, start, waitForStatus } from '../../support/flows.ts';
@@ -61,10 +62,33 @@ const each = inlineDefinitions(
   `<bpmn:message id="M_drop" name="drop"><bpmn:extensionElements><zeebe:subscription xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" correlationKey="=item" /></bpmn:extensionElements></bpmn:message>`,
 );
 
+/** s -> review (non-interrupting message boundary "nudge" -> remind -> end) -> decide -(rejected)-> review; -(approved)-> e */
+const NUDGE = 'loopnudge';
+const nudge = inlineDefinitions(
+  NUDGE,
+  [
+    '<bpmn:startEvent id="s" />',
+    inlineTask('review', NUDGE),
+    '<bpmn:boundaryEvent id="nudged" attachedToRef="review" cancelActivity="false"><bpmn:messageEventDefinition messageRef="M_nudge" /></bpmn:boundaryEvent>',
+    inlineTask('remind', NUDGE),
+    '<bpmn:endEvent id="re" />',
+    '<bpmn:exclusiveGateway id="decide" default="approved" />',
+    '<bpmn:endEvent id="e" />',
+    inlineFlow('f1', 's', 'review'),
+    inlineFlow('f2', 'review', 'decide'),
+    `<bpmn:sequenceFlow id="rejected" sourceRef="decide" targetRef="review"><bpmn:conditionExpression>=approved = false</bpmn:conditionExpression></bpmn:sequenceFlow>`,
+    inlineFlow('approved', 'decide', 'e'),
+    inlineFlow('n1', 'nudged', 'remind'),
+    inlineFlow('n2', 'remind', 're'),
+  ],
+  `<bpmn:message id="M_nudge" name="nudge"><bpmn:extensionElements><zeebe:subscription xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" correlationKey="=orderId" /></bpmn:extensionElements></bpmn:message>`,
+);
+
 beforeAll(async () => {
   t = await startTestServer();
   await deploy(t.api, xml);
   await deploy(t.api, each);
+  await deploy(t.api, nudge);
 });
 afterAll(async () => {
   await t?.close();
@@ -143,5 +167,34 @@ describe('event subprocesses inside a loop', () => {
     }[];
     expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'pack')).toHaveLength(2);
     expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'dropped')).toHaveLength(1);
+  });
+
+  it('given a non-interrupting message boundary in a loop, then it fires every time in each pass and the pass waits for its paths', async () => {
+    const id = await start(t.api, NUDGE, { variables: { orderId: 'n-1' } });
+    const ok = async (p: Promise<{ status: number; body: unknown }>) => expect((await p).status).toBe(204);
+    const send = async () =>
+      expect((await t.api.post('/api/messages', { name: 'nudge', correlationKey: 'n-1' })).status).toBeLessThan(300);
+    const review1 = await fetchOne(t.api, 'w', `${NUDGE}-review`);
+    await send();
+    const remind1 = await fetchOne(t.api, 'w', `${NUDGE}-remind`);
+    await send();
+    await ok(complete(t.api, remind1, 'w'));
+    const remind2 = await fetchOne(t.api, 'w', `${NUDGE}-remind`);
+    await ok(complete(t.api, remind2, 'w'));
+    await ok(complete(t.api, review1, 'w', { approved: false }));
+    const review2 = await fetchOne(t.api, 'w', `${NUDGE}-review`);
+    await send();
+    const remind3 = await fetchOne(t.api, 'w', `${NUDGE}-remind`);
+    expect(remind3.scopePath).toBe('/loop:review#2/nudged#1');
+    await ok(complete(t.api, review2, 'w', { approved: true }));
+    // The last pass waits for the firing's path before the loop ends.
+    expect((await instanceOf(t.api, id)).status).toBe('running');
+    await ok(complete(t.api, remind3, 'w'));
+    await waitForStatus(t.api, id, 'completed');
+    const history = (await t.api.get(`/api/instances/${id}/history?limit=1000`)).body.items as {
+      kind: string;
+      stepId?: string;
+    }[];
+    expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'remind')).toHaveLength(3);
   });
 });
