@@ -41,7 +41,11 @@ export function lintRouter(engine: Engine): Router {
             processKey: result.plan.processKey,
             fingerprint: result.fingerprint,
             diagnostics: [],
-            warnings: [...result.warnings, ...(await unservedTopicWarnings(engine, result.plan))],
+            warnings: [
+              ...result.warnings,
+              // The tasks inside parallel subprocesses are the bodies' steps.
+              ...(await unservedTopicWarnings(engine, [result.plan, ...(result.bodies ?? []).map((b) => b.plan)])),
+            ],
             ...(result.javaTasks ? { javaTasks: result.javaTasks } : {}),
           }
         : { ok: false, diagnostics: result.diagnostics, warnings: [] },
@@ -79,8 +83,8 @@ export function lintRouter(engine: Engine): Router {
 type ServerWarning = Diagnostic & { code: 'topic-without-worker' };
 
 /** One warning per service task whose topic no worker fetched within the activity window and no template binds. */
-async function unservedTopicWarnings(engine: Engine, plan: Plan): Promise<ServerWarning[]> {
-  const tasks = plan.steps.filter((s) => s.task !== undefined);
+async function unservedTopicWarnings(engine: Engine, plans: Plan[]): Promise<ServerWarning[]> {
+  const tasks = plans.flatMap((plan) => plan.steps.filter((s) => s.task !== undefined));
   const unserved = await findUnservedTopics(
     engine,
     tasks.map((s) => s.task!.topic),

@@ -286,4 +286,13 @@ describe('parallel multi-instance subprocesses', () => {
     for (const key of ['pmi_mapped', 'pmi_message', 'pmi_message:each'])
       expect((await t.api.get(`/api/definitions/${key}`)).status).toBe(404);
   });
+
+  it('given a lint of a file with one, then the tasks inside its body are checked for workers like any other', async () => {
+    const res = await t.api.post('/api/definitions/lint', { xml: process('pmi_lint', parallel(), camundaTask('pmi_lint')) });
+    expect(res.status).toBe(200);
+    const unserved = (res.body.warnings as { elementId: string; code?: string }[]).filter(
+      (w) => w.code === 'topic-without-worker',
+    );
+    expect(unserved.map((w) => w.elementId).sort()).toEqual(['after', 'pack', 'pick']);
+  });
 });
