@@ -7,6 +7,7 @@ import type { EventRow, InstanceDetail } from '../store/queries.ts';
 import type { ExternalTaskRow, LockedTaskRow } from '../store/tasks.ts';
 import type { UserTaskRow } from '../store/user-tasks.ts';
 import type { UserTaskSpec } from '../compiler/plan.ts';
+import { keptStep } from '../engine/loop-passes.ts';
 
 export function definitionSummaryView(d: DefinitionSummary) {
   return { id: d.id, key: d.key, version: d.version, fingerprint: d.fingerprint, deployedAt: d.deployed_at };
@@ -40,7 +41,8 @@ export function instanceDetailView(d: InstanceDetail) {
     suspendedAt: i.suspended_at,
     variables: i.variables,
     steps: d.steps.map((s) => ({
-      stepId: s.step_id,
+      // A completion kept from an earlier loop pass names its step and that pass.
+      ...keptStep(s.step_id),
       status: s.status,
       attempts: s.attempts,
       activatedAt: s.activated_at,

@@ -28,7 +28,11 @@ export interface LoopScopesResult {
   diagnostics: Diagnostic[];
 }
 
-/** Compensation undoes completed steps newest first; which pass's steps a loop would undo is not decided yet. */
+/**
+ * A compensation throw inside a loop would undo the steps of its own pass, or of every pass so
+ * far: BPMN leaves that open, so it is refused. Compensation boundaries inside a loop run: a
+ * compensation after the loop undoes each pass's steps (engine/loop-passes.ts keepCompletions).
+ */
 const NOT_IN_LOOPS: Record<string, string> = {
   compensationThrow: 'compensation events',
 };
@@ -120,8 +124,7 @@ function loopOf(
   const exitFlows = graph.flows.filter((f) => steps.has(f.source) && !steps.has(f.target)).map((f) => f.id);
   const body = [...steps].map((id) => graph.nodes.get(id) as GraphNode);
   for (const node of body) {
-    const compensation = (node.element.eventDefinitions ?? []).some((d) => d.$type === 'bpmn:CompensateEventDefinition');
-    const what = NOT_IN_LOOPS[node.kind ?? ''] ?? (compensation ? 'compensation boundary events' : undefined);
+    const what = NOT_IN_LOOPS[node.kind ?? ''];
     if (what)
       diagnostics.push(
         errorAt(

@@ -102,15 +102,12 @@ function activityScope(graph: ProcessGraph, id: string, cycles: readonly LoopSco
       );
     steps.add(b.id);
   }
-  // As in loops of sequence flows: which pass's steps compensation would undo is not decided yet.
+  // As in loops of sequence flows: a compensation throw would undo its own pass or every pass.
   for (const inner of steps) {
-    const node = graph.nodes.get(inner);
-    const compensation =
-      node?.kind === 'boundaryEvent' && node.element.eventDefinitions?.[0]?.$type === 'bpmn:CompensateEventDefinition';
-    const what =
-      node?.kind === 'compensationThrow' ? 'compensation events' : compensation ? 'compensation boundary events' : undefined;
-    if (what)
-      problems.push(`${inner} repeats with it: ${what} do not run inside a loop yet; move it out, or repeat inside a worker`);
+    if (graph.nodes.get(inner)?.kind === 'compensationThrow')
+      problems.push(
+        `${inner} repeats with it: compensation events do not run inside a loop (BPMN leaves open which passes they undo); throw compensation after the loop`,
+      );
   }
   const exitFlows = graph.flows.filter((f) => steps.has(f.source) && !steps.has(f.target)).map((f) => f.id);
   const holders = cycles.filter((c) => c.steps.includes(id)).sort((a, b) => a.steps.length - b.steps.length);

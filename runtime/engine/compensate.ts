@@ -4,6 +4,7 @@
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import { type CompensationTarget, type Effects, type InstanceState } from '../model/effects.ts';
 import { indexPlan, isInsideScope } from './plan-index.ts';
+import { keptStep, scopePathOf } from './loop-passes.ts';
 
 export interface QueuedCompensation {
   host_step_id: string;
@@ -23,9 +24,11 @@ export function compensableHosts(plan: Plan, state: InstanceState, only?: string
   const named = (id: string) =>
     only === undefined || only === id || (steps.get(only)?.kind === 'subProcess' && isInsideScope(plan, id, only));
   const inScope = (id: string) => scope === undefined || isInsideScope(plan, id, scope);
+  // A kept completion of an earlier loop pass is its step's, in that pass (loop-passes.ts).
   return [...(state.completedOrder ?? [])].reverse().flatMap((id) => {
-    const handler = steps.get(id)?.compensation?.handler;
-    return handler && state.steps[id] === 'completed' && named(id) && inScope(id) ? [{ host: id, handler }] : [];
+    const { stepId } = keptStep(id);
+    const handler = steps.get(stepId)?.compensation?.handler;
+    return handler && state.steps[id] === 'completed' && named(stepId) && inScope(stepId) ? [{ host: id, handler }] : [];
   });
 }
 
@@ -98,7 +101,11 @@ function startHandler(plan: Plan, target: CompensationTarget, state: InstanceSta
   const handler = indexPlan(plan).steps.get(target.handler);
   if (!handler?.task) throw new Error(`Compensation handler ${target.handler} is not a task of plan ${plan.processKey}`);
   setStatus(state, fx, handler.id, 'active');
-  fx.tasks.push({ stepId: handler.id, ...handler.task });
+  // Undoing a step of a loop pass runs in that pass: each pass's handler task is its own.
+  const kept = keptStep(target.host);
+  const hostStep = indexPlan(plan).steps.get(kept.stepId);
+  const scopePath = kept.scopePath ?? (hostStep ? scopePathOf(plan, hostStep, state).scopePath : undefined);
+  fx.tasks.push({ stepId: handler.id, ...handler.task, ...(scopePath ? { scopePath } : {}) });
   fx.compensationMoves.push({ host: target.host, to: 'running' });
   fx.events.push({ kind: 'compensation:started', stepId: target.host, data: { handler: handler.id } });
   state.compensation = { active: true, saga: state.compensation?.saga ?? false };

@@ -122,6 +122,7 @@ function nextPass(plan: Plan, loop: PlanStep, cycle: CycleSpec, state: InstanceS
     .map((s) => s.id);
   const steps = new Set([...cycle.steps, ...inner]);
   const flows = new Set(plan.flows.filter((f) => cycle.steps.includes(f.source)).map((f) => f.id));
+  keepCompletions(plan, steps, state, fx);
   // Fresh states for the body: what this transition wrote of the pass before is history only.
   for (const id of steps) {
     delete state.steps[id];
@@ -141,6 +142,32 @@ function nextPass(plan: Plan, loop: PlanStep, cycle: CycleSpec, state: InstanceS
   fx.resetFlows.push(...flows);
   startPass(loop, pass, state, fx, moves);
   moves.activate(index.steps.get(cycle.head) as PlanStep);
+}
+
+/**
+ * The pass's completed steps that compensation may undo outlive it: each is kept as
+ * `<step>@<scope path of the pass>` (a row of its own, completed, in the same completion order),
+ * so a compensation after the loop undoes every pass's steps, newest first (engine/compensate.ts).
+ */
+function keepCompletions(plan: Plan, steps: Set<string>, state: InstanceState, fx: Effects): void {
+  const index = indexPlan(plan);
+  for (const id of steps) {
+    const step = index.steps.get(id);
+    if (state.steps[id] !== 'completed' || !step?.compensation?.handler) continue;
+    const as = `${id}${KEPT}${scopePathOf(plan, step, state).scopePath ?? '/'}`;
+    state.steps[as] = 'completed';
+    if (state.completedOrder) state.completedOrder = state.completedOrder.map((x) => (x === id ? as : x));
+    fx.keptCompletions.push({ stepId: id, as });
+  }
+}
+
+/** Separates a kept completion's step id from the pass it completed in. */
+export const KEPT = '@';
+
+/** The step id and the pass of a steps key: a kept completion's, or a step's own (no pass). */
+export function keptStep(key: string): { stepId: string; scopePath?: string } {
+  const at = key.indexOf(KEPT);
+  return at < 0 ? { stepId: key } : { stepId: key.slice(0, at), scopePath: key.slice(at + 1) };
 }
 
 function endLoop(

@@ -8,6 +8,7 @@
 // status under the same id whatever the element became there (the token passed it). A flow keeps
 // its state when the new version has it between the same (mapped) elements; a new flow out of a
 // step the instance already left was not taken, and is skipped when the migration settles.
+import { KEPT, keptStep } from './loop-passes.ts';
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import type { InstanceState } from '../model/effects.ts';
 import type { StepStatus } from '../model/vocabulary.ts';
@@ -82,7 +83,13 @@ export function planMigration(
       problems: [{ elementId: from.processKey, message: 'The instance is compensating: migrate it after its compensation ends' }],
     };
 
-  const target = (oldId: string): string | undefined => explicit[oldId] ?? (newSteps.has(oldId) ? oldId : undefined);
+  const mapped = (oldId: string): string | undefined => explicit[oldId] ?? (newSteps.has(oldId) ? oldId : undefined);
+  // A completion kept from an earlier loop pass moves with its step (engine/loop-passes.ts).
+  const target = (oldId: string): string | undefined => {
+    const kept = keptStep(oldId);
+    const newId = mapped(kept.stepId);
+    return newId === undefined || kept.scopePath === undefined ? newId : `${newId}${KEPT}${kept.scopePath}`;
+  };
   const steps = new Map<string, string>();
   const open: Record<string, string> = {};
   const endedWaits: string[] = [];

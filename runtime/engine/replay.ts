@@ -3,6 +3,7 @@
 // Completed steps are kept, with everything they decided; the steps that failed,
 // were undone or were cut off run again. Tasks, locks and frames of the old
 // generation are closed, so its late writes are refused.
+import { keptStep } from './loop-passes.ts';
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import { rearmEventSubProcesses, resumeStep } from './advance.ts';
 import { indexPlan } from './plan-index.ts';
@@ -107,6 +108,15 @@ export function keptByReplay(plan: Plan, state: InstanceState): { steps: Set<str
     return kept;
   };
   const steps = new Set(plan.steps.filter(isKept).map((s) => s.id));
+  // A completion kept from an earlier pass stays while the loops of that pass keep their passes.
+  for (const key of Object.keys(state.steps)) {
+    const { scopePath } = keptStep(key);
+    const loops = (scopePath ?? '')
+      .split('/')
+      .filter(Boolean)
+      .map((part) => part.slice(0, part.lastIndexOf('#')));
+    if (scopePath !== undefined && loops.every((id) => steps.has(id))) steps.add(key);
+  }
   const flows = new Set(plan.flows.filter((f) => steps.has(f.source) && state.flows[f.id] !== undefined).map((f) => f.id));
   return { steps, flows };
 }

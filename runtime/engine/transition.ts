@@ -6,7 +6,7 @@ import type { InstanceStatus } from '../model/vocabulary.ts';
 import type { Plan } from '../compiler/plan.ts';
 import type { PoolClient, Queryable } from '../store/db.ts';
 import { consumeBufferedMessages } from './inbox.ts';
-import { advanceCompensation, queueCompensations } from '../store/compensations.ts';
+import { advanceCompensation, keepPassCompletions, queueCompensations } from '../store/compensations.ts';
 import { cancelOpenWork, lockInstance, type LockedInstance } from '../store/instances.ts';
 import { findByBusinessKey, insertChildInstance, insertErrorReturn, openChildren } from '../store/calls.ts';
 import { findDefinition, findDefinitionById, type DefinitionRow } from '../store/definitions.ts';
@@ -39,6 +39,8 @@ export async function commitTransition(
   if (opts.plan && fx.subscriptions.some((x) => x.kind === 'message')) {
     await consumeBufferedMessages(tx as PoolClient, instance, opts.plan, fx, variables);
   }
+  if (fx.keptCompletions.length > 0)
+    await keepPassCompletions(tx, { instanceId: instance.id, generation: instance.generation, kept: fx.keptCompletions });
   await storeCompensationQueue(tx, instance, fx);
   // A child that throws its error on ends canceled: it did not complete, its parent decides what follows.
   const forced = opts.status ?? (fx.thrownError ? 'canceled' : undefined);
@@ -196,6 +198,7 @@ export function needsCommitTransition(fx: Effects): boolean {
     fx.subscriptions.some((x) => x.kind === 'message') ||
     fx.compensationRuns.length > 0 ||
     fx.compensationMoves.length > 0 ||
+    fx.keptCompletions.length > 0 ||
     fx.calls.length > 0 ||
     fx.canceledCalls.length > 0 ||
     fx.signals.length > 0 ||

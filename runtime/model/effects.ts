@@ -158,6 +158,11 @@ export interface Effects {
   compensationRuns: { throwStepId: string | null; hosts: CompensationTarget[] }[];
   /** queue rows that move on: a handler starts running, or is done */
   compensationMoves: { host: string; to: 'running' | 'done' }[];
+  /**
+   * Completed steps with a compensation handler whose loop pass ends: each is kept as a row of
+   * its own, `<step>@<scope path of the pass>`, so a compensation after the loop undoes every pass
+   */
+  keptCompletions: { stepId: string; as: string }[];
   /** a terminate end event was reached: open work of the instance is cancelled */
   terminated: boolean;
   /** multi-instance progress and loop passes that changed, by step id (written with the step's row) */
@@ -188,6 +193,7 @@ export function emptyEffects(): Effects {
     canceledTasks: [],
     compensationRuns: [],
     compensationMoves: [],
+    keptCompletions: [],
     terminated: false,
     loops: {},
     resetSteps: [],

@@ -47,3 +47,24 @@ export async function advanceCompensation(
   );
   return (rowCount ?? 0) > 0;
 }
+
+/**
+ * Keeps the completions of a loop pass that ends (engine/compensate.ts): a copy of each step's
+ * row under its kept id, run before the transition's own write removes the row. A step that
+ * completed in this very transition has no completion on its row yet: it gets one now.
+ */
+export async function keepPassCompletions(
+  db: Queryable,
+  p: { instanceId: string; generation: number; kept: { stepId: string; as: string }[] },
+): Promise<void> {
+  await db.query(
+    `insert into steps (instance_id, step_id, generation, status, activated_at, ended_at, completed_seq)
+     select $1, k.as_id, $2, 'completed', coalesce(o.activated_at, now()), coalesce(o.ended_at, now()),
+            coalesce(o.completed_seq, nextval('events_seq'))
+       from unnest($3::text[], $4::text[]) with ordinality as k(step_id, as_id, n)
+       left join steps o on o.instance_id = $1 and o.step_id = k.step_id and o.status = 'completed'
+      order by k.n
+     on conflict (instance_id, step_id) do nothing`,
+    [p.instanceId, p.generation, p.kept.map((k) => k.stepId), p.kept.map((k) => k.as)],
+  );
+}

@@ -67,7 +67,8 @@ export interface HeatmapSample {
  * designer asks again every 2 s while a definition is open. Run it with the pool's
  * settings (db.ts), not withPlannerDefaults: with three million steps and a limit of 10,000,
  * the defaults read every step (a hash join, 780 ms) rather than those of the instances
- * counted (290 ms, and 20-40 ms for 1,000).
+ * counted (290 ms, and 20-40 ms for 1,000). A completion kept from an earlier loop pass
+ * (`<step>@<pass>`, engine/loop-passes.ts) counts for its step.
  */
 export async function sampleHeatmap(
   db: Queryable,
@@ -86,7 +87,8 @@ export async function sampleHeatmap(
         order by created_at desc, id desc limit $3)),
      step_counts as (
        select c.step_id, jsonb_object_agg(c.status, c.count) as counts
-         from (select s.step_id, s.status, count(*)::int as count from recent r join steps s on s.instance_id = r.id group by 1, 2) c
+         from (select split_part(s.step_id, '@', 1) as step_id, s.status, count(*)::int as count
+                 from recent r join steps s on s.instance_id = r.id group by 1, 2) c
         group by c.step_id)
      select (select coalesce(jsonb_object_agg(status, count), '{}') from (select status, count(*)::int as count from recent group by status) c) as instances,
             (select coalesce(jsonb_object_agg(step_id, counts), '{}') from step_counts) as elements,

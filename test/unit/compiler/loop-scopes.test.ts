@@ -121,7 +121,7 @@ describe('loop scopes', () => {
     ]);
   });
 
-  it('keep a boundary event on a step of the body in the body, and refuse compensation inside a loop', async () => {
+  it('keep a boundary event on a step of the body in the body, and refuse a compensation throw inside a loop', async () => {
     const withBoundary = (definition: string) =>
       readFixture('loop.bpmn').replace(
         '<bpmn:serviceTask id="Try" camunda:type="external" camunda:topic="try" />',
@@ -134,10 +134,20 @@ describe('loop scopes', () => {
       steps: expect.arrayContaining(['Late']),
       exitFlows: ['Flow_Late', 'Flow_Done'],
     });
-    expect(errorsOf(await compileDiagnostics(withBoundary('<bpmn:compensateEventDefinition />')))).toContainEqual(
+    // A compensation throw inside a pass would undo that pass or every pass: refused.
+    const throwing = readFixture('loop.bpmn')
+      .replace(
+        '<bpmn:serviceTask id="Try" camunda:type="external" camunda:topic="try" />',
+        '<bpmn:serviceTask id="Try" camunda:type="external" camunda:topic="try" /><bpmn:intermediateThrowEvent id="Undo"><bpmn:compensateEventDefinition /></bpmn:intermediateThrowEvent>',
+      )
+      .replace(
+        '<bpmn:sequenceFlow id="Flow_Check" sourceRef="Try" targetRef="Check" />',
+        '<bpmn:sequenceFlow id="Flow_Check" sourceRef="Try" targetRef="Undo" /><bpmn:sequenceFlow id="Flow_Undone" sourceRef="Undo" targetRef="Check" />',
+      );
+    expect(errorsOf(await compileDiagnostics(throwing))).toContainEqual(
       expect.objectContaining({
-        elementId: 'Late',
-        message: expect.stringContaining('compensation boundary events do not run inside a loop yet'),
+        elementId: 'Undo',
+        message: expect.stringContaining('compensation events do not run inside a loop'),
       }),
     );
   });

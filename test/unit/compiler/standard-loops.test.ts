@@ -127,15 +127,21 @@ describe('multi-instance subprocesses', () => {
     expect(noList).toEqual([expect.objectContaining({ elementId: 'P', message: expect.stringContaining('camunda:collection') })]);
   });
 
-  it('one holding a compensation boundary, like a loop marker on such a subprocess, is refused: which pass to undo is not decided', async () => {
+  it('one holding a compensation boundary compiles (each pass is undone after the loop); a compensation throw inside is refused', async () => {
     const inner = `<bpmn:startEvent id="PS" />${task('W')}<bpmn:boundaryEvent id="Undo_W" attachedToRef="W"><bpmn:compensateEventDefinition /></bpmn:boundaryEvent>${task('U', 'u', 'isForCompensation="true"')}<bpmn:association id="A1" associationDirection="One" sourceRef="Undo_W" targetRef="U" /><bpmn:endEvent id="PE" />${flow('P1', 'PS', 'W')}${flow('P2', 'W', 'PE')}`;
+    const throwing = inner.replace(
+      '<bpmn:endEvent id="PE" />',
+      '<bpmn:endEvent id="PE"><bpmn:compensateEventDefinition /></bpmn:endEvent>',
+    );
     for (const loop of [multi('isSequential="true"'), marker('', 'loopMaximum="2"')]) {
-      const xml = processXml(straight(`<bpmn:subProcess id="P">${loop}${inner}</bpmn:subProcess>`, 'P'));
+      const { plan } = await compilePlan(processXml(straight(`<bpmn:subProcess id="P">${loop}${inner}</bpmn:subProcess>`, 'P')));
+      expect(plan.steps.find((s) => s.id === 'W')?.compensation).toEqual({ handler: 'U' });
+      const xml = processXml(straight(`<bpmn:subProcess id="P">${loop}${throwing}</bpmn:subProcess>`, 'P'));
       expect(errorsOf(await compileDiagnostics(xml))).toEqual(
         expect.arrayContaining([
           expect.objectContaining({
             elementId: 'P',
-            message: expect.stringContaining('Undo_W repeats with it: compensation boundary events'),
+            message: expect.stringContaining('PE repeats with it: compensation events do not run inside a loop'),
           }),
         ]),
       );
