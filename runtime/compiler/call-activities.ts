@@ -1,4 +1,4 @@
-// Call activities -> CallSpec (docs/ARCHITECTURE.md, "Call activities"). Camunda 7 files say
+// Call activities -> CallSpec (docs/scopes.md, "Call activities"). Camunda 7 files say
 // calledElement="key" with camunda:calledElementBinding and camunda:in/camunda:out: nothing
 // crosses unless a mapping says so. Camunda 8 files say <zeebe:calledElement processId> with
 // propagateAllParentVariables/propagateAllChildVariables (true unless set false) and

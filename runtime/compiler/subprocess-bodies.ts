@@ -1,4 +1,4 @@
-// Parallel multi-instance subprocesses (docs/ARCHITECTURE.md, "Parallel multi-instance
+// Parallel multi-instance subprocesses (docs/scopes.md, "Parallel multi-instance
 // subprocesses"). Their elements run side by side, each with its own step and flow states: each
 // element runs the subprocess's body as a child instance, as a call activity runs its called
 // process. The body compiles as a definition of its own, keyed "<process>:<subprocess>" (a BPMN

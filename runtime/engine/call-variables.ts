@@ -1,4 +1,4 @@
-// Which variables cross a call activity (docs/ARCHITECTURE.md, "Call activities"): what the child
+// Which variables cross a call activity (docs/scopes.md, "Call activities"): what the child
 // starts with, and what its end writes back to the parent. Pure: advance.ts and call-returns.ts
 // write what these return.
 import type { CallSpec, IoMapping, PlanStep } from '../compiler/plan.ts';

@@ -1,4 +1,4 @@
-// Sequential multi-instance subprocesses (docs/ARCHITECTURE.md, "Loop markers"): a loop scope
+// Sequential multi-instance subprocesses (docs/scopes.md, "Loop markers"): a loop scope
 // whose passes run the subprocess once per element of its collection, read when the loop
 // starts. The element variable and loopCounter (from 0 as in Camunda 7, from 1 in Camunda 8 files) are locals of the pass:
 // every step inside reads them, and a task gets them as its own locals, so a worker's result

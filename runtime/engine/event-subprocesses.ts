@@ -1,4 +1,4 @@
-// Event subprocesses (docs/ARCHITECTURE.md, "Event subprocesses"): armed while their scope runs,
+// Event subprocesses (docs/scopes.md, "Event subprocesses"): armed while their scope runs,
 // an interrupting one's trigger cancels the scope's open work and runs its body, and they stop
 // waiting when the scope's own flow ends first. Non-interrupting ones fire as repeating
 // boundaries do (boundary-firings.ts). advance.ts evaluates the steps; this module

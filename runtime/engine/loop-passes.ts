@@ -1,4 +1,4 @@
-// Loops run one pass at a time (docs/ARCHITECTURE.md, "Execution rule"): a pass that has no
+// Loops run one pass at a time (docs/scopes.md, "Loops"): a pass that has no
 // open step left either starts the next one at the loop's head, with fresh step and flow states,
 // or ends the loop and lets its exit flows move the token on. advance.ts evaluates the steps;
 // this module decides about passes and calls back into it (PassMoves), so neither imports the other

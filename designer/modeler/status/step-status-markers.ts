@@ -12,7 +12,7 @@ export const STEP_MARKERS: Record<StepState['status'], string> = {
   canceled: 'baton-step-canceled',
 };
 
-/** Loop steps are named `loop:<id of the step each pass starts at>` (docs/ARCHITECTURE.md, "Execution rule"). */
+/** Loop steps are named `loop:<id of the step each pass starts at>` (docs/scopes.md, "Loops"). */
 const LOOP_PREFIX = 'loop:';
 
 export const FLOW_MARKERS: Record<FlowState['state'], string> = {
