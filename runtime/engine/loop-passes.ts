@@ -151,7 +151,8 @@ function nextPass(plan: Plan, loop: PlanStep, cycle: CycleSpec, state: InstanceS
  */
 function keepCompletions(plan: Plan, steps: Set<string>, state: InstanceState, fx: Effects): void {
   const index = indexPlan(plan);
-  for (const id of steps) {
+  // In completion order: those this transition completed get their numbers in that order.
+  for (const id of (state.completedOrder ?? []).filter((x) => steps.has(x))) {
     const step = index.steps.get(id);
     if (state.steps[id] !== 'completed' || !step?.compensation?.handler) continue;
     const as = `${id}${KEPT}${scopePathOf(plan, step, state).scopePath ?? '/'}`;
