@@ -21,7 +21,9 @@ import {
   lockAndMarkDueTimers,
   listSignalSubscriptions,
   lockMessageKey,
+  lockKeyAndInsertMessage,
   markMessageMatched,
+  takeSubscriptionFor,
   releaseMessage,
   markTimerFired,
   stampTimersFired,
@@ -278,19 +280,24 @@ async function tryPublish(
   messageId: string,
 ): Promise<PublishMessageResult | 'busy'> {
   const correlationKey = req.correlationKey ?? req.businessKey ?? null;
-  // A message addressed to an instance matches that instance's waits whatever their key.
-  await lockMessageKey(tx, { name: req.name, correlationKey, instanceId: req.instanceId ?? null, byKey: !req.instanceId });
-  if (req.instanceId && !(await instanceExists(tx, req.instanceId))) {
-    throw new BatonError('not_found', `No instance with id "${req.instanceId}" to address message "${req.name}" to`);
-  }
-  const stored = await insertMessage(tx, {
+  const message = {
     messageId,
     name: req.name,
     correlationKey,
     instanceId: req.instanceId ?? null,
     payload: req.variables ?? {},
     ttlMs: req.ttlMs ?? DEFAULT_TTL_MS,
-  });
+  };
+  let stored;
+  if (req.instanceId) {
+    // A message addressed to an instance matches that instance's waits whatever their key.
+    await lockMessageKey(tx, { name: req.name, correlationKey, instanceId: req.instanceId, byKey: false });
+    if (!(await instanceExists(tx, req.instanceId)))
+      throw new BatonError('not_found', `No instance with id "${req.instanceId}" to address message "${req.name}" to`);
+    stored = await insertMessage(tx, message);
+  } else {
+    stored = await lockKeyAndInsertMessage(tx, message);
+  }
   if (!stored) {
     const earlier = await findMessage(tx, messageId);
     return { status: 'duplicate', messageId, ...(earlier?.instance_id ? { instanceId: earlier.instance_id } : {}) };
@@ -303,9 +310,8 @@ async function tryPublish(
     const instance = await tryLockInstance(tx, sub.instance_id);
     if (instance === 'busy') return 'busy';
     if (instance) {
-      // Taken before the delivery: a catch that waits again at once (a repeating boundary) looks in the inbox and must not find it.
-      await markMessageMatched(tx, stored.id, instance.id, sub.step_id);
-      if (await deliverToSubscription(engine, tx, instance, sub, req.variables ?? {}, { messageId }))
+      // The message is marked with the take of its subscription (takeSubscriptionFor).
+      if (await deliverToSubscription(engine, tx, instance, sub, req.variables ?? {}, { messageId }, stored.id))
         return { status: 'matched', instanceId: instance.id, messageId };
       await releaseMessage(tx, stored.id, req.instanceId ?? null);
     }
@@ -338,9 +344,15 @@ export async function deliverToSubscription(
   sub: SubscriptionRow,
   payload: Variables,
   data: Record<string, unknown>,
+  /** the stored message this delivers: marked matched as the subscription is taken */
+  messageRowId?: string,
 ): Promise<boolean> {
   // A suspended instance takes nothing: a message stays in the inbox for its resume, a signal passes it.
-  if (instance.suspended_at || sub.generation !== instance.generation || !(await deleteSubscription(tx, sub.id))) return false;
+  if (instance.suspended_at || sub.generation !== instance.generation) return false;
+  const taken = messageRowId
+    ? await takeSubscriptionFor(tx, { subscriptionId: sub.id, messageRowId })
+    : await deleteSubscription(tx, sub.id);
+  if (!taken) return false;
   const plan = await planOf(engine, instance.definition_id, tx);
   const variables = { ...instance.variables, ...payload };
   const fx = emptyEffects();

@@ -176,6 +176,26 @@ export async function insertMessage(db: Queryable, p: InsertMessageParams): Prom
   return rows[0];
 }
 
+/**
+ * A publisher's key lock (lockMessageKey, by key) and the insert of its message in one
+ * statement: the insert selects from the lock, so it runs once the lock is held.
+ */
+export async function lockKeyAndInsertMessage(
+  db: Queryable,
+  p: InsertMessageParams & { correlationKey: string | null },
+): Promise<MessageRow | undefined> {
+  const { rows } = await db.query<MessageRow>({
+    name: 'lock_key_insert_message',
+    text: `with l as (select pg_advisory_xact_lock_shared(hashtext('baton:message:' || $2)),
+                             pg_advisory_xact_lock(hashtext($2), hashtext(coalesce('key:' || $3::text, 'no key'))))
+           insert into messages (message_id, name, correlation_key, instance_id, payload, expires_at, state)
+           select $1, $2, $3, null, $4, now() + $5::bigint * interval '1 millisecond', 'pending' from l
+           on conflict (message_id) do nothing returning *`,
+    values: [p.messageId, p.name, p.correlationKey, p.payload, p.ttlMs],
+  });
+  return rows[0];
+}
+
 export async function findMessage(db: Queryable, messageId: string): Promise<MessageRow | undefined> {
   const { rows } = await db.query<MessageRow>('select * from messages where message_id = $1', [messageId]);
   return rows[0];
@@ -245,6 +265,26 @@ export async function deleteSubscription(db: Queryable, id: string): Promise<Sub
     name: 'delete_subscription',
     text: 'delete from subscriptions where id = $1 returning *',
     values: [id],
+  });
+  return rows[0];
+}
+
+/**
+ * Takes the subscription and marks the message that matched it, in one statement: the mark is
+ * made only when the subscription was still there, and before the delivery's own statements,
+ * so a catch that waits again at once (a repeating boundary) does not find it in the inbox.
+ */
+export async function takeSubscriptionFor(
+  db: Queryable,
+  p: { subscriptionId: string; messageRowId: string },
+): Promise<SubscriptionRow | undefined> {
+  const { rows } = await db.query<SubscriptionRow>({
+    name: 'take_subscription_for_message',
+    text: `with d as (delete from subscriptions where id = $1 returning *),
+                m as (update messages set state = 'matched', matched_at = now(), instance_id = d.instance_id, step_id = d.step_id
+                        from d where messages.id = $2)
+           select * from d`,
+    values: [p.subscriptionId, p.messageRowId],
   });
   return rows[0];
 }
