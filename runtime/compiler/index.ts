@@ -82,14 +82,18 @@ async function compileDocument(xml: string, options: CompileOptions): Promise<Co
       diagnostics: [errorAt(document.definitionsId, 'The process has no id: give it one, it becomes the definition key')],
     };
   const compiled = compileProcess(parsed, process, process, options);
-  if (!compiled.ok) return compiled;
-  // A body's checks of the file's messages repeat its process's: each is told once.
+  return compiled.ok
+    ? { ...compiled, warnings: toldOnce(compiled.warnings) }
+    : { ok: false, diagnostics: toldOnce(compiled.diagnostics) };
+}
+
+/** A body's checks of the file's messages repeat its process's: each diagnostic is told once. */
+function toldOnce(diagnostics: Diagnostic[]): Diagnostic[] {
   const told = new Set<string>();
-  const warnings = compiled.warnings.filter((d) => {
+  return diagnostics.filter((d) => {
     const key = `${d.elementId}\n${d.message}`;
     return told.has(key) ? false : (told.add(key), true);
   });
-  return { ...compiled, warnings };
 }
 
 /**

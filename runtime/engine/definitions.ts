@@ -57,10 +57,11 @@ export function refuseUncompiled(compiled: CompileResult): Compiled {
       details,
     );
   }
-  const schemaErrors = planSchemaErrors(compiled.plan);
-  if (schemaErrors.length > 0) {
-    // A compiler bug, not bad input: refuse loudly rather than store a plan the engine cannot run.
-    throw new Error(`Compiled plan of ${compiled.plan.processKey} breaks plan.schema.json: ${schemaErrors.join('; ')}`);
+  // A compiler bug, not bad input: refuse loudly rather than store a plan the engine cannot run.
+  for (const plan of [compiled.plan, ...(compiled.bodies ?? []).map((b) => b.plan)]) {
+    const schemaErrors = planSchemaErrors(plan);
+    if (schemaErrors.length > 0)
+      throw new Error(`Compiled plan of ${plan.processKey} breaks plan.schema.json: ${schemaErrors.join('; ')}`);
   }
   return compiled;
 }

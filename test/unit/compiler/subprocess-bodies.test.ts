@@ -61,4 +61,15 @@ describe('parallel multi-instance subprocesses', () => {
       ]),
     );
   });
+
+  it('tell a warning about the file once, though the process and each body check it', async () => {
+    const xml = processXml(straight(body('P', task('W'), 'W'), 'P')).replace(
+      '</bpmn:definitions>',
+      '<bpmn:message id="M" name="m"><bpmn:extensionElements><zeebe:subscription correlationKey="=k" /></bpmn:extensionElements></bpmn:message></bpmn:definitions>',
+    );
+    const result = await compiled(
+      xml.replace('<bpmn:definitions ', '<bpmn:definitions xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" '),
+    );
+    expect(result.warnings.filter((w) => w.elementId === 'M')).toHaveLength(1);
+  });
 });
