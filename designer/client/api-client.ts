@@ -98,6 +98,21 @@ const enc = encodeURIComponent;
 /** The history page the designer reads: the API's largest. */
 const HISTORY_PAGE = 1000;
 
+/** One history page; a 503 (writers of the instance still open) is read again a second later, three times at most. */
+async function historyPage(id: string, afterSeq: number): Promise<{ items: HistoryEvent[] }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await request<{ items: HistoryEvent[] }>(
+        'GET',
+        `/api/instances/${enc(id)}/history${query({ afterSeq, limit: HISTORY_PAGE })}`,
+      );
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.status !== 503 || attempt >= 3) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}
+
 export const api = {
   listDiagrams: () => request<{ items: DiagramSummary[] }>('GET', '/api/diagrams').then((r) => r.items),
   getDiagram: (id: string) => request<Diagram>('GET', `/api/diagrams/${enc(id)}`),
@@ -127,10 +142,7 @@ export const api = {
     const all: HistoryEvent[] = [];
     for (;;) {
       const afterSeq = all.at(-1)?.seq ?? 0;
-      const page = await request<{ items: HistoryEvent[] }>(
-        'GET',
-        `/api/instances/${enc(id)}/history${query({ afterSeq, limit: HISTORY_PAGE })}`,
-      );
+      const page = await historyPage(id, afterSeq);
       all.push(...page.items);
       if (page.items.length < HISTORY_PAGE) return all;
     }

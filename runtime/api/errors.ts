@@ -13,6 +13,7 @@ const HTTP: Record<ErrorCode, { status: number; type: string }> = {
   payload_too_large: { status: 413, type: 'PayloadTooLarge' },
   unsupported_media_type: { status: 415, type: 'UnsupportedMediaType' },
   no_match: { status: 404, type: 'NoMatch' },
+  unavailable: { status: 503, type: 'Unavailable' },
 };
 
 // body-parser reports its own failures with a `type` field.
@@ -51,6 +52,7 @@ export function errorAnswer(
 export function errorMiddleware(log: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     const { status, body } = errorAnswer(err, log, req.method, req.path);
+    if (status === 503) res.setHeader('retry-after', '1');
     res.status(status).json(body);
   };
 }

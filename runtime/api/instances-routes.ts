@@ -12,6 +12,7 @@ import {
   countInstances,
   getInstanceDetail,
   instanceFilterOf,
+  HISTORY_SETTLE_MS,
   listHistory,
   listInstances,
   type InstanceFilter,
@@ -80,6 +81,12 @@ export function instancesRouter(engine: Engine): Router {
     const id = requireUuid(req.params.id, 'instance');
     const q = validateQuery<{ afterSeq?: number; limit?: number }>('history-query', req.query);
     const items = await listHistory(engine.pool, id, q.afterSeq ?? 0, q.limit ?? 1000);
+    if (items === 'busy') {
+      throw new BatonError(
+        'unavailable',
+        `The history of instance ${id} cannot be read yet: transactions writing it stayed open for ${HISTORY_SETTLE_MS} ms; read it again`,
+      );
+    }
     if (items.length === 0 && !(await getInstanceDetail(engine.pool, id))) {
       throw new BatonError('not_found', `No instance with id "${id}"`);
     }

@@ -159,7 +159,13 @@ export const OPERATIONS: Operation[] = [
     summary: 'History events',
     roles: 'admin, viewer, person',
     query: 'history-query',
-    responses: { 200: { schema: 'history', description: 'events in order' } },
+    responses: {
+      200: { schema: 'history', description: 'events in order' },
+      503: {
+        schema: 'error',
+        description: "transactions writing the instance's history stayed open for 2 s (Unavailable, Retry-After: 1): read again",
+      },
+    },
   },
   {
     method: 'patch',

@@ -16,6 +16,8 @@ export const ErrorCode = {
   unsupported_media_type: 'unsupported_media_type',
   /** a message found no waiting subscription and may not be kept */
   no_match: 'no_match',
+  /** the answer cannot be given safely right now; the same call later can (an instance's history while its writers stay open) */
+  unavailable: 'unavailable',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -1,6 +1,6 @@
 // Read models for the API: lists, one instance in detail, history.
 import type { FlowState, InstanceStatus } from '../model/vocabulary.ts';
-import type { Queryable } from './db.ts';
+import { withTransaction, type Pool, type Queryable } from './db.ts';
 import type { IncidentRow } from './incidents.ts';
 import type { InstanceRow } from './instances.ts';
 import type { ExternalTaskRow } from './tasks.ts';
@@ -211,11 +211,37 @@ export interface EventRow {
   data: Record<string, unknown>;
 }
 
-export async function listHistory(db: Queryable, instanceId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
-  const { rows } = await db.query<EventRow>(
-    `select seq, kind, step_id, task_id, attempt, generation, at, data from events
-      where instance_id = $1 and seq > $2 order by seq limit $3`,
-    [instanceId, afterSeq, limit],
-  );
-  return rows;
+/** How long a history read waits for the writers of its instance's bucket to commit (migration 0038). */
+export const HISTORY_SETTLE_MS = 2_000;
+
+/**
+ * A page of an instance's history after a seq, in seq order, or 'busy' when writers of its
+ * bucket kept it unsettled for HISTORY_SETTLE_MS. The read waits, polling, until no
+ * transaction that numbered events of the bucket is open (baton_history_settled, migration
+ * 0038), so an event that commits after the page can only have a higher seq than the page's
+ * last: paging by afterSeq never skips one. The wait is a millisecond or two under load.
+ */
+export async function listHistory(pool: Pool, instanceId: string, afterSeq: number, limit: number): Promise<EventRow[] | 'busy'> {
+  const deadline = Date.now() + HISTORY_SETTLE_MS;
+  for (let pause = 1; ; pause = Math.min(pause * 2, 32)) {
+    const rows = await withTransaction(pool, async (tx) => {
+      const settled = await tx.query<{ settled: boolean }>({
+        name: 'history_settled',
+        text: 'select baton_history_settled($1) as settled',
+        values: [instanceId],
+      });
+      if (!settled.rows[0]?.settled) return undefined;
+      // a statement of its own: its snapshot is taken after the lock is held
+      const page = await tx.query<EventRow>({
+        name: 'list_history',
+        text: `select seq, kind, step_id, task_id, attempt, generation, at, data from events
+                where instance_id = $1 and seq > $2 order by seq limit $3`,
+        values: [instanceId, afterSeq, limit],
+      });
+      return page.rows;
+    });
+    if (rows) return rows;
+    if (Date.now() >= deadline) return 'busy';
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
 }

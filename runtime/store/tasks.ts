@@ -188,12 +188,13 @@ function lockPickedSql(framedSql: string): string {
                from locked l group by l.instance_id),
            ev as (
              -- ordered by instance: frame heads are locked in this order, so fetchers cannot deadlock
-             insert into events (instance_id, generation, kind, step_id, task_id, attempt, data, framed)
-             select l.instance_id, l.generation, 'task:locked', l.step_id, l.id, l.attempt,
-                    jsonb_build_object('workerId', l.worker_id, 'lockExpiresAt', l.lock_expires_at, 'trafficWaitMs', l.traffic_wait_ms),
-                    ${framedSql}
-               from locked l join pend p on p.instance_id = l.instance_id
-              order by l.instance_id, l.id
+             insert into events (seq, instance_id, generation, kind, step_id, task_id, attempt, data, framed)
+             select baton_event_seq(o.instance_id), o.* from (
+               select l.instance_id, l.generation, 'task:locked', l.step_id, l.id, l.attempt,
+                      jsonb_build_object('workerId', l.worker_id, 'lockExpiresAt', l.lock_expires_at, 'trafficWaitMs', l.traffic_wait_ms),
+                      ${framedSql}
+                 from locked l join pend p on p.instance_id = l.instance_id
+                order by l.instance_id, l.id) o
              returning instance_id, generation, seq, kind, step_id, task_id, attempt, data, at, framed)`;
 }
 
@@ -355,8 +356,8 @@ export async function unlockTask(db: Queryable, p: LockHolder): Promise<GuardedT
              update external_tasks set state = 'ready', worker_id = null, lock_token = null, lock_expires_at = null, retry_at = now()
               where id = $1 and ${HELD_TASK_SQL} and worker_id = $2 and lock_token = $3
           returning *),
-           ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
-                  select instance_id, generation, 'task:unlocked', step_id, id, attempt, jsonb_build_object('workerId', $2::text) from u)
+           ev as (insert into events (seq, instance_id, generation, kind, step_id, task_id, attempt, data)
+                  select baton_event_seq(instance_id), instance_id, generation, 'task:unlocked', step_id, id, attempt, jsonb_build_object('workerId', $2::text) from u)
            select u.* from u`,
     values: [p.taskId, p.workerId, p.lockToken],
   });
@@ -382,8 +383,8 @@ export async function expireLocks(db: Queryable, limit: number, allowance: numbe
                                          lease_expiries = t.lease_expiries + 1
                from expired where t.id = expired.id
            returning t.*, expired.worker_id as previous_worker),
-           ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
-                  select instance_id, generation, 'task:lock_expired', step_id, id, attempt,
+           ev as (insert into events (seq, instance_id, generation, kind, step_id, task_id, attempt, data)
+                  select baton_event_seq(instance_id), instance_id, generation, 'task:lock_expired', step_id, id, attempt,
                          jsonb_build_object('workerId', previous_worker, 'leaseExpiries', lease_expiries) from u order by instance_id)
            select u.id, u.topic from u`,
     values: [limit, allowance],
@@ -423,8 +424,8 @@ export async function failExpiredLease(
                from old
               where t.id = old.id and t.${HELD_TASK_SQL} and t.lock_expires_at <= now() and t.lease_expiries + 1 > t.retries + $3 and t.generation = $2
           returning t.*, old.worker_id as previous_worker),
-           ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
-                  select instance_id, generation, 'task:lock_expired', step_id, id, attempt,
+           ev as (insert into events (seq, instance_id, generation, kind, step_id, task_id, attempt, data)
+                  select baton_event_seq(instance_id), instance_id, generation, 'task:lock_expired', step_id, id, attempt,
                          jsonb_build_object('workerId', previous_worker, 'leaseExpiries', lease_expiries, 'exhausted', true) from u)
            select * from u`,
     values: [p.taskId, p.generation, p.allowance],
@@ -443,8 +444,8 @@ export async function recordLateResult(db: Queryable, r: LateResult): Promise<vo
     name: 'record_late_result',
     // KEY SHARE on the instance: retention may be deleting it (an ended instance), and events
     // have no foreign key (migration 0014); a row deleted meanwhile records nothing.
-    text: `insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
-           select t.instance_id, t.generation, 'task:late_result', t.step_id, t.id, t.attempt,
+    text: `insert into events (seq, instance_id, generation, kind, step_id, task_id, attempt, data)
+           select baton_event_seq(t.instance_id), t.instance_id, t.generation, 'task:late_result', t.step_id, t.id, t.attempt,
                   jsonb_build_object('workerId', $2::text, 'call', $3::text, 'payloadBytes', $4::int, 'taskState', t.state)
              from external_tasks t join instances i on i.id = t.instance_id
             where t.id = $1

@@ -564,7 +564,7 @@ const lockExpiryData = (alias: string) => `case when ${alias}.lock_ms is null th
 // An event whose instance has progress pending goes to the trigger, which flushes the step's reports before its frames.
 const PENDING_TO_TRIGGER_SQL = '(select case when p.pending then null else true end from pend p where p.id = y.iid)';
 
-// The history rows, in order (their seqs follow it). `framed`: the SQL of the column, or none (the trigger frames them).
+// The history rows, in order (their seqs follow it; baton_event_seq numbers them, migration 0038). `framed`: the SQL of the column, or none (the trigger frames them).
 function eventsPart(
   events: { w: TransitionWrite; item: Effects['events'][number] & { lockMs?: number } }[],
   $: (v: unknown) => number,
@@ -584,11 +584,12 @@ function eventsPart(
         named: ', attempt, lock_ms',
       }
     : undefined;
-  return `e as (insert into events (instance_id, generation, kind, step_id, task_id, data${lock ? ', attempt' : ''}${framed ? ', framed' : ''})
-            select y.iid, y.gen, y.kind, y.step_id, y.task_id, y.data${lock ? ' || ' + lockExpiryData('y') + ', y.attempt' : ''}${framed ? ', ' + framed : ''}
-              from unnest($${iid}::uuid[], $${gen}::int[], $${kinds}::text[], $${sid}::text[], $${data}::jsonb[], $${taskIds}::uuid[]${lock?.columns ?? ''})
-                   with ordinality as y(iid, gen, kind, step_id, data, task_id${lock?.named ?? ''}, n)
-             order by y.n)`;
+  return `e as (insert into events (seq, instance_id, generation, kind, step_id, task_id, data${lock ? ', attempt' : ''}${framed ? ', framed' : ''})
+            select baton_event_seq(o.iid), o.* from (
+              select y.iid, y.gen, y.kind, y.step_id, y.task_id, y.data${lock ? ' || ' + lockExpiryData('y') + ', y.attempt' : ''}${framed ? ', ' + framed : ''}
+                from unnest($${iid}::uuid[], $${gen}::int[], $${kinds}::text[], $${sid}::text[], $${data}::jsonb[], $${taskIds}::uuid[]${lock?.columns ?? ''})
+                     with ordinality as y(iid, gen, kind, step_id, data, task_id${lock?.named ?? ''}, n)
+               order by y.n) o)`;
 }
 
 // Whether progress is pending for the instances, asked after every part that takes row locks

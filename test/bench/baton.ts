@@ -615,8 +615,8 @@ async function preload(db: pg.Client, completed: number, waiting: number): Promi
     select id, s, 1, 'completed', at, at from pre_done, unnest(array['start', 'work', 'end']) s`);
   await db.query(`insert into flows (instance_id, flow_id, generation, state, resolved_at)
     select id, f, 1, 'taken', at from pre_done, unnest(array['f1', 'f2']) f`);
-  await db.query(`insert into events (instance_id, generation, kind, step_id, task_id, attempt, at)
-    select id, 1, k.kind, k.step_id, case when k.step_id = 'work' then task_id end, case when k.step_id = 'work' then 1 end, at
+  await db.query(`insert into events (seq, instance_id, generation, kind, step_id, task_id, attempt, at)
+    select baton_event_seq(id), id, 1, k.kind, k.step_id, case when k.step_id = 'work' then task_id end, case when k.step_id = 'work' then 1 end, at
       from pre_done, (values ('instance:started', null), ('task:locked', 'work'), ('task:completed', 'work'), ('instance:completed', null)) k(kind, step_id)`);
   await db.query(
     `create temp table pre_wait as
@@ -634,8 +634,9 @@ async function preload(db: pg.Client, completed: number, waiting: number): Promi
   await db.query(
     `insert into flows (instance_id, flow_id, generation, state, resolved_at) select id, 'f1', 1, 'taken', at from pre_wait`,
   );
-  await db.query(`insert into events (instance_id, generation, kind, step_id, at)
-    select id, 1, 'instance:started', null, at from pre_wait union all select id, 1, 'step:waiting', 'wait', at from pre_wait`);
+  await db.query(`insert into events (seq, instance_id, generation, kind, step_id, at)
+    select baton_event_seq(id), id, 1, 'instance:started', null, at from pre_wait
+    union all select baton_event_seq(id), id, 1, 'step:waiting', 'wait', at from pre_wait`);
   await db.query(`insert into timers (instance_id, step_id, generation, due_at, created_at)
     select id, 'wait', 1, now() + interval '30 days', at from pre_wait where on_timer`);
   await db.query(`insert into subscriptions (instance_id, step_id, generation, kind, name, correlation_key, created_at)

@@ -78,6 +78,23 @@ async function main(): Promise<void> {
     console.table(
       rels.map((r) => ({ ...r, per_instance: Math.round((Number(r.data_bytes) + Number(r.fpi_bytes)) / instances) })),
     );
+    // Records by relation and kind: a record's header costs about as much as its data, so
+    // the count of records (a row lock, an upsert's confirmation, an index entry) is what to cut.
+    const { rows: records } = await db.query(
+      `select coalesce(c.relname, w.relfilenode::text) as relation, w.record_type as kind, count(*)::int as records,
+              sum(w.record_length)::bigint as record_bytes
+         from pg_get_wal_block_info($1, $2) w left join pg_class c on c.relfilenode = w.relfilenode
+        where w.block_id = 0
+        group by 1, 2 order by 4 desc limit 40`,
+      [a!.lsn, b!.lsn],
+    );
+    console.table(
+      records.map((r) => ({
+        ...r,
+        per_instance: Math.round((Number(r.records) / instances) * 100) / 100,
+        bytes_per_instance: Math.round(Number(r.record_bytes) / instances),
+      })),
+    );
   } finally {
     await server.close();
     await db.end();

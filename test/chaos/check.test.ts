@@ -84,7 +84,7 @@ describe('invariant checker', () => {
 
   it('given a join fired twice, then invariant 3 fails naming the join', async () => {
     await t.db.pool.query(
-      `insert into events (instance_id, generation, kind, step_id) values ($1, 1, 'step:completed', 'join')`,
+      `insert into events (seq, instance_id, generation, kind, step_id) values (baton_event_seq($1), $1, 1, 'step:completed', 'join')`,
       [joinInstance],
     );
     try {
@@ -143,8 +143,8 @@ describe('invariant checker', () => {
 
   it('given a task completed by a worker that did not hold it, then invariant 2 fails naming the event', async () => {
     const { rows } = await t.db.pool.query(
-      `insert into events (instance_id, generation, kind, step_id, task_id, data)
-       select instance_id, generation, 'task:completed', step_id, id, jsonb_build_object('workerId', 'intruder', 'attempt', 1) from external_tasks where instance_id = $1 limit 1
+      `insert into events (seq, instance_id, generation, kind, step_id, task_id, data)
+       select baton_event_seq(instance_id), instance_id, generation, 'task:completed', step_id, id, jsonb_build_object('workerId', 'intruder', 'attempt', 1) from external_tasks where instance_id = $1 limit 1
        returning seq, task_id`,
       [joinInstance],
     );

@@ -160,11 +160,12 @@ function lockPickedSql(): string {
              returning t.*),
            ev as (
              -- ordered by instance: frame heads are locked at commit in this order, so fetchers cannot deadlock
-             insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
-             select l.instance_id, l.generation, 'task:locked', l.step_id, l.id, l.attempt,
-                    jsonb_build_object('workerId', l.worker_id, 'lockExpiresAt', l.lock_expires_at, 'trafficWaitMs', l.traffic_wait_ms)
-               from locked l
-              order by l.instance_id)`;
+             insert into events (seq, instance_id, generation, kind, step_id, task_id, attempt, data)
+             select baton_event_seq(o.instance_id), o.* from (
+               select l.instance_id, l.generation, 'task:locked', l.step_id, l.id, l.attempt,
+                      jsonb_build_object('workerId', l.worker_id, 'lockExpiresAt', l.lock_expires_at, 'trafficWaitMs', l.traffic_wait_ms)
+                 from locked l
+                order by l.instance_id) o)`;
 }
 
 // `released`: how many rows the pick locked and did not take (0 but for perTopicPickSql).

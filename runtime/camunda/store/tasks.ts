@@ -73,8 +73,8 @@ export async function lockTaskById(
                     last_result = case when old.renew then t.last_result end
                from old where t.id = old.id
           returning t.*, old.renew),
-           ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
-                  select instance_id, generation, 'task:locked', step_id, id, attempt,
+           ev as (insert into events (seq, instance_id, generation, kind, step_id, task_id, attempt, data)
+                  select baton_event_seq(instance_id), instance_id, generation, 'task:locked', step_id, id, attempt,
                          jsonb_build_object('workerId', worker_id, 'lockExpiresAt', lock_expires_at)
                     from u where not u.renew)
            select * from u`,
@@ -114,8 +114,8 @@ async function lockTaskByIdWithinFlowLimits(
                from picked where t.id = picked.id
           returning t.*),
            ${SPEND_TOKENS_SQL},
-           ev as (insert into events (instance_id, generation, kind, step_id, task_id, attempt, data)
-                  select instance_id, generation, 'task:locked', step_id, id, attempt,
+           ev as (insert into events (seq, instance_id, generation, kind, step_id, task_id, attempt, data)
+                  select baton_event_seq(instance_id), instance_id, generation, 'task:locked', step_id, id, attempt,
                          jsonb_build_object('workerId', worker_id, 'lockExpiresAt', lock_expires_at, 'trafficWaitMs', traffic_wait_ms)
                     from locked)
            select * from locked`,

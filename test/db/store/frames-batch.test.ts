@@ -42,11 +42,10 @@ async function inOneTransaction(events: Ev[]): Promise<void> {
   try {
     await client.query('begin');
     for (const [instanceId, kind, stepId] of events) {
-      await client.query(`insert into events (instance_id, generation, kind, step_id, data) values ($1, 1, $2, $3, '{}')`, [
-        instanceId,
-        kind,
-        stepId ?? null,
-      ]);
+      await client.query(
+        `insert into events (seq, instance_id, generation, kind, step_id, data) values (baton_event_seq($1), $1, 1, $2, $3, '{}')`,
+        [instanceId, kind, stepId ?? null],
+      );
     }
     await client.query('commit');
   } finally {

@@ -187,7 +187,10 @@ describe('frames written by the optimistic statements (migration 0013)', () => {
     try {
       await other.query('begin');
       await other.query(`select 1 from steps where instance_id = $1 and step_id = 'work' for update`, [id]);
-      await other.query(`insert into events (instance_id, generation, kind) values ($1, 1, 'test:marker')`, [id]);
+      await other.query(
+        `insert into events (seq, instance_id, generation, kind) values (baton_event_seq($1), $1, 1, 'test:marker')`,
+        [id],
+      );
       const completing = complete(t.api, task, 'w');
       await waitFor(
         async () => {
@@ -318,7 +321,10 @@ describe('frames written by the optimistic statements (migration 0013)', () => {
       const held = [...ids].sort()[0]!;
       await other.query('begin');
       await other.query(`select 1 from steps where instance_id = $1 and step_id = 'work' for update`, [held]);
-      await other.query(`insert into events (instance_id, generation, kind) values ($1, 1, 'test:marker')`, [held]);
+      await other.query(
+        `insert into events (seq, instance_id, generation, kind) values (baton_event_seq($1), $1, 1, 'test:marker')`,
+        [held],
+      );
       const completing = t.api.post('/api/external-tasks/complete-batch', {
         workerId: 'wd',
         tasks: mine.map((x) => ({ id: x.id, lockToken: x.lockToken })),

@@ -163,7 +163,7 @@ describe('planner settings of the pool', () => {
         await c.query(`update external_tasks set state = 'failed', retries_left = 0
                         where id = (select id from external_tasks where topic = 'listed-task' and state = 'done' limit 1)`);
         await c.query(
-          `insert into events (instance_id, generation, kind, step_id) select instance_id, 1, 'task:completed', 'work' from external_tasks where state = 'done'`,
+          `insert into events (seq, instance_id, generation, kind, step_id) select baton_event_seq(instance_id), instance_id, 1, 'task:completed', 'work' from external_tasks where state = 'done'`,
         );
         await c.query('set session_replication_role = origin');
         await c.query('analyze instances; analyze incidents; analyze external_tasks; analyze events');
