@@ -8,14 +8,14 @@ import { fireDueStartTimers } from './start-timers.ts';
 import { commitTransition, plainFramedWrite, needsCommitTransition } from './transition.ts';
 import { withPipelinedTransaction, withTransaction, type PoolClient } from '../store/db.ts';
 import { runPipelined, valuesOf } from '../store/pipeline.ts';
-import { instanceExists, lockInstance, readHeldInstances, tryLockInstance, type LockedInstance } from '../store/instances.ts';
+import { instanceExists, lockInstance, readHeldInstances, stateOfLocked, type LockedInstance } from '../store/instances.ts';
 import { framableInStatement, type TransitionWrite } from '../store/transition-statement.ts';
 import { frameTransitions, writeTransitions } from '../store/transition-writer.ts';
 import {
   deleteSubscription,
   findDueTimers,
   findMessage,
-  findMessageSubscription,
+  findAndLockMessageSubscription,
   findTimerInstance,
   insertMessage,
   lockAndMarkDueTimers,
@@ -305,11 +305,17 @@ async function tryPublish(
   await fault('message:before-match');
   const skip: string[] = [];
   for (;;) {
-    const sub = await findMessageSubscription(tx, { name: req.name, correlationKey, instanceId: req.instanceId ?? null, skip });
-    if (!sub) break;
-    const instance = await tryLockInstance(tx, sub.instance_id);
-    if (instance === 'busy') return 'busy';
-    if (instance) {
+    const found = await findAndLockMessageSubscription(tx, {
+      name: req.name,
+      correlationKey,
+      instanceId: req.instanceId ?? null,
+      skip,
+    });
+    if (!found) break;
+    const { sub } = found;
+    if (found.instance === 'busy') return 'busy';
+    if (found.instance !== 'gone') {
+      const instance = await stateOfLocked(tx, found.instance);
       // The message is marked with the take of its subscription (takeSubscriptionFor).
       if (await deliverToSubscription(engine, tx, instance, sub, req.variables ?? {}, { messageId }, stored.id))
         return { status: 'matched', instanceId: instance.id, messageId };

@@ -95,16 +95,9 @@ export async function lockInstance(db: Queryable, instanceId: string): Promise<L
   return rows[0] ? loadState(db, rows[0]) : undefined;
 }
 
-/** Like lockInstance, but answers 'busy' instead of waiting when another transition holds the row. */
-export async function tryLockInstance(db: Queryable, instanceId: string): Promise<LockedInstance | 'busy' | undefined> {
-  const { rows } = await db.query<InstanceRow>({
-    name: 'try_lock_instance',
-    text: 'select * from instances where id = $1 for no key update skip locked',
-    values: [instanceId],
-  });
-  if (rows[0]) return loadState(db, rows[0]);
-  const exists = await db.query('select 1 from instances where id = $1', [instanceId]);
-  return exists.rowCount ? 'busy' : undefined;
+/** The state of an instance whose row this transaction has just locked, read in a statement of its own (loadState). */
+export async function stateOfLocked(db: Queryable, instance: InstanceRow): Promise<LockedInstance> {
+  return loadState(db, instance);
 }
 
 /** Same as lockInstance, found through one of its external tasks. */

@@ -1,5 +1,6 @@
 // Timer rows, message inbox and subscriptions: the rows behind every wait.
 import type { Queryable } from './db.ts';
+import type { InstanceRow } from './instances.ts';
 import { WAITING_TIMER_SQL } from './open-states.ts';
 
 export interface TimerRow {
@@ -228,21 +229,48 @@ export interface SubscriptionRow {
   correlation_key: string | null;
 }
 
-/** The oldest message subscription a message can match: by target instance, else by correlation key. */
-export async function findMessageSubscription(
+/**
+ * The oldest message subscription a message can match (by target instance, else by correlation
+ * key), with its instance's row locked: 'busy' when another transition holds that row (the
+ * message then waits for it rather than go to a younger subscription), 'gone' when the instance
+ * no longer exists (retention deleted it meanwhile), undefined when no subscription matches.
+ * One statement; the instance's state is read in the next (stateOfLocked).
+ */
+export async function findAndLockMessageSubscription(
   db: Queryable,
   p: { name: string; correlationKey: string | null; instanceId: string | null; skip: string[] },
-): Promise<SubscriptionRow | undefined> {
-  const { rows } = await db.query<SubscriptionRow>({
-    name: 'find_message_subscription',
-    text: `select * from subscriptions
-            where kind = 'message' and name = $1
-              and (case when $3::uuid is not null then instance_id = $3::uuid else correlation_key is not distinct from $2 end)
-              and id <> all($4::uuid[])
-            order by created_at limit 1`,
+): Promise<{ sub: SubscriptionRow; instance: InstanceRow | 'busy' | 'gone' } | undefined> {
+  const { rows } = await db.query<
+    InstanceRow & { [K in keyof SubscriptionRow as `sub_${K}`]: SubscriptionRow[K] } & { busy: boolean }
+  >({
+    name: 'find_and_lock_message_subscription',
+    text: `with s as (
+             select * from subscriptions
+              where kind = 'message' and name = $1
+                and (case when $3::uuid is not null then instance_id = $3::uuid else correlation_key is not distinct from $2 end)
+                and id <> all($4::uuid[])
+              order by created_at limit 1)
+           select i.*, s.id as sub_id, s.instance_id as sub_instance_id, s.step_id as sub_step_id, s.generation as sub_generation,
+                  s.kind as sub_kind, s.name as sub_name, s.correlation_key as sub_correlation_key,
+                  i.id is null and exists (select 1 from instances x where x.id = s.instance_id) as busy
+             from s left join lateral (select * from instances n where n.id = s.instance_id for no key update skip locked) i on true`,
     values: [p.name, p.correlationKey, p.instanceId, p.skip],
   });
-  return rows[0];
+  const row = rows[0];
+  if (!row) return undefined;
+  const { sub_id, sub_instance_id, sub_step_id, sub_generation, sub_kind, sub_name, sub_correlation_key, busy, ...instance } =
+    row;
+  const sub: SubscriptionRow = {
+    id: sub_id,
+    instance_id: sub_instance_id,
+    step_id: sub_step_id,
+    generation: sub_generation,
+    kind: sub_kind,
+    name: sub_name,
+    correlation_key: sub_correlation_key,
+  };
+  if (instance.id !== null) return { sub, instance };
+  return { sub, instance: busy ? 'busy' : 'gone' };
 }
 
 /** The instance's message waits of this generation, oldest first. */
