@@ -10,6 +10,7 @@ import {
   completeUserTask,
   readUserTask,
   throwUserTaskError,
+  throwUserTaskEscalation,
   unclaimUserTask,
   withStep,
   type UserTaskActor,
@@ -115,6 +116,20 @@ export function userTasksRouter(engine: Engine): Router {
       variables: body.variables ?? {},
     });
     res.json({ id, status: 'errored', instanceId: done.instanceId });
+  });
+
+  router.post('/:id/bpmn-escalation', async (req, res) => {
+    const id = requireUuid(req.params.id, 'user task');
+    const body = validateBody<{ userId?: string; escalationCode: string; variables?: Variables }>(
+      'user-task-bpmn-escalation-request',
+      req.body ?? {},
+    );
+    const actor = actorOf(body.userId ? { userId: body.userId } : {}, res);
+    const done = await throwUserTaskEscalation(engine, id, actor, {
+      escalationCode: body.escalationCode,
+      variables: body.variables ?? {},
+    });
+    res.json({ id, status: 'escalated', instanceId: done.instanceId, caughtBy: done.caughtBy, taskOpen: done.taskOpen });
   });
 
   return router;

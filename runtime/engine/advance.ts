@@ -216,6 +216,11 @@ export function findErrorBoundary(
   return findCatcher(plan, 'error', hostId, code, state);
 }
 
+/** The open boundary or event subprocess start that catches an escalation raised at `hostId` (a user task's holder raises one). */
+export function findEscalationCatcher(plan: Plan, hostId: string, code: string, state: InstanceState): PlanStep | undefined {
+  return findCatcher(plan, 'escalation', hostId, code, state);
+}
+
 /**
  * The open boundary or event subprocess start that catches an error or escalation thrown at
  * `hostId`: the host's own boundaries, then the event subprocesses of the scope it is in, then the

@@ -10,7 +10,7 @@ import { deleteSubscription } from '../store/waits.ts';
 import { findUserTask, setUserTaskAssignee, type UserTaskRow } from '../store/user-tasks.ts';
 import { planOf, type Engine } from './context.ts';
 import { indexPlan } from './plan-index.ts';
-import { completeLoopElement, findErrorBoundary, fireWait, throwToParent } from './advance.ts';
+import { completeLoopElement, findErrorBoundary, findEscalationCatcher, fireWait, throwToParent } from './advance.ts';
 import { commitTransition } from './transition.ts';
 import { checkForm } from './user-task-details.ts';
 import { deliverToSubscription } from './waits.ts';
@@ -226,6 +226,60 @@ export async function throwUserTaskError(
     await commitTransition(tx, instance, fx, variables, { plan });
     await opts.alongside?.(tx, instance.id);
     return { instanceId: instance.id };
+  });
+}
+
+export interface UserTaskEscalation {
+  escalationCode: string;
+  variables: Variables;
+}
+
+/**
+ * The person holding the task raises an escalation (Camunda 7's handleEscalation): the innermost
+ * escalation boundary on the task, or escalation event subprocess around it, that catches the code
+ * fires. An interrupting one ends the task; a non-interrupting one runs its path and the task
+ * stays with its holder. Nothing that catches it: refused, and nothing changes (as in Camunda 7;
+ * a called process's escalations do not reach its caller).
+ */
+export async function throwUserTaskEscalation(
+  engine: Engine,
+  taskId: string,
+  actor: UserTaskActor,
+  escalation: UserTaskEscalation,
+  opts: Pick<CompleteOptions, 'needsClaim' | 'alongside'> = {},
+): Promise<{ instanceId: string; caughtBy: string; taskOpen: boolean }> {
+  return withTransaction(engine.pool, async (tx) => {
+    const { task, instance } = await lockTask(tx, taskId);
+    if (opts.needsClaim !== false) checkHolder(task, actor, 'raises an escalation');
+    const plan = await planOf(engine, task.definition_id, tx);
+    const code = escalation.escalationCode;
+    const catcher = findEscalationCatcher(plan, task.step_id, code, instance.state);
+    if (catcher?.wait?.trigger !== 'escalation')
+      throw new BatonError(
+        'conflict',
+        `No escalation boundary or escalation event subprocess catches escalation "${code}" raised at user task ${task.step_id}; nothing changed: complete the task instead`,
+        { escalationCode: code },
+      );
+    const variables = { ...instance.variables, ...escalation.variables };
+    const fx = emptyEffects();
+    fx.events.push({
+      kind: 'userTask:escalated',
+      stepId: task.step_id,
+      data: {
+        taskId,
+        escalationCode: code,
+        caughtBy: catcher.id,
+        ...(actor.userId ? { userId: actor.userId } : {}),
+        ...(actor.caller ? { by: actor.caller } : {}),
+      },
+    });
+    if (catcher.wait.escalationCodeVariable) variables[catcher.wait.escalationCodeVariable] = code;
+    fireWait(plan, catcher.id, instance.state, variables, fx, { escalationCode: code, thrownBy: task.step_id });
+    // An interrupting catcher canceled the task's step; a non-interrupting one left it waiting.
+    const taskOpen = instance.state.steps[task.step_id] === 'active';
+    await commitTransition(tx, instance, fx, variables, { plan });
+    await opts.alongside?.(tx, instance.id);
+    return { instanceId: instance.id, caughtBy: catcher.id, taskOpen };
   });
 }
 

@@ -290,6 +290,15 @@ export const CAMUNDA_OPERATIONS: Operation[] = [
   },
   {
     method: 'post',
+    path: '/engine-rest/task/{id}/bpmnEscalation',
+    operationId: 'camundaRaiseTaskEscalation',
+    summary: 'Raise an escalation from a held user task to its escalation boundary or event subprocess',
+    roles: PEOPLE,
+    body: 'task-bpmn-escalation-request',
+    responses: applied,
+  },
+  {
+    method: 'post',
     path: '/engine-rest/deployment/create',
     operationId: 'camundaCreateDeployment',
     summary: 'Deploy BPMN resources (multipart, as Camunda Modeler sends them)',

@@ -451,6 +451,20 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: 'post',
+    path: '/api/user-tasks/{id}/bpmn-escalation',
+    operationId: 'raiseUserTaskEscalation',
+    summary: 'Raise an escalation from a claimed user task to its escalation boundary or event subprocess',
+    roles: 'admin, person',
+    body: 'user-task-bpmn-escalation-request',
+    responses: {
+      200: {
+        schema: 'user-task-escalation-response',
+        description: 'caught: the catcher fired; the task ended unless it was non-interrupting',
+      },
+    },
+  },
+  {
+    method: 'post',
     path: '/api/messages',
     operationId: 'publishMessage',
     summary: 'Publish a message',

@@ -10,6 +10,7 @@ import {
   claimUserTask,
   readUserTask,
   throwUserTaskError,
+  throwUserTaskEscalation,
   unclaimUserTask,
   withStep,
   type UserTaskActor,
@@ -180,6 +181,28 @@ export function taskRouter(engine: Engine, groups: GroupDirectory): Router {
             ...(body.errorMessage ? { errorMessage: body.errorMessage } : {}),
             variables: variables.values,
           },
+          { needsClaim: person, alongside: (tx, instanceId) => writeVariableTypes(tx, instanceId, variables.types) },
+        ),
+      id,
+    );
+    sendNoContent(res);
+  });
+
+  router.post('/:id/bpmnEscalation', async (req, res) => {
+    const id = taskIdOf(req.params.id);
+    const body = validateCamundaBody<{ escalationCode: string; variables?: Vars }>('task-bpmn-escalation-request', req.body);
+    const variables = readVariables(body.variables);
+    if (Object.keys(variables.transient).length > 0)
+      throw invalidRequest('Baton does not support transient variables when raising an escalation');
+    const caller = callerOf(res);
+    const person = caller?.role === Role.person;
+    await inCamundaTerms(
+      () =>
+        throwUserTaskEscalation(
+          engine,
+          id,
+          person ? personActor(caller) : operatorActor(caller),
+          { escalationCode: body.escalationCode, variables: variables.values },
           { needsClaim: person, alongside: (tx, instanceId) => writeVariableTypes(tx, instanceId, variables.types) },
         ),
       id,

@@ -421,6 +421,22 @@ const cases: Case[] = [
   ['user task claim: unknown task', 'POST', () => `/api/user-tasks/${missing}/claim`, { userId: 'bob' }, 404, 'NotFound'],
   ['user task assign: not text', 'POST', () => `/api/user-tasks/${userTaskId}/assignee`, { assignee: 5 }, 400, 'ValidationError'],
   [
+    'user task escalation: no code',
+    'POST',
+    () => `/api/user-tasks/${userTaskId}/bpmn-escalation`,
+    { userId: 'alice' },
+    400,
+    'ValidationError',
+  ],
+  [
+    'user task escalation: nothing catches it',
+    'POST',
+    () => `/api/user-tasks/${userTaskId}/bpmn-escalation`,
+    { userId: 'alice', escalationCode: 'nobody-catches-this' },
+    409,
+    'Conflict',
+  ],
+  [
     'user task complete: form not filled in',
     'POST',
     () => `/api/user-tasks/${userTaskId}/complete`,

@@ -78,7 +78,7 @@ describe('escalation events', () => {
     }
   });
 
-  it('refuses escalation boundaries on a service task and on a call activity, saying where to put them', async () => {
+  it('refuses escalation boundaries on a service task and on a call activity, saying where to put them; accepts one on a user task (its holder raises escalations)', async () => {
     const onTask = processXml(
       [
         '<bpmn:startEvent id="S" />',
@@ -94,6 +94,12 @@ describe('escalation events', () => {
     expect(errorsOf(await compileDiagnostics(onTask))).toEqual([
       expect.objectContaining({ elementId: 'B', message: expect.stringContaining('which throws no escalations') }),
     ]);
+    const onUserTask = onTask.replace(task('A'), '<bpmn:userTask id="A" />');
+    const { plan } = await compilePlan(onUserTask);
+    expect(plan.steps.find((s) => s.id === 'B')).toMatchObject({
+      boundary: { attachedTo: 'A' },
+      wait: { trigger: 'escalation' },
+    });
     const onCall = onTask.replace(task('A'), '<bpmn:callActivity id="A" calledElement="child" />');
     expect(errorsOf(await compileDiagnostics(onCall))).toEqual([
       expect.objectContaining({
