@@ -522,9 +522,15 @@ function printTable(t: TableInput): void {
       const p99 = pickupP99(t.results.get(s.id)!);
       return p99 === undefined ? [] : [`${s.label} ${(p99 / f.p99).toFixed(1)}×`];
     });
+    // The progress stream's latency target follows the machine too (at most 10× the floor's p99).
+    const frameP99 =
+      typeof t.progress === 'string'
+        ? undefined
+        : Object.entries(t.progress).find(([k]) => k.startsWith('commit→client p99'))?.[1];
+    const frames = typeof frameP99 === 'number' ? `; frame commit→client p99 ÷ floor p99: ${(frameP99 / f.p99).toFixed(1)}×` : '';
     console.log(
       `commit floor (one pg client: a one-row INSERT and its commit after ${PICKUP_IDLE_MS} ms idle, ${f.n} times, median of ${RUNS}): ` +
-        `p50 ${fmt(f.p50, 2)} ms, p99 ${fmt(f.p99, 2)} ms${over.length ? `; pickup p99 ÷ floor p99: ${over.join(', ')}` : ''}`,
+        `p50 ${fmt(f.p50, 2)} ms, p99 ${fmt(f.p99, 2)} ms${over.length ? `; pickup p99 ÷ floor p99: ${over.join(', ')}` : ''}${frames}`,
     );
   }
   console.log(
