@@ -177,6 +177,17 @@ export const api = {
   getUserTask: (id: string) => request<UserTaskDetail>('GET', `/api/user-tasks/${enc(id)}`),
   claimUserTask: (id: string, actor: UserTaskActor) => request<UserTask>('POST', `/api/user-tasks/${enc(id)}/claim`, actor),
   unclaimUserTask: (id: string, actor: UserTaskActor) => request<UserTask>('POST', `/api/user-tasks/${enc(id)}/unclaim`, actor),
+  throwUserTaskError: (id: string, actor: UserTaskActor, errorCode: string) =>
+    request<{ id: string; status: 'errored'; instanceId: string }>('POST', `/api/user-tasks/${enc(id)}/bpmn-error`, {
+      ...(actor.userId ? { userId: actor.userId } : {}),
+      errorCode,
+    }),
+  raiseUserTaskEscalation: (id: string, actor: UserTaskActor, escalationCode: string) =>
+    request<{ id: string; status: 'escalated'; instanceId: string; caughtBy: string; taskOpen: boolean }>(
+      'POST',
+      `/api/user-tasks/${enc(id)}/bpmn-escalation`,
+      { ...(actor.userId ? { userId: actor.userId } : {}), escalationCode },
+    ),
   /** 400 ValidationError: details.fields names each field the form refused */
   completeUserTask: (id: string, actor: UserTaskActor, variables: Record<string, unknown>) =>
     request<{ id: string; status: 'completed'; instanceId: string }>('POST', `/api/user-tasks/${enc(id)}/complete`, {

@@ -251,6 +251,17 @@ export interface UserTaskForm {
 /** GET /api/user-tasks/:id: the task with its form. */
 export interface UserTaskDetail extends UserTask {
   form: UserTaskForm;
+  /** the error and escalation boundaries on the task: what its holder can raise instead of completing it */
+  raises?: UserTaskRaise[];
+}
+
+export interface UserTaskRaise {
+  kind: 'error' | 'escalation';
+  boundaryId: string;
+  name?: string;
+  /** null: the boundary catches every code */
+  code: string | null;
+  interrupting: boolean;
 }
 
 export interface UserTaskFilter {

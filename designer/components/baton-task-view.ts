@@ -5,7 +5,7 @@ import { html, nothing } from 'lit';
 import { api, ApiError } from '../client/api-client.ts';
 import { watchUserTasks, type LiveState } from '../client/live.ts';
 import { actorOf, holds, signIn, type Person } from '../client/person.ts';
-import type { FormProblem, UserTaskDetail } from '../client/types.ts';
+import type { FormProblem, UserTaskDetail, UserTaskRaise } from '../client/types.ts';
 import { formSchemaOf } from '../forms/form-schema.ts';
 import { createViewer } from '../modeler/create-modeler.ts';
 import type { Canvas, DiagramHost } from '../modeler/diagram-services.ts';
@@ -18,8 +18,12 @@ import './baton-sign-in.ts';
 import './baton-task-form.ts';
 import { layoutWhenMissing } from '../modeler/auto-layout.ts';
 
-/** What became of the task: still open, completed here, or ended elsewhere (completed by another, canceled). */
-type Outcome = { kind: 'open' } | { kind: 'completed'; instanceId: string } | { kind: 'gone' };
+/** What became of the task: still open, completed here, ended here by a boundary its holder raised, or ended elsewhere (completed by another, canceled). */
+type Outcome =
+  | { kind: 'open' }
+  | { kind: 'completed'; instanceId: string }
+  | { kind: 'raised'; instanceId: string; label: string }
+  | { kind: 'gone' };
 
 export class BatonTaskView extends LightElement {
   static override properties = {
@@ -29,6 +33,7 @@ export class BatonTaskView extends LightElement {
     outcome: { state: true },
     error: { state: true },
     actionError: { state: true },
+    actionNote: { state: true },
     diagramNote: { state: true },
     busy: { state: true },
     liveState: { state: true },
@@ -39,6 +44,8 @@ export class BatonTaskView extends LightElement {
   declare outcome: Outcome;
   declare error: string;
   declare actionError: string;
+  /** what a raise that left the task open did */
+  declare actionNote: string;
   declare diagramNote: string;
   declare busy: boolean;
   declare liveState: LiveState;
@@ -54,6 +61,7 @@ export class BatonTaskView extends LightElement {
     this.outcome = { kind: 'open' };
     this.error = '';
     this.actionError = '';
+    this.actionNote = '';
     this.diagramNote = '';
     this.busy = false;
     this.liveState = 'connecting';
@@ -173,14 +181,42 @@ export class BatonTaskView extends LightElement {
     });
   }
 
+  /** The holder raises the error or escalation a boundary on the task catches, instead of completing it. */
+  private raise(r: UserTaskRaise & { code: string }): Promise<void> {
+    const label = r.name ?? r.code;
+    this.actionNote = '';
+    return this.act(async () => {
+      const actor = actorOf(this.person!);
+      if (r.kind === 'error') {
+        const done = await api.throwUserTaskError(this.taskId, actor, r.code);
+        this.outcome = { kind: 'raised', instanceId: done.instanceId, label };
+        return;
+      }
+      const done = await api.raiseUserTaskEscalation(this.taskId, actor, r.code);
+      if (!done.taskOpen) this.outcome = { kind: 'raised', instanceId: done.instanceId, label };
+      else this.actionNote = `Escalated: "${label}" runs beside this task, which stays with you.`;
+    });
+  }
+
   private renderActions(t: UserTaskDetail, p: Person) {
     const mine = holds(p, t);
     const claimable = p.name !== null && t.assignee === null;
+    // A catch-all boundary catches any code; the tasklist raises only the codes the diagram names.
+    const raises = (t.raises ?? []).filter((r): r is UserTaskRaise & { code: string } => r.code !== null);
     return html`<div class="actions">
       ${claimable ? html`<button class="primary" ?disabled=${this.busy} @click=${() => this.claim(false)}>Claim</button>` : nothing}
       ${mine ? html`<button ?disabled=${this.busy} @click=${() => this.claim(true)}>Release</button>` : nothing}
       <button class="primary complete" ?disabled=${this.busy || !mine} @click=${() => this.complete()}
         title=${mine ? 'Complete the task with the form' : 'Claim the task to complete it'}>Complete</button>
+      ${raises.map(
+        (r) => html`<button class="raise" data-boundary=${r.boundaryId} ?disabled=${this.busy || !mine}
+          @click=${() => this.raise(r)}
+          title=${`${r.kind === 'error' ? 'Report error' : 'Raise escalation'} ${r.code}: ${
+            r.kind === 'error' || r.interrupting
+              ? 'the task ends and the process takes that path'
+              : 'that path runs beside the task'
+          }`}>${r.name ?? r.code}</button>`,
+      )}
     </div>`;
   }
 
@@ -198,6 +234,7 @@ export class BatonTaskView extends LightElement {
         · instance <a href="#/instances/${t.instanceId}"><code title=${t.instanceId}>${shortId(t.instanceId)}</code></a></p>
       ${p ? this.renderActions(t, p) : nothing}
       ${this.actionError ? html`<p class="error" role="alert">${this.actionError}</p>` : nothing}
+      ${this.actionNote ? html`<p class="notice action-note" role="status">${this.actionNote}</p>` : nothing}
       <section class="task-form" aria-label="Form">
         ${
           schema
@@ -214,6 +251,13 @@ export class BatonTaskView extends LightElement {
       const id = this.outcome.instanceId;
       return html`<div class="task-outcome" role="status">
         <p><strong>Completed.</strong> The process goes on:
+          <a class="instance-link" href="#/instances/${id}">see instance <code title=${id}>${shortId(id)}</code></a>
+          · <a href="#/tasks">back to your tasks</a></p></div>`;
+    }
+    if (this.outcome.kind === 'raised') {
+      const id = this.outcome.instanceId;
+      return html`<div class="task-outcome" role="status">
+        <p><strong>${this.outcome.label}.</strong> The task has ended and the process takes that path:
           <a class="instance-link" href="#/instances/${id}">see instance <code title=${id}>${shortId(id)}</code></a>
           · <a href="#/tasks">back to your tasks</a></p></div>`;
     }

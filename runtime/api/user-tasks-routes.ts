@@ -69,8 +69,8 @@ export function userTasksRouter(engine: Engine): Router {
   });
 
   router.get('/:id', async (req, res) => {
-    const { task, step, spec } = await readUserTask(engine, requireUuid(req.params.id, 'user task'));
-    res.json(userTaskView(task, step.name, spec));
+    const { task, step, spec, raises } = await readUserTask(engine, requireUuid(req.params.id, 'user task'));
+    res.json(userTaskView(task, step.name, spec, raises));
   });
 
   router.post('/:id/claim', async (req, res) => {

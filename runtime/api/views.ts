@@ -7,6 +7,7 @@ import type { EventRow, InstanceDetail } from '../store/queries.ts';
 import type { ExternalTaskRow, LockedTaskRow } from '../store/tasks.ts';
 import type { UserTaskRow } from '../store/user-tasks.ts';
 import type { UserTaskSpec } from '../compiler/plan.ts';
+import type { UserTaskRaise } from '../engine/user-tasks.ts';
 import { keptStep } from '../engine/loop-passes.ts';
 
 export function definitionSummaryView(d: DefinitionSummary) {
@@ -165,7 +166,7 @@ export function eventView(e: EventRow) {
 }
 
 /** A user task as the tasklist shows it; with its step, its name and form too. */
-export function userTaskView(t: UserTaskRow, name?: string, spec?: UserTaskSpec) {
+export function userTaskView(t: UserTaskRow, name?: string, spec?: UserTaskSpec, raises?: UserTaskRaise[]) {
   return {
     id: t.id,
     instanceId: t.instance_id,
@@ -196,6 +197,7 @@ export function userTaskView(t: UserTaskRow, name?: string, spec?: UserTaskSpec)
           },
         }
       : {}),
+    ...(raises ? { raises } : {}),
   };
 }
 

@@ -1,7 +1,7 @@
 // What people do with user tasks: claim, release, assign and complete. Each action runs under
 // its instance's lock as a transition of its own, so it is ordered with everything else the
 // instance does and lands in its history (and on the progress stream) with who did it.
-import type { PlanStep, UserTaskSpec } from '../compiler/plan.ts';
+import type { Plan, PlanStep, UserTaskSpec } from '../compiler/plan.ts';
 import { emptyEffects, type Variables } from '../model/effects.ts';
 import { BatonError } from '../shared/errors.ts';
 import { withTransaction, type PoolClient } from '../store/db.ts';
@@ -25,9 +25,20 @@ export interface UserTaskActor {
   anyTask?: boolean;
 }
 
+/** An error or escalation boundary on a user task: what its holder can raise instead of completing it. */
+export interface UserTaskRaise {
+  kind: 'error' | 'escalation';
+  boundaryId: string;
+  name?: string;
+  /** null: the boundary catches every code */
+  code: string | null;
+  interrupting: boolean;
+}
+
 export interface UserTaskWithStep {
   task: UserTaskRow;
   step: PlanStep;
+  raises: UserTaskRaise[];
   spec: UserTaskSpec;
 }
 
@@ -43,7 +54,26 @@ export async function withStep(engine: Engine, task: UserTaskRow, db?: PoolClien
   const plan = await planOf(engine, task.definition_id, db);
   const step = indexPlan(plan).steps.get(task.step_id);
   if (step?.wait?.trigger !== 'user') throw new Error(`Step ${task.step_id} of user task ${task.id} is not a user task`);
-  return { task, step, spec: step.wait.userTask };
+  return { task, step, spec: step.wait.userTask, raises: raisesOf(plan, step) };
+}
+
+function raisesOf(plan: Plan, step: PlanStep): UserTaskRaise[] {
+  const { steps } = indexPlan(plan);
+  return (step.boundaries ?? []).flatMap((id): UserTaskRaise[] => {
+    const boundary = steps.get(id);
+    const wait = boundary?.wait;
+    if (!boundary || (wait?.trigger !== 'error' && wait?.trigger !== 'escalation')) return [];
+    const code = wait.trigger === 'error' ? wait.errorCode : wait.escalationCode;
+    return [
+      {
+        kind: wait.trigger,
+        boundaryId: id,
+        ...(boundary.name ? { name: boundary.name } : {}),
+        code: code ?? null,
+        interrupting: boundary.boundary?.interrupting !== false,
+      },
+    ];
+  });
 }
 
 /** Whether the person is among the task's candidates; a task that names none is open to everyone. */

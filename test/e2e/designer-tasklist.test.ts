@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGroups } from '../../runtime/security/people.ts';
 import { parseTokens } from '../../runtime/security/tokens.ts';
+import { waitFor } from '../support/server.ts';
 import { openDesigner, type BrowserHarness } from './support/browser.ts';
 
 const ADMIN = 'tasklist-admin-0123456789';
@@ -182,6 +183,37 @@ describe('tasklist on a server without tokens', () => {
     const instance = (await h.t.api.get(`/api/instances/${started.body.id}`)).body;
     expect(instance).toMatchObject({ status: 'completed', variables: { approved: true, amount: 900, channel: 'mail' } });
     expect(instance.steps.find((st: { stepId: string }) => st.stepId === 'End_Approved')?.status).toBe('completed');
+    expect(h.consoleErrors).toEqual([]);
+  });
+
+  it("given Camunda's invoice example, the holder raises its escalation or reports its error from buttons named after the boundaries, and the process takes that path", async () => {
+    const xml = await readFile('test/fixtures/corpus/camunda-bpm-examples/invoice-payment.bpmn', 'utf8');
+    expect((await h.t.api.post('/api/definitions', { xml })).status).toBe(201);
+    for (const [businessKey, button, next] of [
+      ['invoice-1', 'Suspicous sender', 'Inform Supervisor'],
+      ['invoice-2', 'Unspecified Amount', 'Archive Invoice'],
+    ] as const) {
+      const started = await h.t.api.post('/api/instances', { definitionKey: 'embeddedFormsBpmnEvents', businessKey });
+      const taskId = await waitFor(
+        async () => (await h.t.api.get(`/api/user-tasks?instanceId=${started.body.id}`)).body.items[0]?.id as string | undefined,
+      );
+      await h.page.goto(`${h.t.url}/#/tasks/${taskId}`);
+      const raise = h.page.getByRole('button', { name: button });
+      await raise.waitFor();
+      await expect(raise.isDisabled()).resolves.toBe(true);
+      await h.page.getByRole('button', { name: 'Claim' }).click();
+      await h.page.locator('.task-view .meta .assignee', { hasText: 'bob' }).waitFor();
+      await raise.click();
+      await h.page.locator('.task-outcome', { hasText: 'The task has ended and the process takes that path' }).waitFor();
+      const open = await waitFor(async () => {
+        const items = (await h.t.api.get(`/api/user-tasks?instanceId=${started.body.id}`)).body.items as { name?: string }[];
+        return items.length > 0 ? items : undefined;
+      });
+      expect(open.map((x) => x.name)).toEqual([next]);
+      const steps = (await h.t.api.get(`/api/instances/${started.body.id}`)).body.steps as { stepId: string; status: string }[];
+      expect(steps.find((st) => st.stepId === 'Task_16y91ka')?.status).toBe('canceled');
+    }
+    await h.screenshot('tasklist-08-raised');
     expect(h.consoleErrors).toEqual([]);
   });
 });

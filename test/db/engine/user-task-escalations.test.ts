@@ -63,6 +63,9 @@ describe('escalations raised from user tasks', () => {
     );
     const instanceId = await start(t.api, 'esc_interrupt');
     const id = await heldTask(instanceId);
+    expect((await t.api.get(`/api/user-tasks/${id}`)).body.raises).toEqual([
+      { kind: 'escalation', boundaryId: 'late', code: 'late', interrupting: true },
+    ]);
     const raised = await t.api.post(`/api/user-tasks/${id}/bpmn-escalation`, {
       userId: 'ann',
       escalationCode: 'late',
@@ -103,6 +106,9 @@ describe('escalations raised from user tasks', () => {
     );
     const instanceId = await start(t.api, 'esc_beside');
     const id = await heldTask(instanceId);
+    expect((await t.api.get(`/api/user-tasks/${id}`)).body.raises).toEqual([
+      { kind: 'escalation', boundaryId: 'noted', code: null, interrupting: false },
+    ]);
     for (const code of ['late', 'suspicious-sender']) {
       const raised = await t.api.post(`/api/user-tasks/${id}/bpmn-escalation`, { userId: 'ann', escalationCode: code });
       expect(raised.status, JSON.stringify(raised.body)).toBe(200);
