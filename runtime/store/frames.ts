@@ -11,12 +11,17 @@ import type { FrameNotice } from './notifications.ts';
  * order the trigger takes heads in at commit, so two writers never wait for each other in a
  * cycle. A head already ended takes no frames, as in the trigger. Answers (instance_id,
  * generation, last_seq) of every head it moved; its frames are numbered up to last_seq.
+ * `fresh`: the heads are of new instances, which have none yet (a plain insert).
  */
-export function appendHeadsCte(rows: string): string {
+export function appendHeadsCte(rows: string, fresh = false): string {
   return `head as (insert into frame_heads as h (instance_id, generation, last_seq, ended_at)
-            select ${rows}
+            select ${rows}${
+              fresh
+                ? ''
+                : `
             on conflict (instance_id, generation) do update set last_seq = h.last_seq + excluded.last_seq, ended_at = excluded.ended_at
-             where h.ended_at is null
+             where h.ended_at is null`
+            }
          returning h.instance_id, h.generation, h.last_seq)`;
 }
 

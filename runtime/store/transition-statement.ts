@@ -116,6 +116,8 @@ export const PART = {
   reset: 4096,
   /** subscriptions include user tasks, with their details */
   userTasks: 8192,
+  /** a start with a business key: its instance row is inserted unless another holds the key */
+  businessKeys: 16384,
 } as const;
 
 export interface TransitionStatement {
@@ -200,6 +202,7 @@ export function transitionStatement(
   if (kind === 'guarded') held.push('i', 'done');
   else if (checksProgress) held.push('i');
   if (writes.some((w) => w.insert?.latestOnly)) shape += PART.latestOnly;
+  if (kind === 'insert' && writes.some((w) => w.instance.business_key !== null)) shape += PART.businessKeys;
 
   if (writes.some((w) => w.effects.resetSteps.length > 0 || w.effects.resetFlows.length > 0)) {
     shape += PART.reset;
@@ -225,6 +228,8 @@ export function transitionStatement(
         ')',
     );
   }
+  // A start's instance is new and has no rows yet: its steps, flows and frame head are plain
+  // inserts, which write no speculative-insertion confirmation to the WAL as an upsert does.
   const steps = rows((w) => lastStatusPerStep(w.effects.steps));
   if (steps.length > 0) {
     shape += PART.steps;
@@ -239,11 +244,14 @@ export function transitionStatement(
                    case when y.status = 'completed' then nextval('events_seq') end,
                    y.loop
               from unnest($${iid}::uuid[], $${gen}::int[], $${sid}::text[], $${st}::text[], $${loop}::jsonb[]) with ordinality as y(iid, gen, step_id, status, loop, n)
-             order by y.n
+             order by y.n` +
+        (kind === 'insert'
+          ? ''
+          : `
             on conflict (instance_id, step_id)
             do update set status = excluded.status, ended_at = excluded.ended_at,
                           completed_seq = coalesce(excluded.completed_seq, steps.completed_seq),
-                          loop = coalesce(excluded.loop, steps.loop)` +
+                          loop = coalesce(excluded.loop, steps.loop)`) +
         hold('s') +
         ')',
     );
@@ -256,8 +264,11 @@ export function transitionStatement(
     const st = $(flows.map((f) => f.item.state));
     ctes.push(
       `f as (insert into flows (instance_id, flow_id, generation, state)
-            select y.iid, y.flow_id, y.gen, y.state from unnest($${iid}::uuid[], $${gen}::int[], $${fid}::text[], $${st}::text[]) as y(iid, gen, flow_id, state)
-            on conflict (instance_id, flow_id) do update set generation = excluded.generation, state = excluded.state, resolved_at = excluded.resolved_at` +
+            select y.iid, y.flow_id, y.gen, y.state from unnest($${iid}::uuid[], $${gen}::int[], $${fid}::text[], $${st}::text[]) as y(iid, gen, flow_id, state)` +
+        (kind === 'insert'
+          ? ''
+          : `
+            on conflict (instance_id, flow_id) do update set generation = excluded.generation, state = excluded.state, resolved_at = excluded.resolved_at`) +
         hold('f') +
         ')',
     );
@@ -484,8 +495,13 @@ function instanceParts(kind: WriteKind, writes: TransitionWrite[], ids: number, 
           ? '\n             where not x.latest or not exists (select 1 from definitions n where n.key = d.key and n.version > d.version)'
           : '') +
         `
-             order by x.bk, x.id
-            on conflict (definition_key, business_key) where business_key is not null do nothing
+             order by x.bk, x.id` +
+        // Without business keys there is no conflict to arbitrate, and a plain insert writes no confirmation record.
+        (writes.some((w) => w.instance.business_key !== null)
+          ? `
+            on conflict (definition_key, business_key) where business_key is not null do nothing`
+          : '') +
+        `
          returning id, created_at)`,
     ];
   }
@@ -665,7 +681,7 @@ function frameParts(
     allow === 'pend' ? ' join pend p on p.id = hx.id where not p.pending' : allow === 'quiet' ? ', quiet where quiet.ok' : '';
   return [
     `hx as (select * from unnest($${ids}::uuid[], $${gens}::int[], $${counts}::int[], $${ends}::boolean[]) with ordinality as y(id, gen, n, ends, k))`,
-    appendHeadsCte(`hx.id, hx.gen, hx.n, case when hx.ends then now() end from hx${allowed} order by hx.k`),
+    appendHeadsCte(`hx.id, hx.gen, hx.n, case when hx.ends then now() end from hx${allowed} order by hx.k`, allow === 'none'),
     `fw as (insert into frames (instance_id, generation, seq, kind, data, at)
             select hx.id, hx.gen, head.last_seq - hx.n + f.pos, f.kind, f.data${delivering ? ' || ' + lockExpiryData('f') : ''}, now()
               from unnest($${fk}::int[], $${pos}::int[], $${kinds}::text[], $${data}::jsonb[]${delivering ? `, $${lockMs}::int[]` : ''}) as f(k, pos, kind, data${delivering ? ', lock_ms' : ''})
