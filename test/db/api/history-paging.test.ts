@@ -3,14 +3,29 @@
 // (migration 0038). The writer held open here numbers its event as every writer does.
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { singleTaskBpmn } from '../../support/bpmn.ts';
-import { complete, deploy, fetchOne, start, waitForStatus } from '../../support/flows.ts';
+import { buildBpmn, singleTaskBpmn } from '../../support/bpmn.ts';
+import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus } from '../../support/flows.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
 beforeAll(async () => {
   t = await startTestServer();
   await deploy(t.api, singleTaskBpmn('paged', 'paged-task'));
+  await deploy(
+    t.api,
+    buildBpmn(
+      'paged_many',
+      [
+        { id: 'start', type: 'startEvent' },
+        { id: 'each', type: 'serviceTask', topic: 'paged-each', multiInstance: { cardinality: '40' } },
+        { id: 'end', type: 'endEvent' },
+      ],
+      [
+        { from: 'start', to: 'each' },
+        { from: 'each', to: 'end' },
+      ],
+    ),
+  );
 });
 afterAll(async () => {
   await t.close();
@@ -92,6 +107,36 @@ describe('history paging', () => {
       await late.client.query('rollback').catch(() => undefined);
       late.client.release();
     }
+  });
+
+  it('given three workers fetching and completing 40 elements of one instance while a reader pages its history, then the pages hold every event once, in seq order', async () => {
+    const id = await start(t.api, 'paged_many');
+    let finished = false;
+    const seen: number[] = [];
+    const reader = (async () => {
+      for (;;) {
+        const wasFinished = finished;
+        const res = await t.api.get<{ items: Item[] }>(`/api/instances/${id}/history?afterSeq=${seen.at(-1) ?? 0}&limit=7`);
+        expect(res.status).toBe(200);
+        seen.push(...res.body.items.map((e) => e.seq));
+        // Once the instance has ended, an empty page is the end of its history.
+        if (wasFinished && res.body.items.length === 0) return;
+      }
+    })();
+    const worker = async (name: string) => {
+      for (let idle = 0; idle < 3;) {
+        const tasks = await fetchTasks(t.api, name, ['paged-each'], { maxTasks: 5 });
+        idle = tasks.length === 0 ? idle + 1 : 0;
+        for (const task of tasks) expect((await complete(t.api, task, name)).status).toBe(204);
+      }
+    };
+    await Promise.all([worker('w1'), worker('w2'), worker('w3')]);
+    await waitForStatus(t.api, id, 'completed');
+    finished = true;
+    await reader;
+    const whole = await t.api.get<{ items: Item[] }>(`/api/instances/${id}/history?limit=5000`);
+    expect(whole.body.items.filter((e) => e.kind === 'task:completed')).toHaveLength(40);
+    expect(seen).toEqual(whole.body.items.map((e) => e.seq));
   });
 
   it('given an insert that does not number its event through baton_event_seq, then the database refuses it', async () => {
