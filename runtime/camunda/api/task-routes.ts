@@ -21,7 +21,7 @@ import type { GroupDirectory } from '../../security/people.ts';
 import { Role } from '../../security/roles.ts';
 import { BatonError } from '../../shared/errors.ts';
 import { isUuid } from '../../shared/validate.ts';
-import { withPlannerDefaults } from '../../store/db.ts';
+import { withPlannerDefaults, type PoolClient } from '../../store/db.ts';
 import type { UserTaskRow } from '../../store/user-tasks.ts';
 import { completeCamundaUserTask } from '../engine/user-tasks.ts';
 import { countCamundaUserTasks, listCamundaUserTasks } from '../store/user-task-queries.ts';
@@ -159,54 +159,48 @@ export function taskRouter(engine: Engine, groups: GroupDirectory): Router {
       if (body.withVariablesInReturn !== true || !after) return sendNoContent(res);
       sendJson(res, 200, renderVariables(after.variables, after.types));
     };
+  /**
+   * What bpmnError and bpmnEscalation share: the variables (transient ones refused), who acts
+   * (a person on a task they hold, an operator on any), and their Camunda types kept alongside.
+   */
+  const raising = (res: Response, wire: Vars | undefined, what: string) => {
+    const variables = readVariables(wire);
+    if (Object.keys(variables.transient).length > 0)
+      throw invalidRequest(`Baton does not support transient variables when ${what}`);
+    const caller = callerOf(res);
+    const person = caller?.role === Role.person;
+    return {
+      actor: person ? personActor(caller) : operatorActor(caller),
+      values: variables.values,
+      opts: {
+        needsClaim: person,
+        alongside: (tx: PoolClient, instanceId: string) => writeVariableTypes(tx, instanceId, variables.types),
+      },
+    };
+  };
+
   router.post('/:id/bpmnError', async (req, res) => {
     const id = taskIdOf(req.params.id);
     const body = validateCamundaBody<{ errorCode: string; errorMessage?: string | null; variables?: Vars }>(
       'task-bpmn-error-request',
       req.body,
     );
-    const variables = readVariables(body.variables);
-    if (Object.keys(variables.transient).length > 0)
-      throw invalidRequest('Baton does not support transient variables when reporting an error');
-    const caller = callerOf(res);
-    const person = caller?.role === Role.person;
-    await inCamundaTerms(
-      () =>
-        throwUserTaskError(
-          engine,
-          id,
-          person ? personActor(caller) : operatorActor(caller),
-          {
-            errorCode: body.errorCode,
-            ...(body.errorMessage ? { errorMessage: body.errorMessage } : {}),
-            variables: variables.values,
-          },
-          { needsClaim: person, alongside: (tx, instanceId) => writeVariableTypes(tx, instanceId, variables.types) },
-        ),
-      id,
-    );
+    const { actor, values, opts } = raising(res, body.variables, 'reporting an error');
+    const error = {
+      errorCode: body.errorCode,
+      ...(body.errorMessage ? { errorMessage: body.errorMessage } : {}),
+      variables: values,
+    };
+    await inCamundaTerms(() => throwUserTaskError(engine, id, actor, error, opts), id);
     sendNoContent(res);
   });
 
   router.post('/:id/bpmnEscalation', async (req, res) => {
     const id = taskIdOf(req.params.id);
     const body = validateCamundaBody<{ escalationCode: string; variables?: Vars }>('task-bpmn-escalation-request', req.body);
-    const variables = readVariables(body.variables);
-    if (Object.keys(variables.transient).length > 0)
-      throw invalidRequest('Baton does not support transient variables when raising an escalation');
-    const caller = callerOf(res);
-    const person = caller?.role === Role.person;
-    await inCamundaTerms(
-      () =>
-        throwUserTaskEscalation(
-          engine,
-          id,
-          person ? personActor(caller) : operatorActor(caller),
-          { escalationCode: body.escalationCode, variables: variables.values },
-          { needsClaim: person, alongside: (tx, instanceId) => writeVariableTypes(tx, instanceId, variables.types) },
-        ),
-      id,
-    );
+    const { actor, values, opts } = raising(res, body.variables, 'raising an escalation');
+    const escalation = { escalationCode: body.escalationCode, variables: values };
+    await inCamundaTerms(() => throwUserTaskEscalation(engine, id, actor, escalation, opts), id);
     sendNoContent(res);
   });
 

@@ -161,7 +161,7 @@ describe('escalations raised from user tasks', () => {
     await waitForStatus(t.api, instanceId, 'completed');
   });
 
-  it("given Camunda's POST /task/{id}/bpmnEscalation, then the boundary fires (204); nothing catching the code answers 409 and nothing changes", async () => {
+  it("given Camunda's POST /task/{id}/bpmnEscalation, then the boundary fires (204); no code answers 400, nothing catching the code 409, and neither changes anything", async () => {
     await deploy(
       t.api,
       payment('esc_camunda', [
@@ -172,9 +172,13 @@ describe('escalations raised from user tasks', () => {
     );
     const instanceId = await start(t.api, 'esc_camunda');
     const id = await heldTask(instanceId);
+    const noCode = await engineRest(t.url, 'POST', `/task/${id}/bpmnEscalation`, { variables: {} });
+    expect(noCode.status).toBe(400);
+    expect(noCode.body.type).toBe('InvalidRequestException');
     const missed = await engineRest(t.url, 'POST', `/task/${id}/bpmnEscalation`, { escalationCode: 'other' });
     expect(missed.status).toBe(409);
     expect(missed.body.type).toBe('RestException');
+    expect((await t.api.get(`/api/user-tasks/${id}`)).body.assignee).toBe('ann');
     const raised = await engineRest(t.url, 'POST', `/task/${id}/bpmnEscalation`, {
       escalationCode: 'late',
       variables: { reason: { value: 'late', type: 'String' } },
