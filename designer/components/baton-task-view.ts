@@ -52,6 +52,8 @@ export class BatonTaskView extends LightElement {
   private viewer: DiagramHost | undefined;
   private diagramLoaded = false;
   private stop: (() => void) | undefined;
+  /** a live change arrived while an action was in flight: read again once its answer is in */
+  private changedWhileBusy = false;
 
   constructor() {
     super();
@@ -103,6 +105,11 @@ export class BatonTaskView extends LightElement {
 
   private async readTask(): Promise<void> {
     if (this.outcome.kind !== 'open') return;
+    // The action's own answer says what became of the task; a read racing it would find an ended task gone (404).
+    if (this.busy) {
+      this.changedWhileBusy = true;
+      return;
+    }
     try {
       this.task = await api.getUserTask(this.taskId);
       this.error = '';
@@ -145,6 +152,10 @@ export class BatonTaskView extends LightElement {
       this.actionError = (err as Error).message;
     } finally {
       this.busy = false;
+    }
+    if (this.changedWhileBusy) {
+      this.changedWhileBusy = false;
+      await this.readTask();
     }
   }
 

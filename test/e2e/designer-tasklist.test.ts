@@ -149,6 +149,12 @@ describe('tasklist on a server without tokens', () => {
     h = await openDesigner();
     const xml = await readFile('samples/order-approval.bpmn', 'utf8');
     expect((await h.t.api.post('/api/definitions', { xml })).status).toBe(201);
+    // Answers that end a task reach the page after the live event saying it ended, so the view must not read the ended task meanwhile.
+    await h.page.route(/\/api\/user-tasks\/[^/]+\/(complete|bpmn-error|bpmn-escalation)$/, async (route) => {
+      const response = await route.fetch();
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      await route.fulfill({ response });
+    });
   }, 120_000);
   afterAll(async () => {
     await h?.close();
