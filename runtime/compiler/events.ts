@@ -440,15 +440,20 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
   const interrupting = node.element.cancelActivity !== false;
   // Receive and user tasks wait as catch events do; their boundaries wait beside them.
   const receiving = host !== undefined && (isReceiveTask(host) || host.element.$type === 'bpmn:UserTask');
-  if (!host || (host.kind !== 'serviceTask' && host.kind !== 'subProcess' && host.kind !== 'callActivity' && !receiving)) {
+  const instant = host !== undefined && passesAtOnce(host);
+  if (
+    !host ||
+    (host.kind !== 'serviceTask' && host.kind !== 'subProcess' && host.kind !== 'callActivity' && !receiving && !instant)
+  ) {
     specs.diagnostics.push(
       errorAt(
         node.id,
-        `Boundary event ${label} must be attached to a service task, a receive task, a user task, an embedded subprocess or a call activity${hostId ? ` (it sits on ${hostId})` : ''}`,
+        `Boundary event ${label} must be attached to a task, a receive task, a user task, an embedded subprocess or a call activity${hostId ? ` (it sits on ${hostId})` : ''}`,
       ),
     );
     return;
   }
+  if (instant && !checkInstantHost(node, host, wait, specs)) return;
   // Nothing runs a receive task: no error is thrown there. A person throws one from a user task
   // (the tasklist's bpmn-error). Baton keeps no work of either to undo.
   const userTask = host.element.$type === 'bpmn:UserTask';
@@ -515,6 +520,45 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
   }
   specs.boundaries.set(node.id, { attachedTo: host.id, interrupting });
   specs.attached.set(host.id, [...(specs.attached.get(host.id) ?? []), node.id]);
+}
+
+/**
+ * A plain, manual or engine-run script task completes in the transition that reaches it, in
+ * Camunda 7 and Zeebe alike: a boundary on it is armed and ended at once, so it never fires.
+ * Baton deploys it, says so, and skips it when its host completes.
+ */
+function passesAtOnce(host: GraphNode): boolean {
+  const type = host.element.$type;
+  return (host.kind === 'passThrough' && (type === 'bpmn:Task' || type === 'bpmn:ManualTask')) || host.kind === 'scriptTask';
+}
+
+/** Answers false (with an error) when the boundary needs work on its host that Baton does not keep. */
+function checkInstantHost(node: GraphNode, host: GraphNode, wait: WaitSpec | undefined, specs: EventSpecs): boolean {
+  const label = describeElement(node.element);
+  const what = host.kind === 'scriptTask' ? 'script task' : 'task that does nothing';
+  if (wait?.trigger === 'compensation') {
+    specs.diagnostics.push(
+      errorAt(
+        node.id,
+        `Compensation boundary ${label} sits on ${what} ${host.id}: Baton undoes the work of tasks that workers run; attach the compensation to such a task, or undo the script's writes in a later step`,
+      ),
+    );
+    return false;
+  }
+  if (wait?.trigger === 'escalation') return true; // refused below: nothing there raises one
+  const why =
+    wait?.trigger === 'error'
+      ? host.kind === 'scriptTask'
+        ? 'a script that throws raises an incident, it throws no BPMN error'
+        : 'nothing runs there, so no error is thrown'
+      : `the ${what} completes in the same transition that reaches it, so there is no time for it to fire`;
+  specs.diagnostics.push(
+    warningAt(
+      node.id,
+      `Boundary event ${label} on ${what} ${host.id} never fires (${why}): it is skipped when its host completes. Make the host a service or user task if the boundary should catch something`,
+    ),
+  );
+  return true;
 }
 
 /** True when `stepId` is inside subprocess `scope`, at any depth. */

@@ -389,6 +389,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     Object.assign(vars, written.variables);
     setStep(state, fx, step.id, 'completed');
     pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, data: { wrote: Object.keys(written.variables) } });
+    skipUnarmedBoundaries(plan, step, state, vars, fx);
     leaveStep(plan, step, state, vars, fx);
     return;
   }
@@ -438,6 +439,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   // A choosing gateway's event says what it tested and which variables were missing (gateway-decisions.ts).
   const data = decision.record ?? (isGateway(step) ? { taken: decision.taken } : undefined);
   pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, ...(data ? { data: { ...data } } : {}) });
+  skipUnarmedBoundaries(plan, step, state, vars, fx);
   if (step.kind === 'terminateEndEvent' && step.scope !== undefined) {
     // Inside a subprocess, terminate ends that subprocess only: its other open steps are canceled.
     cancelScope(plan, step.scope, step.id, state, fx);
@@ -683,6 +685,16 @@ function skipOpenBoundaries(plan: Plan, host: PlanStep, state: InstanceState, va
     if (status === 'incident') fx.canceledTasks.push(boundaryId); // resolves its incident (a timer that could not be set)
     pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: boundaryId });
     resolveFlows(plan, boundary, [], state, vars, fx);
+  }
+}
+
+/** A host that completes where it starts (a plain or script task) never arms its boundaries: they are skipped with it. */
+function skipUnarmedBoundaries(plan: Plan, host: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+  for (const boundaryId of host.boundaries ?? []) {
+    if (state.steps[boundaryId] !== undefined) continue;
+    setStep(state, fx, boundaryId, 'skipped');
+    pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: boundaryId });
+    resolveFlows(plan, stepById(plan, boundaryId), [], state, vars, fx);
   }
 }
 

@@ -8,7 +8,7 @@ const REASONS: [RegExp, string | ((m: RegExpExecArray) => string)][] = [
   [/is a (?:javascript|js) script|is written in (?:javascript|js),/i, 'JavaScript condition or mapping'],
   [/^Condition of sequence flow \S+ cannot be used/, 'JUEL condition Baton cannot read'],
   [/leaving \S+ has a condition, but only exclusive and inclusive gateways/, 'conditional sequence flow out of a task'],
-  [/must be attached to a service task/, 'boundary event on an activity that does not wait (script or plain task)'],
+  [/must be attached to a task/, 'boundary event on an element that carries none (a transaction, an event)'],
   [/sits on .* which throws no escalations/, 'escalation boundary on a task'],
   [/a user task cannot loop:/, 'loop marker on a user task'],
   [/^User task .* is not a valid expression/, 'user task assignment with a JUEL method call'],

@@ -120,12 +120,10 @@ describe('events', () => {
     );
   });
 
-  it('given a boundary on something other than a service task, then a diagnostic names it', async () => {
+  it('given a boundary on something other than a task or subprocess, then a diagnostic names it', async () => {
     const diagnostics = await diagnosticsOf(withBoundary({ timer: { duration: 'PT1M' } }, { attachedTo: 'end' }));
     expect(diagnostics).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({ elementId: 'b', message: expect.stringMatching(/attached to a service task/) }),
-      ]),
+      expect.arrayContaining([expect.objectContaining({ elementId: 'b', message: expect.stringMatching(/attached to a task/) })]),
     );
   });
 
