@@ -5,19 +5,20 @@ import { toFeel } from '../shared/feel.ts';
 import { errorAt, warningAt } from './diagnostics.ts';
 import type { GraphFlow, GraphNode, ProcessGraph } from './graph.ts';
 import { describeElement, type BpmnExpression } from './model.ts';
-import type { Diagnostic, FlowCondition } from './plan.ts';
+import type { Diagnostic, FlowCondition, ScriptCondition } from './plan.ts';
+import { isJavaScript, javaScriptSyntax } from './scripts.ts';
 
 export interface ConditionsResult {
-  /** FEEL condition by sequence flow id */
-  conditions: Map<string, FlowCondition>;
+  /** condition by sequence flow id: FEEL, or a JavaScript one the sandbox runs */
+  conditions: Map<string, FlowCondition | ScriptCondition>;
   diagnostics: Diagnostic[];
 }
 
-/** Script languages Camunda 7 evaluates in conditions; Baton never runs scripts. */
+/** Script languages Camunda 7 evaluates in conditions; Baton runs JavaScript (in its sandbox) of these. */
 const SCRIPT_LANGUAGES = /^(javascript|ecmascript|js|groovy|python|jython|ruby|jruby|nashorn|graal\.js)$/i;
 
 export function compileConditions(graph: ProcessGraph): ConditionsResult {
-  const conditions = new Map<string, FlowCondition>();
+  const conditions = new Map<string, FlowCondition | ScriptCondition>();
   const diagnostics: Diagnostic[] = [];
   for (const flow of graph.flows) {
     const source = graph.nodes.get(flow.source);
@@ -39,7 +40,7 @@ function compileCondition(
   flow: GraphFlow,
   source: GraphNode,
   expression: BpmnExpression,
-): { condition: FlowCondition } | { diagnostic: Diagnostic } {
+): { condition: FlowCondition | ScriptCondition } | { diagnostic: Diagnostic } {
   const text = (expression.body ?? '').trim();
   const from = describeElement(source.element);
   if (source.kind === 'parallelGateway') {
@@ -76,11 +77,19 @@ function compileCondition(
     };
   }
   const language = expression.language?.trim() ?? '';
+  // Camunda 7 runs a script condition and takes the flow when its value is true; Baton's sandbox runs JavaScript the same way.
+  if (isJavaScript(language) || /^(nashorn|graal\.js)$/i.test(language)) {
+    if (text === '')
+      return { diagnostic: errorAt(flow.id, `Condition of sequence flow ${flow.id} is an empty JavaScript script: write one`) };
+    const problem = javaScriptSyntax(expression.body ?? '');
+    if (problem !== undefined) return { diagnostic: errorAt(flow.id, `Condition of sequence flow ${flow.id}: ${problem}`) };
+    return { condition: { javascript: expression.body ?? '', source: text } };
+  }
   if (SCRIPT_LANGUAGES.test(language)) {
     return {
       diagnostic: errorAt(
         flow.id,
-        `Condition of sequence flow ${flow.id} is a ${language} script, which Baton does not run: write it in FEEL ("= total > 100") or JUEL ("\${total > 100}")`,
+        `Condition of sequence flow ${flow.id} is a ${language} script, which Baton does not run: write it in JavaScript (language="javascript"), FEEL ("= total > 100") or JUEL ("\${total > 100}")`,
       ),
     };
   }

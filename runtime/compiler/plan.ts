@@ -313,6 +313,14 @@ export interface FlowCondition {
   source: string;
 }
 
+/** A Camunda 7 condition written in JavaScript: the sandbox runs it, and its value must be true or false. */
+export interface ScriptCondition {
+  /** the script as written, run over the instance variables (by name, and through `execution`) */
+  javascript: string;
+  /** the script, trimmed, for messages */
+  source: string;
+}
+
 export interface PlanFlow {
   /** BPMN sequence flow id */
   id: string;
@@ -321,7 +329,7 @@ export interface PlanFlow {
   source: string;
   /** step id */
   target: string;
-  condition?: FlowCondition;
+  condition?: FlowCondition | ScriptCondition;
 }
 
 export interface Plan {

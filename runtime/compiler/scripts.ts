@@ -19,6 +19,11 @@ interface BpmnScriptTask extends BpmnElement {
 
 const JAVASCRIPT = new Set(['javascript', 'js', 'ecmascript', 'application/javascript', 'text/javascript']);
 
+/** True for the names Camunda 7 files give JavaScript in scriptFormat and language attributes. */
+export function isJavaScript(language: string): boolean {
+  return JAVASCRIPT.has(language.trim().toLowerCase());
+}
+
 /** A zeebe:taskDefinition makes a Camunda 8 script task a job for a worker: it runs as an external task. */
 export function isExternalScriptTask(element: BpmnElement): boolean {
   const values = (element as BpmnScriptTask).extensionElements?.values ?? [];
@@ -50,7 +55,7 @@ function readScript(task: BpmnScriptTask): ScriptSpec | string {
   if (source === '') return 'its script is empty: write the script, or delete the task';
   if (format === 'feel') return feelScript(source, task.resultVariable, false);
   // Kept as written, so the line an error names is the line the author sees.
-  if (JAVASCRIPT.has(format)) {
+  if (isJavaScript(format)) {
     const problem = javaScriptSyntax(task.script ?? '');
     if (problem !== undefined) return problem;
     return withResult({ language: 'javascript', source: task.script ?? '' }, task.resultVariable);
@@ -62,7 +67,7 @@ function readScript(task: BpmnScriptTask): ScriptSpec | string {
  * A script that cannot be parsed would fail on every run: said at deploy, with where. Parsing
  * only (acorn, as the sandbox reads a script: not a module, no top-level return) runs nothing.
  */
-function javaScriptSyntax(source: string): string | undefined {
+export function javaScriptSyntax(source: string): string | undefined {
   try {
     parse(source, { ecmaVersion: 2023, sourceType: 'script' });
     return undefined;

@@ -25,6 +25,19 @@ function split(
   );
 }
 
+/** The FEEL a flow's condition compiled to. */
+function feelOf(flows: { id: string; condition?: object }[], id: string): string | undefined {
+  return (flows.find((f) => f.id === id)?.condition as { feel?: string } | undefined)?.feel;
+}
+
+/** The flow ToA of `split` with a condition in `language`. */
+function scripted(language: string, body: string): string {
+  return split('exclusiveGateway', undefined, undefined, 'default="ToB"').replace(
+    '<bpmn:sequenceFlow id="ToA" sourceRef="G" targetRef="A" />',
+    `<bpmn:sequenceFlow id="ToA" sourceRef="G" targetRef="A"><bpmn:conditionExpression xsi:type="bpmn:tFormalExpression" language="${language}">${body}</bpmn:conditionExpression></bpmn:sequenceFlow>`,
+  );
+}
+
 describe('compileConditions', () => {
   it('translates a JUEL condition of an exclusive gateway and keeps the source', async () => {
     const { plan } = await compilePlan(readFixture('order.bpmn'));
@@ -40,10 +53,8 @@ describe('compileConditions', () => {
   it('compiles the conditions of an inclusive gateway, and its default flow', async () => {
     const { plan, warnings } = await compilePlan(readFixture('inclusive.bpmn'));
     expect(warnings).toEqual([]);
-    expect(plan.flows.find((f) => f.id === 'ToMail')?.condition?.feel).toBe('customer.email != null');
-    expect(plan.flows.find((f) => f.id === 'ToSms')?.condition?.feel).toMatch(
-      /^not\(\(customer\.phone = null or .*\)\) and customer\.smsOptIn$/,
-    );
+    expect(feelOf(plan.flows, 'ToMail')).toBe('customer.email != null');
+    expect(feelOf(plan.flows, 'ToSms')).toMatch(/^not\(\(customer\.phone = null or .*\)\) and customer\.smsOptIn$/);
     expect(plan.steps.find((s) => s.id === 'Split')?.defaultFlow).toBe('ToLetter');
   });
 
@@ -52,7 +63,7 @@ describe('compileConditions', () => {
       '<bpmn:sequenceFlow id="ToA" sourceRef="G" targetRef="A" />',
       '<bpmn:sequenceFlow id="ToA" sourceRef="G" targetRef="A"><bpmn:conditionExpression>${ok}</bpmn:conditionExpression></bpmn:sequenceFlow>',
     );
-    expect((await compilePlan(xml)).plan.flows.find((f) => f.id === 'ToA')?.condition?.feel).toBe('ok');
+    expect(feelOf((await compilePlan(xml)).plan.flows, 'ToA')).toBe('ok');
   });
 
   it('refuses a condition that does not parse, on the flow id', async () => {
@@ -78,15 +89,31 @@ describe('compileConditions', () => {
     ]);
   });
 
-  it('refuses script conditions', async () => {
-    const xml = split('exclusiveGateway', undefined, undefined, 'default="ToB"').replace(
-      '<bpmn:sequenceFlow id="ToA" sourceRef="G" targetRef="A" />',
-      '<bpmn:sequenceFlow id="ToA" sourceRef="G" targetRef="A"><bpmn:conditionExpression xsi:type="bpmn:tFormalExpression" language="groovy">a &gt; 1</bpmn:conditionExpression></bpmn:sequenceFlow>',
-    );
-    expect(errorsOf(await compileDiagnostics(xml))).toEqual([
+  it('refuses script conditions in languages other than JavaScript, saying which to write instead', async () => {
+    expect(errorsOf(await compileDiagnostics(scripted('groovy', 'a &gt; 1')))).toEqual([
       expect.objectContaining({
         elementId: 'ToA',
-        message: expect.stringContaining('is a groovy script, which Baton does not run'),
+        message: expect.stringContaining(
+          'is a groovy script, which Baton does not run: write it in JavaScript (language="javascript")',
+        ),
+      }),
+    ]);
+  });
+
+  it('keeps a JavaScript condition as written, for the sandbox to run', async () => {
+    const body = 'execution.getVariable("amount") &gt; 100\n  &amp;&amp; approved';
+    const { plan } = await compilePlan(scripted('JavaScript', body));
+    expect(plan.flows.find((f) => f.id === 'ToA')?.condition).toEqual({
+      javascript: 'execution.getVariable("amount") > 100\n  && approved',
+      source: 'execution.getVariable("amount") > 100\n  && approved',
+    });
+  });
+
+  it('refuses a JavaScript condition that does not parse, with the line and column', async () => {
+    expect(errorsOf(await compileDiagnostics(scripted('javascript', 'amount &gt;\n  (100')))).toEqual([
+      expect.objectContaining({
+        elementId: 'ToA',
+        message: expect.stringMatching(/^Condition of sequence flow ToA: its JavaScript does not parse at line 2, column \d+/),
       }),
     ]);
   });
