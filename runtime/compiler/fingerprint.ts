@@ -4,7 +4,7 @@
 // conditions and layout are left out on purpose. A service task's input/output mappings are
 // covered (ioFields).
 import { createHash } from 'node:crypto';
-import type { Plan, PlanStep } from './plan.ts';
+import type { IoMapping, Plan, PlanStep, ScriptMapping } from './plan.ts';
 
 const PROTOCOL_VERSION = 'baton-plan-fingerprint/1';
 
@@ -32,7 +32,8 @@ export function fingerprintPlan(plan: Plan): string {
  */
 function ioFields(step: PlanStep): string[] {
   if (!step.io) return [];
-  const pairs = (list: { target: string; feel: string }[]) => list.map((m) => [m.target, m.feel]);
+  const pairs = (list: (IoMapping | ScriptMapping)[]) =>
+    list.map((m) => ('feel' in m ? [m.target, m.feel] : [m.target, { javascript: m.javascript }]));
   return ['io', JSON.stringify({ inputs: pairs(step.io.inputs), outputs: pairs(step.io.outputs) })];
 }
 

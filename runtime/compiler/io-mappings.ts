@@ -2,13 +2,15 @@
 // mappings"). Camunda 7 files say <camunda:inputOutput> with inputParameter/outputParameter (text,
 // ${...}, camunda:list, camunda:map); Camunda 8 files say <zeebe:ioMapping> with input/output
 // (source: FEEL after "=", else a literal string; target: a name or a dotted path). Every value
-// becomes one FEEL expression, so the engine evaluates one language.
+// becomes one FEEL expression, except a parameter that is a JavaScript camunda:script: the
+// engine's script sandbox runs that one.
 import { checkFeel, toFeel } from '../shared/feel.ts';
 import { needsThread } from '../shared/feel-budget.ts';
 import { errorAt } from './diagnostics.ts';
 import type { ProcessGraph } from './graph.ts';
 import { describeElement, type BpmnElement } from './model.ts';
-import type { Diagnostic, IoMapping, IoSpec } from './plan.ts';
+import type { Diagnostic, IoMapping, IoSpec, ScriptMapping } from './plan.ts';
+import { isJavaScript, javaScriptSyntax } from './scripts.ts';
 
 /** The extension elements that carry mappings, in camunda-bpmn-moddle's typed and generic (zeebe) form. */
 export const IO_MAPPING_TYPES = ['camunda:InputOutput', 'zeebe:ioMapping'] as const;
@@ -79,8 +81,16 @@ export function readIoMappings(graph: ProcessGraph): {
   return { io, runs, diagnostics };
 }
 
-function pushMapping(list: IoMapping[], mapping: IoMapping | undefined, problems: string[]): void {
+function pushMapping(
+  list: (IoMapping | ScriptMapping)[],
+  mapping: IoMapping | ScriptMapping | undefined,
+  problems: string[],
+): void {
   if (!mapping) return;
+  if (!('feel' in mapping)) {
+    list.push(mapping);
+    return;
+  }
   if (needsThread(mapping.feel)) {
     problems.push(
       `mapping to ${mapping.target} "${mapping.source}" iterates (for, some, every): compute the value in the worker`,
@@ -92,7 +102,11 @@ function pushMapping(list: IoMapping[], mapping: IoMapping | undefined, problems
   else list.push(mapping);
 }
 
-function readCamunda(parameter: CamundaValue, direction: 'input' | 'output', problems: string[]): IoMapping | undefined {
+function readCamunda(
+  parameter: CamundaValue,
+  direction: 'input' | 'output',
+  problems: string[],
+): IoMapping | ScriptMapping | undefined {
   const what = `camunda:${direction}Parameter "${parameter.name ?? ''}"`;
   const name = parameter.name?.trim() ?? '';
   if (name === '') {
@@ -103,8 +117,30 @@ function readCamunda(parameter: CamundaValue, direction: 'input' | 'output', pro
     problems.push(`${what}: a name with a dot is not supported (Baton reads dots as paths): rename the variable`);
     return undefined;
   }
+  // A whole parameter may be a script; one inside a list or a map stays refused (camundaFeel).
+  const script = parameter.definition;
+  if (script?.$type === 'camunda:Script' && isJavaScript(script.scriptFormat ?? ''))
+    return readScript(script, name, what, problems);
   const feel = camundaFeel(parameter, what, problems);
   return feel === undefined ? undefined : { target: name, feel, source: sourceText(parameter) };
+}
+
+function readScript(script: CamundaValue, target: string, what: string, problems: string[]): ScriptMapping | undefined {
+  if ((script as CamundaValue & { resource?: string }).resource) {
+    problems.push(`${what} is a script kept in a resource, which Baton does not load: write the script inline`);
+    return undefined;
+  }
+  const body = script.value ?? '';
+  if (body.trim() === '') {
+    problems.push(`${what} is an empty script: write one, or give the parameter a value`);
+    return undefined;
+  }
+  const problem = javaScriptSyntax(body);
+  if (problem !== undefined) {
+    problems.push(`${what}: ${problem}`);
+    return undefined;
+  }
+  return { target, javascript: body, source: body.trim() };
 }
 
 /** The FEEL of a parameter, list item or map entry: a list, a map, a script (refused) or text. */
@@ -129,7 +165,9 @@ function joinAll<T>(items: T[], each: (item: T) => string | undefined, open: str
 
 function refuseScript(script: CamundaValue, what: string, problems: string[]): undefined {
   problems.push(
-    `${what} is a ${script.scriptFormat ?? ''} script (camunda:script), which Baton does not run: write the value as an expression such as \${order.total}, or compute it in the worker`,
+    isJavaScript(script.scriptFormat ?? '')
+      ? `${what} holds a JavaScript script inside a list or a map, which Baton does not run: make the whole parameter the script, or write the value as an expression such as \${order.total}`
+      : `${what} is a ${script.scriptFormat ?? ''} script (camunda:script), which Baton does not run: write it in JavaScript, write the value as an expression such as \${order.total}, or compute it in the worker`,
   );
   return undefined;
 }

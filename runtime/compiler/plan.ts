@@ -166,10 +166,23 @@ export interface IoMapping {
   source: string;
 }
 
-/** Input and output mappings of a service task (camunda:inputOutput, zeebe:ioMapping), in document order. */
+/**
+ * A Camunda 7 parameter whose value is a JavaScript `camunda:script`: the sandbox runs it over
+ * the variables, its value is the parameter's, and what it sets with execution.setVariable goes
+ * to the process variables, as in Camunda 7.
+ */
+export interface ScriptMapping {
+  target: string;
+  /** the script as written */
+  javascript: string;
+  /** the script, trimmed, for messages */
+  source: string;
+}
+
+/** Input and output mappings of a service or script task (camunda:inputOutput, zeebe:ioMapping), in document order. */
 export interface IoSpec {
-  inputs: IoMapping[];
-  outputs: IoMapping[];
+  inputs: (IoMapping | ScriptMapping)[];
+  outputs: (IoMapping | ScriptMapping)[];
 }
 
 /**

@@ -325,6 +325,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     const inputs = step.io ? mapInputs(step, vars, base) : undefined;
     if (inputs && !inputs.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', inputs.message, inputs.details);
     const locals = inputs?.ok ? inputs.locals : base;
+    if (inputs?.ok && inputs.writes) Object.assign(vars, inputs.writes);
     setStep(state, fx, step.id, 'active');
     fx.tasks.push(
       locals
@@ -373,7 +374,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     if (inputs && !inputs.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', inputs.message, inputs.details);
     const locals = inputs?.ok ? inputs.locals : {};
     // A script that fails stops here; the incident's retry runs it again over the variables then.
-    const outcome = runScript(step.script, { ...seen, ...locals });
+    const outcome = runScript(step.script, { ...seen, ...inputs?.writes, ...locals });
     if (!outcome.ok)
       return raiseIncident(
         plan,
@@ -386,7 +387,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
       );
     const written = resultVariables(step, vars, locals, outcome.writes, 'Fix the mapping or the script, then retry the incident');
     if (!written.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', written.message, written.details);
-    Object.assign(vars, written.variables);
+    Object.assign(vars, inputs?.writes, written.variables);
     setStep(state, fx, step.id, 'completed');
     pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, data: { wrote: Object.keys(written.variables) } });
     skipUnarmedBoundaries(plan, step, state, vars, fx);

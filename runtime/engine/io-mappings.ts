@@ -1,14 +1,19 @@
 // Input and output mappings of service tasks at run time (docs/ARCHITECTURE.md, "Input and output
 // mappings"). Inputs become the task's local variables when it is created; outputs decide what
-// of a worker's result reaches the process. Pure: the callers write what these return. A step
+// of a worker's result reaches the process. A JavaScript parameter (camunda:script) runs in the
+// script sandbox: its value is the parameter's, and what it sets through execution.setVariable
+// is written to the process variables, as Camunda 7 writes it to the scope that has the name or
+// else the process instance. Pure: the callers write what these return. A step
 // without mappings never gets here (each caller tests `step.io` first), so tasks without
 // mappings cost nothing extra.
-import type { IoMapping, PlanStep } from '../compiler/plan.ts';
+import type { IoMapping, PlanStep, ScriptMapping } from '../compiler/plan.ts';
 import type { Variables } from '../model/effects.ts';
 import { evaluateValue } from './loops.ts';
+import { runJavaScript } from './script-sandbox.ts';
 
 export type MappingFailure = { ok: false; message: string; details: Record<string, unknown> };
-export type InputsResult = { ok: true; locals: Variables } | MappingFailure;
+/** `writes`: process variables the input scripts set (execution.setVariable), absent when none did. */
+export type InputsResult = { ok: true; locals: Variables; writes?: Variables } | MappingFailure;
 
 /**
  * The local variables of one task of `step`: `base` (a multi-instance element's variable and
@@ -17,12 +22,23 @@ export type InputsResult = { ok: true; locals: Variables } | MappingFailure;
  */
 export function mapInputs(step: PlanStep, vars: Variables, base: Variables = {}): InputsResult {
   const locals: Variables = { ...base };
+  let writes: Variables | undefined;
   for (const mapping of step.io?.inputs ?? []) {
-    const value = evaluateValue(mapping.feel, { ...vars, ...locals });
+    const value = evaluateMapping(mapping, { ...vars, ...writes, ...locals });
     if (!value.ok) return failure(step, 'Input', mapping, value.message, 'Fix the variables, then retry the incident');
+    if (value.writes) writes = { ...writes, ...value.writes };
     assignPath(locals, mapping.target, value.value, locals);
   }
-  return { ok: true, locals };
+  return writes ? { ok: true, locals, writes } : { ok: true, locals };
+}
+
+type MappingValue = { ok: true; value: unknown; writes?: Variables } | { ok: false; message: string };
+
+function evaluateMapping(mapping: IoMapping | ScriptMapping, scope: Variables): MappingValue {
+  if ('feel' in mapping) return evaluateValue(mapping.feel, scope);
+  const run = runJavaScript(mapping.javascript, scope);
+  if (!run.ok) return { ok: false, message: run.message };
+  return Object.keys(run.writes).length > 0 ? { ok: true, value: run.value, writes: run.writes } : { ok: true, value: run.value };
 }
 
 export type ResultVariablesResult = { ok: true; variables: Variables } | MappingFailure;
@@ -57,8 +73,9 @@ const WORKER_NEXT = 'The task stays locked: report a failure for it, or complete
 export function mapOutputs(step: PlanStep, scope: Variables, vars: Variables, next = WORKER_NEXT): ResultVariablesResult {
   const out: Variables = {};
   for (const mapping of step.io?.outputs ?? []) {
-    const value = evaluateValue(mapping.feel, scope);
+    const value = evaluateMapping(mapping, scope);
     if (!value.ok) return failure(step, 'Output', mapping, value.message, next);
+    if (value.writes) Object.assign(out, value.writes);
     assignPath(out, mapping.target, value.value, vars);
   }
   return { ok: true, variables: out };
@@ -98,7 +115,13 @@ function copyObject(value: unknown): Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? { ...(value as Record<string, unknown>) } : {};
 }
 
-function failure(step: PlanStep, kind: 'Input' | 'Output', mapping: IoMapping, message: string, next: string): MappingFailure {
+function failure(
+  step: PlanStep,
+  kind: 'Input' | 'Output',
+  mapping: IoMapping | ScriptMapping,
+  message: string,
+  next: string,
+): MappingFailure {
   return {
     ok: false,
     message: `${kind} mapping of task ${step.id} to ${mapping.target} ("${mapping.source}") failed: ${message}. ${next}.`,

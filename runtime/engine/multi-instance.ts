@@ -63,6 +63,8 @@ export function startElements(
     if (!start.ok) return moves.raise(step.id, start.kind, start.message, start.details);
     first.push(start);
   }
+  // What input scripts set reaches the process once every element has its inputs.
+  for (const start of first) if (start.ok && start.writes) Object.assign(vars, start.writes);
   moves.setStep(step.id, 'active');
   moves.event({
     kind: 'step:activated',
@@ -82,7 +84,7 @@ export function startElements(
 
 /** How one element starts: a task's local variables, a child's variables and called key, or a user task's details. */
 type ElementStart =
-  | { ok: true; locals: Variables; key?: string; userTask?: UserTaskDetails }
+  | { ok: true; locals: Variables; writes?: Variables; key?: string; userTask?: UserTaskDetails }
   | { ok: false; kind: 'io_mapping' | 'call_activity' | 'condition_error'; message: string; details: Record<string, unknown> };
 
 /**
@@ -252,6 +254,7 @@ export function settleElements(
     // A failing input stops the step in an incident; its retry settles the loop again and creates this element.
     const start = elementStart(step, loop.items, loop.created, vars, passLocals(plan, step, state));
     if (!start.ok) return moves.raise(step.id, start.kind, start.message, start.details);
+    if (start.writes) Object.assign(vars, start.writes);
     createElement(plan, step, loop, state, fx, start);
     return;
   }

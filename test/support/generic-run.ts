@@ -19,6 +19,8 @@ export interface PlanStepView {
   task?: { topic: string };
   wait?: { trigger: string; name?: string };
   call?: { process: { key: string }; body?: unknown };
+  /** a step of a parallel subprocess's body, a definition of its own: its start event does not start the process */
+  inBody?: true;
 }
 
 export interface Deployed {
@@ -39,7 +41,8 @@ export async function planStepsOf(api: ApiClient, deployed: Deployed): Promise<P
     if (!step.call?.body) continue;
     const body = await api.get(`/api/definitions/${encodeURIComponent(step.call.process.key)}`);
     if (body.status !== 200) throw new Error(`GET body ${step.call.process.key} answered ${body.status}`);
-    bodies.push(...(await planStepsOf(api, { key: body.body.key, version: body.body.version })));
+    const inner = await planStepsOf(api, { key: body.body.key, version: body.body.version });
+    bodies.push(...inner.map((s) => ({ ...s, inBody: true as const })));
   }
   return [...steps, ...bodies];
 }
@@ -172,7 +175,7 @@ export async function runToRest(
 }
 
 async function startInstance(api: ApiClient, deployed: Deployed, steps: PlanStepView[]): Promise<string | Outcome> {
-  const starts = steps.filter((s) => s.kind === 'startEvent' && s.scope === undefined);
+  const starts = steps.filter((s) => s.kind === 'startEvent' && s.scope === undefined && !s.inBody);
   const noneStart = starts.some((s) => s.wait === undefined);
   const message = starts.find((s) => s.wait?.trigger === 'message');
   const signal = starts.find((s) => s.wait?.trigger === 'signal');

@@ -270,3 +270,72 @@ describe('input mappings in a loop', () => {
     expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({ verdict: 'done', limit: 5 });
   });
 });
+
+/** start -> work (a service task whose camunda:inputOutput holds `parameters`) -> after -> end */
+function scriptedBpmn(id: string, parameters: string): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:serviceTask id="work" camunda:type="external" camunda:topic="${id}-work">
+      <bpmn:extensionElements><camunda:inputOutput>${parameters}</camunda:inputOutput></bpmn:extensionElements>
+    </bpmn:serviceTask>
+    <bpmn:serviceTask id="after" camunda:type="external" camunda:topic="${id}-after" />
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work" />
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="after" />
+    <bpmn:sequenceFlow id="f3" sourceRef="after" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`;
+}
+
+const js = (body: string) => `<camunda:script scriptFormat="javascript"><![CDATA[${body}]]></camunda:script>`;
+
+describe('JavaScript parameters (camunda:script)', () => {
+  it('given a script input and a script output, then the worker sees the input, what the input script set reaches the process, and the output writes its value', async () => {
+    await deploy(
+      t.api,
+      scriptedBpmn(
+        'io_js',
+        `<camunda:inputParameter name="limit">${js('execution.setVariable("defaultScore", 5);\nexecution.getVariable("amount") * 2')}</camunda:inputParameter>
+        <camunda:outputParameter name="label">${js('"score " + score + " of " + limit')}</camunda:outputParameter>`,
+      ),
+    );
+    const id = await start(t.api, 'io_js', { variables: { amount: 21 } });
+    const work = await fetchOne(t.api, 'w', 'io_js-work');
+    expect(work.variables).toMatchObject({ amount: 21, limit: 42, defaultScore: 5 });
+    expect((await complete(t.api, work, 'w', { score: 7 })).status).toBe(204);
+    const after = await fetchOne(t.api, 'w', 'io_js-after');
+    expect(after.variables).toEqual({ amount: 21, defaultScore: 5, label: 'score 7 of 42' });
+    expect((await complete(t.api, after, 'w')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+  });
+
+  it('given a script input that throws, then an io_mapping incident names the parameter and creates no task; its retry with the variable set creates it', async () => {
+    await deploy(
+      t.api,
+      scriptedBpmn(
+        'io_js_fail',
+        `<camunda:inputParameter name="limit">${js('if (!customer) throw new Error("no customer"); customer.limit')}</camunda:inputParameter>`,
+      ),
+    );
+    const id = await start(t.api, 'io_js_fail', { variables: { customer: null } });
+    const stuck = await waitForStatus(t.api, id, 'incident');
+    expect(stuck.incidents).toEqual([
+      expect.objectContaining({
+        stepId: 'work',
+        kind: 'io_mapping',
+        message: expect.stringContaining(
+          'Input mapping of task work to limit ("if (!customer) throw new Error("no customer"); customer.limit") failed: the script threw Error: no customer',
+        ),
+      }),
+    ]);
+    expect(await fetchTasks(t.api, 'w', ['io_js_fail-work'])).toEqual([]);
+    const retried = await t.api.post(`/api/incidents/${stuck.incidents[0].id}/retry`, {
+      variables: { customer: { limit: 300 } },
+    });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    const work = await fetchOne(t.api, 'w', 'io_js_fail-work');
+    expect(work.variables).toMatchObject({ limit: 300 });
+  });
+});

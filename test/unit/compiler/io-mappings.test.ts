@@ -18,6 +18,11 @@ function zeebeTask(ioMapping: string): string {
   </bpmn:extensionElements></bpmn:serviceTask>`;
 }
 
+function feelOf(mapping: IoSpec['inputs'][number]): string {
+  if (!('feel' in mapping)) throw new Error(`${mapping.target} is a script mapping`);
+  return mapping.feel;
+}
+
 async function ioOf(taskXml: string, namespaces = ''): Promise<IoSpec | undefined> {
   const { plan } = await compilePlan(processXml(straight(taskXml, 'T'), namespaces));
   return plan.steps.find((s) => s.id === 'T')?.io;
@@ -42,13 +47,40 @@ describe('readIoMappings: camunda:inputOutput', () => {
     );
     expect(io?.inputs.map((m) => m.target)).toEqual(['amount', 'greeting', 'nothing', 'list', 'map']);
     expect(io?.inputs[0]).toEqual({ target: 'amount', feel: expect.any(String), source: '${order.total}' });
-    const values = io!.inputs.map((m) => evaluate(m.feel, { order: { total: 5 }, amount: 10 }).value as unknown);
+    const values = io!.inputs.map((m) => evaluate(feelOf(m), { order: { total: 5 }, amount: 10 }).value as unknown);
     expect(values).toEqual([5, 'Hello "you"', null, ['a', 10], { k: 'v', n: true }]);
     expect(io?.outputs).toEqual([{ target: 'paid', feel: expect.any(String), source: '${status == "ok"}' }]);
-    expect(evaluate(io!.outputs[0]!.feel, { status: 'ok' }).value).toBe(true);
+    expect(evaluate(feelOf(io!.outputs[0]!), { status: 'ok' }).value).toBe(true);
   });
 
-  it('given a camunda:script, then the deploy is refused naming the element and saying what to do', async () => {
+  it('given a JavaScript camunda:script as a whole parameter, then it is kept as written for the sandbox; inside a list, or not parsing, it is refused', async () => {
+    const io = await ioOf(
+      camundaTask(`<camunda:inputParameter name="score"><camunda:script scriptFormat="javascript">execution.setVariable("seen", true);
+  amount * 2</camunda:script></camunda:inputParameter>
+        <camunda:outputParameter name="label"><camunda:script scriptFormat="JavaScript">"paid " + amount</camunda:script></camunda:outputParameter>`),
+    );
+    expect(io).toEqual({
+      inputs: [
+        {
+          target: 'score',
+          javascript: 'execution.setVariable("seen", true);\n  amount * 2',
+          source: 'execution.setVariable("seen", true);\n  amount * 2',
+        },
+      ],
+      outputs: [{ target: 'label', javascript: '"paid " + amount', source: '"paid " + amount' }],
+    });
+    const errors = await errorsFor(
+      camundaTask(`<camunda:inputParameter name="x"><camunda:list><camunda:script scriptFormat="javascript">1</camunda:script></camunda:list></camunda:inputParameter>
+        <camunda:inputParameter name="y"><camunda:script scriptFormat="javascript">amount *</camunda:script></camunda:inputParameter>`),
+    );
+    expect(errors).toEqual([
+      expect.stringMatching(
+        /camunda:inputParameter "x" holds a JavaScript script inside a list or a map, .*; camunda:inputParameter "y": its JavaScript does not parse at line 1/,
+      ),
+    ]);
+  });
+
+  it('given a camunda:script in another language, then the deploy is refused naming the element and saying what to do', async () => {
     const errors = await errorsFor(
       camundaTask(
         '<camunda:inputParameter name="x"><camunda:script scriptFormat="groovy">1 + 1</camunda:script></camunda:inputParameter>',
@@ -56,7 +88,7 @@ describe('readIoMappings: camunda:inputOutput', () => {
     );
     expect(errors).toEqual([
       expect.stringMatching(
-        /^T: Service task T: camunda:inputParameter "x" is a groovy script .* Baton does not run: write the value as an expression/,
+        /^T: Service task T: camunda:inputParameter "x" is a groovy script .* Baton does not run: write it in JavaScript, write the value as an expression/,
       ),
     ]);
   });
