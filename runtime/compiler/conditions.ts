@@ -76,27 +76,32 @@ function compileCondition(
       ),
     };
   }
-  const language = expression.language?.trim() ?? '';
-  // Camunda 7 runs a script condition and takes the flow when its value is true; Baton's sandbox runs JavaScript the same way.
-  if (isJavaScript(language) || /^(nashorn|graal\.js)$/i.test(language)) {
-    if (text === '')
-      return { diagnostic: errorAt(flow.id, `Condition of sequence flow ${flow.id} is an empty JavaScript script: write one`) };
-    const problem = javaScriptSyntax(expression.body ?? '');
-    if (problem !== undefined) return { diagnostic: errorAt(flow.id, `Condition of sequence flow ${flow.id}: ${problem}`) };
-    return { condition: { javascript: expression.body ?? '', source: text } };
-  }
-  if (SCRIPT_LANGUAGES.test(language)) {
-    return {
-      diagnostic: errorAt(
-        flow.id,
-        `Condition of sequence flow ${flow.id} is a ${language} script, which Baton does not run: write it in JavaScript (language="javascript"), FEEL ("= total > 100") or JUEL ("\${total > 100}")`,
-      ),
-    };
-  }
+  const script = scriptCondition(expression);
+  if (typeof script === 'string') return { diagnostic: errorAt(flow.id, `Condition of sequence flow ${flow.id} ${script}`) };
+  if (script) return { condition: script };
   const translated = toFeel(text);
   if (!translated.ok)
     return { diagnostic: errorAt(flow.id, `Condition of sequence flow ${flow.id} cannot be used: ${translated.message}`) };
   return { condition: { feel: translated.feel, source: text } };
+}
+
+/**
+ * A condition whose language names a script: JavaScript for the sandbox (Camunda 7 runs a script
+ * condition and goes on when its value is true), or why it is refused (the text completes
+ * "Condition of X ..."); undefined when it is FEEL or JUEL.
+ */
+export function scriptCondition(expression: BpmnExpression | undefined): ScriptCondition | string | undefined {
+  const language = expression?.language?.trim() ?? '';
+  const text = (expression?.body ?? '').trim();
+  if (isJavaScript(language) || /^(nashorn|graal\.js)$/i.test(language)) {
+    if (text === '') return 'is an empty JavaScript script: write one';
+    const problem = javaScriptSyntax(expression?.body ?? '');
+    if (problem !== undefined) return `is JavaScript that does not parse${problem.replace(/^its JavaScript does not parse/, '')}`;
+    return { javascript: expression?.body ?? '', source: text };
+  }
+  if (SCRIPT_LANGUAGES.test(language))
+    return `is a ${language} script, which Baton does not run: write it in JavaScript (language="javascript"), FEEL ("= total > 100") or JUEL ("\${total > 100}")`;
+  return undefined;
 }
 
 /** A non-default flow without condition always holds, so an exclusive gateway may never look past it. */

@@ -9,7 +9,8 @@ import {
   type BpmnEventDefinition,
   type BpmnExpression,
 } from './model.ts';
-import type { BoundarySpec, Diagnostic, TimerSpec, WaitSpec } from './plan.ts';
+import { scriptCondition } from './conditions.ts';
+import type { BoundarySpec, Diagnostic, FlowCondition, ScriptCondition, TimerSpec, WaitSpec } from './plan.ts';
 import { checkFeel, toFeel } from '../shared/feel.ts';
 import { firstDue, isCron } from '../shared/timers.ts';
 
@@ -289,19 +290,19 @@ function readConditional(node: GraphNode, definition: BpmnEventDefinition, diagn
     diagnostics.push(errorAt(node.id, `Conditional event ${label} has no condition: write one such as "= total > 100"`));
     return undefined;
   }
-  if (condition?.language && condition.language.toLowerCase() !== 'feel') {
-    diagnostics.push(
-      errorAt(
-        node.id,
-        `Conditional event ${label} is written in ${condition.language}, which Baton does not run: write FEEL or JUEL`,
-      ),
-    );
+  const script = condition?.language?.toLowerCase() === 'feel' ? undefined : scriptCondition(condition);
+  if (typeof script === 'string') {
+    diagnostics.push(errorAt(node.id, `Condition of conditional event ${label} ${script}`));
     return undefined;
   }
-  const feel = toFeel(source);
-  if (!feel.ok) {
-    diagnostics.push(errorAt(node.id, `Conditional event ${label}: ${feel.message}`));
-    return undefined;
+  let compiled: FlowCondition | ScriptCondition | undefined = script;
+  if (!compiled) {
+    const feel = toFeel(source);
+    if (!feel.ok) {
+      diagnostics.push(errorAt(node.id, `Conditional event ${label}: ${feel.message}`));
+      return undefined;
+    }
+    compiled = { feel: feel.feel, source };
   }
   if (variableName || variableEvents)
     diagnostics.push(
@@ -310,7 +311,7 @@ function readConditional(node: GraphNode, definition: BpmnEventDefinition, diagn
         `Conditional event ${label}: camunda:variableName and camunda:variableEvents are not read; the condition is evaluated after every transition of the instance`,
       ),
     );
-  return { trigger: 'conditional', condition: { feel: feel.feel, source } };
+  return { trigger: 'conditional', condition: compiled };
 }
 
 /** The signal a throw or end event broadcasts: a fixed name (an expression would name a signal nothing can wait for by name). */

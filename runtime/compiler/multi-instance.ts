@@ -5,10 +5,11 @@
 // collected by baton:outputCollection / baton:outputElement (FEEL).
 import { checkFeel, toFeel } from '../shared/feel.ts';
 import { needsThread } from '../shared/feel-budget.ts';
+import { scriptCondition } from './conditions.ts';
 import { errorAt, warningAt } from './diagnostics.ts';
 import type { ProcessGraph } from './graph.ts';
-import { describeElement, type BpmnElement, type BpmnMultiInstance } from './model.ts';
-import type { Diagnostic, MultiInstanceSpec } from './plan.ts';
+import { describeElement, type BpmnElement, type BpmnExpression, type BpmnMultiInstance } from './model.ts';
+import type { Diagnostic, FlowCondition, MultiInstanceSpec, ScriptCondition } from './plan.ts';
 import { readBatonAttribute } from './task-spec.ts';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -54,7 +55,7 @@ export function readMultiInstances(
     const elementWhat = zeebe ? 'zeebe:loopCharacteristics inputElement' : 'camunda:elementVariable';
     if (elementVariable !== undefined && elementVariable !== '' && !NAME.test(elementVariable))
       problems.push(`${elementWhat} "${elementVariable}" is not a variable name`);
-    const completion = readExpression(loop.completionCondition?.body, 'completionCondition', problems);
+    const completion = readCompletion(loop.completionCondition, problems);
     const batonOf = (name: string) =>
       readBatonAttribute(loop as never, [...scopes, node.element], name) ?? readBatonAttribute(node.element, scopes, name);
     const outputCollection = (zeebe ? zeebe.outputCollection : batonOf('outputCollection'))?.trim();
@@ -114,6 +115,17 @@ function readCollection(source: string | undefined, problems: string[]): string 
   if (NAME.test(text)) return text;
   const feel = readExpression(text, 'camunda:collection', problems, true);
   return feel?.feel;
+}
+
+/** A completion condition in JavaScript (language="javascript") runs in the sandbox; otherwise FEEL or JUEL. */
+function readCompletion(expression: BpmnExpression | undefined, problems: string[]): FlowCondition | ScriptCondition | undefined {
+  if (!expression?.body?.trim()) return undefined;
+  const script = scriptCondition(expression);
+  if (typeof script === 'string') {
+    problems.push(`completionCondition ${script}`);
+    return undefined;
+  }
+  return script ?? readExpression(expression.body, 'completionCondition', problems);
 }
 
 function readExpression(

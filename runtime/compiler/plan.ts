@@ -98,7 +98,7 @@ export type WaitSpec =
   /** escalationCode absent: catches every escalation thrown inside its host; escalationCodeVariable receives the code */
   | { trigger: 'escalation'; escalationCode?: string; escalationCodeVariable?: string }
   /** fires once its condition holds: evaluated when it starts waiting and after every transition of its instance */
-  | { trigger: 'conditional'; condition: FlowCondition }
+  | { trigger: 'conditional'; condition: FlowCondition | ScriptCondition }
   /** a user task: waits until a person completes it */
   | { trigger: 'user'; userTask: UserTaskSpec };
 
@@ -147,7 +147,7 @@ export interface MultiInstanceSpec {
   /** one element at a time (isSequential) instead of all at once */
   sequential: boolean;
   /** FEEL over the instance variables and the loop counters (nrOf… and Zeebe's numberOf…: engine/element-passes.ts instanceCounts) */
-  completionCondition?: FlowCondition;
+  completionCondition?: FlowCondition | ScriptCondition;
   /** baton:outputCollection: variable that receives the results, one per element in collection order */
   outputCollection?: string;
   /** baton:outputElement: FEEL over an element's completion variables; absent: all of them */
@@ -309,7 +309,7 @@ export interface CycleSpec {
  * The condition sees `loopCounter`, the passes run so far.
  */
 export interface RepeatSpec {
-  condition?: FlowCondition;
+  condition?: FlowCondition | ScriptCondition;
   testBefore: boolean;
   maximum?: number;
   /**

@@ -6,6 +6,7 @@
 // marker (both run the activity once); Baton runs it as the BPMN specification says or refuses it.
 // A sequential multi-instance subprocess is the same loop scope with one pass per element.
 import { checkFeel, toFeel } from '../shared/feel.ts';
+import { scriptCondition } from './conditions.ts';
 import { errorAt } from './diagnostics.ts';
 import type { ProcessGraph } from './graph.ts';
 import type { LoopScope } from './loop-scopes.ts';
@@ -33,7 +34,7 @@ export function readStandardLoops(
     if (marker?.$type !== 'bpmn:StandardLoopCharacteristics' || !LOOPABLE.has(node.kind ?? '')) continue;
     const label = describeElement(node.element);
     const problems: string[] = [];
-    const condition = readCondition(marker.loopCondition?.body, problems);
+    const condition = readCondition(marker.loopCondition, problems);
     const maximum = marker.loopMaximum === undefined ? undefined : Number(marker.loopMaximum);
     if (maximum !== undefined && (!Number.isInteger(maximum) || maximum < 1))
       problems.push(`loopMaximum "${marker.loopMaximum}" is not a whole number of passes of at least 1`);
@@ -126,8 +127,15 @@ function insideOf(graph: ProcessGraph, id: string, scope: string): boolean {
   return false;
 }
 
-function readCondition(body: string | undefined, problems: string[]): RepeatSpec['condition'] {
+function readCondition(expression: BpmnExpression | undefined, problems: string[]): RepeatSpec['condition'] {
+  const body = expression?.body;
   if (body === undefined || body.trim() === '') return undefined;
+  const script = scriptCondition(expression);
+  if (typeof script === 'string') {
+    problems.push(`loopCondition ${script}`);
+    return undefined;
+  }
+  if (script) return script;
   const feel = toFeel(body);
   if (!feel.ok) {
     problems.push(`loopCondition "${body.trim()}" cannot be used: ${feel.message}`);

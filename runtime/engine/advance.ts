@@ -3,7 +3,8 @@
 // of one instance, compute what a transition changes. No I/O: the store writes the returned
 // Effects in one statement.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
-import { evaluateCondition, evaluateKey } from '../shared/feel.ts';
+import { evaluateKey } from '../shared/feel.ts';
+import { testCondition } from './conditions.ts';
 import { nextCycleDue, timerDue } from './timer-due.ts';
 import {
   endRepeating,
@@ -104,8 +105,8 @@ function settleConditions(plan: Plan, state: InstanceState, vars: Variables, fx:
     let fired = false;
     for (const step of waiting) {
       if (state.steps[step.id] !== 'active' || step.wait?.trigger !== 'conditional') continue;
-      const { feel, source } = step.wait.condition;
-      const result = evaluateCondition(feel, visibleVariables(plan, step, state, vars));
+      const { source } = step.wait.condition;
+      const result = testCondition(step.wait.condition, visibleVariables(plan, step, state, vars));
       // A repeating boundary (or non-interrupting event subprocess) fires each time its condition turns true, not at every look while it holds.
       if (result.ok && repeatsOf(ownerOf(plan, step)) && !noteCondition(step.id, result.value, state, fx)) continue;
       if (!result.ok) {
@@ -821,7 +822,7 @@ function repeatHolds(
   if (!repeat) return false;
   if (repeat.maximum !== undefined && passes >= repeat.maximum) return false;
   if (!repeat.condition) return true;
-  const result = evaluateCondition(repeat.condition.feel, { ...visibleVariables(plan, loop, state, vars), loopCounter: passes });
+  const result = testCondition(repeat.condition, { ...visibleVariables(plan, loop, state, vars), loopCounter: passes });
   if (result.ok) return result.value;
   raiseIncident(
     plan,
@@ -869,7 +870,8 @@ export function rearmEventSubProcesses(plan: Plan, state: InstanceState, vars: V
  * A resumed instance's conditional events look at the variables as the suspension left them
  * (an operator may have edited them meanwhile; an edit alone moves nothing).
  */
-export function settleAfterResume(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): void {
+/** Variables changed outside a step (a resume took kept messages, an operator edited them): conditional events look again. */
+export function settleConditionalEvents(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): void {
   settleConditions(plan, state, vars, fx);
 }
 

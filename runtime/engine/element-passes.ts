@@ -6,7 +6,7 @@
 // completion condition may end the loop early; the results land in outputCollection in input order.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import type { InstanceState, PassState, Variables } from '../model/effects.ts';
-import { evaluateCondition } from '../shared/feel.ts';
+import { testCondition } from './conditions.ts';
 import { evaluateElements, evaluateValue } from './loops.ts';
 import { indexPlan } from './plan-index.ts';
 
@@ -109,7 +109,7 @@ export function elementPassEnded(
   };
   let done = index + 1 >= progress.elements.length;
   if (!done && spec.completionCondition) {
-    const holds = evaluateCondition(spec.completionCondition.feel, { ...seen, ...counts });
+    const holds = testCondition(spec.completionCondition, { ...seen, ...counts });
     if (!holds.ok)
       return {
         message: `Completion condition of multi-instance subprocess ${head.id}: ${holds.message}. Fix the variables, then retry the incident.`,

@@ -9,7 +9,7 @@ import { startInTransaction } from './instances.ts';
 import { withTransaction, type PoolClient, type Queryable } from '../store/db.ts';
 import type { InstanceRow } from '../store/instances.ts';
 import { findConditionalStarts, findEventStarts, lockMessageName } from '../store/waits.ts';
-import { evaluateCondition } from '../shared/feel.ts';
+import { testCondition } from './conditions.ts';
 import { BatonError } from '../shared/errors.ts';
 
 /** An instance a message start event started, or the one already holding the business key. */
@@ -99,11 +99,11 @@ export async function startOnConditions(
       );
     const holding = [];
     for (const start of starts) {
-      const holds = evaluateCondition(start.feel, req.variables);
+      const holds = testCondition(start.condition, req.variables);
       if (!holds.ok)
         throw new BatonError(
           'validation',
-          `The condition "${start.source}" of start event ${start.step_id} of process ${start.key} cannot be evaluated over the given variables: ${holds.message}; nothing was started`,
+          `The condition "${start.condition.source}" of start event ${start.step_id} of process ${start.key} cannot be evaluated over the given variables: ${holds.message}; nothing was started`,
           { definitionKey: start.key, elementId: start.step_id },
         );
       if (holds.value) holding.push(start);

@@ -3,15 +3,13 @@
 // have reads it as null and does not hold; the gateway then takes another flow or its default.
 // Camunda 7 fails such a JUEL condition, Zeebe fails such a FEEL one only when no flow is left:
 // Baton keeps FEEL's reading and says so: the decision's event names the missing variables,
-// and so does the incident when no flow is left. A JavaScript condition (Camunda 7's
-// language="javascript") runs in the script sandbox as Camunda 7 runs it: a variable it reads
-// and the instance lacks is an error there, and its value must be true or false.
-import type { FlowCondition, Plan, PlanStep, ScriptCondition } from '../compiler/plan.ts';
+// and so does the incident when no flow is left. A JavaScript condition runs as Camunda 7 runs
+// it (conditions.ts): a variable it reads and the instance lacks is an error there.
+import type { Plan, PlanStep } from '../compiler/plan.ts';
 import type { IncidentKind } from '../model/vocabulary.ts';
 import type { Variables } from '../model/effects.ts';
-import { evaluateCondition, type ConditionResult } from '../shared/feel.ts';
+import { testCondition } from './conditions.ts';
 import { indexPlan } from './plan-index.ts';
-import { runJavaScript } from './script-sandbox.ts';
 
 /** One condition a gateway tested: its flow, the condition as written in the BPMN, whether it held. */
 export interface TestedCondition {
@@ -88,18 +86,6 @@ export function decideOutgoing(plan: Plan, step: PlanStep, vars: Variables): Dec
     };
   }
   return { ok: true, taken, record: { taken, byDefault, ...tested() } };
-}
-
-function testCondition(condition: FlowCondition | ScriptCondition, vars: Variables): ConditionResult {
-  if ('feel' in condition) return evaluateCondition(condition.feel, vars);
-  const run = runJavaScript(condition.javascript, vars);
-  if (!run.ok) return { ok: false, message: run.message };
-  const set = Object.keys(run.writes);
-  if (set.length > 0)
-    return { ok: false, message: `the script set ${set.join(', ')}: a condition reads variables, it does not set them` };
-  if (typeof run.value !== 'boolean')
-    return { ok: false, message: `the script's value is ${JSON.stringify(run.value) ?? 'undefined'}, not true or false` };
-  return { ok: true, value: run.value, missingVariables: [] };
 }
 
 function describeMissing(names: string[]): string {

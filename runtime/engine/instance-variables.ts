@@ -1,7 +1,10 @@
 // An operator's edit of an instance's variables: one transition, guarded by the revision the
-// operator read, so an edit made on a stale view changes nothing.
+// operator read, so an edit made on a stale view changes nothing. Conditional events look at the
+// new values in that transition, as after any other (Camunda 7 evaluates them on variable
+// writes too); a suspended instance's look waits for its resume.
 import { emptyEffects } from '../model/effects.ts';
-import type { Engine } from './context.ts';
+import { settleConditionalEvents } from './advance.ts';
+import { planOf, type Engine } from './context.ts';
 import { isEnded } from './incidents.ts';
 import { commitTransition } from './transition.ts';
 import type { InstanceStatus } from '../model/vocabulary.ts';
@@ -59,7 +62,9 @@ export async function editVariables(engine: Engine, req: EditVariablesRequest): 
       kind: 'variables:edited',
       data: { set: Object.keys(set), deleted, by: req.by ?? null, revision: instance.revision },
     });
-    const status = await commitTransition(tx, instance, fx, variables);
+    const plan = await planOf(engine, instance.definition_id, tx);
+    if (!instance.suspended_at) settleConditionalEvents(plan, instance.state, variables, fx);
+    const status = await commitTransition(tx, instance, fx, variables, { plan });
     await req.alongside?.(tx, instance.id);
     return { ok: true, revision: instance.revision + 1, status, variables };
   });

@@ -6,7 +6,7 @@
 import type { MultiInstanceSpec, Plan, PlanStep } from '../compiler/plan.ts';
 import type { Effects, InstanceState, LoopState, NewEvent, UserTaskDetails, Variables } from '../model/effects.ts';
 import type { IncidentKind, StepStatus } from '../model/vocabulary.ts';
-import { evaluateCondition } from '../shared/feel.ts';
+import { testCondition } from './conditions.ts';
 import { evaluateUserTask } from './user-task-details.ts';
 import { pinOf, prepareCall } from './call-variables.ts';
 import { mapInputs, type InputsResult } from './io-mappings.ts';
@@ -237,7 +237,7 @@ export function settleElements(
   });
   let done = loop.completed.length === total;
   if (!done && mi.completionCondition) {
-    const holds = evaluateCondition(mi.completionCondition.feel, { ...visibleVariables(plan, step, state, vars), ...counts });
+    const holds = testCondition(mi.completionCondition, { ...visibleVariables(plan, step, state, vars), ...counts });
     if (!holds.ok) {
       moves.raise(
         step.id,

@@ -3,7 +3,7 @@
 // (one due meanwhile fires on resume), a message for it stays in the inbox, a child's return
 // waits, and a signal passes it by. Cancel and variable edits still apply. Each is one
 // transition with an `instance:suspended` or `instance:resumed` event naming the operator.
-import { fireWait, settleAfterResume } from './advance.ts';
+import { fireWait, settleConditionalEvents } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { isEnded } from './incidents.ts';
 import { commitTransition } from './transition.ts';
@@ -67,7 +67,7 @@ export async function resumeInTransaction(engine: Engine, tx: PoolClient, req: S
   const variables = { ...instance.variables };
   const plan = await planOf(engine, instance.definition_id, tx);
   await takeKeptMessages(tx, instance, plan, fx, variables);
-  settleAfterResume(plan, instance.state, variables, fx);
+  settleConditionalEvents(plan, instance.state, variables, fx);
   const status = await commitTransition(tx, instance, fx, variables, { plan });
   if (parked.callReturns) announceCallReturn(tx);
   return { ok: true, changed: true, status, suspended: false, revision: instance.revision + 1 };

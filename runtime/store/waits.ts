@@ -1,4 +1,5 @@
 // Timer rows, message inbox and subscriptions: the rows behind every wait.
+import type { FlowCondition, ScriptCondition } from '../compiler/plan.ts';
 import type { Queryable } from './db.ts';
 import type { InstanceRow } from './instances.ts';
 import { WAITING_TIMER_SQL } from './open-states.ts';
@@ -361,9 +362,8 @@ export interface ConditionalStartRow {
   key: string;
   version: number;
   step_id: string;
-  /** the start event's condition in FEEL, and as written */
-  feel: string;
-  source: string;
+  /** the start event's condition: FEEL or JavaScript, and as written */
+  condition: FlowCondition | ScriptCondition;
 }
 
 /** The conditional start events of every key's latest version (or of one key's), in key order. */
@@ -371,7 +371,7 @@ export async function findConditionalStarts(db: Queryable, key: string | null): 
   const { rows } = await db.query<ConditionalStartRow>({
     name: 'find_conditional_starts',
     text: `select d.id as definition_id, d.key, d.version, s->>'id' as step_id,
-                  s->'wait'->'condition'->>'feel' as feel, s->'wait'->'condition'->>'source' as source
+                  s->'wait'->'condition' as condition
              from (select distinct on (key) id, key, version, plan from definitions
                     where $1::text is null or key = $1 order by key, version desc) d
              cross join lateral jsonb_array_elements(d.plan->'steps') s

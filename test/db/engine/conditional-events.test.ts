@@ -57,6 +57,27 @@ describe('conditional events', () => {
     expect((await fetchOne(t.api, 'w', 'cd_catch-ship')).instanceId).toBe(already);
   });
 
+  it("given a conditional catch event, when an operator edits the variables, then it fires in the edit's transition; on a suspended instance it fires at the resume", async () => {
+    const ids = [
+      await start(t.api, 'cd_catch', { variables: { approved: false } }),
+      await start(t.api, 'cd_catch', { variables: { approved: false } }),
+    ];
+    const [live, held] = ids as [string, string];
+    expect((await t.api.post(`/api/instances/${held}/suspend`, {})).status).toBe(200);
+    for (const id of ids) {
+      const { revision } = (await t.api.get(`/api/instances/${id}`)).body;
+      expect((await t.api.patch(`/api/instances/${id}/variables`, { revision, set: { approved: true } })).status).toBe(200);
+    }
+    const shipped = await fetchOne(t.api, 'w', 'cd_catch-ship');
+    expect(shipped.instanceId).toBe(live);
+    const steps = (await t.api.get(`/api/instances/${held}`)).body.steps as { stepId: string; status: string }[];
+    expect(steps.find((x) => x.stepId === 'approved')?.status).toBe('active');
+    expect((await t.api.post(`/api/instances/${held}/resume`, {})).status).toBe(200);
+    const after = (await t.api.get(`/api/instances/${held}`)).body.steps as { stepId: string; status: string }[];
+    expect(after.find((x) => x.stepId === 'approved')?.status).toBe('completed');
+    expect((await fetchOne(t.api, 'w', 'cd_catch-ship')).instanceId).toBe(held);
+  });
+
   it('given an interrupting conditional boundary on a task, when a parallel task sets the variable, then the task is canceled in that transition and the boundary path runs', async () => {
     await deploy(
       t.api,

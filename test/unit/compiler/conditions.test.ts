@@ -109,11 +109,39 @@ describe('compileConditions', () => {
     });
   });
 
+  it('keeps a conditional event or a completion condition in JavaScript, and refuses one in Groovy naming the element', async () => {
+    const catching = (language: string) =>
+      processXml(
+        [
+          '<bpmn:startEvent id="S" />',
+          `<bpmn:intermediateCatchEvent id="C"><bpmn:conditionalEventDefinition><bpmn:condition xsi:type="bpmn:tFormalExpression" language="${language}">total &gt; 100</bpmn:condition></bpmn:conditionalEventDefinition></bpmn:intermediateCatchEvent>`,
+          `<bpmn:serviceTask id="M" camunda:type="external" camunda:topic="m"><bpmn:multiInstanceLoopCharacteristics camunda:collection="\${items}"><bpmn:completionCondition xsi:type="bpmn:tFormalExpression" language="${language}">nrOfCompletedInstances &gt;= 2</bpmn:completionCondition></bpmn:multiInstanceLoopCharacteristics></bpmn:serviceTask>`,
+          '<bpmn:endEvent id="E" />',
+          flow('F1', 'S', 'C'),
+          flow('F2', 'C', 'M'),
+          flow('F3', 'M', 'E'),
+        ].join('\n'),
+      );
+    const { plan } = await compilePlan(catching('javascript'));
+    expect(plan.steps.find((s) => s.id === 'C')?.wait).toEqual({
+      trigger: 'conditional',
+      condition: { javascript: 'total > 100', source: 'total > 100' },
+    });
+    expect(plan.steps.find((s) => s.id === 'M')?.multiInstance?.completionCondition).toEqual({
+      javascript: 'nrOfCompletedInstances >= 2',
+      source: 'nrOfCompletedInstances >= 2',
+    });
+    expect(errorsOf(await compileDiagnostics(catching('groovy'))).map((e) => [e.elementId, e.message])).toEqual([
+      ['C', expect.stringContaining('Condition of conditional event C is a groovy script, which Baton does not run')],
+      ['M', expect.stringContaining('completionCondition is a groovy script, which Baton does not run')],
+    ]);
+  });
+
   it('refuses a JavaScript condition that does not parse, with the line and column', async () => {
     expect(errorsOf(await compileDiagnostics(scripted('javascript', 'amount &gt;\n  (100')))).toEqual([
       expect.objectContaining({
         elementId: 'ToA',
-        message: expect.stringMatching(/^Condition of sequence flow ToA: its JavaScript does not parse at line 2, column \d+/),
+        message: expect.stringMatching(/^Condition of sequence flow ToA is JavaScript that does not parse at line 2, column \d+/),
       }),
     ]);
   });

@@ -27,6 +27,24 @@ describe('loop markers: compiled', () => {
     expect(plan.steps.find((s) => s.id === 'T')?.inLoop).toBe('loop:T');
   });
 
+  it('a loopCondition in JavaScript is kept for the sandbox; in Groovy, or JavaScript that does not parse, it is refused', async () => {
+    const js = (body: string, language = 'javascript') =>
+      marker(`<bpmn:loopCondition xsi:type="bpmn:tFormalExpression" language="${language}">${body}</bpmn:loopCondition>`);
+    const { plan } = await compilePlan(looping(js('loopCounter &lt; 3')));
+    expect(plan.steps.find((s) => s.id === 'loop:T')?.cycle?.repeat?.condition).toEqual({
+      javascript: 'loopCounter < 3',
+      source: 'loopCounter < 3',
+    });
+    for (const [body, language, says] of [
+      ['loopCounter &lt;', 'javascript', 'loopCondition is JavaScript that does not parse at line 1'],
+      ['loopCounter &lt; 3', 'groovy', 'loopCondition is a groovy script, which Baton does not run'],
+    ]) {
+      expect(errorsOf(await compileDiagnostics(looping(js(body!, language))))).toEqual([
+        expect.objectContaining({ elementId: 'T', message: expect.stringContaining(says!) }),
+      ]);
+    }
+  });
+
   it('a looping task inside a loop of sequence flows nests in it', async () => {
     const body = [
       '<bpmn:startEvent id="S" />',
