@@ -212,8 +212,9 @@ export class BatonTaskView extends LightElement {
   private renderActions(t: UserTaskDetail, p: Person) {
     const mine = holds(p, t);
     const claimable = p.name !== null && t.assignee === null;
-    // A catch-all boundary catches any code; the tasklist raises only the codes the diagram names.
     const raises = (t.raises ?? []).filter((r): r is UserTaskRaise & { code: string } => r.code !== null);
+    // A catch-all boundary catches any code: the holder types the one to raise.
+    const catchAll = (t.raises ?? []).filter((r) => r.code === null);
     return html`<div class="actions">
       ${claimable ? html`<button class="primary" ?disabled=${this.busy} @click=${() => this.claim(false)}>Claim</button>` : nothing}
       ${mine ? html`<button ?disabled=${this.busy} @click=${() => this.claim(true)}>Release</button>` : nothing}
@@ -228,7 +229,32 @@ export class BatonTaskView extends LightElement {
               : 'that path runs beside the task'
           }`}>${r.name ?? r.code}</button>`,
       )}
+      ${catchAll.map((r) => {
+        const what = r.kind === 'error' ? 'error' : 'escalation';
+        return html`<form class="raise-any" data-boundary=${r.boundaryId}
+          @submit=${(e: Event) => this.raiseTyped(e, r)}>
+          <input name="code" aria-label=${`Code of the ${what} to raise`} placeholder=${`${what} code`}
+            maxlength="256" ?disabled=${this.busy || !mine} />
+          <button class="raise" type="submit" ?disabled=${this.busy || !mine}
+            title=${`Raise the ${what} whose code you type: ${
+              r.kind === 'error' || r.interrupting
+                ? 'the task ends and the process takes that path'
+                : 'that path runs beside the task'
+            }`}>${r.name ?? (r.kind === 'error' ? 'Report error' : 'Raise escalation')}</button>
+        </form>`;
+      })}
     </div>`;
+  }
+
+  /** A catch-all boundary's form: the code typed in is the one raised. */
+  private raiseTyped(e: Event, r: UserTaskRaise): Promise<void> {
+    e.preventDefault();
+    const code = new FormData(e.target as HTMLFormElement).get('code')?.toString().trim() ?? '';
+    if (code === '') {
+      this.actionError = `Type the ${r.kind} code to raise first.`;
+      return Promise.resolve();
+    }
+    return this.raise({ ...r, code });
   }
 
   private renderTask(t: UserTaskDetail, p: Person | undefined) {

@@ -222,4 +222,45 @@ describe('tasklist on a server without tokens', () => {
     await h.screenshot('tasklist-08-raised');
     expect(h.consoleErrors).toEqual([]);
   });
+
+  it('given a catch-all error boundary, the holder types the code to report, an empty code is refused on the page, and the process records the code', async () => {
+    const xml = `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="D_any" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="tl_any_error" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:userTask id="review" name="Review the claim" />
+    <bpmn:boundaryEvent id="problem" name="Report a problem" attachedToRef="review"><bpmn:errorEventDefinition camunda:errorCodeVariable="reason" /></bpmn:boundaryEvent>
+    <bpmn:userTask id="handle" name="Handle the problem" />
+    <bpmn:endEvent id="done" />
+    <bpmn:endEvent id="handled" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="review" />
+    <bpmn:sequenceFlow id="f2" sourceRef="review" targetRef="done" />
+    <bpmn:sequenceFlow id="f3" sourceRef="problem" targetRef="handle" />
+    <bpmn:sequenceFlow id="f4" sourceRef="handle" targetRef="handled" />
+  </bpmn:process>
+</bpmn:definitions>`;
+    expect((await h.t.api.post('/api/definitions', { xml })).status).toBe(201);
+    const started = await h.t.api.post('/api/instances', { definitionKey: 'tl_any_error' });
+    const taskId = await waitFor(
+      async () => (await h.t.api.get(`/api/user-tasks?instanceId=${started.body.id}`)).body.items[0]?.id as string | undefined,
+    );
+    await h.page.goto(`${h.t.url}/#/tasks/${taskId}`);
+    await h.page.getByRole('button', { name: 'Claim' }).click();
+    await h.page.locator('.task-view .meta .assignee', { hasText: 'bob' }).waitFor();
+    const report = h.page.getByRole('button', { name: 'Report a problem' });
+    await report.click();
+    await h.page.locator('.task-view', { hasText: 'Type the error code to raise first.' }).waitFor();
+    expect((await h.t.api.get(`/api/user-tasks/${taskId}`)).status).toBe(200);
+    await h.page.getByLabel('Code of the error to raise').fill('MISSING_RECEIPT');
+    await report.click();
+    await h.page.locator('.task-outcome', { hasText: 'The task has ended and the process takes that path' }).waitFor();
+    const instance = await waitFor(async () => {
+      const view = (await h.t.api.get(`/api/instances/${started.body.id}`)).body;
+      return view.steps.some((st: { stepId: string; status: string }) => st.stepId === 'handle' && st.status === 'active')
+        ? view
+        : undefined;
+    });
+    expect(instance.variables).toMatchObject({ reason: 'MISSING_RECEIPT' });
+    expect(h.consoleErrors).toEqual([]);
+  });
 });
