@@ -470,15 +470,14 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
     );
     return;
   }
-  // Escalations are thrown by events inside a subprocess, and by the person holding a user task
-  // (Camunda 7's handleEscalation); a service task's worker and a called process throw none.
-  if (wait?.trigger === 'escalation' && host.kind !== 'subProcess' && !userTask) {
+  // Escalations are thrown by events inside a subprocess or a called process (one the called
+  // process does not catch goes on to its call activity), and by the person holding a user task
+  // (Camunda 7's handleEscalation); a service task's worker throws none.
+  if (wait?.trigger === 'escalation' && host.kind !== 'subProcess' && host.kind !== 'callActivity' && !userTask) {
     specs.diagnostics.push(
       errorAt(
         node.id,
-        host.kind === 'callActivity'
-          ? `Escalation boundary event ${label} sits on call activity ${host.id}: Baton does not pass escalations from a called process to its caller; put the escalation's follow-up in the called process, or end it with an error end event and catch that`
-          : `Escalation boundary event ${label} sits on ${describeElement(host.element)}, which throws no escalations: attach it to a subprocess whose events throw them, or to a user task (its holder raises them)`,
+        `Escalation boundary event ${label} sits on ${describeElement(host.element)}, which throws no escalations: attach it to a subprocess or call activity whose events throw them, or to a user task (its holder raises them)`,
       ),
     );
     return;

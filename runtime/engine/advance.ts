@@ -571,11 +571,21 @@ function throwEscalation(plan: Plan, step: PlanStep, code: string, state: Instan
     // A non-interrupting boundary runs its path once per activation of its host: a later escalation finds it spent.
     const spent = findCatcher(plan, 'escalation', step.id, code, state, 'completed');
     const spentBoundary = spent?.boundary && !spent.boundary.interrupting && state.steps[spent.boundary.attachedTo] === 'active';
-    pushEvent(plan, state, fx, {
-      kind: 'escalation:uncaught',
-      stepId: step.id,
-      data: { escalationCode: code, ...(spentBoundary ? { firedBefore: spent.id } : {}) },
-    });
+    const firedBefore = spentBoundary ? { firedBefore: spent.id } : {};
+    if (state.calledBy !== undefined) {
+      // A called instance passes it on to its call activity (call-returns.ts delivers it) and runs on meanwhile.
+      (fx.escalatedToParent ??= []).push({ escalationCode: code, stepId: step.id });
+      pushEvent(plan, state, fx, {
+        kind: 'escalation:toParent',
+        stepId: step.id,
+        data: { escalationCode: code, parentInstanceId: state.calledBy, ...firedBefore },
+      });
+    } else
+      pushEvent(plan, state, fx, {
+        kind: 'escalation:uncaught',
+        stepId: step.id,
+        data: { escalationCode: code, ...firedBefore },
+      });
     leaveStep(plan, step, state, vars, fx);
     return;
   }

@@ -1,10 +1,20 @@
 // The parent's side of a call activity: a child's end (a call_returns row, migration 0024) moves
-// the step that waits for it. Each return is its own transaction: take the row (SKIP LOCKED, so
-// any number of nodes share the work), lock the parent, apply, delete the row. A return whose
-// step no longer waits for that child (the parent was canceled or replayed, an interrupting
-// boundary ended the step, the loop pass moved on) is dropped.
+// the step that waits for it, and an escalation nothing in the child caught (a call_escalations
+// row, migration 0039) reaches the catchers around that step while the child runs on. Each is
+// its own transaction: take the row (SKIP LOCKED, so any number of nodes share the work), lock
+// the parent, apply, delete the row; a child's escalations go before its end. A row whose step
+// no longer waits for that child (the parent was canceled or replayed, an interrupting boundary
+// ended the step, the loop pass moved on) is dropped.
 import type { Logger } from 'pino';
-import { completeLoopElement, completeStep, findErrorBoundary, fireWait, raiseIncident, throwToParent } from './advance.ts';
+import {
+  completeLoopElement,
+  completeStep,
+  findErrorBoundary,
+  findEscalationCatcher,
+  fireWait,
+  raiseIncident,
+  throwToParent,
+} from './advance.ts';
 import { returnedVariables } from './call-variables.ts';
 import { planOf, type Engine } from './context.ts';
 import { scopePathOf } from './loop-passes.ts';
@@ -13,15 +23,29 @@ import { indexPlan } from './plan-index.ts';
 import { commitTransition } from './transition.ts';
 import { emptyEffects, type Effects, type Variables } from '../model/effects.ts';
 import type { Plan } from '../compiler/plan.ts';
-import { anyCallReturn, deleteCallReturn, onCallReturn, takeCallReturn, type CallReturnRow } from '../store/calls.ts';
-import { withTransaction } from '../store/db.ts';
+import {
+  anyCallReturn,
+  deleteCallEscalation,
+  deleteCallReturn,
+  onCallReturn,
+  takeCallEscalation,
+  takeCallReturn,
+  type CallEscalationRow,
+  type CallReturnRow,
+} from '../store/calls.ts';
+import { withTransaction, type PoolClient } from '../store/db.ts';
 import { fault } from '../shared/faults.ts';
 import { lockInstance, type LockedInstance } from '../store/instances.ts';
 import { startRelay, type Relay } from './relay.ts';
 
-/** Delivers one waiting return; answers false when none was left to take. */
+/** Delivers one waiting escalation or return; answers false when none was left to take. */
 export async function deliverCallReturn(engine: Engine): Promise<boolean> {
   return withTransaction(engine.pool, async (tx) => {
+    const escalation = await takeCallEscalation(tx);
+    if (escalation) {
+      await deliverEscalation(engine, tx, escalation);
+      return true;
+    }
     const row = await takeCallReturn(tx);
     if (!row) return false;
     await fault('call:before-return');
@@ -43,7 +67,39 @@ export async function deliverCallReturn(engine: Engine): Promise<boolean> {
   });
 }
 
-function waitsFor(plan: Plan, parent: LockedInstance, row: CallReturnRow): boolean {
+/** The parent's catchers around the call activity hear the child's escalation; an interrupting one cancels the child. */
+async function deliverEscalation(engine: Engine, tx: PoolClient, row: CallEscalationRow): Promise<void> {
+  const parent = await lockInstance(tx, row.parent_instance_id);
+  // Suspended after the take read it: the escalation waits for the resume, which announces it.
+  if (parent?.suspended_at) return;
+  await deleteCallEscalation(tx, row.id);
+  if (!parent) return;
+  const plan = await planOf(engine, parent.definition_id, tx);
+  if (!waitsFor(plan, parent, row)) {
+    engine.log.info({ childInstanceId: row.child_instance_id, parentInstanceId: parent.id }, 'call:escalation_dropped');
+    return;
+  }
+  const variables = { ...parent.variables };
+  const fx = emptyEffects();
+  const code = row.escalation_code;
+  const from = { escalationCode: code, childInstanceId: row.child_instance_id, thrownBy: row.thrown_by };
+  const catcher = findEscalationCatcher(plan, row.parent_step_id, code, parent.state);
+  if (catcher?.wait?.trigger === 'escalation') {
+    if (catcher.wait.escalationCodeVariable) variables[catcher.wait.escalationCodeVariable] = code;
+    fireWait(plan, catcher.id, parent.state, variables, fx, from);
+  } else if (parent.state.calledBy !== undefined) {
+    // Caught nowhere here either: on up to the call activity that started the parent.
+    (fx.escalatedToParent ??= []).push({ escalationCode: code, stepId: row.parent_step_id });
+    fx.events.push({
+      kind: 'escalation:toParent',
+      stepId: row.parent_step_id,
+      data: { ...from, parentInstanceId: parent.state.calledBy },
+    });
+  } else fx.events.push({ kind: 'escalation:uncaught', stepId: row.parent_step_id, data: from });
+  await commitTransition(tx, parent, fx, variables, { plan });
+}
+
+function waitsFor(plan: Plan, parent: LockedInstance, row: CallReturnRow | CallEscalationRow): boolean {
   const step = indexPlan(plan).steps.get(row.parent_step_id);
   if (!step || step.kind !== 'callActivity' || parent.generation !== row.parent_generation) return false;
   if (parent.status !== 'running' && parent.status !== 'incident') return false;

@@ -8,7 +8,7 @@ import type { PoolClient, Queryable } from '../store/db.ts';
 import { consumeBufferedMessages } from './inbox.ts';
 import { advanceCompensation, keepPassCompletions, queueCompensations } from '../store/compensations.ts';
 import { cancelOpenWork, lockInstance, type LockedInstance } from '../store/instances.ts';
-import { findByBusinessKey, insertChildInstance, insertErrorReturn, openChildren } from '../store/calls.ts';
+import { findByBusinessKey, insertCallEscalation, insertChildInstance, insertErrorReturn, openChildren } from '../store/calls.ts';
 import { findDefinition, findDefinitionById, type DefinitionRow } from '../store/definitions.ts';
 import type { TransitionWrite } from '../store/transition-statement.ts';
 import { writeTransitions } from '../store/transition-writer.ts';
@@ -45,6 +45,7 @@ export async function commitTransition(
   // A child that throws its error on ends canceled: it did not complete, its parent decides what follows.
   const forced = opts.status ?? (fx.thrownError ? 'canceled' : undefined);
   if (fx.thrownError) await insertErrorReturn(tx, instance, fx.thrownError, variables);
+  for (const escalation of fx.escalatedToParent ?? []) await insertCallEscalation(tx, instance, escalation);
   if (fx.signals.length > 0) await insertSignalBroadcasts(tx, instance.id, fx.signals);
   const closing = fx.terminated || forced === 'canceled';
   if (closing) closeOpenSteps(instance, fx);
@@ -202,7 +203,8 @@ export function needsCommitTransition(fx: Effects): boolean {
     fx.calls.length > 0 ||
     fx.canceledCalls.length > 0 ||
     fx.signals.length > 0 ||
-    fx.thrownError !== undefined
+    fx.thrownError !== undefined ||
+    (fx.escalatedToParent?.length ?? 0) > 0
   );
 }
 

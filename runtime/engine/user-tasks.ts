@@ -268,8 +268,9 @@ export interface UserTaskEscalation {
  * The person holding the task raises an escalation (Camunda 7's handleEscalation): the innermost
  * escalation boundary on the task, or escalation event subprocess around it, that catches the code
  * fires. An interrupting one ends the task; a non-interrupting one runs its path and the task
- * stays with its holder. Nothing that catches it: refused, and nothing changes (as in Camunda 7;
- * a called process's escalations do not reach its caller).
+ * stays with its holder. Nothing that catches it: refused, and nothing changes (as in Camunda 7).
+ * Only the task's own instance is searched: a called instance never locks its parent, so the
+ * answer cannot wait on the parent's catchers.
  */
 export async function throwUserTaskEscalation(
   engine: Engine,

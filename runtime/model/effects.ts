@@ -178,6 +178,8 @@ export interface Effects {
   canceledCalls: string[];
   /** set when this (child) instance ends by throwing a BPMN error to its parent */
   thrownError?: ThrownError;
+  /** escalations nothing in this (child) instance catches: each goes on to the call activity that started it */
+  escalatedToParent?: { escalationCode: string; stepId: string }[];
 }
 
 export function emptyEffects(): Effects {

@@ -112,25 +112,83 @@ export async function insertErrorReturn(
   announceCallReturn(db);
 }
 
+export interface CallEscalationRow {
+  id: string;
+  child_instance_id: string;
+  parent_instance_id: string;
+  parent_step_id: string;
+  parent_scope_path: string;
+  parent_generation: number;
+  parent_loop_index: number | null;
+  escalation_code: string;
+  thrown_by: string;
+}
+
+/** A child whose escalation nothing in it catches passes it on to its parent, in its own transition (migration 0039). */
+export async function insertCallEscalation(
+  db: Queryable,
+  child: InstanceRow,
+  escalation: { escalationCode: string; stepId: string },
+): Promise<void> {
+  await db.query({
+    name: 'insert_call_escalation',
+    text: `insert into call_escalations (child_instance_id, parent_instance_id, parent_step_id, parent_scope_path,
+                                         parent_generation, parent_loop_index, escalation_code, thrown_by)
+           values ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    values: [
+      child.id,
+      child.parent_instance_id,
+      child.parent_step_id,
+      child.parent_scope_path,
+      child.parent_generation,
+      child.parent_loop_index,
+      escalation.escalationCode,
+      escalation.stepId,
+    ],
+  });
+  announceCallReturn(db);
+}
+
+/** The oldest escalation of a parent that is not suspended, no other transaction is delivering it, locked until this transaction ends. */
+export async function takeCallEscalation(db: Queryable): Promise<CallEscalationRow | undefined> {
+  const { rows } = await db.query<CallEscalationRow>({
+    name: 'take_call_escalation',
+    text: `select e.* from call_escalations e join instances i on i.id = e.parent_instance_id
+            where i.suspended_at is null
+            order by e.id limit 1 for update of e skip locked`,
+  });
+  return rows[0];
+}
+
+export async function deleteCallEscalation(db: Queryable, id: string): Promise<void> {
+  await db.query({ name: 'delete_call_escalation', text: 'delete from call_escalations where id = $1', values: [id] });
+}
+
 /**
- * Whether any return waits, read without a transaction: the idle re-check costs one statement.
- * A suspended parent's returns wait for its resume (which announces them), not counted here.
+ * Whether any return or escalation waits, read without a transaction: the idle re-check costs one
+ * statement. A suspended parent's wait for its resume (which announces them), not counted here.
  */
 export async function anyCallReturn(db: Queryable): Promise<boolean> {
   const { rows } = await db.query<{ waiting: boolean }>({
     name: 'any_call_return',
     text: `select exists (select 1 from call_returns r join instances i on i.id = r.parent_instance_id
+                           where i.suspended_at is null)
+               or exists (select 1 from call_escalations e join instances i on i.id = e.parent_instance_id
                            where i.suspended_at is null) as waiting`,
   });
   return rows[0]?.waiting === true;
 }
 
-/** One return of a parent that is not suspended, no other transaction is delivering it, locked until this transaction ends. */
+/**
+ * One return of a parent that is not suspended, no other transaction is delivering it, locked until
+ * this transaction ends; never one whose child has an escalation still waiting (that goes first).
+ */
 export async function takeCallReturn(db: Queryable): Promise<CallReturnRow | undefined> {
   const { rows } = await db.query<CallReturnRow>({
     name: 'take_call_return',
     text: `select r.* from call_returns r join instances i on i.id = r.parent_instance_id
             where i.suspended_at is null
+              and not exists (select 1 from call_escalations e where e.child_instance_id = r.child_instance_id)
             order by r.created_at limit 1 for update of r skip locked`,
   });
   return rows[0];
