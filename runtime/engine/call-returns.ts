@@ -28,8 +28,7 @@ import {
   deleteCallEscalation,
   deleteCallReturn,
   onCallReturn,
-  takeCallEscalation,
-  takeCallReturn,
+  takeCallDelivery,
   type CallEscalationRow,
   type CallReturnRow,
 } from '../store/calls.ts';
@@ -41,13 +40,13 @@ import { startRelay, type Relay } from './relay.ts';
 /** Delivers one waiting escalation or return; answers false when none was left to take. */
 export async function deliverCallReturn(engine: Engine): Promise<boolean> {
   return withTransaction(engine.pool, async (tx) => {
-    const escalation = await takeCallEscalation(tx);
-    if (escalation) {
-      await deliverEscalation(engine, tx, escalation);
+    const taken = await takeCallDelivery(tx);
+    if (!taken) return false;
+    if ('escalation' in taken) {
+      await deliverEscalation(engine, tx, taken.escalation);
       return true;
     }
-    const row = await takeCallReturn(tx);
-    if (!row) return false;
+    const row = taken.return;
     await fault('call:before-return');
     const parent = await lockInstance(tx, row.parent_instance_id);
     // Suspended after the take read it: the return waits for the resume, which announces it.

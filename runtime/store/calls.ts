@@ -149,17 +149,6 @@ export async function insertCallEscalation(
   announceCallReturn(db);
 }
 
-/** The oldest escalation of a parent that is not suspended, no other transaction is delivering it, locked until this transaction ends. */
-export async function takeCallEscalation(db: Queryable): Promise<CallEscalationRow | undefined> {
-  const { rows } = await db.query<CallEscalationRow>({
-    name: 'take_call_escalation',
-    text: `select e.* from call_escalations e join instances i on i.id = e.parent_instance_id
-            where i.suspended_at is null
-            order by e.id limit 1 for update of e skip locked`,
-  });
-  return rows[0];
-}
-
 export async function deleteCallEscalation(db: Queryable, id: string): Promise<void> {
   await db.query({ name: 'delete_call_escalation', text: 'delete from call_escalations where id = $1', values: [id] });
 }
@@ -179,19 +168,33 @@ export async function anyCallReturn(db: Queryable): Promise<boolean> {
   return rows[0]?.waiting === true;
 }
 
+export type CallDelivery = { escalation: CallEscalationRow } | { return: CallReturnRow };
+
 /**
- * One return of a parent that is not suspended, no other transaction is delivering it, locked until
- * this transaction ends; never one whose child has an escalation still waiting (that goes first).
+ * One row to deliver, of a parent that is not suspended, that no other transaction is
+ * delivering, locked until this transaction ends: the oldest escalation if any waits, else the
+ * oldest return whose child has no escalation still waiting (a child's escalations go first).
+ * One statement either way.
  */
-export async function takeCallReturn(db: Queryable): Promise<CallReturnRow | undefined> {
-  const { rows } = await db.query<CallReturnRow>({
-    name: 'take_call_return',
-    text: `select r.* from call_returns r join instances i on i.id = r.parent_instance_id
-            where i.suspended_at is null
-              and not exists (select 1 from call_escalations e where e.child_instance_id = r.child_instance_id)
-            order by r.created_at limit 1 for update of r skip locked`,
+export async function takeCallDelivery(db: Queryable): Promise<CallDelivery | undefined> {
+  const { rows } = await db.query<{ escalation: CallEscalationRow | null; returned: CallReturnRow | null }>({
+    name: 'take_call_delivery',
+    text: `with escalation as (
+             select e.* from call_escalations e join instances i on i.id = e.parent_instance_id
+              where i.suspended_at is null
+              order by e.id limit 1 for update of e skip locked),
+           returned as (
+             select r.* from call_returns r join instances i on i.id = r.parent_instance_id
+              where i.suspended_at is null and not exists (select 1 from escalation)
+                and not exists (select 1 from call_escalations e where e.child_instance_id = r.child_instance_id)
+              order by r.created_at limit 1 for update of r skip locked)
+           select (select to_jsonb(escalation) from escalation) as escalation,
+                  (select to_jsonb(returned) from returned) as returned`,
   });
-  return rows[0];
+  const row = rows[0];
+  if (row?.escalation) return { escalation: { ...row.escalation, id: String(row.escalation.id) } };
+  if (row?.returned) return { return: row.returned };
+  return undefined;
 }
 
 export async function deleteCallReturn(db: Queryable, childId: string): Promise<void> {

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus } from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
-import { deleteCallEscalation, takeCallEscalation, takeCallReturn } from '../../../runtime/store/calls.ts';
+import { takeCallDelivery } from '../../../runtime/store/calls.ts';
 import { withTransaction } from '../../../runtime/store/db.ts';
 
 let t: TestServer;
@@ -166,32 +166,34 @@ describe('escalations from a called process', () => {
     expect(await fetchTasks(t.api, 'w', ['ce_top-after'])).toEqual([]);
   });
 
-  it("given a child's escalation still waiting for its parent, then the child's return is not taken before it", async () => {
+  it("given a child's escalation still waiting, even one no deliverer can take now, then the child's return is not taken before it", async () => {
     await deploy(t.api, child('ce_holder', 'UNUSED'));
     const parentId = await start(t.api, 'ce_holder');
     const childId = '00000000-0000-4000-8000-00000000c0de';
-    const seen: { before?: string; after?: string } = {};
-    // Written as the child's one transition writes them, read in the same transaction, then rolled back.
+    // The escalation names a parent no deliverer can take it for now (here: none), as when another
+    // deliverer holds it; the return must wait all the same. Written and read in one transaction
+    // (no other connection sees them), then rolled back.
+    const seen: { held?: string; after?: string } = {};
     const rolledBack = await withTransaction(t.db.pool, async (tx) => {
       await tx.query(
         `insert into call_escalations (child_instance_id, parent_instance_id, parent_step_id, parent_scope_path, parent_generation, escalation_code, thrown_by)
-         values ($1, $2, 'call', '/', 0, 'FIRST', 'raise')`,
-        [childId, parentId],
+         values ($1, '00000000-0000-4000-8000-00000000dead', 'call', '/', 0, 'FIRST', 'raise')`,
+        [childId],
       );
       await tx.query(
         `insert into call_returns (child_instance_id, parent_instance_id, parent_step_id, parent_scope_path, parent_generation, outcome)
          values ($1, $2, 'call', '/', 0, 'completed')`,
         [childId, parentId],
       );
-      seen.before = (await takeCallReturn(tx))?.child_instance_id;
-      const escalation = await takeCallEscalation(tx);
-      expect(escalation).toMatchObject({ child_instance_id: childId, escalation_code: 'FIRST' });
-      await deleteCallEscalation(tx, escalation!.id);
-      seen.after = (await takeCallReturn(tx))?.child_instance_id;
+      const held = await takeCallDelivery(tx);
+      seen.held = held && 'return' in held ? held.return.child_instance_id : undefined;
+      await tx.query('delete from call_escalations where child_instance_id = $1', [childId]);
+      const after = await takeCallDelivery(tx);
+      seen.after = after && 'return' in after ? after.return.child_instance_id : undefined;
       throw new Error('roll back');
     }).catch((e: Error) => e.message);
     expect(rolledBack).toBe('roll back');
-    expect(seen.before).not.toBe(childId);
+    expect(seen.held).not.toBe(childId);
     expect(seen.after).toBe(childId);
   });
 });
