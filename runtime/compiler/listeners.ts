@@ -3,12 +3,15 @@
 // and the token waits for it: exactly an external task on the element's path. The compiler draws
 // each one as a service task step of its own (`listener:<element id>:<start|end>:<n>`) between the
 // element and its flows, so every rule that reads the graph (joins, loops, soundness, retries,
-// incidents) applies to it unchanged. Camunda 7 listeners run Java code, an expression or a script
-// inside the engine; Baton runs none of those, so they are refused.
+// incidents) applies to it unchanged. A Camunda 7 listener whose work is an inline JavaScript
+// <camunda:script> becomes a script task step the same way, run by the engine in the sandbox
+// (its execution.setVariable writes reach the process, as in Camunda 7). Camunda 7 listeners that
+// run Java code, an expression, or a script in another language or a resource are refused.
 import { errorAt } from './diagnostics.ts';
 import type { GraphFlow, GraphNode, ProcessGraph } from './graph.ts';
 import { describeElement, type BpmnElement, type BpmnFlowNode, type BpmnSequenceFlow } from './model.ts';
 import type { Diagnostic, StepKind, TaskSpec } from './plan.ts';
+import { isJavaScript } from './scripts.ts';
 import { TASK_DEFAULTS } from './task-spec.ts';
 
 export interface ListenerSteps {
@@ -19,11 +22,8 @@ export interface ListenerSteps {
 
 type EventType = 'start' | 'end';
 
-interface Listener {
-  eventType: EventType;
-  type: string;
-  retries: number;
-}
+/** A job listener's topic and retries, or a Camunda 7 JavaScript listener's script. */
+type Listener = { eventType: EventType } & ({ type: string; retries: number } | { script: string });
 
 interface GenericElement {
   $type: string;
@@ -60,11 +60,11 @@ export function insertListeners(graph: ProcessGraph, process: BpmnElement): List
     );
   for (const flow of graph.flows) refuseOn(flow.element, `sequence flow ${flow.id}`, result.diagnostics);
   for (const node of [...graph.nodes.values()]) {
-    refuseOn(node.element, describeElement(node.element), result.diagnostics);
+    const scripts = readScriptListeners(node.element, describeElement(node.element), result.diagnostics);
     // An element Baton does not run is refused already; its listeners add nothing to say.
     if (node.kind === undefined) continue;
-    const listeners = readListeners(node, result.diagnostics);
-    if (listeners === undefined || listeners.length === 0) continue;
+    const listeners = [...scripts, ...(readListeners(node, result.diagnostics) ?? [])];
+    if (listeners.length === 0) continue;
     const problem = hostProblem(graph, node, listeners);
     if (problem) {
       result.diagnostics.push(errorAt(node.id, `Execution listeners of ${describeElement(node.element)}: ${problem}`));
@@ -79,7 +79,7 @@ export function insertListeners(graph: ProcessGraph, process: BpmnElement): List
   return result;
 }
 
-/** Camunda 7's listeners run in its engine (Java, expression, script): refused, saying what to draw instead. */
+/** Camunda 7's listeners on the process and on flows run in its engine: refused, saying what to draw instead. */
 function refuseOn(element: BpmnElement, label: string, diagnostics: Diagnostic[]): void {
   const camunda = extensionValues(element).filter((v) => v.$type === 'camunda:ExecutionListener');
   if (camunda.length === 0) return;
@@ -90,6 +90,35 @@ function refuseOn(element: BpmnElement, label: string, diagnostics: Diagnostic[]
       `Execution listener on ${label} runs ${runs} inside Camunda 7's engine, which Baton does not run: draw the work as an external service task (or a script task) before or after it, and remove the listener`,
     ),
   );
+}
+
+/**
+ * The Camunda 7 listeners of an element that are an inline JavaScript script on start or end;
+ * any other (Java code, an expression, another language, a resource, another event) is refused.
+ */
+function readScriptListeners(element: BpmnElement, label: string, diagnostics: Diagnostic[]): Listener[] {
+  const listeners: Listener[] = [];
+  for (const raw of extensionValues(element).filter((v) => v.$type === 'camunda:ExecutionListener')) {
+    const script = raw.script as { scriptFormat?: string; resource?: string; value?: string } | undefined;
+    const event = typeof raw.event === 'string' ? raw.event.trim() : '';
+    const problem = !script
+      ? "runs Java code or an expression inside Camunda 7's engine, which Baton does not run: write it as an inline JavaScript camunda:script, or draw the work as an external service task before or after it"
+      : !isJavaScript(script.scriptFormat ?? '')
+        ? `runs a ${script.scriptFormat ?? ''} script, which Baton does not run: write it in JavaScript, or draw the work as a script or service task`
+        : script.resource
+          ? `runs the script in the resource "${script.resource}", which Baton does not load: write the script inline`
+          : !(script.value ?? '').trim()
+            ? 'has an empty script: write one, or remove the listener'
+            : event !== 'start' && event !== 'end'
+              ? `listens to "${event}": Baton runs start and end listeners`
+              : undefined;
+    if (problem) {
+      diagnostics.push(errorAt(element.id ?? 'definitions', `Execution listener on ${label} ${problem}`));
+      continue;
+    }
+    listeners.push({ eventType: event as EventType, script: script!.value ?? '' });
+  }
+  return listeners;
 }
 
 function extensionValues(element: BpmnElement): GenericElement[] {
@@ -148,23 +177,36 @@ function hostProblem(graph: ProcessGraph, node: GraphNode, listeners: Listener[]
 
 function addStep(graph: ProcessGraph, host: GraphNode, listener: Listener, n: number, tasks: Map<string, TaskSpec>): GraphNode {
   const id = `listener:${host.id}:${listener.eventType}:${n}`;
-  const element = {
-    $type: 'bpmn:ServiceTask',
-    id,
-    name: `${host.element.name?.trim() || host.id}: ${listener.eventType} listener ${listener.type}`,
-    $attrs: {},
-    $instanceOf: (type: string) => type === 'bpmn:ServiceTask' || type === 'bpmn:Task' || type === 'bpmn:FlowNode',
-  } as unknown as BpmnFlowNode;
+  const hostName = host.element.name?.trim() || host.id;
+  // A script listener is a script task: scripts.ts reads its spec like any other's.
+  const element = ('script' in listener
+    ? {
+        $type: 'bpmn:ScriptTask',
+        id,
+        name: `${hostName}: ${listener.eventType} listener script`,
+        scriptFormat: 'javascript',
+        script: listener.script,
+        $attrs: {},
+        $instanceOf: (type: string) => type === 'bpmn:ScriptTask' || type === 'bpmn:Task' || type === 'bpmn:FlowNode',
+      }
+    : {
+        $type: 'bpmn:ServiceTask',
+        id,
+        name: `${hostName}: ${listener.eventType} listener ${listener.type}`,
+        $attrs: {},
+        $instanceOf: (type: string) => type === 'bpmn:ServiceTask' || type === 'bpmn:Task' || type === 'bpmn:FlowNode',
+      }) as unknown as BpmnFlowNode;
   const node: GraphNode = {
     id,
     element,
-    kind: 'serviceTask',
+    kind: 'script' in listener ? 'scriptTask' : 'serviceTask',
     ...(host.scope !== undefined ? { scope: host.scope } : {}),
     incoming: [],
     outgoing: [],
   };
   graph.nodes.set(id, node);
-  tasks.set(id, { topic: listener.type, retries: listener.retries, priority: TASK_DEFAULTS.priority });
+  if (!('script' in listener))
+    tasks.set(id, { topic: listener.type, retries: listener.retries, priority: TASK_DEFAULTS.priority });
   return node;
 }
 

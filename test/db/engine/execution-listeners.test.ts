@@ -1,6 +1,8 @@
-// Camunda 8 job listeners against a real PostgreSQL through the HTTP API: a start listener's job
-// is done before its task can be fetched, an end listener's after the task completes and before
-// the token moves on; each is an external task with its own retries and incident.
+// Execution listeners against a real PostgreSQL through the HTTP API. A Camunda 8 job listener's
+// job is done before its task can be fetched (start) or after the task completes and before the
+// token moves on (end); each is an external task with its own retries and incident. A Camunda 7
+// inline JavaScript listener runs in the engine at the same place; one that throws is a
+// script_error incident on its listener step.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { complete, deploy, fetchOne, fetchTasks, instanceOf, start, waitForStatus } from '../../support/flows.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
@@ -64,5 +66,44 @@ describe('execution listeners', () => {
     const instance = await waitForStatus(t.api, id, 'incident');
     expect(instance.incidents).toEqual([expect.objectContaining({ stepId: 'listener:ship:start:1' })]);
     expect(await fetchTasks(t.api, 'w', ['el-ship'])).toEqual([]);
+  });
+
+  it('given Camunda 7 JavaScript start and end listeners, then the start one sets a variable the task sees, the end one reads the result, and a throwing one stops in an incident its retry runs again', async () => {
+    const listener = (event: string, body: string) =>
+      `<camunda:executionListener event="${event}"><camunda:script scriptFormat="javascript"><![CDATA[${body}]]></camunda:script></camunda:executionListener>`;
+    await deploy(
+      t.api,
+      `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="D7" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="el_c7" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:serviceTask id="ship" name="Ship" camunda:type="external" camunda:topic="el-c7-ship">
+      <bpmn:extensionElements>
+        ${listener('start', 'execution.setVariable("attempt", (typeof attempt === "number" ? attempt : 0) + 1);')}
+        ${listener('end', 'if (!tracking) throw new Error("no tracking number"); execution.setVariable("audited", "shipped " + tracking);')}
+      </bpmn:extensionElements>
+    </bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="ship" />
+    <bpmn:sequenceFlow id="f2" sourceRef="ship" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`,
+    );
+    const id = await start(t.api, 'el_c7');
+    const ship = await fetchOne(t.api, 'w', 'el-c7-ship');
+    expect(ship.variables).toEqual({ attempt: 1 });
+    expect((await complete(t.api, ship, 'w', { tracking: '' })).status).toBe(204);
+    const stuck = await waitForStatus(t.api, id, 'incident');
+    expect(stuck.incidents).toEqual([
+      expect.objectContaining({
+        stepId: 'listener:ship:end:1',
+        kind: 'script_error',
+        message: expect.stringContaining('no tracking number'),
+      }),
+    ]);
+    const retried = await t.api.post(`/api/incidents/${stuck.incidents[0].id}/retry`, { variables: { tracking: 'T7' } });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect(done.variables).toEqual({ attempt: 1, tracking: 'T7', audited: 'shipped T7' });
   });
 });

@@ -72,6 +72,43 @@ describe('execution listeners', () => {
     ]);
   });
 
+  it('draws a Camunda 7 inline JavaScript listener as a script task step; other languages, resources and events are refused', async () => {
+    const camundaListener = (event: string, format: string, body: string, extra = '') =>
+      `<camunda:executionListener event="${event}"><camunda:script scriptFormat="${format}"${extra}>${body}</camunda:script></camunda:executionListener>`;
+    const task = (listenersXml: string) =>
+      `<bpmn:serviceTask id="A" camunda:type="external" camunda:topic="a"><bpmn:extensionElements>${listenersXml}</bpmn:extensionElements></bpmn:serviceTask>`;
+    const { plan } = await compilePlan(
+      straight(
+        '',
+        task(
+          camundaListener('start', 'javascript', 'execution.setVariable("started", true);') +
+            camundaListener('end', 'JavaScript', 'execution.setVariable("ended", true);'),
+        ),
+      ),
+    );
+    const step = (id: string) => plan.steps.find((s) => s.id === id);
+    expect(step('listener:A:start:1')).toMatchObject({
+      kind: 'scriptTask',
+      script: { language: 'javascript', source: 'execution.setVariable("started", true);' },
+      incoming: ['f1'],
+      outgoing: ['listener:A:start:1->A'],
+    });
+    expect(step('listener:A:end:1')).toMatchObject({ kind: 'scriptTask', outgoing: ['f2'] });
+    const refused = straight(
+      '',
+      task(
+        camundaListener('start', 'groovy', 'x') +
+          camundaListener('end', 'javascript', '', ' resource="audit.js"') +
+          camundaListener('take', 'javascript', 'x'),
+      ),
+    );
+    expect((await compileDiagnostics(refused)).filter((d) => d.severity === 'error').map((d) => d.message)).toEqual([
+      expect.stringContaining('runs a groovy script, which Baton does not run: write it in JavaScript'),
+      expect.stringContaining('runs the script in the resource "audit.js"'),
+      expect.stringContaining('listens to "take": Baton runs start and end listeners'),
+    ]);
+  });
+
   it('refuses listeners that do not fit their element or are not complete, saying what to do', async () => {
     const cases: [string, string, RegExp][] = [
       [listeners(['start', '=topic']), zeebeTask('A', listeners(['start', '=topic'])), /computes its job type/],
