@@ -2,7 +2,10 @@
 // (element kind + gist), so the corpus counts say what to build next.
 const REASONS: [RegExp, string | ((m: RegExpExecArray) => string)][] = [
   [/^Unsupported element (bpmn:\w+)(?: with (bpmn:\w+))?/, (m) => `${m[1]}${m[2] ? ` with ${m[2]}` : ''}: not run`],
-  [/^Execution listener on .* inside Camunda 7's engine/, 'Camunda 7 execution listener (Java, expression or script)'],
+  [
+    /^Execution listener on .* (?:inside Camunda 7's engine|runs a \w+ script, which Baton does not run)/,
+    'Camunda 7 execution listener (Java, expression or script)',
+  ],
   [/runs Java code/, 'service task runs Java code (camunda:class, expression or delegateExpression)'],
   [/has no topic/, 'service task without camunda:topic or zeebe:taskDefinition type'],
   [/holds a JavaScript script inside a list or a map/, 'JavaScript parameter inside a list or a map'],
