@@ -68,6 +68,7 @@ export async function deliverCallReturn(engine: Engine): Promise<boolean> {
 
 /** The parent's catchers around the call activity hear the child's escalation; an interrupting one cancels the child. */
 async function deliverEscalation(engine: Engine, tx: PoolClient, row: CallEscalationRow): Promise<void> {
+  await fault('call:before-escalation');
   const parent = await lockInstance(tx, row.parent_instance_id);
   // Suspended after the take read it: the escalation waits for the resume, which announces it.
   if (parent?.suspended_at) return;

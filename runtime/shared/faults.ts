@@ -25,6 +25,8 @@ export const FaultPoint = {
   notificationsBeforeRelay: 'notifications:before-relay',
   /** engine: a called instance's return is taken for delivery, its parent's transition not committed yet */
   callBeforeReturn: 'call:before-return',
+  /** engine: a called instance's escalation is taken for delivery, its parent's transition not committed yet */
+  callBeforeEscalation: 'call:before-escalation',
   /** engine: a thrown signal is taken for delivery, its receivers' transitions not committed yet */
   signalBeforeDelivery: 'signal:before-delivery',
   /** engine: a batch's operation and result row for one instance committed, the chunk's cursor not moved yet */

@@ -276,6 +276,30 @@ describe('chaos drills: runtime nodes', () => {
     await expectInvariants(db);
   }, 90_000);
 
+  it("drill 18: given a node that dies after taking a called instance's escalation and before its parent's boundary fires, then the restarted node fires it once", async () => {
+    const doomed = await startNode(db.url, { faults: 'call:before-escalation:crash:once' });
+    const api = apiClient(doomed.url);
+    await deploy(api, escalatingChild('d18_child'));
+    await deploy(api, escalationParent('d18', 'd18_child'));
+    await start(api, 'd18', { businessKey: 'd18-1' }).catch(() => undefined);
+    await doomed.exited;
+    expect(doomed.output()).toContain('baton-fault call:before-escalation crash');
+    // The child's escalation waits in call_escalations for a node to deliver it.
+    expect((await db.pool.query('select count(*)::int as n from call_escalations')).rows[0].n).toBe(1);
+    const again = await startNode(db.url, { port: doomed.port });
+    const after = apiClient(again.url);
+    const notify = await fetchOne(after, 'd18-w', 'd18-notify');
+    expect(notify.variables).toMatchObject({ why: 'LATE' });
+    expect(await fetchTasks(after, 'd18-w', ['d18-notify'])).toEqual([]);
+    expect((await complete(after, notify, 'd18-w')).status).toBe(204);
+    expect((await complete(after, await fetchOne(after, 'd18-w', 'd18_child-work'), 'd18-w')).status).toBe(204);
+    const id = notify.instanceId;
+    await waitForStatus(after, id, 'completed', 30_000);
+    expect(kinds(await history(db, id), 'step:completed').filter((e) => e.stepId === 'caught')).toHaveLength(1);
+    expect((await db.pool.query('select count(*)::int as n from call_escalations')).rows[0].n).toBe(0);
+    await expectInvariants(db);
+  }, 90_000);
+
   it('drill 17: given a node that dies after taking a thrown signal for delivery and before its receivers move on, then the restarted node delivers it to each waiting instance once', async () => {
     const doomed = await startNode(db.url, { faults: 'signal:before-delivery:crash:once' });
     const api = apiClient(doomed.url);
@@ -321,6 +345,44 @@ function signalBpmn(id: string, role: 'catch' | 'throw'): string {
   <bpmn:signal id="sig" name="d17-go" />
   <bpmn:process id="${id}" isExecutable="true">
     ${body}
+  </bpmn:process>
+</bpmn:definitions>`;
+}
+
+const C7 = 'xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn"';
+
+/** start -> escalation LATE -> task `<id>-work` -> end */
+function escalatingChild(id: string): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions ${C7} id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:escalation id="late" escalationCode="LATE" />
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:intermediateThrowEvent id="raise"><bpmn:escalationEventDefinition escalationRef="late" /></bpmn:intermediateThrowEvent>
+    <bpmn:serviceTask id="work" camunda:type="external" camunda:topic="${id}-work" />
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="raise" />
+    <bpmn:sequenceFlow id="f2" sourceRef="raise" targetRef="work" />
+    <bpmn:sequenceFlow id="f3" sourceRef="work" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`;
+}
+
+/** start -> call `child` -> end, with a non-interrupting escalation boundary on the call -> task `<id>-notify` -> end */
+function escalationParent(id: string, child: string): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions ${C7} id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:callActivity id="call" calledElement="${child}" />
+    <bpmn:endEvent id="end" />
+    <bpmn:boundaryEvent id="caught" attachedToRef="call" cancelActivity="false"><bpmn:escalationEventDefinition camunda:escalationCodeVariable="why" /></bpmn:boundaryEvent>
+    <bpmn:serviceTask id="notify" camunda:type="external" camunda:topic="${id}-notify" />
+    <bpmn:endEvent id="notified" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="call" />
+    <bpmn:sequenceFlow id="f2" sourceRef="call" targetRef="end" />
+    <bpmn:sequenceFlow id="b1" sourceRef="caught" targetRef="notify" />
+    <bpmn:sequenceFlow id="b2" sourceRef="notify" targetRef="notified" />
   </bpmn:process>
 </bpmn:definitions>`;
 }
