@@ -71,13 +71,29 @@ export async function openChildren(db: Queryable, parentId: string, stepIds: str
   return rows.map((r) => r.id);
 }
 
-export interface CallReturnRow {
+/** Where a child's return or escalation goes: the step of its parent that waits for it. */
+interface ParentLink {
   child_instance_id: string;
   parent_instance_id: string;
   parent_step_id: string;
   parent_scope_path: string;
   parent_generation: number;
   parent_loop_index: number | null;
+}
+
+/** The values of a ParentLink's columns, in their order, for a child's row. */
+function parentLinkOf(child: InstanceRow): unknown[] {
+  return [
+    child.id,
+    child.parent_instance_id,
+    child.parent_step_id,
+    child.parent_scope_path,
+    child.parent_generation,
+    child.parent_loop_index,
+  ];
+}
+
+export interface CallReturnRow extends ParentLink {
   outcome: 'completed' | 'compensated' | 'error';
   variables: Variables;
   error_code: string | null;
@@ -97,29 +113,13 @@ export async function insertErrorReturn(
                                      parent_loop_index, outcome, variables, error_code, error_message)
            values ($1, $2, $3, $4, $5, $6, 'error', $7, $8, $9)
            on conflict (child_instance_id) do nothing`,
-    values: [
-      child.id,
-      child.parent_instance_id,
-      child.parent_step_id,
-      child.parent_scope_path,
-      child.parent_generation,
-      child.parent_loop_index,
-      variables,
-      error.errorCode,
-      error.errorMessage,
-    ],
+    values: [...parentLinkOf(child), variables, error.errorCode, error.errorMessage],
   });
   announceCallReturn(db);
 }
 
-export interface CallEscalationRow {
+export interface CallEscalationRow extends ParentLink {
   id: string;
-  child_instance_id: string;
-  parent_instance_id: string;
-  parent_step_id: string;
-  parent_scope_path: string;
-  parent_generation: number;
-  parent_loop_index: number | null;
   escalation_code: string;
   thrown_by: string;
 }
@@ -135,16 +135,7 @@ export async function insertCallEscalation(
     text: `insert into call_escalations (child_instance_id, parent_instance_id, parent_step_id, parent_scope_path,
                                          parent_generation, parent_loop_index, escalation_code, thrown_by)
            values ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    values: [
-      child.id,
-      child.parent_instance_id,
-      child.parent_step_id,
-      child.parent_scope_path,
-      child.parent_generation,
-      child.parent_loop_index,
-      escalation.escalationCode,
-      escalation.stepId,
-    ],
+    values: [...parentLinkOf(child), escalation.escalationCode, escalation.stepId],
   });
   announceCallReturn(db);
 }
