@@ -20,7 +20,7 @@ export interface ListenerSteps {
   diagnostics: Diagnostic[];
 }
 
-type EventType = 'start' | 'end';
+type EventType = 'start' | 'end' | 'take';
 
 /** A job listener's topic and retries, or a Camunda 7 JavaScript listener's script. */
 type Listener = { eventType: EventType } & ({ type: string; retries: number } | { script: string });
@@ -58,7 +58,7 @@ export function insertListeners(graph: ProcessGraph, process: BpmnElement): List
         'Execution listeners on the process are not run: draw a service task after its start event or before its end events instead',
       ),
     );
-  for (const flow of graph.flows) refuseOn(flow.element, `sequence flow ${flow.id}`, result.diagnostics);
+  for (const flow of [...graph.flows]) insertTakeListeners(graph, flow, result.diagnostics);
   for (const node of [...graph.nodes.values()]) {
     const scripts = readScriptListeners(node.element, describeElement(node.element), result.diagnostics);
     // An element Baton does not run is refused already; its listeners add nothing to say.
@@ -79,7 +79,7 @@ export function insertListeners(graph: ProcessGraph, process: BpmnElement): List
   return result;
 }
 
-/** Camunda 7's listeners on the process and on flows run in its engine: refused, saying what to draw instead. */
+/** Camunda 7's listeners on the process run in its engine: refused, saying what to draw instead. */
 function refuseOn(element: BpmnElement, label: string, diagnostics: Diagnostic[]): void {
   const camunda = extensionValues(element).filter((v) => v.$type === 'camunda:ExecutionListener');
   if (camunda.length === 0) return;
@@ -93,14 +93,52 @@ function refuseOn(element: BpmnElement, label: string, diagnostics: Diagnostic[]
 }
 
 /**
- * The Camunda 7 listeners of an element that are an inline JavaScript script on start or end;
+ * A Camunda 7 listener on a sequence flow runs when the token takes it: an inline JavaScript one
+ * is a script task step drawn on the flow (`listener:<flow id>:take:<n>`); the flow keeps its id,
+ * source and condition and leads to the first of them, the last leads on to the flow's target.
+ */
+function insertTakeListeners(graph: ProcessGraph, flow: GraphFlow, diagnostics: Diagnostic[]): void {
+  const scripts = readScriptListeners(flow.element, `sequence flow ${flow.id}`, diagnostics, ['take']);
+  if (scripts.length === 0) return;
+  const source = graph.nodes.get(flow.source);
+  const target = graph.nodes.get(flow.target);
+  if (!source || !target) return;
+  if (source.kind === 'eventBasedGateway') {
+    diagnostics.push(
+      errorAt(
+        flow.id,
+        `Execution listener on sequence flow ${flow.id}: a flow out of an event-based gateway must lead straight to the event it waits for; put the script after the event`,
+      ),
+    );
+    return;
+  }
+  // A flow stays inside one scope: its steps go where its source is.
+  const steps = scripts.map((l, i) => addStep(graph, source, { ...l, eventType: 'take' }, i + 1, new Map(), flow.id));
+  const first = steps[0]!;
+  const last = steps[steps.length - 1]!;
+  target.incoming = target.incoming.filter((id) => id !== flow.id);
+  flow.target = first.id;
+  first.incoming.push(flow.id);
+  for (let i = 0; i + 1 < steps.length; i++) connect(graph, steps[i]!, steps[i + 1]!);
+  connect(graph, last, target);
+}
+
+/**
+ * The Camunda 7 listeners of an element that are an inline JavaScript script on one of `events`;
  * any other (Java code, an expression, another language, a resource, another event) is refused.
  */
-function readScriptListeners(element: BpmnElement, label: string, diagnostics: Diagnostic[]): Listener[] {
+function readScriptListeners(
+  element: BpmnElement,
+  label: string,
+  diagnostics: Diagnostic[],
+  events: string[] = ['start', 'end'],
+): Listener[] {
   const listeners: Listener[] = [];
   for (const raw of extensionValues(element).filter((v) => v.$type === 'camunda:ExecutionListener')) {
     const script = raw.script as { scriptFormat?: string; resource?: string; value?: string } | undefined;
-    const event = typeof raw.event === 'string' ? raw.event.trim() : '';
+    // Camunda 7 listens to "take" on a flow when no event is named.
+    const event =
+      typeof raw.event === 'string' && raw.event.trim() !== '' ? raw.event.trim() : events.length === 1 ? events[0]! : '';
     const problem = !script
       ? "runs Java code or an expression inside Camunda 7's engine, which Baton does not run: write it as an inline JavaScript camunda:script, or draw the work as an external service task before or after it"
       : !isJavaScript(script.scriptFormat ?? '')
@@ -109,8 +147,8 @@ function readScriptListeners(element: BpmnElement, label: string, diagnostics: D
           ? `runs the script in the resource "${script.resource}", which Baton does not load: write the script inline`
           : !(script.value ?? '').trim()
             ? 'has an empty script: write one, or remove the listener'
-            : event !== 'start' && event !== 'end'
-              ? `listens to "${event}": Baton runs start and end listeners`
+            : !events.includes(event)
+              ? `listens to "${event}": Baton runs ${events.join(' and ')} listeners here`
               : undefined;
     if (problem) {
       diagnostics.push(errorAt(element.id ?? 'definitions', `Execution listener on ${label} ${problem}`));
@@ -175,9 +213,16 @@ function hostProblem(graph: ProcessGraph, node: GraphNode, listeners: Listener[]
   return undefined;
 }
 
-function addStep(graph: ProcessGraph, host: GraphNode, listener: Listener, n: number, tasks: Map<string, TaskSpec>): GraphNode {
-  const id = `listener:${host.id}:${listener.eventType}:${n}`;
-  const hostName = host.element.name?.trim() || host.id;
+function addStep(
+  graph: ProcessGraph,
+  host: GraphNode,
+  listener: Listener,
+  n: number,
+  tasks: Map<string, TaskSpec>,
+  on = host.id,
+): GraphNode {
+  const id = `listener:${on}:${listener.eventType}:${n}`;
+  const hostName = on === host.id ? host.element.name?.trim() || host.id : on;
   // A script listener is a script task: scripts.ts reads its spec like any other's.
   const element = ('script' in listener
     ? {

@@ -106,4 +106,39 @@ describe('execution listeners', () => {
     const done = await waitForStatus(t.api, id, 'completed');
     expect(done.variables).toEqual({ attempt: 1, tracking: 'T7', audited: 'shipped T7' });
   });
+
+  it('given a Camunda 7 JavaScript take listener on the back flow of a loop, then it runs each time the token goes back, and not when it leaves', async () => {
+    await deploy(
+      t.api,
+      `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" id="D7take" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="el_take" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:exclusiveGateway id="merge" />
+    <bpmn:serviceTask id="review" camunda:type="external" camunda:topic="el-take-review" />
+    <bpmn:exclusiveGateway id="approved" default="again" />
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="merge" />
+    <bpmn:sequenceFlow id="f2" sourceRef="merge" targetRef="review" />
+    <bpmn:sequenceFlow id="f3" sourceRef="review" targetRef="approved" />
+    <bpmn:sequenceFlow id="done" sourceRef="approved" targetRef="end">
+      <bpmn:conditionExpression xsi:type="bpmn:tFormalExpression">\${ok}</bpmn:conditionExpression>
+    </bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="again" sourceRef="approved" targetRef="merge">
+      <bpmn:extensionElements>
+        <camunda:executionListener><camunda:script scriptFormat="javascript"><![CDATA[execution.setVariable("reworks", (typeof reworks === "number" ? reworks : 0) + 1);]]></camunda:script></camunda:executionListener>
+      </bpmn:extensionElements>
+    </bpmn:sequenceFlow>
+  </bpmn:process>
+</bpmn:definitions>`,
+    );
+    const id = await start(t.api, 'el_take');
+    for (const ok of [false, false, true]) {
+      const review = await fetchOne(t.api, 'w', 'el-take-review');
+      expect(review.instanceId).toBe(id);
+      expect((await complete(t.api, review, 'w', { ok })).status).toBe(204);
+    }
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect(done.variables).toEqual({ ok: true, reworks: 2 });
+  });
 });

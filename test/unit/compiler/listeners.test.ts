@@ -58,7 +58,7 @@ describe('execution listeners', () => {
         '<bpmn:sequenceFlow id="f2" sourceRef="A" targetRef="E"><bpmn:extensionElements><camunda:executionListener event="take"><camunda:script scriptFormat="groovy">x</camunda:script></camunda:executionListener></bpmn:extensionElements></bpmn:sequenceFlow>',
       );
     expect(errorsOf(await compileDiagnostics(onFlow))).toEqual([
-      expect.objectContaining({ elementId: 'f2', message: expect.stringContaining('sequence flow f2 runs a script') }),
+      expect.objectContaining({ elementId: 'f2', message: expect.stringContaining('sequence flow f2 runs a groovy script') }),
     ]);
     const onProcess = straight('').replace(
       '<bpmn:startEvent id="S" />',
@@ -106,6 +106,42 @@ describe('execution listeners', () => {
       expect.stringContaining('runs a groovy script, which Baton does not run: write it in JavaScript'),
       expect.stringContaining('runs the script in the resource "audit.js"'),
       expect.stringContaining('listens to "take": Baton runs start and end listeners'),
+    ]);
+  });
+
+  it('draws a JavaScript take listener on a flow as a script step the flow leads to; the flow keeps its condition', async () => {
+    const take = (body: string, event = '') =>
+      `<bpmn:extensionElements><camunda:executionListener${event}><camunda:script scriptFormat="javascript">${body}</camunda:script></camunda:executionListener></bpmn:extensionElements>`;
+    const xml = processXml(
+      [
+        '<bpmn:startEvent id="S" />',
+        '<bpmn:exclusiveGateway id="G" default="f3" />',
+        '<bpmn:serviceTask id="A" camunda:type="external" camunda:topic="a" />',
+        '<bpmn:endEvent id="E" />',
+        flow('f1', 'S', 'G'),
+        `<bpmn:sequenceFlow id="f2" sourceRef="G" targetRef="A">${take('execution.setVariable("big", true);')}<bpmn:conditionExpression xsi:type="bpmn:tFormalExpression">\${total > 100}</bpmn:conditionExpression></bpmn:sequenceFlow>`,
+        flow('f3', 'G', 'A'),
+        flow('f4', 'A', 'E'),
+      ].join('\n'),
+    );
+    const { plan } = await compilePlan(xml);
+    expect(plan.flows.find((f) => f.id === 'f2')).toMatchObject({
+      source: 'G',
+      target: 'listener:f2:take:1',
+      condition: { feel: 'total > 100' },
+    });
+    expect(plan.steps.find((s) => s.id === 'listener:f2:take:1')).toMatchObject({
+      kind: 'scriptTask',
+      incoming: ['f2'],
+      outgoing: ['listener:f2:take:1->A'],
+    });
+    expect(plan.steps.find((s) => s.id === 'A')?.incoming.sort()).toEqual(['f3', 'listener:f2:take:1->A']);
+    const wrongEvent = xml.replace('<camunda:executionListener>', '<camunda:executionListener event="start">');
+    expect(errorsOf(await compileDiagnostics(wrongEvent))).toEqual([
+      expect.objectContaining({
+        elementId: 'f2',
+        message: expect.stringContaining('listens to "start": Baton runs take listeners here'),
+      }),
     ]);
   });
 
