@@ -877,10 +877,9 @@ export function rearmEventSubProcesses(plan: Plan, state: InstanceState, vars: V
 }
 
 /**
- * A resumed instance's conditional events look at the variables as the suspension left them
- * (an operator may have edited them meanwhile; an edit alone moves nothing).
+ * Variables changed outside a step: an operator edited them, or a resume took kept messages (a
+ * suspended instance's edits wait for its resume). Conditional events look at them again.
  */
-/** Variables changed outside a step (a resume took kept messages, an operator edited them): conditional events look again. */
 export function settleConditionalEvents(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): void {
   settleConditions(plan, state, vars, fx);
 }
