@@ -43,7 +43,16 @@ export function readMultiInstances(
       ? readExpression(zeebe.inputCollection, 'zeebe:loopCharacteristics inputCollection', problems, true)?.feel
       : readCollection(loop.collection, problems);
     // loopCardinality runs a number of elements when there is no collection; with one, the collection decides.
-    const cardinality = readExpression(loop.loopCardinality?.body, 'loopCardinality', problems, true);
+    // A count in a script language would be read as FEEL text: refused, naming the language.
+    const cardinalityLanguage = loop.loopCardinality?.language?.trim() ?? '';
+    if (cardinalityLanguage !== '' && cardinalityLanguage.toLowerCase() !== 'feel')
+      problems.push(
+        `loopCardinality is written in ${cardinalityLanguage}, which Baton does not evaluate there: write it in FEEL or JUEL`,
+      );
+    const cardinality =
+      cardinalityLanguage === '' || cardinalityLanguage.toLowerCase() === 'feel'
+        ? readExpression(loop.loopCardinality?.body, 'loopCardinality', problems, true)
+        : undefined;
     if (cardinality && collection !== undefined)
       diagnostics.push(
         warningAt(

@@ -74,6 +74,21 @@ describe('multi-instance service tasks in the compiler', () => {
     ]);
   });
 
+  it('refuses a loopCardinality written in a script language instead of reading it as FEEL', async () => {
+    const xml = loop({ cardinality: 'items.length' }).replace(
+      /<bpmn:loopCardinality([^>]*)>/,
+      '<bpmn:loopCardinality$1 language="javascript">',
+    );
+    expect(xml).toContain('language="javascript"');
+    const result = await compileBpmn(xml);
+    expect(!result.ok && result.diagnostics).toEqual([
+      expect.objectContaining({
+        elementId: 'each',
+        message: expect.stringContaining('loopCardinality is written in javascript, which Baton does not evaluate there'),
+      }),
+    ]);
+  });
+
   it.each([
     [{ collection: '' }, 'set camunda:collection'],
     [{ cardinality: '3', elementVariable: 'item' }, 'needs a collection'],
