@@ -38,6 +38,27 @@ function child(id: string, code: string, endThrows = false): string {
   return definitions(id, body, `<bpmn:escalation id="Esc" escalationCode="${code}" />`);
 }
 
+/** start -> fork: task `<id>-work` -> end, and a catch of the signal "ce-stop-now" -> escalation STOP -> end */
+function stoppableChild(id: string): string {
+  return definitions(
+    id,
+    `<bpmn:startEvent id="start" />
+     <bpmn:parallelGateway id="fork" />
+     <bpmn:serviceTask id="work" camunda:type="external" camunda:topic="${id}-work" />
+     <bpmn:endEvent id="worked" />
+     <bpmn:intermediateCatchEvent id="stopNow"><bpmn:signalEventDefinition signalRef="Stop" /></bpmn:intermediateCatchEvent>
+     <bpmn:intermediateThrowEvent id="raise"><bpmn:escalationEventDefinition escalationRef="Esc" /></bpmn:intermediateThrowEvent>
+     <bpmn:endEvent id="raised" />
+     <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="fork" />
+     <bpmn:sequenceFlow id="f2" sourceRef="fork" targetRef="work" />
+     <bpmn:sequenceFlow id="f3" sourceRef="work" targetRef="worked" />
+     <bpmn:sequenceFlow id="f4" sourceRef="fork" targetRef="stopNow" />
+     <bpmn:sequenceFlow id="f5" sourceRef="stopNow" targetRef="raise" />
+     <bpmn:sequenceFlow id="f6" sourceRef="raise" targetRef="raised" />`,
+    '<bpmn:escalation id="Esc" escalationCode="STOP" /><bpmn:signal id="Stop" name="ce-stop-now" />',
+  );
+}
+
 /**
  * start -> call (`calls`) -> after (topic `<id>-after`) -> end; `boundary` (attributes of the
  * escalation boundary on the call, undefined for none) leads to notify (topic `<id>-notify`).
@@ -113,12 +134,15 @@ describe('escalations from a called process', () => {
   });
 
   it("given an interrupting escalation boundary, then the call activity and its child are canceled (the child's late complete answers 409) and the boundary path runs", async () => {
-    await deploy(t.api, child('ce_child_stop', 'STOP'));
+    // The child escalates only when a signal comes, so its worker holds its task first.
+    await deploy(t.api, stoppableChild('ce_child_stop'));
     await deploy(t.api, parent('ce_parent_stop', 'ce_child_stop', ''));
     const id = await start(t.api, 'ce_parent_stop');
     const childId = await childOf(id);
     const work = await fetchOne(t.api, 'w', 'ce_child_stop-work');
     expect(work.instanceId).toBe(childId);
+    expect(await fetchTasks(t.api, 'w', ['ce_parent_stop-notify'])).toEqual([]);
+    expect((await t.api.post('/api/signals', { name: 'ce-stop-now' })).status).toBe(200);
     await finish('ce_parent_stop-notify', id);
     await waitForStatus(t.api, childId, 'canceled');
     expect((await complete(t.api, work, 'w')).status).toBe(409);
