@@ -49,6 +49,7 @@ export function instanceDetailView(d: InstanceDetail) {
       activatedAt: s.activated_at,
       endedAt: s.ended_at,
       ...(s.pass !== null ? { pass: s.pass } : {}),
+      ...(s.locals !== null && (s.status === 'active' || s.status === 'incident') ? { variables: s.locals } : {}),
     })),
     flows: d.flows.map((f) => ({ flowId: f.flow_id, state: f.state })),
     tasks: d.openTasks.map(taskView),

@@ -1,5 +1,5 @@
-// Input and output mappings of service and script tasks -> IoSpec (docs/ARCHITECTURE.md, "Input and output
-// mappings"). Camunda 7 files say <camunda:inputOutput> with inputParameter/outputParameter (text,
+// Input and output mappings of service and script tasks and embedded subprocesses -> IoSpec
+// (docs/scopes.md, "Input and output mappings"). Camunda 7 files say <camunda:inputOutput> with inputParameter/outputParameter (text,
 // ${...}, camunda:list, camunda:map); Camunda 8 files say <zeebe:ioMapping> with input/output
 // (source: FEEL after "=", else a literal string; target: a name or a dotted path). Every value
 // becomes one FEEL expression, except a parameter that is a JavaScript camunda:script: the
@@ -14,6 +14,8 @@ import { isJavaScript, javaScriptSyntax } from './scripts.ts';
 
 /** The extension elements that carry mappings, in camunda-bpmn-moddle's typed and generic (zeebe) form. */
 export const IO_MAPPING_TYPES = ['camunda:InputOutput', 'zeebe:ioMapping'] as const;
+
+const WHAT = { serviceTask: 'Service task', scriptTask: 'Script task', subProcess: 'Subprocess' } as const;
 
 const SEGMENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -34,8 +36,9 @@ interface MappingHolder extends BpmnElement {
 }
 
 /**
- * Mappings of every service or script task that has some, by step id; `runs`: the elements whose mappings
- * Baton runs (compiled here, or refused here with an error), which unrun-settings.ts leaves alone.
+ * Mappings of every service or script task and embedded subprocess that has some, by step id; `runs`: the
+ * elements whose mappings Baton runs (compiled here, or refused here with an error), which
+ * unrun-settings.ts leaves alone.
  */
 export function readIoMappings(graph: ProcessGraph): {
   io: Map<string, IoSpec>;
@@ -47,7 +50,12 @@ export function readIoMappings(graph: ProcessGraph): {
   const diagnostics: Diagnostic[] = [];
   for (const node of graph.nodes.values()) {
     // A compensation handler's task is created by the saga, which runs no mappings: it keeps the "not run" warning.
-    if ((node.kind !== 'serviceTask' && node.kind !== 'scriptTask') || node.element.isForCompensation) continue;
+    // So does a sequential multi-instance subprocess, whose passes have locals of their own.
+    const runsHere =
+      node.kind === 'serviceTask' ||
+      node.kind === 'scriptTask' ||
+      (node.kind === 'subProcess' && !node.element.loopCharacteristics);
+    if (!runsHere || node.element.isForCompensation) continue;
     runs.add(node.id);
     const values = (node.element as { extensionElements?: { values?: MappingHolder[] } }).extensionElements?.values ?? [];
     const holders = values.filter((v) => (IO_MAPPING_TYPES as readonly string[]).includes(v.$type));
@@ -69,10 +77,7 @@ export function readIoMappings(graph: ProcessGraph): {
     }
     if (problems.length > 0) {
       diagnostics.push(
-        errorAt(
-          node.id,
-          `${node.kind === 'scriptTask' ? 'Script' : 'Service'} task ${describeElement(node.element)}: ${problems.join('; ')}`,
-        ),
+        errorAt(node.id, `${WHAT[node.kind as keyof typeof WHAT]} ${describeElement(node.element)}: ${problems.join('; ')}`),
       );
       continue;
     }

@@ -245,7 +245,7 @@ export interface PlanStep {
   outgoing: string[];
   /** set for serviceTask only */
   task?: TaskSpec;
-  /** input/output mappings of a service or script task */
+  /** input/output mappings of a service or script task or an embedded subprocess (its locals) */
   io?: IoSpec;
   /** id of the default outgoing flow, for exclusive and inclusive gateways */
   defaultFlow?: string;

@@ -34,7 +34,8 @@ import {
 import type { FlowState, IncidentKind, StepStatus } from '../model/vocabulary.ts';
 import { type Effects, type InstanceState, type NewEvent, type Variables } from '../model/effects.ts';
 import { passOf, scopePathOf, settleLoops, startPass, type PassMoves } from './loop-passes.ts';
-import { elementPassEnded, passLocals, readElements, visibleVariables } from './element-passes.ts';
+import { elementPassEnded, readElements } from './element-passes.ts';
+import { enterSubprocess, leaveSubprocess, scopeLocals, visibleVariables, writeVariables } from './scope-variables.ts';
 import { completeElement, elementsOf, settleElements, startElements, type ElementMoves } from './multi-instance.ts';
 
 /**
@@ -303,7 +304,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     }
     startPass(cycle, 1, state, fx, passMoves(plan, state, vars, fx));
   }
-  // What the step reads: the locals of the multi-instance subprocess passes around it over the process variables.
+  // What the step reads: the locals of the scopes around it over the process variables.
   const seen = visibleVariables(plan, step, state, vars);
   const elementsRun =
     (step.kind === 'serviceTask' && step.task) || (step.kind === 'callActivity' && step.call) || step.wait?.trigger === 'user';
@@ -321,12 +322,12 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   if (step.kind === 'serviceTask' && step.task) {
     // A task with a loop marker sees its pass as loopCounter, a local of its task.
     const counter = cycle?.cycle?.repeat && !cycle.cycle.repeat.elements ? { loopCounter: passOf(state, cycle.id) } : undefined;
-    const own = passLocals(plan, step, state);
+    const own = scopeLocals(plan, step, state);
     const base = own || counter ? { ...own, ...counter } : undefined;
     const inputs = step.io ? mapInputs(step, vars, base) : undefined;
     if (inputs && !inputs.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', inputs.message, inputs.details);
     const locals = inputs?.ok ? inputs.locals : base;
-    if (inputs?.ok && inputs.writes) Object.assign(vars, inputs.writes);
+    if (inputs?.ok) writeVariables(plan, step, state, vars, inputs.writes, fx);
     setStep(state, fx, step.id, 'active');
     fx.tasks.push(
       locals
@@ -371,7 +372,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   }
   if (step.kind === 'scriptTask' && step.script) {
     // Input mappings are the script's own variables; output mappings say what of its writes reach the process.
-    const inputs = step.io ? mapInputs(step, vars, passLocals(plan, step, state)) : undefined;
+    const inputs = step.io ? mapInputs(step, vars, scopeLocals(plan, step, state)) : undefined;
     if (inputs && !inputs.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', inputs.message, inputs.details);
     const locals = inputs?.ok ? inputs.locals : {};
     // A script that fails stops here; the incident's retry runs it again over the variables then.
@@ -388,7 +389,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
       );
     const written = resultVariables(step, vars, locals, outcome.writes, 'Fix the mapping or the script, then retry the incident');
     if (!written.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', written.message, written.details);
-    Object.assign(vars, inputs?.writes, written.variables);
+    writeVariables(plan, step, state, vars, { ...inputs?.writes, ...written.variables }, fx);
     setStep(state, fx, step.id, 'completed');
     pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, data: { wrote: Object.keys(written.variables) } });
     skipUnarmedBoundaries(plan, step, state, vars, fx);
@@ -396,6 +397,11 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     return;
   }
   if (step.kind === 'subProcess' && step.subProcess) {
+    // A retry of outputs that failed ends the subprocess; its body ran.
+    if (resumed && (indexPlan(plan).children.get(step.id) ?? []).some((s) => state.steps[s.id] !== undefined))
+      return endScope(plan, step, state, vars, fx);
+    const entered = step.io ? enterSubprocess(plan, step, state, vars, fx) : undefined;
+    if (entered && !entered.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', entered.message, entered.details);
     setStep(state, fx, step.id, 'active');
     pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id });
     for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
@@ -445,7 +451,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   if (step.kind === 'terminateEndEvent' && step.scope !== undefined) {
     // Inside a subprocess, terminate ends that subprocess only: its other open steps are canceled.
     cancelScope(plan, step.scope, step.id, state, fx);
-    completeStep(plan, step.scope, state, vars, fx);
+    endScope(plan, stepById(plan, step.scope), state, vars, fx);
     return;
   }
   if (step.kind === 'terminateEndEvent') {
@@ -682,8 +688,15 @@ function settleScope(plan: Plan, scopeId: string | undefined, state: InstanceSta
     return !s.compensationHandler && ((status === undefined && !interrupted) || status === 'active' || status === 'incident');
   });
   if (open) return;
-  disarmEventSubProcesses(plan, scopeId, state, scopeMoves(plan, state, vars, fx));
-  completeStep(plan, scopeId, state, vars, fx);
+  endScope(plan, stepById(plan, scopeId), state, vars, fx);
+}
+
+/** A scope whose body ended completes: its outputs written (one that fails holds it in an incident), its event subprocesses disarmed. */
+function endScope(plan: Plan, scope: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+  const left = leaveSubprocess(plan, scope, state, vars, fx);
+  if (!left.ok) return raiseIncident(plan, state, fx, scope.id, 'io_mapping', left.message, left.details);
+  disarmEventSubProcesses(plan, scope.id, state, scopeMoves(plan, state, vars, fx));
+  completeStep(plan, scope.id, state, vars, fx);
 }
 
 function skipOpenBoundaries(plan: Plan, host: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {

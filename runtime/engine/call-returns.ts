@@ -18,7 +18,7 @@ import {
 import { returnedVariables } from './call-variables.ts';
 import { planOf, type Engine } from './context.ts';
 import { scopePathOf } from './loop-passes.ts';
-import { passLocals } from './element-passes.ts';
+import { scopeLocals, writeVariables } from './scope-variables.ts';
 import { indexPlan } from './plan-index.ts';
 import { commitTransition } from './transition.ts';
 import { emptyEffects, type Effects, type Variables } from '../model/effects.ts';
@@ -115,20 +115,21 @@ function applyReturn(plan: Plan, parent: LockedInstance, row: CallReturnRow, var
     const returned = returnedVariables(step, vars, row.variables);
     if (!returned.ok)
       return raiseIncident(plan, parent.state, fx, stepId, 'io_mapping', returned.message, { ...returned.details, ...child });
-    // A subprocess body's changes are the process's, as an embedded subprocess's writes are; its
-    // element variable and loopCounter stay the element's.
+    // A subprocess body's changes are written as an embedded subprocess's writes are; its element
+    // variable and loopCounter stay the element's, and the passes' around it stay theirs.
     if (step.call?.body && row.parent_loop_index !== null) {
       const own = new Set([
         step.multiInstance?.elementVariable,
         'loopCounter',
-        ...Object.keys(passLocals(plan, step, parent.state) ?? {}),
+        ...Object.keys(scopeLocals(plan, step, parent.state, true) ?? {}),
       ]);
-      for (const [name, value] of Object.entries(returned.variables)) if (!own.has(name)) vars[name] = value;
+      const changed = Object.entries(returned.variables).filter(([name]) => !own.has(name));
+      writeVariables(plan, step, parent.state, vars, Object.fromEntries(changed), fx);
     }
     // An element's child returns its element's result (as a multi-instance task's does): outputElement and outputCollection gather it.
     if (step.multiInstance && row.parent_loop_index !== null)
       return completeLoopElement(plan, stepId, row.parent_loop_index, returned.variables, parent.state, vars, fx);
-    Object.assign(vars, returned.variables);
+    writeVariables(plan, step, parent.state, vars, returned.variables, fx);
     completeStep(plan, stepId, parent.state, vars, fx, child);
     return;
   }

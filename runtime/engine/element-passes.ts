@@ -1,43 +1,19 @@
 // Sequential multi-instance subprocesses (docs/scopes.md, "Loop markers"): a loop scope
 // whose passes run the subprocess once per element of its collection, read when the loop
-// starts. The element variable and loopCounter (from 0 as in Camunda 7, from 1 in Camunda 8 files) are locals of the pass:
-// every step inside reads them, and a task gets them as its own locals, so a worker's result
-// never writes them to the process. After each pass its result is kept (outputElement) and the
+// starts. The element variable and loopCounter (from 0 as in Camunda 7, from 1 in Camunda 8 files) are locals of the pass
+// (engine/scope-variables.ts): every step inside reads them, and a task gets them as its own locals. After each pass its result is kept (outputElement) and the
 // completion condition may end the loop early; the results land in outputCollection in input order.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import type { InstanceState, PassState, Variables } from '../model/effects.ts';
 import { testCondition } from './conditions.ts';
 import { evaluateElements, evaluateValue } from './loops.ts';
 import { indexPlan } from './plan-index.ts';
+import { visibleVariables } from './scope-variables.ts';
 
 /** What stops a loop in an incident: the caller raises it on the step it names. */
 export interface PassProblem {
   message: string;
   details: Record<string, unknown>;
-}
-
-/** The locals of the element passes around `step`, an inner pass's over an outer one's; undefined outside any. */
-export function passLocals(plan: Plan, step: PlanStep, state: InstanceState): Variables | undefined {
-  const { steps } = indexPlan(plan);
-  let locals: Variables | undefined;
-  for (let at = step.inLoop; at !== undefined; at = steps.get(at)?.inLoop) {
-    const elements = steps.get(at)?.cycle?.repeat?.elements;
-    const progress = state.loops?.[at];
-    if (!elements || !progress || !('pass' in progress) || !progress.elements) continue;
-    const index = progress.pass - 1;
-    const own: Variables = {
-      ...(elements.elementVariable ? { [elements.elementVariable]: progress.elements[index] ?? null } : {}),
-      loopCounter: index + (elements.counterFrom ?? 0),
-    };
-    locals = { ...own, ...locals };
-  }
-  return locals;
-}
-
-/** The variables `step` reads: the process variables with the locals of its element passes over them. */
-export function visibleVariables(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables): Variables {
-  const locals = passLocals(plan, step, state);
-  return locals ? { ...vars, ...locals } : vars;
 }
 
 /**

@@ -124,7 +124,7 @@ function failure(
 ): MappingFailure {
   return {
     ok: false,
-    message: `${kind} mapping of task ${step.id} to ${mapping.target} ("${mapping.source}") failed: ${message}. ${next}.`,
+    message: `${kind} mapping of ${step.kind === 'subProcess' ? 'subprocess' : 'task'} ${step.id} to ${mapping.target} ("${mapping.source}") failed: ${message}. ${next}.`,
     details: { mapping: { direction: kind.toLowerCase(), target: mapping.target, source: mapping.source } },
   };
 }

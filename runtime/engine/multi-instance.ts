@@ -11,7 +11,8 @@ import { evaluateUserTask } from './user-task-details.ts';
 import { pinOf, prepareCall } from './call-variables.ts';
 import { mapInputs, type InputsResult } from './io-mappings.ts';
 import { scopePathOf } from './loop-passes.ts';
-import { instanceCounts, passLocals, visibleVariables } from './element-passes.ts';
+import { instanceCounts } from './element-passes.ts';
+import { scopeLocals, visibleVariables, writeVariables } from './scope-variables.ts';
 import { evaluateElements, evaluateValue } from './loops.ts';
 import { indexPlan } from './plan-index.ts';
 
@@ -59,12 +60,12 @@ export function startElements(
   // Every element created now gets its inputs before any is: a failing one leaves no task or child behind.
   const first: ElementStart[] = [];
   for (let i = 0; i < (mi.sequential ? Math.min(1, items.value.length) : items.value.length); i++) {
-    const start = elementStart(step, items.value, i, vars, passLocals(plan, step, state));
+    const start = elementStart(step, items.value, i, vars, scopeLocals(plan, step, state));
     if (!start.ok) return moves.raise(step.id, start.kind, start.message, start.details);
     first.push(start);
   }
   // What input scripts set reaches the process once every element has its inputs.
-  for (const start of first) if (start.ok && start.writes) Object.assign(vars, start.writes);
+  for (const start of first) if (start.ok) writeVariables(plan, step, state, vars, start.writes, fx);
   moves.setStep(step.id, 'active');
   moves.event({
     kind: 'step:activated',
@@ -252,13 +253,13 @@ export function settleElements(
   if (!done) {
     if (!mi.sequential || loop.created >= total) return;
     // A failing input stops the step in an incident; its retry settles the loop again and creates this element.
-    const start = elementStart(step, loop.items, loop.created, vars, passLocals(plan, step, state));
+    const start = elementStart(step, loop.items, loop.created, vars, scopeLocals(plan, step, state));
     if (!start.ok) return moves.raise(step.id, start.kind, start.message, start.details);
-    if (start.writes) Object.assign(vars, start.writes);
+    writeVariables(plan, step, state, vars, start.writes, fx);
     createElement(plan, step, loop, state, fx, start);
     return;
   }
-  if (mi.outputCollection) vars[mi.outputCollection] = loop.results;
+  if (mi.outputCollection) writeVariables(plan, step, state, vars, { [mi.outputCollection]: loop.results }, fx);
   // Elements still open when the condition holds are canceled: their workers get LockLost.
   if (loop.completed.length < loop.created) {
     if (step.kind === 'callActivity') fx.canceledCalls.push(step.id);

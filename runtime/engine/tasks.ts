@@ -26,6 +26,7 @@ import {
 import { listCompensations } from '../store/compensations.ts';
 import { finishHandler, startSaga } from './compensate.ts';
 import { indexPlan } from './plan-index.ts';
+import { writeVariables } from './scope-variables.ts';
 import { BatonError } from '../shared/errors.ts';
 import { fault } from '../shared/faults.ts';
 import { jsonbTextBytes } from '../shared/variables-size.ts';
@@ -66,8 +67,9 @@ export async function completeTask(engine: Engine, req: CompleteTaskRequest, bat
     // Outputs can write more than the result carried (a copy of a large input): measure what is written.
     if (step?.io?.outputs.length && !step.multiInstance)
       checkResultVariables(engine, instance.variables, { taskId: req.taskId, variables: written }, batchItem);
-    const variables = step?.multiInstance ? { ...instance.variables } : { ...instance.variables, ...written };
+    const variables = { ...instance.variables };
     const fx = emptyEffects();
+    if (!step?.multiInstance) writeVariables(plan, step, instance.state, variables, written, fx);
     fx.events.push({
       kind: 'task:completed',
       stepId: result.task.step_id,
@@ -157,8 +159,9 @@ async function completionOf(
   if (!step || step.multiInstance || step.compensationHandler || step.io?.outputs.length) return undefined;
   // With input mappings only, a result variable named like an input stays on the task.
   const result = step.io ? taskResultOf(step, instance.variables, undefined, req.variables ?? {}) : req.variables;
-  const variables = { ...instance.variables, ...result };
+  const variables = { ...instance.variables };
   const fx = emptyEffects();
+  writeVariables(plan, step, instance.state, variables, result, fx);
   fx.events.push({
     kind: 'task:completed',
     stepId: task.step_id,

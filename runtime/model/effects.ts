@@ -14,8 +14,8 @@ export interface InstanceState {
   completedOrder?: string[];
   /** active: handlers are queued or running; saga: an onExhausted saga ran in this generation */
   compensation?: { active: boolean; saga: boolean };
-  /** progress of multi-instance steps and the pass of each loop, by step id */
-  loops?: Record<string, LoopState | PassState>;
+  /** progress of multi-instance steps, the pass of each loop and the locals of subprocesses with mappings, by step id */
+  loops?: Record<string, LoopState | PassState | ScopeLocals>;
   /** the parent instance, when a call activity started this one: an uncaught BPMN error goes there */
   calledBy?: string;
 }
@@ -31,6 +31,11 @@ export interface PassState {
   elements?: unknown[];
   /** and each element's result (outputElement), null until its pass ends */
   outputs?: unknown[];
+}
+
+/** An embedded subprocess's local variables (its inputs, and what its steps wrote to them), stored on its steps row. */
+export interface ScopeLocals {
+  locals: Variables;
 }
 
 /** A multi-instance step's progress, stored on its steps row. */
@@ -166,7 +171,7 @@ export interface Effects {
   /** a terminate end event was reached: open work of the instance is cancelled */
   terminated: boolean;
   /** multi-instance progress and loop passes that changed, by step id (written with the step's row) */
-  loops: Record<string, LoopState | PassState>;
+  loops: Record<string, LoopState | PassState | ScopeLocals>;
   /** a loop's next pass began: the rows of these steps and flows from earlier passes are removed, their waits ended */
   resetSteps: string[];
   resetFlows: string[];

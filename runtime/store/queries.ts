@@ -148,6 +148,8 @@ export interface StepView {
   ended_at: Date | null;
   /** loop steps: the pass running, or the last one */
   pass: number | null;
+  /** a subprocess with mappings: its local variables (shown while it is open) */
+  locals: Record<string, unknown> | null;
 }
 
 /** A resolved sequence flow; a flow without a row is still pending. */
@@ -173,7 +175,7 @@ export async function getInstanceDetail(db: Queryable, instanceId: string): Prom
   const [steps, flows, tasks, incidents, called] = await Promise.all([
     db.query<StepView>(
       // A step in a loop or a multi-instance step has a task per pass or element: the attempts are the newest one's.
-      `select s.step_id, s.status, s.activated_at, s.ended_at, (s.loop->>'pass')::int as pass,
+      `select s.step_id, s.status, s.activated_at, s.ended_at, (s.loop->>'pass')::int as pass, s.loop->'locals' as locals,
               coalesce((select t.attempt from external_tasks t
                          where t.instance_id = s.instance_id and t.step_id = s.step_id and t.generation = s.generation
                          order by t.created_at desc, t.attempt desc limit 1), 0) as attempts

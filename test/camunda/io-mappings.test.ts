@@ -83,6 +83,50 @@ describe('input/output mappings through the Camunda 7 worker API', () => {
     expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({ order: { total: 2 }, charged: 2 });
   });
 
+  it('given a task inside a subprocess with mappings, then fetchAndLock shows its locals and a complete, transient or not, writes to them', async () => {
+    await deploy(
+      t.api,
+      buildBpmn(
+        'cio_sub',
+        [
+          { id: 'start', type: 'startEvent' },
+          {
+            id: 'Sub',
+            type: 'subProcess',
+            io: { inputs: [['count', '${start}']], outputs: [['total', '${count}']] },
+            nodes: [
+              { id: 's', type: 'startEvent' },
+              { id: 'one', type: 'serviceTask', topic: 'cio-sub-one' },
+              { id: 'two', type: 'serviceTask', topic: 'cio-sub-two' },
+              { id: 'e', type: 'endEvent' },
+            ],
+            flows: [
+              { from: 's', to: 'one' },
+              { from: 'one', to: 'two' },
+              { from: 'two', to: 'e' },
+            ],
+          },
+          { id: 'end', type: 'endEvent' },
+        ],
+        [
+          { from: 'start', to: 'Sub' },
+          { from: 'Sub', to: 'end' },
+        ],
+      ),
+    );
+    const id = await startByKey(t.url, 'cio_sub', { variables: { start: { value: 1 } } });
+    const one = await fetchOneCamunda('cio-sub-one');
+    expect(one.variables.count).toMatchObject({ value: 1 });
+    expect((await complete(one.id, { variables: { count: { value: 2 }, seen: { value: true } } })).status).toBe(204);
+    const two = await fetchOneCamunda('cio-sub-two');
+    expect(two.variables.count).toMatchObject({ value: 2 });
+    const done = await complete(two.id, {
+      variables: { count: { value: 3 }, scratch: { value: 's', type: 'String', valueInfo: { transient: true } } },
+    });
+    expect(done.status).toBe(204);
+    expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({ start: 1, seen: true, total: 3 });
+  });
+
   it('given an output that cannot be evaluated, then 400 InvalidRequestException and the task stays locked for its worker', async () => {
     await deploy(
       t.api,

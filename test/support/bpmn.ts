@@ -36,7 +36,7 @@ export type NodeSpec =
   /** error end event; code undefined = an error without a code */
   | { id: string; type: 'errorEndEvent'; code?: string }
   /** embedded subprocess with its own nodes and flows (flow ids default to <id>_Flow_<n>) */
-  | { id: string; type: 'subProcess'; nodes: NodeSpec[]; flows: FlowSpec[] }
+  | { id: string; type: 'subProcess'; nodes: NodeSpec[]; flows: FlowSpec[]; io?: IoMappings }
   /** call activity (Camunda 7): every variable in and out */
   | { id: string; type: 'callActivity'; calledElement: string };
 
@@ -53,7 +53,7 @@ export interface MultiInstance {
   outputElement?: string;
 }
 
-/** camunda:inputOutput of a service task: [name, body] pairs, the body as written (text or ${...}) */
+/** camunda:inputOutput of a service task or a subprocess: [name, body] pairs, the body as written (text or ${...}) */
 export interface IoMappings {
   inputs?: [string, string][];
   outputs?: [string, string][];
@@ -144,7 +144,7 @@ function renderScope(nodes: NodeSpec[], flows: FlowSpec[], flowPrefix: string, r
     const links = incoming(n.id) + outgoing(n.id);
     switch (n.type) {
       case 'subProcess':
-        return `<bpmn:subProcess id="${n.id}">${links}${renderScope(n.nodes, n.flows, `${n.id}_Flow_`, roots, artifacts).join('')}</bpmn:subProcess>`;
+        return `<bpmn:subProcess id="${n.id}">${ioXml(n.io)}${links}${renderScope(n.nodes, n.flows, `${n.id}_Flow_`, roots, artifacts).join('')}</bpmn:subProcess>`;
       case 'errorEndEvent':
         if (n.code === undefined)
           return `<bpmn:endEvent id="${n.id}">${links}<bpmn:errorEventDefinition id="${n.id}_def"/></bpmn:endEvent>`;

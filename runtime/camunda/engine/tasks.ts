@@ -7,6 +7,7 @@ import { completeStep } from '../../engine/advance.ts';
 import { emptyEffects, type Effects, type Variables } from '../../model/effects.ts';
 import { planOf, type Engine } from '../../engine/context.ts';
 import { indexPlan } from '../../engine/plan-index.ts';
+import { writeVariables } from '../../engine/scope-variables.ts';
 import { completeTask, failHeldTask, reportBpmnError, taskResultOf, type TaskCallResult } from '../../engine/tasks.ts';
 import { commitTransition, type CommitOptions } from '../../engine/transition.ts';
 import type { InstanceStatus } from '../../model/vocabulary.ts';
@@ -64,15 +65,27 @@ async function completeWithTransient(engine: Engine, req: CamundaCompleteRequest
     if (!result.ok) return result;
     const plan = await planOf(engine, instance.definition_id, tx);
     const step = indexPlan(plan).steps.get(result.task.step_id);
-    const stored = { ...instance.variables, ...taskResultOf(step, instance.variables, result.task, req.variables.values) };
+    const stored = { ...instance.variables };
     const fx = emptyEffects();
+    writeVariables(
+      plan,
+      step,
+      instance.state,
+      stored,
+      taskResultOf(step, instance.variables, result.task, req.variables.values),
+      fx,
+    );
     fx.events.push({
       kind: 'task:completed',
       stepId: result.task.step_id,
       taskId: result.task.id,
       data: { workerId: req.workerId, attempt: result.task.attempt },
     });
-    completeStep(plan, result.task.step_id, instance.state, { ...stored, ...req.variables.transient }, fx);
+    const seen = { ...stored, ...req.variables.transient };
+    completeStep(plan, result.task.step_id, instance.state, seen, fx);
+    // What the transition wrote (a subprocess's outputs, a script's variables) is stored; the transient values are not.
+    for (const [name, value] of Object.entries(seen))
+      if (!(name in req.variables.transient) || value !== req.variables.transient[name]) stored[name] = value;
     await commitWithPlan(tx, instance, fx, stored, plan);
     await writeVariableTypes(tx, instance.id, req.variables.types);
     return result;

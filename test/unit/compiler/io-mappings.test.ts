@@ -162,6 +162,25 @@ describe('readIoMappings: zeebe:ioMapping', () => {
     expect(errors[0]).toMatch(message);
   });
 
+  it('given an embedded subprocess with mappings in either dialect, then they are compiled on its step; a bad one is refused naming it', async () => {
+    const body = (mappings: string) =>
+      `<bpmn:subProcess id="T"><bpmn:extensionElements>${mappings}</bpmn:extensionElements>
+        <bpmn:startEvent id="S2" /><bpmn:serviceTask id="W" camunda:type="external" camunda:topic="w" /><bpmn:endEvent id="E2" />
+        <bpmn:sequenceFlow id="F2" sourceRef="S2" targetRef="W" /><bpmn:sequenceFlow id="F3" sourceRef="W" targetRef="E2" />
+      </bpmn:subProcess>`;
+    const camunda = await ioOf(
+      body(
+        '<camunda:inputOutput><camunda:inputParameter name="a">${x}</camunda:inputParameter><camunda:outputParameter name="b">${a}</camunda:outputParameter></camunda:inputOutput>',
+      ),
+    );
+    expect(camunda?.inputs.map((m) => [m.target, m.source])).toEqual([['a', '${x}']]);
+    expect(camunda?.outputs.map((m) => [m.target, m.source])).toEqual([['b', '${a}']]);
+    const zeebe = await ioOf(body('<zeebe:ioMapping><zeebe:input source="=x" target="a" /></zeebe:ioMapping>'), ZEEBE);
+    expect(zeebe?.inputs.map((m) => [m.target, m.source])).toEqual([['a', '=x']]);
+    const errors = await errorsFor(body('<zeebe:ioMapping><zeebe:input source="=x +" target="a" /></zeebe:ioMapping>'), ZEEBE);
+    expect(errors).toEqual([expect.stringMatching(/^T: Subprocess T: zeebe:input to "a": source "=x \+" cannot be used/)]);
+  });
+
   it('given no mappings, then the step has no io', async () => {
     expect(await ioOf('<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t" />')).toBeUndefined();
   });

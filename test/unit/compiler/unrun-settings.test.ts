@@ -57,13 +57,14 @@ describe('settings Baton does not run', () => {
     ]);
   });
 
-  it('given mappings on a subprocess, an event or a compensation handler, then each is still named: only service tasks run them', async () => {
+  it('given mappings on a multi-instance subprocess, an event or a compensation handler, then each is still named', async () => {
     const mapping =
       '<bpmn:extensionElements><camunda:inputOutput><camunda:inputParameter name="x">1</camunda:inputParameter></camunda:inputOutput></bpmn:extensionElements>';
     const body = [
       '<bpmn:startEvent id="S" />',
-      `<bpmn:subProcess id="Sub">${mapping}<bpmn:startEvent id="S2" /><bpmn:endEvent id="E2">${mapping}</bpmn:endEvent>`,
-      '<bpmn:sequenceFlow id="F2" sourceRef="S2" targetRef="E2" /></bpmn:subProcess>',
+      `<bpmn:subProcess id="Sub">${mapping}<bpmn:multiInstanceLoopCharacteristics isSequential="true" camunda:collection="\${items}" camunda:elementVariable="item" />`,
+      `<bpmn:startEvent id="S2" /><bpmn:serviceTask id="W" camunda:type="external" camunda:topic="w" /><bpmn:endEvent id="E2">${mapping}</bpmn:endEvent>`,
+      '<bpmn:sequenceFlow id="F2" sourceRef="S2" targetRef="W" /><bpmn:sequenceFlow id="F5" sourceRef="W" targetRef="E2" /></bpmn:subProcess>',
       `<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t" />`,
       '<bpmn:boundaryEvent id="B" attachedToRef="T"><bpmn:compensateEventDefinition /></bpmn:boundaryEvent>',
       `<bpmn:serviceTask id="Undo" camunda:type="external" camunda:topic="undo" isForCompensation="true">${mapping}</bpmn:serviceTask>`,
@@ -79,7 +80,7 @@ describe('settings Baton does not run', () => {
     const warnings = await warningsOf(xml);
     expect(warnings.filter((w) => /mappings/.test(w)).map((w) => w.split(':')[0])).toEqual(['Sub', 'E2', 'Undo']);
     expect(warnings.find((w) => w.startsWith('Sub'))).toMatch(
-      /not run on this element \(Baton runs them on service and script tasks and call activities\)/,
+      /not run on this element \(Baton runs them on service and script tasks, embedded subprocesses and call activities\)/,
     );
   });
 
