@@ -50,11 +50,8 @@ export function readIoMappings(graph: ProcessGraph): {
   const diagnostics: Diagnostic[] = [];
   for (const node of graph.nodes.values()) {
     // A compensation handler's task is created by the saga, which runs no mappings: it keeps the "not run" warning.
-    // So does a sequential multi-instance subprocess, whose passes have locals of their own.
-    const runsHere =
-      node.kind === 'serviceTask' ||
-      node.kind === 'scriptTask' ||
-      (node.kind === 'subProcess' && !node.element.loopCharacteristics);
+    // A subprocess runs them on every entry: each pass of a loop marker or a sequential multi-instance one.
+    const runsHere = node.kind === 'serviceTask' || node.kind === 'scriptTask' || node.kind === 'subProcess';
     if (!runsHere || node.element.isForCompensation) continue;
     runs.add(node.id);
     const values = (node.element as { extensionElements?: { values?: MappingHolder[] } }).extensionElements?.values ?? [];

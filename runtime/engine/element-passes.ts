@@ -8,7 +8,7 @@ import type { InstanceState, PassState, Variables } from '../model/effects.ts';
 import { testCondition } from './conditions.ts';
 import { evaluateElements, evaluateValue } from './loops.ts';
 import { indexPlan } from './plan-index.ts';
-import { visibleVariables } from './scope-variables.ts';
+import { insideVariables, visibleVariables } from './scope-variables.ts';
 
 /** What stops a loop in an incident: the caller raises it on the step it names. */
 export interface PassProblem {
@@ -72,7 +72,8 @@ export function elementPassEnded(
   if (!spec || !progress || !('pass' in progress) || !progress.elements) throw new Error(`Loop ${loop.id} has no elements`);
   const index = progress.pass - 1;
   const head = indexPlan(plan).steps.get(loop.cycle?.head ?? '') as PlanStep;
-  const seen = visibleVariables(plan, head, state, vars);
+  // The output element is evaluated over what the body saw: the subprocess's locals too.
+  const seen = insideVariables(plan, head, state, vars);
   const result = spec.outputElement ? evaluateValue(spec.outputElement, seen) : { ok: true as const, value: null };
   const outputs = progress.outputs ?? progress.elements.map(() => null);
   outputs[index] = result.ok ? result.value : null;

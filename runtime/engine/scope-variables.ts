@@ -11,6 +11,8 @@ import type { Effects, InstanceState, ScopeLocals, Variables } from '../model/ef
 import { mapInputs, mapOutputs, type MappingFailure } from './io-mappings.ts';
 import { indexPlan } from './plan-index.ts';
 
+const RETRY = 'Fix the variables, then retry the incident';
+
 /** The scopes around `step`, innermost first: the loops (passes, firings) and subprocesses that hold it. */
 function enclosing(plan: Plan, step: PlanStep): PlanStep[] {
   const { steps } = indexPlan(plan);
@@ -65,6 +67,17 @@ export function scopeLocals(plan: Plan, step: PlanStep, state: InstanceState, pa
 export function visibleVariables(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables): Variables {
   const locals = scopeLocals(plan, step, state);
   return locals ? { ...vars, ...locals } : vars;
+}
+
+/**
+ * What the steps inside subprocess `sub` see: its own locals over what it sees. Its locals are
+ * read from its row even once it ended, for what is evaluated as it ends (its outputs, the
+ * output element of a multi-instance pass).
+ */
+export function insideVariables(plan: Plan, sub: PlanStep, state: InstanceState, vars: Variables): Variables {
+  const outside = visibleVariables(plan, sub, state, vars);
+  const stored = sub.io ? state.loops?.[sub.id] : undefined;
+  return stored && 'locals' in stored ? { ...outside, ...stored.locals } : outside;
 }
 
 /**
@@ -140,9 +153,7 @@ export function leaveSubprocess(
   fx: Effects,
 ): { ok: true } | MappingFailure {
   if (!sub.io?.outputs.length) return { ok: true };
-  const outside = visibleVariables(plan, sub, state, vars);
-  const inside = { ...outside, ...subprocessLocals(sub, state) };
-  const out = mapOutputs(sub, inside, outside, 'Fix the variables, then retry the incident');
+  const out = mapOutputs(sub, insideVariables(plan, sub, state, vars), visibleVariables(plan, sub, state, vars), RETRY);
   if (!out.ok) return out;
   writeVariables(plan, sub, state, vars, out.variables, fx);
   return { ok: true };

@@ -156,8 +156,34 @@ const nestedBpmn = buildBpmn(
   ],
 );
 
+/** start -> Each (sequential multi-instance over items, with mappings) { work } -> end */
+const sequentialBpmn = `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_sub_io_each" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="sub_io_each" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:subProcess id="Each">
+      <bpmn:extensionElements><zeebe:ioMapping>
+        <zeebe:input source="=upper case(item)" target="label" />
+        <zeebe:output source="=label" target="lastLabel" />
+      </zeebe:ioMapping></bpmn:extensionElements>
+      <bpmn:multiInstanceLoopCharacteristics isSequential="true"><bpmn:extensionElements>
+        <zeebe:loopCharacteristics inputCollection="=items" inputElement="item" outputCollection="labels" outputElement="=label + &quot;!&quot;" />
+      </bpmn:extensionElements></bpmn:multiInstanceLoopCharacteristics>
+      <bpmn:startEvent id="eachStart" />
+      <bpmn:serviceTask id="work"><bpmn:extensionElements><zeebe:taskDefinition type="sub_io_each-work" /></bpmn:extensionElements></bpmn:serviceTask>
+      <bpmn:endEvent id="eachEnd" />
+      <bpmn:sequenceFlow id="s1" sourceRef="eachStart" targetRef="work" />
+      <bpmn:sequenceFlow id="s2" sourceRef="work" targetRef="eachEnd" />
+    </bpmn:subProcess>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="Each" />
+    <bpmn:sequenceFlow id="f2" sourceRef="Each" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`;
+
 beforeAll(async () => {
   t = await startTestServer();
+  await deployClean(sequentialBpmn);
   await deployClean(messageBpmn);
   await deployClean(nestedBpmn);
   await deployClean(
@@ -326,5 +352,23 @@ describe('subprocess variables from other writers', () => {
     expect((await complete(t.api, work, 'w', { a: 'late' })).status).toBe(409);
     await complete(t.api, stopped, 'w');
     expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({});
+  });
+});
+
+describe('mappings on a repeating subprocess', () => {
+  it('given a sequential multi-instance subprocess, then each pass gets its own locals over its element, and its output element reads them', async () => {
+    const id = await start(t.api, 'sub_io_each', { variables: { items: ['a', 'b'] } });
+    const first = await fetchOne(t.api, 'w', 'sub_io_each-work');
+    expect(first.variables).toEqual({ items: ['a', 'b'], item: 'a', loopCounter: 1, label: 'A' });
+    await complete(t.api, first, 'w', { label: 'A1' });
+    const second = await fetchOne(t.api, 'w', 'sub_io_each-work');
+    // The second pass starts from its own input, not from what the first pass wrote.
+    expect(second.variables).toEqual({ items: ['a', 'b'], item: 'b', loopCounter: 2, label: 'B', lastLabel: 'A1' });
+    await complete(t.api, second, 'w');
+    expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({
+      items: ['a', 'b'],
+      lastLabel: 'B',
+      labels: ['A1!', 'B!'],
+    });
   });
 });

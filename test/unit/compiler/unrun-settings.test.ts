@@ -57,20 +57,20 @@ describe('settings Baton does not run', () => {
     ]);
   });
 
-  it('given mappings on a multi-instance subprocess, an event or a compensation handler, then each is still named', async () => {
+  it('given mappings on an event subprocess, an event or a compensation handler, then each is still named', async () => {
     const mapping =
       '<bpmn:extensionElements><camunda:inputOutput><camunda:inputParameter name="x">1</camunda:inputParameter></camunda:inputOutput></bpmn:extensionElements>';
     const body = [
       '<bpmn:startEvent id="S" />',
-      `<bpmn:subProcess id="Sub">${mapping}<bpmn:multiInstanceLoopCharacteristics isSequential="true" camunda:collection="\${items}" camunda:elementVariable="item" />`,
-      `<bpmn:startEvent id="S2" /><bpmn:serviceTask id="W" camunda:type="external" camunda:topic="w" /><bpmn:endEvent id="E2">${mapping}</bpmn:endEvent>`,
+      `<bpmn:subProcess id="Sub" triggeredByEvent="true">${mapping}`,
+      '<bpmn:startEvent id="S2" isInterrupting="false"><bpmn:timerEventDefinition><bpmn:timeDuration>PT1H</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:startEvent>',
+      `<bpmn:serviceTask id="W" camunda:type="external" camunda:topic="w" /><bpmn:endEvent id="E2">${mapping}</bpmn:endEvent>`,
       '<bpmn:sequenceFlow id="F2" sourceRef="S2" targetRef="W" /><bpmn:sequenceFlow id="F5" sourceRef="W" targetRef="E2" /></bpmn:subProcess>',
       `<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t" />`,
       '<bpmn:boundaryEvent id="B" attachedToRef="T"><bpmn:compensateEventDefinition /></bpmn:boundaryEvent>',
       `<bpmn:serviceTask id="Undo" camunda:type="external" camunda:topic="undo" isForCompensation="true">${mapping}</bpmn:serviceTask>`,
       '<bpmn:endEvent id="E" />',
-      '<bpmn:sequenceFlow id="F1" sourceRef="S" targetRef="Sub" />',
-      '<bpmn:sequenceFlow id="F3" sourceRef="Sub" targetRef="T" />',
+      '<bpmn:sequenceFlow id="F1" sourceRef="S" targetRef="T" />',
       '<bpmn:sequenceFlow id="F4" sourceRef="T" targetRef="E" />',
     ].join('\n');
     const xml = processXml(body).replace(
