@@ -96,6 +96,7 @@ export function buildPlan(
       ...(calls.has(node.id) ? { call: structuredClone(calls.get(node.id)!) } : {}),
       ...(scripts.has(node.id) ? { script: { ...scripts.get(node.id)! } } : {}),
       ...optional('inLoop', inLoop(node.id)),
+      ...optional('conditionalFlowsOf', node.splitOf),
     });
   }
   for (const loop of cycles) {

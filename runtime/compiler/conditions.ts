@@ -1,6 +1,7 @@
-// Sequence-flow conditions -> FEEL. Only exclusive and inclusive gateways
-// choose among their outgoing flows (docs/ARCHITECTURE.md, "Execution rule"); a condition anywhere else
-// would either be ignored (parallel gateway, default flow) or change meaning.
+// Sequence-flow conditions -> FEEL. Only exclusive and inclusive gateways choose among their
+// outgoing flows (docs/ARCHITECTURE.md, "Execution rule"): an activity's conditional flows leave
+// from the split drawn after it (conditional-flows.ts); a condition out of a parallel or
+// event-based gateway, or on a default flow, would be ignored and is warned about.
 import { toFeel } from '../shared/feel.ts';
 import { errorAt, warningAt } from './diagnostics.ts';
 import type { GraphFlow, GraphNode, ProcessGraph } from './graph.ts';
@@ -68,14 +69,6 @@ function compileCondition(
       ),
     };
   }
-  if (source.kind !== undefined && !gateway) {
-    return {
-      diagnostic: errorAt(
-        flow.id,
-        `Sequence flow ${flow.id} leaving ${from} has a condition, but only exclusive and inclusive gateways choose flows: put a gateway after ${source.id} and move the condition to its outgoing flow`,
-      ),
-    };
-  }
   const script = scriptCondition(expression);
   if (typeof script === 'string') return { diagnostic: errorAt(flow.id, `Condition of sequence flow ${flow.id} ${script}`) };
   if (script) return { condition: script };
@@ -107,7 +100,9 @@ export function scriptCondition(expression: BpmnExpression | undefined): ScriptC
 /** A non-default flow without condition always holds, so an exclusive gateway may never look past it. */
 function warnUnconditional(flow: GraphFlow, source: GraphNode): Diagnostic | undefined {
   const choosing = source.kind === 'exclusiveGateway' || source.kind === 'inclusiveGateway';
-  if (!choosing || source.outgoing.length < 2 || source.element.default?.id === flow.id) return undefined;
+  // After a task an unconditional flow beside conditional ones is how Camunda 7 draws "always also".
+  if (!choosing || source.splitOf !== undefined || source.outgoing.length < 2 || source.element.default?.id === flow.id)
+    return undefined;
   return warningAt(
     flow.id,
     `Sequence flow ${flow.id} leaves gateway ${describeElement(source.element)} without a condition, so it is always taken: add a condition or make it the default flow`,

@@ -10,6 +10,8 @@ export interface GraphNode {
   kind?: StepKind;
   /** id of the embedded subprocess the node is inside; undefined at process level */
   scope?: string;
+  /** a split the compiler draws after an element with conditional flows (conditional-flows.ts): that element's id */
+  splitOf?: string;
   /** sequence flow ids, document order */
   incoming: string[];
   outgoing: string[];

@@ -23,6 +23,7 @@ import { readScripts } from './scripts.ts';
 import { readUserTasks } from './user-tasks.ts';
 import { readCallActivities } from './call-activities.ts';
 import { insertListeners } from './listeners.ts';
+import { insertConditionalSplits } from './conditional-flows.ts';
 import { readBoundaryRepeats } from './boundary-repeats.ts';
 
 export { fingerprintPlan } from './fingerprint.ts';
@@ -114,6 +115,8 @@ function compileProcess(
   const { graph, diagnostics: extractDiagnostics } = extractGraph(process, processId, document.unresolved);
   // Before everything that reads the graph: a job listener is a step on its element's path.
   const listeners = insertListeners(graph, process);
+  // So is the split after an element with conditional flows: conditions and loops see it as a gateway.
+  const splits = insertConditionalSplits(graph);
   const javaTasks: JavaTaskTopic[] | undefined = options.javaTasksAsTopics ? [] : undefined;
   const tasks = readTaskSpecs(graph, document, owner, javaTasks, listeners.tasks);
   const conditions = compileConditions(graph);
@@ -135,6 +138,7 @@ function compileProcess(
     ...(sub ? checkBodyStarts(graph, sub) : []),
     ...bodies.diagnostics,
     ...listeners.diagnostics,
+    ...splits,
     ...tasks.diagnostics,
     ...conditions.diagnostics,
     ...events.diagnostics,

@@ -288,6 +288,11 @@ export interface PlanStep {
   call?: CallSpec;
   /** set for script tasks */
   script?: ScriptSpec;
+  /**
+   * set on the inclusive split drawn after an element with conditional outgoing flows: the
+   * element's id; when no condition holds and there is no default flow, the path ends (Camunda 7)
+   */
+  conditionalFlowsOf?: string;
 }
 
 /** A loop's body: a pass starts at the head with fresh step and flow states. */

@@ -72,6 +72,9 @@ export function decideOutgoing(plan: Plan, step: PlanStep, vars: Variables): Dec
   }
   const byDefault = taken.length === 0 && step.defaultFlow !== undefined;
   if (byDefault) taken.push(step.defaultFlow as string);
+  // After an element with conditional flows only, Camunda 7 ends the path when none holds.
+  if (taken.length === 0 && step.conditionalFlowsOf !== undefined)
+    return { ok: true, taken, record: { taken, byDefault, ...tested() } };
   if (taken.length === 0) {
     const { missingVariables } = tested();
     return {

@@ -11,7 +11,6 @@ const REASONS: [RegExp, string | ((m: RegExpExecArray) => string)][] = [
   [/holds a JavaScript script inside a list or a map/, 'JavaScript parameter inside a list or a map'],
   [/is JavaScript that does not parse|its JavaScript does not parse/, 'JavaScript that does not parse'],
   [/^Condition of sequence flow \S+ cannot be used/, 'JUEL condition Baton cannot read'],
-  [/leaving \S+ has a condition, but only exclusive and inclusive gateways/, 'conditional sequence flow out of a task'],
   [/must be attached to a task/, 'boundary event on an element that carries none (a transaction, an event)'],
   [/sits on .* which throws no escalations/, 'escalation boundary on a task'],
   [/a user task cannot loop:/, 'loop marker on a user task'],

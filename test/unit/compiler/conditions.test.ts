@@ -178,20 +178,42 @@ describe('compileConditions', () => {
     expect(plan.flows.find((f) => f.id === 'ToB')).not.toHaveProperty('condition');
   });
 
-  it('refuses a condition on a flow leaving a task (BPMN would make the task choose)', async () => {
+  it('given conditional flows out of a task, then an inclusive split is drawn after it that the flows leave from, keeping their ids', async () => {
     const xml = processXml(
       [
         '<bpmn:startEvent id="S" />',
-        task('T'),
-        '<bpmn:endEvent id="E" />',
+        task('T', 'T', 'default="ToC"'),
+        '<bpmn:endEvent id="A" />',
+        '<bpmn:endEvent id="B" />',
+        '<bpmn:endEvent id="C" />',
         flow('F1', 'S', 'T'),
-        flow('F2', 'T', 'E', '${a}'),
+        flow('ToA', 'T', 'A', '${a}'),
+        flow('ToB', 'T', 'B'),
+        flow('ToC', 'T', 'C'),
       ].join('\n'),
     );
-    expect(errorsOf(await compileDiagnostics(xml))).toEqual([
+    const { plan, warnings } = await compilePlan(xml);
+    expect(plan.steps.find((s) => s.id === 'T')?.outgoing).toEqual(['T->split:T']);
+    expect(plan.steps.find((s) => s.id === 'split:T')).toMatchObject({
+      kind: 'inclusiveGateway',
+      conditionalFlowsOf: 'T',
+      incoming: ['T->split:T'],
+      outgoing: ['ToA', 'ToB', 'ToC'],
+      defaultFlow: 'ToC',
+    });
+    expect(plan.flows.find((f) => f.id === 'ToA')).toMatchObject({ source: 'split:T', condition: { feel: 'a' } });
+    // An unconditional flow beside conditional ones is always taken, as in Camunda 7: nothing to warn about.
+    expect(warnings).toEqual([]);
+  });
+
+  it('given only conditional flows out of an event and no default, then it is told that the path ends when none holds', async () => {
+    const xml = processXml(['<bpmn:startEvent id="S" />', '<bpmn:endEvent id="E" />', flow('F1', 'S', 'E', '${a}')].join('\n'));
+    const { plan, warnings } = await compilePlan(xml);
+    expect(plan.steps.find((s) => s.id === 'split:S')?.outgoing).toEqual(['F1']);
+    expect(warnings).toEqual([
       expect.objectContaining({
-        elementId: 'F2',
-        message: expect.stringContaining('only exclusive and inclusive gateways choose flows: put a gateway after T'),
+        elementId: 'S',
+        message: expect.stringMatching(/leaves only through conditional flows \(F1\): when none holds, its path ends there/),
       }),
     ]);
   });
