@@ -121,6 +121,8 @@ export function instancesRouter(engine: Engine): Router {
         `Instance ${instanceId} changed meanwhile: it is at revision ${result.revision}, the edit was made on revision ${body.revision}; read it again and edit that`,
         { revision: result.revision },
       );
+    if (!result.ok && result.reason === 'no_scope')
+      throw new BatonError('conflict', `Instance ${instanceId}: ${result.message}`, { scope: body.scope });
     if (!result.ok)
       throw new BatonError(
         'conflict',
@@ -129,7 +131,13 @@ export function instancesRouter(engine: Engine): Router {
           status: result.status,
         },
       );
-    res.json({ id: instanceId, revision: result.revision, status: result.status, variables: result.variables });
+    res.json({
+      id: instanceId,
+      revision: result.revision,
+      status: result.status,
+      ...(body.scope !== undefined ? { scope: body.scope } : {}),
+      variables: result.variables,
+    });
   });
 
   // Suspend and resume answer 200 also when there was nothing to change (`changed: false`): a retried call is harmless.

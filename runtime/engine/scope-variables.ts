@@ -158,3 +158,28 @@ export function leaveSubprocess(
   writeVariables(plan, sub, state, vars, out.variables, fx);
   return { ok: true };
 }
+
+/**
+ * An operator's edit of subprocess `scopeId`'s locals (the repair of a mapping that read a bad
+ * local): answers the new locals, written with its row; not ok when it holds none now.
+ */
+export function editScopeLocals(
+  plan: Plan,
+  scopeId: string,
+  state: InstanceState,
+  set: Variables,
+  deleted: string[],
+  fx: Effects,
+): { ok: true; variables: Variables } | { ok: false; message: string } {
+  const scope = indexPlan(plan).steps.get(scopeId);
+  const locals = scope ? subprocessLocals(scope, state) : undefined;
+  if (!scope || !locals)
+    return {
+      ok: false,
+      message: `${scope?.kind === 'subProcess' && scope.io ? `Subprocess ${scopeId} is not open` : `${scopeId} is no subprocess with input or output mappings`}, so it holds no local variables: edit the process's variables (leave out scope)`,
+    };
+  const edited = { ...locals, ...set };
+  for (const name of deleted) delete edited[name];
+  keepLocals(scopeId, { locals: edited }, state, fx);
+  return { ok: true, variables: edited };
+}

@@ -204,6 +204,12 @@ beforeAll(async () => {
     ),
   );
   await deployClean(zeebeBpmn('sub_io_bad_out', '<zeebe:output source="=2 in (1..limit)" target="inRange" />'));
+  await deployClean(
+    zeebeBpmn(
+      'sub_io_bad_local',
+      '<zeebe:input source="a" target="limit" /><zeebe:output source="=2 in (1..limit)" target="inRange" />',
+    ),
+  );
 });
 afterAll(async () => {
   await t.close();
@@ -370,5 +376,56 @@ describe('mappings on a repeating subprocess', () => {
       lastLabel: 'B',
       labels: ['A1!', 'B!'],
     });
+  });
+});
+
+describe("an operator's edit of a subprocess's locals", () => {
+  it('given an output that read a bad local, then the edit with scope changes the local, and the retry completes the subprocess', async () => {
+    const id = await start(t.api, 'sub_io_bad_local');
+    await complete(t.api, await fetchOne(t.api, 'w', 'sub_io_bad_local-work'), 'w');
+    const stuck = await waitForStatus(t.api, id, 'incident');
+    expect(stuck.steps.find((s: { stepId: string }) => s.stepId === 'Sub')).toMatchObject({
+      status: 'incident',
+      variables: { limit: 'a' },
+    });
+    // A process variable of that name changes nothing: the local hides it.
+    const bad = await t.api.post(`/api/incidents/${stuck.incidents[0].id}/retry`, { variables: { limit: 3 } });
+    expect(bad.status).toBe(200);
+    const again = await waitForStatus(t.api, id, 'incident');
+    expect(again.incidents).toEqual([expect.objectContaining({ stepId: 'Sub', kind: 'io_mapping' })]);
+
+    const edited = await t.api.patch(`/api/instances/${id}/variables`, {
+      revision: again.revision,
+      scope: 'Sub',
+      set: { limit: 4 },
+    });
+    expect(edited.status, JSON.stringify(edited.body)).toBe(200);
+    expect(edited.body).toMatchObject({ scope: 'Sub', variables: { limit: 4 } });
+    expect((await t.api.post(`/api/incidents/${again.incidents[0].id}/retry`, {})).status).toBe(200);
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect(done.variables).toEqual({ limit: 3, inRange: true });
+    const history = (await t.api.get(`/api/instances/${id}/history`)).body.items as { kind: string; data?: any }[];
+    expect(history.find((e) => e.kind === 'variables:edited')?.data).toMatchObject({ set: ['limit'], scope: 'Sub' });
+  });
+
+  it('given a subprocess that ended or an element that holds no locals, then the edit is refused and changes nothing; an open one takes it', async () => {
+    const id = await start(t.api, 'sub_io_nested');
+    await complete(t.api, await fetchOne(t.api, 'w', 'sub_io_nested-work'), 'w');
+    const later = await fetchOne(t.api, 'w', 'sub_io_nested-later');
+    const view = await instanceOf(t.api, id);
+    for (const scope of ['Inner', 'later', 'nowhere']) {
+      const refused = await t.api.patch(`/api/instances/${id}/variables`, { revision: view.revision, scope, set: { x: 1 } });
+      expect(refused.status).toBe(409);
+      expect(refused.body).toMatchObject({ type: 'Conflict', details: { scope } });
+    }
+    expect((await instanceOf(t.api, id)).revision).toBe(view.revision);
+    const edited = await t.api.patch(`/api/instances/${id}/variables`, {
+      revision: view.revision,
+      scope: 'Outer',
+      set: { b: 'edited' },
+    });
+    expect(edited.body).toMatchObject({ scope: 'Outer', variables: { a: 'outer', b: 'edited' } });
+    await complete(t.api, later, 'w');
+    expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({ seenB: 'edited' });
   });
 });
