@@ -507,8 +507,6 @@ function attachBoundary(graph: ProcessGraph, node: GraphNode, wait: WaitSpec | u
     specs.diagnostics.push(
       errorAt(node.id, `Compensation boundary ${label} has outgoing sequence flows: it only links its handler by an association`),
     );
-  } else if (wait?.trigger !== 'compensation' && node.outgoing.length === 0) {
-    specs.diagnostics.push(errorAt(node.id, `Boundary event ${label} has no outgoing sequence flow: connect the path it starts`));
   }
   if (wait?.trigger === 'error' && !interrupting) {
     specs.diagnostics.push(

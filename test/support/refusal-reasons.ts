@@ -15,7 +15,6 @@ const REASONS: [RegExp, string | ((m: RegExpExecArray) => string)][] = [
   [/sits on .* which throws no escalations/, 'escalation boundary on a task'],
   [/a user task cannot loop:/, 'loop marker on a user task'],
   [/^User task .* is not a valid expression/, 'user task assignment with a JUEL method call'],
-  [/has no outgoing sequence flow/, 'boundary event without an outgoing flow'],
   [/has no step that waits/, 'loop with no step that waits'],
   [/^End event \S+ can receive flows .* at the same time/, 'end event two parallel paths reach at once'],
   [/^A pass of the loop .* back to .* and/, 'loop pass that could both repeat and leave'],

@@ -248,3 +248,38 @@ describe('checkSoundness: steps reached by several flows at once', () => {
     ]);
   });
 });
+
+describe('checkSoundness: boundary events that end their path', () => {
+  /** S -> fork G -> A, B -> join J -> E; boundary Bd on A, with no outgoing flow or one to end event BdEnd */
+  const forkWithBoundary = (interrupting: boolean, ending: boolean) =>
+    processXml(
+      [
+        '<bpmn:startEvent id="S" />',
+        '<bpmn:parallelGateway id="G" />',
+        task('A'),
+        task('B'),
+        `<bpmn:boundaryEvent id="Bd" attachedToRef="A" cancelActivity="${interrupting}"><bpmn:messageEventDefinition messageRef="M" /></bpmn:boundaryEvent>`,
+        '<bpmn:parallelGateway id="J" />',
+        '<bpmn:endEvent id="E" />',
+        flow('F0', 'S', 'G'),
+        flow('ToA', 'G', 'A'),
+        flow('ToB', 'G', 'B'),
+        flow('FromA', 'A', 'J'),
+        flow('FromB', 'B', 'J'),
+        flow('Out', 'J', 'E'),
+        ...(ending ? [] : ['<bpmn:endEvent id="BdEnd" />', flow('FromBd', 'Bd', 'BdEnd')]),
+      ].join('\n'),
+    ).replace('<bpmn:process', '<bpmn:message id="M" name="m" />\n<bpmn:process');
+
+  it('reads a boundary without outgoing flows as one whose path goes straight to an end event', async () => {
+    for (const interrupting of [true, false]) {
+      const ending = await compilePlan(forkWithBoundary(interrupting, true));
+      const withEnd = await compilePlan(forkWithBoundary(interrupting, false));
+      const boundary = ending.plan.steps.find((s) => s.id === 'Bd');
+      expect(boundary?.boundary).toMatchObject({ attachedTo: 'A', interrupting });
+      expect(ending.plan.flows.filter((f) => f.source === 'Bd')).toEqual([]);
+      expect(ending.warnings).toEqual(withEnd.warnings);
+      expect(ending.plan.steps.find((s) => s.id === 'J')).toEqual(withEnd.plan.steps.find((s) => s.id === 'J'));
+    }
+  });
+});
