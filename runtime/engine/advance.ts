@@ -35,7 +35,14 @@ import type { FlowState, IncidentKind, StepStatus } from '../model/vocabulary.ts
 import { type Effects, type InstanceState, type NewEvent, type Variables } from '../model/effects.ts';
 import { passOf, scopePathOf, settleLoops, startPass, type PassMoves } from './loop-passes.ts';
 import { elementPassEnded, readElements } from './element-passes.ts';
-import { enterSubprocess, leaveSubprocess, scopeLocals, visibleVariables, writeVariables } from './scope-variables.ts';
+import {
+  enterSubprocess,
+  leaveSubprocess,
+  scopeLocals,
+  visibleVariables,
+  writeCaughtVariables,
+  writeVariables,
+} from './scope-variables.ts';
 import { completeElement, elementsOf, settleElements, startElements, type ElementMoves } from './multi-instance.ts';
 
 /**
@@ -556,7 +563,7 @@ function throwError(plan: Plan, step: PlanStep, state: InstanceState, vars: Vari
     stepId: step.id,
     data: { errorCode: code ?? null, caughtBy: boundary.id },
   });
-  if (boundary.wait.errorCodeVariable) vars[boundary.wait.errorCodeVariable] = code ?? null;
+  writeCaughtVariables(plan, boundary, state, vars, { code: code ?? null }, fx);
   fireWait(plan, boundary.id, state, vars, fx, { errorCode: code ?? null, thrownBy: step.id });
 }
 
@@ -595,8 +602,7 @@ function throwEscalation(plan: Plan, step: PlanStep, code: string, state: Instan
     leaveStep(plan, step, state, vars, fx);
     return;
   }
-  if (catcher.wait?.trigger === 'escalation' && catcher.wait.escalationCodeVariable)
-    vars[catcher.wait.escalationCodeVariable] = code;
+  writeCaughtVariables(plan, catcher, state, vars, { code }, fx);
   const interrupting = catcher.kind === 'eventSubProcessStart' || catcher.boundary?.interrupting === true;
   // Fired before the throw's path moves on: that path could end the subprocess and with it the boundary.
   fireWaitNow(plan, catcher.id, state, vars, fx, { escalationCode: code, thrownBy: step.id });
@@ -822,6 +828,7 @@ function passMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effect
         return undefined;
       }
       pushEvent(plan, state, fx, { kind: 'loop:element_completed', stepId: loop.id, data: ended.data });
+      writeVariables(plan, loop, state, vars, ended.written, fx);
       return ended.again;
     },
   };

@@ -18,7 +18,7 @@ import {
 import { returnedVariables } from './call-variables.ts';
 import { planOf, type Engine } from './context.ts';
 import { scopePathOf } from './loop-passes.ts';
-import { scopeLocals, writeVariables } from './scope-variables.ts';
+import { scopeLocals, writeCaughtVariables, writeVariables } from './scope-variables.ts';
 import { indexPlan } from './plan-index.ts';
 import { commitTransition } from './transition.ts';
 import { emptyEffects, type Effects, type Variables } from '../model/effects.ts';
@@ -85,7 +85,7 @@ async function deliverEscalation(engine: Engine, tx: PoolClient, row: CallEscala
   const from = { escalationCode: code, childInstanceId: row.child_instance_id, thrownBy: row.thrown_by };
   const catcher = findEscalationCatcher(plan, row.parent_step_id, code, parent.state);
   if (catcher?.wait?.trigger === 'escalation') {
-    if (catcher.wait.escalationCodeVariable) variables[catcher.wait.escalationCodeVariable] = code;
+    writeCaughtVariables(plan, catcher, parent.state, variables, { code }, fx);
     fireWait(plan, catcher.id, parent.state, variables, fx, from);
   } else if (parent.state.calledBy !== undefined) {
     // Caught nowhere here either: on up to the call activity that started the parent.
@@ -147,8 +147,7 @@ function applyReturn(plan: Plan, parent: LockedInstance, row: CallReturnRow, var
   const code = row.error_code ?? undefined;
   const boundary = findErrorBoundary(plan, stepId, code, parent.state);
   if (boundary?.wait?.trigger === 'error') {
-    if (boundary.wait.errorCodeVariable) vars[boundary.wait.errorCodeVariable] = row.error_code;
-    if (boundary.wait.errorMessageVariable) vars[boundary.wait.errorMessageVariable] = row.error_message;
+    writeCaughtVariables(plan, boundary, parent.state, vars, { code: row.error_code, message: row.error_message }, fx);
     fireWait(plan, boundary.id, parent.state, vars, fx, { errorCode: row.error_code, ...child });
     return;
   }

@@ -59,14 +59,14 @@ export function instanceCounts(p: { total: number; completed: number; active: nu
 /**
  * A pass ended with its subprocess completed: its element's result is kept, and the loop runs
  * the next element unless every element ran or the completion condition holds. On the last
- * pass outputCollection is written (to the process variables `vars`).
+ * pass the caller writes outputCollection (`written`) from where the loop sits.
  */
 export function elementPassEnded(
   plan: Plan,
   loop: PlanStep,
   state: InstanceState,
   vars: Variables,
-): { again: boolean; data: Record<string, unknown> } | ({ again?: undefined } & PassProblem) {
+): { again: boolean; data: Record<string, unknown>; written?: Variables } | ({ again?: undefined } & PassProblem) {
   const spec = loop.cycle?.repeat?.elements;
   const progress = state.loops?.[loop.id];
   if (!spec || !progress || !('pass' in progress) || !progress.elements) throw new Error(`Loop ${loop.id} has no elements`);
@@ -94,6 +94,6 @@ export function elementPassEnded(
       };
     done = holds.value;
   }
-  if (done && spec.outputCollection) vars[spec.outputCollection] = outputs;
-  return { again: !done, data };
+  const written = done && spec.outputCollection ? { [spec.outputCollection]: outputs } : undefined;
+  return { again: !done, data, ...(written ? { written } : {}) };
 }

@@ -183,3 +183,26 @@ export function editScopeLocals(
   keepLocals(scopeId, { locals: edited }, state, fx);
   return { ok: true, variables: edited };
 }
+
+/**
+ * What a catching error or escalation event stores (`camunda:errorCodeVariable`,
+ * `errorMessageVariable`, `escalationCodeVariable`), written from where the catcher sits.
+ */
+export function writeCaughtVariables(
+  plan: Plan,
+  catcher: PlanStep,
+  state: InstanceState,
+  vars: Variables,
+  caught: { code: string | null; message?: string | null },
+  fx: Effects,
+): void {
+  const wait = catcher.wait;
+  const written: Variables = {};
+  if (wait?.trigger === 'error') {
+    if (wait.errorCodeVariable) written[wait.errorCodeVariable] = caught.code;
+    if (wait.errorMessageVariable) written[wait.errorMessageVariable] = caught.message ?? null;
+  } else if (wait?.trigger === 'escalation' && wait.escalationCodeVariable) {
+    written[wait.escalationCodeVariable] = caught.code;
+  }
+  if (Object.keys(written).length > 0) writeVariables(plan, catcher, state, vars, written, fx);
+}

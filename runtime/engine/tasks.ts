@@ -26,7 +26,7 @@ import {
 import { listCompensations } from '../store/compensations.ts';
 import { finishHandler, startSaga } from './compensate.ts';
 import { indexPlan } from './plan-index.ts';
-import { writeVariables } from './scope-variables.ts';
+import { writeCaughtVariables, writeVariables } from './scope-variables.ts';
 import { BatonError } from '../shared/errors.ts';
 import { fault } from '../shared/faults.ts';
 import { jsonbTextBytes } from '../shared/variables-size.ts';
@@ -422,7 +422,8 @@ export async function failHeldTask(
       { errorMessage: req.errorMessage, errorDetails: req.errorDetails },
     );
   }
-  const stored = { ...instance.variables, ...variables };
+  const stored = { ...instance.variables };
+  writeVariables(plan, indexPlan(plan).steps.get(task.step_id), instance.state, stored, variables, fx);
   await commitTransition(tx, instance, fx, stored, { plan, incidentTaskIds: fx.incidents.map(() => task.id) });
   if (task.state === 'ready') taskRetries.inc({ topic: task.topic });
   return result;
@@ -445,8 +446,9 @@ export async function reportBpmnError(engine: Engine, req: BpmnErrorRequest): Pr
     if (!result.ok) return result;
     const task = result.task;
     const plan = await planOf(engine, instance.definition_id, tx);
-    const variables = { ...instance.variables, ...req.variables };
+    const variables = { ...instance.variables };
     const fx = emptyEffects();
+    writeVariables(plan, indexPlan(plan).steps.get(task.step_id), instance.state, variables, req.variables, fx);
     fx.events.push({
       kind: 'task:bpmn_error',
       stepId: task.step_id,
@@ -456,8 +458,7 @@ export async function reportBpmnError(engine: Engine, req: BpmnErrorRequest): Pr
     const boundary = findErrorBoundary(plan, task.step_id, req.errorCode, instance.state);
     if (boundary?.wait?.trigger === 'error') {
       await markTaskCaught(tx, task.id);
-      if (boundary.wait.errorCodeVariable) variables[boundary.wait.errorCodeVariable] = req.errorCode;
-      if (boundary.wait.errorMessageVariable) variables[boundary.wait.errorMessageVariable] = req.errorMessage ?? null;
+      writeCaughtVariables(plan, boundary, instance.state, variables, { code: req.errorCode, message: req.errorMessage }, fx);
       fireWait(plan, boundary.id, instance.state, variables, fx, { errorCode: req.errorCode });
       await commitTransition(tx, instance, fx, variables, { plan });
       return result;

@@ -12,6 +12,7 @@ import { planOf, type Engine } from './context.ts';
 import { indexPlan } from './plan-index.ts';
 import { completeLoopElement, findErrorBoundary, findEscalationCatcher, fireWait, throwToParent } from './advance.ts';
 import { commitTransition } from './transition.ts';
+import { writeCaughtVariables, writeVariables } from './scope-variables.ts';
 import { checkForm } from './user-task-details.ts';
 import { deliverToSubscription } from './waits.ts';
 
@@ -226,8 +227,9 @@ export async function throwUserTaskError(
     const { task, instance } = await lockTask(tx, taskId);
     if (opts.needsClaim !== false) checkHolder(task, actor, 'reports an error');
     const plan = await planOf(engine, task.definition_id, tx);
-    const variables = { ...instance.variables, ...error.variables };
+    const variables = { ...instance.variables };
     const fx = emptyEffects();
+    writeVariables(plan, indexPlan(plan).steps.get(task.step_id), instance.state, variables, error.variables, fx);
     fx.events.push({
       kind: 'userTask:bpmn_error',
       stepId: task.step_id,
@@ -241,8 +243,7 @@ export async function throwUserTaskError(
     });
     const boundary = findErrorBoundary(plan, task.step_id, error.errorCode, instance.state);
     if (boundary?.wait?.trigger === 'error') {
-      if (boundary.wait.errorCodeVariable) variables[boundary.wait.errorCodeVariable] = error.errorCode;
-      if (boundary.wait.errorMessageVariable) variables[boundary.wait.errorMessageVariable] = error.errorMessage ?? null;
+      writeCaughtVariables(plan, boundary, instance.state, variables, { code: error.errorCode, message: error.errorMessage }, fx);
       fireWait(plan, boundary.id, instance.state, variables, fx, { errorCode: error.errorCode });
     } else if (instance.state.calledBy !== undefined) {
       throwToParent(plan, task.step_id, error.errorCode, error.errorMessage ?? null, instance.state, fx);
@@ -291,8 +292,9 @@ export async function throwUserTaskEscalation(
         `No escalation boundary or escalation event subprocess catches escalation "${code}" raised at user task ${task.step_id}; nothing changed: complete the task instead`,
         { escalationCode: code },
       );
-    const variables = { ...instance.variables, ...escalation.variables };
+    const variables = { ...instance.variables };
     const fx = emptyEffects();
+    writeVariables(plan, indexPlan(plan).steps.get(task.step_id), instance.state, variables, escalation.variables, fx);
     fx.events.push({
       kind: 'userTask:escalated',
       stepId: task.step_id,
@@ -304,7 +306,7 @@ export async function throwUserTaskEscalation(
         ...(actor.caller ? { by: actor.caller } : {}),
       },
     });
-    if (catcher.wait.escalationCodeVariable) variables[catcher.wait.escalationCodeVariable] = code;
+    writeCaughtVariables(plan, catcher, instance.state, variables, { code }, fx);
     fireWait(plan, catcher.id, instance.state, variables, fx, { escalationCode: code, thrownBy: task.step_id });
     // An interrupting catcher canceled the task's step; a non-interrupting one left it waiting.
     const taskOpen = instance.state.steps[task.step_id] === 'active';

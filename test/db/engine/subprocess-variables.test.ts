@@ -181,8 +181,73 @@ const sequentialBpmn = `<?xml version="1.0" encoding="UTF-8"?>
   </bpmn:process>
 </bpmn:definitions>`;
 
+/** start -> Sub(reason = "none"; why = reason) { work, with error boundary late (code into reason) -> handled } -> end */
+const caughtBpmn = buildBpmn(
+  'sub_io_caught',
+  [
+    { id: 'start', type: 'startEvent' },
+    {
+      id: 'Sub',
+      type: 'subProcess',
+      io: { inputs: [['reason', 'none']], outputs: [['why', '${reason}']] },
+      nodes: [
+        { id: 'subStart', type: 'startEvent' },
+        { id: 'work', type: 'serviceTask', topic: 'sub_io_caught-work' },
+        { id: 'late', type: 'boundaryEvent', attachedTo: 'work', error: { code: 'LATE', codeVariable: 'reason' } },
+        { id: 'handled', type: 'serviceTask', topic: 'sub_io_caught-handled' },
+        { id: 'subEnd', type: 'endEvent' },
+        { id: 'handledEnd', type: 'endEvent' },
+      ],
+      flows: [
+        { from: 'subStart', to: 'work' },
+        { from: 'work', to: 'subEnd' },
+        { from: 'late', to: 'handled' },
+        { from: 'handled', to: 'handledEnd' },
+      ],
+    },
+    { id: 'end', type: 'endEvent' },
+  ],
+  [
+    { from: 'start', to: 'Sub' },
+    { from: 'Sub', to: 'end' },
+  ],
+);
+
+/** start -> Outer(labels = []; result = labels) { Each (sequential over items, outputCollection labels) { work } } -> end */
+const collectedBpmn = `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_sub_io_collected" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="sub_io_collected" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:subProcess id="Outer">
+      <bpmn:extensionElements><zeebe:ioMapping>
+        <zeebe:input source="=[]" target="labels" />
+        <zeebe:output source="=labels" target="result" />
+      </zeebe:ioMapping></bpmn:extensionElements>
+      <bpmn:startEvent id="outerStart" />
+      <bpmn:subProcess id="Each">
+        <bpmn:multiInstanceLoopCharacteristics isSequential="true"><bpmn:extensionElements>
+          <zeebe:loopCharacteristics inputCollection="=items" inputElement="item" outputCollection="labels" outputElement="=upper case(item)" />
+        </bpmn:extensionElements></bpmn:multiInstanceLoopCharacteristics>
+        <bpmn:startEvent id="eachStart" />
+        <bpmn:serviceTask id="work"><bpmn:extensionElements><zeebe:taskDefinition type="sub_io_collected-work" /></bpmn:extensionElements></bpmn:serviceTask>
+        <bpmn:endEvent id="eachEnd" />
+        <bpmn:sequenceFlow id="s1" sourceRef="eachStart" targetRef="work" />
+        <bpmn:sequenceFlow id="s2" sourceRef="work" targetRef="eachEnd" />
+      </bpmn:subProcess>
+      <bpmn:endEvent id="outerEnd" />
+      <bpmn:sequenceFlow id="o1" sourceRef="outerStart" targetRef="Each" />
+      <bpmn:sequenceFlow id="o2" sourceRef="Each" targetRef="outerEnd" />
+    </bpmn:subProcess>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="Outer" />
+    <bpmn:sequenceFlow id="f2" sourceRef="Outer" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`;
+
 beforeAll(async () => {
   t = await startTestServer();
+  await deployClean(collectedBpmn);
+  await deployClean(caughtBpmn);
   await deployClean(sequentialBpmn);
   await deployClean(messageBpmn);
   await deployClean(nestedBpmn);
@@ -341,6 +406,31 @@ describe('subprocess variables from other writers', () => {
     expect(later.variables).toEqual({ a: 'outer', b: 'changed', c: 1 });
     await complete(t.api, later, 'w');
     expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({ c: 1, seenB: 'changed' });
+  });
+
+  it('given an error boundary inside whose code variable the subprocess holds, then the caught code sets the local, not a process variable', async () => {
+    const id = await start(t.api, 'sub_io_caught');
+    const work = await fetchOne(t.api, 'w', 'sub_io_caught-work');
+    const thrown = await t.api.post(`/api/external-tasks/${work.id}/bpmn-error`, {
+      workerId: 'w',
+      lockToken: work.lockToken,
+      errorCode: 'LATE',
+    });
+    expect(thrown.status).toBe(204);
+    const handled = await fetchOne(t.api, 'w', 'sub_io_caught-handled');
+    expect(handled.variables).toMatchObject({ reason: 'LATE' });
+    expect((await instanceOf(t.api, id)).variables).not.toHaveProperty('reason');
+    expect((await complete(t.api, handled, 'w')).status).toBe(204);
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect(done.variables).toEqual({ why: 'LATE' });
+  });
+
+  it('given a multi-instance subprocess whose output collection the subprocess around it holds, then the collection lands in that local', async () => {
+    const id = await start(t.api, 'sub_io_collected', { variables: { items: ['a', 'b'] } });
+    for (let i = 0; i < 2; i++)
+      expect((await complete(t.api, await fetchOne(t.api, 'w', 'sub_io_collected-work'), 'w')).status).toBe(204);
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect(done.variables).toEqual({ items: ['a', 'b'], result: ['A', 'B'] });
   });
 
   it('given an interrupting boundary on the subprocess, then its locals end with it and no output is written', async () => {
