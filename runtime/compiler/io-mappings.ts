@@ -11,11 +11,17 @@ import type { ProcessGraph } from './graph.ts';
 import { describeElement, type BpmnElement } from './model.ts';
 import type { Diagnostic, IoMapping, IoSpec, ScriptMapping } from './plan.ts';
 import { isJavaScript, javaScriptSyntax } from './scripts.ts';
+import { runsInBodies } from './subprocess-bodies.ts';
 
 /** The extension elements that carry mappings, in camunda-bpmn-moddle's typed and generic (zeebe) form. */
 export const IO_MAPPING_TYPES = ['camunda:InputOutput', 'zeebe:ioMapping'] as const;
 
-const WHAT = { serviceTask: 'Service task', scriptTask: 'Script task', subProcess: 'Subprocess' } as const;
+const WHAT = {
+  serviceTask: 'Service task',
+  scriptTask: 'Script task',
+  subProcess: 'Subprocess',
+  callActivity: 'Multi-instance subprocess',
+} as const;
 
 const SEGMENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -51,7 +57,12 @@ export function readIoMappings(graph: ProcessGraph): {
   for (const node of graph.nodes.values()) {
     // A compensation handler's task is created by the saga, which runs no mappings: it keeps the "not run" warning.
     // A subprocess runs them on every entry: each pass of a loop marker or a sequential multi-instance one.
-    const runsHere = node.kind === 'serviceTask' || node.kind === 'scriptTask' || node.kind === 'subProcess';
+    // A parallel multi-instance subprocess (a call of its body) runs its inputs once per element.
+    const runsHere =
+      node.kind === 'serviceTask' ||
+      node.kind === 'scriptTask' ||
+      node.kind === 'subProcess' ||
+      (node.kind === 'callActivity' && runsInBodies(node.element));
     if (!runsHere || node.element.isForCompensation) continue;
     runs.add(node.id);
     const values = (node.element as { extensionElements?: { values?: MappingHolder[] } }).extensionElements?.values ?? [];

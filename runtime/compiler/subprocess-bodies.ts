@@ -25,18 +25,24 @@ export function runsInBodies(element: BpmnElement): boolean {
   );
 }
 
-const IO_MAPPINGS = ['camunda:InputOutput', 'zeebe:ioMapping'];
+type MappingHolder = BpmnElement & { outputParameters?: unknown[]; $children?: BpmnElement[] };
 
 /**
- * The call a body subprocess stands for. Every variable the element sees goes in; what its body
- * changed comes back (the child's return row holds only those, migration 0037), as an embedded
- * subprocess's writes reach the process. The element variable and loopCounter stay its own.
+ * The call a body subprocess stands for. Every variable the element sees goes in, with its input
+ * mappings (io-mappings.ts) as the element's locals; what its body changed comes back (the
+ * child's return row holds only those, migration 0037), as an embedded subprocess's writes reach
+ * the process. The element variable, loopCounter and inputs stay its own.
  */
 export function readBodyCall(processKey: string, node: GraphNode, problems: string[]): CallSpec {
-  const values = (node.element as BpmnElement & { extensionElements?: { values?: BpmnElement[] } }).extensionElements?.values;
-  if ((values ?? []).some((v) => IO_MAPPINGS.includes(v.$type)))
+  const values = (node.element as BpmnElement & { extensionElements?: { values?: MappingHolder[] } }).extensionElements?.values;
+  const outputs = (values ?? []).some(
+    (v) =>
+      (v.$type === 'camunda:InputOutput' && (v.outputParameters ?? []).length > 0) ||
+      (v.$type === 'zeebe:ioMapping' && (v.$children ?? []).some((c) => c.$type === 'zeebe:output')),
+  );
+  if (outputs)
     problems.push(
-      'input and output mappings on a parallel multi-instance subprocess are not run: map on the tasks inside it, or mark it sequential (isSequential="true")',
+      'output mappings on a parallel multi-instance subprocess are not run: gather results with outputElement and outputCollection, or mark it sequential (isSequential="true")',
     );
   return {
     process: { key: bodyKey(processKey, node.id) },

@@ -16,6 +16,7 @@ import {
   throwToParent,
 } from './advance.ts';
 import { returnedVariables } from './call-variables.ts';
+import { inputNames } from './io-mappings.ts';
 import { planOf, type Engine } from './context.ts';
 import { scopePathOf } from './loop-passes.ts';
 import { scopeLocals, writeCaughtVariables, writeVariables } from './scope-variables.ts';
@@ -121,6 +122,7 @@ function applyReturn(plan: Plan, parent: LockedInstance, row: CallReturnRow, var
       const own = new Set([
         step.multiInstance?.elementVariable,
         'loopCounter',
+        ...inputNames(step),
         ...Object.keys(scopeLocals(plan, step, parent.state, true) ?? {}),
       ]);
       const changed = Object.entries(returned.variables).filter(([name]) => !own.has(name));

@@ -60,7 +60,7 @@ export function resultVariables(
   if (!io) return { ok: true, variables: result };
   if (io.outputs.length === 0) {
     const kept: Variables = { ...result };
-    for (const mapping of io.inputs) delete kept[topName(mapping.target)];
+    for (const name of inputNames(step)) delete kept[name];
     return { ok: true, variables: kept };
   }
   return mapOutputs(step, { ...vars, ...locals, ...result }, vars, next);
@@ -79,6 +79,11 @@ export function mapOutputs(step: PlanStep, scope: Variables, vars: Variables, ne
     assignPath(out, mapping.target, value.value, vars);
   }
   return { ok: true, variables: out };
+}
+
+/** The variables a step's input mappings make its own: the first name of each target. */
+export function inputNames(step: PlanStep): string[] {
+  return (step.io?.inputs ?? []).map((mapping) => topName(mapping.target));
 }
 
 /** `order.total` -> `order`. */

@@ -9,7 +9,7 @@ import type { IncidentKind, StepStatus } from '../model/vocabulary.ts';
 import { testCondition } from './conditions.ts';
 import { evaluateUserTask } from './user-task-details.ts';
 import { pinOf, prepareCall } from './call-variables.ts';
-import { mapInputs, type InputsResult } from './io-mappings.ts';
+import { inputNames, mapInputs, type InputsResult } from './io-mappings.ts';
 import { scopePathOf } from './loop-passes.ts';
 import { instanceCounts } from './element-passes.ts';
 import { scopeLocals, visibleVariables, writeVariables } from './scope-variables.ts';
@@ -85,13 +85,14 @@ export function startElements(
 
 /** How one element starts: a task's local variables, a child's variables and called key, or a user task's details. */
 type ElementStart =
-  | { ok: true; locals: Variables; writes?: Variables; key?: string; userTask?: UserTaskDetails }
+  | { ok: true; locals: Variables; writes?: Variables; key?: string; inherited?: Variables; userTask?: UserTaskDetails }
   | { ok: false; kind: 'io_mapping' | 'call_activity' | 'condition_error'; message: string; details: Record<string, unknown> };
 
 /**
  * An element's own variables: the locals of the subprocess passes around the step (`outer`), its
  * element variable and loopCounter, then a task's input mappings over them; a call activity's
- * child gets what the call passes in, with the element's own on top.
+ * child gets what the call passes in, with the element's own on top, and a subprocess body's child
+ * its input mappings' locals too (kept out of `inherited`, so its return carries them).
  */
 function elementStart(
   step: PlanStep,
@@ -103,7 +104,19 @@ function elementStart(
   const base: Variables = { ...outer, ...elementLocals(step, items, index) };
   if (step.kind === 'callActivity') {
     const call = prepareCall(step, { ...vars, ...base });
-    return call.ok ? { ok: true, locals: { ...call.variables, ...base }, key: call.key } : { ...call, kind: 'call_activity' };
+    if (!call.ok) return { ...call, kind: 'call_activity' };
+    const inherited = { ...call.variables, ...base };
+    if (!step.io) return { ok: true, locals: inherited, key: call.key };
+    const inputs = mapInputs(step, vars, base);
+    if (!inputs.ok) return { ...inputs, kind: 'io_mapping' };
+    for (const name of inputNames(step)) delete inherited[name];
+    return {
+      ok: true,
+      locals: { ...call.variables, ...inputs.locals },
+      inherited,
+      key: call.key,
+      ...(inputs.writes ? { writes: inputs.writes } : {}),
+    };
   }
   const inputs: InputsResult = step.io ? mapInputs(step, vars, base) : { ok: true, locals: base };
   if (!inputs.ok) return { ...inputs, kind: 'io_mapping' };
@@ -148,6 +161,7 @@ function createElement(
       businessKey: step.call.businessKey,
       loopIndex: index,
       ...(step.call.body ? { body: true } : {}),
+      ...(start.inherited ? { inherited: start.inherited } : {}),
       ...scopePathOf(plan, step, state),
     });
     return;

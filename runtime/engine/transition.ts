@@ -156,7 +156,7 @@ async function startChild(tx: Queryable, parent: LockedInstance, { call, definit
     },
     businessKey,
     variables: call.variables,
-    ...(call.body ? { inherited: call.variables } : {}),
+    ...(call.body ? { inherited: call.inherited ?? call.variables } : {}),
   });
   if (!row) return; // this activation has its child already
   const child: LockedInstance = { ...row, state: { flows: {}, steps: {}, calledBy: parent.id } };

@@ -107,6 +107,8 @@ export interface NewCall {
   loopIndex?: number;
   /** the child runs a parallel subprocess's body: its return holds only what it changed */
   body?: boolean;
+  /** a body's child: what it changed is measured against these (its input mappings' locals are not in them, so they always come back) */
+  inherited?: Variables;
 }
 
 /** A BPMN error nothing in this instance catches, thrown on to the call activity that started it. */

@@ -208,6 +208,75 @@ describe('parallel multi-instance subprocesses', () => {
     expect(after.variables).toMatchObject({ shared: 'from a', packed: ['a', 'b'] });
   });
 
+  it('given input mappings on the subprocess, in both dialects, then each element gets them as its own locals over its element variable, its output element reads them, and none reaches the process', async () => {
+    const zeebeLoop = `<bpmn:multiInstanceLoopCharacteristics><bpmn:extensionElements><zeebe:loopCharacteristics inputCollection="=orders" inputElement="order" outputCollection="labels" outputElement="=label + &quot;:&quot; + picked" /></bpmn:extensionElements></bpmn:multiInstanceLoopCharacteristics>`;
+    const zeebe = process('pmi_in_zeebe', zeebeLoop, zeebeTask('pmi_in_zeebe')).replace(
+      '<bpmn:subProcess id="each">',
+      '<bpmn:subProcess id="each"><bpmn:extensionElements><zeebe:ioMapping><zeebe:input source="=upper case(order.sku)" target="label" /><zeebe:input source="=loopCounter * 10" target="rank" /></zeebe:ioMapping></bpmn:extensionElements>',
+    );
+    const deployed = await t.api.post('/api/definitions', { xml: zeebe });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(201);
+    expect(JSON.stringify(deployed.body.warnings ?? [])).not.toMatch(/mapping/i);
+    const id = await start(t.api, 'pmi_in_zeebe', { variables: { orders: [{ sku: 'a' }, { sku: 'b' }], label: 'mine' } });
+    const picks = await fetchAll('pmi_in_zeebe-pick', 2);
+    expect(picks.map((p) => [p.variables.label, p.variables.rank]).sort()).toEqual([
+      ['A', 10],
+      ['B', 20],
+    ]);
+    for (const pick of picks) {
+      // A write to an input's name stays the element's; another name reaches the process.
+      await ok(complete(t.api, pick, 'w', { picked: `p${pick.variables.rank}`, label: `${pick.variables.label}!` }));
+      await ok(complete(t.api, await fetchOne(t.api, 'w', 'pmi_in_zeebe-pack'), 'w'));
+    }
+    const after = await fetchOne(t.api, 'w', 'pmi_in_zeebe-after');
+    expect(after.variables.labels).toEqual(['A!:p10', 'B!:p20']);
+    expect(after.variables.label).toBe('mine');
+    expect(after.variables).not.toHaveProperty('rank');
+    await ok(complete(t.api, after, 'w'));
+    await waitForStatus(t.api, id, 'completed');
+
+    const camunda = process('pmi_in_c7', parallel(), camundaTask('pmi_in_c7')).replace(
+      '<bpmn:subProcess id="each">',
+      '<bpmn:subProcess id="each"><bpmn:extensionElements><camunda:inputOutput><camunda:inputParameter name="shelf">${item}</camunda:inputParameter></camunda:inputOutput></bpmn:extensionElements>',
+    );
+    await deploy(t.api, camunda);
+    const c7 = await start(t.api, 'pmi_in_c7', { variables: { items: ['x', 'y'] } });
+    const c7picks = await fetchAll('pmi_in_c7-pick', 2);
+    expect(c7picks.map((p) => p.variables.shelf).sort()).toEqual(['x', 'y']);
+    for (const pick of c7picks) {
+      await ok(complete(t.api, pick, 'w', { picked: `${pick.variables.shelf}-shelf` }));
+      await ok(complete(t.api, await fetchOne(t.api, 'w', 'pmi_in_c7-pack'), 'w'));
+    }
+    const c7after = await fetchOne(t.api, 'w', 'pmi_in_c7-after');
+    expect(c7after.variables.packed).toEqual(['x-shelf', 'y-shelf']);
+    expect(c7after.variables).not.toHaveProperty('shelf');
+    await ok(complete(t.api, c7after, 'w'));
+    await waitForStatus(t.api, c7, 'completed');
+  });
+
+  it('given an input mapping that fails for one element, then an io_mapping incident on the subprocess and no element starts; the retry after fixing the variable starts them all', async () => {
+    const zeebeLoop = `<bpmn:multiInstanceLoopCharacteristics><bpmn:extensionElements><zeebe:loopCharacteristics inputCollection="=orders" inputElement="order" /></bpmn:extensionElements></bpmn:multiInstanceLoopCharacteristics>`;
+    await deploy(
+      t.api,
+      process('pmi_in_bad', zeebeLoop, zeebeTask('pmi_in_bad')).replace(
+        '<bpmn:subProcess id="each">',
+        '<bpmn:subProcess id="each"><bpmn:extensionElements><zeebe:ioMapping><zeebe:input source="=2 in (1..order.max)" target="fits" /></zeebe:ioMapping></bpmn:extensionElements>',
+      ),
+    );
+    const id = await start(t.api, 'pmi_in_bad', { variables: { orders: [{ max: 3 }, { max: 'x' }] } });
+    const incident = await waitFor(
+      async () => ((await t.api.get(`/api/incidents?instanceId=${id}`)).body.items as any[])[0],
+      10_000,
+      'the incident',
+    );
+    expect(incident).toMatchObject({ stepId: 'each', kind: 'io_mapping' });
+    expect((await instanceOf(t.api, id)).calledInstances).toEqual([]);
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { orders: [{ max: 3 }, { max: 1 }] } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const picks = await fetchAll('pmi_in_bad-pick', 2);
+    expect(picks.map((p) => p.variables.fits).sort()).toEqual([false, true]);
+  });
+
   it('given a BPMN error thrown inside the body, then the subprocess boundary catches it and every element ends', async () => {
     const body = (name: string) =>
       name === 'pack'
@@ -264,15 +333,15 @@ describe('parallel multi-instance subprocesses', () => {
     expect(res.body.message).toContain('Start process pmi_direct');
   });
 
-  it('given input/output mappings on the subprocess or a body that starts on a message, then deploy answers 400 naming the element', async () => {
+  it('given output mappings on the subprocess or a body that starts on a message, then deploy answers 400 naming the element', async () => {
     const mapped = process('pmi_mapped', parallel(), camundaTask('pmi_mapped')).replace(
       '<bpmn:subProcess id="each">',
-      '<bpmn:subProcess id="each"><bpmn:extensionElements><camunda:inputOutput><camunda:inputParameter name="x">1</camunda:inputParameter></camunda:inputOutput></bpmn:extensionElements>',
+      '<bpmn:subProcess id="each"><bpmn:extensionElements><camunda:inputOutput><camunda:outputParameter name="x">1</camunda:outputParameter></camunda:inputOutput></bpmn:extensionElements>',
     );
     const res = await t.api.post('/api/definitions', { xml: mapped });
     expect(res.status).toBe(400);
     expect((res.body.details as { elementId: string; message: string }[]).find((d) => d.elementId === 'each')?.message).toContain(
-      'mappings on a parallel multi-instance subprocess',
+      'output mappings on a parallel multi-instance subprocess',
     );
     const messageStart = process('pmi_message', parallel(), camundaTask('pmi_message'))
       .replace(
