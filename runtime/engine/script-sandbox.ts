@@ -43,15 +43,61 @@ type RunAnswer =
 
 const resolve = (name: string) => pathToFileURL(createRequire(import.meta.url).resolve(name)).href;
 
-// What a script sees besides its variables: Camunda 7's execution object, over the same values.
+// What a script sees besides its variables: Camunda 7's execution object, over the same values,
+// and the JSON part of Camunda Spin (S(...)), which Camunda 7 scripts use to read and build JSON
+// variables. A Spin node written as a variable is stored as the JSON it holds.
 const PRELUDE = `
 const __vars = JSON.parse(__input);
 const __writes = {};
+const __read = (name) => (name in __writes ? __writes[name] : (__vars[name] ?? null));
+const __kind = (v) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
+class SpinJsonNode {
+  #v;
+  constructor(v) { this.#v = v; }
+  #need(kind, what) {
+    if (__kind(this.#v) !== kind) throw new TypeError('Spin: ' + what + ' needs a JSON ' + kind + ', this node is ' + __kind(this.#v));
+    return this.#v;
+  }
+  prop(name, value) {
+    const object = this.#need('object', 'prop');
+    if (arguments.length > 1) { object[name] = __plain(value); return this; }
+    if (!Object.prototype.hasOwnProperty.call(object, name)) throw new Error('Spin: the JSON object has no property "' + name + '"');
+    return new SpinJsonNode(object[name]);
+  }
+  hasProp(name) { return __kind(this.#v) === 'object' && Object.prototype.hasOwnProperty.call(this.#v, name); }
+  deleteProp(name) { delete this.#need('object', 'deleteProp')[name]; return this; }
+  propertyNames() { return Object.keys(this.#need('object', 'propertyNames')); }
+  elements() { return this.#need('array', 'elements').map((e) => new SpinJsonNode(e)); }
+  append(value) { this.#need('array', 'append').push(__plain(value)); return this; }
+  stringValue() { return this.#need('string', 'stringValue'); }
+  numberValue() { return this.#need('number', 'numberValue'); }
+  boolValue() { return this.#need('boolean', 'boolValue'); }
+  value() { return this.#v; }
+  isObject() { return __kind(this.#v) === 'object'; }
+  isArray() { return __kind(this.#v) === 'array'; }
+  isString() { return __kind(this.#v) === 'string'; }
+  isNumber() { return __kind(this.#v) === 'number'; }
+  isBoolean() { return __kind(this.#v) === 'boolean'; }
+  isNull() { return this.#v === null; }
+  isValue() { return !['object', 'array'].includes(__kind(this.#v)); }
+  toString() { return JSON.stringify(this.#v); }
+  toJSON() { return this.#v; }
+}
+const __plain = (value) => (value instanceof SpinJsonNode ? value.toJSON() : value === undefined ? null : value);
+globalThis.S = (value, format) => {
+  if (format !== undefined && format !== 'application/json') throw new Error('Spin: Baton reads JSON only, not ' + format);
+  if (typeof value !== 'string') return new SpinJsonNode(__plain(value));
+  try { return new SpinJsonNode(JSON.parse(value)); } catch { throw new SyntaxError('Spin: S() got a string that is not JSON'); }
+};
 globalThis.execution = Object.freeze({
-  getVariable: (name) => (name in __writes ? __writes[name] : (__vars[name] ?? null)),
-  setVariable: (name, value) => { __writes[String(name)] = value === undefined ? null : value; },
+  getVariable: __read,
+  setVariable: (name, value) => { __writes[String(name)] = __plain(value); },
   hasVariable: (name) => name in __writes || name in __vars,
   getVariables: () => ({ ...__vars, ...__writes }),
+  getVariableTyped: (name) => {
+    const value = __read(name);
+    return Object.freeze({ getValue: () => value, getValueSerialized: () => JSON.stringify(value) });
+  },
 });
 for (const name of Object.keys(__vars)) {
   if (/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(name) && !(name in globalThis)) globalThis[name] = __vars[name];

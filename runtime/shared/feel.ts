@@ -218,6 +218,8 @@ const COMPARISONS: Record<string, string> = {
   ge: '>=',
 };
 const LITERALS = ['true', 'false', 'null'] as const;
+/** Spin methods that end a chain with the node's value. */
+const SPIN_VALUES = ['stringValue', 'numberValue', 'boolValue', 'value'];
 const UNSUPPORTED_KEYWORDS = ['div', 'mod', 'instanceof', 'new'] as const;
 /** Words FEEL reserves: a JUEL variable with such a name cannot be written in FEEL. */
 const FEEL_KEYWORDS = [
@@ -249,7 +251,7 @@ function translateJuel(body: string): ToFeelResult {
     if (!(cause instanceof UnsupportedJuel)) throw cause;
     return {
       ok: false,
-      message: `JUEL condition "${body.trim()}": ${cause.message}; Baton supports names, a.b, numbers, strings, true/false/null, comparisons, && || ! (and/or/not), eq ne lt gt le ge, parentheses and empty`,
+      message: `JUEL condition "${body.trim()}": ${cause.message}; Baton supports names, a.b, numbers, strings, true/false/null, comparisons, && || ! (and/or/not), eq ne lt gt le ge, parentheses, empty and Spin's S(name).prop("key")...stringValue()`,
     };
   }
 }
@@ -384,6 +386,7 @@ class JuelParser {
   }
 
   private parsePath(first: string): Ast {
+    if (first === 'S' && isWord(this.peek(), '(', '(')) return this.parseSpin();
     const names = [checkName(first)];
     while (isWord(this.peek(), '.', '.')) {
       this.index++;
@@ -395,6 +398,45 @@ class JuelParser {
     if (after.kind === 'symbol' && after.text === '(')
       throw new UnsupportedJuel(`method and function calls (${names.join('.')}(...)) are not supported`);
     return { type: 'path', names };
+  }
+
+  /**
+   * Camunda Spin over a JSON variable, `S(order).prop("customer").prop("name").stringValue()`:
+   * the path order.customer.name. FEEL reads a missing property as null where Spin throws.
+   */
+  private parseSpin(): Ast {
+    this.index++;
+    const target = this.next();
+    if (target.kind !== 'name' || isReserved(target.text))
+      throw new UnsupportedJuel(`S(...) takes a variable name at position ${target.at}`);
+    const names = (this.parsePath(target.text) as { names: string[] }).names;
+    this.expect(')');
+    while (isWord(this.peek(), '.', '.')) {
+      this.index++;
+      const method = this.next();
+      if (method.kind !== 'name') throw new UnsupportedJuel(`a Spin method is expected after "." at position ${method.at}`);
+      this.expect('(');
+      if (method.text === 'prop') {
+        const key = this.next();
+        if (key.kind !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(key.value))
+          throw new UnsupportedJuel(`prop(...) takes a property name in quotes (letters, digits, _) at position ${key.at}`);
+        names.push(checkName(key.value));
+        this.expect(')');
+        continue;
+      }
+      if (!SPIN_VALUES.includes(method.text))
+        throw new UnsupportedJuel(
+          `Spin's ${method.text}() is not supported; read JSON with prop("name") and stringValue(), numberValue(), boolValue() or value()`,
+        );
+      this.expect(')');
+      if (isWord(this.peek(), '.', '.')) throw new UnsupportedJuel(`nothing can follow ${method.text}()`);
+    }
+    return { type: 'path', names };
+  }
+
+  private expect(symbol: string): void {
+    const token = this.next();
+    if (!isWord(token, symbol, symbol)) throw new UnsupportedJuel(`a "${symbol}" is missing at position ${token.at}`);
   }
 
   private describe(token: Token): string {

@@ -3,7 +3,7 @@
 // that its retry runs again, and the server keeps answering meanwhile.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { complete, deploy, fetchOne, fetchTasks, historyKinds, start, waitForStatus } from '../../support/flows.ts';
+import { complete, deploy, fetchOne, fetchTasks, historyKinds, instanceOf, start, waitForStatus } from '../../support/flows.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
@@ -139,5 +139,17 @@ describe('script tasks', () => {
     expect(after.instanceId).toBe(id);
     expect(after.variables).toEqual({ order: { amount: 10.5, gross: 12.6 } });
     expect((await complete(t.api, after, 'w')).status).toBe(204);
+  });
+
+  it("given Camunda's Spin example (a JavaScript script reading a JSON variable with S()), then it sets the price and the user task waits", async () => {
+    await deploy(
+      t.api,
+      readFileSync(new URL('../../fixtures/corpus/camunda-bpm-examples/spin-dataformat-global.bpmn', import.meta.url), 'utf8'),
+    );
+    const id = await start(t.api, 'testProcess', { variables: { car: { make: 'Volvo', price: 12_000 } } });
+    const view = await instanceOf(t.api, id);
+    expect(view.status).toBe('running');
+    expect(view.variables).toEqual({ car: { make: 'Volvo', price: 12_000 }, price: 12_000 });
+    expect((view.steps as { stepId: string; status: string }[]).find((s) => s.stepId === 'UserTask_1')?.status).toBe('active');
   });
 });

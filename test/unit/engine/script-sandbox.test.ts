@@ -29,6 +29,41 @@ describe('runJavaScript', () => {
     expect(runJavaScript('execution.getVariable("JSON")', { JSON: 'mine' })).toMatchObject({ value: 'mine' });
   });
 
+  it("reads and builds JSON with Camunda Spin's S(), as Camunda 7 scripts do, and stores a Spin node set as a variable as its JSON", () => {
+    const result = runJavaScript(
+      `const price = S(execution.getVariableTyped('car').getValueSerialized()).prop('price').numberValue();
+       execution.setVariable('price', price);
+       const order = S('{"lines":[1,2]}');
+       order.prop('lines').append(3);
+       order.prop('rush', S({ by: 'noon' }));
+       execution.setVariable('order', order);
+       [order.toString(), order.hasProp('x'), order.prop('rush').prop('by').stringValue(), order.prop('lines').elements().map((e) => e.numberValue()), S(car).propertyNames(), S(null).isNull()]`,
+      { car: { price: 42, model: 'T' } },
+    );
+    expect(result).toEqual({
+      ok: true,
+      value: ['{"lines":[1,2,3],"rush":{"by":"noon"}}', false, 'noon', [1, 2, 3], ['price', 'model'], true],
+      writes: { price: 42, order: { lines: [1, 2, 3], rush: { by: 'noon' } } },
+    });
+  });
+
+  it('answers a Spin misuse as the script error Camunda 7 would raise: a missing property, a value of another type, a string that is not JSON, XML', () => {
+    const car = { car: { price: 42 } };
+    expect(runJavaScript(`S(car).prop('colour')`, car)).toMatchObject({
+      ok: false,
+      message: 'the script threw Error: Spin: the JSON object has no property "colour"',
+    });
+    expect(runJavaScript(`S(car).prop('price').stringValue()`, car)).toMatchObject({
+      ok: false,
+      message: 'the script threw TypeError: Spin: stringValue needs a JSON string, this node is number',
+    });
+    expect(runJavaScript(`S('not json')`, {})).toMatchObject({ ok: false, message: expect.stringContaining('not JSON') });
+    expect(runJavaScript(`S('<a/>', 'application/xml')`, {})).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('Baton reads JSON only'),
+    });
+  });
+
   it('reaches nothing of the host: no require, process, fetch, timers or node globals', () => {
     const probe = ['require', 'process', 'fetch', 'setTimeout', 'globalThis.Buffer', 'module'].map((n) => `typeof ${n}`);
     expect(runJavaScript(`[${probe.join(', ')}]`, {})).toMatchObject({ ok: true, value: Array(6).fill('undefined') });

@@ -135,6 +135,10 @@ describe('translated JUEL evaluates as Camunda 7 would', () => {
     ['${!empty x}', { x: 5 }, true],
     ['${not empty customer.phone and customer.smsOptIn}', { customer: { phone: '+31', smsOptIn: true } }, true],
     ['${not empty customer.phone and customer.smsOptIn}', { customer: { phone: '', smsOptIn: true } }, false],
+    ['${S(order).prop("total").numberValue() > 100}', { order: { total: 150 } }, true],
+    ['${S(order).prop("customer").prop("vip").boolValue()}', { order: { customer: { vip: true } } }, true],
+    ["${S(order.customer).prop('name').stringValue() == 'ann'}", { order: { customer: { name: 'ann' } } }, true],
+    ['${S(order).prop("total").value() > 100}', { order: {} }, false],
   ])('%s with %j is %s', (source, variables, expected) => {
     expect(evaluateCondition(feelOf(source), variables)).toMatchObject({ ok: true, value: expected });
   });
@@ -192,5 +196,21 @@ describe('evaluateCondition', () => {
     const result = evaluateCondition('a >', { a: 1 });
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.message).toMatch(/Condition "a >" failed: Incomplete/);
+  });
+});
+
+describe("toFeel: Camunda Spin's S() over a JSON variable", () => {
+  it('reads S(name).prop("a").prop("b") and a value method as the path name.a.b', () => {
+    expect(feelOf('${S(order).prop("customer").prop("name").stringValue() == "ann"}')).toBe('order.customer.name = "ann"');
+    expect(feelOf('${S(order.details).prop("rush").boolValue() && ok}')).toBe('order.details.rush and ok');
+    expect(feelOf('${S(order)}')).toBe('order');
+  });
+
+  it('refuses what it cannot read as a path, naming the part', () => {
+    expect(refusalOf('${S(order).jsonPath("$.x").stringValue()}')).toContain("Spin's jsonPath() is not supported");
+    expect(refusalOf('${S(order).prop("first-name").value()}')).toContain('prop(...) takes a property name');
+    expect(refusalOf('${S(order).prop("a").stringValue().length()}')).toContain('nothing can follow stringValue()');
+    expect(refusalOf('${S("{}")}')).toContain('S(...) takes a variable name');
+    expect(refusalOf('${S(order).prop(name).value()}')).toContain('prop(...) takes a property name');
   });
 });
