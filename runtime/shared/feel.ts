@@ -181,22 +181,38 @@ type Ast =
   | { type: 'path'; names: string[] }
   | { type: 'not' | 'negate' | 'empty'; operand: Ast }
   | { type: 'compare'; op: string; left: Ast; right: Ast }
-  | { type: 'logic'; op: 'and' | 'or'; left: Ast; right: Ast };
+  | { type: 'arith'; op: '+' | '-' | '*' | '/' | 'mod'; left: Ast; right: Ast }
+  | { type: 'logic'; op: 'and' | 'or'; left: Ast; right: Ast }
+  | { type: 'choose'; test: Ast; then: Ast; otherwise: Ast };
 
 /** Thrown inside the translator only; translateJuel turns it into a result. */
 class UnsupportedJuel extends Error {}
 
-const SYMBOLS = ['&&', '||', '==', '!=', '<=', '>=', '<', '>', '!', '(', ')', '.', '-'] as const;
+const SYMBOLS = [
+  '&&',
+  '||',
+  '==',
+  '!=',
+  '<=',
+  '>=',
+  '<',
+  '>',
+  '!',
+  '(',
+  ')',
+  '[',
+  ']',
+  '.',
+  '-',
+  '+',
+  '*',
+  '/',
+  '%',
+  '?',
+  ':',
+] as const;
 /** Symbols JUEL knows but the subset does not, with what to tell the author. */
 const UNSUPPORTED_SYMBOLS: Record<string, string> = {
-  '+': 'arithmetic (+) is not supported',
-  '*': 'arithmetic (*) is not supported',
-  '/': 'arithmetic (/) is not supported',
-  '%': 'arithmetic (%) is not supported',
-  '?': 'the ternary operator (? :) is not supported',
-  ':': 'the ternary operator (? :) is not supported',
-  '[': 'index access ([...]) is not supported',
-  ']': 'index access ([...]) is not supported',
   ',': 'argument lists are not supported',
   '=': 'assignment (=) is not supported; compare with ==',
   ';': 'statement lists (;) are not supported',
@@ -220,7 +236,10 @@ const COMPARISONS: Record<string, string> = {
 const LITERALS = ['true', 'false', 'null'] as const;
 /** Spin methods that end a chain with the node's value. */
 const SPIN_VALUES = ['stringValue', 'numberValue', 'boolValue', 'value'];
-const UNSUPPORTED_KEYWORDS = ['div', 'mod', 'instanceof', 'new'] as const;
+const UNSUPPORTED_KEYWORDS = ['instanceof', 'new'] as const;
+/** JUEL arithmetic operators, symbols and words, with the FEEL operator each stands for. */
+const ADDITIVE: Record<string, '+' | '-'> = { '+': '+', '-': '-' };
+const MULTIPLICATIVE: Record<string, '*' | '/' | 'mod'> = { '*': '*', '/': '/', div: '/', '%': 'mod', mod: 'mod' };
 /** Words FEEL reserves: a JUEL variable with such a name cannot be written in FEEL. */
 const FEEL_KEYWORDS = [
   'for',
@@ -251,7 +270,7 @@ function translateJuel(body: string): ToFeelResult {
     if (!(cause instanceof UnsupportedJuel)) throw cause;
     return {
       ok: false,
-      message: `JUEL condition "${body.trim()}": ${cause.message}; Baton supports names, a.b, numbers, strings, true/false/null, comparisons, && || ! (and/or/not), eq ne lt gt le ge, parentheses, empty and Spin's S(name).prop("key")...stringValue()`,
+      message: `JUEL condition "${body.trim()}": ${cause.message}; Baton supports names, a.b, a[0], a["key"], numbers, strings, true/false/null, comparisons, && || ! (and/or/not), eq ne lt gt le ge, + - * / div % mod, ? :, parentheses, empty, execution.getVariable("name") and Spin's S(name).prop("key")...stringValue()`,
     };
   }
 }
@@ -311,10 +330,20 @@ class JuelParser {
   constructor(private readonly tokens: Token[]) {}
 
   parseAll(): Ast {
-    const ast = this.parseOr();
+    const ast = this.parseChoice();
     const next = this.peek();
     if (next.kind !== 'end') throw new UnsupportedJuel(this.describe(next));
     return ast;
+  }
+
+  /** `test ? a : b`, right-associative, the loosest of all. */
+  private parseChoice(): Ast {
+    const test = this.parseOr();
+    if (!isWord(this.peek(), '?', '?')) return test;
+    this.index++;
+    const then = this.parseChoice();
+    this.expect(':');
+    return { type: 'choose', test, then, otherwise: this.parseChoice() };
   }
 
   private parseOr(): Ast {
@@ -340,8 +369,22 @@ class JuelParser {
 
   private parseRelational(): Ast {
     return this.parseChain(
-      () => this.parseUnary(),
+      () => this.parseAdditive(),
       (t) => comparisonOf(t, ['<', '<=', '>', '>=', 'lt', 'le', 'gt', 'ge']),
+    );
+  }
+
+  private parseAdditive(): Ast {
+    return this.parseChain(
+      () => this.parseMultiplicative(),
+      (t) => (t.kind === 'symbol' ? ADDITIVE[t.text] : undefined),
+    );
+  }
+
+  private parseMultiplicative(): Ast {
+    return this.parseChain(
+      () => this.parseUnary(),
+      (t) => (t.kind === 'symbol' || t.kind === 'name' ? MULTIPLICATIVE[t.text] : undefined),
     );
   }
 
@@ -351,7 +394,12 @@ class JuelParser {
     for (let op = operatorOf(this.peek()); op !== undefined; op = operatorOf(this.peek())) {
       this.index++;
       const right = parseOperand();
-      left = op === 'and' || op === 'or' ? { type: 'logic', op, left, right } : { type: 'compare', op, left, right };
+      left =
+        op === 'and' || op === 'or'
+          ? { type: 'logic', op, left, right }
+          : op === '+' || op === '-' || op === '*' || op === '/' || op === 'mod'
+            ? { type: 'arith', op, left, right }
+            : { type: 'compare', op, left, right };
     }
     return left;
   }
@@ -375,7 +423,7 @@ class JuelParser {
     if (token.kind === 'number') return { type: 'literal', feel: token.text };
     if (token.kind === 'string') return { type: 'literal', feel: quoteFeel(token.value) };
     if (token.kind === 'symbol' && token.text === '(') {
-      const inner = this.parseOr();
+      const inner = this.parseChoice();
       const close = this.next();
       if (close.kind !== 'symbol' || close.text !== ')') throw new UnsupportedJuel(`a ")" is missing at position ${close.at}`);
       return inner;
@@ -387,8 +435,14 @@ class JuelParser {
 
   private parsePath(first: string): Ast {
     if (first === 'S' && isWord(this.peek(), '(', '(')) return this.parseSpin();
+    if (first === 'execution' && this.isGetVariable()) return { type: 'path', names: [this.parseGetVariable()] };
     const names = [checkName(first)];
-    while (isWord(this.peek(), '.', '.')) {
+    for (;;) {
+      if (isWord(this.peek(), '[', '[')) {
+        names[names.length - 1] += this.parseIndex();
+        continue;
+      }
+      if (!isWord(this.peek(), '.', '.')) break;
       this.index++;
       const name = this.next();
       if (name.kind !== 'name') throw new UnsupportedJuel(`a property name is expected after "." at position ${name.at}`);
@@ -434,6 +488,41 @@ class JuelParser {
     return { type: 'path', names };
   }
 
+  /**
+   * `[0]` on a list is FEEL's `[1]` (FEEL counts from 1); `["key"]` on a map is `.key`. Only
+   * literal indexes: a computed one could be either.
+   */
+  private parseIndex(): string {
+    this.index++;
+    const at = this.next();
+    this.expect(']');
+    if (at.kind === 'number' && /^\d+$/.test(at.text)) return `[${Number(at.text) + 1}]`;
+    if (at.kind === 'string' && /^[A-Za-z_][A-Za-z0-9_]*$/.test(at.value)) return `.${checkName(at.value)}`;
+    throw new UnsupportedJuel(`index access takes a whole number or a property name in quotes, at position ${at.at}`);
+  }
+
+  private isGetVariable(): boolean {
+    const [dot, method, open] = [this.tokens[this.index], this.tokens[this.index + 1], this.tokens[this.index + 2]];
+    return (
+      dot !== undefined &&
+      isWord(dot, '.', '.') &&
+      method?.kind === 'name' &&
+      method.text === 'getVariable' &&
+      open !== undefined &&
+      isWord(open, '(', '(')
+    );
+  }
+
+  /** Camunda 7's `execution.getVariable("name")`: the variable itself. */
+  private parseGetVariable(): string {
+    this.index += 3;
+    const name = this.next();
+    if (name.kind !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name.value))
+      throw new UnsupportedJuel(`execution.getVariable(...) takes a variable name in quotes at position ${name.at}`);
+    this.expect(')');
+    return checkName(name.value);
+  }
+
   private expect(symbol: string): void {
     const token = this.next();
     if (!isWord(token, symbol, symbol)) throw new UnsupportedJuel(`a "${symbol}" is missing at position ${token.at}`);
@@ -446,7 +535,6 @@ class JuelParser {
         return `the operator "${token.text}" is not supported`;
       return `"${token.text}" is not expected at position ${token.at}`;
     }
-    if (token.kind === 'symbol' && token.text === '-') return 'arithmetic (-) is not supported';
     if (token.kind === 'symbol') return `"${token.text}" is not expected at position ${token.at}`;
     return `a value is not expected at position ${token.at}`;
   }
@@ -493,12 +581,14 @@ function quoteFeel(value: string): string {
   return `"${escaped}"`;
 }
 
-/** Binding strength in FEEL: or < and < comparison < prefix minus < atoms. */
+/** Binding strength in FEEL: if-then-else < or < and < comparison < + - < * / < prefix minus < atoms. */
 function precedenceOf(ast: Ast): number {
+  if (ast.type === 'choose') return 0;
   if (ast.type === 'logic') return ast.op === 'or' ? 1 : 2;
   if (ast.type === 'compare') return 3;
-  if (ast.type === 'negate') return 4;
-  return 5;
+  if (ast.type === 'arith') return ast.op === '+' || ast.op === '-' ? 4 : ast.op === 'mod' ? 7 : 5;
+  if (ast.type === 'negate') return 6;
+  return 7;
 }
 
 function printFeel(ast: Ast): string {
@@ -510,9 +600,15 @@ function printFeel(ast: Ast): string {
     case 'not':
       return `not(${printFeel(ast.operand)})`;
     case 'negate':
-      return `-${wrap(ast.operand, 4)}`;
+      return `-${wrap(ast.operand, 6)}`;
     case 'empty':
-      return printEmpty(wrap(ast.operand, 4));
+      return printEmpty(wrap(ast.operand, 6));
+    // Left-associative: the right operand of a - b - c, or of a / b / c, keeps its parentheses.
+    case 'arith':
+      if (ast.op === 'mod') return `modulo(${printFeel(ast.left)}, ${printFeel(ast.right)})`;
+      return `${wrap(ast.left, precedenceOf(ast) - 1)} ${ast.op} ${wrap(ast.right, precedenceOf(ast))}`;
+    case 'choose':
+      return `if ${wrap(ast.test, 0)} then ${wrap(ast.then, 0)} else ${wrap(ast.otherwise, 0)}`;
     // FEEL comparisons do not chain, so a comparison inside a comparison gets parentheses.
     case 'compare':
       return `${wrap(ast.left, 3)} ${ast.op} ${wrap(ast.right, 3)}`;

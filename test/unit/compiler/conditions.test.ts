@@ -82,10 +82,10 @@ describe('compileConditions', () => {
   });
 
   it('refuses a condition outside the JUEL subset, naming what is unsupported', async () => {
-    const errors = errorsOf(await compileDiagnostics(split('exclusiveGateway', '${order.isBig()}', '${a + 1 > 2}')));
-    expect(errors.map((e) => [e.elementId, e.message.match(/method and function calls|arithmetic \(\+\)/)?.[0]])).toEqual([
+    const errors = errorsOf(await compileDiagnostics(split('exclusiveGateway', '${order.isBig()}', '${list[i] > 2}')));
+    expect(errors.map((e) => [e.elementId, e.message.match(/method and function calls|index access takes/)?.[0]])).toEqual([
       ['ToA', 'method and function calls'],
-      ['ToB', 'arithmetic (+)'],
+      ['ToB', 'index access takes'],
     ]);
   });
 

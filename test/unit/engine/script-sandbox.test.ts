@@ -1,9 +1,12 @@
 // The JavaScript sandbox of script tasks, without a database: what a script sees and gives back,
 // and that every way a script can go wrong ends in an answer, not a stuck or crashed process.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configureScriptBudget, DEFAULT_SCRIPT_BUDGET, runJavaScript } from '../../../runtime/engine/script-sandbox.ts';
 import { runScript } from '../../../runtime/engine/scripts.ts';
 
+// On a busy machine a 100 ms wall-clock budget can run out before a trivial script is scheduled:
+// the tests of other things get time to spare, and each budget test sets the budget it tests.
+beforeEach(() => configureScriptBudget({ timeMs: 2_000 }));
 afterEach(() => configureScriptBudget(DEFAULT_SCRIPT_BUDGET));
 
 describe('runJavaScript', () => {
