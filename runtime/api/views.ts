@@ -175,12 +175,9 @@ export function userTaskView(t: UserTaskRow, name?: string, spec?: UserTaskSpec,
     businessKey: t.business_key,
     stepId: t.step_id,
     ...(name ? { name } : {}),
-    ...(t.loop_index !== null
-      ? {
-          loopCounter: (t.local_variables?.loopCounter as number | undefined) ?? t.loop_index,
-          localVariables: t.local_variables ?? {},
-        }
-      : {}),
+    ...(t.loop_index !== null ? { loopCounter: (t.local_variables?.loopCounter as number | undefined) ?? t.loop_index } : {}),
+    // An element's own variables, or the task's input mappings (and the locals of the subprocesses around it).
+    ...(t.loop_index !== null || t.local_variables ? { localVariables: t.local_variables ?? {} } : {}),
     assignee: t.assignee,
     candidateUsers: t.user_task.candidateUsers,
     candidateGroups: t.user_task.candidateGroups,

@@ -21,6 +21,7 @@ const WHAT = {
   scriptTask: 'Script task',
   subProcess: 'Subprocess',
   callActivity: 'Multi-instance subprocess',
+  catchEvent: 'User task',
 } as const;
 
 const SEGMENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -62,7 +63,8 @@ export function readIoMappings(graph: ProcessGraph): {
       node.kind === 'serviceTask' ||
       node.kind === 'scriptTask' ||
       node.kind === 'subProcess' ||
-      (node.kind === 'callActivity' && runsInBodies(node.element));
+      (node.kind === 'callActivity' && runsInBodies(node.element)) ||
+      node.element.$type === 'bpmn:UserTask';
     if (!runsHere || node.element.isForCompensation) continue;
     runs.add(node.id);
     const values = (node.element as { extensionElements?: { values?: MappingHolder[] } }).extensionElements?.values ?? [];

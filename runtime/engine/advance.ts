@@ -514,7 +514,12 @@ function startWait(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
       ...scopePathOf(plan, step, state),
     });
   } else if (wait.trigger === 'user') {
-    const details = evaluateUserTask(wait.userTask, visibleVariables(plan, step, state, vars));
+    // Input mappings are the task's locals, as a service task's: its attributes and form read them, and the person sees them.
+    const inputs = step.io ? mapInputs(step, vars, scopeLocals(plan, step, state)) : undefined;
+    if (inputs && !inputs.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', inputs.message, inputs.details);
+    if (inputs?.ok) writeVariables(plan, step, state, vars, inputs.writes, fx);
+    const seen = visibleVariables(plan, step, state, vars);
+    const details = evaluateUserTask(wait.userTask, inputs?.ok ? { ...seen, ...inputs.locals } : seen);
     if (!details.ok) return stuck('User task', details.message, {});
     fx.subscriptions.push({
       stepId: step.id,
@@ -522,6 +527,7 @@ function startWait(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
       name: step.id,
       correlationKey: null,
       userTask: step.name ? { name: step.name, ...details.details } : details.details,
+      ...(inputs?.ok && Object.keys(inputs.locals).length > 0 ? { localVariables: inputs.locals } : {}),
       ...scopePathOf(plan, step, state),
     });
   } else if (wait.trigger === 'timer') {

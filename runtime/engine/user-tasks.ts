@@ -10,6 +10,7 @@ import { deleteSubscription } from '../store/waits.ts';
 import { findUserTask, setUserTaskAssignee, type UserTaskRow } from '../store/user-tasks.ts';
 import { planOf, type Engine } from './context.ts';
 import { indexPlan } from './plan-index.ts';
+import { resultVariables } from './io-mappings.ts';
 import { completeLoopElement, findErrorBoundary, findEscalationCatcher, fireWait, throwToParent } from './advance.ts';
 import { commitTransition } from './transition.ts';
 import { writeCaughtVariables, writeVariables } from './scope-variables.ts';
@@ -150,7 +151,7 @@ export async function completeUserTask(
   return withTransaction(engine.pool, async (tx) => {
     const { task, instance } = await lockTask(tx, taskId);
     if (opts.needsClaim !== false) checkHolder(task, actor, 'completes it');
-    const { spec } = await withStep(engine, task, tx);
+    const { spec, step } = await withStep(engine, task, tx);
     const problems =
       opts.checkForm === false ? [] : checkForm(spec, variables, { ...instance.variables, ...task.local_variables });
     if (problems.length > 0)
@@ -158,10 +159,15 @@ export async function completeUserTask(
         fields: problems,
       });
     const data = { taskId, completedBy: actor.userId, ...(actor.caller ? { by: actor.caller } : {}) };
-    if (task.loop_index !== null) await completeElementTask(engine, tx, instance, task, variables, data);
+    // Output mappings say what of the person's variables reach the process, as a worker's result (a multi-instance element's result).
+    const written =
+      step.io && (task.loop_index === null || step.io.outputs.length > 0)
+        ? mappedResult(step, instance.variables, task, variables)
+        : variables;
+    if (task.loop_index !== null) await completeElementTask(engine, tx, instance, task, written, data);
     else {
       const sub = { ...task, kind: 'user' as const, name: task.step_id, correlation_key: null };
-      if (!(await deliverToSubscription(engine, tx, instance, sub, variables, data))) throw notFound(taskId);
+      if (!(await deliverToSubscription(engine, tx, instance, sub, written, data))) throw notFound(taskId);
     }
     await opts.alongside?.(tx, instance.id);
     return { instanceId: instance.id };
@@ -192,6 +198,19 @@ async function completeElementTask(
   });
   completeLoopElement(plan, task.step_id, task.loop_index as number, output, instance.state, variables, fx);
   await commitTransition(tx, instance, fx, variables, { plan });
+}
+
+/** What the person's variables write through the task's output mappings; one that fails refuses the complete, changing nothing. */
+function mappedResult(step: PlanStep, vars: Variables, task: UserTaskRow, sent: Variables): Variables {
+  const mapped = resultVariables(
+    step,
+    vars,
+    task.local_variables ?? {},
+    sent,
+    'Send the variables the mapping reads, or fix the mapping',
+  );
+  if (!mapped.ok) throw new BatonError('validation', mapped.message, mapped.details);
+  return mapped.variables;
 }
 
 /** The person who acts on a task must hold it. */

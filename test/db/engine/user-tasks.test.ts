@@ -249,4 +249,85 @@ describe('user tasks', () => {
     expect(freed.body.assignee).toBeNull();
     expect((await t.api.get(`/api/user-tasks?unassigned=true&instanceId=${instanceId}`)).body.items).toHaveLength(1);
   });
+
+  it('given input and output mappings on a Camunda 8 user task, then its attributes and the person see the inputs, only the outputs reach the process, and a failing output refuses the completion', async () => {
+    const xml = `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_ut_io" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="ut_io" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:userTask id="review">
+      <bpmn:extensionElements>
+        <zeebe:userTask />
+        <zeebe:assignmentDefinition assignee="=reviewer" />
+        <zeebe:ioMapping>
+          <zeebe:input source="=order.owner" target="reviewer" />
+          <zeebe:input source="=order.total * 2" target="limit" />
+          <zeebe:output source="=decision = &quot;ok&quot; and 2 in (1..amount)" target="approved" />
+        </zeebe:ioMapping>
+      </bpmn:extensionElements>
+    </bpmn:userTask>
+    <bpmn:serviceTask id="ship"><bpmn:extensionElements><zeebe:taskDefinition type="ut_io-ship" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="review" />
+    <bpmn:sequenceFlow id="f2" sourceRef="review" targetRef="ship" />
+    <bpmn:sequenceFlow id="f3" sourceRef="ship" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`;
+    const deployed = await t.api.post('/api/definitions', { xml });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(201);
+    expect(JSON.stringify(deployed.body.warnings ?? [])).not.toMatch(/mapping/i);
+    const instanceId = await start(t.api, 'ut_io', { variables: { order: { owner: 'carol', total: 50 } } });
+    const task = await openTask(instanceId);
+    expect(task).toMatchObject({ assignee: 'carol', localVariables: { reviewer: 'carol', limit: 100 } });
+    expect(task).not.toHaveProperty('loopCounter');
+
+    // An output that cannot be evaluated refuses the completion and changes nothing.
+    const before = await instanceOf(t.api, instanceId);
+    const refused = await t.api.post(`/api/user-tasks/${task.id}/complete`, {
+      userId: 'carol',
+      variables: { decision: 'ok', amount: 'lots' },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.message).toContain('approved');
+    expect((await instanceOf(t.api, instanceId)).revision).toBe(before.revision);
+
+    const done = await t.api.post(`/api/user-tasks/${task.id}/complete`, {
+      userId: 'carol',
+      variables: { decision: 'ok', amount: 80, note: 'fine' },
+    });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    const ship = await fetchOne(t.api, 'w1', 'ut_io-ship');
+    expect(ship.variables).toEqual({ order: { owner: 'carol', total: 50 }, approved: true });
+    await complete(t.api, ship, 'w1');
+    await waitForStatus(t.api, instanceId, 'completed');
+  });
+
+  it('given input mappings on a Camunda 7 user task and no outputs, then what the person sends reaches the process, except the names the inputs hold', async () => {
+    const review = `<bpmn:userTask id="review" camunda:assignee="\${owner}"><bpmn:extensionElements><camunda:inputOutput>
+      <camunda:inputParameter name="owner">\${order.owner}</camunda:inputParameter>
+    </camunda:inputOutput></bpmn:extensionElements></bpmn:userTask>`;
+    await deploy(
+      t.api,
+      inlineDefinitions('ut_io_c7', [
+        '<bpmn:startEvent id="start" />',
+        review,
+        task('ship', 'ut_io_c7'),
+        '<bpmn:endEvent id="end" />',
+        flow('f1', 'start', 'review'),
+        flow('f2', 'review', 'ship'),
+        flow('f3', 'ship', 'end'),
+      ]),
+    );
+    const instanceId = await start(t.api, 'ut_io_c7', { variables: { order: { owner: 'dave' } } });
+    const open = await openTask(instanceId);
+    expect(open).toMatchObject({ assignee: 'dave', localVariables: { owner: 'dave' } });
+    const done = await t.api.post(`/api/user-tasks/${open.id}/complete`, {
+      userId: 'dave',
+      variables: { owner: 'erin', checked: true },
+    });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    const ship = await fetchOne(t.api, 'w1', 'ut_io_c7-ship');
+    expect(ship.variables).toEqual({ order: { owner: 'dave' }, checked: true });
+    await complete(t.api, ship, 'w1');
+  });
 });

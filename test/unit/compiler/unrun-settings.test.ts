@@ -80,7 +80,7 @@ describe('settings Baton does not run', () => {
     const warnings = await warningsOf(xml);
     expect(warnings.filter((w) => /mappings/.test(w)).map((w) => w.split(':')[0])).toEqual(['Sub', 'E2', 'Undo']);
     expect(warnings.find((w) => w.startsWith('Sub'))).toMatch(
-      /not run on this element \(Baton runs them on service and script tasks, embedded subprocesses and call activities\)/,
+      /not run on this element \(Baton runs them on service, script and user tasks, embedded subprocesses and call activities\)/,
     );
   });
 
