@@ -6,8 +6,8 @@
 // engine's script sandbox runs that one.
 import { checkFeel, toFeel } from '../shared/feel.ts';
 import { needsThread } from '../shared/feel-budget.ts';
-import { errorAt } from './diagnostics.ts';
-import type { ProcessGraph } from './graph.ts';
+import { errorAt, warningAt } from './diagnostics.ts';
+import { flowsById, type GraphFlow, type GraphNode, type ProcessGraph } from './graph.ts';
 import { describeElement, type BpmnElement } from './model.ts';
 import type { Diagnostic, IoMapping, IoSpec, ScriptMapping } from './plan.ts';
 import { isJavaScript, javaScriptSyntax } from './scripts.ts';
@@ -16,13 +16,15 @@ import { runsInBodies } from './subprocess-bodies.ts';
 /** The extension elements that carry mappings, in camunda-bpmn-moddle's typed and generic (zeebe) form. */
 export const IO_MAPPING_TYPES = ['camunda:InputOutput', 'zeebe:ioMapping'] as const;
 
-const WHAT = {
+const WHAT: Record<string, string> = {
   serviceTask: 'Service task',
   scriptTask: 'Script task',
   subProcess: 'Subprocess',
   callActivity: 'Multi-instance subprocess',
-  catchEvent: 'User task',
-} as const;
+  'bpmn:UserTask': 'User task',
+  'bpmn:ReceiveTask': 'Receive task',
+  catchEvent: 'Catch event',
+};
 
 const SEGMENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -55,6 +57,7 @@ export function readIoMappings(graph: ProcessGraph): {
   const io = new Map<string, IoSpec>();
   const runs = new Set<string>();
   const diagnostics: Diagnostic[] = [];
+  const flows = flowsById(graph);
   for (const node of graph.nodes.values()) {
     // A compensation handler's task is created by the saga, which runs no mappings: it keeps the "not run" warning.
     // A subprocess runs them on every entry: each pass of a loop marker or a sequential multi-instance one.
@@ -64,7 +67,8 @@ export function readIoMappings(graph: ProcessGraph): {
       node.kind === 'scriptTask' ||
       node.kind === 'subProcess' ||
       (node.kind === 'callActivity' && runsInBodies(node.element)) ||
-      node.element.$type === 'bpmn:UserTask';
+      node.element.$type === 'bpmn:UserTask' ||
+      catchesPayload(graph, flows, node);
     if (!runsHere || node.element.isForCompensation) continue;
     runs.add(node.id);
     const values = (node.element as { extensionElements?: { values?: MappingHolder[] } }).extensionElements?.values ?? [];
@@ -87,13 +91,43 @@ export function readIoMappings(graph: ProcessGraph): {
     }
     if (problems.length > 0) {
       diagnostics.push(
-        errorAt(node.id, `${WHAT[node.kind as keyof typeof WHAT]} ${describeElement(node.element)}: ${problems.join('; ')}`),
+        errorAt(
+          node.id,
+          `${WHAT[node.element.$type] ?? WHAT[node.kind ?? '']} ${describeElement(node.element)}: ${problems.join('; ')}`,
+        ),
       );
       continue;
+    }
+    if (node.kind === 'catchEvent' && node.element.$type !== 'bpmn:UserTask' && spec.inputs.length > 0) {
+      diagnostics.push(
+        warningAt(
+          node.id,
+          `${describeElement(node.element)}: input mappings are not run on a catch event (its output mappings are): its correlation key reads the variables as they are`,
+        ),
+      );
+      spec.inputs = [];
     }
     if (spec.inputs.length > 0 || spec.outputs.length > 0) io.set(node.id, spec);
   }
   return { io, runs, diagnostics };
+}
+
+/**
+ * A message or signal catch event or a receive task: its output mappings map the payload. Not
+ * after an event-based gateway, where the first event to come decides at once, whatever its
+ * mappings make of the payload.
+ */
+function catchesPayload(graph: ProcessGraph, flows: Map<string, GraphFlow>, node: GraphNode): boolean {
+  if (node.kind !== 'catchEvent' || node.element.$type === 'bpmn:UserTask') return false;
+  const definitions = (node.element as { eventDefinitions?: { $type: string }[] }).eventDefinitions ?? [];
+  const waits =
+    node.element.$type === 'bpmn:ReceiveTask' ||
+    definitions.some((d) => d.$type === 'bpmn:MessageEventDefinition' || d.$type === 'bpmn:SignalEventDefinition');
+  const afterGateway = node.incoming.some((id) => {
+    const source = flows.get(id)?.source;
+    return source !== undefined && graph.nodes.get(source)?.kind === 'eventBasedGateway';
+  });
+  return waits && !afterGateway;
 }
 
 function pushMapping(

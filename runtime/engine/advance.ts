@@ -32,7 +32,7 @@ import {
   type ScopeMoves,
 } from './event-subprocesses.ts';
 import type { FlowState, IncidentKind, StepStatus } from '../model/vocabulary.ts';
-import { type Effects, type InstanceState, type NewEvent, type Variables } from '../model/effects.ts';
+import { type Effects, type HeldPayload, type InstanceState, type NewEvent, type Variables } from '../model/effects.ts';
 import { passOf, scopePathOf, settleLoops, startPass, type PassMoves } from './loop-passes.ts';
 import { elementPassEnded, readElements } from './element-passes.ts';
 import {
@@ -186,6 +186,68 @@ function fireWaitNow(
   }
   leaveStep(plan, step, state, vars, fx);
   return true;
+}
+
+/**
+ * A message or signal reaches the step waiting for it: the payload is written (through a catch
+ * event's output mappings, when it has some) and the wait fires. Answers whether it fired.
+ */
+export function deliverPayload(
+  plan: Plan,
+  stepId: string,
+  state: InstanceState,
+  vars: Variables,
+  payload: Variables,
+  fx: Effects,
+  data?: Record<string, unknown>,
+): boolean {
+  const step = stepById(plan, stepId);
+  const trigger = step.wait?.trigger;
+  if (step.kind === 'catchEvent' && (trigger === 'message' || trigger === 'signal') && step.io?.outputs.length) {
+    if (state.steps[stepId] !== 'active') return false;
+    mapPayload(plan, step, state, vars, payload, fx, data);
+    return true;
+  }
+  writeVariables(plan, step, state, vars, payload, fx);
+  return fireWait(plan, stepId, state, vars, fx, data);
+}
+
+/**
+ * Writes what the output mappings make of `payload` and fires the wait. A mapping that fails
+ * writes nothing: the wait ends, the payload is kept on the step's row and the step stops in an
+ * io_mapping incident, whose retry maps the payload again (Zeebe's rule).
+ */
+function mapPayload(
+  plan: Plan,
+  step: PlanStep,
+  state: InstanceState,
+  vars: Variables,
+  payload: Variables,
+  fx: Effects,
+  data?: Record<string, unknown>,
+): void {
+  const mapped = resultVariables(
+    step,
+    visibleVariables(plan, step, state, vars),
+    {},
+    payload,
+    'Fix the variables, then retry the incident',
+  );
+  const stored = state.loops?.[step.id];
+  const wasHeld = stored !== undefined && 'heldPayload' in stored && stored.heldPayload !== null;
+  const keep = (held: HeldPayload): void => {
+    (state.loops ??= {})[step.id] = held;
+    fx.loops[step.id] = held;
+  };
+  if (!mapped.ok) {
+    keep({ heldPayload: payload, ...(data ? { heldData: data } : {}) });
+    fx.endedWaits.push(step.id);
+    raiseIncident(plan, state, fx, step.id, 'io_mapping', mapped.message, mapped.details);
+    return;
+  }
+  if (wasHeld) keep({ heldPayload: null });
+  writeVariables(plan, step, state, vars, mapped.variables, fx);
+  fireWait(plan, step.id, state, vars, fx, data);
 }
 
 /**
@@ -347,6 +409,13 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   }
   // A boundary is armed with its host; it activates here only when its incident (a timer that could not be set) is retried.
   if (step.kind === 'catchEvent' || step.kind === 'boundaryEvent') {
+    // A payload its output mappings could not map waits on its row: the retry maps it again (its boundaries still wait).
+    const held = resumed ? state.loops?.[step.id] : undefined;
+    if (held && 'heldPayload' in held && held.heldPayload) {
+      setStep(state, fx, step.id, 'active');
+      mapPayload(plan, step, state, vars, held.heldPayload, fx, held.heldData);
+      return;
+    }
     startWait(plan, step, state, vars, fx);
     // A receive task's boundaries wait with it, once its own wait started (not while its key is in an incident).
     if (state.steps[step.id] === 'active')

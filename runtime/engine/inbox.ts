@@ -1,8 +1,6 @@
 // Messages that arrived before their catch event started waiting.
 import type { Plan } from '../compiler/plan.ts';
-import { fireWait } from './advance.ts';
-import { indexPlan } from './plan-index.ts';
-import { writeVariables } from './scope-variables.ts';
+import { deliverPayload } from './advance.ts';
 import { type Effects, type NewSubscription, type Variables } from '../model/effects.ts';
 import type { PoolClient } from '../store/db.ts';
 import type { LockedInstance } from '../store/instances.ts';
@@ -34,7 +32,6 @@ export async function consumeBufferedMessages(
       stepId: sub.stepId,
     });
     if (!message) continue;
-    writeVariables(plan, indexPlan(plan).steps.get(sub.stepId), instance.state, variables, message.payload, fx);
-    fireWait(plan, sub.stepId, instance.state, variables, fx, { messageId: message.message_id });
+    deliverPayload(plan, sub.stepId, instance.state, variables, message.payload, fx, { messageId: message.message_id });
   }
 }

@@ -1,7 +1,5 @@
 // Waits that end from outside a task: a due timer, a published message, a broadcast signal.
-import { fireWait } from './advance.ts';
-import { indexPlan } from './plan-index.ts';
-import { writeVariables } from './scope-variables.ts';
+import { deliverPayload, fireWait } from './advance.ts';
 import { emptyEffects, type Effects, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
 import type { PublishMessageRequest, PublishMessageResult } from '../model/messages.ts';
@@ -364,8 +362,7 @@ export async function deliverToSubscription(
   const plan = await planOf(engine, instance.definition_id, tx);
   const variables = { ...instance.variables };
   const fx = emptyEffects();
-  writeVariables(plan, indexPlan(plan).steps.get(sub.step_id), instance.state, variables, payload, fx);
-  if (!fireWait(plan, sub.step_id, instance.state, variables, fx, data)) return false;
+  if (!deliverPayload(plan, sub.step_id, instance.state, variables, payload, fx, data)) return false;
   await commitTransition(tx, instance, fx, variables, { plan });
   return true;
 }

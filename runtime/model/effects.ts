@@ -15,7 +15,7 @@ export interface InstanceState {
   /** active: handlers are queued or running; saga: an onExhausted saga ran in this generation */
   compensation?: { active: boolean; saga: boolean };
   /** progress of multi-instance steps, the pass of each loop and the locals of subprocesses with mappings, by step id */
-  loops?: Record<string, LoopState | PassState | ScopeLocals>;
+  loops?: Record<string, LoopState | PassState | ScopeLocals | HeldPayload>;
   /** the parent instance, when a call activity started this one: an uncaught BPMN error goes there */
   calledBy?: string;
 }
@@ -36,6 +36,15 @@ export interface PassState {
 /** An embedded subprocess's local variables (its inputs, and what its steps wrote to them), stored on its steps row. */
 export interface ScopeLocals {
   locals: Variables;
+}
+
+/**
+ * A catch event's payload its output mappings could not map, with what its event records: kept on
+ * its steps row while it waits in the incident, whose retry maps it again; null once mapped.
+ */
+export interface HeldPayload {
+  heldPayload: Variables | null;
+  heldData?: Record<string, unknown>;
 }
 
 /** A multi-instance step's progress, stored on its steps row. */
@@ -173,7 +182,7 @@ export interface Effects {
   /** a terminate end event was reached: open work of the instance is cancelled */
   terminated: boolean;
   /** multi-instance progress and loop passes that changed, by step id (written with the step's row) */
-  loops: Record<string, LoopState | PassState | ScopeLocals>;
+  loops: Record<string, LoopState | PassState | ScopeLocals | HeldPayload>;
   /** a loop's next pass began: the rows of these steps and flows from earlier passes are removed, their waits ended */
   resetSteps: string[];
   resetFlows: string[];

@@ -181,6 +181,45 @@ describe('readIoMappings: zeebe:ioMapping', () => {
     expect(errors).toEqual([expect.stringMatching(/^T: Subprocess T: zeebe:input to "a": source "=x \+" cannot be used/)]);
   });
 
+  it('given a message catch event, then its outputs are compiled and its inputs are warned about and dropped; after an event-based gateway both are warned about', async () => {
+    const mappings =
+      '<zeebe:ioMapping><zeebe:input source="=x" target="a" /><zeebe:output source="=payload.id" target="id" /></zeebe:ioMapping>';
+    const catchEvent = (id: string) =>
+      `<bpmn:intermediateCatchEvent id="${id}"><bpmn:extensionElements>${mappings}</bpmn:extensionElements><bpmn:messageEventDefinition messageRef="M" /></bpmn:intermediateCatchEvent>`;
+    const withMessage = (xml: string) => xml.replace('<bpmn:process', '<bpmn:message id="M" name="m" />\n<bpmn:process');
+    const plain = await compilePlan(withMessage(processXml(straight(catchEvent('T'), 'T'), ZEEBE)));
+    expect(plain.plan.steps.find((s) => s.id === 'T')?.io).toEqual({
+      inputs: [],
+      outputs: [expect.objectContaining({ target: 'id', source: '=payload.id' })],
+    });
+    expect(plain.warnings.map((w) => `${w.elementId}: ${w.message}`)).toEqual([
+      expect.stringMatching(/^T: .*input mappings are not run on a catch event \(its output mappings are\)/),
+    ]);
+    const raced = await compilePlan(
+      withMessage(
+        processXml(
+          [
+            '<bpmn:startEvent id="S" />',
+            '<bpmn:eventBasedGateway id="G" />',
+            catchEvent('T'),
+            '<bpmn:intermediateCatchEvent id="Late"><bpmn:timerEventDefinition><bpmn:timeDuration>PT1H</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>',
+            '<bpmn:endEvent id="E" />',
+            '<bpmn:sequenceFlow id="F1" sourceRef="S" targetRef="G" />',
+            '<bpmn:sequenceFlow id="F2" sourceRef="G" targetRef="T" />',
+            '<bpmn:sequenceFlow id="F3" sourceRef="G" targetRef="Late" />',
+            '<bpmn:sequenceFlow id="F4" sourceRef="T" targetRef="E" />',
+            '<bpmn:sequenceFlow id="F5" sourceRef="Late" targetRef="E" />',
+          ].join('\n'),
+          ZEEBE,
+        ),
+      ),
+    );
+    expect(raced.plan.steps.find((s) => s.id === 'T')?.io).toBeUndefined();
+    expect(raced.warnings.map((w) => `${w.elementId}: ${w.message}`)).toContainEqual(
+      expect.stringMatching(/^T: .*input\/output mappings .* are not run on this element/),
+    );
+  });
+
   it('given no mappings, then the step has no io', async () => {
     expect(await ioOf('<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="t" />')).toBeUndefined();
   });

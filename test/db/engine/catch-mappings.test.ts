@@ -1,0 +1,146 @@
+// Output mappings on message and signal catch events and receive tasks, against a real
+// PostgreSQL through the HTTP API, in both dialects: the payload goes through them (only their
+// targets reach the process), whether the message comes while the event waits or waited in the
+// inbox; a mapping that fails consumes the message, stops the event in an io_mapping incident
+// and keeps the payload, and the retry after fixing the variables maps it again and moves on.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { complete, fetchOne, instanceOf, start, waitForStatus } from '../../support/flows.ts';
+import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
+
+let t: TestServer;
+
+/** start -> paid (message catch, correlation by =order.id, output mappings) -> ship -> end */
+const zeebe = (id: string, outputs: string) => `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:message id="M" name="${id}-paid"><bpmn:extensionElements><zeebe:subscription correlationKey="=order.id" /></bpmn:extensionElements></bpmn:message>
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:intermediateCatchEvent id="paid">
+      <bpmn:extensionElements><zeebe:ioMapping>${outputs}</zeebe:ioMapping></bpmn:extensionElements>
+      <bpmn:messageEventDefinition messageRef="M" />
+    </bpmn:intermediateCatchEvent>
+    <bpmn:serviceTask id="ship"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-ship" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="paid" />
+    <bpmn:sequenceFlow id="f2" sourceRef="paid" targetRef="ship" />
+    <bpmn:sequenceFlow id="f3" sourceRef="ship" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`;
+
+async function deployClean(xml: string): Promise<void> {
+  const res = await t.api.post('/api/definitions', { xml });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  expect(JSON.stringify(res.body.warnings ?? [])).not.toMatch(/mapping/i);
+}
+
+beforeAll(async () => {
+  t = await startTestServer();
+  await deployClean(zeebe('cm_paid', '<zeebe:output source="=payment.amount" target="paidAmount" />'));
+  await deployClean(zeebe('cm_bad', '<zeebe:output source="=2 in (1..max)" target="fits" />'));
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('output mappings on catch events', () => {
+  it('given a Camunda 8 message catch with an output mapping, then only its target reaches the process, whether the message comes while it waits or waited in the inbox', async () => {
+    const waiting = await start(t.api, 'cm_paid', { variables: { order: { id: 'o-1' } } });
+    await waitFor(
+      async () =>
+        ((await instanceOf(t.api, waiting)).steps as any[]).some((s) => s.stepId === 'paid' && s.status === 'active') ||
+        undefined,
+      10_000,
+      'the wait',
+    );
+    const sent = await t.api.post('/api/messages', {
+      name: 'cm_paid-paid',
+      correlationKey: 'o-1',
+      variables: { payment: { amount: 30 }, note: 'thanks' },
+    });
+    expect(sent.body).toMatchObject({ status: 'matched', instanceId: waiting });
+    const ship = await fetchOne(t.api, 'w', 'cm_paid-ship');
+    expect(ship.variables).toEqual({ order: { id: 'o-1' }, paidAmount: 30 });
+    await complete(t.api, ship, 'w');
+
+    const early = await t.api.post('/api/messages', {
+      name: 'cm_paid-paid',
+      correlationKey: 'o-2',
+      variables: { payment: { amount: 12 }, note: 'early' },
+    });
+    expect(early.body.status).not.toBe('matched');
+    const later = await start(t.api, 'cm_paid', { variables: { order: { id: 'o-2' } } });
+    const shipLater = await fetchOne(t.api, 'w', 'cm_paid-ship');
+    expect(shipLater.instanceId).toBe(later);
+    expect(shipLater.variables).toEqual({ order: { id: 'o-2' }, paidAmount: 12 });
+    await complete(t.api, shipLater, 'w');
+    await waitForStatus(t.api, later, 'completed');
+  });
+
+  it('given an output mapping that fails, then the message is consumed, the catch holds an io_mapping incident with nothing written, and the retry with the variable fixed maps the kept payload and moves on', async () => {
+    const id = await start(t.api, 'cm_bad', { variables: { order: { id: 'b-1' }, max: 'x' } });
+    await waitFor(
+      async () =>
+        ((await instanceOf(t.api, id)).steps as any[]).some((s) => s.stepId === 'paid' && s.status === 'active') || undefined,
+      10_000,
+      'the wait',
+    );
+    const sent = await t.api.post('/api/messages', { name: 'cm_bad-paid', correlationKey: 'b-1', variables: { amount: 5 } });
+    expect(sent.body).toMatchObject({ status: 'matched', instanceId: id });
+    const incident = await waitFor(
+      async () => ((await t.api.get(`/api/incidents?instanceId=${id}`)).body.items as any[])[0],
+      10_000,
+      'the incident',
+    );
+    expect(incident).toMatchObject({ stepId: 'paid', kind: 'io_mapping' });
+    const stuck = await instanceOf(t.api, id);
+    expect(stuck.status).toBe('incident');
+    expect(stuck.variables).toEqual({ order: { id: 'b-1' }, max: 'x' });
+    // The message was taken: another one for the key finds no waiting catch.
+    const second = await t.api.post('/api/messages', { name: 'cm_bad-paid', correlationKey: 'b-1', ttlMs: 0 });
+    expect(second.body.status).not.toBe('matched');
+
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 5 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const ship = await fetchOne(t.api, 'w', 'cm_bad-ship');
+    expect(ship.variables).toEqual({ order: { id: 'b-1' }, max: 5, fits: true });
+    await complete(t.api, ship, 'w');
+    await waitForStatus(t.api, id, 'completed');
+    const history = (await t.api.get(`/api/instances/${id}/history`)).body.items as { kind: string; stepId?: string }[];
+    expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'paid')).toHaveLength(1);
+  });
+
+  it('given a Camunda 7 receive task with an output parameter, then the message payload goes through it', async () => {
+    await deployClean(`<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="D_cm_rt" targetNamespace="https://baton.dev/test">
+  <bpmn:message id="M" name="cm_rt-paid" />
+  <bpmn:process id="cm_rt" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:receiveTask id="paid" messageRef="M">
+      <bpmn:extensionElements><camunda:inputOutput><camunda:outputParameter name="paidAmount">\${payment.amount}</camunda:outputParameter></camunda:inputOutput></bpmn:extensionElements>
+    </bpmn:receiveTask>
+    <bpmn:serviceTask id="ship" camunda:type="external" camunda:topic="cm_rt-ship" />
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="paid" />
+    <bpmn:sequenceFlow id="f2" sourceRef="paid" targetRef="ship" />
+    <bpmn:sequenceFlow id="f3" sourceRef="ship" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`);
+    const id = await start(t.api, 'cm_rt', { businessKey: 'rt-1' });
+    await waitFor(
+      async () =>
+        ((await instanceOf(t.api, id)).steps as any[]).some((s) => s.stepId === 'paid' && s.status === 'active') || undefined,
+      10_000,
+      'the wait',
+    );
+    const sent = await t.api.post('/api/messages', {
+      name: 'cm_rt-paid',
+      correlationKey: 'rt-1',
+      variables: { payment: { amount: 9 } },
+    });
+    expect(sent.body).toMatchObject({ status: 'matched', instanceId: id });
+    const ship = await fetchOne(t.api, 'w', 'cm_rt-ship');
+    expect(ship.variables).toEqual({ paidAmount: 9 });
+    await complete(t.api, ship, 'w');
+    await waitForStatus(t.api, id, 'completed');
+  });
+});
