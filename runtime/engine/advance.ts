@@ -410,11 +410,15 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   // A boundary is armed with its host; it activates here only when its incident (a timer that could not be set) is retried.
   if (step.kind === 'catchEvent' || step.kind === 'boundaryEvent') {
     // A payload its output mappings could not map waits on its row: the retry maps it again (its boundaries still wait).
-    const held = resumed ? state.loops?.[step.id] : undefined;
+    // Any other start of the step drops one left by a canceled wait.
+    const held = state.loops?.[step.id];
     if (held && 'heldPayload' in held && held.heldPayload) {
-      setStep(state, fx, step.id, 'active');
-      mapPayload(plan, step, state, vars, held.heldPayload, fx, held.heldData);
-      return;
+      if (resumed) {
+        setStep(state, fx, step.id, 'active');
+        mapPayload(plan, step, state, vars, held.heldPayload, fx, held.heldData);
+        return;
+      }
+      state.loops![step.id] = fx.loops[step.id] = { heldPayload: null };
     }
     startWait(plan, step, state, vars, fx);
     // A receive task's boundaries wait with it, once its own wait started (not while its key is in an incident).
