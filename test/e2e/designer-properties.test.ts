@@ -81,6 +81,9 @@ describe('a Zeebe diagram', () => {
     await h.page.locator('[data-group-id="group-inputs"] .bio-properties-panel-add-entry').click();
     await fillEntry(h.page, 'work-input-0-target', 'amount');
     await entry(h.page, 'work-input-0-source').fill('total');
+    // The FEEL editor may offer completions over the canvas: closed first, so the click lands on the canvas.
+    await h.page.keyboard.press('Escape');
+    await h.page.locator('.cm-tooltip').waitFor({ state: 'detached' });
     await h.page.locator('.canvas').click({ position: { x: 600, y: 500 } }); // leaves the FEEL editor
     const xml = await savedXml(id, 'type="zeebe-charge"', 'retries="5"', '<zeebe:input source="=total" target="amount" />');
     expect(xml).toMatch(/<zeebe:taskDefinition type="zeebe-charge" retries="5" \/>/);
