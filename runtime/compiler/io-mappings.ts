@@ -21,6 +21,7 @@ const WHAT: Record<string, string> = {
   scriptTask: 'Script task',
   subProcess: 'Subprocess',
   callActivity: 'Multi-instance subprocess',
+  eventSubProcess: 'Event subprocess',
   'bpmn:UserTask': 'User task',
   'bpmn:ReceiveTask': 'Receive task',
   catchEvent: 'Catch event',
@@ -68,7 +69,8 @@ export function readIoMappings(graph: ProcessGraph): {
       node.kind === 'subProcess' ||
       (node.kind === 'callActivity' && runsInBodies(node.element)) ||
       node.element.$type === 'bpmn:UserTask' ||
-      catchesPayload(graph, flows, node);
+      catchesPayload(graph, flows, node) ||
+      interruptingEventSubProcess(graph, node);
     if (!runsHere || node.element.isForCompensation) continue;
     runs.add(node.id);
     const values = (node.element as { extensionElements?: { values?: MappingHolder[] } }).extensionElements?.values ?? [];
@@ -110,6 +112,17 @@ export function readIoMappings(graph: ProcessGraph): {
     if (spec.inputs.length > 0 || spec.outputs.length > 0) io.set(node.id, spec);
   }
   return { io, runs, diagnostics };
+}
+
+/**
+ * An interrupting event subprocess runs its mappings as an embedded subprocess does (Zeebe's
+ * rule): inputs when its trigger comes, outputs when its body ends. A non-interrupting one runs
+ * its body once per firing, and keeps them warned about.
+ */
+function interruptingEventSubProcess(graph: ProcessGraph, node: GraphNode): boolean {
+  if (node.kind !== 'eventSubProcess') return false;
+  const start = [...graph.nodes.values()].find((n) => n.scope === node.id && n.kind === 'eventSubProcessStart');
+  return (start?.element as { isInterrupting?: boolean } | undefined)?.isInterrupting !== false;
 }
 
 /**

@@ -489,6 +489,19 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     activateStep(plan, stepById(plan, step.subProcess.start), state, vars, fx);
     return;
   }
+  if (step.kind === 'eventSubProcess' && step.io && resumed) {
+    // The retry of an interrupting event subprocess's mappings: outputs that failed end it (its
+    // body ran); inputs that failed enter it and run its body from the start event that fired.
+    const start = stepById(plan, step.eventSubProcess?.start ?? '');
+    const children = indexPlan(plan).children.get(step.id) ?? [];
+    if (children.some((s) => s !== start && state.steps[s.id] !== undefined)) return endScope(plan, step, state, vars, fx);
+    const entered = enterSubprocess(plan, step, state, vars, fx);
+    if (!entered.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', entered.message, entered.details);
+    setStep(state, fx, step.id, 'active');
+    pushEvent(plan, state, fx, { kind: 'step:activated', stepId: step.id, data: { trigger: start.wait?.trigger } });
+    leaveStep(plan, start, state, vars, fx);
+    return;
+  }
   if (step.kind === 'errorEndEvent') {
     throwError(plan, step, state, vars, fx);
     return;
@@ -1029,6 +1042,12 @@ function scopeMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effec
     endWait: (stepId) => fx.endedWaits.push(stepId),
     event: (event) => pushEvent(plan, state, fx, event),
     leave: (step) => leaveStep(plan, step, state, vars, fx),
+    enter: (eventSub) => {
+      if (!eventSub.io) return true;
+      const entered = enterSubprocess(plan, eventSub, state, vars, fx);
+      if (!entered.ok) raiseIncident(plan, state, fx, eventSub.id, 'io_mapping', entered.message, entered.details);
+      return entered.ok;
+    },
   };
 }
 

@@ -20,6 +20,8 @@ export interface ScopeMoves {
   event(event: NewEvent): void;
   /** the step's outgoing flows are taken */
   leave(step: PlanStep): void;
+  /** an event subprocess's input mappings become its locals; false: they failed, and it stopped in an incident */
+  enter(eventSub: PlanStep): boolean;
 }
 
 function stepById(plan: Plan, stepId: string): PlanStep {
@@ -53,12 +55,16 @@ export function fireEventSubProcess(plan: Plan, start: PlanStep, moves: ScopeMov
     moves.cancel(step, eventSub.id);
   }
   for (const other of eventStartsOf(plan, scope)) if (other !== start.id) moves.cancel(stepById(plan, other), eventSub.id);
-  moves.setStep(eventSub.id, 'active');
-  moves.event({ kind: 'step:activated', stepId: eventSub.id, data: { trigger: start.wait?.trigger } });
+  // Inputs that fail hold it in an incident before its body runs; the retry enters it (advance.ts).
+  const entered = moves.enter(eventSub);
+  if (entered) {
+    moves.setStep(eventSub.id, 'active');
+    moves.event({ kind: 'step:activated', stepId: eventSub.id, data: { trigger: start.wait?.trigger } });
+  }
   moves.setStep(start.id, 'completed');
   moves.endWait(start.id);
   moves.event({ kind: 'step:completed', stepId: start.id, data: { trigger: start.wait?.trigger, ...data } });
-  moves.leave(start);
+  if (entered) moves.leave(start);
 }
 
 /** The scope's own work is done: its event subprocesses that never fired stop waiting. */

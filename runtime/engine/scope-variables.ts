@@ -31,7 +31,7 @@ function parentOf(steps: Map<string, PlanStep>, step: PlanStep): PlanStep | unde
 
 /** A subprocess's own locals, while it is open; undefined for any other scope or when it has none. */
 function subprocessLocals(scope: PlanStep, state: InstanceState): Variables | undefined {
-  if (scope.kind !== 'subProcess' || !scope.io) return undefined;
+  if ((scope.kind !== 'subProcess' && scope.kind !== 'eventSubProcess') || !scope.io) return undefined;
   const status = state.steps[scope.id];
   if (status !== 'active' && status !== 'incident') return undefined;
   const stored = state.loops?.[scope.id];

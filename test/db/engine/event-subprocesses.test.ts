@@ -4,7 +4,7 @@
 // waiting; a non-interrupting one runs its body once per firing, beside the main flow.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { complete, deploy, fetchOne, fetchTasks, instanceOf, start, waitForStatus } from '../../support/flows.ts';
-import { startTestServer, type TestServer } from '../../support/server.ts';
+import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
 
@@ -205,5 +205,73 @@ describe('event subprocesses', () => {
     expect(statusOf(replayed, 'late_start')).toBe('active');
     const { rows } = await t.db.pool.query(`select generation from timers where instance_id = $1 and state = 'waiting'`, [id]);
     expect(rows).toEqual([{ generation: 2 }]);
+  });
+
+  it('given input and output mappings on an interrupting event subprocess (Camunda 8), then its body reads the inputs, they never reach the process, the outputs do; inputs that fail hold it in an incident whose retry runs the body', async () => {
+    const xml = (id: string) => `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:message id="M" name="${id}-cancel"><bpmn:extensionElements><zeebe:subscription correlationKey="=orderId" /></bpmn:extensionElements></bpmn:message>
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:serviceTask id="work"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-work" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work" />
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end" />
+    <bpmn:subProcess id="canceling" triggeredByEvent="true">
+      <bpmn:extensionElements><zeebe:ioMapping>
+        <zeebe:input source="=upper case(reason)" target="why" />
+        <zeebe:input source="=2 in (1..level)" target="serious" />
+        <zeebe:output source="=why + &quot;!&quot;" target="canceledBecause" />
+      </zeebe:ioMapping></bpmn:extensionElements>
+      <bpmn:startEvent id="c_start"><bpmn:messageEventDefinition messageRef="M" /></bpmn:startEvent>
+      <bpmn:serviceTask id="refund"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-refund" /></bpmn:extensionElements></bpmn:serviceTask>
+      <bpmn:endEvent id="c_end" />
+      <bpmn:sequenceFlow id="c1" sourceRef="c_start" targetRef="refund" />
+      <bpmn:sequenceFlow id="c2" sourceRef="refund" targetRef="c_end" />
+    </bpmn:subProcess>
+  </bpmn:process>
+</bpmn:definitions>`;
+    const deployed = await t.api.post('/api/definitions', { xml: xml('esp_io') });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(201);
+    expect(JSON.stringify(deployed.body.warnings ?? [])).not.toMatch(/mapping/i);
+    const id = await start(t.api, 'esp_io', { variables: { orderId: 'e-1' } });
+    const work = await fetchOne(t.api, 'w', 'esp_io-work');
+    const sent = await t.api.post('/api/messages', {
+      name: 'esp_io-cancel',
+      correlationKey: 'e-1',
+      variables: { reason: 'late', level: 5 },
+    });
+    expect(sent.body).toMatchObject({ status: 'matched', instanceId: id });
+    const refund = await fetchOne(t.api, 'w', 'esp_io-refund');
+    expect(refund.variables).toMatchObject({ why: 'LATE', serious: true, reason: 'late' });
+    expect((await instanceOf(t.api, id)).variables).not.toHaveProperty('why');
+    expect((await complete(t.api, work, 'w')).status).toBe(409);
+    expect((await complete(t.api, refund, 'w')).status).toBe(204);
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect(done.variables).toEqual({ orderId: 'e-1', reason: 'late', level: 5, canceledBecause: 'LATE!' });
+
+    // A level that is no number: its range fails, so nothing of the body runs until the retry.
+    const bad = await start(t.api, 'esp_io', { variables: { orderId: 'e-2' } });
+    const badWork = await fetchOne(t.api, 'w', 'esp_io-work');
+    await t.api.post('/api/messages', {
+      name: 'esp_io-cancel',
+      correlationKey: 'e-2',
+      variables: { reason: 'lost', level: 'x' },
+    });
+    const incident = await waitFor(
+      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
+      10_000,
+      'the incident',
+    );
+    expect(incident).toMatchObject({ stepId: 'canceling', kind: 'io_mapping' });
+    expect(await fetchTasks(t.api, 'w', ['esp_io-refund'])).toEqual([]);
+    expect((await complete(t.api, badWork, 'w')).status).toBe(409);
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { level: 1 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const badRefund = await fetchOne(t.api, 'w', 'esp_io-refund');
+    expect(badRefund.variables).toMatchObject({ why: 'LOST', serious: false });
+    expect((await complete(t.api, badRefund, 'w')).status).toBe(204);
+    const ended = await waitForStatus(t.api, bad, 'completed');
+    expect(ended.variables).toMatchObject({ canceledBecause: 'LOST!' });
   });
 });
