@@ -4,7 +4,7 @@
 // inbox; a mapping that fails consumes the message, stops the event in an io_mapping incident
 // and keeps the payload, and the retry after fixing the variables maps it again and moves on.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { complete, fetchOne, instanceOf, start, waitForStatus } from '../../support/flows.ts';
+import { complete, deployMappingsRun, fetchOne, instanceOf, start, waitForStatus } from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
@@ -27,11 +27,7 @@ const zeebe = (id: string, outputs: string) => `<?xml version="1.0" encoding="UT
   </bpmn:process>
 </bpmn:definitions>`;
 
-async function deployClean(xml: string): Promise<void> {
-  const res = await t.api.post('/api/definitions', { xml });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  expect(JSON.stringify(res.body.warnings ?? [])).not.toMatch(/mapping/i);
-}
+const deployClean = (xml: string) => deployMappingsRun(t.api, xml);
 
 beforeAll(async () => {
   t = await startTestServer();

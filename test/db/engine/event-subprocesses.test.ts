@@ -3,7 +3,16 @@
 // task's late complete answers 409) and runs their body; when the scope ends first, they stop
 // waiting; a non-interrupting one runs its body once per firing, beside the main flow.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { complete, deploy, fetchOne, fetchTasks, instanceOf, start, waitForStatus } from '../../support/flows.ts';
+import {
+  complete,
+  deploy,
+  deployMappingsRun,
+  fetchOne,
+  fetchTasks,
+  instanceOf,
+  start,
+  waitForStatus,
+} from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
@@ -231,9 +240,7 @@ describe('event subprocesses', () => {
     </bpmn:subProcess>
   </bpmn:process>
 </bpmn:definitions>`;
-    const deployed = await t.api.post('/api/definitions', { xml: xml('esp_io') });
-    expect(deployed.status, JSON.stringify(deployed.body)).toBe(201);
-    expect(JSON.stringify(deployed.body.warnings ?? [])).not.toMatch(/mapping/i);
+    await deployMappingsRun(t.api, xml('esp_io'));
     const id = await start(t.api, 'esp_io', { variables: { orderId: 'e-1' } });
     const work = await fetchOne(t.api, 'w', 'esp_io-work');
     const sent = await t.api.post('/api/messages', {

@@ -5,7 +5,7 @@
 // on the subprocess whose retry evaluates it again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBpmn, type IoMappings } from '../../support/bpmn.ts';
-import { complete, fetchOne, fetchTasks, instanceOf, start, waitForStatus } from '../../support/flows.ts';
+import { complete, deployMappingsRun, fetchOne, fetchTasks, instanceOf, start, waitForStatus } from '../../support/flows.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
@@ -67,12 +67,7 @@ function zeebeBpmn(id: string, mappings: string): string {
 </bpmn:definitions>`;
 }
 
-async function deployClean(xml: string): Promise<void> {
-  const res = await t.api.post('/api/definitions', { xml });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  // The mappings run: nothing is warned about them.
-  expect(JSON.stringify(res.body.warnings ?? [])).not.toMatch(/mapping/i);
-}
+const deployClean = (xml: string) => deployMappingsRun(t.api, xml);
 
 /** start -> Sub(reply = "none"; answer = reply) { wait for message sub-reply -> look } -> end */
 const messageBpmn = buildBpmn(
