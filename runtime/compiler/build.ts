@@ -89,7 +89,7 @@ export function buildPlan(
       ...(node.kind === 'subProcess' ? { subProcess: { start: starts.get(node.id) ?? '' } } : {}),
       ...(node.kind === 'eventSubProcess' ? { eventSubProcess: eventSubProcessOf(graph, node.id) } : {}),
       ...(node.kind === 'errorEndEvent' ? { throwError: { ...events.errors.get(node.id) } } : {}),
-      ...(events.signals.has(node.id) ? { throwSignal: { ...events.signals.get(node.id)! } } : {}),
+      ...(events.signals.has(node.id) ? { throwSignal: structuredClone(events.signals.get(node.id)!) } : {}),
       ...(events.escalations.has(node.id) ? { throwEscalation: { ...events.escalations.get(node.id)! } } : {}),
       ...(loops.has(node.id) ? { multiInstance: structuredClone(loops.get(node.id)!) } : {}),
       ...(io.has(node.id) ? { io: structuredClone(io.get(node.id)!) } : {}),

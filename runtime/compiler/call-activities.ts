@@ -134,7 +134,12 @@ function readCamunda(element: CallActivityElement, values: ExtensionValue[], pro
   return process ? spec : undefined;
 }
 
-function readCamundaMapping(value: ExtensionValue, what: string, problems: string[]): IoMapping | undefined {
+/** One camunda:in or camunda:out with a source or sourceExpression (signal throws read theirs with it too). */
+export function readCamundaMapping(
+  value: Pick<ExtensionValue, 'source' | 'sourceExpression' | 'target'>,
+  what: string,
+  problems: string[],
+): IoMapping | undefined {
   const target = value.target?.trim() ?? '';
   if (!NAME.test(target)) {
     problems.push(`${what} target "${target}" is not a variable name`);

@@ -10,7 +10,8 @@ import {
   type BpmnExpression,
 } from './model.ts';
 import { scriptCondition } from './conditions.ts';
-import type { BoundarySpec, Diagnostic, FlowCondition, ScriptCondition, TimerSpec, WaitSpec } from './plan.ts';
+import { readCamundaMapping } from './call-activities.ts';
+import type { BoundarySpec, Diagnostic, FlowCondition, ScriptCondition, SignalPayload, TimerSpec, WaitSpec } from './plan.ts';
 import { checkFeel, toFeel } from '../shared/feel.ts';
 import { firstDue, isCron } from '../shared/timers.ts';
 
@@ -26,7 +27,7 @@ export interface EventSpecs {
   /** error end event id -> the error it throws */
   errors: Map<string, { errorCode?: string }>;
   /** signal throw or end event id -> the signal it broadcasts */
-  signals: Map<string, { name: string }>;
+  signals: Map<string, { name: string; payload?: SignalPayload }>;
   /** escalation throw or end event id -> the code it throws */
   escalations: Map<string, { escalationCode: string }>;
   /** messages whose zeebe:subscription correlation key a catching event reads */
@@ -314,10 +315,15 @@ function readConditional(node: GraphNode, definition: BpmnEventDefinition, diagn
   return { trigger: 'conditional', condition: compiled };
 }
 
-/** The signal a throw or end event broadcasts: a fixed name (an expression would name a signal nothing can wait for by name). */
-function readSignalThrow(node: GraphNode, diagnostics: Diagnostic[]): { name: string } | undefined {
+/**
+ * The signal a throw or end event broadcasts: a fixed name (an expression would name a signal
+ * nothing can wait for by name), and the variables it carries: Camunda 7's camunda:in on the
+ * event definition, or in a Zeebe file the event's input mappings (its locals, which the engine
+ * evaluates as the event passes).
+ */
+function readSignalThrow(node: GraphNode, diagnostics: Diagnostic[]): { name: string; payload?: SignalPayload } | undefined {
   const definition = node.element.eventDefinitions?.[0] as
-    (BpmnEventDefinition & { extensionElements?: { values?: BpmnElement[] } }) | undefined;
+    (BpmnEventDefinition & { extensionElements?: { values?: SignalInValue[] } }) | undefined;
   const label = describeElement(node.element);
   const name = definition?.signalRef?.name?.trim();
   if (!name) {
@@ -333,14 +339,56 @@ function readSignalThrow(node: GraphNode, diagnostics: Diagnostic[]): { name: st
     );
     return undefined;
   }
-  if ((definition?.extensionElements?.values ?? []).length > 0)
-    diagnostics.push(
-      errorAt(
-        node.id,
-        `Signal event ${label} passes variables with its signal (camunda:in): Baton broadcasts the signal without variables; remove them, or send the signal with its variables through POST /api/signals from a worker`,
-      ),
-    );
-  return { name };
+  const problems: string[] = [];
+  const payload = readSignalIns(definition?.extensionElements?.values ?? [], problems);
+  if (problems.length > 0) {
+    diagnostics.push(errorAt(node.id, `Signal event ${label}: ${problems.join('; ')}`));
+    return undefined;
+  }
+  const zeebeInputs = (
+    (node.element as { extensionElements?: { values?: SignalInValue[] } }).extensionElements?.values ?? []
+  ).some((v) => v.$type === 'zeebe:ioMapping' && (v.$children ?? []).some((c) => c.$type === 'zeebe:input'));
+  if (payload) return { name, payload };
+  return zeebeInputs ? { name, payload: { all: 'locals', mappings: [] } } : { name };
+}
+
+interface SignalInValue extends BpmnElement {
+  readonly source?: string;
+  readonly sourceExpression?: string;
+  readonly target?: string;
+  readonly variables?: string;
+  readonly local?: boolean;
+  readonly businessKey?: string;
+  readonly $children?: { $type: string }[];
+}
+
+/** camunda:in on a signal event definition: variables="all" [local="true"], or source|sourceExpression -> target. */
+function readSignalIns(values: readonly SignalInValue[], problems: string[]): SignalPayload | undefined {
+  let payload: SignalPayload | undefined;
+  for (const value of values) {
+    if (value.$type !== 'camunda:In') {
+      problems.push(`${value.$type} on a signal definition is not supported: a signal carries variables with camunda:in`);
+      continue;
+    }
+    payload ??= { mappings: [] };
+    if (value.businessKey !== undefined) {
+      problems.push('camunda:in businessKey is not supported on a signal: pass the key as a variable with camunda:in');
+      continue;
+    }
+    if (value.variables === 'all') {
+      payload.all = value.local ? 'locals' : 'visible';
+      continue;
+    }
+    if (value.local) {
+      problems.push(
+        'camunda:in local="true" is supported with variables="all" (the event\'s input parameters) only: name the variable itself',
+      );
+      continue;
+    }
+    const mapping = readCamundaMapping(value, 'camunda:in', problems);
+    if (mapping) payload.mappings.push(mapping);
+  }
+  return payload;
 }
 
 /**

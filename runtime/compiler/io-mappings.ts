@@ -1,4 +1,4 @@
-// Input and output mappings of service and script tasks and embedded subprocesses -> IoSpec
+// Input and output mappings of tasks, subprocesses and the events that run them -> IoSpec
 // (docs/scopes.md, "Input and output mappings"). Camunda 7 files say <camunda:inputOutput> with inputParameter/outputParameter (text,
 // ${...}, camunda:list, camunda:map); Camunda 8 files say <zeebe:ioMapping> with input/output
 // (source: FEEL after "=", else a literal string; target: a name or a dotted path). Every value
@@ -25,6 +25,13 @@ const WHAT: Record<string, string> = {
   'bpmn:UserTask': 'User task',
   'bpmn:ReceiveTask': 'Receive task',
   catchEvent: 'Catch event',
+  startEvent: 'Start event',
+  endEvent: 'End event',
+  signalThrow: 'Signal event',
+  'bpmn:Task': 'Task',
+  'bpmn:ManualTask': 'Manual task',
+  'bpmn:IntermediateThrowEvent': 'Intermediate throw event',
+  'bpmn:IntermediateCatchEvent': 'Link event',
 };
 
 const SEGMENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -70,7 +77,8 @@ export function readIoMappings(graph: ProcessGraph): {
       (node.kind === 'callActivity' && runsInBodies(node.element)) ||
       node.element.$type === 'bpmn:UserTask' ||
       catchesPayload(graph, flows, node) ||
-      interruptingEventSubProcess(graph, node);
+      interruptingEventSubProcess(graph, node) ||
+      passes(node);
     if (!runsHere || node.element.isForCompensation) continue;
     runs.add(node.id);
     const values = (node.element as { extensionElements?: { values?: MappingHolder[] } }).extensionElements?.values ?? [];
@@ -112,6 +120,17 @@ export function readIoMappings(graph: ProcessGraph): {
     if (spec.inputs.length > 0 || spec.outputs.length > 0) io.set(node.id, spec);
   }
   return { io, runs, diagnostics };
+}
+
+/**
+ * A none start or end event, a none, link or signal throw, or a task that does nothing: the token
+ * passes it at once, and its mappings run as it passes (inputs, its locals; then outputs over
+ * them). A signal throw's inputs are what its signal carries in a Zeebe file.
+ */
+function passes(node: GraphNode): boolean {
+  const definitions = (node.element as { eventDefinitions?: unknown[] }).eventDefinitions ?? [];
+  if (node.kind === 'startEvent') return definitions.length === 0;
+  return node.kind === 'endEvent' || node.kind === 'passThrough' || node.kind === 'signalThrow';
 }
 
 /**

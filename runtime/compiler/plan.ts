@@ -186,6 +186,17 @@ export interface IoSpec {
 }
 
 /**
+ * The variables a thrown signal carries to its receivers. Camunda 7 says them with camunda:in on
+ * the signal's event definition; Zeebe broadcasts the throw event's locals (its input mappings).
+ */
+export interface SignalPayload {
+  /** every variable the event sees (camunda:in variables="all"), or only its locals (Zeebe; variables="all" local="true") */
+  all?: 'visible' | 'locals';
+  /** each evaluated over the variables the event sees with its locals over them, in order */
+  mappings: IoMapping[];
+}
+
+/**
  * What a call activity calls and which variables cross. Both dialects compile to this: Camunda 7's
  * calledElement with camunda:in/out, Zeebe's zeebe:calledElement with its propagate flags and
  * zeebe:ioMapping.
@@ -273,7 +284,7 @@ export interface PlanStep {
    */
   eventSubProcess?: { start: string; interrupting?: false; repeats?: { steps: string[]; flows: string[] } };
   /** set for signalThrow: the signal every waiting catch, boundary, event subprocess and signal start receives */
-  throwSignal?: { name: string };
+  throwSignal?: { name: string; payload?: SignalPayload };
   /** set for escalationThrow: the code its catchers match */
   throwEscalation?: { escalationCode: string };
   /** set for errorEndEvent; errorCode absent: caught only by catch-all error boundaries */

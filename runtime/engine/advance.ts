@@ -2,7 +2,7 @@
 // dead-path elimination", loops one pass at a time): given the resolved flows and reached steps
 // of one instance, compute what a transition changes. No I/O: the store writes the returned
 // Effects in one statement.
-import type { Plan, PlanStep } from '../compiler/plan.ts';
+import type { Plan, PlanStep, StepKind } from '../compiler/plan.ts';
 import { evaluateKey } from '../shared/feel.ts';
 import { testCondition } from './conditions.ts';
 import { nextCycleDue, timerDue } from './timer-due.ts';
@@ -17,7 +17,7 @@ import {
 } from './boundary-firings.ts';
 import { startCompensationThrow } from './compensate.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
-import { mapInputs, resultVariables } from './io-mappings.ts';
+import { mapInputs, passingMappings, resultVariables, signalPayload } from './io-mappings.ts';
 import { runScript } from './scripts.ts';
 import { evaluateUserTask } from './user-task-details.ts';
 import { pinOf, prepareCall } from './call-variables.ts';
@@ -44,6 +44,9 @@ import {
   writeVariables,
 } from './scope-variables.ts';
 import { completeElement, elementsOf, settleElements, startElements, type ElementMoves } from './multi-instance.ts';
+
+/** The steps the token passes at once whose mappings run as it passes (compiler/io-mappings.ts). */
+const PASSING: ReadonlySet<StepKind> = new Set<StepKind>(['startEvent', 'endEvent', 'passThrough', 'signalThrow']);
 
 /**
  * Lets the new instance's token leave its start event: the given one (a timer start
@@ -374,7 +377,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     startPass(cycle, 1, state, fx, passMoves(plan, state, vars, fx));
   }
   // What the step reads: the locals of the scopes around it over the process variables.
-  const seen = visibleVariables(plan, step, state, vars);
+  let seen = visibleVariables(plan, step, state, vars);
   const elementsRun =
     (step.kind === 'serviceTask' && step.task) || (step.kind === 'callActivity' && step.call) || step.wait?.trigger === 'user';
   if (elementsRun && step.multiInstance) {
@@ -442,9 +445,27 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
     return;
   }
+  // A step the token passes at once runs its mappings as it passes: inputs are its locals, outputs
+  // reach the scopes around it, and a signal's payload reads both. One that fails stops it in an incident.
+  let payload: Variables | undefined;
+  if (step.io && PASSING.has(step.kind)) {
+    const passed = passingMappings(step, vars, scopeLocals(plan, step, state));
+    if (!passed.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', passed.message, passed.details);
+    writeVariables(plan, step, state, vars, passed.writes, fx);
+    seen = visibleVariables(plan, step, state, vars);
+    payload = passed.payload;
+  } else if (step.throwSignal?.payload) {
+    const carried = signalPayload(step, step.throwSignal.payload, seen, {});
+    if (!carried.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', carried.message, carried.details);
+    payload = carried.variables;
+  }
   if (step.kind === 'signalThrow' && step.throwSignal) {
     // Broadcast once this transition commits (engine/signal-broadcasts.ts); the token does not wait for the receivers.
-    fx.signals.push({ stepId: step.id, name: step.throwSignal.name });
+    fx.signals.push(
+      payload
+        ? { stepId: step.id, name: step.throwSignal.name, variables: payload }
+        : { stepId: step.id, name: step.throwSignal.name },
+    );
     setStep(state, fx, step.id, 'completed');
     pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, data: { signal: step.throwSignal.name } });
     leaveStep(plan, step, state, vars, fx);

@@ -6,7 +6,7 @@
 // else the process instance. Pure: the callers write what these return. A step
 // without mappings never gets here (each caller tests `step.io` first), so tasks without
 // mappings cost nothing extra.
-import type { IoMapping, PlanStep, ScriptMapping } from '../compiler/plan.ts';
+import type { IoMapping, PlanStep, ScriptMapping, SignalPayload } from '../compiler/plan.ts';
 import type { Variables } from '../model/effects.ts';
 import { evaluateValue } from './loops.ts';
 import { runJavaScript } from './script-sandbox.ts';
@@ -122,14 +122,60 @@ function copyObject(value: unknown): Record<string, unknown> {
 
 function failure(
   step: PlanStep,
-  kind: 'Input' | 'Output',
+  kind: 'Input' | 'Output' | 'Signal variable',
   mapping: IoMapping | ScriptMapping,
   message: string,
   next: string,
 ): MappingFailure {
+  const what =
+    step.kind === 'subProcess'
+      ? 'subprocess'
+      : step.kind === 'startEvent' || step.kind === 'endEvent' || step.kind === 'signalThrow'
+        ? 'event'
+        : step.kind === 'passThrough'
+          ? 'element'
+          : 'task';
+  const direction = kind === 'Signal variable' ? 'signal' : kind.toLowerCase();
   return {
     ok: false,
-    message: `${kind} mapping of ${step.kind === 'subProcess' ? 'subprocess' : 'task'} ${step.id} to ${mapping.target} ("${mapping.source}") failed: ${message}. ${next}.`,
-    details: { mapping: { direction: kind.toLowerCase(), target: mapping.target, source: mapping.source } },
+    message: `${kind} mapping of ${what} ${step.id} to ${mapping.target} ("${mapping.source}") failed: ${message}. ${next}.`,
+    details: { mapping: { direction, target: mapping.target, source: mapping.source } },
   };
+}
+
+export type PassingResult = { ok: true; locals: Variables; writes: Variables; payload?: Variables } | MappingFailure;
+
+const PASSING_NEXT = 'Fix the variables, then retry the incident';
+
+/**
+ * The mappings of a step the token passes at once (a none start, end or throw event, a signal
+ * throw, a task that does nothing): its inputs over the variables, `base` (the scopes' locals)
+ * under them; then its outputs over the variables and its locals. `writes`: what reaches the
+ * scopes around it. A signal throw's `payload` is what its signal carries, computed last, so
+ * nothing is written unless all of it can be.
+ */
+export function passingMappings(step: PlanStep, vars: Variables, base: Variables | undefined): PassingResult {
+  const inputs = mapInputs(step, vars, base);
+  if (!inputs.ok) return inputs;
+  const scope = { ...vars, ...inputs.writes, ...inputs.locals };
+  const outputs = mapOutputs(step, scope, vars, PASSING_NEXT);
+  if (!outputs.ok) return outputs;
+  const writes = { ...inputs.writes, ...outputs.variables };
+  const spec = step.throwSignal?.payload;
+  if (!spec) return { ok: true, locals: inputs.locals, writes };
+  const own: Variables = {};
+  for (const name of inputNames(step)) if (name in inputs.locals) own[name] = inputs.locals[name];
+  const payload = signalPayload(step, spec, scope, own);
+  return payload.ok ? { ok: true, locals: inputs.locals, writes, payload: payload.variables } : payload;
+}
+
+/** What a thrown signal carries: all the event sees or its own inputs, then each camunda:in over what it sees. */
+export function signalPayload(step: PlanStep, spec: SignalPayload, seen: Variables, own: Variables): ResultVariablesResult {
+  const payload: Variables = spec.all === 'visible' ? { ...seen } : spec.all === 'locals' ? { ...own } : {};
+  for (const mapping of spec.mappings) {
+    const value = evaluateMapping(mapping, seen);
+    if (!value.ok) return failure(step, 'Signal variable', mapping, value.message, PASSING_NEXT);
+    assignPath(payload, mapping.target, value.value, payload);
+  }
+  return { ok: true, variables: payload };
 }

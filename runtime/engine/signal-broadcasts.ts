@@ -2,7 +2,7 @@
 // leaves a signal_broadcasts row; its delivery is one transaction that deletes the row, fires every
 // signal subscription that was waiting when the signal was thrown (each instance locked in id
 // order, so two broadcasts at once lock in the same order) and starts every latest definition with
-// a signal start event of that name. Either all of it commits or none, and a crash in between leaves
+// a signal start event of that name, each with the variables the signal carries. Either all of it commits or none, and a crash in between leaves
 // the row for the relay's re-check: no receiver is lost and none gets it twice.
 import type { Logger } from 'pino';
 import type { Engine } from './context.ts';
@@ -29,14 +29,19 @@ export async function deliverSignalBroadcast(engine: Engine): Promise<boolean> {
       const ok = await receiverApart(engine, tx, async () => {
         // Locked afresh for each subscription: one instance may wait for the signal at several steps.
         const instance = await lockInstance(tx, sub.instance_id);
-        return instance ? deliverToSubscription(engine, tx, instance, sub, {}, thrownBy) : false;
+        return instance ? deliverToSubscription(engine, tx, instance, sub, row.variables, thrownBy) : false;
       });
       if (ok) delivered++;
     }
     const started: string[] = [];
     for (const start of await findEventStarts(tx, 'signal', row.name)) {
       await receiverApart(engine, tx, async () => {
-        const result = await startInTransaction(engine, tx, { definitionKey: start.key, version: start.version }, start.step_id);
+        const result = await startInTransaction(
+          engine,
+          tx,
+          { definitionKey: start.key, version: start.version, variables: { ...row.variables } },
+          start.step_id,
+        );
         if (result.ok) started.push(result.instance.id);
         return result.ok;
       });

@@ -189,7 +189,8 @@ export interface Effects {
   /** child instances to start */
   calls: NewCall[];
   /** signals thrown: each is broadcast after the transition commits (store/signals.ts), none lost */
-  signals: { stepId: string; name: string }[];
+  /** `variables`: what the signal carries to its receivers (camunda:in, or a Zeebe throw's input mappings) */
+  signals: { stepId: string; name: string; variables?: Variables }[];
   /** call activities interrupted or canceled: their running child instances are canceled */
   canceledCalls: string[];
   /** set when this (child) instance ends by throwing a BPMN error to its parent */

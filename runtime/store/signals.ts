@@ -1,25 +1,34 @@
 // Signals thrown by processes, between the throwing transition and their delivery
 // (migration 0027, engine/signal-broadcasts.ts).
 import { afterCommit, type Queryable } from './db.ts';
+import type { Variables } from '../model/effects.ts';
 
 export interface SignalBroadcastRow {
   id: string;
   name: string;
   instance_id: string;
   step_id: string;
+  /** what the signal carries to each receiver */
+  variables: Variables;
   created_at: Date;
 }
 
 export async function insertSignalBroadcasts(
   db: Queryable,
   instanceId: string,
-  signals: readonly { stepId: string; name: string }[],
+  signals: readonly { stepId: string; name: string; variables?: Variables }[],
 ): Promise<void> {
   await db.query({
     name: 'insert_signal_broadcasts',
-    text: `insert into signal_broadcasts (name, instance_id, step_id)
-           select name, $1, step_id from unnest($2::text[], $3::text[]) as s(name, step_id)`,
-    values: [instanceId, signals.map((s) => s.name), signals.map((s) => s.stepId)],
+    text: `insert into signal_broadcasts (name, instance_id, step_id, variables)
+           select name, $1, step_id, variables
+             from unnest($2::text[], $3::text[], $4::jsonb[]) as s(name, step_id, variables)`,
+    values: [
+      instanceId,
+      signals.map((s) => s.name),
+      signals.map((s) => s.stepId),
+      signals.map((s) => JSON.stringify(s.variables ?? {})),
+    ],
   });
   afterCommit(db, () => {
     for (const fn of listeners) fn();

@@ -167,14 +167,19 @@ export async function runToRest(
   db: TestDatabase,
   deployed: Deployed,
   steps: PlanStepView[],
-  opts: { stillMs?: number; timeoutMs?: number } = {},
+  opts: { stillMs?: number; timeoutMs?: number; variables?: Record<string, unknown> } = {},
 ): Promise<Outcome> {
-  const started = await startInstance(api, deployed, steps);
+  const started = await startInstance(api, deployed, steps, opts.variables);
   if (typeof started !== 'string') return started;
   return followToRest(api, db, started, opts);
 }
 
-async function startInstance(api: ApiClient, deployed: Deployed, steps: PlanStepView[]): Promise<string | Outcome> {
+async function startInstance(
+  api: ApiClient,
+  deployed: Deployed,
+  steps: PlanStepView[],
+  variables?: Record<string, unknown>,
+): Promise<string | Outcome> {
   const starts = steps.filter((s) => s.kind === 'startEvent' && s.scope === undefined && !s.inBody);
   const noneStart = starts.some((s) => s.wait === undefined);
   const message = starts.find((s) => s.wait?.trigger === 'message');
@@ -182,7 +187,7 @@ async function startInstance(api: ApiClient, deployed: Deployed, steps: PlanStep
   const timer = starts.find((s) => s.wait?.trigger === 'timer');
   let ids: string[];
   if (noneStart) {
-    const res = await api.post('/api/instances', { definitionKey: deployed.key, version: deployed.version });
+    const res = await api.post('/api/instances', { definitionKey: deployed.key, version: deployed.version, variables });
     if (res.status !== 201) return notStarted(res);
     ids = [res.body.id];
   } else if (message) {

@@ -140,7 +140,7 @@ describe('signal throw events', () => {
     expect((await t.api.get(`/api/instances/${late}`)).body.steps.find((s: any) => s.stepId === 'wait').status).toBe('active');
   });
 
-  it('given a signal end event with outgoing flows, a signal named by an expression or variables passed with it, then deploy refuses it naming the event', async () => {
+  it('given a signal end event with outgoing flows, a signal named by an expression or a business key passed with it, then deploy refuses it naming the event', async () => {
     const xml = (end: string, extra = '') =>
       definitions(
         'sg_bad',
@@ -158,10 +158,10 @@ describe('signal throw events', () => {
     expect(JSON.stringify(withFlow.body)).toContain('End event shout has outgoing sequence flows');
     const variables = await t.api.post('/api/definitions', {
       xml: xml(
-        '<bpmn:endEvent id="shout"><bpmn:signalEventDefinition signalRef="sig"><bpmn:extensionElements><camunda:in variables="all" /></bpmn:extensionElements></bpmn:signalEventDefinition></bpmn:endEvent>',
+        '<bpmn:endEvent id="shout"><bpmn:signalEventDefinition signalRef="sig"><bpmn:extensionElements><camunda:in businessKey="#{execution.processBusinessKey}" /></bpmn:extensionElements></bpmn:signalEventDefinition></bpmn:endEvent>',
       ),
     });
     expect(variables.status).toBe(400);
-    expect(JSON.stringify(variables.body)).toContain('passes variables with its signal');
+    expect(JSON.stringify(variables.body)).toContain('camunda:in businessKey is not supported on a signal');
   });
 });
