@@ -123,6 +123,10 @@ function readCamunda(element: CallActivityElement, values: ExtensionValue[], pro
     }
     if (direction === 'out' && value.local)
       problems.push(`${what} local="true" is not supported: an output goes to the process variables`);
+    if (direction === 'in' && value.local)
+      problems.push(
+        `${what} local="true" passes the call activity's own input parameters, which Baton does not run on a call activity: name the variables with source and target, or pass them all without local`,
+      );
     if (value.variables === 'all') {
       if (direction === 'in') spec.inAll = true;
       else spec.outAll = true;

@@ -142,6 +142,13 @@ describe('call activities: refused with the element id', () => {
       'local="true" is not supported',
     ],
     [
+      'a local in',
+      'calledElement="c"',
+      '<camunda:in variables="all" local="true" />',
+      '',
+      'local="true" passes the call activity\'s own input parameters',
+    ],
+    [
       'an unknown Zeebe binding',
       '',
       '<zeebe:calledElement processId="c" bindingType="version" />',
