@@ -25,6 +25,7 @@ const WHAT: Record<string, string> = {
   'bpmn:UserTask': 'User task',
   'bpmn:ReceiveTask': 'Receive task',
   catchEvent: 'Catch event',
+  boundaryEvent: 'Boundary event',
   startEvent: 'Start event',
   endEvent: 'End event',
   signalThrow: 'Signal event',
@@ -108,7 +109,11 @@ export function readIoMappings(graph: ProcessGraph): {
       );
       continue;
     }
-    if (node.kind === 'catchEvent' && node.element.$type !== 'bpmn:UserTask' && spec.inputs.length > 0) {
+    if (
+      (node.kind === 'catchEvent' || node.kind === 'boundaryEvent') &&
+      node.element.$type !== 'bpmn:UserTask' &&
+      spec.inputs.length > 0
+    ) {
       diagnostics.push(
         warningAt(
           node.id,
@@ -145,12 +150,14 @@ function interruptingEventSubProcess(graph: ProcessGraph, node: GraphNode): bool
 }
 
 /**
- * A message or signal catch event or a receive task: its output mappings map the payload. Not
- * after an event-based gateway, where the first event to come decides at once, whatever its
- * mappings make of the payload.
+ * A message or signal catch event, receive task or interrupting boundary event: its output
+ * mappings map the payload. Not after an event-based gateway, where the first event to come
+ * decides at once, whatever its mappings make of the payload. A non-interrupting boundary fires
+ * again and again while its host runs, and keeps them warned about.
  */
 function catchesPayload(graph: ProcessGraph, flows: Map<string, GraphFlow>, node: GraphNode): boolean {
-  if (node.kind !== 'catchEvent' || node.element.$type === 'bpmn:UserTask') return false;
+  const interrupting = node.kind === 'boundaryEvent' && (node.element as { cancelActivity?: boolean }).cancelActivity !== false;
+  if ((node.kind !== 'catchEvent' && !interrupting) || node.element.$type === 'bpmn:UserTask') return false;
   const definitions = (node.element as { eventDefinitions?: { $type: string }[] }).eventDefinitions ?? [];
   const waits =
     node.element.$type === 'bpmn:ReceiveTask' ||

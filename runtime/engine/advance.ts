@@ -96,8 +96,10 @@ export function fireWait(
   vars: Variables,
   fx: Effects,
   data?: Record<string, unknown>,
+  /** an interrupting boundary whose host its message already interrupted (its payload's retry) */
+  hostInterrupted = false,
 ): boolean {
-  const fired = fireWaitNow(plan, stepId, state, vars, fx, data);
+  const fired = fireWaitNow(plan, stepId, state, vars, fx, data, hostInterrupted);
   if (fired) settleConditions(plan, state, vars, fx);
   return fired;
 }
@@ -152,6 +154,7 @@ function fireWaitNow(
   vars: Variables,
   fx: Effects,
   data?: Record<string, unknown>,
+  hostInterrupted = false,
 ): boolean {
   const step = stepById(plan, stepId);
   if (state.steps[step.id] === 'active' && step.kind === 'eventSubProcessStart') {
@@ -164,31 +167,52 @@ function fireWaitNow(
     fireRepeating(plan, step, state, fx, firingMoves(plan, state, vars, fx), data);
     return true;
   }
-  const host = step.boundary ? stepById(plan, step.boundary.attachedTo) : undefined;
-  if (host && step.boundary?.interrupting) {
-    // A host in an incident is still open: its boundaries still fire (its failed task is
-    // canceled, its incident resolved), as they would in Camunda; a deadline does not wait for an operator.
-    const hostStatus = state.steps[host.id];
-    if (hostStatus !== 'active' && hostStatus !== 'incident') return false;
-    setStep(state, fx, host.id, 'canceled');
-    // A receive task waits (its subscription ends); canceledTasks makes a task unfetchable and resolves an incident.
-    if (host.kind === 'catchEvent') fx.endedWaits.push(host.id);
-    if (host.kind !== 'catchEvent' || hostStatus === 'incident') fx.canceledTasks.push(host.id);
-    if (host.kind === 'callActivity') fx.canceledCalls.push(host.id);
-    pushEvent(plan, state, fx, { kind: 'step:canceled', stepId: host.id, data: { by: step.id } });
-    if (host.kind === 'subProcess') cancelScope(plan, host.id, step.id, state, fx);
-  }
+  // An interrupting boundary whose payload could not be mapped interrupted its host when the
+  // message came (interruptHost); the retry that maps it only moves on.
+  const host = step.boundary?.interrupting && !hostInterrupted ? stepById(plan, step.boundary.attachedTo) : undefined;
+  if (host && !cancelHost(plan, step, host, state, fx)) return false;
   setStep(state, fx, step.id, 'completed');
   fx.endedWaits.push(step.id);
   pushEvent(plan, state, fx, { kind: 'step:completed', stepId: step.id, data: { trigger: step.wait?.trigger, ...data } });
   endRace(plan, step, state, vars, fx);
   skipOpenBoundaries(plan, step, state, vars, fx); // a receive task's: its message came first
-  if (host && step.boundary?.interrupting) {
+  if (host) {
     skipOpenBoundaries(plan, host, state, vars, fx);
     resolveFlows(plan, host, [], state, vars, fx); // the host's own path is dead
   }
   leaveStep(plan, step, state, vars, fx);
   return true;
+}
+
+/**
+ * An interrupting boundary cancels its host: its task, wait, call or scope. A host in an incident
+ * is still open: its boundaries still fire (its failed task is canceled, its incident resolved), as
+ * they would in Camunda; a deadline does not wait for an operator. Answers false when the host is
+ * no longer open.
+ */
+function cancelHost(plan: Plan, boundary: PlanStep, host: PlanStep, state: InstanceState, fx: Effects): boolean {
+  const hostStatus = state.steps[host.id];
+  if (hostStatus !== 'active' && hostStatus !== 'incident') return false;
+  setStep(state, fx, host.id, 'canceled');
+  // A receive task waits (its subscription ends); canceledTasks makes a task unfetchable and resolves an incident.
+  if (host.kind === 'catchEvent') fx.endedWaits.push(host.id);
+  if (host.kind !== 'catchEvent' || hostStatus === 'incident') fx.canceledTasks.push(host.id);
+  if (host.kind === 'callActivity') fx.canceledCalls.push(host.id);
+  pushEvent(plan, state, fx, { kind: 'step:canceled', stepId: host.id, data: { by: boundary.id } });
+  if (host.kind === 'subProcess') cancelScope(plan, host.id, boundary.id, state, fx);
+  return true;
+}
+
+/**
+ * An interrupting boundary's message came but its output mappings could not map the payload: the
+ * host is interrupted all the same (Zeebe's order: the host ends, then the boundary's mappings
+ * run), its other boundaries and its path end, and the boundary waits in its incident.
+ */
+function interruptHost(plan: Plan, boundary: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+  const host = stepById(plan, boundary.boundary!.attachedTo);
+  if (!cancelHost(plan, boundary, host, state, fx)) return;
+  skipOpenBoundaries(plan, host, state, vars, fx, boundary.id);
+  resolveFlows(plan, host, [], state, vars, fx);
 }
 
 /**
@@ -206,7 +230,8 @@ export function deliverPayload(
 ): boolean {
   const step = stepById(plan, stepId);
   const trigger = step.wait?.trigger;
-  if (step.kind === 'catchEvent' && (trigger === 'message' || trigger === 'signal') && step.io?.outputs.length) {
+  const maps = step.kind === 'catchEvent' || (step.kind === 'boundaryEvent' && step.boundary?.interrupting === true);
+  if (maps && (trigger === 'message' || trigger === 'signal') && step.io?.outputs.length) {
     if (state.steps[stepId] !== 'active') return false;
     mapPayload(plan, step, state, vars, payload, fx, data);
     return true;
@@ -228,6 +253,8 @@ function mapPayload(
   payload: Variables,
   fx: Effects,
   data?: Record<string, unknown>,
+  /** the retry of its io_mapping incident, which maps the payload it kept */
+  retried = false,
 ): void {
   const mapped = resultVariables(
     step,
@@ -245,12 +272,13 @@ function mapPayload(
   if (!mapped.ok) {
     keep({ heldPayload: payload, ...(data ? { heldData: data } : {}) });
     fx.endedWaits.push(step.id);
+    if (step.boundary?.interrupting) interruptHost(plan, step, state, vars, fx);
     raiseIncident(plan, state, fx, step.id, 'io_mapping', mapped.message, mapped.details);
     return;
   }
   if (wasHeld) keep({ heldPayload: null });
   writeVariables(plan, step, state, vars, mapped.variables, fx);
-  fireWait(plan, step.id, state, vars, fx, data);
+  fireWait(plan, step.id, state, vars, fx, data, retried && step.boundary?.interrupting === true);
 }
 
 /**
@@ -418,7 +446,7 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     if (held && 'heldPayload' in held && held.heldPayload) {
       if (resumed) {
         setStep(state, fx, step.id, 'active');
-        mapPayload(plan, step, state, vars, held.heldPayload, fx, held.heldData);
+        mapPayload(plan, step, state, vars, held.heldPayload, fx, held.heldData, true);
         return;
       }
       state.loops![step.id] = fx.loops[step.id] = { heldPayload: null };
@@ -818,10 +846,17 @@ function endScope(plan: Plan, scope: PlanStep, state: InstanceState, vars: Varia
   completeStep(plan, scope.id, state, vars, fx);
 }
 
-function skipOpenBoundaries(plan: Plan, host: PlanStep, state: InstanceState, vars: Variables, fx: Effects): void {
+function skipOpenBoundaries(
+  plan: Plan,
+  host: PlanStep,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  except?: string,
+): void {
   for (const boundaryId of host.boundaries ?? []) {
     const status = state.steps[boundaryId];
-    if (status !== 'active' && status !== 'incident') continue;
+    if (boundaryId === except || (status !== 'active' && status !== 'incident')) continue;
     const boundary = stepById(plan, boundaryId);
     if (boundary.boundary?.repeats && endRepeating(boundary, state, fx, firingMoves(plan, state, vars, fx))) continue;
     setStep(state, fx, boundaryId, 'skipped');

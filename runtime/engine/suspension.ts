@@ -3,7 +3,7 @@
 // (one due meanwhile fires on resume), a message for it stays in the inbox, a child's return
 // waits, and a signal passes it by. Cancel and variable edits still apply. Each is one
 // transition with an `instance:suspended` or `instance:resumed` event naming the operator.
-import { fireWait, settleConditionalEvents } from './advance.ts';
+import { deliverPayload, settleConditionalEvents } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
 import { isEnded } from './incidents.ts';
 import { commitTransition } from './transition.ts';
@@ -98,7 +98,7 @@ async function takeKeptMessages(
     });
     if (!message) continue;
     await deleteSubscription(tx, sub.id);
-    Object.assign(variables, message.payload);
-    fireWait(plan, sub.step_id, instance.state, variables, fx, { messageId: message.message_id });
+    // As any delivery: through the event's output mappings, each write to the scope that holds its name.
+    deliverPayload(plan, sub.step_id, instance.state, variables, message.payload, fx, { messageId: message.message_id });
   }
 }

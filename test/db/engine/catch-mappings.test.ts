@@ -1,8 +1,9 @@
-// Output mappings on message and signal catch events and receive tasks, against a real
+// Output mappings on message and signal catch events, receive tasks and boundary events, against a real
 // PostgreSQL through the HTTP API, in both dialects: the payload goes through them (only their
 // targets reach the process), whether the message comes while the event waits or waited in the
-// inbox; a mapping that fails consumes the message, stops the event in an io_mapping incident
-// and keeps the payload, and the retry after fixing the variables maps it again and moves on.
+// inbox (also while its instance was suspended); a mapping that fails consumes the message, stops the event in an io_mapping incident
+// and keeps the payload, and the retry after fixing the variables maps it again and moves on. An
+// interrupting boundary event maps its message the same way, and interrupts its host either way.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { complete, deployMappingsRun, fetchOne, instanceOf, start, waitForStatus } from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
@@ -39,7 +40,7 @@ afterAll(async () => {
 });
 
 describe('output mappings on catch events', () => {
-  it('given a Camunda 8 message catch with an output mapping, then only its target reaches the process, whether the message comes while it waits or waited in the inbox', async () => {
+  it('given a Camunda 8 message catch with an output mapping, then only its target reaches the process, whether the message comes while it waits, waited in the inbox, or waited while the instance was suspended', async () => {
     const waiting = await start(t.api, 'cm_paid', { variables: { order: { id: 'o-1' } } });
     await waitFor(
       async () =>
@@ -70,6 +71,29 @@ describe('output mappings on catch events', () => {
     expect(shipLater.variables).toEqual({ order: { id: 'o-2' }, paidAmount: 12 });
     await complete(t.api, shipLater, 'w');
     await waitForStatus(t.api, later, 'completed');
+
+    // A message kept in the inbox while the instance was suspended is taken on the resume, through the mapping too.
+    const suspended = await start(t.api, 'cm_paid', { variables: { order: { id: 'o-3' } } });
+    await waitFor(
+      async () =>
+        ((await instanceOf(t.api, suspended)).steps as any[]).some((s) => s.stepId === 'paid' && s.status === 'active') ||
+        undefined,
+      10_000,
+      'the wait',
+    );
+    expect((await t.api.post(`/api/instances/${suspended}/suspend`, {})).status).toBe(200);
+    const kept = await t.api.post('/api/messages', {
+      name: 'cm_paid-paid',
+      correlationKey: 'o-3',
+      variables: { payment: { amount: 4 }, note: 'kept' },
+    });
+    expect(kept.body.status).toBe('buffered');
+    expect((await t.api.post(`/api/instances/${suspended}/resume`, {})).status).toBe(200);
+    const shipResumed = await fetchOne(t.api, 'w', 'cm_paid-ship');
+    expect(shipResumed.instanceId).toBe(suspended);
+    expect(shipResumed.variables).toEqual({ order: { id: 'o-3' }, paidAmount: 4 });
+    await complete(t.api, shipResumed, 'w');
+    await waitForStatus(t.api, suspended, 'completed');
   });
 
   it('given an output mapping that fails, then the message is consumed, the catch holds an io_mapping incident with nothing written, and the retry with the variable fixed maps the kept payload and moves on', async () => {
@@ -138,5 +162,74 @@ describe('output mappings on catch events', () => {
     expect(ship.variables).toEqual({ paidAmount: 9 });
     await complete(t.api, ship, 'w');
     await waitForStatus(t.api, id, 'completed');
+  });
+
+  it('given an interrupting message boundary with an output mapping, then its host is canceled and only the target reaches the process; when the mapping fails, the host is still interrupted and the retry moves on', async () => {
+    const boundary = (id: string, outputs: string, nonInterrupting = '') => `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:message id="M" name="${id}-cancel"><bpmn:extensionElements><zeebe:subscription correlationKey="=order.id" /></bpmn:extensionElements></bpmn:message>
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:serviceTask id="pack"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-pack" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:boundaryEvent id="canceled" attachedToRef="pack"${nonInterrupting}>
+      <bpmn:extensionElements><zeebe:ioMapping>${outputs}</zeebe:ioMapping></bpmn:extensionElements>
+      <bpmn:messageEventDefinition messageRef="M" />
+    </bpmn:boundaryEvent>
+    <bpmn:serviceTask id="refund"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-refund" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:endEvent id="refunded" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="pack" />
+    <bpmn:sequenceFlow id="f2" sourceRef="pack" targetRef="end" />
+    <bpmn:sequenceFlow id="f3" sourceRef="canceled" targetRef="refund" />
+    <bpmn:sequenceFlow id="f4" sourceRef="refund" targetRef="refunded" />
+  </bpmn:process>
+</bpmn:definitions>`;
+    await deployClean(boundary('cm_bnd', '<zeebe:output source="=reason" target="cancelReason" />'));
+    const id = await start(t.api, 'cm_bnd', { variables: { order: { id: 'c-1' } } });
+    const pack = await fetchOne(t.api, 'w', 'cm_bnd-pack');
+    const sent = await t.api.post('/api/messages', {
+      name: 'cm_bnd-cancel',
+      correlationKey: 'c-1',
+      variables: { reason: 'changed mind', extra: 1 },
+    });
+    expect(sent.body).toMatchObject({ status: 'matched', instanceId: id });
+    expect((await complete(t.api, pack, 'w')).status).toBe(409);
+    const refund = await fetchOne(t.api, 'w', 'cm_bnd-refund');
+    expect(refund.variables).toEqual({ order: { id: 'c-1' }, cancelReason: 'changed mind' });
+    await complete(t.api, refund, 'w');
+    await waitForStatus(t.api, id, 'completed');
+
+    await deployClean(boundary('cm_bndbad', '<zeebe:output source="=2 in (1..max)" target="fits" />'));
+    const bad = await start(t.api, 'cm_bndbad', { variables: { order: { id: 'c-2' }, max: 'x' } });
+    const packBad = await fetchOne(t.api, 'w', 'cm_bndbad-pack');
+    const taken = await t.api.post('/api/messages', { name: 'cm_bndbad-cancel', correlationKey: 'c-2', variables: { n: 1 } });
+    expect(taken.body).toMatchObject({ status: 'matched', instanceId: bad });
+    const incident = await waitFor(
+      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
+      10_000,
+      'the incident',
+    );
+    expect(incident).toMatchObject({ stepId: 'canceled', kind: 'io_mapping' });
+    // The message interrupted the host all the same: its task is gone, its path will not be taken.
+    expect((await complete(t.api, packBad, 'w')).status).toBe(409);
+    const stuck = await instanceOf(t.api, bad);
+    expect(stuck.status).toBe('incident');
+    expect((stuck.steps as any[]).find((s) => s.stepId === 'pack')?.status).toBe('canceled');
+    expect(stuck.variables).toEqual({ order: { id: 'c-2' }, max: 'x' });
+
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 5 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const refundBad = await fetchOne(t.api, 'w', 'cm_bndbad-refund');
+    expect(refundBad.variables).toEqual({ order: { id: 'c-2' }, max: 5, fits: true });
+    await complete(t.api, refundBad, 'w');
+    const done = await waitForStatus(t.api, bad, 'completed');
+    expect((done.steps as any[]).find((s) => s.stepId === 'end')?.status).not.toBe('completed');
+
+    // A non-interrupting boundary fires again and again: its mappings stay warned about.
+    const warned = await t.api.post('/api/definitions', {
+      xml: boundary('cm_bndni', '<zeebe:output source="=reason" target="r" />', ' cancelActivity="false"'),
+    });
+    expect(warned.status).toBe(201);
+    expect(JSON.stringify(warned.body.warnings)).toMatch(/canceled.*mappings/);
   });
 });
