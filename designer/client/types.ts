@@ -251,6 +251,8 @@ export interface UserTaskForm {
 /** GET /api/user-tasks/:id: the task with its form. */
 export interface UserTaskDetail extends UserTask {
   form: UserTaskForm;
+  /** the variables the task sees, which its form starts from */
+  variables?: Record<string, unknown>;
   /** the error and escalation boundaries on the task: what its holder can raise instead of completing it */
   raises?: UserTaskRaise[];
 }

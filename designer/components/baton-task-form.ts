@@ -15,8 +15,10 @@ interface FormField {
 }
 
 export class BatonTaskForm extends LightElement {
-  static override properties = { schema: { attribute: false }, readOnly: { type: Boolean } };
+  static override properties = { schema: { attribute: false }, data: { attribute: false }, readOnly: { type: Boolean } };
   declare schema: FormSchema | undefined;
+  /** the variables the task sees: each field starts from the one its key names, as in Camunda's tasklist */
+  declare data: Record<string, unknown>;
   /** true while the signed-in person does not hold the task: the fields show, nothing can be typed */
   declare readOnly: boolean;
   private form: Form | undefined;
@@ -24,6 +26,7 @@ export class BatonTaskForm extends LightElement {
   constructor() {
     super();
     this.schema = undefined;
+    this.data = {};
     this.readOnly = true;
   }
 
@@ -33,7 +36,7 @@ export class BatonTaskForm extends LightElement {
     const { Form } = await import('@bpmn-io/form-js');
     if (!this.isConnected) return;
     this.form = new Form({ container: this.querySelector('.task-form-body') as HTMLElement });
-    if (this.schema) await this.form.importSchema(this.schema, {});
+    if (this.schema) await this.form.importSchema(this.schema, this.data);
     this.form.setProperty('readOnly', this.readOnly);
     // After the import: a message about the fields is out of date once the person edits them.
     this.form.on('changed', () => this.emit('baton-form-change'));

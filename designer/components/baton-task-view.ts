@@ -275,7 +275,7 @@ export class BatonTaskView extends LightElement {
       <section class="task-form" aria-label="Form">
         ${
           schema
-            ? html`<baton-task-form .schema=${schema} .readOnly=${!mine}
+            ? html`<baton-task-form .schema=${schema} .data=${t.variables ?? {}} .readOnly=${!mine}
                 @baton-form-change=${() => (this.actionError = '')}></baton-task-form>`
             : html`<p class="empty">${t.form.formKey ? `This task's form is "${t.form.formKey}", which Baton does not draw.` : 'This task has no form.'}
               Completing it sets no variables.</p>`

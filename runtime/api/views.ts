@@ -196,6 +196,8 @@ export function userTaskView(t: UserTaskRow, name?: string, spec?: UserTaskSpec,
         }
       : {}),
     ...(raises ? { raises } : {}),
+    // What the task sees, which its form starts from: the instance's variables under its own.
+    ...(spec && t.variables ? { variables: { ...t.variables, ...t.local_variables } } : {}),
   };
 }
 

@@ -24,6 +24,8 @@ export interface UserTaskRow {
   business_key: string | null;
   /** its instance is suspended: every action on it is refused until the resume */
   suspended: boolean;
+  /** the instance's variables: read for one task (findUserTask), which its form starts from */
+  variables?: Record<string, unknown>;
 }
 
 export interface UserTaskFilter {
@@ -47,7 +49,8 @@ export async function findUserTask(db: Queryable, id: string): Promise<UserTaskR
     name: 'find_user_task',
     text: `select s.id, s.instance_id, s.step_id, s.generation, s.scope_path, s.assignee, s.user_task, s.created_at, s.loop_index, s.local_variables,
                  (extract(epoch from s.created_at) * 1000000)::bigint::text as created_us,
-                 i.definition_id, i.definition_key, i.business_key, i.suspended_at is not null as suspended from subscriptions s join instances i on i.id = s.instance_id where s.id = $1 and s.kind = 'user'`,
+                 i.definition_id, i.definition_key, i.business_key, i.suspended_at is not null as suspended, i.variables
+            from subscriptions s join instances i on i.id = s.instance_id where s.id = $1 and s.kind = 'user'`,
     values: [id],
   });
   return rows[0];

@@ -54,7 +54,11 @@ describe('tasklist with a person token', () => {
   });
 
   it('given the list open, a task for her group appears when an instance starts, without a reload', async () => {
-    const started = await h.t.api.post('/api/instances', { definitionKey: 'order-approval-form', businessKey: 'order-7' });
+    const started = await h.t.api.post('/api/instances', {
+      definitionKey: 'order-approval-form',
+      businessKey: 'order-7',
+      variables: { orderRef: 'XYZ-9' },
+    });
     expect(started.status).toBe(201);
     instanceId = started.body.id;
     const row = h.page.locator('table.user-tasks tbody tr', { hasText: 'order-7' });
@@ -68,11 +72,13 @@ describe('tasklist with a person token', () => {
     await h.screenshot('tasklist-02-task-appeared');
   });
 
-  it('given the task opened, its element is marked on the diagram and only a claim lets her complete it', async () => {
+  it('given the task opened, its element is marked on the diagram, its form starts from the variables, and only a claim lets her complete it', async () => {
     await h.page.getByRole('link', { name: 'Approve order' }).click();
     await h.page.waitForURL(new RegExp(`#/tasks/${taskId}$`));
     await h.page.locator('.djs-element.baton-task-current[data-element-id="approve"]').waitFor();
     await h.page.getByLabel('Amount').waitFor();
+    await expect(h.page.getByLabel('Order reference').inputValue()).resolves.toBe('XYZ-9');
+    await expect(h.page.getByLabel('Amount').inputValue()).resolves.toBe('');
     await expect(h.page.getByRole('button', { name: 'Complete' }).isDisabled()).resolves.toBe(true);
     await h.page.getByRole('button', { name: 'Claim' }).click();
     await h.page.locator('.task-view .meta .assignee', { hasText: 'alice' }).waitFor();

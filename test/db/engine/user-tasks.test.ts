@@ -278,6 +278,11 @@ describe('user tasks', () => {
     const task = await openTask(instanceId);
     expect(task).toMatchObject({ assignee: 'carol', localVariables: { reviewer: 'carol', limit: 100 } });
     expect(task).not.toHaveProperty('loopCounter');
+    // The task's own view holds what it sees, its locals over the instance's, which its form starts from.
+    const detail = (await t.api.get(`/api/user-tasks/${task.id}`)).body;
+    expect(detail.variables).toEqual({ order: { owner: 'carol', total: 50 }, reviewer: 'carol', limit: 100 });
+    const listed = (await t.api.get(`/api/user-tasks?instanceId=${instanceId}`)).body.items as any[];
+    expect(listed[0]).not.toHaveProperty('variables');
 
     // An output that cannot be evaluated refuses the completion and changes nothing.
     const before = await instanceOf(t.api, instanceId);
