@@ -77,7 +77,7 @@ export function readIoMappings(graph: ProcessGraph): {
       node.kind === 'subProcess' ||
       (node.kind === 'callActivity' && runsInBodies(node.element)) ||
       node.element.$type === 'bpmn:UserTask' ||
-      catchesPayload(graph, flows, node) ||
+      mapsWhenFired(graph, flows, node) ||
       interruptingEventSubProcess(graph, node) ||
       passes(node);
     if (!runsHere || node.element.isForCompensation) continue;
@@ -117,7 +117,7 @@ export function readIoMappings(graph: ProcessGraph): {
       diagnostics.push(
         warningAt(
           node.id,
-          `${describeElement(node.element)}: input mappings are not run on a catch event (its output mappings are): its correlation key reads the variables as they are`,
+          `${describeElement(node.element)}: input mappings are not run on a catch event (its output mappings are): its timer, condition or correlation key reads the variables as they are`,
         ),
       );
       spec.inputs = [];
@@ -149,19 +149,25 @@ function interruptingEventSubProcess(graph: ProcessGraph, node: GraphNode): bool
   return (start?.element as { isInterrupting?: boolean } | undefined)?.isInterrupting !== false;
 }
 
+/** The triggers whose firing runs a catch event's output mappings: over a payload, or over the variables alone. */
+const FIRED_BY = [
+  'bpmn:MessageEventDefinition',
+  'bpmn:SignalEventDefinition',
+  'bpmn:TimerEventDefinition',
+  'bpmn:ConditionalEventDefinition',
+];
+
 /**
- * A message or signal catch event, receive task or interrupting boundary event: its output
- * mappings map the payload. Not after an event-based gateway, where the first event to come
+ * A message, signal, timer or conditional catch event, receive task or interrupting boundary
+ * event: its output mappings run when it fires, over the payload of a message or signal. Not after an event-based gateway, where the first event to come
  * decides at once, whatever its mappings make of the payload. A non-interrupting boundary fires
  * again and again while its host runs, and keeps them warned about.
  */
-function catchesPayload(graph: ProcessGraph, flows: Map<string, GraphFlow>, node: GraphNode): boolean {
+function mapsWhenFired(graph: ProcessGraph, flows: Map<string, GraphFlow>, node: GraphNode): boolean {
   const interrupting = node.kind === 'boundaryEvent' && (node.element as { cancelActivity?: boolean }).cancelActivity !== false;
   if ((node.kind !== 'catchEvent' && !interrupting) || node.element.$type === 'bpmn:UserTask') return false;
   const definitions = (node.element as { eventDefinitions?: { $type: string }[] }).eventDefinitions ?? [];
-  const waits =
-    node.element.$type === 'bpmn:ReceiveTask' ||
-    definitions.some((d) => d.$type === 'bpmn:MessageEventDefinition' || d.$type === 'bpmn:SignalEventDefinition');
+  const waits = node.element.$type === 'bpmn:ReceiveTask' || definitions.some((d) => FIRED_BY.includes(d.$type));
   const afterGateway = node.incoming.some((id) => {
     const source = flows.get(id)?.source;
     return source !== undefined && graph.nodes.get(source)?.kind === 'eventBasedGateway';

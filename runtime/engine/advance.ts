@@ -134,7 +134,12 @@ function settleConditions(plan: Plan, state: InstanceState, vars: Variables, fx:
         );
         continue;
       }
-      if (result.value && fireWaitNow(plan, step.id, state, vars, fx, { condition: source })) fired = true;
+      if (!result.value) continue;
+      const data = { condition: source };
+      if (mapsWhenFired(step)) {
+        if (mapFired(plan, step, state, vars, {}, fx, data)) fireWaitNow(plan, step.id, state, vars, fx, data);
+        fired = true;
+      } else if (fireWaitNow(plan, step.id, state, vars, fx, data)) fired = true;
     }
     if (!fired) return;
   }
@@ -216,8 +221,9 @@ function interruptHost(plan: Plan, boundary: PlanStep, state: InstanceState, var
 }
 
 /**
- * A message or signal reaches the step waiting for it: the payload is written (through a catch
- * event's output mappings, when it has some) and the wait fires. Answers whether it fired.
+ * A message or signal reaches the step waiting for it, or its timer falls due (an empty
+ * payload): the payload is written (through a catch event's output mappings, when it has some)
+ * and the wait fires. Answers whether it fired.
  */
 export function deliverPayload(
   plan: Plan,
@@ -229,9 +235,7 @@ export function deliverPayload(
   data?: Record<string, unknown>,
 ): boolean {
   const step = stepById(plan, stepId);
-  const trigger = step.wait?.trigger;
-  const maps = step.kind === 'catchEvent' || (step.kind === 'boundaryEvent' && step.boundary?.interrupting === true);
-  if (maps && (trigger === 'message' || trigger === 'signal') && step.io?.outputs.length) {
+  if (mapsWhenFired(step)) {
     if (state.steps[stepId] !== 'active') return false;
     mapPayload(plan, step, state, vars, payload, fx, data);
     return true;
@@ -256,6 +260,31 @@ function mapPayload(
   /** the retry of its io_mapping incident, which maps the payload it kept */
   retried = false,
 ): void {
+  if (mapFired(plan, step, state, vars, payload, fx, data))
+    fireWait(plan, step.id, state, vars, fx, data, retried && step.boundary?.interrupting === true);
+}
+
+/** Whether a firing of `step` goes through its output mappings (compiler/io-mappings.ts): a timer's and a condition's over the variables alone. */
+function mapsWhenFired(step: PlanStep): boolean {
+  const trigger = step.wait?.trigger;
+  const catches = step.kind === 'catchEvent' || (step.kind === 'boundaryEvent' && step.boundary?.interrupting === true);
+  return (
+    catches &&
+    (step.io?.outputs.length ?? 0) > 0 &&
+    (trigger === 'message' || trigger === 'signal' || trigger === 'timer' || trigger === 'conditional')
+  );
+}
+
+/** The output mappings of a firing, written; false when they failed and the step holds the payload in its incident. */
+function mapFired(
+  plan: Plan,
+  step: PlanStep,
+  state: InstanceState,
+  vars: Variables,
+  payload: Variables,
+  fx: Effects,
+  data?: Record<string, unknown>,
+): boolean {
   const mapped = resultVariables(
     step,
     visibleVariables(plan, step, state, vars),
@@ -274,11 +303,11 @@ function mapPayload(
     fx.endedWaits.push(step.id);
     if (step.boundary?.interrupting) interruptHost(plan, step, state, vars, fx);
     raiseIncident(plan, state, fx, step.id, 'io_mapping', mapped.message, mapped.details);
-    return;
+    return false;
   }
   if (wasHeld) keep({ heldPayload: null });
   writeVariables(plan, step, state, vars, mapped.variables, fx);
-  fireWait(plan, step.id, state, vars, fx, data, retried && step.boundary?.interrupting === true);
+  return true;
 }
 
 /**

@@ -1,5 +1,5 @@
 // Waits that end from outside a task: a due timer, a published message, a broadcast signal.
-import { deliverPayload, fireWait } from './advance.ts';
+import { deliverPayload } from './advance.ts';
 import { emptyEffects, type Effects, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
 import type { PublishMessageRequest, PublishMessageResult } from '../model/messages.ts';
@@ -77,8 +77,8 @@ async function timerTransition(
   const plan = await planOf(engine, instance.definition_id, tx);
   const fx = emptyEffects();
   // A boundary whose host already ended consumes its timer and does nothing.
-  if (!fireWait(plan, timer.step_id, instance.state, instance.variables, fx, { timerId: timer.id, dueAt: timer.due_at }))
-    return undefined;
+  const data = { timerId: timer.id, dueAt: timer.due_at };
+  if (!deliverPayload(plan, timer.step_id, instance.state, instance.variables, {}, fx, data)) return undefined;
   const alone = needsCommitTransition(fx);
   if (framesAtEnd && !alone) {
     const write = plainFramedWrite(instance, fx, instance.variables);

@@ -3,7 +3,8 @@
 // targets reach the process), whether the message comes while the event waits or waited in the
 // inbox (also while its instance was suspended); a mapping that fails consumes the message, stops the event in an io_mapping incident
 // and keeps the payload, and the retry after fixing the variables maps it again and moves on. An
-// interrupting boundary event maps its message the same way, and interrupts its host either way.
+// interrupting boundary event maps its message the same way, and interrupts its host either way;
+// a timer or conditional catch event runs its output mappings over the variables when it fires.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { complete, deployMappingsRun, fetchOne, instanceOf, start, waitForStatus } from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
@@ -231,5 +232,83 @@ describe('output mappings on catch events', () => {
     });
     expect(warned.status).toBe(201);
     expect(JSON.stringify(warned.body.warnings)).toMatch(/canceled.*mappings/);
+  });
+
+  it('given output mappings on a timer catch event and a conditional one, then they run when it fires, over the variables; one that fails holds the event in an io_mapping incident and the retry moves on', async () => {
+    const timerXml = (id: string, output: string) => `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:intermediateCatchEvent id="later">
+      <bpmn:extensionElements><zeebe:ioMapping>${output}</zeebe:ioMapping></bpmn:extensionElements>
+      <bpmn:timerEventDefinition><bpmn:timeDuration>PT0.2S</bpmn:timeDuration></bpmn:timerEventDefinition>
+    </bpmn:intermediateCatchEvent>
+    <bpmn:serviceTask id="next"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-next" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="later" />
+    <bpmn:sequenceFlow id="f2" sourceRef="later" targetRef="next" />
+    <bpmn:sequenceFlow id="f3" sourceRef="next" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`;
+    await deployClean(timerXml('cm_timer', '<zeebe:output source="=reminders + 1" target="reminders" />'));
+    const id = await start(t.api, 'cm_timer', { variables: { reminders: 1 } });
+    const next = await fetchOne(t.api, 'w', 'cm_timer-next');
+    expect(next.instanceId).toBe(id);
+    expect(next.variables).toEqual({ reminders: 2 });
+    await complete(t.api, next, 'w');
+    await waitForStatus(t.api, id, 'completed');
+
+    await deployClean(timerXml('cm_timerbad', '<zeebe:output source="=2 in (1..max)" target="fits" />'));
+    const bad = await start(t.api, 'cm_timerbad', { variables: { max: 'x' } });
+    const incident = await waitFor(
+      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
+      10_000,
+      'the incident',
+    );
+    expect(incident).toMatchObject({ stepId: 'later', kind: 'io_mapping' });
+    expect((await instanceOf(t.api, bad)).variables).toEqual({ max: 'x' });
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 5 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const nextBad = await fetchOne(t.api, 'w', 'cm_timerbad-next');
+    expect(nextBad.variables).toEqual({ max: 5, fits: true });
+    await complete(t.api, nextBad, 'w');
+    await waitForStatus(t.api, bad, 'completed');
+    const history = (await t.api.get(`/api/instances/${bad}/history`)).body.items as { kind: string; stepId?: string }[];
+    expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'later')).toHaveLength(1);
+
+    await deployClean(`<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" id="D_cm_cond" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="cm_cond" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:intermediateCatchEvent id="approved">
+      <bpmn:extensionElements><camunda:inputOutput><camunda:outputParameter name="approvedBy">\${decision.by}</camunda:outputParameter></camunda:inputOutput></bpmn:extensionElements>
+      <bpmn:conditionalEventDefinition><bpmn:condition xsi:type="bpmn:tFormalExpression">\${decision.ok}</bpmn:condition></bpmn:conditionalEventDefinition>
+    </bpmn:intermediateCatchEvent>
+    <bpmn:serviceTask id="next" camunda:type="external" camunda:topic="cm_cond-next" />
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="approved" />
+    <bpmn:sequenceFlow id="f2" sourceRef="approved" targetRef="next" />
+    <bpmn:sequenceFlow id="f3" sourceRef="next" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`);
+    const waiting = await start(t.api, 'cm_cond', { variables: { decision: { ok: false } } });
+    await waitFor(
+      async () =>
+        ((await instanceOf(t.api, waiting)).steps as any[]).some((s) => s.stepId === 'approved' && s.status === 'active') ||
+        undefined,
+      10_000,
+      'the wait',
+    );
+    const { revision } = await instanceOf(t.api, waiting);
+    const edited = await t.api.patch(`/api/instances/${waiting}/variables`, {
+      revision,
+      set: { decision: { ok: true, by: 'ann' } },
+    });
+    expect(edited.status, JSON.stringify(edited.body)).toBe(200);
+    const nextCond = await fetchOne(t.api, 'w', 'cm_cond-next');
+    expect(nextCond.instanceId).toBe(waiting);
+    expect(nextCond.variables).toEqual({ decision: { ok: true, by: 'ann' }, approvedBy: 'ann' });
+    await complete(t.api, nextCond, 'w');
+    await waitForStatus(t.api, waiting, 'completed');
   });
 });
