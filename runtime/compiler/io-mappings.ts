@@ -71,6 +71,7 @@ export function readIoMappings(graph: ProcessGraph): {
     // A compensation handler's task is created by the saga, which runs no mappings: it keeps the "not run" warning.
     // A subprocess runs them on every entry: each pass of a loop marker or a sequential multi-instance one.
     // A parallel multi-instance subprocess (a call of its body) runs its inputs once per element.
+    // An event subprocess runs them as an embedded one does, once per firing when it does not interrupt (Zeebe's rule).
     const runsHere =
       node.kind === 'serviceTask' ||
       node.kind === 'scriptTask' ||
@@ -78,7 +79,7 @@ export function readIoMappings(graph: ProcessGraph): {
       (node.kind === 'callActivity' && runsInBodies(node.element)) ||
       node.element.$type === 'bpmn:UserTask' ||
       mapsWhenFired(graph, flows, node) ||
-      interruptingEventSubProcess(graph, node) ||
+      node.kind === 'eventSubProcess' ||
       passes(node);
     if (!runsHere || node.element.isForCompensation) continue;
     runs.add(node.id);
@@ -136,17 +137,6 @@ function passes(node: GraphNode): boolean {
   const definitions = (node.element as { eventDefinitions?: unknown[] }).eventDefinitions ?? [];
   if (node.kind === 'startEvent') return definitions.length === 0;
   return node.kind === 'endEvent' || node.kind === 'passThrough' || node.kind === 'signalThrow';
-}
-
-/**
- * An interrupting event subprocess runs its mappings as an embedded subprocess does (Zeebe's
- * rule): inputs when its trigger comes, outputs when its body ends. A non-interrupting one runs
- * its body once per firing, and keeps them warned about.
- */
-function interruptingEventSubProcess(graph: ProcessGraph, node: GraphNode): boolean {
-  if (node.kind !== 'eventSubProcess') return false;
-  const start = [...graph.nodes.values()].find((n) => n.scope === node.id && n.kind === 'eventSubProcessStart');
-  return (start?.element as { isInterrupting?: boolean } | undefined)?.isInterrupting !== false;
 }
 
 /** The triggers whose firing runs a catch event's output mappings: over a payload, or over the variables alone. */

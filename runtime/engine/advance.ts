@@ -1127,12 +1127,7 @@ function scopeMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effec
     endWait: (stepId) => fx.endedWaits.push(stepId),
     event: (event) => pushEvent(plan, state, fx, event),
     leave: (step) => leaveStep(plan, step, state, vars, fx),
-    enter: (eventSub) => {
-      if (!eventSub.io) return true;
-      const entered = enterSubprocess(plan, eventSub, state, vars, fx);
-      if (!entered.ok) raiseIncident(plan, state, fx, eventSub.id, 'io_mapping', entered.message, entered.details);
-      return entered.ok;
-    },
+    enter: (eventSub) => enterEventSubProcess(plan, eventSub, state, vars, fx),
   };
 }
 
@@ -1189,7 +1184,16 @@ function firingMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effe
     setStep: (stepId, status) => setStep(state, fx, stepId, status),
     event: (event) => pushEvent(plan, state, fx, event),
     leave: (boundary) => leaveStep(plan, boundary, state, vars, fx),
+    enter: (eventSub) => enterEventSubProcess(plan, eventSub, state, vars, fx),
   };
+}
+
+/** An event subprocess's inputs become its locals as its trigger comes; false: they failed, and it stopped in an incident. */
+function enterEventSubProcess(plan: Plan, eventSub: PlanStep, state: InstanceState, vars: Variables, fx: Effects): boolean {
+  if (!eventSub.io) return true;
+  const entered = enterSubprocess(plan, eventSub, state, vars, fx);
+  if (!entered.ok) raiseIncident(plan, state, fx, eventSub.id, 'io_mapping', entered.message, entered.details);
+  return entered.ok;
 }
 
 /** What multi-instance steps need of this module: arm a boundary, set a status, record an event, raise an incident, complete. */

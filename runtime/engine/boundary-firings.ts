@@ -19,6 +19,8 @@ export interface FiringMoves {
   event(event: NewEvent): void;
   /** takes the boundary's outgoing flows: its path runs */
   leave(boundary: PlanStep): void;
+  /** a non-interrupting event subprocess's input mappings become the firing's locals; false: they failed, and it stopped in an incident */
+  enter(eventSub: PlanStep): boolean;
 }
 
 /** Firings started (`pass`) and waiting (`pending`) of a repeating boundary; undefined before its first. */
@@ -99,12 +101,14 @@ function startFiring(
   moves: FiringMoves,
 ): void {
   if (pass > 1) resetPath(owner, state, fx);
-  if (owner.eventSubProcess) {
-    moves.setStep(owner.id, 'active');
-    moves.event({ kind: 'step:activated', stepId: owner.id, data: { firing: pass } });
-  }
-  save(owner.id, pending > 0 ? { pass, pending } : { pass }, state, fx);
-  moves.leave(owner.eventSubProcess ? (indexPlan(plan).steps.get(owner.eventSubProcess.start) as PlanStep) : owner);
+  if (owner.eventSubProcess) moves.setStep(owner.id, 'active');
+  // A firing starts afresh: the locals of the one before (an event subprocess's inputs) are gone.
+  save(owner.id, pending > 0 ? { pass, pending } : { pass }, state, fx, false);
+  if (!owner.eventSubProcess) return moves.leave(owner);
+  // Inputs that fail hold the event subprocess in an incident before this firing's body runs; the retry enters it (advance.ts).
+  if (!moves.enter(owner)) return;
+  moves.event({ kind: 'step:activated', stepId: owner.id, data: { firing: pass } });
+  moves.leave(indexPlan(plan).steps.get(owner.eventSubProcess.start) as PlanStep);
 }
 
 /** A firing is open while its event subprocess runs, or while a step of its boundary path runs, waits in an incident, or has ended with outputs not yet resolved. */
@@ -153,10 +157,15 @@ export function noteCondition(boundaryId: string, holds: boolean, state: Instanc
   return turnedTrue;
 }
 
-/** The boundary's progress, written with its row; a conditional boundary's last evaluation stays. */
-function save(boundaryId: string, next: PassState, state: InstanceState, fx: Effects): void {
-  const held = firingsOf(state, boundaryId)?.held;
-  const progress = held !== undefined && next.held === undefined ? { ...next, held } : next;
+/**
+ * The boundary's progress, written with its row; a conditional boundary's last evaluation stays,
+ * and so do the locals of the firing that runs unless `keepLocals` is false (a new firing starts).
+ */
+function save(boundaryId: string, next: PassState, state: InstanceState, fx: Effects, keepLocals = true): void {
+  const before = firingsOf(state, boundaryId);
+  const held = before?.held;
+  let progress: PassState = held !== undefined && next.held === undefined ? { ...next, held } : next;
+  if (keepLocals && before?.locals) progress = { ...progress, locals: before.locals };
   (state.loops ??= {})[boundaryId] = progress;
   fx.loops[boundaryId] = progress;
   fx.steps.push({ stepId: boundaryId, status: state.steps[boundaryId] as StepStatus });

@@ -7,7 +7,7 @@
 // rule. A subprocess's outputs are evaluated inside it when it ends and written from where it
 // sits; its locals end with it.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
-import type { Effects, InstanceState, ScopeLocals, Variables } from '../model/effects.ts';
+import type { Effects, InstanceState, PassState, ScopeLocals, Variables } from '../model/effects.ts';
 import { mapInputs, mapOutputs, type MappingFailure } from './io-mappings.ts';
 import { indexPlan } from './plan-index.ts';
 
@@ -113,10 +113,17 @@ export function writeVariables(
   for (const [id, locals] of changed) keepLocals(id, { locals }, state, fx);
 }
 
+/** A non-interrupting event subprocess keeps its firing count beside the locals. */
+function withLocals(id: string, kept: ScopeLocals, state: InstanceState): ScopeLocals | PassState {
+  const stored = state.loops?.[id];
+  return stored && 'pass' in stored ? { ...stored, ...kept } : kept;
+}
+
 /** Stores a subprocess's locals with its row: the status it has is written again with them. */
 function keepLocals(id: string, kept: ScopeLocals, state: InstanceState, fx: Effects): void {
-  (state.loops ??= {})[id] = kept;
-  fx.loops[id] = kept;
+  const next = withLocals(id, kept, state);
+  (state.loops ??= {})[id] = next;
+  fx.loops[id] = next;
   const status = state.steps[id];
   if (status !== undefined) fx.steps.push({ stepId: id, status });
 }
@@ -135,8 +142,9 @@ export function enterSubprocess(
   const inputs = mapInputs(sub, visibleVariables(plan, sub, state, vars));
   if (!inputs.ok) return inputs;
   writeVariables(plan, sub, state, vars, inputs.writes, fx);
-  (state.loops ??= {})[sub.id] = { locals: inputs.locals };
-  fx.loops[sub.id] = { locals: inputs.locals };
+  const entered = withLocals(sub.id, { locals: inputs.locals }, state);
+  (state.loops ??= {})[sub.id] = entered;
+  fx.loops[sub.id] = entered;
   return { ok: true };
 }
 

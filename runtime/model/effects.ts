@@ -31,6 +31,8 @@ export interface PassState {
   elements?: unknown[];
   /** and each element's result (outputElement), null until its pass ends */
   outputs?: unknown[];
+  /** a non-interrupting event subprocess with mappings: the locals of the firing that runs (its inputs) */
+  locals?: Variables;
 }
 
 /** An embedded subprocess's local variables (its inputs, and what its steps wrote to them), stored on its steps row. */

@@ -281,4 +281,69 @@ describe('event subprocesses', () => {
     const ended = await waitForStatus(t.api, bad, 'completed');
     expect(ended.variables).toMatchObject({ canceledBecause: 'LOST!' });
   });
+
+  it('given input and output mappings on a non-interrupting event subprocess (Camunda 8), then each firing evaluates its inputs as it starts, its body reads them, and its outputs reach the process as it ends; inputs that fail hold it in an incident whose retry runs the body', async () => {
+    const xml = `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_esp_nio" targetNamespace="https://baton.dev/test">
+  <bpmn:message id="M" name="esp_nio-note"><bpmn:extensionElements><zeebe:subscription correlationKey="=orderId" /></bpmn:extensionElements></bpmn:message>
+  <bpmn:process id="esp_nio" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:serviceTask id="work"><bpmn:extensionElements><zeebe:taskDefinition type="esp_nio-work" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work" />
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end" />
+    <bpmn:subProcess id="watching" triggeredByEvent="true">
+      <bpmn:extensionElements><zeebe:ioMapping>
+        <zeebe:input source="=upper case(note)" target="loud" />
+        <zeebe:input source="=2 in (1..level)" target="serious" />
+        <zeebe:output source="=loud" target="lastNote" />
+      </zeebe:ioMapping></bpmn:extensionElements>
+      <bpmn:startEvent id="w_start" isInterrupting="false"><bpmn:messageEventDefinition messageRef="M" /></bpmn:startEvent>
+      <bpmn:serviceTask id="tell"><bpmn:extensionElements><zeebe:taskDefinition type="esp_nio-tell" /></bpmn:extensionElements></bpmn:serviceTask>
+      <bpmn:endEvent id="w_end" />
+      <bpmn:sequenceFlow id="w1" sourceRef="w_start" targetRef="tell" />
+      <bpmn:sequenceFlow id="w2" sourceRef="tell" targetRef="w_end" />
+    </bpmn:subProcess>
+  </bpmn:process>
+</bpmn:definitions>`;
+    await deployMappingsRun(t.api, xml);
+    const id = await start(t.api, 'esp_nio', { variables: { orderId: 'n-1' } });
+    const work = await fetchOne(t.api, 'w', 'esp_nio-work');
+    const send = (key: string, variables: Record<string, unknown>) =>
+      t.api.post('/api/messages', { name: 'esp_nio-note', correlationKey: key, variables });
+    expect((await send('n-1', { note: 'a', level: 5 })).body).toMatchObject({ status: 'matched', instanceId: id });
+    const first = await fetchOne(t.api, 'w', 'esp_nio-tell');
+    expect(first.variables).toMatchObject({ loud: 'A', serious: true });
+    // The second firing waits for the first; its inputs are read when it starts.
+    expect((await send('n-1', { note: 'b', level: 5 })).body).toMatchObject({ status: 'matched', instanceId: id });
+    expect((await instanceOf(t.api, id)).variables).not.toHaveProperty('loud');
+    expect((await complete(t.api, first, 'w')).status).toBe(204);
+    const second = await fetchOne(t.api, 'w', 'esp_nio-tell');
+    expect(second.variables).toMatchObject({ loud: 'B', lastNote: 'A' });
+    expect((await complete(t.api, second, 'w')).status).toBe(204);
+    expect((await complete(t.api, work, 'w')).status).toBe(204);
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect(done.variables).toEqual({ orderId: 'n-1', note: 'b', level: 5, lastNote: 'B' });
+
+    const bad = await start(t.api, 'esp_nio', { variables: { orderId: 'n-2' } });
+    const badWork = await fetchOne(t.api, 'w', 'esp_nio-work');
+    await send('n-2', { note: 'c', level: 'x' });
+    const incident = await waitFor(
+      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
+      10_000,
+      'the incident',
+    );
+    expect(incident).toMatchObject({ stepId: 'watching', kind: 'io_mapping' });
+    expect(await fetchTasks(t.api, 'w', ['esp_nio-tell'])).toEqual([]);
+    // It does not interrupt: the main flow goes on, and the instance waits for the firing.
+    expect((await complete(t.api, badWork, 'w')).status).toBe(204);
+    expect((await instanceOf(t.api, bad)).status).toBe('incident');
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { level: 1 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const tell = await fetchOne(t.api, 'w', 'esp_nio-tell');
+    expect(tell.variables).toMatchObject({ loud: 'C', serious: false });
+    expect((await complete(t.api, tell, 'w')).status).toBe(204);
+    const ended = await waitForStatus(t.api, bad, 'completed');
+    expect(ended.variables).toEqual({ orderId: 'n-2', note: 'c', level: 1, lastNote: 'C' });
+  });
 });
