@@ -3,6 +3,7 @@
 // (or the complete that creates a chain's next task) and the lock in one commit, instead of a
 // commit, a notification, a fetch statement and a second commit.
 import { randomUUID } from 'node:crypto';
+import { newTaskId } from '../shared/uuid.ts';
 import type { Effects } from '../model/effects.ts';
 import type { Engine } from './context.ts';
 import type { PollClaim } from './parked-polls.ts';
@@ -30,7 +31,7 @@ export function claimParkedPolls(engine: Engine, fx: Effects): ClaimedPoll[] {
         claim,
         task: {
           index,
-          taskId: randomUUID(),
+          taskId: newTaskId(),
           workerId: claim.workerId,
           lockToken: randomUUID(),
           lockDurationMs: claim.lockDurationMs,

@@ -307,7 +307,7 @@ export function transitionStatement(
       // A delivered task is locked as fetch-and-lock locks it (store/tasks.ts): attempt 1, expiry on the database clock.
       ctes.push(`t as (insert into external_tasks (id, instance_id, step_id, generation, topic, priority, retries, retries_left, idempotency_key, loop_index, local_variables,
                                          scope_path, headers, state, worker_id, lock_token, lock_expires_at, attempt)
-            select coalesce(y.id, gen_random_uuid()), y.iid, y.step_id, y.gen, y.topic, y.priority, y.retries, y.retries, y.idempotency_key, y.loop_index, y.local_variables, y.scope_path, y.headers,
+            select coalesce(y.id, time_ordered_uuid()), y.iid, y.step_id, y.gen, y.topic, y.priority, y.retries, y.retries, y.idempotency_key, y.loop_index, y.local_variables, y.scope_path, y.headers,
                    case when y.lock_token is null then 'ready' else 'locked' end, y.worker_id, y.lock_token,
                    statement_timestamp() + y.lock_ms * interval '1 millisecond', case when y.lock_token is null then 0 else 1 end
               from unnest(${columns}, $${taskIds}::uuid[], $${workers}::text[], $${tokens}::uuid[], $${lockMs}::int[])

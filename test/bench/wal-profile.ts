@@ -1,7 +1,10 @@
-// `npx tsx test/bench/wal-profile.ts [instances]`: where Baton's WAL bytes go. Runs
+// `npx tsx test/bench/wal-profile.ts [instances] [history]`: where Baton's WAL bytes go. Runs
 // one-task instances (start, fetch-and-lock, complete over HTTP) on a fresh embedded
 // PostgreSQL after a CHECKPOINT, then reads the WAL written in between with
 // pg_walinspect: bytes per relation (record data and full-page images) and per kind.
+// `history`: completed instances with their tasks written first, as a server that keeps its
+// history holds them, so the indexes are larger than the cache of pages changed since the
+// checkpoint: where a new row's key falls among them decides how many whole pages are written.
 import { rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -9,8 +12,10 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { startBatonServer } from '../../runtime/server.ts';
 import { startEmbeddedPostgres } from '../../runtime/store/embedded.ts';
+import { newInstanceId } from '../../runtime/shared/uuid.ts';
 
 const instances = Number(process.argv[2] ?? 500);
+const history = Number(process.argv[3] ?? 0);
 const xml =
   `<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="D" targetNamespace="bench"><bpmn:process id="wal" isExecutable="true">` +
   `<bpmn:startEvent id="start"/><bpmn:serviceTask id="work" camunda:type="external" camunda:topic="wal"/><bpmn:endEvent id="end"/>` +
@@ -48,6 +53,7 @@ async function main(): Promise<void> {
     await post(`${server.url}/api/definitions`, { xml });
     // warm-up, so the first-use writes (catalog, new pages) are not counted
     for (let i = 0; i < 20; i++) await runOne(server.url);
+    if (history > 0) await writeHistory(db, history);
     await db.query('checkpoint');
     const {
       rows: [a],
@@ -60,7 +66,7 @@ async function main(): Promise<void> {
       rows: [total],
     } = await db.query<{ bytes: string }>('select pg_wal_lsn_diff($2, $1)::bigint::text as bytes', [a!.lsn, b!.lsn]);
     console.log(
-      `${instances} one-task instances (start + fetch-and-lock + complete, one at a time): ${total!.bytes} WAL bytes, ${Math.round(Number(total!.bytes) / instances)} per instance`,
+      `${instances} one-task instances (start + fetch-and-lock + complete, one at a time)${history > 0 ? ` after ${history} in history` : ''}: ${total!.bytes} WAL bytes, ${Math.round(Number(total!.bytes) / instances)} per instance`,
     );
     const { rows: kinds } = await db.query(
       `select "resource_manager/record_type" as kind, sum(count)::int as records, sum(combined_size)::bigint as bytes, sum(fpi_size)::bigint as fpi_bytes
@@ -101,6 +107,30 @@ async function main(): Promise<void> {
     await embedded.stop();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * `count` completed one-task instances and their tasks, copied from the warm-up's last one in
+ * batches; every id comes from where the engine's come from (the instance's from Node, the
+ * task's from its column's default).
+ */
+async function writeHistory(db: pg.Client, count: number): Promise<void> {
+  const batch = 10_000;
+  for (let done = 0; done < count; done += batch) {
+    const n = Math.min(batch, count - done);
+    const ids = Array.from({ length: n }, () => newInstanceId());
+    await db.query(
+      `with src as (select * from instances where status = 'completed' order by created_at desc limit 1),
+            ins as (insert into instances (id, definition_id, definition_key, definition_version, status, variables, created_at, updated_at, ended_at)
+                    select x.id, src.definition_id, src.definition_key, src.definition_version, 'completed', src.variables, now(), now(), now()
+                      from src, unnest($1::uuid[]) as x(id)
+                    returning id)
+       insert into external_tasks (instance_id, step_id, generation, topic, state, retries, retries_left, idempotency_key, ended_at)
+       select ins.id, 'work', 1, 'wal', 'done', 3, 3, ins.id::text || ':work', now() from ins`,
+      [ids],
+    );
+  }
+  await db.query('vacuum analyze instances, external_tasks');
 }
 
 async function runOne(url: string): Promise<void> {
