@@ -189,11 +189,13 @@ async function completionOf(
 export function taskResultOf(
   step: PlanStep | undefined,
   vars: Variables,
-  task: Pick<ExternalTaskRow, 'local_variables'> | undefined,
+  task: { local_variables: Variables | null } | undefined,
   result: Variables,
+  /** what the sender does when the result cannot be mapped */
+  next?: string,
 ): Variables {
   if (!step?.io) return result;
-  const mapped = resultVariables(step, vars, task?.local_variables ?? {}, result);
+  const mapped = resultVariables(step, vars, task?.local_variables ?? {}, result, next);
   if (mapped.ok) return mapped.variables;
   throw new BatonError('validation', mapped.message, mapped.details);
 }

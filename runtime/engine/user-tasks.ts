@@ -10,7 +10,7 @@ import { deleteSubscription } from '../store/waits.ts';
 import { findUserTask, setUserTaskAssignee, type UserTaskRow } from '../store/user-tasks.ts';
 import { planOf, type Engine } from './context.ts';
 import { indexPlan } from './plan-index.ts';
-import { resultVariables } from './io-mappings.ts';
+import { taskResultOf } from './tasks.ts';
 import { completeLoopElement, findErrorBoundary, findEscalationCatcher, fireWait, throwToParent } from './advance.ts';
 import { commitTransition } from './transition.ts';
 import { writeCaughtVariables, writeVariables } from './scope-variables.ts';
@@ -162,7 +162,7 @@ export async function completeUserTask(
     // Output mappings say what of the person's variables reach the process, as a worker's result (a multi-instance element's result).
     const written =
       step.io && (task.loop_index === null || step.io.outputs.length > 0)
-        ? mappedResult(step, instance.variables, task, variables)
+        ? taskResultOf(step, instance.variables, task, variables, 'Send the variables the mapping reads, or fix the mapping')
         : variables;
     if (task.loop_index !== null) await completeElementTask(engine, tx, instance, task, written, data);
     else {
@@ -198,19 +198,6 @@ async function completeElementTask(
   });
   completeLoopElement(plan, task.step_id, task.loop_index as number, output, instance.state, variables, fx);
   await commitTransition(tx, instance, fx, variables, { plan });
-}
-
-/** What the person's variables write through the task's output mappings; one that fails refuses the complete, changing nothing. */
-function mappedResult(step: PlanStep, vars: Variables, task: UserTaskRow, sent: Variables): Variables {
-  const mapped = resultVariables(
-    step,
-    vars,
-    task.local_variables ?? {},
-    sent,
-    'Send the variables the mapping reads, or fix the mapping',
-  );
-  if (!mapped.ok) throw new BatonError('validation', mapped.message, mapped.details);
-  return mapped.variables;
 }
 
 /** The person who acts on a task must hold it. */
