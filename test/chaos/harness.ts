@@ -2,7 +2,7 @@
 // database) and SDK workers (test/chaos/worker.ts), each a child process that
 // can be SIGKILLed, with its output kept for the failure message.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { freePort } from '../support/ports.ts';
 import { fileURLToPath } from 'node:url';
 import type { ChaosWorkerOptions } from './worker.ts';
 
@@ -60,17 +60,6 @@ function launch(args: string[], env: NodeJS.ProcessEnv): Proc {
 /** For afterAll/afterEach: no drill leaves a process behind. */
 export async function killAll(): Promise<void> {
   await Promise.all([...everyProc].map((p) => p.kill()));
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 export interface NodeOptions {

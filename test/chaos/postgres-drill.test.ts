@@ -9,7 +9,8 @@ import { deploy } from '../support/flows.ts';
 import { apiClient, waitFor } from '../support/server.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../../runtime/store/embedded.ts';
 import { checkInvariants, formatReport } from './check.ts';
-import { freePort, killAll, sleep, startNode, startWorker } from './harness.ts';
+import { freePort } from '../support/ports.ts';
+import { killAll, sleep, startNode, startWorker } from './harness.ts';
 import { createLedger, summarizeLedger } from './ledger.ts';
 
 const dataDir = path.resolve('.baton-test', `chaos-pg-${process.pid}`);

@@ -20,7 +20,8 @@ import {
   type NodeSpec,
 } from '../support/bpmn.ts';
 import { checkInvariants, formatReport, type Report } from './check.ts';
-import { freePort, killAll, sleep, startNode, startWorker, waitFor, type Proc, type RuntimeNode } from './harness.ts';
+import { freePort } from '../support/ports.ts';
+import { killAll, sleep, startNode, startWorker, waitFor, type Proc, type RuntimeNode } from './harness.ts';
 import { createLedger, summarizeLedger, type LedgerSummary } from './ledger.ts';
 
 export interface SoakOptions {

@@ -5,7 +5,7 @@
 // with code 1 at the grace, and PostgreSQL rolls that transaction back whole; a
 // one-statement (optimistic) complete caught there applies whole once the lock is free.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { freePort } from '../support/ports.ts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildBpmn, singleTaskBpmn } from '../support/bpmn.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -22,15 +22,6 @@ afterAll(async () => {
   await other?.close();
   for (const db of dbs) await db.drop();
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 interface Node {
   url: string;

@@ -2,7 +2,7 @@
 // migrates a template database, and hands its name to the test files, which
 // each clone a fresh database from it (test/support/db.ts).
 import { rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { freePort } from './ports.ts';
 import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
@@ -17,17 +17,6 @@ declare module 'vitest' {
     /** migrated database to clone per test file */
     templateDb: string;
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 function withDatabase(url: string, database: string): string {

@@ -1,6 +1,6 @@
 // A Baton server as a real child process (`node runtime/cli.ts serve`) on a test database.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { freePort } from './ports.ts';
 import type { TestDatabase } from './db.ts';
 import { apiClient, waitFor, type ApiClient } from './server.ts';
 
@@ -11,15 +11,6 @@ export interface NodeProcess {
   exited: Promise<number | null>;
   output(): string;
   stop(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** Starts a node and waits until /readyz answers; `env` adds or overrides variables. */
