@@ -155,6 +155,32 @@ describe('mappings on elements the token passes at once', () => {
     const history = (await t.api.get(`/api/instances/${id}/history`)).body.items as { kind: string; stepId?: string }[];
     expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'check')).toHaveLength(1);
   });
+  it('given a start event output that cannot be evaluated, then the new instance holds an io_mapping incident at its start with nothing written, and the retry moves on', async () => {
+    await deployMappingsRun(
+      t.api,
+      definitions(
+        ZEEBE,
+        'em_start',
+        `<bpmn:startEvent id="start">${zeebeIo('<zeebe:output source="=2 in (1..max)" target="fits" />')}</bpmn:startEvent>
+    <bpmn:serviceTask id="work"><bpmn:extensionElements><zeebe:taskDefinition type="em_start-work" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work" />
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end" />`,
+      ),
+    );
+    const id = await start(t.api, 'em_start', { variables: { max: 'x' } });
+    const incident = await incidentOf(id);
+    expect(incident).toMatchObject({ stepId: 'start', kind: 'io_mapping' });
+    const stuck = await instanceOf(t.api, id);
+    expect(stuck.status).toBe('incident');
+    expect(stuck.variables).toEqual({ max: 'x' });
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 3 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const work = await fetchOne(t.api, 'w', 'em_start-work');
+    expect(work.variables).toEqual({ max: 3, fits: true });
+    await complete(t.api, work, 'w');
+    await waitForStatus(t.api, id, 'completed');
+  });
 });
 
 describe('variables a thrown signal carries', () => {
