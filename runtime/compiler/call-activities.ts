@@ -29,14 +29,17 @@ interface CallActivityElement extends BpmnElement {
   readonly extensionElements?: { values?: ExtensionValue[] };
 }
 
-interface ExtensionValue extends BpmnElement {
-  // camunda:in / camunda:out
+/** A camunda:in or camunda:out, on a call activity or a signal event definition. */
+export interface CamundaInOut extends BpmnElement {
   readonly source?: string;
   readonly sourceExpression?: string;
   readonly target?: string;
   readonly variables?: string;
   readonly local?: boolean;
   readonly businessKey?: string;
+}
+
+interface ExtensionValue extends CamundaInOut {
   // zeebe:calledElement (generic: attributes as read from the XML)
   readonly processId?: string;
   readonly bindingType?: string;

@@ -10,7 +10,7 @@ import {
   type BpmnExpression,
 } from './model.ts';
 import { scriptCondition } from './conditions.ts';
-import { readCamundaMapping } from './call-activities.ts';
+import { readCamundaMapping, type CamundaInOut } from './call-activities.ts';
 import type { BoundarySpec, Diagnostic, FlowCondition, ScriptCondition, SignalPayload, TimerSpec, WaitSpec } from './plan.ts';
 import { checkFeel, toFeel } from '../shared/feel.ts';
 import { firstDue, isCron } from '../shared/timers.ts';
@@ -352,13 +352,7 @@ function readSignalThrow(node: GraphNode, diagnostics: Diagnostic[]): { name: st
   return zeebeInputs ? { name, payload: { all: 'locals', mappings: [] } } : { name };
 }
 
-interface SignalInValue extends BpmnElement {
-  readonly source?: string;
-  readonly sourceExpression?: string;
-  readonly target?: string;
-  readonly variables?: string;
-  readonly local?: boolean;
-  readonly businessKey?: string;
+interface SignalInValue extends CamundaInOut {
   readonly $children?: { $type: string }[];
 }
 

@@ -100,3 +100,20 @@ export async function historyKinds(api: ApiClient, id: string): Promise<string[]
   const res = await api.get(`/api/instances/${id}/history`);
   return (res.body.items as { kind: string }[]).map((e) => e.kind);
 }
+
+/** A Camunda 7 process `id` that waits for signal `signal`: start -> catch `wait` -> task on topic `<id>-after` -> end. */
+export function signalWaiterXml(id: string, signal: string): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:signal id="sig" name="${signal}" />
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:intermediateCatchEvent id="wait"><bpmn:signalEventDefinition signalRef="sig" /></bpmn:intermediateCatchEvent>
+    <bpmn:serviceTask id="after" camunda:type="external" camunda:topic="${id}-after" />
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait" />
+    <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="after" />
+    <bpmn:sequenceFlow id="f3" sourceRef="after" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`;
+}

@@ -5,7 +5,7 @@
 // stops the element in an io_mapping incident with nothing written (and no signal sent), and its
 // retry after fixing the variables moves on.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { complete, deployMappingsRun, fetchOne, instanceOf, start, waitForStatus } from '../../support/flows.ts';
+import { complete, deployMappingsRun, fetchOne, instanceOf, start, waitForStatus, signalWaiterXml } from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
@@ -61,21 +61,6 @@ const camundaPassing = definitions(
     <bpmn:sequenceFlow id="f2" sourceRef="check" targetRef="work" />
     <bpmn:sequenceFlow id="f3" sourceRef="work" targetRef="end" />`,
 );
-
-/** start -> catch the signal -> task `<id>-after` -> end (Camunda 7 dialect) */
-const waiter = (id: string, signal: string) =>
-  definitions(
-    CAMUNDA,
-    id,
-    `<bpmn:startEvent id="start" />
-    <bpmn:intermediateCatchEvent id="wait"><bpmn:signalEventDefinition signalRef="sig" /></bpmn:intermediateCatchEvent>
-    <bpmn:serviceTask id="after" camunda:type="external" camunda:topic="${id}-after" />
-    <bpmn:endEvent id="end" />
-    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait" />
-    <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="after" />
-    <bpmn:sequenceFlow id="f3" sourceRef="after" targetRef="end" />`,
-    signal,
-  );
 
 /** start -> shout (signal throw, its payload as given) -> end */
 const thrower = (ns: string, id: string, signal: string, shout: string) =>
@@ -185,7 +170,7 @@ describe('mappings on elements the token passes at once', () => {
 
 describe('variables a thrown signal carries', () => {
   it('given a Camunda 8 signal throw with input mappings, then a waiting catch and a signal start get exactly its inputs, and the thrower keeps none of them', async () => {
-    await deployMappingsRun(t.api, waiter('em_zwait', 'em-z'));
+    await deployMappingsRun(t.api, signalWaiterXml('em_zwait', 'em-z'));
     await deployMappingsRun(
       t.api,
       definitions(
@@ -224,7 +209,7 @@ describe('variables a thrown signal carries', () => {
   });
 
   it('given a Camunda 7 signal end event with camunda:in variables="all" and a sourceExpression, then the receiver gets every variable the thrower sees and the computed one', async () => {
-    await deployMappingsRun(t.api, waiter('em_cwait', 'em-c'));
+    await deployMappingsRun(t.api, signalWaiterXml('em_cwait', 'em-c'));
     await deployMappingsRun(
       t.api,
       definitions(
@@ -249,7 +234,7 @@ describe('variables a thrown signal carries', () => {
   });
 
   it('given a signal throw whose input cannot be evaluated, then it holds an io_mapping incident and sends nothing, and the retry sends the signal once with the input', async () => {
-    await deployMappingsRun(t.api, waiter('em_fwait', 'em-f'));
+    await deployMappingsRun(t.api, signalWaiterXml('em_fwait', 'em-f'));
     await deployMappingsRun(
       t.api,
       thrower(

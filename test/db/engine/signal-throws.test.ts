@@ -3,7 +3,7 @@
 // an intermediate throw goes on at once and reaches only the waits that were there when it was
 // thrown; each receiver gets the signal once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus } from '../../support/flows.ts';
+import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus, signalWaiterXml } from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
@@ -18,21 +18,6 @@ function definitions(id: string, signal: string, body: string): string {
 ${body}
   </bpmn:process>
 </bpmn:definitions>`;
-}
-
-/** start -> catch the signal -> task `<id>-after` -> end */
-function waiter(id: string, signal: string): string {
-  return definitions(
-    id,
-    signal,
-    `<bpmn:startEvent id="start" />
-    <bpmn:intermediateCatchEvent id="wait"><bpmn:signalEventDefinition signalRef="sig" /></bpmn:intermediateCatchEvent>
-    <bpmn:serviceTask id="after" camunda:type="external" camunda:topic="${id}-after" />
-    <bpmn:endEvent id="end" />
-    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait" />
-    <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="after" />
-    <bpmn:sequenceFlow id="f3" sourceRef="after" targetRef="end" />`,
-  );
 }
 
 async function waitingAt(id: string, stepId: string): Promise<void> {
@@ -53,7 +38,7 @@ afterAll(async () => {
 
 describe('signal throw events', () => {
   it('given two instances waiting for a signal and a process with its signal start, when a signal end event throws it, then both move on once and one instance starts', async () => {
-    await deploy(t.api, waiter('sg_wait', 'sg-go'));
+    await deploy(t.api, signalWaiterXml('sg_wait', 'sg-go'));
     await deploy(
       t.api,
       definitions(
@@ -103,7 +88,7 @@ describe('signal throw events', () => {
   });
 
   it('given an intermediate signal throw, then its own path goes on at once, and a broadcast left undelivered reaches only the waits that were there when it was thrown', async () => {
-    await deploy(t.api, waiter('sg_late', 'sg-late'));
+    await deploy(t.api, signalWaiterXml('sg_late', 'sg-late'));
     await deploy(
       t.api,
       definitions(
