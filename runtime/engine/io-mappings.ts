@@ -120,6 +120,17 @@ function copyObject(value: unknown): Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? { ...(value as Record<string, unknown>) } : {};
 }
 
+/** What an incident's message calls the element whose mapping failed, when not a task or a catch event. */
+const WHAT_MAPS: Partial<Record<PlanStep['kind'], string>> = {
+  subProcess: 'subprocess',
+  eventSubProcess: 'subprocess',
+  startEvent: 'event',
+  endEvent: 'event',
+  signalThrow: 'event',
+  boundaryEvent: 'event',
+  passThrough: 'element',
+};
+
 function failure(
   step: PlanStep,
   kind: 'Input' | 'Output' | 'Signal variable',
@@ -127,14 +138,8 @@ function failure(
   message: string,
   next: string,
 ): MappingFailure {
-  const what =
-    step.kind === 'subProcess'
-      ? 'subprocess'
-      : step.kind === 'startEvent' || step.kind === 'endEvent' || step.kind === 'signalThrow'
-        ? 'event'
-        : step.kind === 'passThrough'
-          ? 'element'
-          : 'task';
+  // A catch event without an element type is an event; a receive or user task is a task.
+  const what = WHAT_MAPS[step.kind] ?? (step.kind === 'catchEvent' && !step.elementType ? 'event' : 'task');
   const direction = kind === 'Signal variable' ? 'signal' : kind.toLowerCase();
   return {
     ok: false,

@@ -211,6 +211,7 @@ describe('output mappings on catch events', () => {
       'the incident',
     );
     expect(incident).toMatchObject({ stepId: 'canceled', kind: 'io_mapping' });
+    expect(incident.message).toMatch(/^Output mapping of event canceled to fits/);
     // The message interrupted the host all the same: its task is gone, its path will not be taken.
     expect((await complete(t.api, packBad, 'w')).status).toBe(409);
     const stuck = await instanceOf(t.api, bad);
@@ -266,6 +267,7 @@ describe('output mappings on catch events', () => {
       'the incident',
     );
     expect(incident).toMatchObject({ stepId: 'later', kind: 'io_mapping' });
+    expect(incident.message).toMatch(/^Output mapping of event later to fits/);
     expect((await instanceOf(t.api, bad)).variables).toEqual({ max: 'x' });
     const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 5 } });
     expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);

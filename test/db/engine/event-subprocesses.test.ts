@@ -334,6 +334,7 @@ describe('event subprocesses', () => {
       'the incident',
     );
     expect(incident).toMatchObject({ stepId: 'watching', kind: 'io_mapping' });
+    expect(incident.message).toMatch(/^Input mapping of subprocess watching to serious/);
     expect(await fetchTasks(t.api, 'w', ['esp_nio-tell'])).toEqual([]);
     // It does not interrupt: the main flow goes on, and the instance waits for the firing.
     expect((await complete(t.api, badWork, 'w')).status).toBe(204);
