@@ -117,3 +117,13 @@ export function signalWaiterXml(id: string, signal: string): string {
   </bpmn:process>
 </bpmn:definitions>`;
 }
+
+/** Waits until step `stepId` of instance `id` is active (a wait has started, a task is open). */
+export async function waitForActiveStep(api: ApiClient, id: string, stepId: string, timeoutMs = 10_000): Promise<void> {
+  await waitFor(
+    async () =>
+      ((await instanceOf(api, id)).steps as any[]).some((s) => s.stepId === stepId && s.status === 'active') || undefined,
+    timeoutMs,
+    `instance ${id} waiting at ${stepId}`,
+  );
+}

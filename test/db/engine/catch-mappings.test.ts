@@ -6,7 +6,15 @@
 // interrupting boundary event maps its message the same way, and interrupts its host either way;
 // a timer or conditional catch event runs its output mappings over the variables when it fires.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { complete, deployMappingsRun, fetchOne, instanceOf, start, waitForStatus } from '../../support/flows.ts';
+import {
+  complete,
+  deployMappingsRun,
+  fetchOne,
+  instanceOf,
+  start,
+  waitForStatus,
+  waitForActiveStep,
+} from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
@@ -43,13 +51,7 @@ afterAll(async () => {
 describe('output mappings on catch events', () => {
   it('given a Camunda 8 message catch with an output mapping, then only its target reaches the process, whether the message comes while it waits, waited in the inbox, or waited while the instance was suspended', async () => {
     const waiting = await start(t.api, 'cm_paid', { variables: { order: { id: 'o-1' } } });
-    await waitFor(
-      async () =>
-        ((await instanceOf(t.api, waiting)).steps as any[]).some((s) => s.stepId === 'paid' && s.status === 'active') ||
-        undefined,
-      10_000,
-      'the wait',
-    );
+    await waitForActiveStep(t.api, waiting, 'paid');
     const sent = await t.api.post('/api/messages', {
       name: 'cm_paid-paid',
       correlationKey: 'o-1',
@@ -75,13 +77,7 @@ describe('output mappings on catch events', () => {
 
     // A message kept in the inbox while the instance was suspended is taken on the resume, through the mapping too.
     const suspended = await start(t.api, 'cm_paid', { variables: { order: { id: 'o-3' } } });
-    await waitFor(
-      async () =>
-        ((await instanceOf(t.api, suspended)).steps as any[]).some((s) => s.stepId === 'paid' && s.status === 'active') ||
-        undefined,
-      10_000,
-      'the wait',
-    );
+    await waitForActiveStep(t.api, suspended, 'paid');
     expect((await t.api.post(`/api/instances/${suspended}/suspend`, {})).status).toBe(200);
     const kept = await t.api.post('/api/messages', {
       name: 'cm_paid-paid',
@@ -99,12 +95,7 @@ describe('output mappings on catch events', () => {
 
   it('given an output mapping that fails, then the message is consumed, the catch holds an io_mapping incident with nothing written, and the retry with the variable fixed maps the kept payload and moves on', async () => {
     const id = await start(t.api, 'cm_bad', { variables: { order: { id: 'b-1' }, max: 'x' } });
-    await waitFor(
-      async () =>
-        ((await instanceOf(t.api, id)).steps as any[]).some((s) => s.stepId === 'paid' && s.status === 'active') || undefined,
-      10_000,
-      'the wait',
-    );
+    await waitForActiveStep(t.api, id, 'paid');
     const sent = await t.api.post('/api/messages', { name: 'cm_bad-paid', correlationKey: 'b-1', variables: { amount: 5 } });
     expect(sent.body).toMatchObject({ status: 'matched', instanceId: id });
     const incident = await waitFor(
@@ -147,12 +138,7 @@ describe('output mappings on catch events', () => {
   </bpmn:process>
 </bpmn:definitions>`);
     const id = await start(t.api, 'cm_rt', { businessKey: 'rt-1' });
-    await waitFor(
-      async () =>
-        ((await instanceOf(t.api, id)).steps as any[]).some((s) => s.stepId === 'paid' && s.status === 'active') || undefined,
-      10_000,
-      'the wait',
-    );
+    await waitForActiveStep(t.api, id, 'paid');
     const sent = await t.api.post('/api/messages', {
       name: 'cm_rt-paid',
       correlationKey: 'rt-1',
@@ -294,13 +280,7 @@ describe('output mappings on catch events', () => {
   </bpmn:process>
 </bpmn:definitions>`);
     const waiting = await start(t.api, 'cm_cond', { variables: { decision: { ok: false } } });
-    await waitFor(
-      async () =>
-        ((await instanceOf(t.api, waiting)).steps as any[]).some((s) => s.stepId === 'approved' && s.status === 'active') ||
-        undefined,
-      10_000,
-      'the wait',
-    );
+    await waitForActiveStep(t.api, waiting, 'approved');
     const { revision } = await instanceOf(t.api, waiting);
     const edited = await t.api.patch(`/api/instances/${waiting}/variables`, {
       revision,

@@ -5,7 +5,16 @@
 // stops the element in an io_mapping incident with nothing written (and no signal sent), and its
 // retry after fixing the variables moves on.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { complete, deployMappingsRun, fetchOne, instanceOf, start, waitForStatus, signalWaiterXml } from '../../support/flows.ts';
+import {
+  complete,
+  deployMappingsRun,
+  fetchOne,
+  instanceOf,
+  start,
+  waitForStatus,
+  signalWaiterXml,
+  waitForActiveStep,
+} from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
@@ -74,15 +83,6 @@ const thrower = (ns: string, id: string, signal: string, shout: string) =>
     <bpmn:sequenceFlow id="f2" sourceRef="shout" targetRef="end" />`,
     signal,
   );
-
-async function waitingAt(id: string, stepId: string): Promise<void> {
-  await waitFor(
-    async () =>
-      ((await instanceOf(t.api, id)).steps as any[]).some((s) => s.stepId === stepId && s.status === 'active') || undefined,
-    10_000,
-    `instance ${id} waiting at ${stepId}`,
-  );
-}
 
 async function incidentOf(id: string): Promise<{ id: string; stepId: string; kind: string; message: string }> {
   return waitFor(
@@ -194,7 +194,7 @@ describe('variables a thrown signal carries', () => {
       ),
     );
     const waiting = await start(t.api, 'em_zwait', { variables: { mine: 1 } });
-    await waitingAt(waiting, 'wait');
+    await waitForActiveStep(t.api, waiting, 'wait');
     const throwing = await start(t.api, 'em_zthrow', { variables: { order: { id: 'o-7' }, secret: 's' } });
     const thrown = await waitForStatus(t.api, throwing, 'completed');
     expect(thrown.variables).toEqual({ order: { id: 'o-7' }, secret: 's' });
@@ -224,7 +224,7 @@ describe('variables a thrown signal carries', () => {
       ),
     );
     const waiting = await start(t.api, 'em_cwait');
-    await waitingAt(waiting, 'wait');
+    await waitForActiveStep(t.api, waiting, 'wait');
     await waitForStatus(t.api, await start(t.api, 'em_cthrow', { variables: { amount: 21, note: 'n' } }), 'completed');
     const after = await fetchOne(t.api, 'w', 'em_cwait-after');
     expect(after.instanceId).toBe(waiting);
@@ -245,7 +245,7 @@ describe('variables a thrown signal carries', () => {
       ),
     );
     const waiting = await start(t.api, 'em_fwait');
-    await waitingAt(waiting, 'wait');
+    await waitForActiveStep(t.api, waiting, 'wait');
     const throwing = await start(t.api, 'em_fthrow', { variables: { max: 'x' } });
     const incident = await incidentOf(throwing);
     expect(incident).toMatchObject({ stepId: 'shout', kind: 'io_mapping' });

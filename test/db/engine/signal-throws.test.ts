@@ -3,7 +3,16 @@
 // an intermediate throw goes on at once and reaches only the waits that were there when it was
 // thrown; each receiver gets the signal once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { complete, deploy, fetchOne, fetchTasks, start, waitForStatus, signalWaiterXml } from '../../support/flows.ts';
+import {
+  complete,
+  deploy,
+  fetchOne,
+  fetchTasks,
+  start,
+  waitForStatus,
+  signalWaiterXml,
+  waitForActiveStep,
+} from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
@@ -18,15 +27,6 @@ function definitions(id: string, signal: string, body: string): string {
 ${body}
   </bpmn:process>
 </bpmn:definitions>`;
-}
-
-async function waitingAt(id: string, stepId: string): Promise<void> {
-  await waitFor(
-    async () =>
-      (await t.api.get(`/api/instances/${id}`)).body.steps?.some((s: any) => s.stepId === stepId && s.status === 'active'),
-    5_000,
-    `instance ${id} waiting at ${stepId}`,
-  );
 }
 
 beforeAll(async () => {
@@ -64,7 +64,7 @@ describe('signal throw events', () => {
       ),
     );
     const waiters = [await start(t.api, 'sg_wait'), await start(t.api, 'sg_wait')];
-    for (const id of waiters) await waitingAt(id, 'wait');
+    for (const id of waiters) await waitForActiveStep(t.api, id, 'wait');
     const thrower = await start(t.api, 'sg_thrower');
     expect((await complete(t.api, await fetchOne(t.api, 'w', 'sg_thrower-work'), 'w')).status).toBe(204);
     const done = await waitForStatus(t.api, thrower, 'completed');
@@ -104,12 +104,12 @@ describe('signal throw events', () => {
       ),
     );
     const early = await start(t.api, 'sg_late');
-    await waitingAt(early, 'wait');
+    await waitForActiveStep(t.api, early, 'wait');
     const thrower = await start(t.api, 'sg_mid');
     expect((await fetchOne(t.api, 'w', 'sg_mid-next')).instanceId).toBe(thrower);
     expect((await fetchOne(t.api, 'w', 'sg_late-after')).instanceId).toBe(early);
     const late = await start(t.api, 'sg_late');
-    await waitingAt(late, 'wait');
+    await waitForActiveStep(t.api, late, 'wait');
     // A broadcast thrown before this wait began, not delivered yet (as after a node died): the relay's
     // re-check delivers it, and it passes the later wait by.
     await t.db.pool.query(
