@@ -7,7 +7,7 @@
 import { checkFeel, toFeel } from '../shared/feel.ts';
 import { needsThread } from '../shared/feel-budget.ts';
 import { errorAt, warningAt } from './diagnostics.ts';
-import { flowsById, type GraphFlow, type GraphNode, type ProcessGraph } from './graph.ts';
+import type { GraphNode, ProcessGraph } from './graph.ts';
 import { describeElement, type BpmnElement } from './model.ts';
 import type { Diagnostic, IoMapping, IoSpec, ScriptMapping } from './plan.ts';
 import { isJavaScript, javaScriptSyntax } from './scripts.ts';
@@ -66,7 +66,6 @@ export function readIoMappings(graph: ProcessGraph): {
   const io = new Map<string, IoSpec>();
   const runs = new Set<string>();
   const diagnostics: Diagnostic[] = [];
-  const flows = flowsById(graph);
   for (const node of graph.nodes.values()) {
     // A compensation handler's task is created by the saga, which runs no mappings: it keeps the "not run" warning.
     // A subprocess runs them on every entry: each pass of a loop marker or a sequential multi-instance one.
@@ -78,7 +77,7 @@ export function readIoMappings(graph: ProcessGraph): {
       node.kind === 'subProcess' ||
       (node.kind === 'callActivity' && runsInBodies(node.element)) ||
       node.element.$type === 'bpmn:UserTask' ||
-      mapsWhenFired(graph, flows, node) ||
+      mapsWhenFired(node) ||
       node.kind === 'eventSubProcess' ||
       passes(node);
     if (!runsHere || node.element.isForCompensation) continue;
@@ -149,20 +148,16 @@ const FIRED_BY = [
 
 /**
  * A message, signal, timer or conditional catch event, receive task or interrupting boundary
- * event: its output mappings run when it fires, over the payload of a message or signal. Not after an event-based gateway, where the first event to come
- * decides at once, whatever its mappings make of the payload. A non-interrupting boundary fires
- * again and again while its host runs, and keeps them warned about.
+ * event: its output mappings run when it fires, over the payload of a message or signal. After an
+ * event-based gateway the first event to come wins the race whatever its mappings make of the
+ * payload: one that cannot be mapped still ends the race, and waits in its incident. A
+ * non-interrupting boundary fires again and again while its host runs, and keeps them warned about.
  */
-function mapsWhenFired(graph: ProcessGraph, flows: Map<string, GraphFlow>, node: GraphNode): boolean {
+function mapsWhenFired(node: GraphNode): boolean {
   const interrupting = node.kind === 'boundaryEvent' && (node.element as { cancelActivity?: boolean }).cancelActivity !== false;
   if ((node.kind !== 'catchEvent' && !interrupting) || node.element.$type === 'bpmn:UserTask') return false;
   const definitions = (node.element as { eventDefinitions?: { $type: string }[] }).eventDefinitions ?? [];
-  const waits = node.element.$type === 'bpmn:ReceiveTask' || definitions.some((d) => FIRED_BY.includes(d.$type));
-  const afterGateway = node.incoming.some((id) => {
-    const source = flows.get(id)?.source;
-    return source !== undefined && graph.nodes.get(source)?.kind === 'eventBasedGateway';
-  });
-  return waits && !afterGateway;
+  return node.element.$type === 'bpmn:ReceiveTask' || definitions.some((d) => FIRED_BY.includes(d.$type));
 }
 
 function pushMapping(

@@ -302,6 +302,8 @@ function mapFired(
     keep({ heldPayload: payload, ...(data ? { heldData: data } : {}) });
     fx.endedWaits.push(step.id);
     if (step.boundary?.interrupting) interruptHost(plan, step, state, vars, fx);
+    // After an event-based gateway it won the race all the same: the other events stop waiting.
+    endRace(plan, step, state, vars, fx);
     raiseIncident(plan, state, fx, step.id, 'io_mapping', mapped.message, mapped.details);
     return false;
   }

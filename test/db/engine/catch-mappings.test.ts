@@ -293,4 +293,92 @@ describe('output mappings on catch events', () => {
     await complete(t.api, nextCond, 'w');
     await waitForStatus(t.api, waiting, 'completed');
   });
+  it('given output mappings on the events an event-based gateway races, then the winner maps its payload; one whose mapping fails still wins, its timer rival never fires, and the retry moves on', async () => {
+    /** start -> race -> paid (message, mapped) -> ship -> end; race -> late (timer, mapped) -> remind -> end */
+    const raceXml = (id: string, paidOutput: string, due: string) => `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:message id="M" name="${id}-paid"><bpmn:extensionElements><zeebe:subscription correlationKey="=order" /></bpmn:extensionElements></bpmn:message>
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:eventBasedGateway id="race" />
+    <bpmn:intermediateCatchEvent id="paid">
+      <bpmn:extensionElements><zeebe:ioMapping>${paidOutput}</zeebe:ioMapping></bpmn:extensionElements>
+      <bpmn:messageEventDefinition messageRef="M" />
+    </bpmn:intermediateCatchEvent>
+    <bpmn:intermediateCatchEvent id="late">
+      <bpmn:extensionElements><zeebe:ioMapping><zeebe:output source="=&quot;late&quot;" target="outcome" /></zeebe:ioMapping></bpmn:extensionElements>
+      <bpmn:timerEventDefinition><bpmn:timeDuration>${due}</bpmn:timeDuration></bpmn:timerEventDefinition>
+    </bpmn:intermediateCatchEvent>
+    <bpmn:serviceTask id="ship"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-ship" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:serviceTask id="remind"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-remind" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="shipped" />
+    <bpmn:endEvent id="reminded" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="race" />
+    <bpmn:sequenceFlow id="f2" sourceRef="race" targetRef="paid" />
+    <bpmn:sequenceFlow id="f3" sourceRef="race" targetRef="late" />
+    <bpmn:sequenceFlow id="f4" sourceRef="paid" targetRef="ship" />
+    <bpmn:sequenceFlow id="f5" sourceRef="late" targetRef="remind" />
+    <bpmn:sequenceFlow id="f6" sourceRef="ship" targetRef="shipped" />
+    <bpmn:sequenceFlow id="f7" sourceRef="remind" targetRef="reminded" />
+  </bpmn:process>
+</bpmn:definitions>`;
+    const statusOf = async (id: string, stepId: string) =>
+      ((await instanceOf(t.api, id)).steps as { stepId: string; status: string }[]).find((s) => s.stepId === stepId)?.status;
+
+    // The message comes first: only the mapping's target is written.
+    await deployClean(raceXml('cm_race', '<zeebe:output source="=payment.amount" target="paidAmount" />', 'PT30S'));
+    const won = await start(t.api, 'cm_race', { variables: { order: 'r-1' } });
+    await waitForActiveStep(t.api, won, 'paid');
+    const sent = await t.api.post('/api/messages', {
+      name: 'cm_race-paid',
+      correlationKey: 'r-1',
+      variables: { payment: { amount: 7 } },
+    });
+    expect(sent.body).toMatchObject({ status: 'matched', instanceId: won });
+    const ship = await fetchOne(t.api, 'w', 'cm_race-ship');
+    expect(ship.variables).toEqual({ order: 'r-1', paidAmount: 7 });
+    expect(await statusOf(won, 'late')).toBe('skipped');
+    await complete(t.api, ship, 'w');
+    await waitForStatus(t.api, won, 'completed');
+
+    // The timer comes first: its mapping runs over the variables; the message then finds nothing waiting.
+    await deployClean(raceXml('cm_racetimer', '<zeebe:output source="=payment.amount" target="paidAmount" />', 'PT0.2S'));
+    const timedOut = await start(t.api, 'cm_racetimer', { variables: { order: 'r-2' } });
+    const remind = await fetchOne(t.api, 'w', 'cm_racetimer-remind');
+    expect(remind.instanceId).toBe(timedOut);
+    expect(remind.variables).toEqual({ order: 'r-2', outcome: 'late' });
+    expect(await statusOf(timedOut, 'paid')).toBe('skipped');
+    const tooLate = await t.api.post('/api/messages', { name: 'cm_racetimer-paid', correlationKey: 'r-2', ttlMs: 0 });
+    expect(tooLate.body.status).not.toBe('matched');
+    await complete(t.api, remind, 'w');
+    await waitForStatus(t.api, timedOut, 'completed');
+
+    // The message comes first but cannot be mapped: it has won all the same, and the timer due meanwhile never fires.
+    await deployClean(raceXml('cm_racebad', '<zeebe:output source="=2 in (1..max)" target="fits" />', 'PT0.5S'));
+    const bad = await start(t.api, 'cm_racebad', { variables: { order: 'r-3', max: 'x' } });
+    await waitForActiveStep(t.api, bad, 'paid');
+    const startedAt = Date.now();
+    const taken = await t.api.post('/api/messages', { name: 'cm_racebad-paid', correlationKey: 'r-3', variables: { amount: 1 } });
+    expect(taken.body).toMatchObject({ status: 'matched', instanceId: bad });
+    const incident = await waitFor(
+      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
+      10_000,
+      'the incident',
+    );
+    expect(incident).toMatchObject({ stepId: 'paid', kind: 'io_mapping' });
+    expect(await statusOf(bad, 'late')).toBe('skipped');
+    // Past the timer's due time (and a sweep of the timer scheduler), nothing has fired it.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, startedAt + 1_500 - Date.now())));
+    expect(await statusOf(bad, 'late')).toBe('skipped');
+    expect((await instanceOf(t.api, bad)).variables).toEqual({ order: 'r-3', max: 'x' });
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 5 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const shipBad = await fetchOne(t.api, 'w', 'cm_racebad-ship');
+    expect(shipBad.variables).toEqual({ order: 'r-3', max: 5, fits: true });
+    await complete(t.api, shipBad, 'w');
+    await waitForStatus(t.api, bad, 'completed');
+    const history = (await t.api.get(`/api/instances/${bad}/history`)).body.items as { kind: string; stepId?: string }[];
+    expect(history.filter((e) => e.stepId === 'late').map((e) => e.kind)).toEqual(['step:activated', 'step:skipped']);
+    expect(history.filter((e) => e.stepId === 'remind').map((e) => e.kind)).toEqual(['step:skipped']);
+  });
 });
