@@ -147,15 +147,14 @@ const FIRED_BY = [
 ];
 
 /**
- * A message, signal, timer or conditional catch event, receive task or interrupting boundary
- * event: its output mappings run when it fires, over the payload of a message or signal. After an
- * event-based gateway the first event to come wins the race whatever its mappings make of the
- * payload: one that cannot be mapped still ends the race, and waits in its incident. A
- * non-interrupting boundary fires again and again while its host runs, and keeps them warned about.
+ * A message, signal, timer or conditional catch event, receive task or boundary event: its output
+ * mappings run when it fires, over the payload of a message or signal. After an event-based
+ * gateway the first event to come wins the race whatever its mappings make of the payload: one
+ * that cannot be mapped still ends the race, and waits in its incident. A non-interrupting
+ * boundary maps each firing's payload before its path runs.
  */
 function mapsWhenFired(node: GraphNode): boolean {
-  const interrupting = node.kind === 'boundaryEvent' && (node.element as { cancelActivity?: boolean }).cancelActivity !== false;
-  if ((node.kind !== 'catchEvent' && !interrupting) || node.element.$type === 'bpmn:UserTask') return false;
+  if ((node.kind !== 'catchEvent' && node.kind !== 'boundaryEvent') || node.element.$type === 'bpmn:UserTask') return false;
   const definitions = (node.element as { eventDefinitions?: { $type: string }[] }).eventDefinitions ?? [];
   return node.element.$type === 'bpmn:ReceiveTask' || definitions.some((d) => FIRED_BY.includes(d.$type));
 }

@@ -267,9 +267,8 @@ function mapPayload(
 /** Whether a firing of `step` goes through its output mappings (compiler/io-mappings.ts): a timer's and a condition's over the variables alone. */
 function mapsWhenFired(step: PlanStep): boolean {
   const trigger = step.wait?.trigger;
-  const catches = step.kind === 'catchEvent' || (step.kind === 'boundaryEvent' && step.boundary?.interrupting === true);
   return (
-    catches &&
+    (step.kind === 'catchEvent' || step.kind === 'boundaryEvent') &&
     (step.io?.outputs.length ?? 0) > 0 &&
     (trigger === 'message' || trigger === 'signal' || trigger === 'timer' || trigger === 'conditional')
   );
@@ -294,9 +293,11 @@ function mapFired(
   );
   const stored = state.loops?.[step.id];
   const wasHeld = stored !== undefined && 'heldPayload' in stored && stored.heldPayload !== null;
+  // A repeating boundary's row also counts its firings: the payload is kept beside the count.
   const keep = (held: HeldPayload): void => {
-    (state.loops ??= {})[step.id] = held;
-    fx.loops[step.id] = held;
+    const kept = stored !== undefined && 'pass' in stored ? { ...stored, ...held } : held;
+    (state.loops ??= {})[step.id] = kept;
+    fx.loops[step.id] = kept;
   };
   if (!mapped.ok) {
     keep({ heldPayload: payload, ...(data ? { heldData: data } : {}) });
@@ -888,6 +889,8 @@ function skipOpenBoundaries(
   for (const boundaryId of host.boundaries ?? []) {
     const status = state.steps[boundaryId];
     if (boundaryId === except || (status !== 'active' && status !== 'incident')) continue;
+    // A firing whose payload waits in its incident has happened: its retry runs its path.
+    if (status === 'incident' && holdsPayload(state, boundaryId)) continue;
     const boundary = stepById(plan, boundaryId);
     if (boundary.boundary?.repeats && endRepeating(boundary, state, fx, firingMoves(plan, state, vars, fx))) continue;
     setStep(state, fx, boundaryId, 'skipped');
@@ -896,6 +899,11 @@ function skipOpenBoundaries(
     pushEvent(plan, state, fx, { kind: 'step:skipped', stepId: boundaryId });
     resolveFlows(plan, boundary, [], state, vars, fx);
   }
+}
+
+function holdsPayload(state: InstanceState, stepId: string): boolean {
+  const stored = state.loops?.[stepId];
+  return stored !== undefined && 'heldPayload' in stored && stored.heldPayload !== null && stored.heldPayload !== undefined;
 }
 
 /** A host that completes where it starts (a plain or script task) never arms its boundaries: they are skipped with it. */
@@ -1154,6 +1162,9 @@ export function completeLoopElement(
 function firingMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): FiringMoves {
   return {
     rearm: (boundary, firings) => {
+      // The retry of a firing held in its incident after the host ended: nothing more to wait for.
+      const hostStatus = state.steps[boundary.boundary?.attachedTo ?? ''];
+      if (boundary.boundary && hostStatus !== 'active' && hostStatus !== 'incident') return false;
       const wait = boundary.wait;
       if (wait?.trigger === 'escalation' || wait?.trigger === 'conditional') {
         setStep(state, fx, boundary.id, 'active');

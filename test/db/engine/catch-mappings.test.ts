@@ -4,6 +4,7 @@
 // inbox (also while its instance was suspended); a mapping that fails consumes the message, stops the event in an io_mapping incident
 // and keeps the payload, and the retry after fixing the variables maps it again and moves on. An
 // interrupting boundary event maps its message the same way, and interrupts its host either way;
+// a non-interrupting one maps each firing, and one that fails holds its firing while the host goes on;
 // a timer or conditional catch event runs its output mappings over the variables when it fires.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -212,13 +213,6 @@ describe('output mappings on catch events', () => {
     await complete(t.api, refundBad, 'w');
     const done = await waitForStatus(t.api, bad, 'completed');
     expect((done.steps as any[]).find((s) => s.stepId === 'end')?.status).not.toBe('completed');
-
-    // A non-interrupting boundary fires again and again: its mappings stay warned about.
-    const warned = await t.api.post('/api/definitions', {
-      xml: boundary('cm_bndni', '<zeebe:output source="=reason" target="r" />', ' cancelActivity="false"'),
-    });
-    expect(warned.status).toBe(201);
-    expect(JSON.stringify(warned.body.warnings)).toMatch(/canceled.*mappings/);
   });
 
   it('given output mappings on a timer catch event and a conditional one, then they run when it fires, over the variables; one that fails holds the event in an io_mapping incident and the retry moves on', async () => {
@@ -380,5 +374,116 @@ describe('output mappings on catch events', () => {
     const history = (await t.api.get(`/api/instances/${bad}/history`)).body.items as { kind: string; stepId?: string }[];
     expect(history.filter((e) => e.stepId === 'late').map((e) => e.kind)).toEqual(['step:activated', 'step:skipped']);
     expect(history.filter((e) => e.stepId === 'remind').map((e) => e.kind)).toEqual(['step:skipped']);
+  });
+  it('given output mappings on non-interrupting boundaries, then each firing maps its payload before its path runs; one that fails waits in its incident, the host goes on, and the retry runs its path after the host ended', async () => {
+    /** start -> work (service task) -> end; work's non-interrupting message boundary "noted" -> record -> recorded */
+    const notedXml = (id: string, output: string) => `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:message id="M" name="${id}-note"><bpmn:extensionElements><zeebe:subscription correlationKey="=order" /></bpmn:extensionElements></bpmn:message>
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:serviceTask id="work"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-work" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:boundaryEvent id="noted" attachedToRef="work" cancelActivity="false">
+      <bpmn:extensionElements><zeebe:ioMapping>${output}</zeebe:ioMapping></bpmn:extensionElements>
+      <bpmn:messageEventDefinition messageRef="M" />
+    </bpmn:boundaryEvent>
+    <bpmn:serviceTask id="record"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-record" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:endEvent id="recorded" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work" />
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end" />
+    <bpmn:sequenceFlow id="f3" sourceRef="noted" targetRef="record" />
+    <bpmn:sequenceFlow id="f4" sourceRef="record" targetRef="recorded" />
+  </bpmn:process>
+</bpmn:definitions>`;
+    const note = (id: string, order: string, variables: Record<string, unknown>) =>
+      t.api.post('/api/messages', { name: `${id}-note`, correlationKey: order, variables });
+
+    await deployClean(notedXml('cm_noted', '<zeebe:output source="=update.text" target="lastNote" />'));
+    const id = await start(t.api, 'cm_noted', { variables: { order: 'n-1' } });
+    await waitForActiveStep(t.api, id, 'noted');
+    expect((await note('cm_noted', 'n-1', { update: { text: 'first' } })).body).toMatchObject({
+      status: 'matched',
+      instanceId: id,
+    });
+    const first = await fetchOne(t.api, 'w', 'cm_noted-record');
+    expect(first.variables).toEqual({ order: 'n-1', lastNote: 'first' });
+    await complete(t.api, first, 'w');
+    // It fires again while the host runs, each payload through the mapping.
+    await waitForActiveStep(t.api, id, 'noted');
+    expect((await note('cm_noted', 'n-1', { update: { text: 'second' } })).body).toMatchObject({
+      status: 'matched',
+      instanceId: id,
+    });
+    const second = await fetchOne(t.api, 'w', 'cm_noted-record');
+    expect(second.variables).toEqual({ order: 'n-1', lastNote: 'second' });
+    await complete(t.api, second, 'w');
+    await complete(t.api, await fetchOne(t.api, 'w', 'cm_noted-work'), 'w');
+    await waitForStatus(t.api, id, 'completed');
+
+    await deployClean(notedXml('cm_notedbad', '<zeebe:output source="=2 in (1..max)" target="fits" />'));
+    const bad = await start(t.api, 'cm_notedbad', { variables: { order: 'n-2', max: 'x' } });
+    await waitForActiveStep(t.api, bad, 'noted');
+    expect((await note('cm_notedbad', 'n-2', { text: 'lost?' })).body).toMatchObject({ status: 'matched', instanceId: bad });
+    const incident = await waitFor(
+      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
+      10_000,
+      'the incident',
+    );
+    expect(incident).toMatchObject({ stepId: 'noted', kind: 'io_mapping' });
+    expect(incident.message).toMatch(/^Output mapping of event noted to fits/);
+    // The host goes on and completes; the firing held in the incident keeps the instance open.
+    await complete(t.api, await fetchOne(t.api, 'w', 'cm_notedbad-work'), 'w');
+    await waitFor(
+      async () => {
+        const steps = (await instanceOf(t.api, bad)).steps as { stepId: string; status: string }[];
+        return steps.some((s) => s.stepId === 'end' && s.status === 'completed') || undefined;
+      },
+      10_000,
+      'the host path ended',
+    );
+    const held = await instanceOf(t.api, bad);
+    expect(held.status).toBe('incident');
+    expect(held.variables).toEqual({ order: 'n-2', max: 'x' });
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 5 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const record = await fetchOne(t.api, 'w', 'cm_notedbad-record');
+    expect(record.variables).toEqual({ order: 'n-2', max: 5, fits: true });
+    await complete(t.api, record, 'w');
+    await waitForStatus(t.api, bad, 'completed');
+    // The boundary waits for nothing more once its host has ended: a later message finds no waiting event.
+    const late = await note('cm_notedbad', 'n-2', { text: 'late' });
+    expect(late.body.status).not.toBe('matched');
+  });
+
+  it('given an output mapping on a non-interrupting timer cycle boundary, then it runs at every firing', async () => {
+    await deployClean(`<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_cm_cycle" targetNamespace="https://baton.dev/test">
+  <bpmn:process id="cm_cycle" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:serviceTask id="work"><bpmn:extensionElements><zeebe:taskDefinition type="cm_cycle-work" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:boundaryEvent id="tick" attachedToRef="work" cancelActivity="false">
+      <bpmn:extensionElements><zeebe:ioMapping><zeebe:output source="=reminders + 1" target="reminders" /></zeebe:ioMapping></bpmn:extensionElements>
+      <bpmn:timerEventDefinition><bpmn:timeCycle>R2/PT0.2S</bpmn:timeCycle></bpmn:timerEventDefinition>
+    </bpmn:boundaryEvent>
+    <bpmn:endEvent id="end" />
+    <bpmn:endEvent id="ticked" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work" />
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end" />
+    <bpmn:sequenceFlow id="f3" sourceRef="tick" targetRef="ticked" />
+  </bpmn:process>
+</bpmn:definitions>`);
+    const id = await start(t.api, 'cm_cycle', { variables: { reminders: 0 } });
+    await waitFor(
+      async () => {
+        const history = (await t.api.get(`/api/instances/${id}/history`)).body.items as { kind: string; stepId?: string }[];
+        return history.filter((e) => e.kind === 'step:completed' && e.stepId === 'tick').length === 2 || undefined;
+      },
+      10_000,
+      'two firings',
+    );
+    expect((await instanceOf(t.api, id)).variables).toEqual({ reminders: 2 });
+    await complete(t.api, await fetchOne(t.api, 'w', 'cm_cycle-work'), 'w');
+    await waitForStatus(t.api, id, 'completed');
   });
 });
