@@ -127,14 +127,23 @@ export function readIoMappings(graph: ProcessGraph): {
   return { io, runs, diagnostics };
 }
 
+/** What starts an instance at a process's start event whose mappings run as the instance starts. */
+const STARTED_BY = [
+  'bpmn:MessageEventDefinition',
+  'bpmn:SignalEventDefinition',
+  'bpmn:TimerEventDefinition',
+  'bpmn:ConditionalEventDefinition',
+];
+
 /**
- * A none start or end event, a none, link or signal throw, or a task that does nothing: the token
- * passes it at once, and its mappings run as it passes (inputs, its locals; then outputs over
- * them). A signal throw's inputs are what its signal carries in a Zeebe file.
+ * A start event (none, message, signal, timer or conditional), an end event, a none, link or
+ * signal throw, or a task that does nothing: the token passes it at once, and its mappings run
+ * as it passes (inputs, its locals; then outputs over them). A message or signal start's outputs
+ * map the payload. A signal throw's inputs are what its signal carries in a Zeebe file.
  */
 function passes(node: GraphNode): boolean {
-  const definitions = (node.element as { eventDefinitions?: unknown[] }).eventDefinitions ?? [];
-  if (node.kind === 'startEvent') return definitions.length === 0;
+  const definitions = (node.element as { eventDefinitions?: { $type: string }[] }).eventDefinitions ?? [];
+  if (node.kind === 'startEvent') return definitions.every((d) => STARTED_BY.includes(d.$type));
   return node.kind === 'endEvent' || node.kind === 'passThrough' || node.kind === 'signalThrow';
 }
 

@@ -509,8 +509,15 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   // reach the scopes around it, and a signal's payload reads both. One that fails stops it in an incident.
   let payload: Variables | undefined;
   if (step.io && PASSING.has(step.kind)) {
-    const passed = passingMappings(step, vars, scopeLocals(plan, step, state));
-    if (!passed.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', passed.message, passed.details);
+    // A message or signal start's payload, held by instances.ts: what its outputs map, under the
+    // variables (a retry's variables fix it).
+    const held = heldPayloadOf(state, step.id);
+    const passed = passingMappings(step, held ? { ...held, ...vars } : vars, scopeLocals(plan, step, state));
+    if (!passed.ok) {
+      if (held) fx.loops[step.id] = { heldPayload: held };
+      return raiseIncident(plan, state, fx, step.id, 'io_mapping', passed.message, passed.details);
+    }
+    if (held) state.loops![step.id] = fx.loops[step.id] = { heldPayload: null };
     writeVariables(plan, step, state, vars, passed.writes, fx);
     seen = visibleVariables(plan, step, state, vars);
     payload = passed.payload;
@@ -890,7 +897,7 @@ function skipOpenBoundaries(
     const status = state.steps[boundaryId];
     if (boundaryId === except || (status !== 'active' && status !== 'incident')) continue;
     // A firing whose payload waits in its incident has happened: its retry runs its path.
-    if (status === 'incident' && holdsPayload(state, boundaryId)) continue;
+    if (status === 'incident' && heldPayloadOf(state, boundaryId)) continue;
     const boundary = stepById(plan, boundaryId);
     if (boundary.boundary?.repeats && endRepeating(boundary, state, fx, firingMoves(plan, state, vars, fx))) continue;
     setStep(state, fx, boundaryId, 'skipped');
@@ -901,9 +908,10 @@ function skipOpenBoundaries(
   }
 }
 
-function holdsPayload(state: InstanceState, stepId: string): boolean {
+/** The payload kept on the step's row: one its output mappings could not map yet, or a start event's. */
+function heldPayloadOf(state: InstanceState, stepId: string): Variables | undefined {
   const stored = state.loops?.[stepId];
-  return stored !== undefined && 'heldPayload' in stored && stored.heldPayload !== null && stored.heldPayload !== undefined;
+  return stored !== undefined && 'heldPayload' in stored && stored.heldPayload ? stored.heldPayload : undefined;
 }
 
 /** A host that completes where it starts (a plain or script task) never arms its boundaries: they are skipped with it. */

@@ -1,7 +1,8 @@
 // Instance-level transitions: start (or find by business key) and cancel.
 import { deriveStatus, startPlan } from './advance.ts';
-import { emptyEffects, type Variables } from '../model/effects.ts';
+import { emptyEffects, type InstanceState, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
+import { indexPlan } from './plan-index.ts';
 import { claimParkedPolls, deliverHanded, settleUnwritten } from './poll-delivery.ts';
 import { commitTransition, needsCommitTransition } from './transition.ts';
 import type { InstanceStatus } from '../model/vocabulary.ts';
@@ -130,7 +131,7 @@ export async function startInTransaction(
     ...(req.version !== undefined ? { version: req.version } : {}),
   });
   if (!inserted.ok || !inserted.created) return inserted;
-  const instance = { ...inserted.instance, state: { flows: {}, steps: {} } };
+  const instance: typeof inserted.instance & { state: InstanceState } = { ...inserted.instance, state: { flows: {}, steps: {} } };
   const plan = await planOf(engine, instance.definition_id, tx);
   if (plan.bodyOf)
     throw new BatonError(
@@ -145,6 +146,14 @@ export async function startInTransaction(
       `Process ${plan.processKey} has no none start event: it starts only when its timer start event fires, on its message or signal, or when its start condition holds (POST /api/conditions)`,
     );
   }
+  // A message, signal or conditional start event with output mappings writes only their targets
+  // (Zeebe's rule): the payload is held on its row until they ran (advance.ts).
+  const startStep = startEventId ? indexPlan(plan).steps.get(startEventId) : undefined;
+  let vars = variables;
+  if (startStep?.io?.outputs.length && Object.keys(variables).length > 0) {
+    instance.state.loops = { [startStep.id]: { heldPayload: variables } };
+    vars = {};
+  }
   const fx = emptyEffects();
   fx.events.push({
     kind: 'instance:started',
@@ -154,10 +163,10 @@ export async function startInTransaction(
       ...(startEventId ? { startEvent: startEventId } : {}),
     },
   });
-  startPlan(plan, instance.state, variables, fx, startEventId);
+  startPlan(plan, instance.state, vars, fx, startEventId);
   // The row was inserted as 'running'; only a change (an instant end or incident) is an event.
-  const status = await commitTransition(tx, { ...instance, status: 'running' }, fx, variables, { plan });
-  return { ok: true, created: true, instance: { ...instance, status, revision: 1 } };
+  const status = await commitTransition(tx, { ...instance, status: 'running' }, fx, vars, { plan });
+  return { ok: true, created: true, instance: { ...instance, variables: vars, status, revision: 1 } };
 }
 
 export type CancelInstanceResult =

@@ -3,7 +3,8 @@
 // signal carries, against a real PostgreSQL through the HTTP API, in both dialects: inputs are the
 // element's locals and never reach the process, outputs land where mapped, a mapping that fails
 // stops the element in an io_mapping incident with nothing written (and no signal sent), and its
-// retry after fixing the variables moves on.
+// retry after fixing the variables moves on. A message or signal start event maps its payload:
+// only the targets of its output mappings reach the new instance.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   complete,
@@ -165,6 +166,63 @@ describe('mappings on elements the token passes at once', () => {
     expect(work.variables).toEqual({ max: 3, fits: true });
     await complete(t.api, work, 'w');
     await waitForStatus(t.api, id, 'completed');
+  });
+
+  it('given output mappings on a message start event and a signal start event, then only their targets of the payload reach the new instance; one that fails opens it in an io_mapping incident with nothing written, and the retry with the variable set moves on', async () => {
+    const messageStart = (id: string, output: string) =>
+      definitions(
+        ZEEBE,
+        id,
+        `<bpmn:startEvent id="ordered">${zeebeIo(output)}<bpmn:messageEventDefinition messageRef="M" /></bpmn:startEvent>
+    <bpmn:serviceTask id="work"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-work" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="ordered" targetRef="work" />
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end" />`,
+      ).replace('<bpmn:process', `<bpmn:message id="M" name="${id}-ordered" />\n  <bpmn:process`);
+    await deployMappingsRun(t.api, messageStart('em_msgstart', '<zeebe:output source="=order.id" target="orderId" />'));
+    const sent = await t.api.post('/api/messages', {
+      name: 'em_msgstart-ordered',
+      variables: { order: { id: 'o-9' }, noise: 1 },
+    });
+    expect(sent.status, JSON.stringify(sent.body)).toBeLessThan(300);
+    const work = await fetchOne(t.api, 'w', 'em_msgstart-work');
+    expect(work.variables).toEqual({ orderId: 'o-9' });
+    await complete(t.api, work, 'w');
+    await waitForStatus(t.api, work.instanceId, 'completed');
+
+    await deployMappingsRun(t.api, messageStart('em_msgbad', '<zeebe:output source="=2 in (1..max)" target="fits" />'));
+    const bad = await t.api.post('/api/messages', { name: 'em_msgbad-ordered', variables: { max: 'x' } });
+    expect(bad.status, JSON.stringify(bad.body)).toBeLessThan(300);
+    const id = bad.body.instanceId as string;
+    const incident = await incidentOf(id);
+    expect(incident).toMatchObject({ stepId: 'ordered', kind: 'io_mapping' });
+    expect((await instanceOf(t.api, id)).variables).toEqual({});
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 3 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const fixed = await fetchOne(t.api, 'w', 'em_msgbad-work');
+    expect(fixed.variables).toEqual({ max: 3, fits: true });
+    await complete(t.api, fixed, 'w');
+    await waitForStatus(t.api, id, 'completed');
+
+    await deployMappingsRun(
+      t.api,
+      definitions(
+        ZEEBE,
+        'em_sigstart',
+        `<bpmn:startEvent id="alarm">${zeebeIo('<zeebe:output source="=level * 10" target="score" />')}<bpmn:signalEventDefinition signalRef="sig" /></bpmn:startEvent>
+    <bpmn:serviceTask id="work"><bpmn:extensionElements><zeebe:taskDefinition type="em_sigstart-work" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="alarm" targetRef="work" />
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end" />`,
+        'em-alarm',
+      ),
+    );
+    const broadcast = await t.api.post('/api/signals', { name: 'em-alarm', variables: { level: 4, noise: true } });
+    expect(broadcast.status, JSON.stringify(broadcast.body)).toBeLessThan(300);
+    const alarmed = await fetchOne(t.api, 'w', 'em_sigstart-work');
+    expect(alarmed.variables).toEqual({ score: 40 });
+    await complete(t.api, alarmed, 'w');
+    await waitForStatus(t.api, alarmed.instanceId, 'completed');
   });
 });
 
