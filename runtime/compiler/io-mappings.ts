@@ -147,8 +147,9 @@ function passes(node: GraphNode): boolean {
   return node.kind === 'endEvent' || node.kind === 'passThrough' || node.kind === 'signalThrow';
 }
 
-/** The triggers whose firing runs a catch event's output mappings: over a payload, or over the variables alone. */
+/** The triggers whose firing runs a catch event's output mappings: over a payload (an error's variables too), or over the variables alone. */
 const FIRED_BY = [
+  'bpmn:ErrorEventDefinition',
   'bpmn:MessageEventDefinition',
   'bpmn:SignalEventDefinition',
   'bpmn:TimerEventDefinition',
@@ -156,8 +157,9 @@ const FIRED_BY = [
 ];
 
 /**
- * A message, signal, timer or conditional catch event, receive task or boundary event: its output
- * mappings run when it fires, over the payload of a message or signal. After an event-based
+ * A message, signal, timer or conditional catch event, receive task or boundary event, or an
+ * error boundary: its output mappings run when it fires, over the payload of a message or signal
+ * or the variables an error carries. After an event-based
  * gateway the first event to come wins the race whatever its mappings make of the payload: one
  * that cannot be mapped still ends the race, and waits in its incident. A non-interrupting
  * boundary maps each firing's payload before its path runs.

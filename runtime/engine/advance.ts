@@ -264,13 +264,39 @@ function mapPayload(
     fireWait(plan, step.id, state, vars, fx, data, retried && step.boundary?.interrupting === true);
 }
 
+/**
+ * An error boundary or error event subprocess catches a business error: its code and message go
+ * to the variables the catcher names; a boundary with output mappings maps what the error carries
+ * (a worker's or a person's variables), writing only their targets. One that fails holds them in
+ * the boundary's incident, its host interrupted all the same. Without mappings the caller has
+ * written the error's variables as the reporting step's (catchesMapped).
+ */
+export function catchError(
+  plan: Plan,
+  catcher: PlanStep,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  caught: { code: string | null; message?: string | null; variables?: Variables },
+  data: Record<string, unknown>,
+): void {
+  writeCaughtVariables(plan, catcher, state, vars, caught, fx);
+  if (catchesMapped(catcher)) return mapPayload(plan, catcher, state, vars, caught.variables ?? {}, fx, data);
+  fireWait(plan, catcher.id, state, vars, fx, data);
+}
+
+/** Whether the catcher maps what the error carries (its output mappings), instead of writing it. */
+export function catchesMapped(catcher: PlanStep | undefined): boolean {
+  return catcher !== undefined && catcher.wait?.trigger === 'error' && mapsWhenFired(catcher);
+}
+
 /** Whether a firing of `step` goes through its output mappings (compiler/io-mappings.ts): a timer's and a condition's over the variables alone. */
 function mapsWhenFired(step: PlanStep): boolean {
   const trigger = step.wait?.trigger;
   return (
     (step.kind === 'catchEvent' || step.kind === 'boundaryEvent') &&
     (step.io?.outputs.length ?? 0) > 0 &&
-    (trigger === 'message' || trigger === 'signal' || trigger === 'timer' || trigger === 'conditional')
+    (trigger === 'message' || trigger === 'signal' || trigger === 'timer' || trigger === 'conditional' || trigger === 'error')
   );
 }
 
@@ -743,8 +769,7 @@ function throwError(plan: Plan, step: PlanStep, state: InstanceState, vars: Vari
     stepId: step.id,
     data: { errorCode: code ?? null, caughtBy: boundary.id },
   });
-  writeCaughtVariables(plan, boundary, state, vars, { code: code ?? null }, fx);
-  fireWait(plan, boundary.id, state, vars, fx, { errorCode: code ?? null, thrownBy: step.id });
+  catchError(plan, boundary, state, vars, fx, { code: code ?? null }, { errorCode: code ?? null, thrownBy: step.id });
 }
 
 /**

@@ -7,6 +7,7 @@
 // ended the step, the loop pass moved on) is dropped.
 import type { Logger } from 'pino';
 import {
+  catchError,
   completeLoopElement,
   completeStep,
   findErrorBoundary,
@@ -149,8 +150,15 @@ function applyReturn(plan: Plan, parent: LockedInstance, row: CallReturnRow, var
   const code = row.error_code ?? undefined;
   const boundary = findErrorBoundary(plan, stepId, code, parent.state);
   if (boundary?.wait?.trigger === 'error') {
-    writeCaughtVariables(plan, boundary, parent.state, vars, { code: row.error_code, message: row.error_message }, fx);
-    fireWait(plan, boundary.id, parent.state, vars, fx, { errorCode: row.error_code, ...child });
+    catchError(
+      plan,
+      boundary,
+      parent.state,
+      vars,
+      fx,
+      { code: row.error_code, message: row.error_message },
+      { errorCode: row.error_code, ...child },
+    );
     return;
   }
   if (parent.state.calledBy !== undefined) {

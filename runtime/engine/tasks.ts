@@ -5,7 +5,15 @@
 // (completeTasks) writes the optimistic path's statements in one locked transaction.
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import { resultVariables } from './io-mappings.ts';
-import { completeLoopElement, completeStep, deriveStatus, findErrorBoundary, fireWait, throwToParent } from './advance.ts';
+import {
+  catchError,
+  catchesMapped,
+  completeLoopElement,
+  completeStep,
+  deriveStatus,
+  findErrorBoundary,
+  throwToParent,
+} from './advance.ts';
 import { emptyEffects, type Effects, type Variables } from '../model/effects.ts';
 import { planOf, type Engine } from './context.ts';
 import { commitTransition, needsCommitTransition } from './transition.ts';
@@ -26,7 +34,7 @@ import {
 import { listCompensations } from '../store/compensations.ts';
 import { finishHandler, startSaga } from './compensate.ts';
 import { indexPlan } from './plan-index.ts';
-import { writeCaughtVariables, writeVariables } from './scope-variables.ts';
+import { writeVariables } from './scope-variables.ts';
 import { BatonError } from '../shared/errors.ts';
 import { fault } from '../shared/faults.ts';
 import { jsonbTextBytes } from '../shared/variables-size.ts';
@@ -450,18 +458,20 @@ export async function reportBpmnError(engine: Engine, req: BpmnErrorRequest): Pr
     const plan = await planOf(engine, instance.definition_id, tx);
     const variables = { ...instance.variables };
     const fx = emptyEffects();
-    writeVariables(plan, indexPlan(plan).steps.get(task.step_id), instance.state, variables, req.variables, fx);
+    const boundary = findErrorBoundary(plan, task.step_id, req.errorCode, instance.state);
+    // A catcher with output mappings maps the error's variables; otherwise they are written as the task's.
+    if (!catchesMapped(boundary))
+      writeVariables(plan, indexPlan(plan).steps.get(task.step_id), instance.state, variables, req.variables, fx);
     fx.events.push({
       kind: 'task:bpmn_error',
       stepId: task.step_id,
       taskId: task.id,
       data: { workerId: req.workerId, attempt: task.attempt, errorCode: req.errorCode },
     });
-    const boundary = findErrorBoundary(plan, task.step_id, req.errorCode, instance.state);
     if (boundary?.wait?.trigger === 'error') {
       await markTaskCaught(tx, task.id);
-      writeCaughtVariables(plan, boundary, instance.state, variables, { code: req.errorCode, message: req.errorMessage }, fx);
-      fireWait(plan, boundary.id, instance.state, variables, fx, { errorCode: req.errorCode });
+      const caught = { code: req.errorCode, message: req.errorMessage, variables: req.variables };
+      catchError(plan, boundary, instance.state, variables, fx, caught, { errorCode: req.errorCode });
       await commitTransition(tx, instance, fx, variables, { plan });
       return result;
     }

@@ -11,7 +11,15 @@ import { findUserTask, setUserTaskAssignee, type UserTaskRow } from '../store/us
 import { planOf, type Engine } from './context.ts';
 import { indexPlan } from './plan-index.ts';
 import { taskResultOf } from './tasks.ts';
-import { completeLoopElement, findErrorBoundary, findEscalationCatcher, fireWait, throwToParent } from './advance.ts';
+import {
+  catchError,
+  catchesMapped,
+  completeLoopElement,
+  findErrorBoundary,
+  findEscalationCatcher,
+  fireWait,
+  throwToParent,
+} from './advance.ts';
 import { commitTransition } from './transition.ts';
 import { writeCaughtVariables, writeVariables } from './scope-variables.ts';
 import { checkForm } from './user-task-details.ts';
@@ -235,7 +243,10 @@ export async function throwUserTaskError(
     const plan = await planOf(engine, task.definition_id, tx);
     const variables = { ...instance.variables };
     const fx = emptyEffects();
-    writeVariables(plan, indexPlan(plan).steps.get(task.step_id), instance.state, variables, error.variables, fx);
+    const boundary = findErrorBoundary(plan, task.step_id, error.errorCode, instance.state);
+    // A catcher with output mappings maps the error's variables; otherwise they are written as the task's.
+    if (!catchesMapped(boundary))
+      writeVariables(plan, indexPlan(plan).steps.get(task.step_id), instance.state, variables, error.variables, fx);
     fx.events.push({
       kind: 'userTask:bpmn_error',
       stepId: task.step_id,
@@ -247,10 +258,9 @@ export async function throwUserTaskError(
         ...(actor.caller ? { by: actor.caller } : {}),
       },
     });
-    const boundary = findErrorBoundary(plan, task.step_id, error.errorCode, instance.state);
     if (boundary?.wait?.trigger === 'error') {
-      writeCaughtVariables(plan, boundary, instance.state, variables, { code: error.errorCode, message: error.errorMessage }, fx);
-      fireWait(plan, boundary.id, instance.state, variables, fx, { errorCode: error.errorCode });
+      const caught = { code: error.errorCode, message: error.errorMessage, variables: error.variables };
+      catchError(plan, boundary, instance.state, variables, fx, caught, { errorCode: error.errorCode });
     } else if (instance.state.calledBy !== undefined) {
       throwToParent(plan, task.step_id, error.errorCode, error.errorMessage ?? null, instance.state, fx);
     } else {

@@ -5,7 +5,8 @@
 // and keeps the payload, and the retry after fixing the variables maps it again and moves on. An
 // interrupting boundary event maps its message the same way, and interrupts its host either way;
 // a non-interrupting one maps each firing, and one that fails holds its firing while the host goes on;
-// a timer or conditional catch event runs its output mappings over the variables when it fires.
+// a timer or conditional catch event runs its output mappings over the variables when it fires,
+// and an error boundary maps the variables a worker reports with the error.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   complete,
@@ -485,5 +486,66 @@ describe('output mappings on catch events', () => {
     expect((await instanceOf(t.api, id)).variables).toEqual({ reminders: 2 });
     await complete(t.api, await fetchOne(t.api, 'w', 'cm_cycle-work'), 'w');
     await waitForStatus(t.api, id, 'completed');
+  });
+  it('given output mappings on an error boundary, then only their targets of the variables a worker reports with the error are written; one that fails holds them in its incident with the task ended, and the retry moves on', async () => {
+    /** start -> charge (service task) -> end; charge's error boundary "declined" (CARD_DECLINED) -> notify -> notified */
+    const errorXml = (id: string, output: string) => `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:error id="E" errorCode="CARD_DECLINED" />
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:serviceTask id="charge"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-charge" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:boundaryEvent id="declined" attachedToRef="charge">
+      <bpmn:extensionElements><zeebe:ioMapping>${output}</zeebe:ioMapping></bpmn:extensionElements>
+      <bpmn:errorEventDefinition errorRef="E" />
+    </bpmn:boundaryEvent>
+    <bpmn:serviceTask id="notify"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-notify" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:endEvent id="notified" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="charge" />
+    <bpmn:sequenceFlow id="f2" sourceRef="charge" targetRef="end" />
+    <bpmn:sequenceFlow id="f3" sourceRef="declined" targetRef="notify" />
+    <bpmn:sequenceFlow id="f4" sourceRef="notify" targetRef="notified" />
+  </bpmn:process>
+</bpmn:definitions>`;
+    const decline = (task: { id: string; lockToken: string }, variables: Record<string, unknown>) =>
+      t.api.post(`/api/external-tasks/${task.id}/bpmn-error`, {
+        workerId: 'w',
+        lockToken: task.lockToken,
+        errorCode: 'CARD_DECLINED',
+        variables,
+      });
+
+    await deployClean(errorXml('cm_err', '<zeebe:output source="=reason" target="declineReason" />'));
+    const id = await start(t.api, 'cm_err', { variables: { order: 'e-1' } });
+    const charge = await fetchOne(t.api, 'w', 'cm_err-charge');
+    expect((await decline(charge, { reason: 'no funds', trace: 'x' })).status).toBe(204);
+    const notify = await fetchOne(t.api, 'w', 'cm_err-notify');
+    expect(notify.variables).toEqual({ order: 'e-1', declineReason: 'no funds' });
+    await complete(t.api, notify, 'w');
+    await waitForStatus(t.api, id, 'completed');
+
+    await deployClean(errorXml('cm_errbad', '<zeebe:output source="=2 in (1..max)" target="fits" />'));
+    const bad = await start(t.api, 'cm_errbad', { variables: { max: 'x' } });
+    const chargeBad = await fetchOne(t.api, 'w', 'cm_errbad-charge');
+    expect((await decline(chargeBad, { reason: 'no funds' })).status).toBe(204);
+    const incident = await waitFor(
+      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
+      10_000,
+      'the incident',
+    );
+    expect(incident).toMatchObject({ stepId: 'declined', kind: 'io_mapping' });
+    // The error ended the task: a late complete is refused, and nothing of the error was written.
+    expect((await complete(t.api, chargeBad, 'w')).status).toBe(409);
+    const stuck = await instanceOf(t.api, bad);
+    expect((stuck.steps as any[]).find((s) => s.stepId === 'charge')?.status).toBe('canceled');
+    expect(stuck.variables).toEqual({ max: 'x' });
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 5 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const notifyBad = await fetchOne(t.api, 'w', 'cm_errbad-notify');
+    expect(notifyBad.variables).toEqual({ max: 5, fits: true });
+    await complete(t.api, notifyBad, 'w');
+    const done = await waitForStatus(t.api, bad, 'completed');
+    expect((done.steps as any[]).find((s) => s.stepId === 'end')?.status).not.toBe('completed');
   });
 });
