@@ -109,15 +109,12 @@ export function readIoMappings(graph: ProcessGraph): {
       );
       continue;
     }
-    if (
-      (node.kind === 'catchEvent' || node.kind === 'boundaryEvent') &&
-      node.element.$type !== 'bpmn:UserTask' &&
-      spec.inputs.length > 0
-    ) {
+    // A catch event's inputs are its locals while it waits (advance.ts startWait); a boundary waits with its host, whose inputs are the host's.
+    if (node.kind === 'boundaryEvent' && spec.inputs.length > 0) {
       diagnostics.push(
         warningAt(
           node.id,
-          `${describeElement(node.element)}: input mappings are not run on a catch event (its output mappings are): its timer, condition or correlation key reads the variables as they are`,
+          `${describeElement(node.element)}: input mappings are not run on a boundary event (its output mappings are): its timer, condition or correlation key reads the variables as they are`,
         ),
       );
       spec.inputs = [];

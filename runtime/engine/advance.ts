@@ -319,9 +319,10 @@ function mapFired(
   );
   const stored = state.loops?.[step.id];
   const wasHeld = stored !== undefined && 'heldPayload' in stored && stored.heldPayload !== null;
-  // A repeating boundary's row also counts its firings: the payload is kept beside the count.
+  // A repeating boundary's row also counts its firings, a catch event's holds its inputs' locals:
+  // the payload is kept beside them.
   const keep = (held: HeldPayload): void => {
-    const kept = stored !== undefined && 'pass' in stored ? { ...stored, ...held } : held;
+    const kept = stored !== undefined && ('pass' in stored || 'locals' in stored) ? { ...stored, ...held } : held;
     (state.loops ??= {})[step.id] = kept;
     fx.loops[step.id] = kept;
   };
@@ -695,6 +696,15 @@ function startWait(plan: Plan, step: PlanStep, state: InstanceState, vars: Varia
       `${what} of ${step.id}: ${message}. Fix the variables, then retry the incident.`,
       details,
     );
+  // A catch event's input mappings are its locals, which its key, timer, condition and outputs read.
+  if (step.kind === 'catchEvent' && wait.trigger !== 'user' && step.io?.inputs.length) {
+    const inputs = mapInputs(step, vars, scopeLocals(plan, step, state));
+    if (!inputs.ok) return raiseIncident(plan, state, fx, step.id, 'io_mapping', inputs.message, inputs.details);
+    if (inputs.writes) writeVariables(plan, step, state, vars, inputs.writes, fx);
+    const own = { locals: inputs.locals };
+    (state.loops ??= {})[step.id] = own;
+    fx.loops[step.id] = own;
+  }
   if (wait.trigger === 'message' && wait.correlationKey) {
     const key = evaluateKey(wait.correlationKey, visibleVariables(plan, step, state, vars));
     if (!key.ok) return stuck('Correlation key', key.message, { correlationKey: wait.correlationKey });

@@ -63,10 +63,21 @@ export function scopeLocals(plan: Plan, step: PlanStep, state: InstanceState, pa
   return locals;
 }
 
-/** The variables `step` reads: the process variables with the locals of the scopes around it over them. */
+/**
+ * The variables `step` reads: the process variables with the locals of the scopes around it over
+ * them, and a catch event's own inputs over those (its key, timer, condition and outputs read them).
+ */
 export function visibleVariables(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables): Variables {
   const locals = scopeLocals(plan, step, state);
-  return locals ? { ...vars, ...locals } : vars;
+  const own = waitLocals(step, state);
+  return locals || own ? { ...vars, ...locals, ...own } : vars;
+}
+
+/** The locals a catch event's input mappings made as it started waiting (a user task keeps its own on its task). */
+export function waitLocals(step: PlanStep, state: InstanceState): Variables | undefined {
+  if (step.kind !== 'catchEvent' || step.elementType === 'bpmn:UserTask' || !step.io?.inputs.length) return undefined;
+  const stored = state.loops?.[step.id];
+  return stored && 'locals' in stored ? stored.locals : undefined;
 }
 
 /**

@@ -6,7 +6,8 @@
 // interrupting boundary event maps its message the same way, and interrupts its host either way;
 // a non-interrupting one maps each firing, and one that fails holds its firing while the host goes on;
 // a timer or conditional catch event runs its output mappings over the variables when it fires,
-// and an error boundary maps the variables a worker reports with the error.
+// and an error boundary maps the variables a worker reports with the error. A catch event's input
+// mappings are its locals while it waits: its correlation key and outputs read them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   complete,
@@ -547,5 +548,44 @@ describe('output mappings on catch events', () => {
     await complete(t.api, notifyBad, 'w');
     const done = await waitForStatus(t.api, bad, 'completed');
     expect((done.steps as any[]).find((s) => s.stepId === 'end')?.status).not.toBe('completed');
+  });
+  it('given input mappings on a message catch event, then its correlation key and outputs read them, they never reach the process, and one that fails holds the event in an io_mapping incident until the retry', async () => {
+    await deployClean(
+      zeebe(
+        'cm_in',
+        '<zeebe:input source="=order.id" target="key" /><zeebe:input source="=10" target="bonus" /><zeebe:output source="=payment.amount + bonus" target="total" />',
+      ).replace('correlationKey="=order.id"', 'correlationKey="=key"'),
+    );
+    const id = await start(t.api, 'cm_in', { variables: { order: { id: 'i-1' } } });
+    await waitForActiveStep(t.api, id, 'paid');
+    const sent = await t.api.post('/api/messages', {
+      name: 'cm_in-paid',
+      correlationKey: 'i-1',
+      variables: { payment: { amount: 5 } },
+    });
+    expect(sent.body).toMatchObject({ status: 'matched', instanceId: id });
+    const ship = await fetchOne(t.api, 'w', 'cm_in-ship');
+    expect(ship.variables).toEqual({ order: { id: 'i-1' }, total: 15 });
+    await complete(t.api, ship, 'w');
+    expect((await waitForStatus(t.api, id, 'completed')).variables).toEqual({ order: { id: 'i-1' }, total: 15 });
+
+    await deployClean(zeebe('cm_inbad', '<zeebe:input source="=2 in (1..max)" target="fits" />'));
+    const bad = await start(t.api, 'cm_inbad', { variables: { order: { id: 'i-2' }, max: 'x' } });
+    const incident = await waitFor(
+      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
+      10_000,
+      'the incident',
+    );
+    expect(incident).toMatchObject({ stepId: 'paid', kind: 'io_mapping' });
+    expect(incident.message).toMatch(/^Input mapping of event paid to fits/);
+    // Not waiting: the message is kept in the inbox, and taken once the retry starts the wait.
+    const early = await t.api.post('/api/messages', { name: 'cm_inbad-paid', correlationKey: 'i-2', variables: { paid: true } });
+    expect(early.body.status).toBe('buffered');
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 5 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const shipBad = await fetchOne(t.api, 'w', 'cm_inbad-ship');
+    expect(shipBad.variables).toEqual({ order: { id: 'i-2' }, max: 5, paid: true });
+    await complete(t.api, shipBad, 'w');
+    await waitForStatus(t.api, bad, 'completed');
   });
 });
