@@ -497,8 +497,9 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
     return;
   }
-  // A boundary is armed with its host; it activates here only when its incident (a timer that could not be set) is retried.
-  if (step.kind === 'catchEvent' || step.kind === 'boundaryEvent') {
+  // A boundary is armed with its host, an event subprocess's start with its scope: they activate
+  // here only when their incident (a key or timer that could not be computed) is retried.
+  if (step.kind === 'catchEvent' || step.kind === 'boundaryEvent' || step.kind === 'eventSubProcessStart') {
     // A payload its output mappings could not map waits on its row: the retry maps it again (its boundaries still wait).
     // Any other start of the step drops one left by a canceled wait.
     const held = state.loops?.[step.id];

@@ -193,6 +193,55 @@ describe('event subprocesses', () => {
     ]);
   });
 
+  it('given an event subprocess start whose correlation key cannot be computed, then it holds a condition_error incident while the main flow runs, and the retry with the variable set makes it wait without firing it', async () => {
+    await deploy(
+      t.api,
+      `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_esp_badkey" targetNamespace="https://baton.dev/test">
+  <bpmn:message id="M" name="esp_badkey-stop"><bpmn:extensionElements><zeebe:subscription correlationKey="=order.id" /></bpmn:extensionElements></bpmn:message>
+  <bpmn:process id="esp_badkey" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:serviceTask id="work"><bpmn:extensionElements><zeebe:taskDefinition type="esp_badkey-work" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work" />
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end" />
+    <bpmn:subProcess id="stop" triggeredByEvent="true">
+      <bpmn:startEvent id="stop_start"><bpmn:messageEventDefinition messageRef="M" /></bpmn:startEvent>
+      <bpmn:serviceTask id="stop_task"><bpmn:extensionElements><zeebe:taskDefinition type="esp_badkey-stop" /></bpmn:extensionElements></bpmn:serviceTask>
+      <bpmn:endEvent id="stop_end" />
+      <bpmn:sequenceFlow id="s1" sourceRef="stop_start" targetRef="stop_task" />
+      <bpmn:sequenceFlow id="s2" sourceRef="stop_task" targetRef="stop_end" />
+    </bpmn:subProcess>
+  </bpmn:process>
+</bpmn:definitions>`,
+    );
+    const id = await start(t.api, 'esp_badkey', { variables: { order: 'no id here' } });
+    const incident = await waitFor(
+      async () => ((await t.api.get(`/api/incidents?instanceId=${id}`)).body.items as any[])[0],
+      10_000,
+      'the incident',
+    );
+    expect(incident).toMatchObject({ stepId: 'stop_start', kind: 'condition_error' });
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { order: { id: 'k-1' } } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const waiting = await instanceOf(t.api, id);
+    expect(waiting.status).toBe('running');
+    expect([statusOf(waiting, 'work'), statusOf(waiting, 'stop_start'), statusOf(waiting, 'stop')]).toEqual([
+      'active',
+      'active',
+      undefined,
+    ]);
+    expect(await fetchTasks(t.api, 'w', ['esp_badkey-stop'])).toEqual([]);
+    // It waits for its message under the key now computed.
+    const sent = await t.api.post('/api/messages', { name: 'esp_badkey-stop', correlationKey: 'k-1' });
+    expect(sent.body).toMatchObject({ status: 'matched', instanceId: id });
+    const stopTask = await fetchOne(t.api, 'w', 'esp_badkey-stop');
+    expect(stopTask.instanceId).toBe(id);
+    expect((await complete(t.api, stopTask, 'w')).status).toBe(204);
+    const done = await waitForStatus(t.api, id, 'completed');
+    expect([statusOf(done, 'work'), statusOf(done, 'stop')]).toEqual(['canceled', 'completed']);
+  });
+
   it('given an operator replay of an instance whose event subprocess waits, then the replayed generation waits for it again', async () => {
     await deploy(
       t.api,
