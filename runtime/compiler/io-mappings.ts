@@ -27,6 +27,7 @@ const WHAT: Record<string, string> = {
   catchEvent: 'Catch event',
   boundaryEvent: 'Boundary event',
   startEvent: 'Start event',
+  eventSubProcessStart: 'Start event',
   endEvent: 'End event',
   signalThrow: 'Signal event',
   'bpmn:Task': 'Task',
@@ -109,12 +110,13 @@ export function readIoMappings(graph: ProcessGraph): {
       );
       continue;
     }
-    // A catch event's inputs are its locals while it waits (advance.ts startWait); a boundary waits with its host, whose inputs are the host's.
-    if (node.kind === 'boundaryEvent' && spec.inputs.length > 0) {
+    // A catch event's inputs are its locals while it waits (advance.ts startWait); a boundary waits
+    // with its host, whose inputs are the host's, and an event subprocess's start with its scope.
+    if ((node.kind === 'boundaryEvent' || node.kind === 'eventSubProcessStart') && spec.inputs.length > 0) {
       diagnostics.push(
         warningAt(
           node.id,
-          `${describeElement(node.element)}: input mappings are not run on a boundary event (its output mappings are): its timer, condition or correlation key reads the variables as they are`,
+          `${describeElement(node.element)}: input mappings are not run on a boundary event or an event subprocess's start (its output mappings are): its timer, condition or correlation key reads the variables as they are; put them on the event subprocess`,
         ),
       );
       spec.inputs = [];
@@ -154,15 +156,16 @@ const FIRED_BY = [
 ];
 
 /**
- * A message, signal, timer or conditional catch event, receive task or boundary event, or an
- * error boundary: its output mappings run when it fires, over the payload of a message or signal
+ * A message, signal, timer or conditional catch event, receive task, boundary event or event
+ * subprocess start, or an error boundary or start: its output mappings run when it fires, over the payload of a message or signal
  * or the variables an error carries. After an event-based
  * gateway the first event to come wins the race whatever its mappings make of the payload: one
  * that cannot be mapped still ends the race, and waits in its incident. A non-interrupting
  * boundary maps each firing's payload before its path runs.
  */
 function mapsWhenFired(node: GraphNode): boolean {
-  if ((node.kind !== 'catchEvent' && node.kind !== 'boundaryEvent') || node.element.$type === 'bpmn:UserTask') return false;
+  const catches = node.kind === 'catchEvent' || node.kind === 'boundaryEvent' || node.kind === 'eventSubProcessStart';
+  if (!catches || node.element.$type === 'bpmn:UserTask') return false;
   const definitions = (node.element as { eventDefinitions?: { $type: string }[] }).eventDefinitions ?? [];
   return node.element.$type === 'bpmn:ReceiveTask' || definitions.some((d) => FIRED_BY.includes(d.$type));
 }

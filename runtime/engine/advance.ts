@@ -27,6 +27,7 @@ import {
   disarmEventSubProcesses,
   eventStartsOf,
   fireEventSubProcess,
+  interruptScope,
   rearm,
   settleProcess,
   type ScopeMoves,
@@ -294,7 +295,7 @@ export function catchesMapped(catcher: PlanStep | undefined): boolean {
 function mapsWhenFired(step: PlanStep): boolean {
   const trigger = step.wait?.trigger;
   return (
-    (step.kind === 'catchEvent' || step.kind === 'boundaryEvent') &&
+    (step.kind === 'catchEvent' || step.kind === 'boundaryEvent' || step.kind === 'eventSubProcessStart') &&
     (step.io?.outputs.length ?? 0) > 0 &&
     (trigger === 'message' || trigger === 'signal' || trigger === 'timer' || trigger === 'conditional' || trigger === 'error')
   );
@@ -330,6 +331,9 @@ function mapFired(
     keep({ heldPayload: payload, ...(data ? { heldData: data } : {}) });
     fx.endedWaits.push(step.id);
     if (step.boundary?.interrupting) interruptHost(plan, step, state, vars, fx);
+    // An interrupting event subprocess's trigger has interrupted its scope all the same (Zeebe's order).
+    if (step.kind === 'eventSubProcessStart' && !repeatsOf(ownerOf(plan, step)))
+      interruptScope(plan, step, scopeMoves(plan, state, vars, fx));
     // After an event-based gateway it won the race all the same: the other events stop waiting.
     endRace(plan, step, state, vars, fx);
     raiseIncident(plan, state, fx, step.id, 'io_mapping', mapped.message, mapped.details);

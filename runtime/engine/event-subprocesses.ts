@@ -46,15 +46,7 @@ export function armEventSubProcesses(plan: Plan, scope: string | undefined, move
  * runs; when the body ends, the scope ends with it.
  */
 export function fireEventSubProcess(plan: Plan, start: PlanStep, moves: ScopeMoves, data?: Record<string, unknown>): void {
-  const eventSub = stepById(plan, start.scope as string);
-  const scope = eventSub.scope;
-  // Everything else in the scope ends, non-interrupting event subprocesses that run included.
-  for (const step of plan.steps) {
-    if (step === eventSub || step === start || isInsideScope(plan, step.id, eventSub.id)) continue;
-    if (scope !== undefined && !isInsideScope(plan, step.id, scope)) continue;
-    moves.cancel(step, eventSub.id);
-  }
-  for (const other of eventStartsOf(plan, scope)) if (other !== start.id) moves.cancel(stepById(plan, other), eventSub.id);
+  const eventSub = interruptScope(plan, start, moves);
   // Inputs that fail hold it in an incident before its body runs; the retry enters it (advance.ts).
   const entered = moves.enter(eventSub);
   if (entered) {
@@ -65,6 +57,23 @@ export function fireEventSubProcess(plan: Plan, start: PlanStep, moves: ScopeMov
   moves.endWait(start.id);
   moves.event({ kind: 'step:completed', stepId: start.id, data: { trigger: start.wait?.trigger, ...data } });
   if (entered) moves.leave(start);
+}
+
+/**
+ * An interrupting event subprocess's trigger came: everything else in its scope ends,
+ * non-interrupting event subprocesses that run included, and so do its siblings' waits. Done
+ * again when it fires after its start's incident, it finds nothing more open.
+ */
+export function interruptScope(plan: Plan, start: PlanStep, moves: Pick<ScopeMoves, 'cancel'>): PlanStep {
+  const eventSub = stepById(plan, start.scope as string);
+  const scope = eventSub.scope;
+  for (const step of plan.steps) {
+    if (step === eventSub || step === start || isInsideScope(plan, step.id, eventSub.id)) continue;
+    if (scope !== undefined && !isInsideScope(plan, step.id, scope)) continue;
+    moves.cancel(step, eventSub.id);
+  }
+  for (const other of eventStartsOf(plan, scope)) if (other !== start.id) moves.cancel(stepById(plan, other), eventSub.id);
+  return eventSub;
 }
 
 /** The scope's own work is done: its event subprocesses that never fired stop waiting. */

@@ -125,6 +125,7 @@ const WHAT_MAPS: Partial<Record<PlanStep['kind'], string>> = {
   subProcess: 'subprocess',
   eventSubProcess: 'subprocess',
   startEvent: 'event',
+  eventSubProcessStart: 'event',
   endEvent: 'event',
   signalThrow: 'event',
   boundaryEvent: 'event',

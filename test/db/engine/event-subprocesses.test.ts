@@ -1,7 +1,8 @@
 // Event subprocesses against a real PostgreSQL, through the HTTP API: armed while their scope
 // runs, their trigger (timer, message, error) interrupts that scope in one transition (its open
 // task's late complete answers 409) and runs their body; when the scope ends first, they stop
-// waiting; a non-interrupting one runs its body once per firing, beside the main flow.
+// waiting; a non-interrupting one runs its body once per firing, beside the main flow. A start
+// event's output mappings map its payload; a start whose incident is retried waits again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   complete,
@@ -395,5 +396,82 @@ describe('event subprocesses', () => {
     expect((await complete(t.api, tell, 'w')).status).toBe(204);
     const ended = await waitForStatus(t.api, bad, 'completed');
     expect(ended.variables).toEqual({ orderId: 'n-2', note: 'c', level: 1, lastNote: 'C' });
+  });
+  it('given output mappings on event subprocess starts (Camunda 8), then only their targets of the message reach the process; one that fails has interrupted the scope all the same (or, not interrupting, lets the main flow go on) and its retry runs the body', async () => {
+    /** start -> work -> end; an event subprocess on message `${id}-note` (interrupting or not) whose start maps the payload -> tell -> its end */
+    const xml = (id: string, output: string, interrupting: boolean) => `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:message id="M" name="${id}-note"><bpmn:extensionElements><zeebe:subscription correlationKey="=orderId" /></bpmn:extensionElements></bpmn:message>
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:serviceTask id="work"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-work" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work" />
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end" />
+    <bpmn:subProcess id="noting" triggeredByEvent="true">
+      <bpmn:startEvent id="n_start"${interrupting ? '' : ' isInterrupting="false"'}>
+        <bpmn:extensionElements><zeebe:ioMapping>${output}</zeebe:ioMapping></bpmn:extensionElements>
+        <bpmn:messageEventDefinition messageRef="M" />
+      </bpmn:startEvent>
+      <bpmn:serviceTask id="tell"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-tell" /></bpmn:extensionElements></bpmn:serviceTask>
+      <bpmn:endEvent id="n_end" />
+      <bpmn:sequenceFlow id="n1" sourceRef="n_start" targetRef="tell" />
+      <bpmn:sequenceFlow id="n2" sourceRef="tell" targetRef="n_end" />
+    </bpmn:subProcess>
+  </bpmn:process>
+</bpmn:definitions>`;
+    const note = (id: string, orderId: string, variables: Record<string, unknown>) =>
+      t.api.post('/api/messages', { name: `${id}-note`, correlationKey: orderId, variables });
+    const incidentOf = (id: string) =>
+      waitFor(async () => ((await t.api.get(`/api/incidents?instanceId=${id}`)).body.items as any[])[0], 10_000, 'the incident');
+
+    // Interrupting: the payload goes through the mapping.
+    await deployMappingsRun(t.api, xml('esp_so', '<zeebe:output source="=text" target="lastNote" />', true));
+    const id = await start(t.api, 'esp_so', { variables: { orderId: 's-1' } });
+    const work = await fetchOne(t.api, 'w', 'esp_so-work');
+    expect((await note('esp_so', 's-1', { text: 'hi', noise: 1 })).body).toMatchObject({ status: 'matched', instanceId: id });
+    const tell = await fetchOne(t.api, 'w', 'esp_so-tell');
+    expect(tell.variables).toEqual({ orderId: 's-1', lastNote: 'hi' });
+    expect((await complete(t.api, work, 'w')).status).toBe(409);
+    expect((await complete(t.api, tell, 'w')).status).toBe(204);
+    await waitForStatus(t.api, id, 'completed');
+
+    // Interrupting, failing: the main flow is interrupted at once; the retry runs the body.
+    await deployMappingsRun(t.api, xml('esp_sobad', '<zeebe:output source="=2 in (1..max)" target="fits" />', true));
+    const bad = await start(t.api, 'esp_sobad', { variables: { orderId: 's-2', max: 'x' } });
+    const badWork = await fetchOne(t.api, 'w', 'esp_sobad-work');
+    expect((await note('esp_sobad', 's-2', { text: 'x' })).body).toMatchObject({ status: 'matched', instanceId: bad });
+    const incident = await incidentOf(bad);
+    expect(incident).toMatchObject({ stepId: 'n_start', kind: 'io_mapping' });
+    expect(incident.message).toMatch(/^Output mapping of event n_start to fits/);
+    expect((await complete(t.api, badWork, 'w')).status).toBe(409);
+    expect(await fetchTasks(t.api, 'w', ['esp_sobad-tell'])).toEqual([]);
+    expect((await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 5 } })).status).toBeLessThan(300);
+    const badTell = await fetchOne(t.api, 'w', 'esp_sobad-tell');
+    expect(badTell.variables).toEqual({ orderId: 's-2', max: 5, fits: true });
+    expect((await complete(t.api, badTell, 'w')).status).toBe(204);
+    const badDone = await waitForStatus(t.api, bad, 'completed');
+    expect([statusOf(badDone, 'work'), statusOf(badDone, 'noting')]).toEqual(['canceled', 'completed']);
+
+    // Not interrupting, failing: the main flow goes on and ends; the incident keeps the instance open until the retry runs the body.
+    await deployMappingsRun(t.api, xml('esp_snbad', '<zeebe:output source="=2 in (1..max)" target="fits" />', false));
+    const side = await start(t.api, 'esp_snbad', { variables: { orderId: 's-3', max: 'x' } });
+    const sideWork = await fetchOne(t.api, 'w', 'esp_snbad-work');
+    expect((await note('esp_snbad', 's-3', { text: 'x' })).body).toMatchObject({ status: 'matched', instanceId: side });
+    const sideIncident = await incidentOf(side);
+    expect(sideIncident).toMatchObject({ stepId: 'n_start', kind: 'io_mapping' });
+    expect((await complete(t.api, sideWork, 'w')).status).toBe(204);
+    await waitFor(
+      async () => statusOf(await instanceOf(t.api, side), 'end') === 'completed' || undefined,
+      10_000,
+      'the main flow ended',
+    );
+    expect((await instanceOf(t.api, side)).status).toBe('incident');
+    expect((await t.api.post(`/api/incidents/${sideIncident.id}/retry`, { variables: { max: 5 } })).status).toBeLessThan(300);
+    const sideTell = await fetchOne(t.api, 'w', 'esp_snbad-tell');
+    expect(sideTell.variables).toEqual({ orderId: 's-3', max: 5, fits: true });
+    expect((await complete(t.api, sideTell, 'w')).status).toBe(204);
+    // Its scope had ended: it waits for nothing more, and the instance completes.
+    await waitForStatus(t.api, side, 'completed');
   });
 });
