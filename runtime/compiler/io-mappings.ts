@@ -149,6 +149,7 @@ function passes(node: GraphNode): boolean {
 /** The triggers whose firing runs a catch event's output mappings: over a payload (an error's variables too), or over the variables alone. */
 const FIRED_BY = [
   'bpmn:ErrorEventDefinition',
+  'bpmn:EscalationEventDefinition',
   'bpmn:MessageEventDefinition',
   'bpmn:SignalEventDefinition',
   'bpmn:TimerEventDefinition',
@@ -157,7 +158,7 @@ const FIRED_BY = [
 
 /**
  * A message, signal, timer or conditional catch event, receive task, boundary event or event
- * subprocess start, or an error boundary or start: its output mappings run when it fires, over the payload of a message or signal
+ * subprocess start, or an error or escalation boundary or start: its output mappings run when it fires, over the payload of a message or signal
  * or the variables an error carries. After an event-based
  * gateway the first event to come wins the race whatever its mappings make of the payload: one
  * that cannot be mapped still ends the race, and waits in its incident. A non-interrupting

@@ -9,9 +9,9 @@ import type { Diagnostic } from './plan.ts';
 /** Extension elements by moddle type (camunda's typed, zeebe's generic), and what to tell. */
 const UNRUN_ELEMENTS: Record<string, string> = {
   'camunda:InputOutput':
-    'input/output mappings (Inputs, Outputs) are not run on this element (Baton runs them on tasks, subprocesses, call activities, start and end events, none and signal throw events and catch events, and the outputs of message, signal, timer, conditional and error boundary events and event subprocess starts): its variables are read and written as they are',
+    'input/output mappings (Inputs, Outputs) are not run on this element (Baton runs them on tasks, subprocesses, call activities, start and end events, none and signal throw events and catch events, and the outputs of boundary events and event subprocess starts): its variables are read and written as they are',
   'zeebe:ioMapping':
-    'input/output mappings (Input mapping, Output mapping) are not run on this element (Baton runs them on tasks, subprocesses, call activities, start and end events, none and signal throw events and catch events, and the outputs of message, signal, timer, conditional and error boundary events and event subprocess starts): its variables are read and written as they are',
+    'input/output mappings (Input mapping, Output mapping) are not run on this element (Baton runs them on tasks, subprocesses, call activities, start and end events, none and signal throw events and catch events, and the outputs of boundary events and event subprocess starts): its variables are read and written as they are',
   'camunda:TaskListener': 'task listeners are not run',
   'zeebe:taskListeners': 'task listeners are not run',
   'camunda:Field': 'field injections configure Java delegates, which Baton does not run',

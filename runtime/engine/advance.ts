@@ -266,13 +266,14 @@ function mapPayload(
 }
 
 /**
- * An error boundary or error event subprocess catches a business error: its code and message go
- * to the variables the catcher names; a boundary with output mappings maps what the error carries
- * (a worker's or a person's variables), writing only their targets. One that fails holds them in
- * the boundary's incident, its host interrupted all the same. Without mappings the caller has
- * written the error's variables as the reporting step's (catchesMapped).
+ * An error or escalation boundary (or event subprocess) catches what was thrown: its code and
+ * message go to the variables the catcher names; a catcher with output mappings maps what an
+ * error carries (a worker's or a person's variables; an escalation carries none), writing only
+ * their targets. One that fails holds them in the catcher's incident, its host (or scope)
+ * interrupted all the same when it interrupts. Without mappings the caller has written the
+ * error's variables as the reporting step's (catchesMapped).
  */
-export function catchError(
+export function catchThrown(
   plan: Plan,
   catcher: PlanStep,
   state: InstanceState,
@@ -286,9 +287,10 @@ export function catchError(
   fireWait(plan, catcher.id, state, vars, fx, data);
 }
 
-/** Whether the catcher maps what the error carries (its output mappings), instead of writing it. */
+/** Whether the catcher maps what was thrown (its output mappings), instead of writing it. */
 export function catchesMapped(catcher: PlanStep | undefined): boolean {
-  return catcher !== undefined && catcher.wait?.trigger === 'error' && mapsWhenFired(catcher);
+  const trigger = catcher?.wait?.trigger;
+  return catcher !== undefined && (trigger === 'error' || trigger === 'escalation') && mapsWhenFired(catcher);
 }
 
 /** Whether a firing of `step` goes through its output mappings (compiler/io-mappings.ts): a timer's and a condition's over the variables alone. */
@@ -297,7 +299,8 @@ function mapsWhenFired(step: PlanStep): boolean {
   return (
     (step.kind === 'catchEvent' || step.kind === 'boundaryEvent' || step.kind === 'eventSubProcessStart') &&
     (step.io?.outputs.length ?? 0) > 0 &&
-    (trigger === 'message' || trigger === 'signal' || trigger === 'timer' || trigger === 'conditional' || trigger === 'error')
+    trigger !== undefined &&
+    ['message', 'signal', 'timer', 'conditional', 'error', 'escalation'].includes(trigger)
   );
 }
 
@@ -784,7 +787,7 @@ function throwError(plan: Plan, step: PlanStep, state: InstanceState, vars: Vari
     stepId: step.id,
     data: { errorCode: code ?? null, caughtBy: boundary.id },
   });
-  catchError(plan, boundary, state, vars, fx, { code: code ?? null }, { errorCode: code ?? null, thrownBy: step.id });
+  catchThrown(plan, boundary, state, vars, fx, { code: code ?? null }, { errorCode: code ?? null, thrownBy: step.id });
 }
 
 /**
@@ -825,7 +828,9 @@ function throwEscalation(plan: Plan, step: PlanStep, code: string, state: Instan
   writeCaughtVariables(plan, catcher, state, vars, { code }, fx);
   const interrupting = catcher.kind === 'eventSubProcessStart' || catcher.boundary?.interrupting === true;
   // Fired before the throw's path moves on: that path could end the subprocess and with it the boundary.
-  fireWaitNow(plan, catcher.id, state, vars, fx, { escalationCode: code, thrownBy: step.id });
+  const data = { escalationCode: code, thrownBy: step.id };
+  if (!catchesMapped(catcher) || mapFired(plan, catcher, state, vars, {}, fx, data))
+    fireWaitNow(plan, catcher.id, state, vars, fx, data);
   if (!interrupting) leaveStep(plan, step, state, vars, fx);
 }
 

@@ -7,12 +7,11 @@
 // ended the step, the loop pass moved on) is dropped.
 import type { Logger } from 'pino';
 import {
-  catchError,
+  catchThrown,
   completeLoopElement,
   completeStep,
   findErrorBoundary,
   findEscalationCatcher,
-  fireWait,
   raiseIncident,
   throwToParent,
 } from './advance.ts';
@@ -20,7 +19,7 @@ import { returnedVariables } from './call-variables.ts';
 import { inputNames } from './io-mappings.ts';
 import { planOf, type Engine } from './context.ts';
 import { scopePathOf } from './loop-passes.ts';
-import { scopeLocals, writeCaughtVariables, writeVariables } from './scope-variables.ts';
+import { scopeLocals, writeVariables } from './scope-variables.ts';
 import { indexPlan } from './plan-index.ts';
 import { commitTransition } from './transition.ts';
 import { emptyEffects, type Effects, type Variables } from '../model/effects.ts';
@@ -87,8 +86,7 @@ async function deliverEscalation(engine: Engine, tx: PoolClient, row: CallEscala
   const from = { escalationCode: code, childInstanceId: row.child_instance_id, thrownBy: row.thrown_by };
   const catcher = findEscalationCatcher(plan, row.parent_step_id, code, parent.state);
   if (catcher?.wait?.trigger === 'escalation') {
-    writeCaughtVariables(plan, catcher, parent.state, variables, { code }, fx);
-    fireWait(plan, catcher.id, parent.state, variables, fx, from);
+    catchThrown(plan, catcher, parent.state, variables, fx, { code }, from);
   } else if (parent.state.calledBy !== undefined) {
     // Caught nowhere here either: on up to the call activity that started the parent.
     (fx.escalatedToParent ??= []).push({ escalationCode: code, stepId: row.parent_step_id });
@@ -150,7 +148,7 @@ function applyReturn(plan: Plan, parent: LockedInstance, row: CallReturnRow, var
   const code = row.error_code ?? undefined;
   const boundary = findErrorBoundary(plan, stepId, code, parent.state);
   if (boundary?.wait?.trigger === 'error') {
-    catchError(
+    catchThrown(
       plan,
       boundary,
       parent.state,

@@ -6,7 +6,7 @@
 import type { Plan, PlanStep } from '../compiler/plan.ts';
 import { resultVariables } from './io-mappings.ts';
 import {
-  catchError,
+  catchThrown,
   catchesMapped,
   completeLoopElement,
   completeStep,
@@ -471,7 +471,7 @@ export async function reportBpmnError(engine: Engine, req: BpmnErrorRequest): Pr
     if (boundary?.wait?.trigger === 'error') {
       await markTaskCaught(tx, task.id);
       const caught = { code: req.errorCode, message: req.errorMessage, variables: req.variables };
-      catchError(plan, boundary, instance.state, variables, fx, caught, { errorCode: req.errorCode });
+      catchThrown(plan, boundary, instance.state, variables, fx, caught, { errorCode: req.errorCode });
       await commitTransition(tx, instance, fx, variables, { plan });
       return result;
     }

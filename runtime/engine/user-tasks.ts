@@ -12,16 +12,15 @@ import { planOf, type Engine } from './context.ts';
 import { indexPlan } from './plan-index.ts';
 import { taskResultOf } from './tasks.ts';
 import {
-  catchError,
+  catchThrown,
   catchesMapped,
   completeLoopElement,
   findErrorBoundary,
   findEscalationCatcher,
-  fireWait,
   throwToParent,
 } from './advance.ts';
 import { commitTransition } from './transition.ts';
-import { writeCaughtVariables, writeVariables } from './scope-variables.ts';
+import { writeVariables } from './scope-variables.ts';
 import { checkForm } from './user-task-details.ts';
 import { deliverToSubscription } from './waits.ts';
 
@@ -260,7 +259,7 @@ export async function throwUserTaskError(
     });
     if (boundary?.wait?.trigger === 'error') {
       const caught = { code: error.errorCode, message: error.errorMessage, variables: error.variables };
-      catchError(plan, boundary, instance.state, variables, fx, caught, { errorCode: error.errorCode });
+      catchThrown(plan, boundary, instance.state, variables, fx, caught, { errorCode: error.errorCode });
     } else if (instance.state.calledBy !== undefined) {
       throwToParent(plan, task.step_id, error.errorCode, error.errorMessage ?? null, instance.state, fx);
     } else {
@@ -322,8 +321,7 @@ export async function throwUserTaskEscalation(
         ...(actor.caller ? { by: actor.caller } : {}),
       },
     });
-    writeCaughtVariables(plan, catcher, instance.state, variables, { code }, fx);
-    fireWait(plan, catcher.id, instance.state, variables, fx, { escalationCode: code, thrownBy: task.step_id });
+    catchThrown(plan, catcher, instance.state, variables, fx, { code }, { escalationCode: code, thrownBy: task.step_id });
     // An interrupting catcher canceled the task's step; a non-interrupting one left it waiting.
     const taskOpen = instance.state.steps[task.step_id] === 'active';
     await commitTransition(tx, instance, fx, variables, { plan });

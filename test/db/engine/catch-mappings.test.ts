@@ -7,7 +7,8 @@
 // a non-interrupting one maps each firing, and one that fails holds its firing while the host goes on;
 // a timer or conditional catch event runs its output mappings over the variables when it fires,
 // and an error boundary maps the variables a worker reports with the error. A catch event's input
-// mappings are its locals while it waits: its correlation key and outputs read them.
+// mappings are its locals while it waits: its correlation key and outputs read them. An escalation
+// boundary runs its outputs when it catches.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   complete,
@@ -586,6 +587,71 @@ describe('output mappings on catch events', () => {
     const shipBad = await fetchOne(t.api, 'w', 'cm_inbad-ship');
     expect(shipBad.variables).toEqual({ order: { id: 'i-2' }, max: 5, paid: true });
     await complete(t.api, shipBad, 'w');
+    await waitForStatus(t.api, bad, 'completed');
+  });
+  it("given output mappings on a non-interrupting escalation boundary, then they run when it catches; one that fails holds the catch in its incident while the throw's path goes on, and the retry runs its path", async () => {
+    /** start -> sub (raise: escalation LATE -> inner) -> after -> end; sub's non-interrupting boundary "late" (LATE) -> notify -> notified */
+    const escalationXml = (id: string, output: string) => `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D_${id}" targetNamespace="https://baton.dev/test">
+  <bpmn:escalation id="L" escalationCode="LATE" />
+  <bpmn:process id="${id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:subProcess id="sub">
+      <bpmn:startEvent id="s_start" />
+      <bpmn:intermediateThrowEvent id="raise"><bpmn:escalationEventDefinition escalationRef="L" /></bpmn:intermediateThrowEvent>
+      <bpmn:serviceTask id="inner"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-inner" /></bpmn:extensionElements></bpmn:serviceTask>
+      <bpmn:endEvent id="s_end" />
+      <bpmn:sequenceFlow id="s1" sourceRef="s_start" targetRef="raise" />
+      <bpmn:sequenceFlow id="s2" sourceRef="raise" targetRef="inner" />
+      <bpmn:sequenceFlow id="s3" sourceRef="inner" targetRef="s_end" />
+    </bpmn:subProcess>
+    <bpmn:boundaryEvent id="late" attachedToRef="sub" cancelActivity="false">
+      <bpmn:extensionElements><zeebe:ioMapping>${output}</zeebe:ioMapping></bpmn:extensionElements>
+      <bpmn:escalationEventDefinition escalationRef="L" />
+    </bpmn:boundaryEvent>
+    <bpmn:serviceTask id="notify"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-notify" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:serviceTask id="after"><bpmn:extensionElements><zeebe:taskDefinition type="${id}-after" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:endEvent id="notified" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="sub" />
+    <bpmn:sequenceFlow id="f2" sourceRef="sub" targetRef="after" />
+    <bpmn:sequenceFlow id="f3" sourceRef="after" targetRef="end" />
+    <bpmn:sequenceFlow id="f4" sourceRef="late" targetRef="notify" />
+    <bpmn:sequenceFlow id="f5" sourceRef="notify" targetRef="notified" />
+  </bpmn:process>
+</bpmn:definitions>`;
+
+    await deployClean(escalationXml('cm_esc', '<zeebe:output source="=&quot;late: &quot; + reason" target="note" />'));
+    const id = await start(t.api, 'cm_esc', { variables: { reason: 'slow' } });
+    const notify = await fetchOne(t.api, 'w', 'cm_esc-notify');
+    expect(notify.variables).toEqual({ reason: 'slow', note: 'late: slow' });
+    await complete(t.api, notify, 'w');
+    await complete(t.api, await fetchOne(t.api, 'w', 'cm_esc-inner'), 'w');
+    await complete(t.api, await fetchOne(t.api, 'w', 'cm_esc-after'), 'w');
+    await waitForStatus(t.api, id, 'completed');
+
+    await deployClean(escalationXml('cm_escbad', '<zeebe:output source="=2 in (1..max)" target="fits" />'));
+    const bad = await start(t.api, 'cm_escbad', { variables: { max: 'x' } });
+    const incident = await waitFor(
+      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
+      10_000,
+      'the incident',
+    );
+    expect(incident).toMatchObject({ stepId: 'late', kind: 'io_mapping' });
+    // The throw's path went on; the subprocess and the flow after it end while the catch waits in its incident.
+    await complete(t.api, await fetchOne(t.api, 'w', 'cm_escbad-inner'), 'w');
+    await complete(t.api, await fetchOne(t.api, 'w', 'cm_escbad-after'), 'w');
+    await waitFor(
+      async () =>
+        ((await instanceOf(t.api, bad)).steps as any[]).some((s) => s.stepId === 'end' && s.status === 'completed') || undefined,
+      10_000,
+      'the main flow ended',
+    );
+    expect((await instanceOf(t.api, bad)).status).toBe('incident');
+    expect((await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 5 } })).status).toBeLessThan(300);
+    const notifyBad = await fetchOne(t.api, 'w', 'cm_escbad-notify');
+    expect(notifyBad.variables).toEqual({ max: 5, fits: true });
+    await complete(t.api, notifyBad, 'w');
     await waitForStatus(t.api, bad, 'completed');
   });
 });
