@@ -119,6 +119,15 @@ export function signalWaiterXml(id: string, signal: string): string {
 }
 
 /** Waits until step `stepId` of instance `id` is active (a wait has started, a task is open). */
+/** The first open incident of instance `id`, once there is one. */
+export async function waitForIncident(api: ApiClient, id: string, timeoutMs = 10_000): Promise<any> {
+  return waitFor(
+    async () => ((await api.get(`/api/incidents?instanceId=${id}`)).body.items as any[])[0],
+    timeoutMs,
+    `an incident of instance ${id}`,
+  );
+}
+
 export async function waitForActiveStep(api: ApiClient, id: string, stepId: string, timeoutMs = 10_000): Promise<void> {
   await waitFor(
     async () =>

@@ -16,6 +16,7 @@ import {
   fetchOne,
   instanceOf,
   start,
+  waitForIncident,
   waitForStatus,
   waitForActiveStep,
 } from '../../support/flows.ts';
@@ -102,11 +103,7 @@ describe('output mappings on catch events', () => {
     await waitForActiveStep(t.api, id, 'paid');
     const sent = await t.api.post('/api/messages', { name: 'cm_bad-paid', correlationKey: 'b-1', variables: { amount: 5 } });
     expect(sent.body).toMatchObject({ status: 'matched', instanceId: id });
-    const incident = await waitFor(
-      async () => ((await t.api.get(`/api/incidents?instanceId=${id}`)).body.items as any[])[0],
-      10_000,
-      'the incident',
-    );
+    const incident = await waitForIncident(t.api, id);
     expect(incident).toMatchObject({ stepId: 'paid', kind: 'io_mapping' });
     const stuck = await instanceOf(t.api, id);
     expect(stuck.status).toBe('incident');
@@ -195,11 +192,7 @@ describe('output mappings on catch events', () => {
     const packBad = await fetchOne(t.api, 'w', 'cm_bndbad-pack');
     const taken = await t.api.post('/api/messages', { name: 'cm_bndbad-cancel', correlationKey: 'c-2', variables: { n: 1 } });
     expect(taken.body).toMatchObject({ status: 'matched', instanceId: bad });
-    const incident = await waitFor(
-      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
-      10_000,
-      'the incident',
-    );
+    const incident = await waitForIncident(t.api, bad);
     expect(incident).toMatchObject({ stepId: 'canceled', kind: 'io_mapping' });
     expect(incident.message).toMatch(/^Output mapping of event canceled to fits/);
     // The message interrupted the host all the same: its task is gone, its path will not be taken.
@@ -244,11 +237,7 @@ describe('output mappings on catch events', () => {
 
     await deployClean(timerXml('cm_timerbad', '<zeebe:output source="=2 in (1..max)" target="fits" />'));
     const bad = await start(t.api, 'cm_timerbad', { variables: { max: 'x' } });
-    const incident = await waitFor(
-      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
-      10_000,
-      'the incident',
-    );
+    const incident = await waitForIncident(t.api, bad);
     expect(incident).toMatchObject({ stepId: 'later', kind: 'io_mapping' });
     expect(incident.message).toMatch(/^Output mapping of event later to fits/);
     expect((await instanceOf(t.api, bad)).variables).toEqual({ max: 'x' });
@@ -357,11 +346,7 @@ describe('output mappings on catch events', () => {
     const startedAt = Date.now();
     const taken = await t.api.post('/api/messages', { name: 'cm_racebad-paid', correlationKey: 'r-3', variables: { amount: 1 } });
     expect(taken.body).toMatchObject({ status: 'matched', instanceId: bad });
-    const incident = await waitFor(
-      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
-      10_000,
-      'the incident',
-    );
+    const incident = await waitForIncident(t.api, bad);
     expect(incident).toMatchObject({ stepId: 'paid', kind: 'io_mapping' });
     expect(await statusOf(bad, 'late')).toBe('skipped');
     // Past the timer's due time (and a sweep of the timer scheduler), nothing has fired it.
@@ -428,11 +413,7 @@ describe('output mappings on catch events', () => {
     const bad = await start(t.api, 'cm_notedbad', { variables: { order: 'n-2', max: 'x' } });
     await waitForActiveStep(t.api, bad, 'noted');
     expect((await note('cm_notedbad', 'n-2', { text: 'lost?' })).body).toMatchObject({ status: 'matched', instanceId: bad });
-    const incident = await waitFor(
-      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
-      10_000,
-      'the incident',
-    );
+    const incident = await waitForIncident(t.api, bad);
     expect(incident).toMatchObject({ stepId: 'noted', kind: 'io_mapping' });
     expect(incident.message).toMatch(/^Output mapping of event noted to fits/);
     // The host goes on and completes; the firing held in the incident keeps the instance open.
@@ -531,11 +512,7 @@ describe('output mappings on catch events', () => {
     const bad = await start(t.api, 'cm_errbad', { variables: { max: 'x' } });
     const chargeBad = await fetchOne(t.api, 'w', 'cm_errbad-charge');
     expect((await decline(chargeBad, { reason: 'no funds' })).status).toBe(204);
-    const incident = await waitFor(
-      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
-      10_000,
-      'the incident',
-    );
+    const incident = await waitForIncident(t.api, bad);
     expect(incident).toMatchObject({ stepId: 'declined', kind: 'io_mapping' });
     // The error ended the task: a late complete is refused, and nothing of the error was written.
     expect((await complete(t.api, chargeBad, 'w')).status).toBe(409);
@@ -572,11 +549,7 @@ describe('output mappings on catch events', () => {
 
     await deployClean(zeebe('cm_inbad', '<zeebe:input source="=2 in (1..max)" target="fits" />'));
     const bad = await start(t.api, 'cm_inbad', { variables: { order: { id: 'i-2' }, max: 'x' } });
-    const incident = await waitFor(
-      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
-      10_000,
-      'the incident',
-    );
+    const incident = await waitForIncident(t.api, bad);
     expect(incident).toMatchObject({ stepId: 'paid', kind: 'io_mapping' });
     expect(incident.message).toMatch(/^Input mapping of event paid to fits/);
     // Not waiting: the message is kept in the inbox, and taken once the retry starts the wait.
@@ -632,11 +605,7 @@ describe('output mappings on catch events', () => {
 
     await deployClean(escalationXml('cm_escbad', '<zeebe:output source="=2 in (1..max)" target="fits" />'));
     const bad = await start(t.api, 'cm_escbad', { variables: { max: 'x' } });
-    const incident = await waitFor(
-      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
-      10_000,
-      'the incident',
-    );
+    const incident = await waitForIncident(t.api, bad);
     expect(incident).toMatchObject({ stepId: 'late', kind: 'io_mapping' });
     // The throw's path went on; the subprocess and the flow after it end while the catch waits in its incident.
     await complete(t.api, await fetchOne(t.api, 'w', 'cm_escbad-inner'), 'w');

@@ -12,11 +12,12 @@ import {
   fetchOne,
   instanceOf,
   start,
+  waitForIncident,
   waitForStatus,
   signalWaiterXml,
   waitForActiveStep,
 } from '../../support/flows.ts';
-import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
+import { startTestServer, type TestServer } from '../../support/server.ts';
 
 let t: TestServer;
 
@@ -85,14 +86,6 @@ const thrower = (ns: string, id: string, signal: string, shout: string) =>
     signal,
   );
 
-async function incidentOf(id: string): Promise<{ id: string; stepId: string; kind: string; message: string }> {
-  return waitFor(
-    async () => ((await t.api.get(`/api/incidents?instanceId=${id}`)).body.items as any[])[0],
-    10_000,
-    `the incident of ${id}`,
-  );
-}
-
 beforeAll(async () => {
   t = await startTestServer();
 });
@@ -124,7 +117,7 @@ describe('mappings on elements the token passes at once', () => {
 
   it('given an input that cannot be evaluated, then the element holds an io_mapping incident with nothing written, and the retry with the variable fixed moves on once', async () => {
     const id = await start(t.api, 'em_c7', { variables: { limit: 'ten', amount: 3 } });
-    const incident = await incidentOf(id);
+    const incident = await waitForIncident(t.api, id);
     expect(incident).toMatchObject({ stepId: 'check', kind: 'io_mapping' });
     expect(incident.message).toMatch(/Input mapping of element check to half .*limit is not a number/);
     const stuck = await instanceOf(t.api, id);
@@ -155,7 +148,7 @@ describe('mappings on elements the token passes at once', () => {
       ),
     );
     const id = await start(t.api, 'em_start', { variables: { max: 'x' } });
-    const incident = await incidentOf(id);
+    const incident = await waitForIncident(t.api, id);
     expect(incident).toMatchObject({ stepId: 'start', kind: 'io_mapping' });
     const stuck = await instanceOf(t.api, id);
     expect(stuck.status).toBe('incident');
@@ -194,7 +187,7 @@ describe('mappings on elements the token passes at once', () => {
     const bad = await t.api.post('/api/messages', { name: 'em_msgbad-ordered', variables: { max: 'x' } });
     expect(bad.status, JSON.stringify(bad.body)).toBeLessThan(300);
     const id = bad.body.instanceId as string;
-    const incident = await incidentOf(id);
+    const incident = await waitForIncident(t.api, id);
     expect(incident).toMatchObject({ stepId: 'ordered', kind: 'io_mapping' });
     expect((await instanceOf(t.api, id)).variables).toEqual({});
     const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 3 } });
@@ -305,7 +298,7 @@ describe('variables a thrown signal carries', () => {
     const waiting = await start(t.api, 'em_fwait');
     await waitForActiveStep(t.api, waiting, 'wait');
     const throwing = await start(t.api, 'em_fthrow', { variables: { max: 'x' } });
-    const incident = await incidentOf(throwing);
+    const incident = await waitForIncident(t.api, throwing);
     expect(incident).toMatchObject({ stepId: 'shout', kind: 'io_mapping' });
     expect(incident.message).toMatch(/Input mapping of event shout to fits/);
     const broadcasts = await t.db.pool.query(`select count(*)::int as n from signal_broadcasts where instance_id = $1`, [

@@ -12,6 +12,7 @@ import {
   fetchTasks,
   instanceOf,
   start,
+  waitForIncident,
   waitForStatus,
 } from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
@@ -217,11 +218,7 @@ describe('event subprocesses', () => {
 </bpmn:definitions>`,
     );
     const id = await start(t.api, 'esp_badkey', { variables: { order: 'no id here' } });
-    const incident = await waitFor(
-      async () => ((await t.api.get(`/api/incidents?instanceId=${id}`)).body.items as any[])[0],
-      10_000,
-      'the incident',
-    );
+    const incident = await waitForIncident(t.api, id);
     expect(incident).toMatchObject({ stepId: 'stop_start', kind: 'condition_error' });
     const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { order: { id: 'k-1' } } });
     expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
@@ -315,11 +312,7 @@ describe('event subprocesses', () => {
       correlationKey: 'e-2',
       variables: { reason: 'lost', level: 'x' },
     });
-    const incident = await waitFor(
-      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
-      10_000,
-      'the incident',
-    );
+    const incident = await waitForIncident(t.api, bad);
     expect(incident).toMatchObject({ stepId: 'canceling', kind: 'io_mapping' });
     expect(await fetchTasks(t.api, 'w', ['esp_io-refund'])).toEqual([]);
     expect((await complete(t.api, badWork, 'w')).status).toBe(409);
@@ -378,11 +371,7 @@ describe('event subprocesses', () => {
     const bad = await start(t.api, 'esp_nio', { variables: { orderId: 'n-2' } });
     const badWork = await fetchOne(t.api, 'w', 'esp_nio-work');
     await send('n-2', { note: 'c', level: 'x' });
-    const incident = await waitFor(
-      async () => ((await t.api.get(`/api/incidents?instanceId=${bad}`)).body.items as any[])[0],
-      10_000,
-      'the incident',
-    );
+    const incident = await waitForIncident(t.api, bad);
     expect(incident).toMatchObject({ stepId: 'watching', kind: 'io_mapping' });
     expect(incident.message).toMatch(/^Input mapping of subprocess watching to serious/);
     expect(await fetchTasks(t.api, 'w', ['esp_nio-tell'])).toEqual([]);
@@ -422,8 +411,6 @@ describe('event subprocesses', () => {
 </bpmn:definitions>`;
     const note = (id: string, orderId: string, variables: Record<string, unknown>) =>
       t.api.post('/api/messages', { name: `${id}-note`, correlationKey: orderId, variables });
-    const incidentOf = (id: string) =>
-      waitFor(async () => ((await t.api.get(`/api/incidents?instanceId=${id}`)).body.items as any[])[0], 10_000, 'the incident');
 
     // Interrupting: the payload goes through the mapping.
     await deployMappingsRun(t.api, xml('esp_so', '<zeebe:output source="=text" target="lastNote" />', true));
@@ -441,7 +428,7 @@ describe('event subprocesses', () => {
     const bad = await start(t.api, 'esp_sobad', { variables: { orderId: 's-2', max: 'x' } });
     const badWork = await fetchOne(t.api, 'w', 'esp_sobad-work');
     expect((await note('esp_sobad', 's-2', { text: 'x' })).body).toMatchObject({ status: 'matched', instanceId: bad });
-    const incident = await incidentOf(bad);
+    const incident = await waitForIncident(t.api, bad);
     expect(incident).toMatchObject({ stepId: 'n_start', kind: 'io_mapping' });
     expect(incident.message).toMatch(/^Output mapping of event n_start to fits/);
     expect((await complete(t.api, badWork, 'w')).status).toBe(409);
@@ -458,7 +445,7 @@ describe('event subprocesses', () => {
     const side = await start(t.api, 'esp_snbad', { variables: { orderId: 's-3', max: 'x' } });
     const sideWork = await fetchOne(t.api, 'w', 'esp_snbad-work');
     expect((await note('esp_snbad', 's-3', { text: 'x' })).body).toMatchObject({ status: 'matched', instanceId: side });
-    const sideIncident = await incidentOf(side);
+    const sideIncident = await waitForIncident(t.api, side);
     expect(sideIncident).toMatchObject({ stepId: 'n_start', kind: 'io_mapping' });
     expect((await complete(t.api, sideWork, 'w')).status).toBe(204);
     await waitFor(

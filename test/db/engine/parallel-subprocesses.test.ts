@@ -13,6 +13,7 @@ import {
   fetchTasks,
   instanceOf,
   start,
+  waitForIncident,
   waitForStatus,
   type LockedTask,
 } from '../../support/flows.ts';
@@ -263,11 +264,7 @@ describe('parallel multi-instance subprocesses', () => {
       ),
     );
     const id = await start(t.api, 'pmi_in_bad', { variables: { orders: [{ max: 3 }, { max: 'x' }] } });
-    const incident = await waitFor(
-      async () => ((await t.api.get(`/api/incidents?instanceId=${id}`)).body.items as any[])[0],
-      10_000,
-      'the incident',
-    );
+    const incident = await waitForIncident(t.api, id);
     expect(incident).toMatchObject({ stepId: 'each', kind: 'io_mapping' });
     expect((await instanceOf(t.api, id)).calledInstances).toEqual([]);
     const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { orders: [{ max: 3 }, { max: 1 }] } });
