@@ -17,10 +17,10 @@ import {
 } from './boundary-firings.ts';
 import { startCompensationThrow } from './compensate.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
-import { mapInputs, passingMappings, resultVariables, signalPayload } from './io-mappings.ts';
+import { inputNames, mapInputs, passingMappings, resultVariables, signalPayload } from './io-mappings.ts';
 import { runScript } from './scripts.ts';
 import { evaluateUserTask } from './user-task-details.ts';
-import { pinOf, prepareCall } from './call-variables.ts';
+import { pinOf, prepareCall, returnedVariables } from './call-variables.ts';
 import { indexPlan } from './plan-index.ts';
 import {
   armEventSubProcesses,
@@ -33,7 +33,14 @@ import {
   type ScopeMoves,
 } from './event-subprocesses.ts';
 import type { FlowState, IncidentKind, StepStatus } from '../model/vocabulary.ts';
-import { type Effects, type HeldPayload, type InstanceState, type NewEvent, type Variables } from '../model/effects.ts';
+import {
+  type Effects,
+  type ElementReturn,
+  type HeldPayload,
+  type InstanceState,
+  type NewEvent,
+  type Variables,
+} from '../model/effects.ts';
 import { passOf, scopePathOf, settleLoops, startPass, type PassMoves } from './loop-passes.ts';
 import { elementPassEnded, readElements } from './element-passes.ts';
 import {
@@ -418,8 +425,16 @@ function findCatcher(
 }
 
 /** Runs a step that stopped in an incident again: a gateway decides again. */
-export function resumeStep(plan: Plan, stepId: string, state: InstanceState, vars: Variables, fx: Effects): void {
-  activateStep(plan, stepById(plan, stepId), state, vars, fx, true);
+export function resumeStep(
+  plan: Plan,
+  stepId: string,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  /** the variables the retry sets: a call's kept return is mapped again with them over it */
+  fixes?: Variables,
+): void {
+  activateStep(plan, stepById(plan, stepId), state, vars, fx, true, fixes);
   settleConditions(plan, state, vars, fx);
 }
 
@@ -448,7 +463,15 @@ function setStep(state: InstanceState, fx: Effects, stepId: string, status: Step
   if (status === 'completed') (state.completedOrder ??= []).push(stepId);
 }
 
-function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Variables, fx: Effects, resumed = false): void {
+function activateStep(
+  plan: Plan,
+  step: PlanStep,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  resumed = false,
+  fixes?: Variables,
+): void {
   if (fx.terminated) return;
   if (step.kind === 'loop') {
     // A loop marker's condition that failed was retried: decide again.
@@ -477,9 +500,17 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
   if (elementsRun && step.multiInstance) {
     const loop = elementsOf(state, step.id);
     if (resumed && loop) {
-      // An incident of the completion condition was retried: decide again, do not restart.
+      // An incident of the completion condition, or of an element's outputs, was retried: the
+      // element returns it kept are applied in the order they came; else decide again. Never restart.
       setStep(state, fx, step.id, 'active');
-      settleElements(plan, step, loop, state, vars, fx, elementMoves(plan, state, vars, fx));
+      const held = loop.heldReturns;
+      if (!held?.length) return settleElements(plan, step, loop, state, vars, fx, elementMoves(plan, state, vars, fx));
+      delete loop.heldReturns;
+      // The first is the one whose mappings failed: only it reads the retry's variables over its child's.
+      held.forEach((back, i) => {
+        if (state.steps[step.id] === 'incident') holdElementReturn(step, back, state, fx);
+        else if (state.steps[step.id] === 'active') returnElement(plan, step, back, state, vars, fx, i === 0 ? fixes : undefined);
+      });
     } else {
       startElements(plan, step, state, vars, fx, elementMoves(plan, state, vars, fx));
     }
@@ -523,6 +554,21 @@ function activateStep(plan: Plan, step: PlanStep, state: InstanceState, vars: Va
     if (state.steps[step.id] === 'active')
       for (const boundaryId of step.boundaries ?? []) startWait(plan, stepById(plan, boundaryId), state, vars, fx);
     return;
+  }
+  // A called instance ended but the call's output mappings failed: its return is mapped again, not called again.
+  const kept = step.kind === 'callActivity' && resumed ? heldPayloadOf(state, step.id) : undefined;
+  if (kept) {
+    const held = state.loops?.[step.id] as HeldPayload;
+    setStep(state, fx, step.id, 'active');
+    return returnCall(
+      plan,
+      step,
+      { index: 0, variables: kept, childInstanceId: String(held.heldData?.childInstanceId ?? '') },
+      state,
+      vars,
+      fx,
+      fixes,
+    );
   }
   if (step.kind === 'callActivity' && step.call) {
     const call = prepareCall(step, seen);
@@ -1209,6 +1255,84 @@ export function completeLoopElement(
 ): void {
   completeElement(plan, stepId, index, output, state, vars, fx, elementMoves(plan, state, vars, fx));
   settleConditions(plan, state, vars, fx);
+}
+
+/** What to do about a call's output mapping that failed: its called instance has ended and is not called again. */
+const KEPT_RETURN_NEXT =
+  "The called instance's variables are kept: retry the incident, with variables that fix the mapping (they are read over the called instance's)";
+
+/**
+ * A called instance ended: the call's output mappings say what reaches the process, and the call
+ * activity completes. Mappings that fail keep the return on the step's row and stop the step in
+ * an incident, whose retry maps it again (with the retry's variables over the child's).
+ */
+export function returnCall(
+  plan: Plan,
+  step: PlanStep,
+  back: ElementReturn,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  fixes?: Variables,
+): void {
+  const returned = returnedVariables(step, vars, fixes ? { ...back.variables, ...fixes } : back.variables, KEPT_RETURN_NEXT);
+  const child = { childInstanceId: back.childInstanceId };
+  if (!returned.ok) {
+    const held: HeldPayload = { heldPayload: back.variables, heldData: child };
+    (state.loops ??= {})[step.id] = fx.loops[step.id] = held;
+    return raiseIncident(plan, state, fx, step.id, 'io_mapping', returned.message, { ...returned.details, ...child });
+  }
+  if (heldPayloadOf(state, step.id)) state.loops![step.id] = fx.loops[step.id] = { heldPayload: null };
+  writeVariables(plan, step, state, vars, returned.variables, fx);
+  completeStep(plan, step.id, state, vars, fx, child);
+}
+
+/**
+ * A multi-instance call activity's element ended: its call's output mappings make the element's
+ * result (a parallel subprocess body's changes are written as an embedded subprocess's are; its
+ * element variable, loopCounter and the passes' around it stay theirs). Mappings that fail keep
+ * the return on the step's row, with the returns of the elements that end meanwhile, and stop the
+ * step in an incident; its retry applies them in the order they came, mapping the failed one
+ * again with the retry's variables over its child's (the others as they came). The element is
+ * not called again.
+ */
+export function returnElement(
+  plan: Plan,
+  step: PlanStep,
+  back: ElementReturn,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  fixes?: Variables,
+): void {
+  const returned = returnedVariables(step, vars, fixes ? { ...back.variables, ...fixes } : back.variables, KEPT_RETURN_NEXT);
+  if (!returned.ok) {
+    holdElementReturn(step, back, state, fx);
+    return raiseIncident(plan, state, fx, step.id, 'io_mapping', returned.message, {
+      ...returned.details,
+      childInstanceId: back.childInstanceId,
+    });
+  }
+  if (step.call?.body) {
+    const own = new Set([
+      step.multiInstance?.elementVariable,
+      'loopCounter',
+      ...inputNames(step),
+      ...Object.keys(scopeLocals(plan, step, state, true) ?? {}),
+    ]);
+    const changed = Object.entries(returned.variables).filter(([name]) => !own.has(name));
+    writeVariables(plan, step, state, vars, Object.fromEntries(changed), fx);
+  }
+  completeLoopElement(plan, step.id, back.index, returned.variables, state, vars, fx);
+}
+
+/** Keeps an element's return on its step's row, for the retry of the step's incident. */
+export function holdElementReturn(step: PlanStep, back: ElementReturn, state: InstanceState, fx: Effects): void {
+  const loop = elementsOf(state, step.id);
+  if (!loop) return;
+  loop.heldReturns = [...(loop.heldReturns ?? []), back];
+  fx.loops[step.id] = loop;
+  fx.steps.push({ stepId: step.id, status: state.steps[step.id] as StepStatus });
 }
 
 /** What repeating boundaries need of this module: wait again, set a status, record an event, run the path. */

@@ -2,27 +2,27 @@
 // the step that waits for it, and an escalation nothing in the child caught (a call_escalations
 // row, migration 0039) reaches the catchers around that step while the child runs on. Each is
 // its own transaction: take the row (SKIP LOCKED, so any number of nodes share the work), lock
-// the parent, apply, delete the row; a child's escalations go before its end. A row whose step
-// no longer waits for that child (the parent was canceled or replayed, an interrupting boundary
-// ended the step, the loop pass moved on) is dropped.
+// the parent, apply, delete the row; a child's escalations go before its end. The end of an
+// element whose multi-instance step waits in an incident (another element's output mappings
+// failed) is kept on the step's row for the retry. Any other row whose step no longer waits for
+// that child (the parent was canceled or replayed, an interrupting boundary ended the step, the
+// loop pass moved on) is dropped.
 import type { Logger } from 'pino';
 import {
   catchThrown,
-  completeLoopElement,
-  completeStep,
   findErrorBoundary,
   findEscalationCatcher,
+  holdElementReturn,
   raiseIncident,
+  returnCall,
+  returnElement,
   throwToParent,
 } from './advance.ts';
-import { returnedVariables } from './call-variables.ts';
-import { inputNames } from './io-mappings.ts';
 import { planOf, type Engine } from './context.ts';
 import { scopePathOf } from './loop-passes.ts';
-import { scopeLocals, writeVariables } from './scope-variables.ts';
 import { indexPlan } from './plan-index.ts';
 import { commitTransition } from './transition.ts';
-import { emptyEffects, type Effects, type Variables } from '../model/effects.ts';
+import { emptyEffects, type Effects, type ElementReturn, type Variables } from '../model/effects.ts';
 import type { Plan } from '../compiler/plan.ts';
 import {
   anyCallReturn,
@@ -55,13 +55,17 @@ export async function deliverCallReturn(engine: Engine): Promise<boolean> {
     await deleteCallReturn(tx, row.child_instance_id);
     if (!parent) return true;
     const plan = await planOf(engine, parent.definition_id, tx);
-    if (!waitsFor(plan, parent, row)) {
+    const variables = { ...parent.variables };
+    const fx = emptyEffects();
+    if (waitsFor(plan, parent, row)) applyReturn(plan, parent, row, variables, fx);
+    else if (keptFor(plan, parent, row)) {
+      // Its multi-instance step waits in an incident: the element's return waits on the step's row for the retry.
+      const step = indexPlan(plan).steps.get(row.parent_step_id)!;
+      holdElementReturn(step, elementReturnOf(row), parent.state, fx);
+    } else {
       engine.log.info({ childInstanceId: row.child_instance_id, parentInstanceId: parent.id }, 'call:return_dropped');
       return true;
     }
-    const variables = { ...parent.variables };
-    const fx = emptyEffects();
-    applyReturn(plan, parent, row, variables, fx);
     await commitTransition(tx, parent, fx, variables, { plan });
     return true;
   });
@@ -99,12 +103,27 @@ async function deliverEscalation(engine: Engine, tx: PoolClient, row: CallEscala
   await commitTransition(tx, parent, fx, variables, { plan });
 }
 
-function waitsFor(plan: Plan, parent: LockedInstance, row: CallReturnRow | CallEscalationRow): boolean {
+function waitsFor(plan: Plan, parent: LockedInstance, row: CallReturnRow | CallEscalationRow, status = 'active'): boolean {
   const step = indexPlan(plan).steps.get(row.parent_step_id);
   if (!step || step.kind !== 'callActivity' || parent.generation !== row.parent_generation) return false;
   if (parent.status !== 'running' && parent.status !== 'incident') return false;
-  if (parent.state.steps[step.id] !== 'active') return false;
+  if (parent.state.steps[step.id] !== status) return false;
   return (scopePathOf(plan, step, parent.state).scopePath ?? '/') === row.parent_scope_path;
+}
+
+/** An element that completed while its multi-instance step waits in an incident (another element's outputs failed) is kept. */
+function keptFor(plan: Plan, parent: LockedInstance, row: CallReturnRow): boolean {
+  const step = indexPlan(plan).steps.get(row.parent_step_id);
+  return (
+    row.outcome === 'completed' &&
+    row.parent_loop_index !== null &&
+    step?.multiInstance !== undefined &&
+    waitsFor(plan, parent, row, 'incident')
+  );
+}
+
+function elementReturnOf(row: CallReturnRow): ElementReturn {
+  return { index: row.parent_loop_index ?? 0, variables: row.variables, childInstanceId: row.child_instance_id };
 }
 
 function applyReturn(plan: Plan, parent: LockedInstance, row: CallReturnRow, vars: Variables, fx: Effects): void {
@@ -112,27 +131,10 @@ function applyReturn(plan: Plan, parent: LockedInstance, row: CallReturnRow, var
   const step = indexPlan(plan).steps.get(stepId)!;
   const child = { childInstanceId: row.child_instance_id };
   if (row.outcome === 'completed') {
-    const returned = returnedVariables(step, vars, row.variables);
-    if (!returned.ok)
-      return raiseIncident(plan, parent.state, fx, stepId, 'io_mapping', returned.message, { ...returned.details, ...child });
-    // A subprocess body's changes are written as an embedded subprocess's writes are; its element
-    // variable and loopCounter stay the element's, and the passes' around it stay theirs.
-    if (step.call?.body && row.parent_loop_index !== null) {
-      const own = new Set([
-        step.multiInstance?.elementVariable,
-        'loopCounter',
-        ...inputNames(step),
-        ...Object.keys(scopeLocals(plan, step, parent.state, true) ?? {}),
-      ]);
-      const changed = Object.entries(returned.variables).filter(([name]) => !own.has(name));
-      writeVariables(plan, step, parent.state, vars, Object.fromEntries(changed), fx);
-    }
     // An element's child returns its element's result (as a multi-instance task's does): outputElement and outputCollection gather it.
     if (step.multiInstance && row.parent_loop_index !== null)
-      return completeLoopElement(plan, stepId, row.parent_loop_index, returned.variables, parent.state, vars, fx);
-    writeVariables(plan, step, parent.state, vars, returned.variables, fx);
-    completeStep(plan, stepId, parent.state, vars, fx, child);
-    return;
+      return returnElement(plan, step, elementReturnOf(row), parent.state, vars, fx);
+    return returnCall(plan, step, elementReturnOf(row), parent.state, vars, fx);
   }
   if (row.outcome === 'compensated') {
     return raiseIncident(

@@ -40,18 +40,10 @@ export function prepareCall(step: PlanStep, vars: Variables): CallStart {
 export type CallReturn = { ok: true; variables: Variables } | MappingFailure;
 
 /** What the ended child writes to the parent: all of its variables (outAll), then each output over the child's variables. */
-export function returnedVariables(step: PlanStep, parentVars: Variables, childVars: Variables): CallReturn {
+export function returnedVariables(step: PlanStep, parentVars: Variables, childVars: Variables, next: string): CallReturn {
   const call = step.call!;
   const out: Variables = call.outAll ? { ...childVars } : {};
-  const failed = applyMappings(
-    step,
-    call.outputs,
-    childVars,
-    out,
-    'Output',
-    'Retry the incident to call the process again',
-    parentVars,
-  );
+  const failed = applyMappings(step, call.outputs, childVars, out, 'Output', next, parentVars);
   return failed ?? { ok: true, variables: out };
 }
 

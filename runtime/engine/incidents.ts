@@ -64,7 +64,7 @@ export async function retryIncidentInTransaction(
     fx.steps.push({ stepId: incident.step_id, status: 'active' });
   }
   const plan = await planOf(engine, instance.definition_id, tx);
-  if (!incident.task_id) resumeStep(plan, incident.step_id, instance.state, variables, fx);
+  if (!incident.task_id) resumeStep(plan, incident.step_id, instance.state, variables, fx, req.variables);
   const status = await commitTransition(tx, instance, fx, variables, { plan });
   return { ok: true, status };
 }

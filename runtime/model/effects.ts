@@ -59,6 +59,18 @@ export interface LoopState {
   completed: number[];
   /** one result per element, null until it completes */
   results: unknown[];
+  /**
+   * a multi-instance call activity: element returns kept while it waits in an incident (one's
+   * output mappings failed), in the order they came; its retry applies them
+   */
+  heldReturns?: ElementReturn[];
+}
+
+/** What an element's called instance ended with. */
+export interface ElementReturn {
+  index: number;
+  variables: Variables;
+  childInstanceId: string;
 }
 
 export interface CompensationTarget {

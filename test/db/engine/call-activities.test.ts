@@ -12,6 +12,7 @@ import {
   fetchTasks,
   instanceOf,
   start,
+  waitForIncident,
   waitForStatus,
   type LockedTask,
 } from '../../support/flows.ts';
@@ -395,6 +396,76 @@ describe('call activities', () => {
     expect(after.variables.results).toEqual(['a!', 'b!', 'c!']);
     expect(after.variables).not.toHaveProperty('done');
     expect((await calledOf(id, 3)).map((c) => c.loopCounter)).toEqual([0, 1, 2]);
+  });
+
+  it("given a call activity whose output mapping fails, then the child's return is kept in the incident and the retry maps it again with the retry's variables, without calling the child again", async () => {
+    await deploy(t.api, child('kept_child', 'kept-child'));
+    const xml = parent('kept_one', {
+      attributes: '',
+      extensions:
+        '<zeebe:calledElement processId="kept_child" /><zeebe:ioMapping><zeebe:output source="=2 in (1..max)" target="fits" /><zeebe:output source="=result" target="childResult" /></zeebe:ioMapping>',
+    });
+    await deploy(t.api, xml);
+    const id = await start(t.api, 'kept_one', { variables: { max: 'x' } });
+    await ok(complete(t.api, await fetchOne(t.api, 'w', 'kept-child'), 'w', { result: 'r-1' }));
+    const incident = await waitForIncident(t.api, id);
+    expect(incident).toMatchObject({ stepId: 'call', kind: 'io_mapping' });
+    expect(incident.message).toMatch(/variables are kept: retry the incident, with variables that fix the mapping/);
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 5 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const after = await fetchOne(t.api, 'w', 'kept_one-after');
+    expect(after.variables).toMatchObject({ max: 5, fits: true, childResult: 'r-1' });
+    expect(await fetchTasks(t.api, 'w', ['kept-child'])).toEqual([]);
+    await ok(complete(t.api, after, 'w'));
+    await waitForStatus(t.api, id, 'completed');
+    expect(await calledOf(id, 1)).toHaveLength(1);
+  });
+
+  it('given a parallel multi-instance call activity whose output mapping fails for one element, then the returns of the others that end meanwhile are kept too, and the retry applies them all', async () => {
+    await deploy(t.api, child('kept_mi_child', 'kept-mi-child'));
+    const xml = parent('kept_mi', {
+      attributes: '',
+      extensions:
+        '<zeebe:calledElement processId="kept_mi_child" /><zeebe:ioMapping><zeebe:output source="=2 in (1..max)" target="fits" /></zeebe:ioMapping>',
+    }).replace(
+      '</bpmn:callActivity>',
+      '<bpmn:multiInstanceLoopCharacteristics><bpmn:extensionElements><zeebe:loopCharacteristics inputCollection="=items" inputElement="item" outputCollection="results" outputElement="=fits" /></bpmn:extensionElements></bpmn:multiInstanceLoopCharacteristics></bpmn:callActivity>',
+    );
+    await deploy(t.api, xml);
+    const id = await start(t.api, 'kept_mi', { variables: { items: ['a', 'b', 'c'], max: 3 } });
+    const tasks = await waitFor(
+      async () => {
+        const got = await fetchTasks(t.api, 'w', ['kept-mi-child']);
+        return got.length === 3 ? got : undefined;
+      },
+      10_000,
+      'three children',
+    );
+    const byItem = (item: string) => tasks.find((x) => x.variables.item === item)!;
+    await ok(complete(t.api, byItem('a'), 'w', { max: 'x' }));
+    const incident = await waitForIncident(t.api, id);
+    expect(incident).toMatchObject({ stepId: 'call', kind: 'io_mapping' });
+    // b and c end while the step waits in its incident: their returns are kept, not dropped.
+    await ok(complete(t.api, byItem('b'), 'w'));
+    await ok(complete(t.api, byItem('c'), 'w', { max: 1 }));
+    // Both returns were taken (and kept) before the retry.
+    await waitFor(
+      async () => {
+        const { rows } = await t.db.pool.query('select count(*)::int as n from call_returns where parent_instance_id = $1', [id]);
+        const ended = ((await instanceOf(t.api, id)).calledInstances as any[]).filter((c) => c.status === 'completed');
+        return ended.length === 3 && rows[0].n === 0 ? true : undefined;
+      },
+      10_000,
+      'the returns taken',
+    );
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 5 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const after = await fetchOne(t.api, 'w', 'kept_mi-after');
+    // The retry's max fixes the failed element's mapping only; c's kept return maps as it came.
+    expect(after.variables.results).toEqual([true, true, false]);
+    expect(await fetchTasks(t.api, 'w', ['kept-mi-child'])).toEqual([]);
+    await ok(complete(t.api, after, 'w'));
+    await waitForStatus(t.api, id, 'completed');
   });
 
   it('given a sequential multi-instance call activity with a completion condition, then children run one after another and the third is never called', async () => {
