@@ -20,7 +20,7 @@ import { decideOutgoing } from './gateway-decisions.ts';
 import { inputNames, mapInputs, passingMappings, resultVariables, signalPayload } from './io-mappings.ts';
 import { runScript } from './scripts.ts';
 import { evaluateUserTask } from './user-task-details.ts';
-import { pinOf, prepareCall, returnedVariables } from './call-variables.ts';
+import { pinOf, prepareCall, returnedVariables, type CallReturn } from './call-variables.ts';
 import { indexPlan } from './plan-index.ts';
 import {
   armEventSubProcesses,
@@ -1261,6 +1261,11 @@ export function completeLoopElement(
 const KEPT_RETURN_NEXT =
   "The called instance's variables are kept: retry the incident, with variables that fix the mapping (they are read over the called instance's)";
 
+/** What a call's output mappings make of a return; a retry's variables go over the child's. */
+function mapReturn(step: PlanStep, back: ElementReturn, vars: Variables, fixes: Variables | undefined): CallReturn {
+  return returnedVariables(step, vars, fixes ? { ...back.variables, ...fixes } : back.variables, KEPT_RETURN_NEXT);
+}
+
 /**
  * A called instance ended: the call's output mappings say what reaches the process, and the call
  * activity completes. Mappings that fail keep the return on the step's row and stop the step in
@@ -1275,7 +1280,7 @@ export function returnCall(
   fx: Effects,
   fixes?: Variables,
 ): void {
-  const returned = returnedVariables(step, vars, fixes ? { ...back.variables, ...fixes } : back.variables, KEPT_RETURN_NEXT);
+  const returned = mapReturn(step, back, vars, fixes);
   const child = { childInstanceId: back.childInstanceId };
   if (!returned.ok) {
     const held: HeldPayload = { heldPayload: back.variables, heldData: child };
@@ -1305,7 +1310,7 @@ export function returnElement(
   fx: Effects,
   fixes?: Variables,
 ): void {
-  const returned = returnedVariables(step, vars, fixes ? { ...back.variables, ...fixes } : back.variables, KEPT_RETURN_NEXT);
+  const returned = mapReturn(step, back, vars, fixes);
   if (!returned.ok) {
     holdElementReturn(step, back, state, fx);
     return raiseIncident(plan, state, fx, step.id, 'io_mapping', returned.message, {
