@@ -402,12 +402,13 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
           await workers[i]!.kill();
         }
       } else if (kind === 'kill node') {
-        // One of the live nodes, never the last one.
+        // One of the live nodes, never the last one. While a node restarts (after a crash at a
+        // fault point) the card goes back on the deck, so every run kills a node at least once.
         const live = nodes.filter((n): n is RuntimeNode => !!n?.alive());
         if (live.length > 1) {
           kills['node SIGKILL']!++;
           await pick(live).kill();
-        }
+        } else deck.push(kind);
       } else if (kind === 'terminate connections') {
         const { rowCount } = await pool
           .query(
