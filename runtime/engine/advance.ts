@@ -51,7 +51,14 @@ import {
   writeCaughtVariables,
   writeVariables,
 } from './scope-variables.ts';
-import { completeElement, elementsOf, settleElements, startElements, type ElementMoves } from './multi-instance.ts';
+import {
+  callElementAgain,
+  completeElement,
+  elementsOf,
+  settleElements,
+  startElements,
+  type ElementMoves,
+} from './multi-instance.ts';
 
 /** The steps the token passes at once whose mappings run as it passes (compiler/io-mappings.ts). */
 const PASSING: ReadonlySet<StepKind> = new Set<StepKind>(['startEvent', 'endEvent', 'passThrough', 'signalThrow']);
@@ -504,13 +511,22 @@ function activateStep(
       // element returns it kept are applied in the order they came; else decide again. Never restart.
       setStep(state, fx, step.id, 'active');
       const held = loop.heldReturns;
-      if (!held?.length) return settleElements(plan, step, loop, state, vars, fx, elementMoves(plan, state, vars, fx));
+      const recall = loop.recall;
+      delete loop.recall;
+      if (!held?.length && !recall?.length)
+        return settleElements(plan, step, loop, state, vars, fx, elementMoves(plan, state, vars, fx));
       delete loop.heldReturns;
       // The first is the one whose mappings failed: only it reads the retry's variables over its child's.
-      held.forEach((back, i) => {
+      (held ?? []).forEach((back, i) => {
         if (state.steps[step.id] === 'incident') holdElementReturn(step, back, state, fx);
         else if (state.steps[step.id] === 'active') returnElement(plan, step, back, state, vars, fx, i === 0 ? fixes : undefined);
       });
+      // Elements whose child ended without completing are called again, unless the step is done or stopped again.
+      for (const index of recall ?? []) {
+        if (state.steps[step.id] === 'active')
+          callElementAgain(plan, step, loop, index, state, vars, fx, elementMoves(plan, state, vars, fx));
+        else if (state.steps[step.id] === 'incident') recallElement(step, index, state, fx);
+      }
     } else {
       startElements(plan, step, state, vars, fx, elementMoves(plan, state, vars, fx));
     }
@@ -1336,6 +1352,15 @@ export function holdElementReturn(step: PlanStep, back: ElementReturn, state: In
   const loop = elementsOf(state, step.id);
   if (!loop) return;
   loop.heldReturns = [...(loop.heldReturns ?? []), back];
+  fx.loops[step.id] = loop;
+  fx.steps.push({ stepId: step.id, status: state.steps[step.id] as StepStatus });
+}
+
+/** An element's child ended without completing: the retry of the step's incident calls it again. */
+export function recallElement(step: PlanStep, index: number, state: InstanceState, fx: Effects): void {
+  const loop = elementsOf(state, step.id);
+  if (!loop || loop.recall?.includes(index)) return;
+  loop.recall = [...(loop.recall ?? []), index];
   fx.loops[step.id] = loop;
   fx.steps.push({ stepId: step.id, status: state.steps[step.id] as StepStatus });
 }

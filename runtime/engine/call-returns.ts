@@ -14,6 +14,7 @@ import {
   findEscalationCatcher,
   holdElementReturn,
   raiseIncident,
+  recallElement,
   returnCall,
   returnElement,
   throwToParent,
@@ -59,9 +60,11 @@ export async function deliverCallReturn(engine: Engine): Promise<boolean> {
     const fx = emptyEffects();
     if (waitsFor(plan, parent, row)) applyReturn(plan, parent, row, variables, fx);
     else if (keptFor(plan, parent, row)) {
-      // Its multi-instance step waits in an incident: the element's return waits on the step's row for the retry.
+      // Its multi-instance step waits in an incident: the element's return waits on the step's row
+      // for the retry; an element that ended without completing is called again by it.
       const step = indexPlan(plan).steps.get(row.parent_step_id)!;
-      holdElementReturn(step, elementReturnOf(row), parent.state, fx);
+      if (row.outcome === 'completed') holdElementReturn(step, elementReturnOf(row), parent.state, fx);
+      else applyReturn(plan, parent, row, variables, fx);
     } else {
       engine.log.info({ childInstanceId: row.child_instance_id, parentInstanceId: parent.id }, 'call:return_dropped');
       return true;
@@ -111,15 +114,10 @@ function waitsFor(plan: Plan, parent: LockedInstance, row: CallReturnRow | CallE
   return (scopePathOf(plan, step, parent.state).scopePath ?? '/') === row.parent_scope_path;
 }
 
-/** An element that completed while its multi-instance step waits in an incident (another element's outputs failed) is kept. */
+/** An element that ended while its multi-instance step waits in an incident (another element's) is kept for the retry. */
 function keptFor(plan: Plan, parent: LockedInstance, row: CallReturnRow): boolean {
   const step = indexPlan(plan).steps.get(row.parent_step_id);
-  return (
-    row.outcome === 'completed' &&
-    row.parent_loop_index !== null &&
-    step?.multiInstance !== undefined &&
-    waitsFor(plan, parent, row, 'incident')
-  );
+  return row.parent_loop_index !== null && step?.multiInstance !== undefined && waitsFor(plan, parent, row, 'incident');
 }
 
 function elementReturnOf(row: CallReturnRow): ElementReturn {
@@ -136,12 +134,16 @@ function applyReturn(plan: Plan, parent: LockedInstance, row: CallReturnRow, var
       return returnElement(plan, step, elementReturnOf(row), parent.state, vars, fx);
     return returnCall(plan, step, elementReturnOf(row), parent.state, vars, fx);
   }
+  // An element's child that did not complete is called again by the retry of the step's incident
+  // (one already open, when another element stopped the step first).
+  const element = step.multiInstance && row.parent_loop_index !== null ? row.parent_loop_index : undefined;
+  const stopped = (kind: 'call_activity' | 'bpmn_error', message: string, details: Record<string, unknown>) => {
+    if (element !== undefined) recallElement(step, element, parent.state, fx);
+    if (parent.state.steps[stepId] !== 'incident') return raiseIncident(plan, parent.state, fx, stepId, kind, message, details);
+    fx.events.push({ kind: 'call:held', stepId, data: { outcome: row.outcome, loopIndex: element, ...details } });
+  };
   if (row.outcome === 'compensated') {
-    return raiseIncident(
-      plan,
-      parent.state,
-      fx,
-      stepId,
+    return stopped(
       'call_activity',
       `The instance ${row.child_instance_id} called by ${stepId} was compensated instead of completing. Retry the incident to call it again.`,
       child,
@@ -165,13 +167,9 @@ function applyReturn(plan: Plan, parent: LockedInstance, row: CallReturnRow, var
     throwToParent(plan, stepId, row.error_code, row.error_message, parent.state, fx);
     return;
   }
-  raiseIncident(
-    plan,
-    parent.state,
-    fx,
-    stepId,
+  stopped(
     'bpmn_error',
-    `The instance ${row.child_instance_id} called by ${stepId} threw ${row.error_code !== null ? `error ${row.error_code}` : 'an error without a code'} and no error boundary catches it`,
+    `The instance ${row.child_instance_id} called by ${stepId} threw ${row.error_code !== null ? `error ${row.error_code}` : 'an error without a code'} and no error boundary catches it. Catch it with an error boundary, or retry the incident to call it again.`,
     { errorCode: row.error_code, errorMessage: row.error_message, ...child },
   );
 }

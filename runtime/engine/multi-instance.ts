@@ -151,7 +151,47 @@ function createElement(
   start: ElementStart,
 ): void {
   if (!start.ok) return;
-  const index = loop.created++;
+  pushElement(plan, step, loop.created++, state, fx, start);
+}
+
+/**
+ * The retry of a multi-instance call activity's incident calls element `index` again: its child
+ * ended without completing. Its variables are read afresh; inputs that fail stop the step again,
+ * and the element waits for the next retry.
+ */
+export function callElementAgain(
+  plan: Plan,
+  step: PlanStep,
+  loop: LoopState,
+  index: number,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  moves: ElementMoves,
+): void {
+  const start = elementStart(step, loop.items, index, vars, scopeLocals(plan, step, state));
+  if (!start.ok) {
+    loop.recall = [...(loop.recall ?? []), index];
+    fx.loops[step.id] = loop;
+    return moves.raise(step.id, start.kind, start.message, start.details);
+  }
+  writeVariables(plan, step, state, vars, start.writes, fx);
+  moves.event({
+    kind: 'loop:element_called_again',
+    stepId: step.id,
+    data: { loopCounter: elementLocals(step, loop.items, index).loopCounter },
+  });
+  pushElement(plan, step, index, state, fx, start);
+}
+
+function pushElement(
+  plan: Plan,
+  step: PlanStep,
+  index: number,
+  state: InstanceState,
+  fx: Effects,
+  start: Extract<ElementStart, { ok: true }>,
+): void {
   if (step.kind === 'callActivity' && step.call) {
     fx.calls.push({
       stepId: step.id,

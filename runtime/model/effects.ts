@@ -64,6 +64,11 @@ export interface LoopState {
    * output mappings failed), in the order they came; its retry applies them
    */
   heldReturns?: ElementReturn[];
+  /**
+   * a multi-instance call activity: elements whose child ended without completing (compensated,
+   * or a BPMN error nothing caught); the retry of the step's incident calls them again
+   */
+  recall?: number[];
 }
 
 /** What an element's called instance ended with. */

@@ -18,7 +18,8 @@ export interface ChildOf {
 
 /**
  * Inserts the child instance of a call activity, of the given definition, running. Answers
- * undefined when this activation already has its child (a repeated start).
+ * undefined when this activation already has a child that has not ended (a repeated start); a
+ * child that ended without completing (the retry of the call's incident) gets a successor.
  */
 export async function insertChildInstance(
   db: Queryable,
@@ -28,8 +29,13 @@ export async function insertChildInstance(
     name: 'insert_child_instance',
     text: `insert into instances (id, definition_id, definition_key, definition_version, business_key, variables, revision,
                                   parent_instance_id, parent_step_id, parent_scope_path, parent_generation, parent_loop_index,
-                                  inherited_variables)
-           select $1, d.id, d.key, d.version, $3, $4, 0, $5, $6, $7, $8, $9, $10 from definitions d where d.id = $2
+                                  inherited_variables, parent_attempt)
+           select $1, d.id, d.key, d.version, $3, $4, 0, $5, $6, $7, $8, $9, $10,
+                  (select count(*) from instances c
+                    where c.parent_instance_id = $5 and c.parent_step_id = $6 and c.parent_scope_path = $7
+                      and c.parent_generation = $8 and coalesce(c.parent_loop_index, -1) = coalesce($9::integer, -1)
+                      and c.status in ('completed', 'canceled', 'compensated'))
+             from definitions d where d.id = $2
            on conflict do nothing
            returning *`,
     values: [

@@ -3,7 +3,8 @@
 // unless mapped); the child's BPMN error reaches the parent's boundary; its incident shows on the
 // parent; canceling or interrupting the parent cancels the child (its late complete answers 409);
 // a pinned version is called after a newer one is deployed; a missing process is an incident
-// whose retry calls it once deployed.
+// whose retry calls it once deployed; a child that ends without completing is called again by
+// the retry of the incident it leaves.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   complete,
@@ -31,8 +32,10 @@ function definitions(id: string, body: string): string {
 }
 
 /** start -> work (topic) -> end; `end` may be an error end event */
-function child(id: string, topic: string, opts: { retries?: number; errorEnd?: string } = {}): string {
-  const retries = opts.retries !== undefined ? ` baton:retries="${opts.retries}"` : '';
+function child(id: string, topic: string, opts: { retries?: number; errorEnd?: string; compensate?: boolean } = {}): string {
+  const retries =
+    (opts.retries !== undefined ? ` baton:retries="${opts.retries}"` : '') +
+    (opts.compensate ? ' baton:onExhausted="compensate"' : '');
   const end = opts.errorEnd
     ? `<bpmn:endEvent id="end"><bpmn:errorEventDefinition errorRef="E_${id}" /></bpmn:endEvent>`
     : '<bpmn:endEvent id="end" />';
@@ -88,6 +91,18 @@ async function calledOf(id: string, n = 1): Promise<any[]> {
     },
     10_000,
     `${n} called instance(s) of ${id}`,
+  );
+}
+
+/** The worker gives up on the task: with onExhausted compensate, its instance compensates. */
+async function fail(task: LockedTask): Promise<void> {
+  await ok(
+    t.api.post(`/api/external-tasks/${task.id}/failure`, {
+      workerId: 'w',
+      lockToken: task.lockToken,
+      errorMessage: 'gave up',
+      retries: 0,
+    }),
   );
 }
 
@@ -466,6 +481,100 @@ describe('call activities', () => {
     expect(await fetchTasks(t.api, 'w', ['kept-mi-child'])).toEqual([]);
     await ok(complete(t.api, after, 'w'));
     await waitForStatus(t.api, id, 'completed');
+  });
+
+  it('given a child that ends compensated, and one whose BPMN error nothing catches, then the retry of the incident calls a new child, which the call activity waits for', async () => {
+    await deploy(t.api, child('undo_child', 'undo-child', { retries: 1, compensate: true }));
+    await deploy(t.api, parent('undo_parent', { attributes: 'calledElement="undo_child"' }));
+    const id = await start(t.api, 'undo_parent');
+    await fail(await fetchOne(t.api, 'w', 'undo-child'));
+    const incident = await waitForIncident(t.api, id);
+    expect(incident).toMatchObject({ stepId: 'call', kind: 'call_activity' });
+    expect(incident.message).toMatch(/was compensated instead of completing\. Retry the incident to call it again/);
+    await ok(t.api.post(`/api/incidents/${incident.id}/retry`, {}));
+    await ok(complete(t.api, await fetchOne(t.api, 'w', 'undo-child'), 'w'));
+    await ok(complete(t.api, await fetchOne(t.api, 'w', 'undo_parent-after'), 'w'));
+    await waitForStatus(t.api, id, 'completed');
+    expect((await calledOf(id, 2)).map((c) => c.status)).toEqual(['compensated', 'completed']);
+
+    await deploy(t.api, child('throw_child', 'throw-child', { errorEnd: 'late' }));
+    await deploy(t.api, parent('throw_parent', { attributes: 'calledElement="throw_child"' }));
+    const thrown = await start(t.api, 'throw_parent');
+    await ok(complete(t.api, await fetchOne(t.api, 'w', 'throw-child'), 'w'));
+    const uncaught = await waitForIncident(t.api, thrown);
+    expect(uncaught).toMatchObject({ stepId: 'call', kind: 'bpmn_error' });
+    expect(uncaught.message).toMatch(/retry the incident to call it again/);
+    await ok(t.api.post(`/api/incidents/${uncaught.id}/retry`, {}));
+    // The new child runs: it throws again, and the call activity stops in a new incident.
+    await ok(complete(t.api, await fetchOne(t.api, 'w', 'throw-child'), 'w'));
+    await waitFor(
+      async () => ((await calledOf(thrown, 2)).every((c) => c.status === 'canceled') ? true : undefined),
+      10_000,
+      'the second child to throw',
+    );
+    expect((await waitForIncident(t.api, thrown)).id).not.toBe(uncaught.id);
+  });
+
+  it('given a parallel multi-instance call activity whose elements a and b end compensated, then the retry calls those two again and the results come back in input order', async () => {
+    await deploy(t.api, child('undo_mi_child', 'undo-mi-child', { retries: 1, compensate: true }));
+    const xml = parent('undo_mi', {
+      attributes: 'calledElement="undo_mi_child"',
+      extensions: '<camunda:in variables="all" /><camunda:out variables="all" />',
+    }).replace(
+      '</bpmn:callActivity>',
+      '<bpmn:multiInstanceLoopCharacteristics camunda:collection="items" camunda:elementVariable="item" baton:outputCollection="results" baton:outputElement="=done" /></bpmn:callActivity>',
+    );
+    await deploy(t.api, xml);
+    const id = await start(t.api, 'undo_mi', { variables: { items: ['a', 'b', 'c'] } });
+    const tasks = await waitFor(
+      async () => {
+        const got = await fetchTasks(t.api, 'w', ['undo-mi-child']);
+        return got.length === 3 ? got : undefined;
+      },
+      10_000,
+      'three children',
+    );
+    const byItem = (item: string) => tasks.find((x) => x.variables.item === item)!;
+    await fail(byItem('a'));
+    const incident = await waitForIncident(t.api, id);
+    expect(incident).toMatchObject({ stepId: 'call', kind: 'call_activity' });
+    // b ends compensated and c completes while the step waits in the incident: both are kept.
+    await fail(byItem('b'));
+    await ok(complete(t.api, byItem('c'), 'w', { done: 'c!' }));
+    await waitFor(
+      async () => {
+        const { rows } = await t.db.pool.query('select count(*)::int as n from call_returns where parent_instance_id = $1', [id]);
+        const ended = (await calledOf(id, 3)).filter((c) => c.status !== 'running');
+        return ended.length === 3 && rows[0].n === 0 ? true : undefined;
+      },
+      10_000,
+      'the returns taken',
+    );
+    expect((await instanceOf(t.api, id)).incidents).toHaveLength(1);
+    await ok(t.api.post(`/api/incidents/${incident.id}/retry`, {}));
+    const again = await waitFor(
+      async () => {
+        const got = await fetchTasks(t.api, 'w', ['undo-mi-child']);
+        return got.length === 2 ? got : undefined;
+      },
+      10_000,
+      'a and b called again',
+    );
+    expect(again.map((x) => [x.variables.item, x.variables.loopCounter]).sort()).toEqual([
+      ['a', 0],
+      ['b', 1],
+    ]);
+    for (const task of again) await ok(complete(t.api, task, 'w', { done: `${String(task.variables.item)}!` }));
+    const after = await fetchOne(t.api, 'w', 'undo_mi-after');
+    expect(after.variables.results).toEqual(['a!', 'b!', 'c!']);
+    const called = await calledOf(id, 5);
+    expect(called.map((c) => `${c.loopCounter}:${c.status}`).sort()).toEqual([
+      '0:compensated',
+      '0:completed',
+      '1:compensated',
+      '1:completed',
+      '2:completed',
+    ]);
   });
 
   it('given a sequential multi-instance call activity with a completion condition, then children run one after another and the third is never called', async () => {
