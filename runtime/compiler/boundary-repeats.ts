@@ -34,7 +34,8 @@ export function readBoundaryRepeats(plan: Plan): Diagnostic[] {
     for (const id of path.steps) (steps.get(id) as PlanStep).inLoop = boundary.id;
   }
   for (const eventSub of plan.steps) {
-    if (eventSub.eventSubProcess?.interrupting !== false) continue;
+    // One whose firings run in child instances of its body (subprocess-bodies.ts) runs none of them here.
+    if (eventSub.eventSubProcess?.interrupting !== false || eventSub.call) continue;
     const body = ownBody(eventSub, plan, steps);
     if ('reason' in body) {
       diagnostics.push(

@@ -3,6 +3,7 @@
 import { classifyNode, isFlowNode } from './classify.ts';
 import { errorAt } from './diagnostics.ts';
 import { linkFlows } from './links.ts';
+import { firesInBodies } from './subprocess-bodies.ts';
 import type { GraphFlow, GraphNode, ProcessGraph } from './graph.ts';
 import {
   describeElement,
@@ -32,7 +33,13 @@ export function extractGraph(process: BpmnProcess, processId: string, unresolved
         // The start event of an event subprocess waits for its trigger: a kind of its own, never a process start.
         const inEventSub = scope !== undefined && nodes.get(scope)?.kind === 'eventSubProcess';
         const node = addNode(nodes, element as BpmnFlowNode, processId, diagnostics, scope, inEventSub);
-        if (node?.kind === 'subProcess' || node?.kind === 'eventSubProcess')
+        // A non-interrupting event subprocess's body runs in child instances (subprocess-bodies.ts): only its start event waits here.
+        if (node?.kind === 'eventSubProcess' && firesInBodies(element))
+          collect(
+            ((element as BpmnSubProcess).flowElements ?? []).filter((e) => e.$type === 'bpmn:StartEvent'),
+            node.id,
+          );
+        else if (node?.kind === 'subProcess' || node?.kind === 'eventSubProcess')
           collect((element as BpmnSubProcess).flowElements ?? [], node.id);
       }
     }

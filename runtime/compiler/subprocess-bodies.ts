@@ -25,6 +25,16 @@ export function runsInBodies(element: BpmnElement): boolean {
   );
 }
 
+/**
+ * A non-interrupting event subprocess: its firings run side by side, each in a child instance of
+ * its body. The start event waits in the process; the body starts at a none start event in its place.
+ */
+export function firesInBodies(element: BpmnElement): boolean {
+  if (element.$type !== 'bpmn:SubProcess' || (element as BpmnSubProcess).triggeredByEvent !== true) return false;
+  const start = ((element as BpmnSubProcess).flowElements ?? []).find((e) => e.$type === 'bpmn:StartEvent');
+  return (start as (BpmnElement & { isInterrupting?: boolean }) | undefined)?.isInterrupting === false;
+}
+
 type MappingHolder = BpmnElement & { outputParameters?: unknown[]; $children?: BpmnElement[] };
 
 /**
@@ -56,23 +66,60 @@ export function readBodyCall(processKey: string, node: GraphNode, problems: stri
   };
 }
 
-/** The subprocess as a process of its own: its flow elements and artifacts, under the body's key. */
+/**
+ * The call a firing of a non-interrupting event subprocess stands for: every variable the event
+ * subprocess sees goes in, with its input mappings as the firing's locals; what its body changed
+ * comes back, as for a parallel multi-instance subprocess's element. Its output mappings are
+ * evaluated in the process when the body ends (engine/event-subprocess-bodies.ts).
+ */
+export function readEventBodyCall(processKey: string, node: GraphNode): CallSpec {
+  return {
+    process: { key: bodyKey(processKey, node.id) },
+    binding: 'deployment',
+    inAll: true,
+    inputs: [],
+    outAll: true,
+    outputs: [],
+    businessKey: false,
+    body: { fingerprint: '' },
+  };
+}
+
+/**
+ * The subprocess as a process of its own: its flow elements and artifacts, under the body's key.
+ * An event subprocess's start event has fired in the process before its body starts: in the body
+ * it is a none start (its trigger and its mappings stay with the process).
+ */
 export function bodyProcess(sub: BpmnSubProcess, key: string): BpmnProcess {
+  const fired = firesInBodies(sub);
+  const elements = (sub.flowElements ?? []).map((e) => (fired && e.$type === 'bpmn:StartEvent' ? noneStart(e) : e));
   return {
     $type: 'bpmn:Process',
     id: key,
     ...(sub.name !== undefined ? { name: sub.name } : {}),
     isExecutable: true,
-    flowElements: sub.flowElements ?? [],
+    flowElements: elements,
     artifacts: sub.artifacts ?? [],
     $attrs: {},
     $instanceOf: (type: string) => type === 'bpmn:Process' || type === 'bpmn:FlowElementsContainer',
   };
 }
 
+/** The start event as the body's none start: the same element (its id, name, flows) without its trigger and settings. */
+function noneStart(start: BpmnElement): BpmnElement {
+  // The copy reads everything else (its moddle attributes too) from the element itself.
+  return Object.assign(Object.create(start) as BpmnElement, {
+    eventDefinitions: [],
+    extensionElements: undefined,
+    isInterrupting: true,
+  });
+}
+
 /** The subprocess elements of `process` (at any depth, outside other bodies) that run in bodies. */
 export function bodySubprocesses(graph: ProcessGraph): BpmnSubProcess[] {
-  return [...graph.nodes.values()].filter((n) => runsInBodies(n.element)).map((n) => n.element as BpmnSubProcess);
+  return [...graph.nodes.values()]
+    .filter((n) => runsInBodies(n.element) || firesInBodies(n.element))
+    .map((n) => n.element as BpmnSubProcess);
 }
 
 /** A body starts at exactly one none start event, as an embedded subprocess does. */

@@ -85,10 +85,15 @@ export function checkUnrunSettings(
       if (value !== undefined && value !== null && value !== '') told.add(text);
     }
     for (const text of told) diagnostics.push(warningAt(element.id ?? 'definitions', `${describeElement(element)}: ${text}`));
-    if (has(carried.bodies)) return;
-    for (const child of element.flowElements ?? []) visit(child as WithSettings);
+    // A body's elements are checked with it; an event subprocess's start event waits here, and is checked here.
+    const children = (element.flowElements ?? []) as WithSettings[];
+    for (const child of has(carried.bodies) ? children.filter((c) => isEventStart(element, c)) : children) visit(child);
   };
   visit(process as WithSettings);
   for (const root of definitions.rootElements ?? []) if (root.$type === 'bpmn:Message') visit(root as WithSettings);
   return diagnostics;
+}
+
+function isEventStart(container: WithSettings, element: WithSettings): boolean {
+  return (container as { triggeredByEvent?: boolean }).triggeredByEvent === true && element.$type === 'bpmn:StartEvent';
 }

@@ -16,6 +16,14 @@ import {
   type FiringMoves,
 } from './boundary-firings.ts';
 import { startCompensationThrow } from './compensate.ts';
+import {
+  fireInBody,
+  firesInChildren,
+  firingStopped,
+  retryFirings,
+  returnFiring,
+  type BodyMoves,
+} from './event-subprocess-bodies.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
 import { inputNames, mapInputs, passingMappings, resultVariables, signalPayload } from './io-mappings.ts';
 import { runScript } from './scripts.ts';
@@ -136,7 +144,7 @@ function settleConditions(plan: Plan, state: InstanceState, vars: Variables, fx:
       const { source } = step.wait.condition;
       const result = testCondition(step.wait.condition, visibleVariables(plan, step, state, vars));
       // A repeating boundary (or non-interrupting event subprocess) fires each time its condition turns true, not at every look while it holds.
-      if (result.ok && repeatsOf(ownerOf(plan, step)) && !noteCondition(step.id, result.value, state, fx)) continue;
+      if (result.ok && firesAgain(plan, step) && !noteCondition(step.id, result.value, state, fx)) continue;
       if (!result.ok) {
         raiseIncident(
           plan,
@@ -178,7 +186,8 @@ function fireWaitNow(
 ): boolean {
   const step = stepById(plan, stepId);
   if (state.steps[step.id] === 'active' && step.kind === 'eventSubProcessStart') {
-    if (repeatsOf(ownerOf(plan, step))) fireRepeating(plan, step, state, fx, firingMoves(plan, state, vars, fx), data);
+    if (firesInChildren(ownerOf(plan, step))) fireInBody(plan, step, state, vars, fx, bodyMoves(plan, state, vars, fx), data);
+    else if (repeatsOf(ownerOf(plan, step))) fireRepeating(plan, step, state, fx, firingMoves(plan, state, vars, fx), data);
     else fireEventSubProcess(plan, step, scopeMoves(plan, state, vars, fx), data);
     return true;
   }
@@ -349,7 +358,7 @@ function mapFired(
     fx.endedWaits.push(step.id);
     if (step.boundary?.interrupting) interruptHost(plan, step, state, vars, fx);
     // An interrupting event subprocess's trigger has interrupted its scope all the same (Zeebe's order).
-    if (step.kind === 'eventSubProcessStart' && !repeatsOf(ownerOf(plan, step)))
+    if (step.kind === 'eventSubProcessStart' && ownerOf(plan, step).eventSubProcess?.interrupting !== false)
       interruptScope(plan, step, scopeMoves(plan, state, vars, fx));
     // After an event-based gateway it won the race all the same: the other events stop waiting.
     endRace(plan, step, state, vars, fx);
@@ -674,6 +683,8 @@ function activateStep(
     activateStep(plan, stepById(plan, step.subProcess.start), state, vars, fx);
     return;
   }
+  // The retry of an incident of a non-interrupting event subprocess whose firings run in child instances.
+  if (firesInChildren(step) && resumed) return retryFirings(plan, step, state, vars, fx, bodyMoves(plan, state, vars, fx), fixes);
   if (step.kind === 'eventSubProcess' && step.io && resumed) {
     // The retry of an interrupting event subprocess's mappings: outputs that failed end it (its
     // body ran); inputs that failed enter it and run its body from the start event that fired.
@@ -960,17 +971,19 @@ function cancelStep(plan: Plan, step: PlanStep, by: string, state: InstanceState
   if (step.kind === 'serviceTask' || status === 'incident') fx.canceledTasks.push(step.id);
   if (step.kind === 'catchEvent' || step.kind === 'boundaryEvent' || step.kind === 'eventSubProcessStart')
     fx.endedWaits.push(step.id);
-  if (step.kind === 'callActivity') fx.canceledCalls.push(step.id);
+  if (step.kind === 'callActivity' || firesInChildren(step)) fx.canceledCalls.push(step.id);
   if (step.kind === 'subProcess' || step.kind === 'eventSubProcess') cancelScope(plan, step.id, by, state, fx);
 }
 
 /** A subprocess whose inner steps have all ended completes and leaves through its outgoing flows. */
 function settleScope(plan: Plan, scopeId: string | undefined, state: InstanceState, vars: Variables, fx: Effects): void {
   if (scopeId === undefined || fx.terminated || state.steps[scopeId] !== 'active') return;
+  // The body of an event subprocess whose firings run in child instances is not here: its children end it.
+  if (firesInChildren(stepById(plan, scopeId))) return;
   const children = indexPlan(plan).children.get(scopeId) ?? [];
   // After an event subprocess interrupted the scope, what its token never reached stays unreached.
   const interrupted = children.some(
-    (s) => s.kind === 'eventSubProcess' && !s.eventSubProcess?.repeats && state.steps[s.id] !== undefined,
+    (s) => s.kind === 'eventSubProcess' && s.eventSubProcess?.interrupting !== false && state.steps[s.id] !== undefined,
   );
   // A non-interrupting event subprocess's start event keeps waiting while its body runs: the body is what ends.
   const ownStart = stepById(plan, scopeId).eventSubProcess?.repeats ? stepById(plan, scopeId).eventSubProcess?.start : undefined;
@@ -1363,6 +1376,50 @@ export function recallElement(step: PlanStep, index: number, state: InstanceStat
   loop.recall = [...(loop.recall ?? []), index];
   fx.loops[step.id] = loop;
   fx.steps.push({ stepId: step.id, status: state.steps[step.id] as StepStatus });
+}
+
+/** A firing's child completed, for a non-interrupting event subprocess whose firings run in child instances. */
+export function returnEventFiring(
+  plan: Plan,
+  step: PlanStep,
+  back: ElementReturn,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+): void {
+  returnFiring(plan, step, back, state, vars, fx, bodyMoves(plan, state, vars, fx));
+}
+
+/** A firing's child ended without completing: an incident on the event subprocess, whose retry starts the firing again. */
+export function stopEventFiring(
+  plan: Plan,
+  step: PlanStep,
+  firing: number,
+  stopped: { kind: IncidentKind; message: string; details: Record<string, unknown> },
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+): void {
+  firingStopped(step, firing, stopped.kind, stopped.message, stopped.details, state, fx, bodyMoves(plan, state, vars, fx));
+}
+
+/** Whether a catch event fires again and again: a repeating boundary's, or a non-interrupting event subprocess's start. */
+function firesAgain(plan: Plan, step: PlanStep): boolean {
+  const owner = ownerOf(plan, step);
+  return repeatsOf(owner) !== undefined || firesInChildren(owner);
+}
+
+/** What firings in child instances need of this module: wait again, set a status, record an event, write, end. */
+function bodyMoves(plan: Plan, state: InstanceState, vars: Variables, fx: Effects): BodyMoves {
+  const { rearm } = firingMoves(plan, state, vars, fx);
+  return {
+    rearm,
+    setStep: (stepId, status) => setStep(state, fx, stepId, status),
+    event: (event) => pushEvent(plan, state, fx, event),
+    raise: (stepId, kind, message, details) => raiseIncident(plan, state, fx, stepId, kind, message, details),
+    write: (step, written) => writeVariables(plan, step, state, vars, written, fx),
+    ended: (eventSub) => resolveFlows(plan, eventSub, [], state, vars, fx),
+  };
 }
 
 /** What repeating boundaries need of this module: wait again, set a status, record an event, run the path. */

@@ -15,11 +15,14 @@ import {
   holdElementReturn,
   raiseIncident,
   recallElement,
+  returnEventFiring,
+  stopEventFiring,
   returnCall,
   returnElement,
   throwToParent,
 } from './advance.ts';
 import { planOf, type Engine } from './context.ts';
+import { firesInChildren } from './event-subprocess-bodies.ts';
 import { scopePathOf } from './loop-passes.ts';
 import { indexPlan } from './plan-index.ts';
 import { commitTransition } from './transition.ts';
@@ -108,9 +111,12 @@ async function deliverEscalation(engine: Engine, tx: PoolClient, row: CallEscala
 
 function waitsFor(plan: Plan, parent: LockedInstance, row: CallReturnRow | CallEscalationRow, status = 'active'): boolean {
   const step = indexPlan(plan).steps.get(row.parent_step_id);
-  if (!step || step.kind !== 'callActivity' || parent.generation !== row.parent_generation) return false;
+  const firings = firesInChildren(step);
+  if (!step || (step.kind !== 'callActivity' && !firings) || parent.generation !== row.parent_generation) return false;
   if (parent.status !== 'running' && parent.status !== 'incident') return false;
-  if (parent.state.steps[step.id] !== status) return false;
+  // An event subprocess's firings run on while another waits in its incident: their ends count.
+  const stepStatus = parent.state.steps[step.id];
+  if (stepStatus !== status && !(firings && stepStatus === 'incident')) return false;
   return (scopePathOf(plan, step, parent.state).scopePath ?? '/') === row.parent_scope_path;
 }
 
@@ -128,6 +134,9 @@ function applyReturn(plan: Plan, parent: LockedInstance, row: CallReturnRow, var
   const stepId = row.parent_step_id;
   const step = indexPlan(plan).steps.get(stepId)!;
   const child = { childInstanceId: row.child_instance_id };
+  const firing = firesInChildren(step) ? (row.parent_loop_index ?? 0) : undefined;
+  if (row.outcome === 'completed' && firing !== undefined)
+    return returnEventFiring(plan, step, elementReturnOf(row), parent.state, vars, fx);
   if (row.outcome === 'completed') {
     // An element's child returns its element's result (as a multi-instance task's does): outputElement and outputCollection gather it.
     if (step.multiInstance && row.parent_loop_index !== null)
@@ -138,6 +147,7 @@ function applyReturn(plan: Plan, parent: LockedInstance, row: CallReturnRow, var
   // (one already open, when another element stopped the step first).
   const element = step.multiInstance && row.parent_loop_index !== null ? row.parent_loop_index : undefined;
   const stopped = (kind: 'call_activity' | 'bpmn_error', message: string, details: Record<string, unknown>) => {
+    if (firing !== undefined) return stopEventFiring(plan, step, firing, { kind, message, details }, parent.state, vars, fx);
     if (element !== undefined) recallElement(step, element, parent.state, fx);
     if (parent.state.steps[stepId] !== 'incident') return raiseIncident(plan, parent.state, fx, stepId, kind, message, details);
     fx.events.push({ kind: 'call:held', stepId, data: { outcome: row.outcome, loopIndex: element, ...details } });

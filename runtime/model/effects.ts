@@ -33,6 +33,12 @@ export interface PassState {
   outputs?: unknown[];
   /** a non-interrupting event subprocess with mappings: the locals of the firing that runs (its inputs) */
   locals?: Variables;
+  /** a non-interrupting event subprocess whose firings run in child instances: how many of them run */
+  running?: number;
+  /** and the firings the retry of its incident starts again (inputs that failed, a child that did not complete) */
+  recall?: number[];
+  /** and the returns whose output mappings failed, in the order they came, for that retry */
+  heldReturns?: ElementReturn[];
 }
 
 /** An embedded subprocess's local variables (its inputs, and what its steps wrote to them), stored on its steps row. */

@@ -1,7 +1,8 @@
 // Event subprocesses against a real PostgreSQL, through the HTTP API: armed while their scope
 // runs, their trigger (timer, message, error) interrupts that scope in one transition (its open
 // task's late complete answers 409) and runs their body; when the scope ends first, they stop
-// waiting; a non-interrupting one runs its body once per firing, beside the main flow. A start
+// waiting; a non-interrupting one runs its body once per firing, beside the main flow and beside
+// its other firings, each in a child instance. A start
 // event's output mappings map its payload; a start whose incident is retried waits again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -130,27 +131,48 @@ describe('event subprocesses', () => {
     await waitForStatus(t.api, id, 'completed');
   });
 
-  it('given a non-interrupting message event subprocess, when the message comes twice while the main flow waits, then its body runs twice, one after the other, and the instance ends after both', async () => {
+  it('given a non-interrupting message event subprocess, when the message comes twice while the main flow waits, then its body runs twice at once, each firing in a child instance of its own, and the instance ends after both', async () => {
     const message = '<bpmn:messageEventDefinition messageRef="Ping" />';
     await deploy(
       t.api,
       process('esp_nonint', eventSub('watch', message, 'esp_nonint-watch', false), '<bpmn:message id="Ping" name="esp-ping" />'),
     );
-    const id = await start(t.api, 'esp_nonint', { businessKey: 'esp-1' });
+    const id = await start(t.api, 'esp_nonint', { businessKey: 'esp-1', variables: { seen: 0 } });
     const work = await fetchOne(t.api, 'w', 'esp_nonint-work');
     for (let i = 0; i < 2; i++) {
-      const res = await t.api.post('/api/messages', { name: 'esp-ping', correlationKey: 'esp-1' });
+      const res = await t.api.post('/api/messages', { name: 'esp-ping', correlationKey: 'esp-1', variables: { note: i + 1 } });
       expect(res.body, `message ${i + 1}`).toMatchObject({ status: 'matched', instanceId: id });
     }
-    const first = await fetchOne(t.api, 'w', 'esp_nonint-watch');
-    expect(await fetchTasks(t.api, 'w', ['esp_nonint-watch'])).toEqual([]);
-    // The main flow goes on beside it; its end does not end the instance while a body runs.
+    // Both firings run side by side: two tasks at once, in two child instances of the body.
+    const both = await waitFor(
+      async () => {
+        const got = await fetchTasks(t.api, 'w', ['esp_nonint-watch']);
+        return got.length === 2 ? got : undefined;
+      },
+      10_000,
+      'two firings at once',
+    );
+    expect(new Set(both.map((x) => x.instanceId)).size).toBe(2);
+    expect(both.every((x) => x.instanceId !== id)).toBe(true);
+    const running = await instanceOf(t.api, id);
+    expect(running.calledInstances.map((c: any) => [c.stepId, c.definitionKey, c.loopCounter]).sort()).toEqual([
+      ['watch', 'esp_nonint:watch', 1],
+      ['watch', 'esp_nonint:watch', 2],
+    ]);
+    // The main flow goes on beside them; its end does not end the instance while a body runs.
     expect((await complete(t.api, work, 'w')).status).toBe(204);
-    expect((await complete(t.api, first, 'w')).status).toBe(204);
-    const second = await fetchOne(t.api, 'w', 'esp_nonint-watch');
+    // The second firing ends first; what each body writes reaches the process.
+    const [firstFiring, secondFiring] = [...both].sort((a, b) => Number(a.variables.note) - Number(b.variables.note));
+    expect((await complete(t.api, secondFiring!, 'w', { last: 'second' })).status).toBe(204);
+    await waitFor(
+      async () => ((await instanceOf(t.api, id)).variables.last === 'second' ? true : undefined),
+      10_000,
+      'the second firing to return',
+    );
     expect((await instanceOf(t.api, id)).status).toBe('running');
-    expect((await complete(t.api, second, 'w')).status).toBe(204);
+    expect((await complete(t.api, firstFiring!, 'w', { last: 'first', seen: 1 })).status).toBe(204);
     const done = await waitForStatus(t.api, id, 'completed');
+    expect(done.variables).toMatchObject({ last: 'first', seen: 1 });
     expect([statusOf(done, 'work'), statusOf(done, 'end'), statusOf(done, 'watch'), statusOf(done, 'watch_start')]).toEqual([
       'completed',
       'completed',
@@ -162,11 +184,8 @@ describe('event subprocesses', () => {
       stepId?: string;
       data: any;
     }[];
-    expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'watch_task').map((e) => e.data.scopePath)).toEqual([
-      '/watch#1',
-      '/watch#2',
-    ]);
-    expect(history.filter((e) => e.kind === 'step:completed' && e.stepId === 'watch')).toHaveLength(2);
+    expect(history.filter((e) => e.kind === 'step:activated' && e.stepId === 'watch').map((e) => e.data.firing)).toEqual([1, 2]);
+    expect(history.filter((e) => e.kind === 'eventSubProcess:firing_completed').map((e) => e.data.firing)).toEqual([2, 1]);
   });
 
   it('given a non-interrupting event subprocess whose body runs, when an interrupting one fires, then both the main flow and the running body are canceled', async () => {
@@ -188,11 +207,9 @@ describe('event subprocesses', () => {
     expect((await complete(t.api, watching, 'w')).status).toBe(409);
     expect((await complete(t.api, late, 'w')).status).toBe(204);
     const done = await waitForStatus(t.api, id, 'completed');
-    expect([statusOf(done, 'watch'), statusOf(done, 'watch_task'), statusOf(done, 'watch_start')]).toEqual([
-      'canceled',
-      'canceled',
-      'canceled',
-    ]);
+    expect([statusOf(done, 'watch'), statusOf(done, 'watch_start')]).toEqual(['canceled', 'canceled']);
+    // The firing's body ran in a child instance: canceled with it.
+    expect(done.calledInstances.map((c: any) => [c.stepId, c.status])).toEqual([['watch', 'canceled']]);
   });
 
   it('given an event subprocess start whose correlation key cannot be computed, then it holds a condition_error incident while the main flow runs, and the retry with the variable set makes it wait without firing it', async () => {
@@ -357,12 +374,17 @@ describe('event subprocesses', () => {
     expect((await send('n-1', { note: 'a', level: 5 })).body).toMatchObject({ status: 'matched', instanceId: id });
     const first = await fetchOne(t.api, 'w', 'esp_nio-tell');
     expect(first.variables).toMatchObject({ loud: 'A', serious: true });
-    // The second firing waits for the first; its inputs are read when it starts.
+    // The second firing runs beside the first, with its own inputs.
     expect((await send('n-1', { note: 'b', level: 5 })).body).toMatchObject({ status: 'matched', instanceId: id });
+    const second = await fetchOne(t.api, 'w', 'esp_nio-tell');
+    expect(second.variables).toMatchObject({ loud: 'B', serious: true });
     expect((await instanceOf(t.api, id)).variables).not.toHaveProperty('loud');
     expect((await complete(t.api, first, 'w')).status).toBe(204);
-    const second = await fetchOne(t.api, 'w', 'esp_nio-tell');
-    expect(second.variables).toMatchObject({ loud: 'B', lastNote: 'A' });
+    await waitFor(
+      async () => ((await instanceOf(t.api, id)).variables.lastNote === 'A' ? true : undefined),
+      10_000,
+      "the first firing's outputs",
+    );
     expect((await complete(t.api, second, 'w')).status).toBe(204);
     expect((await complete(t.api, work, 'w')).status).toBe(204);
     const done = await waitForStatus(t.api, id, 'completed');
