@@ -11,7 +11,7 @@ import { parseBpmn } from './parse.ts';
 import { BPMN_NAMESPACE, type BpmnElement, type BpmnProcess, type BpmnSubProcess } from './model.ts';
 import type { CompileOptions, CompileResult, Diagnostic, JavaTaskTopic, Plan } from './plan.ts';
 import type { ProcessGraph } from './graph.ts';
-import { bodyKey, bodyProcess, bodySubprocesses, checkBodyStarts } from './subprocess-bodies.ts';
+import { bodyKey, bodyProcess, bodySubprocesses, checkBodyStarts, messagesInBodies } from './subprocess-bodies.ts';
 import { selectProcess } from './select.ts';
 import { checkSoundness } from './soundness.ts';
 import { checkUnrunSettings } from './unrun-settings.ts';
@@ -154,8 +154,9 @@ function compileProcess(
     ...checkUnrunSettings(process, document.definitions, {
       mappings: new Set([...io.runs, ...calls.mapped]),
       headers: new Set(tasks.specs.keys()),
-      subscriptions: events.subscriptions,
+      subscriptions: new Set([...events.subscriptions, ...messagesInBodies(graph)]),
       bodies: new Set(bodySubprocesses(graph).map((b) => b.id as string)),
+      messages: sub === undefined,
     }),
   ];
   // Soundness reasons over well-formed loop bodies of supported steps only.

@@ -145,3 +145,22 @@ export function checkBodyStarts(graph: ProcessGraph, sub: BpmnSubProcess): Diagn
     );
   return diagnostics;
 }
+
+/** The messages that catching elements inside the bodies of `graph` wait for, by element id: their keys are read there. */
+export function messagesInBodies(graph: ProcessGraph): Set<string> {
+  type Holder = BpmnElement & {
+    flowElements?: Holder[];
+    eventDefinitions?: { $type: string; messageRef?: { id?: string } }[];
+    messageRef?: { id?: string };
+  };
+  const found = new Set<string>();
+  const walk = (element: Holder): void => {
+    const catching = element.$type !== 'bpmn:IntermediateThrowEvent' && element.$type !== 'bpmn:EndEvent';
+    for (const definition of catching ? (element.eventDefinitions ?? []) : [])
+      if (definition.$type === 'bpmn:MessageEventDefinition' && definition.messageRef?.id) found.add(definition.messageRef.id);
+    if (element.$type === 'bpmn:ReceiveTask' && element.messageRef?.id) found.add(element.messageRef.id);
+    for (const child of element.flowElements ?? []) walk(child);
+  };
+  for (const sub of bodySubprocesses(graph)) for (const child of (sub as Holder).flowElements ?? []) walk(child);
+  return found;
+}

@@ -52,8 +52,10 @@ export interface CarriedSettings {
   headers?: ReadonlySet<string>;
   /** the messages whose zeebe:subscription correlation key the catching events read */
   subscriptions?: ReadonlySet<string>;
-  /** parallel multi-instance subprocesses: their elements are checked with their body (compiler/subprocess-bodies.ts) */
+  /** subprocesses that run in child instances: their elements are checked with their body (compiler/subprocess-bodies.ts) */
   bodies?: ReadonlySet<string>;
+  /** false for a body: the file's messages are checked with its process, which knows every element that reads them */
+  messages?: boolean;
 }
 
 /** Over the process deployed and the messages of the file (a zeebe:subscription sits on the message). */
@@ -90,7 +92,8 @@ export function checkUnrunSettings(
     for (const child of has(carried.bodies) ? children.filter((c) => isEventStart(element, c)) : children) visit(child);
   };
   visit(process as WithSettings);
-  for (const root of definitions.rootElements ?? []) if (root.$type === 'bpmn:Message') visit(root as WithSettings);
+  if (carried.messages !== false)
+    for (const root of definitions.rootElements ?? []) if (root.$type === 'bpmn:Message') visit(root as WithSettings);
   return diagnostics;
 }
 

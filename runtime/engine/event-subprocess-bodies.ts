@@ -106,6 +106,20 @@ export function returnFiring(
   vars: Variables,
   fx: Effects,
   moves: BodyMoves,
+): void {
+  ended(eventSub, state, fx);
+  applyReturn(plan, eventSub, back, state, vars, fx, moves);
+}
+
+/** A return of a firing that no longer runs: applied as it comes, or kept again by the retry, with the retry's variables over it. */
+function applyReturn(
+  plan: Plan,
+  eventSub: PlanStep,
+  back: ElementReturn,
+  state: InstanceState,
+  vars: Variables,
+  fx: Effects,
+  moves: BodyMoves,
   fixes?: Variables,
 ): void {
   const own = new Set([...inputNames(eventSub), ...Object.keys(scopeLocals(plan, eventSub, state, true) ?? {})]);
@@ -115,7 +129,6 @@ export function returnFiring(
   if (outputs && !outputs.ok) {
     const progress = progressOf(state, eventSub);
     save(eventSub, { ...progress, heldReturns: [...(progress.heldReturns ?? []), back] }, state, fx);
-    ended(eventSub, state, fx);
     return stop(
       eventSub,
       'io_mapping',
@@ -127,7 +140,6 @@ export function returnFiring(
   }
   moves.write(eventSub, Object.fromEntries(Object.entries(back.variables).filter(([name]) => !own.has(name))));
   if (outputs) moves.write(eventSub, outputs.variables);
-  ended(eventSub, state, fx);
   moves.event({
     kind: 'eventSubProcess:firing_completed',
     stepId: eventSub.id,
@@ -156,9 +168,10 @@ export function firingStopped(
 }
 
 /**
- * The retry of the event subprocess's incident: the returns it kept are applied in the order they
- * came (only the first, whose mappings failed, reads the retry's variables), then the firings it
- * held start again.
+ * The retry of the event subprocess's incident: the firings it held start again, then the returns
+ * it kept are applied in the order they came (only the first, whose mappings failed, reads the
+ * retry's variables). The firings start first: a return that ends the last running firing must
+ * not end the event subprocess while they wait to start.
  */
 export function retryFirings(
   plan: Plan,
@@ -172,13 +185,13 @@ export function retryFirings(
   const { heldReturns, recall: held, ...progress } = progressOf(state, eventSub);
   save(eventSub, progress, state, fx);
   moves.setStep(eventSub.id, 'active');
-  (heldReturns ?? []).forEach((back, i) =>
-    returnFiring(plan, eventSub, back, state, vars, fx, moves, i === 0 ? fixes : undefined),
-  );
   for (const firing of held ?? []) {
     moves.event({ kind: 'eventSubProcess:firing_restarted', stepId: eventSub.id, data: { firing } });
     startFiring(plan, eventSub, firing, state, vars, fx, moves);
   }
+  (heldReturns ?? []).forEach((back, i) =>
+    applyReturn(plan, eventSub, back, state, vars, fx, moves, i === 0 ? fixes : undefined),
+  );
   settleBodies(eventSub, state, moves);
 }
 

@@ -68,9 +68,11 @@ describe('MIWG corpus in the designer', () => {
       elementId: d.elementId,
       severity: d.severity,
     }));
-    // What only the server knows is added to a file that compiles: no worker here has fetched any topic.
+    // What only the server knows is added to a file that compiles: no worker here has fetched any
+    // topic, its bodies' included.
     if (compiled.ok)
-      for (const step of compiled.plan.steps) if (step.task) expected.push({ elementId: step.id, severity: 'warning' });
+      for (const plan of [compiled.plan, ...(compiled.bodies ?? []).map((b) => b.plan)])
+        for (const step of plan.steps) if (step.task) expected.push({ elementId: step.id, severity: 'warning' });
     const summary = await h.page.locator('.problems-summary').textContent();
     expect(summary, file).toMatch(compiled.ok ? /^(No problems|Compiles)/ : /does not compile/);
     expect((await readProblems()).sort(byKey), file).toEqual(expected.sort(byKey));
