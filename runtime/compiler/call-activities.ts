@@ -9,7 +9,7 @@ import { errorAt } from './diagnostics.ts';
 import type { ProcessGraph } from './graph.ts';
 import { describeElement, type BpmnElement } from './model.ts';
 import type { CallSpec, Diagnostic, IoMapping } from './plan.ts';
-import { firesInBodies, readBodyCall, readEventBodyCall, runsInBodies } from './subprocess-bodies.ts';
+import { firesInBodies, readBodyCall, runsInBodies } from './subprocess-bodies.ts';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
@@ -60,14 +60,14 @@ export function readCallActivities(graph: ProcessGraph): {
   const diagnostics: Diagnostic[] = [];
   for (const node of graph.nodes.values()) {
     if (node.kind === 'eventSubProcess' && firesInBodies(node.element))
-      calls.set(node.id, readEventBodyCall(graph.processId, node));
+      calls.set(node.id, readBodyCall(graph.processId, node.id));
     if (node.kind !== 'callActivity') continue;
     const element = node.element as CallActivityElement;
     const problems: string[] = [];
     const values = element.extensionElements?.values ?? [];
     const zeebe = values.find((v) => v.$type === 'zeebe:calledElement');
     const spec = runsInBodies(element)
-      ? readBodyCall(graph.processId, node, problems)
+      ? readBodyCall(graph.processId, node.id)
       : zeebe
         ? readZeebe(zeebe, values, problems)
         : readCamunda(element, values, problems);

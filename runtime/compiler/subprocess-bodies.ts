@@ -1,11 +1,12 @@
-// Parallel multi-instance subprocesses (docs/scopes.md, "Parallel multi-instance
-// subprocesses"). Their elements run side by side, each with its own step and flow states: each
-// element runs the subprocess's body as a child instance, as a call activity runs its called
-// process. The body compiles as a definition of its own, keyed "<process>:<subprocess>" (a BPMN
-// id is an XML NCName and holds no colon, so the key names no other process) and deployed with
-// the process; the subprocess is a multi-instance call activity bound to that deployment.
+// Parallel multi-instance subprocesses and non-interrupting event subprocesses (docs/scopes.md,
+// "Parallel multi-instance subprocesses", "Event subprocesses"). Their elements or firings run side
+// by side, each with its own step and flow states: each runs the subprocess's body as a child
+// instance, as a call activity runs its called process. The body compiles as a definition of its
+// own, keyed "<process>:<subprocess>" (a BPMN id is an XML NCName and holds no colon, so the key
+// names no other process) and deployed with the process; the subprocess is a multi-instance call
+// activity bound to that deployment, or an event subprocess that calls it once per firing.
 import { errorAt } from './diagnostics.ts';
-import type { GraphNode, ProcessGraph } from './graph.ts';
+import type { ProcessGraph } from './graph.ts';
 import { describeElement, type BpmnElement, type BpmnMultiInstance, type BpmnProcess, type BpmnSubProcess } from './model.ts';
 import type { CallSpec, Diagnostic } from './plan.ts';
 
@@ -35,46 +36,18 @@ export function firesInBodies(element: BpmnElement): boolean {
   return (start as (BpmnElement & { isInterrupting?: boolean }) | undefined)?.isInterrupting === false;
 }
 
-type MappingHolder = BpmnElement & { outputParameters?: unknown[]; $children?: BpmnElement[] };
-
 /**
- * The call a body subprocess stands for. Every variable the element sees goes in, with its input
- * mappings (io-mappings.ts) as the element's locals; what its body changed comes back (the
- * child's return row holds only those, migration 0037), as an embedded subprocess's writes reach
- * the process. The element variable, loopCounter and inputs stay its own.
+ * The call a body stands for: an element of a parallel multi-instance subprocess, or a firing of
+ * a non-interrupting event subprocess. Every variable the subprocess sees goes in, with its input
+ * mappings (io-mappings.ts) as the element's or firing's locals; what its body changed comes back
+ * (the child's return row holds only those, migration 0037), as an embedded subprocess's writes
+ * reach the process. The element variable, loopCounter and inputs stay its own. The output
+ * mappings are evaluated in the process as each body ends (engine/advance.ts,
+ * engine/event-subprocess-bodies.ts).
  */
-export function readBodyCall(processKey: string, node: GraphNode, problems: string[]): CallSpec {
-  const values = (node.element as BpmnElement & { extensionElements?: { values?: MappingHolder[] } }).extensionElements?.values;
-  const outputs = (values ?? []).some(
-    (v) =>
-      (v.$type === 'camunda:InputOutput' && (v.outputParameters ?? []).length > 0) ||
-      (v.$type === 'zeebe:ioMapping' && (v.$children ?? []).some((c) => c.$type === 'zeebe:output')),
-  );
-  if (outputs)
-    problems.push(
-      'output mappings on a parallel multi-instance subprocess are not run: gather results with outputElement and outputCollection, or mark it sequential (isSequential="true")',
-    );
+export function readBodyCall(processKey: string, elementId: string): CallSpec {
   return {
-    process: { key: bodyKey(processKey, node.id) },
-    binding: 'deployment',
-    inAll: true,
-    inputs: [],
-    outAll: true,
-    outputs: [],
-    businessKey: false,
-    body: { fingerprint: '' },
-  };
-}
-
-/**
- * The call a firing of a non-interrupting event subprocess stands for: every variable the event
- * subprocess sees goes in, with its input mappings as the firing's locals; what its body changed
- * comes back, as for a parallel multi-instance subprocess's element. Its output mappings are
- * evaluated in the process when the body ends (engine/event-subprocess-bodies.ts).
- */
-export function readEventBodyCall(processKey: string, node: GraphNode): CallSpec {
-  return {
-    process: { key: bodyKey(processKey, node.id) },
+    process: { key: bodyKey(processKey, elementId) },
     binding: 'deployment',
     inAll: true,
     inputs: [],

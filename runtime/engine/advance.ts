@@ -25,7 +25,7 @@ import {
   type BodyMoves,
 } from './event-subprocess-bodies.ts';
 import { decideOutgoing } from './gateway-decisions.ts';
-import { inputNames, mapInputs, passingMappings, resultVariables, signalPayload } from './io-mappings.ts';
+import { inputNames, mapInputs, mapOutputs, passingMappings, resultVariables, signalPayload } from './io-mappings.ts';
 import { runScript } from './scripts.ts';
 import { evaluateUserTask } from './user-task-details.ts';
 import { pinOf, prepareCall, returnedVariables, type CallReturn } from './call-variables.ts';
@@ -62,6 +62,7 @@ import {
 import {
   callElementAgain,
   completeElement,
+  elementLocals,
   elementsOf,
   settleElements,
   startElements,
@@ -1348,6 +1349,20 @@ export function returnElement(
     });
   }
   if (step.call?.body) {
+    // The subprocess's output mappings run as each element ends, over what its body saw (as a
+    // sequential one's run after each pass); they fail before anything of the element is written.
+    const seen = visibleVariables(plan, step, state, vars);
+    const items = elementsOf(state, step.id)?.items ?? [];
+    const outputs = step.io?.outputs.length
+      ? mapOutputs(step, { ...seen, ...elementLocals(step, items, back.index), ...returned.variables }, seen, KEPT_RETURN_NEXT)
+      : undefined;
+    if (outputs && !outputs.ok) {
+      holdElementReturn(step, back, state, fx);
+      return raiseIncident(plan, state, fx, step.id, 'io_mapping', outputs.message, {
+        ...outputs.details,
+        childInstanceId: back.childInstanceId,
+      });
+    }
     const own = new Set([
       step.multiInstance?.elementVariable,
       'loopCounter',
@@ -1356,6 +1371,7 @@ export function returnElement(
     ]);
     const changed = Object.entries(returned.variables).filter(([name]) => !own.has(name));
     writeVariables(plan, step, state, vars, Object.fromEntries(changed), fx);
+    if (outputs) writeVariables(plan, step, state, vars, outputs.variables, fx);
   }
   completeLoopElement(plan, step.id, back.index, returned.variables, state, vars, fx);
 }

@@ -134,7 +134,7 @@ function elementStart(
 }
 
 /** The element variable and loopCounter of element `index` (loopCounter from 0, or from 1 in Camunda 8 files). */
-function elementLocals(step: PlanStep, items: unknown[], index: number): Variables {
+export function elementLocals(step: PlanStep, items: unknown[], index: number): Variables {
   const mi = step.multiInstance as MultiInstanceSpec;
   return {
     ...(mi.elementVariable ? { [mi.elementVariable]: items[index] } : {}),

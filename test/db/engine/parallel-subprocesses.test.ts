@@ -3,7 +3,8 @@
 // with the process), with its element variable and loopCounter its own; the results land in input
 // order; a completion condition cancels the elements still open; what a body changes reaches the
 // process, and nothing it only read is written back over a newer value; a BPMN error inside the
-// body reaches the subprocess's boundary; canceling the process cancels the elements.
+// body reaches the subprocess's boundary; canceling the process cancels the elements; the
+// subprocess's output mappings run as each element ends.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   complete,
@@ -329,16 +330,46 @@ describe('parallel multi-instance subprocesses', () => {
     expect(res.body.message).toContain('Start process pmi_direct');
   });
 
-  it('given output mappings on the subprocess or a body that starts on a message, then deploy answers 400 naming the element', async () => {
-    const mapped = process('pmi_mapped', parallel(), camundaTask('pmi_mapped')).replace(
-      '<bpmn:subProcess id="each">',
-      '<bpmn:subProcess id="each"><bpmn:extensionElements><camunda:inputOutput><camunda:outputParameter name="x">1</camunda:outputParameter></camunda:inputOutput></bpmn:extensionElements>',
+  it('given output mappings on the subprocess (Camunda 8), then they run as each element ends, over what its body saw; one that fails keeps the element in the incident, and the retry maps it and the others that ended meanwhile', async () => {
+    const loop = `<bpmn:extensionElements><zeebe:ioMapping>
+        <zeebe:output source="=total + weight" target="total" />
+        <zeebe:output source="=weight in (1..max)" target="fits" />
+      </zeebe:ioMapping></bpmn:extensionElements>
+      <bpmn:multiInstanceLoopCharacteristics><bpmn:extensionElements><zeebe:loopCharacteristics inputCollection="=items" inputElement="item" /></bpmn:extensionElements></bpmn:multiInstanceLoopCharacteristics>`;
+    await deployMappingsRun(t.api, process('pmi_out', loop, zeebeTask('pmi_out')));
+    const weigh = async (id: string, weights: Record<string, number>) => {
+      const picks = await fetchAll('pmi_out-pick', Object.keys(weights).length);
+      for (const pick of picks) await ok(complete(t.api, pick, 'w', { weight: weights[String(pick.variables.item)] }));
+      return fetchAll('pmi_out-pack', Object.keys(weights).length);
+    };
+    const id = await start(t.api, 'pmi_out', { variables: { items: ['a', 'b', 'c'], total: 0, max: 5 } });
+    for (const pack of await weigh(id, { a: 1, b: 2, c: 4 })) await ok(complete(t.api, pack, 'w'));
+    const after = await fetchOne(t.api, 'w', 'pmi_out-after');
+    // Each element's outputs read the total the elements before it wrote.
+    expect(after.variables).toMatchObject({ total: 7, fits: true });
+    await ok(complete(t.api, after, 'w'));
+    await waitForStatus(t.api, id, 'completed');
+
+    const bad = await start(t.api, 'pmi_out', { variables: { items: ['a', 'b'], total: 0, max: 'x' } });
+    const packs = await weigh(bad, { a: 1, b: 2 });
+    const byItem = (item: string) => packs.find((x) => x.variables.item === item)!;
+    await ok(complete(t.api, byItem('a'), 'w'));
+    const incident = await waitForIncident(t.api, bad);
+    expect(incident).toMatchObject({ stepId: 'each', kind: 'io_mapping' });
+    expect((await instanceOf(t.api, bad)).variables).toMatchObject({ total: 0 });
+    await ok(complete(t.api, byItem('b'), 'w'));
+    await waitFor(
+      async () => ((await calledOf(bad, 2)).every((c) => c.status === 'completed') ? true : undefined),
+      10_000,
+      'both elements to end',
     );
-    const res = await t.api.post('/api/definitions', { xml: mapped });
-    expect(res.status).toBe(400);
-    expect((res.body.details as { elementId: string; message: string }[]).find((d) => d.elementId === 'each')?.message).toContain(
-      'output mappings on a parallel multi-instance subprocess',
-    );
+    const retried = await t.api.post(`/api/incidents/${incident.id}/retry`, { variables: { max: 5 } });
+    expect(retried.status, JSON.stringify(retried.body)).toBeLessThan(300);
+    const fixed = await fetchOne(t.api, 'w', 'pmi_out-after');
+    expect(fixed.variables).toMatchObject({ total: 3, fits: true, max: 5 });
+  });
+
+  it('given a body that starts on a message, then deploy answers 400 naming the element', async () => {
     const messageStart = process('pmi_message', parallel(), camundaTask('pmi_message'))
       .replace(
         '<bpmn:startEvent id="s_in" />',
@@ -348,8 +379,7 @@ describe('parallel multi-instance subprocesses', () => {
     const refused = await t.api.post('/api/definitions', { xml: messageStart });
     expect(refused.status).toBe(400);
     expect((refused.body.details as { elementId: string }[]).map((d) => d.elementId)).toContain('s_in');
-    for (const key of ['pmi_mapped', 'pmi_message', 'pmi_message:each'])
-      expect((await t.api.get(`/api/definitions/${key}`)).status).toBe(404);
+    for (const key of ['pmi_message', 'pmi_message:each']) expect((await t.api.get(`/api/definitions/${key}`)).status).toBe(404);
   });
 
   it('given a lint of a file with one, then the tasks inside its body are checked for workers like any other', async () => {
