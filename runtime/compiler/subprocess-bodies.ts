@@ -41,7 +41,8 @@ export function firesInBodies(element: BpmnElement): boolean {
  * a non-interrupting event subprocess. Every variable the subprocess sees goes in, with its input
  * mappings (io-mappings.ts) as the element's or firing's locals; what its body changed comes back
  * (the child's return row holds only those, migration 0037), as an embedded subprocess's writes
- * reach the process. The element variable, loopCounter and inputs stay its own. The output
+ * reach the process. The element variable, loopCounter and inputs stay its own; the business key
+ * is the process's, as for the tasks inside it. The output
  * mappings are evaluated in the process as each body ends (engine/advance.ts,
  * engine/event-subprocess-bodies.ts).
  */
@@ -53,7 +54,7 @@ export function readBodyCall(processKey: string, elementId: string): CallSpec {
     inputs: [],
     outAll: true,
     outputs: [],
-    businessKey: false,
+    businessKey: true,
     body: { fingerprint: '' },
   };
 }

@@ -81,7 +81,7 @@ function startFiring(
     key: (eventSub.call?.process as { key: string }).key,
     sameDeployment: true,
     variables: { ...vars, ...(inputs?.locals ?? outer) },
-    businessKey: false,
+    businessKey: eventSub.call?.businessKey ?? false,
     loopIndex: firing,
     body: true,
     inherited,

@@ -8,7 +8,7 @@ import type { PoolClient, Queryable } from '../store/db.ts';
 import { consumeBufferedMessages } from './inbox.ts';
 import { advanceCompensation, keepPassCompletions, queueCompensations } from '../store/compensations.ts';
 import { cancelOpenWork, lockInstance, type LockedInstance } from '../store/instances.ts';
-import { findByBusinessKey, insertCallEscalation, insertChildInstance, insertErrorReturn, openChildren } from '../store/calls.ts';
+import { insertCallEscalation, insertChildInstance, insertErrorReturn, openChildren } from '../store/calls.ts';
 import { findDefinition, findDefinitionById, type DefinitionRow } from '../store/definitions.ts';
 import type { TransitionWrite } from '../store/transition-statement.ts';
 import { writeTransitions } from '../store/transition-writer.ts';
@@ -124,19 +124,8 @@ async function resolveCalls(tx: Queryable, instance: LockedInstance, fx: Effects
       );
       continue;
     }
+    // A called instance may share its parent's business key with other children (migration 0043).
     const businessKey = call.businessKey ? instance.business_key : null;
-    const holder = businessKey === null ? undefined : await findByBusinessKey(tx, call.key, businessKey);
-    if (holder) {
-      failCall(
-        plan,
-        call.stepId,
-        instance.state,
-        fx,
-        `Call activity ${call.stepId} passes business key "${businessKey}", which instance ${holder} of process ${call.key} holds (a business key names one instance per process). Pass no business key, or end that instance, then retry the incident.`,
-        { calledElement: call.key, businessKey, heldBy: holder },
-      );
-      continue;
-    }
     resolved.push({ call, definition, businessKey });
   }
   // An element whose sibling failed starts no child either: the step waits in the incident.

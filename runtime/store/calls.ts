@@ -54,16 +54,6 @@ export async function insertChildInstance(
   return rows[0];
 }
 
-/** The instance of `key` that holds `businessKey`, if any (business keys are unique per process). */
-export async function findByBusinessKey(db: Queryable, key: string, businessKey: string): Promise<string | undefined> {
-  const { rows } = await db.query<{ id: string }>({
-    name: 'find_by_business_key',
-    text: 'select id from instances where definition_key = $1 and business_key = $2',
-    values: [key, businessKey],
-  });
-  return rows[0]?.id;
-}
-
 /** Children that have not ended, of the whole instance or of the given steps, in id order (the order locks are taken in). */
 export async function openChildren(db: Queryable, parentId: string, stepIds: string[] | null): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>({

@@ -46,6 +46,14 @@ export interface InsertInstanceParams {
   version?: number;
 }
 
+/**
+ * The conflict a start with a business key arbitrates: another instance of the process, started
+ * on its own, holds it (migration 0043; called instances share their parent's freely).
+ */
+export const BUSINESS_KEY_CONFLICT = `on conflict (business_key, definition_key,
+             (case when parent_instance_id is null then '00000000-0000-0000-0000-000000000000'::uuid else id end))
+           where business_key is not null do nothing`;
+
 /** Inserts a new instance of the latest (or given) version, or finds the one holding the business key. */
 export async function insertInstance(db: Queryable, p: InsertInstanceParams): Promise<InsertInstanceResult> {
   const { rows } = await db.query<InstanceRow>({
@@ -54,17 +62,17 @@ export async function insertInstance(db: Queryable, p: InsertInstanceParams): Pr
            select $5, d.id, d.key, d.version, $2, $3, 0 from definitions d
             where d.key = $1 and ($4::int is null or d.version = $4)
             order by d.version desc limit 1
-           on conflict (definition_key, business_key) where business_key is not null do nothing
+           ${BUSINESS_KEY_CONFLICT}
            returning *`,
     values: [p.definitionKey, p.businessKey, p.variables, p.version ?? null, newInstanceId()],
   });
   if (rows[0]) return { ok: true, created: true, instance: rows[0] };
   // Miss path: either the business key is taken (the caller gets that instance) or no definition.
   if (p.businessKey !== null) {
-    const existing = await db.query<InstanceRow>('select * from instances where definition_key = $1 and business_key = $2', [
-      p.definitionKey,
-      p.businessKey,
-    ]);
+    const existing = await db.query<InstanceRow>(
+      'select * from instances where definition_key = $1 and business_key = $2 and parent_instance_id is null',
+      [p.definitionKey, p.businessKey],
+    );
     if (existing.rows[0]) return { ok: true, created: false, instance: existing.rows[0] };
   }
   return { ok: false, reason: 'definition_not_found' };

@@ -37,9 +37,10 @@ interface Check {
 const CHECKS: Check[] = [
   {
     invariant: 1,
-    check: 'one instance per (key, business key)',
+    check: 'one instance per (key, business key) among those started on their own',
     sql: `select 'instances ' || definition_key || '/' || business_key as row, count(*) || ' instances: ' || string_agg(id::text, ', ') as message
-            from instances where business_key is not null group by definition_key, business_key having count(*) > 1`,
+            from instances where business_key is not null and parent_instance_id is null
+           group by definition_key, business_key having count(*) > 1`,
   },
   {
     invariant: 2,

@@ -413,6 +413,40 @@ describe('call activities', () => {
     expect((await calledOf(id, 3)).map((c) => c.loopCounter)).toEqual([0, 1, 2]);
   });
 
+  it('given a multi-instance call activity that passes the business key, then every child gets it: a business key is unique only among instances started on their own', async () => {
+    await deploy(t.api, child('bk_child', 'bk-child'));
+    const xml = parent('bk_parent', {
+      attributes: 'calledElement="bk_child"',
+      extensions: '<camunda:in businessKey="#{execution.processBusinessKey}" />',
+    }).replace(
+      '</bpmn:callActivity>',
+      '<bpmn:multiInstanceLoopCharacteristics camunda:collection="items" camunda:elementVariable="item" /></bpmn:callActivity>',
+    );
+    await deploy(t.api, xml);
+    const id = await start(t.api, 'bk_parent', { businessKey: 'order-7', variables: { items: ['a', 'b'] } });
+    const tasks = await waitFor(
+      async () => {
+        const got = await fetchTasks(t.api, 'w', ['bk-child']);
+        return got.length === 2 ? got : undefined;
+      },
+      10_000,
+      'two children',
+    );
+    expect(tasks.map((x) => x.businessKey)).toEqual(['order-7', 'order-7']);
+    const children = await calledOf(id, 2);
+    const rows = await t.db.pool.query('select business_key from instances where id = any($1)', [
+      children.map((c) => c.instanceId),
+    ]);
+    expect(rows.rows.map((r) => r.business_key)).toEqual(['order-7', 'order-7']);
+    // A start of the parent's process with that key still answers the instance that holds it.
+    const again = await t.api.post('/api/instances', { definitionKey: 'bk_parent', businessKey: 'order-7' });
+    expect(again.status).toBe(200);
+    expect(again.body.id).toBe(id);
+    for (const task of tasks) await ok(complete(t.api, task, 'w'));
+    await ok(complete(t.api, await fetchOne(t.api, 'w', 'bk_parent-after'), 'w'));
+    await waitForStatus(t.api, id, 'completed');
+  });
+
   it("given a call activity whose output mapping fails, then the child's return is kept in the incident and the retry maps it again with the retry's variables, without calling the child again", async () => {
     await deploy(t.api, child('kept_child', 'kept-child'));
     const xml = parent('kept_one', {

@@ -154,6 +154,8 @@ describe('event subprocesses', () => {
     );
     expect(new Set(both.map((x) => x.instanceId)).size).toBe(2);
     expect(both.every((x) => x.instanceId !== id)).toBe(true);
+    // Their tasks carry the process's business key, as the process's own tasks do.
+    expect(both.map((x) => x.businessKey)).toEqual(['esp-1', 'esp-1']);
     const running = await instanceOf(t.api, id);
     expect(running.calledInstances.map((c: any) => [c.stepId, c.definitionKey, c.loopCounter]).sort()).toEqual([
       ['watch', 'esp_nonint:watch', 1],
