@@ -237,6 +237,33 @@ describe('firings of non-interrupting event subprocesses', () => {
     expect([statusOf(done, 'watch'), statusOf(done, 'escalated')]).toEqual(['completed', 'completed']);
   });
 
+  it("given a message catch in a firing's body, then it waits under the process's business key, as one in the process does", async () => {
+    const id = 'fire_bk';
+    await deploy(
+      t.api,
+      process(id, { roots: '<bpmn:message id="Answer" name="fire_bk-answer" />' })
+        .replace(
+          `${task('watch_task', `${id}-watch`)}`,
+          '<bpmn:intermediateCatchEvent id="answered"><bpmn:messageEventDefinition messageRef="Answer" /></bpmn:intermediateCatchEvent>',
+        )
+        .replace(flow('w1', 'watch_start', 'watch_task'), flow('w1', 'watch_start', 'answered'))
+        .replace(flow('w2', 'watch_task', 'watch_end'), flow('w2', 'answered', 'watch_end')),
+    );
+    const instance = await start(t.api, id, { businessKey: 'bk-9' });
+    const work = await fetchOne(t.api, 'w', `${id}-work`);
+    await ping(id, 'bk-9');
+    const firing = await waitFor(async () => (await instanceOf(t.api, instance)).calledInstances[0], 10_000, 'the firing');
+    await waitFor(
+      async () => (statusOf(await instanceOf(t.api, firing.instanceId), 'answered') === 'active' ? true : undefined),
+      10_000,
+      'the catch to wait',
+    );
+    const answered = await t.api.post('/api/messages', { name: 'fire_bk-answer', correlationKey: 'bk-9' });
+    expect(answered.body).toMatchObject({ status: 'matched', instanceId: firing.instanceId });
+    expect((await complete(t.api, work, 'w')).status).toBe(204);
+    await waitForStatus(t.api, instance, 'completed');
+  });
+
   it('given firings that run, when the instance is canceled, then every firing is canceled and its task answers 409', async () => {
     const id = 'fire_cancel';
     await deploy(t.api, process(id));
