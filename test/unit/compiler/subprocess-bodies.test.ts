@@ -20,7 +20,7 @@ describe('parallel multi-instance subprocesses', () => {
     const result = await compiled(processXml(straight(body('Outer', body('Inner', task('W'), 'W'), 'Inner'), 'Outer')));
     expect(result.plan.steps.find((s) => s.id === 'Outer')).toMatchObject({
       kind: 'callActivity',
-      call: { process: { key: 'p:Outer' }, binding: 'deployment', inAll: true, outAll: true, businessKey: false },
+      call: { process: { key: 'p:Outer' }, binding: 'deployment', inAll: true, outAll: true, businessKey: true },
       multiInstance: { collection: 'items', elementVariable: 'item', sequential: false },
     });
     // Nothing of the body is a step of the process.
