@@ -600,13 +600,13 @@ function printFeel(ast: Ast): string {
     case 'not':
       return `not(${printFeel(ast.operand)})`;
     case 'negate':
-      return `-${wrap(ast.operand, 6)}`;
+      return `-${printNumber(ast.operand, 6)}`;
     case 'empty':
       return printEmpty(wrap(ast.operand, 6));
     // Left-associative: the right operand of a - b - c, or of a / b / c, keeps its parentheses.
     case 'arith':
-      if (ast.op === 'mod') return `modulo(${printFeel(ast.left)}, ${printFeel(ast.right)})`;
-      return `${wrap(ast.left, precedenceOf(ast) - 1)} ${ast.op} ${wrap(ast.right, precedenceOf(ast))}`;
+      if (ast.op === 'mod') return `modulo(${printNumber(ast.left, 0)}, ${printNumber(ast.right, 0)})`;
+      return `${printNumber(ast.left, precedenceOf(ast) - 1)} ${ast.op} ${printNumber(ast.right, precedenceOf(ast))}`;
     case 'choose':
       return `if ${wrap(ast.test, 0)} then ${wrap(ast.then, 0)} else ${wrap(ast.otherwise, 0)}`;
     // FEEL comparisons do not chain, so a comparison inside a comparison gets parentheses.
@@ -615,6 +615,18 @@ function printFeel(ast: Ast): string {
     case 'logic':
       return `${wrap(ast.left, precedenceOf(ast) - 1)} ${ast.op} ${wrap(ast.right, precedenceOf(ast) - 1)}`;
   }
+}
+
+/**
+ * An operand of JUEL arithmetic, coerced to a number as EL coerces it: null is 0 and a string is
+ * the number it holds ("1" + "2" is 3, never "12"); a string that holds none gives null, as FEEL
+ * gives for a number and a text. What is a number already is printed as it is.
+ */
+function printNumber(ast: Ast, limit: number): string {
+  if (ast.type === 'literal') return ast.feel === 'null' ? '0' : ast.feel.startsWith('"') ? `number(${ast.feel})` : ast.feel;
+  if (ast.type !== 'path' && ast.type !== 'choose') return wrap(ast, limit);
+  const x = wrap(ast, 6);
+  return `(if ${x} = null then 0 else if ${x} instance of string then number(${x}) else ${x})`;
 }
 
 /** Parenthesizes `ast` when it binds as loosely as `limit` or looser. */

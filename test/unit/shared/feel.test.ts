@@ -7,6 +7,9 @@ function feelOf(source: string): string {
   return result.feel;
 }
 
+/** A JUEL arithmetic operand coerced to a number, as the translation writes it. */
+const num = (x: string) => `(if ${x} = null then 0 else if ${x} instance of string then number(${x}) else ${x})`;
+
 function refusalOf(source: string): string {
   const result = toFeel(source);
   if (result.ok) expect.fail(`expected ${source} to be refused, got FEEL: ${result.feel}`);
@@ -52,18 +55,19 @@ describe('toFeel: JUEL conditions (Camunda 7) translated to FEEL', () => {
     ['${a lt 1 and b gt 2 and c le 3 and d ge 4}', 'a < 1 and b > 2 and c <= 3 and d >= 4'],
     ['${a < b == true}', '(a < b) = true'],
     ['${-1 < a}', '-1 < a'],
-    ['${a > -b}', 'a > -b'],
+    ['${a > -b}', `a > -${num('b')}`],
     ["${s == 'it\\'s'}", 's = "it\'s"'],
     ['${s == "say \\"hi\\""}', 's = "say \\"hi\\""'],
     ["${s == 'a\\\\b'}", 's = "a\\\\b"'],
     ["${s == 'tab\there'}", 's = "tab\\there"'],
     ['${ total > 100 }', 'total > 100'],
-    ['${a + 1 > 2}', 'a + 1 > 2'],
-    ['${a - b - c > 0}', 'a - b - c > 0'],
-    ['${a - (b - c)}', 'a - (b - c)'],
-    ['${(a + b) * c / 2}', '(a + b) * c / 2'],
-    ['${a div 2 > 1}', 'a / 2 > 1'],
-    ['${a % 2 == 0 or a mod 3 == 0}', 'modulo(a, 2) = 0 or modulo(a, 3) = 0'],
+    ['${a + 1 > 2}', `${num('a')} + 1 > 2`],
+    ['${a - b - c > 0}', `${num('a')} - ${num('b')} - ${num('c')} > 0`],
+    ['${a - (b - c)}', `${num('a')} - (${num('b')} - ${num('c')})`],
+    ['${(a + b) * c / 2}', `(${num('a')} + ${num('b')}) * ${num('c')} / 2`],
+    ['${a div 2 > 1}', `${num('a')} / 2 > 1`],
+    ['${a % 2 == 0 or a mod 3 == 0}', `modulo(${num('a')}, 2) = 0 or modulo(${num('a')}, 3) = 0`],
+    ['${1 + "2" + null}', '1 + number("2") + 0'],
     ["${gender == 'male' ? 'Mr.' : 'Mrs.'}", 'if gender = "male" then "Mr." else "Mrs."'],
     ['${a ? b ? 1 : 2 : 3}', 'if a then (if b then 1 else 2) else 3'],
     ['${result[0].statusCode == 200}', 'result[1].statusCode = 200'],
@@ -149,6 +153,11 @@ describe('translated JUEL evaluates as Camunda 7 would', () => {
     ['${x % 3 == 1}', { x: 7 }, true],
     ['${(n > 1 ? a : b) == "p"}', { n: 2, a: 'p', b: 'q' }, true],
     ['${items[1].qty - items[0].qty == 2}', { items: [{ qty: 1 }, { qty: 3 }] }, true],
+    // EL coerces arithmetic operands to numbers: null is 0, a string is the number it holds.
+    ['${a + b == 3}', { a: '1', b: '2' }, true],
+    ['${a + 1 == 1}', { a: null }, true],
+    ['${-a == -5}', { a: '5' }, true],
+    ['${price * qty > 10}', { price: '2.5', qty: 5 }, true],
   ])('%s with %j is %s', (source, variables, expected) => {
     expect(evaluateCondition(feelOf(source), variables)).toMatchObject({ ok: true, value: expected });
   });
