@@ -50,7 +50,7 @@ export interface InsertInstanceParams {
  * The conflict a start with a business key arbitrates: another instance of the process, started
  * on its own, holds it (migration 0043; called instances share their parent's freely).
  */
-export const BUSINESS_KEY_CONFLICT = `on conflict (business_key, definition_key,
+export const BUSINESS_KEY_CONFLICT_SQL = `on conflict (business_key, definition_key,
              (case when parent_instance_id is null then '00000000-0000-0000-0000-000000000000'::uuid else id end))
            where business_key is not null do nothing`;
 
@@ -62,7 +62,7 @@ export async function insertInstance(db: Queryable, p: InsertInstanceParams): Pr
            select $5, d.id, d.key, d.version, $2, $3, 0 from definitions d
             where d.key = $1 and ($4::int is null or d.version = $4)
             order by d.version desc limit 1
-           ${BUSINESS_KEY_CONFLICT}
+           ${BUSINESS_KEY_CONFLICT_SQL}
            returning *`,
     values: [p.definitionKey, p.businessKey, p.variables, p.version ?? null, newInstanceId()],
   });

@@ -17,7 +17,7 @@ import type { Effects, Variables } from '../model/effects.ts';
 import type { InstanceStatus } from '../model/vocabulary.ts';
 import { appendHeadsCte } from './frames.ts';
 import { HELD_TASK_SQL, OPEN_INCIDENT_SQL, OPEN_TASK_SQL, OPEN_TIMER_SQL } from './open-states.ts';
-import { BUSINESS_KEY_CONFLICT } from './instances.ts';
+import { BUSINESS_KEY_CONFLICT_SQL } from './instances.ts';
 
 /** The holder of a task that an optimistic complete marks done. */
 export interface TaskHolder {
@@ -500,7 +500,7 @@ function instanceParts(kind: WriteKind, writes: TransitionWrite[], ids: number, 
         // Without business keys there is no conflict to arbitrate, and a plain insert writes no confirmation record.
         (writes.some((w) => w.instance.business_key !== null)
           ? `
-            ${BUSINESS_KEY_CONFLICT}`
+            ${BUSINESS_KEY_CONFLICT_SQL}`
           : '') +
         `
          returning id, created_at)`,
