@@ -177,7 +177,8 @@ type Token =
   | { kind: 'end'; at: number };
 
 type Ast =
-  | { type: 'literal'; feel: string }
+  /** text: a string literal's value */
+  | { type: 'literal'; feel: string; text?: string }
   | { type: 'path'; names: string[] }
   | { type: 'not' | 'negate' | 'empty'; operand: Ast }
   | { type: 'compare'; op: string; left: Ast; right: Ast }
@@ -421,7 +422,7 @@ class JuelParser {
   private parsePrimary(): Ast {
     const token = this.next();
     if (token.kind === 'number') return { type: 'literal', feel: token.text };
-    if (token.kind === 'string') return { type: 'literal', feel: quoteFeel(token.value) };
+    if (token.kind === 'string') return { type: 'literal', feel: quoteFeel(token.value), text: token.value };
     if (token.kind === 'symbol' && token.text === '(') {
       const inner = this.parseChoice();
       const close = this.next();
@@ -598,7 +599,7 @@ function printFeel(ast: Ast): string {
     case 'path':
       return ast.names.join('.');
     case 'not':
-      return `not(${printFeel(ast.operand)})`;
+      return `not(${printBoolean(ast.operand, 0)})`;
     case 'negate':
       return `-${printNumber(ast.operand, 6)}`;
     case 'empty':
@@ -608,13 +609,114 @@ function printFeel(ast: Ast): string {
       if (ast.op === 'mod') return `modulo(${printNumber(ast.left, 0)}, ${printNumber(ast.right, 0)})`;
       return `${printNumber(ast.left, precedenceOf(ast) - 1)} ${ast.op} ${printNumber(ast.right, precedenceOf(ast))}`;
     case 'choose':
-      return `if ${wrap(ast.test, 0)} then ${wrap(ast.then, 0)} else ${wrap(ast.otherwise, 0)}`;
-    // FEEL comparisons do not chain, so a comparison inside a comparison gets parentheses.
+      return `if ${printBoolean(ast.test, 0)} then ${wrap(ast.then, 0)} else ${wrap(ast.otherwise, 0)}`;
     case 'compare':
-      return `${wrap(ast.left, 3)} ${ast.op} ${wrap(ast.right, 3)}`;
+      return ast.op === '=' || ast.op === '!=' ? printEquality(ast.op, ast.left, ast.right) : printRelational(ast);
     case 'logic':
-      return `${wrap(ast.left, precedenceOf(ast) - 1)} ${ast.op} ${wrap(ast.right, precedenceOf(ast) - 1)}`;
+      return `${printBoolean(ast.left, precedenceOf(ast) - 1)} ${ast.op} ${printBoolean(ast.right, precedenceOf(ast) - 1)}`;
   }
+}
+
+/** What a JUEL operand is known to be before it is evaluated; `unknown` for variables and choices. */
+type Known = 'number' | 'string' | 'boolean' | 'null' | 'unknown';
+
+function knownOf(ast: Ast): Known {
+  switch (ast.type) {
+    case 'literal':
+      if (ast.text !== undefined) return 'string';
+      if (ast.feel === 'null') return 'null';
+      return ast.feel === 'true' || ast.feel === 'false' ? 'boolean' : 'number';
+    case 'arith':
+    case 'negate':
+      return 'number';
+    case 'compare':
+    case 'logic':
+    case 'not':
+    case 'empty':
+      return 'boolean';
+    default:
+      return 'unknown';
+  }
+}
+
+/**
+ * `<`, `<=`, `>`, `>=` as EL compares: false when either side is null; when either is a number
+ * both are numbers ("150" > 100 holds); otherwise as they are (strings by their text). FEEL
+ * would give null for the first two, which `!` and `&&` would carry on.
+ */
+function printRelational(ast: Ast & { type: 'compare' }): string {
+  const sides = [ast.left, ast.right].map((side) => ({ side, known: knownOf(side) }));
+  if (sides.some((s) => s.known === 'null')) return 'false';
+  const [left, right] = sides as [{ side: Ast; known: Known }, { side: Ast; known: Known }];
+  if (left.known === right.known && left.known !== 'unknown') return `${wrap(ast.left, 3)} ${ast.op} ${wrap(ast.right, 3)}`;
+  const numeric = `${numberOf(left.side, left.known)} ${ast.op} ${numberOf(right.side, right.known)}`;
+  const unknown = sides.filter((s) => s.known === 'unknown').map((s) => wrap(s.side, 6));
+  const nullTest = unknown.map((x) => `${x} = null`).join(' or ');
+  if (sides.some((s) => s.known === 'number')) return `(if ${nullTest} then false else ${numeric})`;
+  const numberTest = unknown.map((x) => `${x} instance of number`).join(' or ');
+  const asWritten = `${wrap(ast.left, 3)} ${ast.op} ${wrap(ast.right, 3)}`;
+  return `(if ${nullTest} then false else if ${numberTest} then ${numeric} else ${asWritten})`;
+}
+
+/**
+ * `==` and `!=` as EL compares: null equals only null; when either side is a number both are
+ * numbers ("5" == 5); when either is a boolean both are booleans ("true" == true); otherwise
+ * as they are. A string literal that holds neither a number nor a boolean compares as text.
+ */
+function printEquality(op: '=' | '!=', a: Ast, b: Ast): string {
+  const [left, right] = [knownOf(a), knownOf(b)];
+  const plain = `${wrap(a, 3)} ${op} ${wrap(b, 3)}`;
+  if ((left === right && left !== 'unknown') || left === 'null' || right === 'null') return plain;
+  const equal = ((): string => {
+    if (left === 'number' || right === 'number') return `${numberOf(a, left)} = ${numberOf(b, right)}`;
+    if (left === 'boolean' || right === 'boolean') return `${booleanOf(a, left)} = ${booleanOf(b, right)}`;
+    const unknown = [a, b].filter((side) => knownOf(side) === 'unknown').map((side) => wrap(side, 6));
+    const text = [a, b].find((side) => knownOf(side) === 'string');
+    const asText = text?.type === 'literal' ? (text.text ?? '') : undefined;
+    const tests: string[] = [];
+    if (asText === undefined || (asText.trim() !== '' && Number.isFinite(Number(asText))))
+      tests.push(
+        `if ${unknown.map((x) => `${x} instance of number`).join(' or ')} then ${numberOf(a, left)} = ${numberOf(b, right)}`,
+      );
+    if (asText === undefined || /^(true|false)$/i.test(asText))
+      tests.push(
+        `if ${unknown.map((x) => `${x} instance of boolean`).join(' or ')} then ${booleanOf(a, left)} = ${booleanOf(b, right)}`,
+      );
+    if (tests.length === 0) return `${wrap(a, 3)} = ${wrap(b, 3)}`;
+    return `(${tests.join(' else ')} else ${wrap(a, 3)} = ${wrap(b, 3)})`;
+  })();
+  return op === '=' ? equal : `not(${equal})`;
+}
+
+/** An operand of a comparison as a number: a string is the number it holds. */
+function numberOf(ast: Ast, known: Known): string {
+  if (known === 'number') return wrap(ast, 3);
+  if (known === 'string') return `number(${printFeel(ast)})`;
+  const x = wrap(ast, 6);
+  return `(if ${x} instance of string then number(${x}) else ${x})`;
+}
+
+/** An operand of a comparison as a boolean: a string is true when it says "true", in any case. */
+function booleanOf(ast: Ast, known: Known): string {
+  if (known === 'boolean') return wrap(ast, 3);
+  if (ast.type === 'literal' && ast.text !== undefined) return String(ast.text.toLowerCase() === 'true');
+  const x = wrap(ast, 6);
+  return `(if ${x} instance of string then lower case(${x}) = "true" else ${x})`;
+}
+
+/**
+ * An operand of `!`, `&&`, `||` or the test of `? :`, coerced to a boolean as EL coerces it:
+ * null is false and a string is true when it says "true". What is a boolean already is printed
+ * as it is.
+ */
+function printBoolean(ast: Ast, limit: number): string {
+  const known = knownOf(ast);
+  if (known === 'boolean') return wrap(ast, limit);
+  if (known === 'null') return 'false';
+  if (known === 'string') return booleanOf(ast, known);
+  if (known === 'number') return wrap(ast, limit);
+  const x = wrap(ast, 6);
+  return `(if ${x} = null then false else if ${x} instance of string then lower case(${x}) = "true" else ${x})`;
 }
 
 /**

@@ -57,7 +57,10 @@ const ORDER_PLAN: Plan = {
       name: 'yes',
       source: 'Gateway_Review',
       target: 'Task_ReviewOrder',
-      condition: { feel: 'total > 100', source: '${total > 100}' },
+      condition: {
+        feel: '(if total = null then false else (if total instance of string then number(total) else total) > 100)',
+        source: '${total > 100}',
+      },
     },
     { id: 'Flow_NoReview', name: 'no', source: 'Gateway_Review', target: 'EndEvent_Done' },
     { id: 'Flow_Reviewed', source: 'Task_ReviewOrder', target: 'EndEvent_Reviewed' },

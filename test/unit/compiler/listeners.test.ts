@@ -128,7 +128,7 @@ describe('execution listeners', () => {
     expect(plan.flows.find((f) => f.id === 'f2')).toMatchObject({
       source: 'G',
       target: 'listener:f2:take:1',
-      condition: { feel: 'total > 100' },
+      condition: { feel: '(if total = null then false else (if total instance of string then number(total) else total) > 100)' },
     });
     expect(plan.steps.find((s) => s.id === 'listener:f2:take:1')).toMatchObject({
       kind: 'scriptTask',

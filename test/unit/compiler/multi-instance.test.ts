@@ -39,7 +39,10 @@ describe('multi-instance service tasks in the compiler', () => {
         collection: 'order.items',
         elementVariable: 'item',
         sequential: true,
-        completionCondition: { feel: 'nrOfCompletedInstances >= 2', source: '${nrOfCompletedInstances >= 2}' },
+        completionCondition: {
+          feel: '(if nrOfCompletedInstances = null then false else (if nrOfCompletedInstances instance of string then number(nrOfCompletedInstances) else nrOfCompletedInstances) >= 2)',
+          source: '${nrOfCompletedInstances >= 2}',
+        },
         outputCollection: 'results',
         outputElement: 'price * 2',
       },

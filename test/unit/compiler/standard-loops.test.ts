@@ -21,7 +21,13 @@ describe('loop markers: compiled', () => {
         steps: ['T'],
         backFlows: [],
         exitFlows: ['F_out'],
-        repeat: { condition: { feel: 'loopCounter < 3' }, testBefore: true, maximum: 10 },
+        repeat: {
+          condition: {
+            feel: '(if loopCounter = null then false else (if loopCounter instance of string then number(loopCounter) else loopCounter) < 3)',
+          },
+          testBefore: true,
+          maximum: 10,
+        },
       },
     });
     expect(plan.steps.find((s) => s.id === 'T')?.inLoop).toBe('loop:T');

@@ -9,6 +9,14 @@ function feelOf(source: string): string {
 
 /** A JUEL arithmetic operand coerced to a number, as the translation writes it. */
 const num = (x: string) => `(if ${x} = null then 0 else if ${x} instance of string then number(${x}) else ${x})`;
+/** A JUEL comparison operand coerced to a number, and to a boolean. */
+const numberOf = (x: string) => `(if ${x} instance of string then number(${x}) else ${x})`;
+const booleanOf = (x: string) => `(if ${x} instance of string then lower case(${x}) = "true" else ${x})`;
+/** `x op n` as EL compares a variable with a number: false when x is null. */
+const rel = (x: string, op: string, n: string) => `(if ${x} = null then false else ${numberOf(x)} ${op} ${n})`;
+/** An operand of ! && || ?: coerced to a boolean: null is false. */
+const bool = (x: string) =>
+  `(if ${x} = null then false else if ${x} instance of string then lower case(${x}) = "true" else ${x})`;
 
 function refusalOf(source: string): string {
   const result = toFeel(source);
@@ -35,32 +43,34 @@ describe('toFeel: FEEL conditions (Camunda 8)', () => {
 
 describe('toFeel: JUEL conditions (Camunda 7) translated to FEEL', () => {
   it.each([
-    ['${total > 100}', 'total > 100'],
-    ['#{total > 100}', 'total > 100'],
+    ['${total > 100}', rel('total', '>', '100')],
+    ['#{total > 100}', rel('total', '>', '100')],
     ['${approved}', 'approved'],
-    ['${order.total <= 5.5}', 'order.total <= 5.5'],
-    ['${a.b.c == 1}', 'a.b.c = 1'],
+    ['${order.total <= 5.5}', rel('order.total', '<=', '5.5')],
+    ['${a.b.c == 1}', `${numberOf('a.b.c')} = 1`],
     ["${status == 'open'}", 'status = "open"'],
-    ['${status != "open"}', 'status != "open"'],
+    ['${status != "open"}', 'not(status = "open")'],
     ['${x == null}', 'x = null'],
-    ['${flag == true || other == false}', 'flag = true or other = false'],
-    ['${a > 1 && b < 2}', 'a > 1 and b < 2'],
-    ['${a >= 1 and b <= 2 or c}', 'a >= 1 and b <= 2 or c'],
-    ['${(a || b) && c}', '(a or b) and c'],
-    ['${a || b && c}', 'a or b and c'],
-    ['${!approved}', 'not(approved)'],
-    ['${not (a lt 1)}', 'not(a < 1)'],
-    ['${!a == b}', 'not(a) = b'],
-    ['${a eq 1 or b ne 2}', 'a = 1 or b != 2'],
-    ['${a lt 1 and b gt 2 and c le 3 and d ge 4}', 'a < 1 and b > 2 and c <= 3 and d >= 4'],
-    ['${a < b == true}', '(a < b) = true'],
-    ['${-1 < a}', '-1 < a'],
-    ['${a > -b}', `a > -${num('b')}`],
+    ['${flag == true || other == false}', `${booleanOf('flag')} = true or ${booleanOf('other')} = false`],
+    ['${a > 1 && b < 2}', `${rel('a', '>', '1')} and ${rel('b', '<', '2')}`],
+    ['${a >= 1 and b <= 2 or c}', `${rel('a', '>=', '1')} and ${rel('b', '<=', '2')} or ${bool('c')}`],
+    ['${(a || b) && c}', `(${bool('a')} or ${bool('b')}) and ${bool('c')}`],
+    ['${a || b && c}', `${bool('a')} or ${bool('b')} and ${bool('c')}`],
+    ['${!approved}', `not(${bool('approved')})`],
+    ['${not (a lt 1)}', `not(${rel('a', '<', '1')})`],
+    ['${!a == b}', `not(${bool('a')}) = ${booleanOf('b')}`],
+    ['${a eq 1 or b ne 2}', `${numberOf('a')} = 1 or not(${numberOf('b')} = 2)`],
+    [
+      '${a lt 1 and b gt 2 and c le 3 and d ge 4}',
+      `${rel('a', '<', '1')} and ${rel('b', '>', '2')} and ${rel('c', '<=', '3')} and ${rel('d', '>=', '4')}`,
+    ],
+    ['${-1 < a}', `(if a = null then false else -1 < ${numberOf('a')})`],
+    ['${a > -b}', `(if a = null then false else ${numberOf('a')} > -${num('b')})`],
     ["${s == 'it\\'s'}", 's = "it\'s"'],
     ['${s == "say \\"hi\\""}', 's = "say \\"hi\\""'],
     ["${s == 'a\\\\b'}", 's = "a\\\\b"'],
     ["${s == 'tab\there'}", 's = "tab\\there"'],
-    ['${ total > 100 }', 'total > 100'],
+    ['${ total > 100 }', rel('total', '>', '100')],
     ['${a + 1 > 2}', `${num('a')} + 1 > 2`],
     ['${a - b - c > 0}', `${num('a')} - ${num('b')} - ${num('c')} > 0`],
     ['${a - (b - c)}', `${num('a')} - (${num('b')} - ${num('c')})`],
@@ -69,9 +79,11 @@ describe('toFeel: JUEL conditions (Camunda 7) translated to FEEL', () => {
     ['${a % 2 == 0 or a mod 3 == 0}', `modulo(${num('a')}, 2) = 0 or modulo(${num('a')}, 3) = 0`],
     ['${1 + "2" + null}', '1 + number("2") + 0'],
     ["${gender == 'male' ? 'Mr.' : 'Mrs.'}", 'if gender = "male" then "Mr." else "Mrs."'],
-    ['${a ? b ? 1 : 2 : 3}', 'if a then (if b then 1 else 2) else 3'],
-    ['${result[0].statusCode == 200}', 'result[1].statusCode = 200'],
-    ['${m["k"] > 1}', 'm.k > 1'],
+    ['${a ? b ? 1 : 2 : 3}', `if ${bool('a')} then (if ${bool('b')} then 1 else 2) else 3`],
+    ['${result[0].statusCode == 200}', `${numberOf('result[1].statusCode')} = 200`],
+    ['${m["k"] > 1}', rel('m.k', '>', '1')],
+    ["${x == '5'}", `(if x instance of number then ${numberOf('x')} = number("5") else x = "5")`],
+    ["${x == 'TRUE'}", `(if x instance of boolean then ${booleanOf('x')} = true else x = "TRUE")`],
     ['${execution.getVariable("approved")}', 'approved'],
   ])('%s -> %s', (source, feel) => {
     expect(feelOf(source)).toBe(feel);
@@ -158,6 +170,30 @@ describe('translated JUEL evaluates as Camunda 7 would', () => {
     ['${a + 1 == 1}', { a: null }, true],
     ['${-a == -5}', { a: '5' }, true],
     ['${price * qty > 10}', { price: '2.5', qty: 5 }, true],
+    // Comparisons: null is below nothing, a number makes both sides numbers, a boolean both booleans.
+    ['${total > 100}', { total: '150' }, true],
+    ['${total > 100}', { total: null }, false],
+    ['${!(total > 100)}', { total: null }, true],
+    ['${a < b}', { a: '10', b: 9 }, false],
+    ['${a < b}', { a: 'apple', b: 'banana' }, true],
+    ['${a < b}', { a: 1, b: null }, false],
+    ['${count == 5}', { count: '5' }, true],
+    ["${count == '5'}", { count: 5 }, true],
+    ['${count != 5}', { count: '5' }, false],
+    ['${a == b}', { a: '3', b: 3 }, true],
+    ['${a == b}', { a: null, b: null }, true],
+    ['${a == b}', { a: null, b: 0 }, false],
+    ['${a != b}', { a: null, b: 0 }, true],
+    ['${a == b}', { a: 'x', b: 'x' }, true],
+    ['${approved == true}', { approved: 'TRUE' }, true],
+    ["${approved == 'true'}", { approved: true }, true],
+    ["${status == 'open'}", { status: 'open' }, true],
+    // ! && || and the test of ?: read null as false and "true" as true.
+    ['${!approved}', { approved: null }, true],
+    ['${approved && ok}', { approved: 'true', ok: true }, true],
+    ['${x > 1 || y}', { x: null, y: 'true' }, true],
+    ['${(x ? 1 : 2) == 1}', { x: 'true' }, true],
+    ['${(x ? 1 : 2) == 2}', { x: null }, true],
   ])('%s with %j is %s', (source, variables, expected) => {
     expect(evaluateCondition(feelOf(source), variables)).toMatchObject({ ok: true, value: expected });
   });
@@ -221,7 +257,7 @@ describe('evaluateCondition', () => {
 describe("toFeel: Camunda Spin's S() over a JSON variable", () => {
   it('reads S(name).prop("a").prop("b") and a value method as the path name.a.b', () => {
     expect(feelOf('${S(order).prop("customer").prop("name").stringValue() == "ann"}')).toBe('order.customer.name = "ann"');
-    expect(feelOf('${S(order.details).prop("rush").boolValue() && ok}')).toBe('order.details.rush and ok');
+    expect(feelOf('${S(order.details).prop("rush").boolValue() && ok}')).toBe(`${bool('order.details.rush')} and ${bool('ok')}`);
     expect(feelOf('${S(order)}')).toBe('order');
   });
 
