@@ -55,9 +55,9 @@ export function startSweeper(pool: Pool, log: Logger, opts: SweeperOptions): Swe
     if (flushed > 0) log.info({ count: flushed }, 'progress:stale_flushed');
     let deleted = 0;
     for (;;) {
-      const n = await deleteExpiredFrames(pool, { keepMs: opts.frameRetentionMs, limit: opts.batchSize });
-      deleted += n;
-      if (n < opts.batchSize) break;
+      const { generations, frames } = await deleteExpiredFrames(pool, { keepMs: opts.frameRetentionMs, limit: opts.batchSize });
+      deleted += frames;
+      if (generations < opts.batchSize) break;
     }
     if (deleted > 0) log.info({ count: deleted }, 'frames:deleted');
     return total;

@@ -116,21 +116,33 @@ export async function endFrameGeneration(
 }
 
 /**
- * Deletes frames of generations that ended more than `keepMs` ago, except each
- * generation's last frame (instance:ended), so a late subscriber still learns the
- * final state. Answers how many rows went; call again while it returns `limit`.
+ * Deletes the frames of up to `limit` generations that ended more than `keepMs` ago, except each
+ * one's last frame (instance:ended), so a late subscriber still learns the final state, and marks
+ * their heads trimmed: the next sweep reads only heads not trimmed yet (migration 0044). Heads
+ * another transaction holds are left for the next sweep. Answers how many generations were
+ * trimmed and how many frames went; call again while the generations reach `limit`.
  */
-export async function deleteExpiredFrames(db: Queryable, p: { keepMs: number; limit: number }): Promise<number> {
-  const { rowCount } = await db.query({
+export async function deleteExpiredFrames(
+  db: Queryable,
+  p: { keepMs: number; limit: number },
+): Promise<{ generations: number; frames: number }> {
+  const { rows } = await db.query<{ generations: number; frames: number }>({
     name: 'delete_expired_frames',
-    text: `delete from frames f using (
-             select f.instance_id, f.generation, f.seq
-               from frame_heads h
-               join frames f on f.instance_id = h.instance_id and f.generation = h.generation and f.seq < h.last_seq
-              where h.ended_at < now() - $1::bigint * interval '1 millisecond'
-              limit $2) old
-            where f.instance_id = old.instance_id and f.generation = old.generation and f.seq = old.seq`,
+    text: `with heads as (
+             select instance_id, generation, last_seq from frame_heads
+              where ended_at < now() - $1::bigint * interval '1 millisecond' and not trimmed
+              order by ended_at limit $2
+              for update skip locked),
+           gone as (
+             delete from frames f using heads h
+              where f.instance_id = h.instance_id and f.generation = h.generation and f.seq < h.last_seq
+             returning 1),
+           marked as (
+             update frame_heads t set trimmed = true from heads h
+              where t.instance_id = h.instance_id and t.generation = h.generation
+             returning 1)
+           select (select count(*) from marked)::int as generations, (select count(*) from gone)::int as frames`,
     values: [p.keepMs, p.limit],
   });
-  return rowCount ?? 0;
+  return rows[0] ?? { generations: 0, frames: 0 };
 }
