@@ -11,6 +11,7 @@ import { fetchAndLock } from '../../../runtime/store/tasks.ts';
 import { singleTaskBpmn } from '../../support/bpmn.ts';
 import { deploy, fetchTasks, start } from '../../support/flows.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
+import type { PlanNode } from '../../support/plans.ts';
 
 let t: TestServer;
 /** a pool that keeps the last statement it was given */
@@ -54,15 +55,6 @@ afterAll(async () => {
   await t?.close();
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  Plans?: PlanNode[];
-}
-
 /** The scans of external_tasks in an analyzed plan, other than look-ups by id, with the rows each read. */
 function readsOfWaitingTasks(plan: PlanNode): { scan: string; rows: number }[] {
   const out: { scan: string; rows: number }[] = [];
@@ -70,7 +62,7 @@ function readsOfWaitingTasks(plan: PlanNode): { scan: string; rows: number }[] {
     if (n['Relation Name'] === 'external_tasks' && n['Node Type'].endsWith('Scan') && n['Index Name'] !== 'external_tasks_pkey') {
       out.push({
         scan: `${n['Node Type']}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}`,
-        rows: n['Actual Rows'] * n['Actual Loops'],
+        rows: (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 0),
       });
     }
     (n.Plans ?? []).forEach(walk);

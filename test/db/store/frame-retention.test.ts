@@ -7,6 +7,7 @@ import type { QueryConfig } from 'pg';
 import type { Queryable } from '../../../runtime/store/db.ts';
 import { deleteExpiredFrames } from '../../../runtime/store/frames.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/db.ts';
+import { planNodes, type PlanNode } from '../../support/plans.ts';
 
 const DAY_MS = 86_400_000;
 /** generations that ended long ago and were trimmed: only their last frame is left */
@@ -75,11 +76,11 @@ describe('frame retention', () => {
 
   it('given only trimmed generations, when the sweep runs, then its plan reads none of their heads', async () => {
     const plan = await explainTrim();
-    const scans = nodesOf(plan).filter(
-      (n) => n['Node Type'].endsWith('Scan') && n['Relation Name'] === 'frame_heads' && n['Actual Loops'] > 0,
+    const scans = planNodes(plan).filter(
+      (n) => n['Node Type'].endsWith('Scan') && n['Relation Name'] === 'frame_heads' && (n['Actual Loops'] ?? 0) > 0,
     );
     expect(scans.map((n) => n['Index Name'])).toEqual(['frame_heads_untrimmed_idx']);
-    expect(scans.map((n) => n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0))).toEqual([0]);
+    expect(scans.map((n) => (n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0))).toEqual([0]);
   });
 
   it('given a head another transaction holds, then the sweep leaves it for the next one', async () => {
@@ -101,20 +102,6 @@ describe('frame retention', () => {
     expect(await framesOf(held!)).toEqual([3]);
   });
 });
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-function nodesOf(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(nodesOf)];
-}
 
 /**
  * The sweep's statement, explained as the pool runs it: prepared (the pool forces generic plans)

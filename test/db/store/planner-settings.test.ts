@@ -16,6 +16,7 @@ import { sampleHeatmap } from '../../../runtime/store/diagrams.ts';
 import { listInstances } from '../../../runtime/store/queries.ts';
 import { listEndedInstancesWithHistory } from '../../../runtime/store/retention.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/db.ts';
+import type { PlanNode } from '../../support/plans.ts';
 
 let db: TestDatabase;
 const RUNNING = 5;
@@ -28,13 +29,6 @@ afterAll(async () => {
   await db?.drop();
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Index Cond'?: string;
-  Plans?: PlanNode[];
-}
 type Explained = { 'QUERY PLAN': [{ Plan: PlanNode }] };
 
 /** The scans of `table` in a plan, as "Node Type on index [cond]" strings. */

@@ -20,6 +20,7 @@ import { recordProgress } from '../../../runtime/store/progress.ts';
 import { extendLock, failTask, markTaskDone, markTaskErrored, unlockTask } from '../../../runtime/store/tasks.ts';
 import { lockAndMarkDueTimers, markTimerFired } from '../../../runtime/store/waits.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/db.ts';
+import type { PlanNode } from '../../support/plans.ts';
 
 let db: TestDatabase;
 /** rows ended before the analyze, and live rows created after it */
@@ -71,13 +72,6 @@ async function liveInstance(): Promise<string> {
   return rows[0]!.instance_id;
 }
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Index Cond'?: string;
-  Plans?: PlanNode[];
-}
 type Explained = { 'QUERY PLAN': [{ Plan: PlanNode }] };
 
 /** Each search of an index named `prefix…` in a plan: the index and its condition ('' for a walk through all of it). */
