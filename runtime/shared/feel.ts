@@ -68,10 +68,19 @@ export function checkFeel(feel: string): string | undefined {
   }
 }
 
-/** Evaluates a FEEL condition: only a result of exactly `true` holds. */
+/**
+ * Evaluates a FEEL condition: `true` holds; `false` and null (a comparison with a variable that
+ * is missing or null) do not. Any other value fails, as Camunda 7 and Zeebe fail a condition that
+ * is not a boolean: a text "true" or a number taken as false would choose a path in silence.
+ */
 export function evaluateCondition(feel: string, variables: Record<string, unknown>): ConditionResult {
   const result = evaluateBudgeted(feel, variables);
   if (!result.ok) return { ok: false, message: `Condition "${feel}" failed: ${result.message}` };
+  if (result.type !== 'boolean' && result.type !== 'null') {
+    const type = result.type === 'object' ? 'context' : result.type;
+    const shown = result.value === null ? type : `${type} ${JSON.stringify(result.value)}`;
+    return { ok: false, message: `Condition "${feel}" gave ${shown}, not true or false` };
+  }
   return { ok: true, value: result.value === true, missingVariables: missingVariablesOf(feel, result.notFound) };
 }
 

@@ -58,6 +58,25 @@ beforeAll(async () => {
       ],
     ),
   );
+  // A condition that is a variable: the instance must hold a boolean there.
+  await deploy(
+    t.api,
+    buildBpmn(
+      'gd-typed',
+      [
+        { id: 'start', type: 'startEvent' },
+        { id: 'gw', type: 'exclusiveGateway', default: 'no' },
+        { id: 'approve', type: 'serviceTask', topic: 'gd-typed-approve' },
+        { id: 'end', type: 'endEvent' },
+      ],
+      [
+        { from: 'start', to: 'gw' },
+        { id: 'yes', from: 'gw', to: 'approve', condition: '= approved' },
+        { id: 'no', from: 'gw', to: 'end' },
+        { from: 'approve', to: 'end' },
+      ],
+    ),
+  );
 });
 afterAll(async () => {
   client?.close();
@@ -157,5 +176,26 @@ describe('gateway decisions in the history', () => {
         missingVariables: [],
       },
     ]);
+  });
+
+  it('given a condition whose value is neither true, false nor null, then the gateway takes no flow by default but holds a condition_error incident; the retry with a boolean decides', async () => {
+    const res = await t.api.post('/api/instances', { definitionKey: 'gd-typed', variables: { approved: 'yes' } });
+    expect(res.status).toBe(201);
+    expect(res.body.status).toBe('incident');
+    const id = res.body.id as string;
+    const detail = (await t.api.get(`/api/instances/${id}`)).body;
+    expect(detail.incidents).toEqual([
+      expect.objectContaining({
+        stepId: 'gw',
+        kind: 'condition_error',
+        message: expect.stringContaining('Condition "approved" gave string "yes", not true or false'),
+      }),
+    ]);
+    expect(await decisionsOf(id)).toEqual([]);
+
+    const retry = await t.api.post(`/api/incidents/${detail.incidents[0].id}/retry`, { variables: { approved: true } });
+    expect(retry.status).toBe(200);
+    await fetchOne(t.api, 'gd-w', 'gd-typed-approve');
+    expect((await decisionsOf(id)).map((e) => (e.data as { taken: string[] }).taken)).toEqual([['yes']]);
   });
 });

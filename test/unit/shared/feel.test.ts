@@ -213,12 +213,21 @@ describe('checkFeel', () => {
 });
 
 describe('evaluateCondition', () => {
-  it('holds only for a result of exactly true', () => {
+  it('holds for true; false and null do not hold', () => {
     expect(evaluateCondition('a', { a: true })).toEqual({ ok: true, value: true, missingVariables: [] });
-    expect(evaluateCondition('a', { a: 'true' })).toEqual({ ok: true, value: false, missingVariables: [] });
-    expect(evaluateCondition('a', { a: 1 })).toEqual({ ok: true, value: false, missingVariables: [] });
+    expect(evaluateCondition('a', { a: false })).toEqual({ ok: true, value: false, missingVariables: [] });
+    expect(evaluateCondition('a', { a: null })).toEqual({ ok: true, value: false, missingVariables: [] });
     expect(evaluateCondition('a', {})).toEqual({ ok: true, value: false, missingVariables: ['a'] });
     expect(evaluateCondition('a > 1', { a: 'x' })).toEqual({ ok: true, value: false, missingVariables: [] });
+  });
+
+  it.each([
+    [{ a: 'true' }, 'gave string "true", not true or false'],
+    [{ a: 1 }, 'gave number 1, not true or false'],
+    [{ a: [true] }, 'gave list, not true or false'],
+    [{ a: { ok: true } }, 'gave context, not true or false'],
+  ])('fails for any other value, as both Camunda engines do: %j', (variables, message) => {
+    expect(evaluateCondition('a', variables)).toEqual({ ok: false, message: `Condition "a" ${message}` });
   });
 
   it.each([
@@ -231,7 +240,7 @@ describe('evaluateCondition', () => {
     ['order.total > 100', { order: {} }, []],
     ['count(items) > 0', {}, ['items']],
     ['lenght(name) > 1', { name: 'ab' }, []],
-    ['for i in [1, 2] return i > limit', {}, ['limit']],
+    ['every i in [1, 2] satisfies i > limit', {}, ['limit']],
     ['some i in items satisfies i > 1', {}, ['items']],
     ['order  total > 1', {}, ['order total']],
   ])('names the variables %s reads and %j lacks: %j', (feel, variables, missing) => {
