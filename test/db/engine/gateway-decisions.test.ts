@@ -178,7 +178,7 @@ describe('gateway decisions in the history', () => {
     ]);
   });
 
-  it('given a condition whose value is neither true, false nor null, then the gateway takes no flow by default but holds a condition_error incident; the retry with a boolean decides', async () => {
+  it('given a condition whose value is neither true, false nor null, then the gateway takes no flow, not even its default, and holds a condition_error incident naming it; the retry with a boolean decides', async () => {
     const res = await t.api.post('/api/instances', { definitionKey: 'gd-typed', variables: { approved: 'yes' } });
     expect(res.status).toBe(201);
     expect(res.body.status).toBe('incident');
