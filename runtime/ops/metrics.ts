@@ -77,9 +77,9 @@ export function createMetricsRegistry(pool: Pool, parkedPolls: ParkedPolls): Reg
       },
     });
   sqlCounter(
-    'baton_frames_written_total',
-    'Progress frames written, all nodes (PostgreSQL insert statistics of the frames table)',
-    (r) => r.inserted.frames,
+    'baton_frame_runs_written_total',
+    'Runs of progress frames written (a transaction writes one per instance generation it frames), all nodes (PostgreSQL insert statistics of the frame_runs table)',
+    (r) => r.inserted.frameRuns,
   );
   sqlCounter(
     'baton_incidents_created_total',

@@ -1,7 +1,9 @@
 // Frames: the per-(instance, generation) replay buffer of the progress stream. The
 // statements that write events write their frames too where they can (the transition
 // statement, fetch-and-lock), through appendHeadsCte; otherwise the deferred trigger on
-// events and flush_progress do (migrations 0011, 0016). This module also reads them.
+// events and flush_progress do (migrations 0011, 0016). The frames one transaction writes to a
+// generation are stored as one row, a run of consecutive seqs (migration 0045). This module also
+// reads them.
 import type { Queryable } from './db.ts';
 import type { FrameNotice } from './notifications.ts';
 
@@ -66,7 +68,9 @@ export async function readFrameHead(db: Queryable, instanceId: string, generatio
   const { rows } = await db.query<{ last_seq: number; ended: boolean; first_kept: number | null }>({
     name: 'read_frame_head',
     text: `select h.last_seq, h.ended_at is not null as ended,
-                  (select min(seq) from frames f where f.instance_id = h.instance_id and f.generation = h.generation) as first_kept
+                  (select r.last_seq - cardinality(r.kinds) + 1 from frame_runs r
+                    where r.instance_id = h.instance_id and r.generation = h.generation
+                    order by r.last_seq limit 1) as first_kept
              from frame_heads h where h.instance_id = $1 and h.generation = $2`,
     values: [instanceId, generation],
   });
@@ -75,7 +79,6 @@ export async function readFrameHead(db: Queryable, instanceId: string, generatio
   return { generation, lastSeq: row.last_seq, firstKeptSeq: row.first_kept ?? row.last_seq + 1, ended: row.ended };
 }
 
-/** Frames of one generation after a seq, in seq order. */
 /** The heads of every generation of the instances, as notifications: what a lost notification would have said (stream/frame-hub.ts). */
 export async function readFrameNotices(db: Queryable, instanceIds: string[]): Promise<FrameNotice[]> {
   const { rows } = await db.query<{ instance_id: string; generation: number; last_seq: number }>({
@@ -86,15 +89,18 @@ export async function readFrameNotices(db: Queryable, instanceIds: string[]): Pr
   return rows.map((r) => ({ instanceId: r.instance_id, generation: r.generation, seq: r.last_seq }));
 }
 
+/** Frames of one generation after a seq, in seq order: only the runs that hold such frames are read. */
 export async function readFrames(
   db: Queryable,
   p: { instanceId: string; generation: number; afterSeq: number; limit: number },
 ): Promise<FrameRow[]> {
   const { rows } = await db.query<FrameRow>({
     name: 'read_frames',
-    text: `select instance_id, generation, seq, kind, data, at from frames
-            where instance_id = $1 and generation = $2 and seq > $3
-            order by seq limit $4`,
+    text: `select r.instance_id, r.generation, r.last_seq - cardinality(r.kinds) + f.n::int as seq, f.kind, f.data, r.at
+             from frame_runs r cross join lateral unnest(r.kinds, r.data) with ordinality as f(kind, data, n)
+            where r.instance_id = $1 and r.generation = $2 and r.last_seq > $3
+              and r.last_seq - cardinality(r.kinds) + f.n::int > $3
+            order by r.last_seq, f.n limit $4`,
     values: [p.instanceId, p.generation, p.afterSeq, p.limit],
   });
   return rows;
@@ -117,10 +123,10 @@ export async function endFrameGeneration(
 
 /**
  * Deletes the frames of up to `limit` generations that ended more than `keepMs` ago, except each
- * one's last frame (instance:ended), so a late subscriber still learns the final state, and marks
- * their heads trimmed: the next sweep reads only heads not trimmed yet (migration 0044). Heads
- * another transaction holds are left for the next sweep. Answers how many generations were
- * trimmed and how many frames went; call again while the generations reach `limit`.
+ * one's last frame (instance:ended: its run is cut to it), so a late subscriber still learns the
+ * final state, and marks their heads trimmed: the next sweep reads only heads not trimmed yet
+ * (migration 0044). Heads another transaction holds are left for the next sweep. Answers how many
+ * generations were trimmed and how many frames went; call again while the generations reach `limit`.
  */
 export async function deleteExpiredFrames(
   db: Queryable,
@@ -134,14 +140,22 @@ export async function deleteExpiredFrames(
               order by ended_at limit $2
               for update skip locked),
            gone as (
-             delete from frames f using heads h
-              where f.instance_id = h.instance_id and f.generation = h.generation and f.seq < h.last_seq
-             returning 1),
+             delete from frame_runs r using heads h
+              where r.instance_id = h.instance_id and r.generation = h.generation and r.last_seq < h.last_seq
+             returning cardinality(r.kinds) as n),
+           last_runs as (
+             select r.instance_id, r.generation, r.last_seq, cardinality(r.kinds) as n
+               from frame_runs r join heads h on r.instance_id = h.instance_id and r.generation = h.generation and r.last_seq = h.last_seq
+              where cardinality(r.kinds) > 1),
+           cut as (
+             update frame_runs r set kinds = r.kinds[l.n:l.n], data = r.data[l.n:l.n] from last_runs l
+              where r.instance_id = l.instance_id and r.generation = l.generation and r.last_seq = l.last_seq
+             returning l.n - 1 as n),
            marked as (
              update frame_heads t set trimmed = true from heads h
               where t.instance_id = h.instance_id and t.generation = h.generation
              returning 1)
-           select (select count(*) from marked)::int as generations, (select count(*) from gone)::int as frames`,
+           select (select count(*) from marked)::int as generations, (select coalesce(sum(n), 0) from (select n from gone union all select n from cut) x)::int as frames`,
     values: [p.keepMs, p.limit],
   });
   return rows[0] ?? { generations: 0, frames: 0 };

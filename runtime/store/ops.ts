@@ -15,7 +15,7 @@ export interface GaugeRows {
   incidents: { kind: string; count: number }[];
   lockExpiries: number;
   /** rows ever inserted, from PostgreSQL's cumulative statistics (reset with them) */
-  inserted: { frames: number; incidents: number };
+  inserted: { frameRuns: number; incidents: number };
 }
 
 /**
@@ -54,11 +54,11 @@ export async function readGaugesIn(db: Queryable): Promise<GaugeRows> {
     name: 'metrics_lock_expiries',
     text: `select count(*)::int as count from events where kind = 'task:lock_expired' and at > now() - interval '5 minutes'`,
   });
-  // O(1): the statistics collector counts inserts per table; no scan of frames or incidents.
+  // O(1): the statistics collector counts inserts per table; no scan of frame runs or incidents.
   const inserted = await db.query<{ relname: string; n: number }>({
     name: 'metrics_inserted_rows',
     text: `select relname, n_tup_ins::float8 as n from pg_stat_user_tables
-            where schemaname = current_schema() and relname in ('frames', 'incidents')`,
+            where schemaname = current_schema() and relname in ('frame_runs', 'incidents')`,
   });
   const insertedInto = (table: string) => inserted.rows.find((r) => r.relname === table)?.n ?? 0;
   return {
@@ -66,6 +66,6 @@ export async function readGaugesIn(db: Queryable): Promise<GaugeRows> {
     tasks: tasks.rows,
     incidents: incidents.rows,
     lockExpiries: expiries.rows[0]?.count ?? 0,
-    inserted: { frames: insertedInto('frames'), incidents: insertedInto('incidents') },
+    inserted: { frameRuns: insertedInto('frame_runs'), incidents: insertedInto('incidents') },
   };
 }

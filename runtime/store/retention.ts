@@ -11,7 +11,7 @@ import type { Queryable } from './db.ts';
 export const DELETE_DOOMED_WITH_HISTORY_SQL = `gone as (delete from instances i using doomed where i.id = doomed.id returning i.id),
            ev as (delete from events e using gone where e.instance_id = gone.id),
            fh as (delete from frame_heads h using gone where h.instance_id = gone.id),
-           fr as (delete from frames f using gone where f.instance_id = gone.id)`;
+           fr as (delete from frame_runs r using gone where r.instance_id = gone.id)`;
 
 /**
  * Deletes up to `batch` completed/canceled instances that ended before `before`.

@@ -209,12 +209,13 @@ const FRAME_LOCKED_SQL = `counted as (
              select instance_id, generation, count(*)::int as n from ev where framed group by instance_id, generation),
            ${appendHeadsCte('instance_id, generation, n, null::timestamptz from counted order by instance_id')},
            fw as (
-             insert into frames (instance_id, generation, seq, kind, data, at)
-             select e.instance_id, e.generation, head.last_seq - c.n + (row_number() over (partition by e.instance_id order by e.seq))::int,
-                    e.kind, jsonb_strip_nulls(jsonb_build_object('stepId', e.step_id, 'taskId', e.task_id, 'attempt', e.attempt)) || e.data, e.at
-               from ev e join counted c on c.instance_id = e.instance_id and c.generation = e.generation
-                    join head on head.instance_id = e.instance_id and head.generation = e.generation
-              where e.framed)`;
+             insert into frame_runs (instance_id, generation, last_seq, kinds, data, at)
+             select e.instance_id, e.generation, head.last_seq, array_agg(e.kind order by e.seq),
+                    array_agg(jsonb_strip_nulls(jsonb_build_object('stepId', e.step_id, 'taskId', e.task_id, 'attempt', e.attempt)) || e.data order by e.seq),
+                    min(e.at)
+               from ev e join head on head.instance_id = e.instance_id and head.generation = e.generation
+              where e.framed
+              group by e.instance_id, e.generation, head.last_seq)`;
 
 // A multi-instance element's own variables (element variable, loopCounter) win over the instance's.
 const ANSWER_SQL = `select l.*, i.business_key, i.variables || l.local_variables as variables

@@ -683,11 +683,12 @@ function frameParts(
   return [
     `hx as (select * from unnest($${ids}::uuid[], $${gens}::int[], $${counts}::int[], $${ends}::boolean[]) with ordinality as y(id, gen, n, ends, k))`,
     appendHeadsCte(`hx.id, hx.gen, hx.n, case when hx.ends then now() end from hx${allowed} order by hx.k`, allow === 'none'),
-    `fw as (insert into frames (instance_id, generation, seq, kind, data, at)
-            select hx.id, hx.gen, head.last_seq - hx.n + f.pos, f.kind, f.data${delivering ? ' || ' + lockExpiryData('f') : ''}, now()
+    `fw as (insert into frame_runs (instance_id, generation, last_seq, kinds, data)
+            select hx.id, hx.gen, head.last_seq, array_agg(f.kind order by f.pos), array_agg(f.data${delivering ? ' || ' + lockExpiryData('f') : ''} order by f.pos)
               from unnest($${fk}::int[], $${pos}::int[], $${kinds}::text[], $${data}::jsonb[]${delivering ? `, $${lockMs}::int[]` : ''}) as f(k, pos, kind, data${delivering ? ', lock_ms' : ''})
               join hx on hx.k = f.k
-              join head on head.instance_id = hx.id and head.generation = hx.gen)`,
+              join head on head.instance_id = hx.id and head.generation = hx.gen
+             group by hx.id, hx.gen, head.last_seq)`,
   ];
 }
 

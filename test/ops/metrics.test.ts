@@ -134,12 +134,12 @@ describe('/metrics', () => {
       async () => {
         const now = (await scrape()).samples;
         return counted(now, 'baton_incidents_created_total') >= 1 &&
-          counted(now, 'baton_frames_written_total') > counted(before, 'baton_frames_written_total')
+          counted(now, 'baton_frame_runs_written_total') > counted(before, 'baton_frame_runs_written_total')
           ? true
           : undefined;
       },
       30_000,
-      'the insert statistics of incidents and frames',
+      'the insert statistics of incidents and frame runs',
     );
   }, 60_000);
 

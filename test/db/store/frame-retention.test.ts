@@ -15,7 +15,7 @@ const TRIMMED = 2000;
 
 let db: TestDatabase;
 
-/** Inserts heads of generation 1 with frames 1..lastSeq; `endedAgo` null: not ended. */
+/** Inserts heads of generation 1 with frames 1..3, each written by a transaction of its own (a run of one); `endedAgo` null: not ended. */
 async function insertHeads(
   n: number,
   p: { endedAgo: string | null; trimmed: boolean; frames: 'all' | 'last' },
@@ -28,8 +28,8 @@ async function insertHeads(
   );
   const ids = rows.map((r) => r.instance_id);
   await db.pool.query(
-    `insert into frames (instance_id, generation, seq, kind)
-     select id, 1, seq, case when seq = 3 then 'instance:ended' else 'step:completed' end
+    `insert into frame_runs (instance_id, generation, last_seq, kinds, data)
+     select id, 1, seq, array[case when seq = 3 then 'instance:ended' else 'step:completed' end], array['{}'::jsonb]
        from unnest($1::uuid[]) id, generate_series(case when $2 then 3 else 1 end, 3) seq`,
     [ids, p.frames === 'last'],
   );
@@ -72,6 +72,26 @@ describe('frame retention', () => {
     );
     expect(rows.map((r) => r.trimmed)).toEqual([true, true, true]);
     expect(await trim()).toEqual({ generations: 0, frames: 0 });
+  });
+
+  it('given a generation whose last transaction wrote several frames, then the trim keeps only the last', async () => {
+    const { rows } = await db.pool.query<{ instance_id: string }>(
+      `insert into frame_heads (instance_id, generation, last_seq, ended_at)
+       values (gen_random_uuid(), 1, 5, now() - interval '2 days') returning instance_id`,
+    );
+    const id = rows[0]!.instance_id;
+    await db.pool.query(
+      `insert into frame_runs (instance_id, generation, last_seq, kinds, data) values
+         ($1, 1, 2, array['instance:started', 'task:created'], array['{}'::jsonb, '{}'::jsonb]),
+         ($1, 1, 5, array['task:completed', 'instance:completed', 'instance:ended'], array['{}'::jsonb, '{}'::jsonb, '{}'::jsonb])`,
+      [id],
+    );
+    expect(await trim()).toEqual({ generations: 1, frames: 4 });
+    const { rows: left } = await db.pool.query<{ seq: number; kind: string }>(
+      'select seq, kind from frames where instance_id = $1 order by seq',
+      [id],
+    );
+    expect(left).toEqual([{ seq: 5, kind: 'instance:ended' }]);
   });
 
   it('given only trimmed generations, when the sweep runs, then its plan reads none of their heads', async () => {
