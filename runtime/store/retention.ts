@@ -6,12 +6,14 @@ import type { Queryable } from './db.ts';
 
 /**
  * The CTEs that delete the instances a `doomed (id)` CTE names, and their history: the history
- * tables have no foreign keys (migration 0014), so their rows go in the same statement.
+ * tables have no foreign keys (migration 0014), so their rows go in the same statement. Frame
+ * runs go after their heads (`fr` reads what `fh` deleted): the frame trim locks heads before it
+ * deletes their runs, so taking them in the same order keeps the two from deadlocking.
  */
 export const DELETE_DOOMED_WITH_HISTORY_SQL = `gone as (delete from instances i using doomed where i.id = doomed.id returning i.id),
            ev as (delete from events e using gone where e.instance_id = gone.id),
-           fh as (delete from frame_heads h using gone where h.instance_id = gone.id),
-           fr as (delete from frame_runs r using gone where r.instance_id = gone.id)`;
+           fh as (delete from frame_heads h using gone where h.instance_id = gone.id returning h.instance_id, h.generation),
+           fr as (delete from frame_runs r using fh where r.instance_id = fh.instance_id and r.generation = fh.generation)`;
 
 /**
  * Deletes up to `batch` completed/canceled instances that ended before `before`.

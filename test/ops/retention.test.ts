@@ -180,4 +180,39 @@ describe('retention racing a late result', () => {
     expect(await deleteEndedInstances(t.db.pool, before(), 100)).toBeGreaterThanOrEqual(1);
     expect(await rowsOf(id)).toEqual({ events: 0, frames: 0, instances: 0 });
   });
+
+  // The frame trim (store/frames.ts) locks heads, then deletes their runs. Retention deletes an
+  // instance's heads before its runs, so it waits for the trim at the head and holds no run the
+  // trim needs: the two never wait for each other in a cycle (PostgreSQL would abort one).
+  it('given a frame trim holding the head of an instance retention deletes, then retention waits for it and neither deadlocks', async () => {
+    const { id } = await agedEnded('late-3');
+    const trim = await t.db.pool.connect();
+    try {
+      await trim.query('begin');
+      const { rows: heads } = await trim.query<{ last_seq: number }>(
+        'select last_seq from frame_heads where instance_id = $1 for update',
+        [id],
+      );
+      const retention = deleteEndedInstances(t.db.pool, before(), 100);
+      await waitFor(
+        async () => {
+          const { rows } = await t.db.pool.query(
+            `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%delete from frame_heads%'`,
+          );
+          return rows.length > 0 ? true : undefined;
+        },
+        10_000,
+        'retention to wait for the head',
+      );
+      await trim.query('delete from frame_runs where instance_id = $1 and generation = 1 and last_seq < $2', [
+        id,
+        heads[0]!.last_seq,
+      ]);
+      await trim.query('commit');
+      expect(await retention).toBeGreaterThanOrEqual(1);
+    } finally {
+      trim.release();
+    }
+    expect(await rowsOf(id)).toEqual({ events: 0, frames: 0, instances: 0 });
+  });
 });
