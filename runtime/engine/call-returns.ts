@@ -1,8 +1,9 @@
 // The parent's side of a call activity: a child's end (a call_returns row, migration 0024) moves
 // the step that waits for it, and an escalation nothing in the child caught (a call_escalations
 // row, migration 0039) reaches the catchers around that step while the child runs on. Each is
-// its own transaction: take the row (SKIP LOCKED, so any number of nodes share the work), lock
-// the parent, apply, delete the row; a child's escalations go before its end. The end of an
+// its own transaction: take and delete the row and lock the parent in one statement (SKIP LOCKED
+// on the row, so any number of nodes share the work), read the parent's state, apply; a child's
+// escalations go before its end. The end of an
 // element whose multi-instance step waits in an incident (another element's output mappings
 // failed) is kept on the step's row for the retry. Any other row whose step no longer waits for
 // that child (the parent was canceled or replayed, an interrupting boundary ended the step, the
@@ -28,24 +29,21 @@ import { indexPlan } from './plan-index.ts';
 import { commitTransition } from './transition.ts';
 import { emptyEffects, type Effects, type ElementReturn, type Variables } from '../model/effects.ts';
 import type { Plan } from '../compiler/plan.ts';
-import {
-  anyCallReturn,
-  deleteCallEscalation,
-  deleteCallReturn,
-  onCallReturn,
-  takeCallDelivery,
-  type CallEscalationRow,
-  type CallReturnRow,
-} from '../store/calls.ts';
-import { withTransaction, type PoolClient } from '../store/db.ts';
+import { anyCallReturn, onCallReturn, takeCallDelivery, type CallEscalationRow, type CallReturnRow } from '../store/calls.ts';
+import { withPipelinedTransaction, type PoolClient } from '../store/db.ts';
+import { runPipelined, valuesOf } from '../store/pipeline.ts';
 import { fault } from '../shared/faults.ts';
-import { lockInstance, type LockedInstance } from '../store/instances.ts';
+import { readHeldInstances, type LockedInstance } from '../store/instances.ts';
 import { startRelay, type Relay } from './relay.ts';
 
 /** Delivers one waiting escalation or return; answers false when none was left to take. */
 export async function deliverCallReturn(engine: Engine): Promise<boolean> {
-  return withTransaction(engine.pool, async (tx) => {
-    const taken = await takeCallDelivery(tx);
+  return withPipelinedTransaction(engine.pool, async (tx, edges) => {
+    // The row is taken and deleted, its parent locked, in one statement, sent with the begin.
+    const [, taken] = valuesOf(await runPipelined<unknown>(tx, [edges.begin, () => takeCallDelivery(tx)])) as [
+      void,
+      Awaited<ReturnType<typeof takeCallDelivery>>,
+    ];
     if (!taken) return false;
     if ('escalation' in taken) {
       await deliverEscalation(engine, tx, taken.escalation);
@@ -53,10 +51,7 @@ export async function deliverCallReturn(engine: Engine): Promise<boolean> {
     }
     const row = taken.return;
     await fault('call:before-return');
-    const parent = await lockInstance(tx, row.parent_instance_id);
-    // Suspended after the take read it: the return waits for the resume, which announces it.
-    if (parent?.suspended_at) return true;
-    await deleteCallReturn(tx, row.child_instance_id);
+    const parent = await heldParent(tx, row.parent_instance_id);
     if (!parent) return true;
     const plan = await planOf(engine, parent.definition_id, tx);
     const variables = { ...parent.variables };
@@ -80,10 +75,7 @@ export async function deliverCallReturn(engine: Engine): Promise<boolean> {
 /** The parent's catchers around the call activity hear the child's escalation; an interrupting one cancels the child. */
 async function deliverEscalation(engine: Engine, tx: PoolClient, row: CallEscalationRow): Promise<void> {
   await fault('call:before-escalation');
-  const parent = await lockInstance(tx, row.parent_instance_id);
-  // Suspended after the take read it: the escalation waits for the resume, which announces it.
-  if (parent?.suspended_at) return;
-  await deleteCallEscalation(tx, row.id);
+  const parent = await heldParent(tx, row.parent_instance_id);
   if (!parent) return;
   const plan = await planOf(engine, parent.definition_id, tx);
   if (!waitsFor(plan, parent, row)) {
@@ -107,6 +99,11 @@ async function deliverEscalation(engine: Engine, tx: PoolClient, row: CallEscala
     });
   } else fx.events.push({ kind: 'escalation:uncaught', stepId: row.parent_step_id, data: from });
   await commitTransition(tx, parent, fx, variables, { plan });
+}
+
+/** The parent the take locked, with its state, read after the lock so that it is the newest. */
+async function heldParent(tx: PoolClient, parentId: string): Promise<LockedInstance | undefined> {
+  return (await readHeldInstances(tx, [parentId])).get(parentId);
 }
 
 function waitsFor(plan: Plan, parent: LockedInstance, row: CallReturnRow | CallEscalationRow, status = 'active'): boolean {

@@ -136,10 +136,6 @@ export async function insertCallEscalation(
   announceCallReturn(db);
 }
 
-export async function deleteCallEscalation(db: Queryable, id: string): Promise<void> {
-  await db.query({ name: 'delete_call_escalation', text: 'delete from call_escalations where id = $1', values: [id] });
-}
-
 /**
  * Whether any return or escalation waits, read without a transaction: the idle re-check costs one
  * statement. A suspended parent's wait for its resume (which announces them), not counted here.
@@ -159,22 +155,27 @@ export type CallDelivery = { escalation: CallEscalationRow } | { return: CallRet
 
 /**
  * One row to deliver, of a parent that is not suspended, that no other transaction is
- * delivering, locked until this transaction ends: the oldest escalation if any waits, else the
- * oldest return whose child has no escalation still waiting (a child's escalations go first).
- * One statement either way.
+ * delivering: the oldest escalation if any waits, else the oldest return whose child has no
+ * escalation still waiting (a child's escalations go first). One statement takes the row, locks
+ * its parent (waiting for a transaction that holds it; the suspension is checked again against
+ * the parent's newest row, and a parent suspended meanwhile keeps its row for the resume) and
+ * deletes the row: the caller reads the parent's state next (readHeldInstances), in a statement
+ * of its own so that it sees what the transaction it waited for wrote.
  */
 export async function takeCallDelivery(db: Queryable): Promise<CallDelivery | undefined> {
   const { rows } = await db.query<{ escalation: CallEscalationRow | null; returned: CallReturnRow | null }>({
     name: 'take_call_delivery',
-    text: `with escalation as (
+    text: `with escalation as materialized (
              select e.* from call_escalations e join instances i on i.id = e.parent_instance_id
               where i.suspended_at is null
-              order by e.id limit 1 for update of e skip locked),
-           returned as (
+              order by e.id limit 1 for update of e skip locked for no key update of i),
+           returned as materialized (
              select r.* from call_returns r join instances i on i.id = r.parent_instance_id
               where i.suspended_at is null and not exists (select 1 from escalation)
                 and not exists (select 1 from call_escalations e where e.child_instance_id = r.child_instance_id)
-              order by r.created_at limit 1 for update of r skip locked)
+              order by r.created_at limit 1 for update of r skip locked for no key update of i),
+           gone_escalation as (delete from call_escalations x using escalation e where x.id = e.id),
+           gone_return as (delete from call_returns x using returned r where x.child_instance_id = r.child_instance_id)
            select (select to_jsonb(escalation) from escalation) as escalation,
                   (select to_jsonb(returned) from returned) as returned`,
   });
@@ -182,14 +183,6 @@ export async function takeCallDelivery(db: Queryable): Promise<CallDelivery | un
   if (row?.escalation) return { escalation: { ...row.escalation, id: String(row.escalation.id) } };
   if (row?.returned) return { return: row.returned };
   return undefined;
-}
-
-export async function deleteCallReturn(db: Queryable, childId: string): Promise<void> {
-  await db.query({
-    name: 'delete_call_return',
-    text: 'delete from call_returns where child_instance_id = $1',
-    values: [childId],
-  });
 }
 
 export interface CalledInstance {

@@ -203,6 +203,79 @@ describe('suspend and resume', () => {
     expect(done.variables).toMatchObject({ fromChild: 1 });
   });
 
+  // The relay takes a return and locks its parent in one statement; a parent another
+  // transaction holds is waited for, and what that transaction wrote is what the return sees.
+  it('given a parent held by a transaction that suspends it, when its child ends, then the relay waits for it and leaves the return for the resume', async () => {
+    const parent = await start(t.api, 'susp-parent');
+    const task = await fetchOne(t.api, 'w', 'susp-child');
+    const holder = await t.db.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from instances where id = $1 for no key update', [parent]);
+      expect((await complete(t.api, task, 'w', { fromChild: 2 })).status).toBe(204);
+      await waitForStatus(t.api, task.instanceId, 'completed');
+      await waitFor(
+        async () => {
+          const { rows } = await t.db.pool.query(
+            `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%call_returns%'`,
+          );
+          return rows.length > 0 ? true : undefined;
+        },
+        5_000,
+        'the relay to wait for the parent',
+      );
+      await holder.query('update instances set suspended_at = now() where id = $1', [parent]);
+      await holder.query('commit');
+    } finally {
+      holder.release();
+    }
+    await waitFor(
+      async () => {
+        const { rows } = await t.db.pool.query(
+          `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%call_returns%'`,
+        );
+        return rows.length === 0 ? true : undefined;
+      },
+      5_000,
+      'the relay to stop waiting',
+    );
+    const { rowCount } = await t.db.pool.query('select 1 from call_returns where parent_instance_id = $1', [parent]);
+    expect(rowCount, 'the return kept').toBe(1);
+    expect((await instanceOf(t.api, parent)).status).toBe('running');
+    await resume(parent);
+    expect((await waitForStatus(t.api, parent, 'completed')).variables).toMatchObject({ fromChild: 2 });
+  });
+
+  it('given a parent held by a transaction that writes its variables, when its child ends, then the return applies over what that transaction wrote', async () => {
+    const parent = await start(t.api, 'susp-parent');
+    const task = await fetchOne(t.api, 'w', 'susp-child');
+    const holder = await t.db.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from instances where id = $1 for no key update', [parent]);
+      expect((await complete(t.api, task, 'w', { fromChild: 3 })).status).toBe(204);
+      await waitFor(
+        async () => {
+          const { rows } = await t.db.pool.query(
+            `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%call_returns%'`,
+          );
+          return rows.length > 0 ? true : undefined;
+        },
+        5_000,
+        'the relay to wait for the parent',
+      );
+      await holder.query(
+        `update instances set variables = variables || '{"edited": true}', revision = revision + 1 where id = $1`,
+        [parent],
+      );
+      await holder.query('commit');
+    } finally {
+      holder.release();
+    }
+    const done = await waitForStatus(t.api, parent, 'completed');
+    expect(done.variables).toMatchObject({ fromChild: 3, edited: true });
+  });
+
   it('given a suspended instance, then incident retries and replay are refused, while variable edits and cancel apply', async () => {
     const id = await start(t.api, 'susp-fail');
     const task = await fetchOne(t.api, 'w', 'susp-fail');
