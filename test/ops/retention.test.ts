@@ -14,6 +14,7 @@ import { deleteEndedInstances } from '../../runtime/store/retention.ts';
 import { recordLateResult } from '../../runtime/store/tasks.ts';
 import { singleTaskBpmn } from '../support/bpmn.ts';
 import { complete, deploy, fetchOne, start } from '../support/flows.ts';
+import { waitsForLock } from '../support/db.ts';
 import { startTestServer, waitFor, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
@@ -140,12 +141,7 @@ describe('retention racing a late result', () => {
         payloadBytes: 0,
       });
       await waitFor(
-        async () => {
-          const { rows } = await t.db.pool.query(
-            `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%task:late_result%'`,
-          );
-          return rows.length > 0 ? true : undefined;
-        },
+        async () => ((await waitsForLock(t.db.pool, 'task:late_result')) ? true : undefined),
         10_000,
         'the late result to wait for the instance row',
       );
@@ -195,12 +191,7 @@ describe('retention racing a late result', () => {
       );
       const retention = deleteEndedInstances(t.db.pool, before(), 100);
       await waitFor(
-        async () => {
-          const { rows } = await t.db.pool.query(
-            `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%delete from frame_heads%'`,
-          );
-          return rows.length > 0 ? true : undefined;
-        },
+        async () => ((await waitsForLock(t.db.pool, 'delete from frame_heads')) ? true : undefined),
         10_000,
         'retention to wait for the head',
       );

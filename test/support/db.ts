@@ -52,6 +52,16 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   };
 }
 
+/** Whether a backend of this database waits for a lock while running a statement whose text holds `fragment`. */
+export async function waitsForLock(pool: Pool, fragment: string): Promise<boolean> {
+  const { rows } = await pool.query(
+    `select 1 from pg_stat_activity
+      where datname = current_database() and wait_event_type = 'Lock' and position($1 in query) > 0`,
+    [fragment],
+  );
+  return rows.length > 0;
+}
+
 /**
  * A transaction on a connection of its own that runs `sql` and holds its locks until
  * release (commit); `waiting` tells whether some session of the database waits for a lock.

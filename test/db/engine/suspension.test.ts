@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBpmn, callBpmn, inlineDefinitions, inlineFlow as flow, singleTaskBpmn } from '../../support/bpmn.ts';
 import { complete, deploy, fetchOne, fetchTasks, historyKinds, instanceOf, start, waitForStatus } from '../../support/flows.ts';
+import { waitsForLock } from '../../support/db.ts';
 import { startTestServer, waitFor, type TestServer } from '../../support/server.ts';
 import { engineRest } from '../../camunda/support.ts';
 
@@ -215,12 +216,7 @@ describe('suspend and resume', () => {
       expect((await complete(t.api, task, 'w', { fromChild: 2 })).status).toBe(204);
       await waitForStatus(t.api, task.instanceId, 'completed');
       await waitFor(
-        async () => {
-          const { rows } = await t.db.pool.query(
-            `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%call_returns%'`,
-          );
-          return rows.length > 0 ? true : undefined;
-        },
+        async () => ((await waitsForLock(t.db.pool, 'call_returns')) ? true : undefined),
         5_000,
         'the relay to wait for the parent',
       );
@@ -230,12 +226,7 @@ describe('suspend and resume', () => {
       holder.release();
     }
     await waitFor(
-      async () => {
-        const { rows } = await t.db.pool.query(
-          `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%call_returns%'`,
-        );
-        return rows.length === 0 ? true : undefined;
-      },
+      async () => ((await waitsForLock(t.db.pool, 'call_returns')) ? undefined : true),
       5_000,
       'the relay to stop waiting',
     );
@@ -255,12 +246,7 @@ describe('suspend and resume', () => {
       await holder.query('select 1 from instances where id = $1 for no key update', [parent]);
       expect((await complete(t.api, task, 'w', { fromChild: 3 })).status).toBe(204);
       await waitFor(
-        async () => {
-          const { rows } = await t.db.pool.query(
-            `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%call_returns%'`,
-          );
-          return rows.length > 0 ? true : undefined;
-        },
+        async () => ((await waitsForLock(t.db.pool, 'call_returns')) ? true : undefined),
         5_000,
         'the relay to wait for the parent',
       );
